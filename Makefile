@@ -1,0 +1,32 @@
+# harel-transport: `make demo` runs the main job, `make test` runs every test.
+# Each part of the build lives in mk/<part>.mk; this file holds what they share.
+
+PREFIX      ?= /usr/local
+CARGO       ?= cargo
+PYTHON      ?= python3
+BUILD       := build
+RELEASE_DIR := target/release
+LIB_SO      := $(RELEASE_DIR)/libharel_transport.so
+LIB_A       := $(RELEASE_DIR)/libharel_transport.a
+VENV        := .venv
+VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+
+.PHONY: all lib demo test venv clean
+all: lib
+
+# The shared and static libraries, release-built (bindings, examples and C tests link these).
+lib:
+	$(CARGO) build --release --lib
+
+# Python with harel 0.9.0 and libsql, for the interop tests and the benchmark's peers.
+venv: $(VENV)/.ready
+$(VENV)/.ready:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet harel==0.9.0 libsql==0.1.11
+	touch $@
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BUILD) $(VENV)
+
+include $(sort $(wildcard mk/*.mk))

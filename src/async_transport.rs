@@ -1,0 +1,132 @@
+//! The async face: the queue's operations as `async fn` over libsql's native async API.
+//! Calls on one value run one at a time (one connection, and claims serialize on the
+//! database's write lock anyway).
+
+use tokio::sync::Mutex;
+
+use crate::connect::{self, Mode};
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::options::{Clock, Options};
+use crate::queue::{self, Claim};
+use crate::schema;
+use crate::sql::Sql;
+use crate::validate;
+
+pub struct AsyncTransport {
+    session: Mutex<Session>,
+    sql: Sql,
+    clock: Clock,
+    mode: Mode,
+}
+
+struct Session {
+    db: Db,
+    /// Kept for the connection's lifetime (a replica's background sync lives in it).
+    _database: libsql::Database,
+}
+
+impl AsyncTransport {
+    /// Opens the queue at `database`: a file path, `":memory:"`, a `libsql://` or
+    /// `http(s)://` URL (remote), or a path with `Options::sync_url` (embedded replica).
+    pub async fn open(database: &str, options: &Options) -> Result<AsyncTransport> {
+        validate::non_empty("database", database)?;
+        let mode = Mode::of(database, options);
+        let connected = connect::connect(database, options, mode).await?;
+        let mut db = Db::new(connected.connection, mode.caches_statements());
+        let sql = Sql::new(&options.prefix);
+        schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
+        Ok(AsyncTransport {
+            session: Mutex::new(Session { db, _database: connected.database }),
+            sql,
+            clock: options.clock.clone(),
+            mode,
+        })
+    }
+
+    /// Where the queue lives: a local file, memory, a server, or a replica of one.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Appends `event_json` to `group_id`'s FIFO. The first publish into a group fixes its
+    /// `priority` (0..4) and `routing_key`. One transaction: the message and its group, or neither.
+    pub async fn publish(
+        &self,
+        group_id: &str,
+        event_json: &str,
+        priority: i32,
+        routing_key: Option<&str>,
+    ) -> Result<()> {
+        validate::non_empty("group_id", group_id)?;
+        validate::event_json(event_json)?;
+        validate::priority("priority", priority)?;
+        if let Some(key) = routing_key {
+            validate::non_empty("routing_key", key)?;
+        }
+        let mut s = self.session.lock().await;
+        queue::publish(&mut s.db, &self.sql, group_id, event_json, priority, routing_key)
+            .await
+            .map_err(|e| e.during("publish"))
+    }
+
+    /// Leases the head of the group that has waited longest among those with nothing in
+    /// flight, priority >= `min_priority` and (when any are given) one of `routing_keys`,
+    /// to `worker_id` for `visibility` seconds. `None` when nothing is deliverable.
+    pub async fn claim(
+        &self,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+    ) -> Result<Option<Lease>> {
+        validate::worker_id(worker_id)?;
+        validate::positive_seconds("visibility", visibility)?;
+        validate::priority("min_priority", min_priority)?;
+        validate::routing_keys(routing_keys)?;
+        let mut s = self.session.lock().await;
+        let now = self.now()?;
+        let request = Claim { worker_id, visibility, min_priority, routing_keys, now };
+        queue::claim(&mut s.db, &self.sql, &request).await.map_err(|e| e.during("claim"))
+    }
+
+    /// Deletes the leased message (and its group when it was the last). `Error::LeaseLost`
+    /// if it is gone or leased to another worker; then nothing changes.
+    pub async fn ack(&self, lease: &Lease) -> Result<()> {
+        validate_lease(lease)?;
+        let mut s = self.session.lock().await;
+        let now = self.now()?;
+        queue::ack(&mut s.db, &self.sql, lease, now).await.map_err(|e| e.during("ack"))
+    }
+
+    /// Gives the message back: claimable at once with `delay` 0, parked (its group
+    /// blocked) for `delay` seconds otherwise. Same `Error::LeaseLost` rule as `ack`.
+    pub async fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
+        validate_lease(lease)?;
+        validate::non_negative_seconds("delay", delay)?;
+        let mut s = self.session.lock().await;
+        let now = self.now()?;
+        queue::nack(&mut s.db, &self.sql, lease, delay, now).await.map_err(|e| e.during("nack"))
+    }
+
+    /// Closes the connection. Dropping the transport does the same.
+    pub async fn close(self) -> Result<()> {
+        let mut s = self.session.into_inner();
+        s.db.close();
+        Ok(())
+    }
+
+    fn now(&self) -> Result<f64> {
+        let now = (self.clock)();
+        if !now.is_finite() || now < 0.0 {
+            return Err(Error::Argument(format!("the clock returned {now}; it must return finite epoch seconds")));
+        }
+        Ok(now)
+    }
+}
+
+fn validate_lease(lease: &Lease) -> Result<()> {
+    validate::non_empty("lease.group_id", &lease.group_id)?;
+    validate::worker_id(&lease.worker_id).map_err(|e| Error::Argument(format!("lease.{e}")))
+}

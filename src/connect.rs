@@ -1,0 +1,118 @@
+//! Opening the libSQL connection for each place a queue can live: an in-memory database,
+//! a local file, a libSQL server (remote), or an embedded replica of one.
+
+use std::time::Duration;
+
+use libsql::{Builder, Connection, Database};
+
+use crate::error::{Error, Result};
+use crate::options::{Options, Synchronous};
+
+/// How long `open` may spend reaching a server before it reports `Error::Connect`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Memory,
+    File,
+    Remote,
+    Replica,
+}
+
+impl Mode {
+    pub fn of(database: &str, options: &Options) -> Mode {
+        let is_url = ["libsql://", "http://", "https://"].iter().any(|s| database.starts_with(s));
+        match (is_url, &options.sync_url) {
+            (true, _) => Mode::Remote,
+            (false, Some(_)) => Mode::Replica,
+            (false, None) if database == ":memory:" => Mode::Memory,
+            (false, None) => Mode::File,
+        }
+    }
+
+    /// On a server every call is a round trip anyway; statements are cached only where
+    /// SQLite compiles them in this process.
+    pub fn caches_statements(self) -> bool {
+        matches!(self, Mode::Memory | Mode::File)
+    }
+
+    pub fn is_networked(self) -> bool {
+        matches!(self, Mode::Remote | Mode::Replica)
+    }
+}
+
+pub struct Connected {
+    /// Kept alive with the connection: a replica's background sync lives in it.
+    pub database: Database,
+    pub connection: Connection,
+}
+
+pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Connected> {
+    let token = options.auth_token.clone().unwrap_or_default();
+    let opened = match mode {
+        Mode::Memory | Mode::File => Builder::new_local(database).build().await,
+        Mode::Remote => Builder::new_remote(database.to_owned(), token).build().await,
+        Mode::Replica => {
+            let url = options.sync_url.clone().unwrap_or_default();
+            let mut builder = Builder::new_remote_replica(database, url, token).read_your_writes(false);
+            if let Some(interval) = options.sync_interval {
+                builder = builder.sync_interval(interval);
+            }
+            within_connect_timeout(database, builder.build()).await
+        }
+    };
+    let db = opened.map_err(|e| open_error(database, mode, e))?;
+    let conn = db.connect().map_err(|e| open_error(database, mode, e))?;
+    match mode {
+        Mode::Memory | Mode::File => configure_local(&conn, options, mode).await?,
+        Mode::Remote => {
+            within_connect_timeout(database, async { conn.query("SELECT 1", ()).await.map(drop) })
+                .await
+                .map_err(|e| open_error(database, mode, e))?
+        }
+        Mode::Replica => {
+            conn.busy_timeout(options.busy_timeout).map_err(|e| Error::from_libsql("open", e))?;
+            within_connect_timeout(database, async { db.sync().await.map(drop) })
+                .await
+                .map_err(|e| open_error(database, mode, e))?
+        }
+    }
+    Ok(Connected { database: db, connection: conn })
+}
+
+async fn configure_local(conn: &Connection, options: &Options, mode: Mode) -> Result<()> {
+    let fail = |e| Error::from_libsql("open: configuring the connection", e);
+    conn.busy_timeout(options.busy_timeout).map_err(fail)?;
+    if mode == Mode::File {
+        // WAL lets readers proceed while a claim holds the write lock.
+        let mut rows = conn.query("PRAGMA journal_mode = WAL", ()).await.map_err(fail)?;
+        rows.next().await.map_err(fail)?;
+        let sync = match options.synchronous {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        };
+        conn.execute(&format!("PRAGMA synchronous = {sync}"), ()).await.map_err(fail)?;
+    }
+    Ok(())
+}
+
+async fn within_connect_timeout<T>(
+    database: &str,
+    work: impl std::future::Future<Output = libsql::Result<T>>,
+) -> libsql::Result<T> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, work).await {
+        Ok(result) => result,
+        Err(_) => Err(libsql::Error::ConnectionFailed(format!(
+            "{database}: no answer within {} s",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+fn open_error(database: &str, mode: Mode, e: libsql::Error) -> Error {
+    if mode.is_networked() {
+        Error::Connect(format!("open {database:?}: the libSQL server could not be used: {e}"))
+    } else {
+        Error::from_libsql(&format!("open {database:?}"), e)
+    }
+}

@@ -1,0 +1,79 @@
+//! The one error type of the crate. Its variants map one-to-one onto the C ABI's
+//! negative status codes (see `ffi::status`), so every layer reports the same five kinds.
+
+use std::fmt;
+
+/// What went wrong, with a message for people. Programs match on the variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A bad argument; the message names the parameter. Nothing was changed.
+    Argument(String),
+    /// The database failed (I/O, corruption, missing schema, any other SQL error).
+    Database(String),
+    /// The write lock was not had within the busy timeout.
+    Busy(String),
+    /// `ack`/`nack`: the message is gone or no longer leased to this worker.
+    LeaseLost(String),
+    /// A libSQL server could not be reached or refused the token.
+    Connect(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn message(&self) -> &str {
+        match self {
+            Error::Argument(m)
+            | Error::Database(m)
+            | Error::Busy(m)
+            | Error::LeaseLost(m)
+            | Error::Connect(m) => m,
+        }
+    }
+
+    /// The same error with the operation that met it named first ("claim: ...").
+    pub(crate) fn during(self, operation: &str) -> Error {
+        let prefixed = |m: String| format!("{operation}: {m}");
+        match self {
+            Error::Argument(m) => Error::Argument(prefixed(m)),
+            Error::Database(m) => Error::Database(prefixed(m)),
+            Error::Busy(m) => Error::Busy(prefixed(m)),
+            Error::LeaseLost(m) => Error::LeaseLost(prefixed(m)),
+            Error::Connect(m) => Error::Connect(prefixed(m)),
+        }
+    }
+
+    /// Wraps a libsql error met while doing `what` ("claim", "open", ...), sorting
+    /// lock contention into `Busy` and everything else into `Database`.
+    pub(crate) fn from_libsql(what: &str, e: libsql::Error) -> Error {
+        let text = e.to_string();
+        let message = format!("{what}: {text}");
+        if is_busy(&e, &text) {
+            Error::Busy(format!(
+                "{message} (the write lock was not had within the busy timeout)"
+            ))
+        } else {
+            Error::Database(message)
+        }
+    }
+}
+
+/// SQLITE_BUSY (5) and SQLITE_LOCKED (6), in their extended forms too; a server reports
+/// them as text.
+fn is_busy(e: &libsql::Error, text: &str) -> bool {
+    match e {
+        libsql::Error::SqliteFailure(code, _) => matches!(code & 0xff, 5 | 6),
+        libsql::Error::RemoteSqliteFailure(code, ext, _) => {
+            matches!(code & 0xff, 5 | 6) || matches!(ext & 0xff, 5 | 6)
+        }
+        _ => text.contains("SQLITE_BUSY") || text.contains("database is locked"),
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,48 @@
+//! harel-transport: a durable, group-ordered message queue stored in libSQL.
+//!
+//! Events are published into *groups*. Within a group delivery is FIFO and at most one
+//! message is in flight at a time; groups are served round-robin, can be filtered by a
+//! priority floor and by routing keys. A claim is a lease that lapses if the worker dies;
+//! `nack` returns a message now or parks it for a delay. The tables are those of harel's
+//! Python `SqliteTransport`/`LibsqlTransport`, so both can share one queue file.
+//!
+//! [`Transport`] is the blocking face (what the C ABI wraps); [`AsyncTransport`] is the
+//! same queue as `async fn`. Both run the one implementation in `queue`.
+
+mod async_transport;
+mod connect;
+mod db;
+mod error;
+pub mod ffi;
+mod lease;
+mod options;
+mod queue;
+mod schema;
+mod sql;
+mod transport;
+mod validate;
+
+pub use async_transport::AsyncTransport;
+pub use connect::Mode;
+pub use error::{Error, Result};
+pub use lease::Lease;
+pub use options::{system_clock, Clock, Options, Synchronous};
+pub use transport::Transport;
+pub use validate::{MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
+
+/// The statements that create a fresh schema under `prefix`, for a migration tool:
+/// idempotent, one per line, each ending in ';'.
+pub fn schema_sql(prefix: &str) -> Result<String> {
+    validate::prefix(prefix)?;
+    Ok(sql::as_script(&sql::Sql::new(prefix).schema()))
+}
+
+/// The statements that upgrade a groups table made without `routing_key` (harel 0.9).
+/// Not idempotent: run them once.
+pub fn schema_upgrade_sql(prefix: &str) -> Result<String> {
+    validate::prefix(prefix)?;
+    Ok(sql::as_script(&sql::Sql::new(prefix).upgrade()))
+}
+
+/// The library's version, "MAJOR.MINOR.PATCH".
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,136 @@
+//! How to open a transport: where the queue lives and how it behaves. Setters validate
+//! their value at once, so a bad option fails where it is set, not later at `open`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::error::Result;
+use crate::validate;
+
+/// "Now" as epoch seconds. Injected so tests move time instead of sleeping.
+pub type Clock = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+pub fn system_clock() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// SQLite's `synchronous` setting for a local file (WAL journal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Synchronous {
+    /// fsync at every commit: a committed publish survives power loss. The default.
+    Full,
+    /// fsync at checkpoints only: safe against process crashes, and faster, but the last
+    /// commits can be lost if the machine loses power.
+    Normal,
+}
+
+#[derive(Clone)]
+pub struct Options {
+    pub(crate) prefix: String,
+    pub(crate) create_schema: bool,
+    pub(crate) sync_url: Option<String>,
+    pub(crate) auth_token: Option<String>,
+    pub(crate) sync_interval: Option<Duration>,
+    pub(crate) busy_timeout: Duration,
+    pub(crate) synchronous: Synchronous,
+    pub(crate) clock: Clock,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            prefix: "harel".into(),
+            create_schema: true,
+            sync_url: None,
+            auth_token: None,
+            sync_interval: None,
+            busy_timeout: Duration::from_secs(5),
+            synchronous: Synchronous::Full,
+            clock: Arc::new(system_clock),
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("prefix", &self.prefix)
+            .field("create_schema", &self.create_schema)
+            .field("sync_url", &self.sync_url)
+            .field("auth_token", &self.auth_token.as_ref().map(|_| "<set>"))
+            .field("sync_interval", &self.sync_interval)
+            .field("busy_timeout", &self.busy_timeout)
+            .field("synchronous", &self.synchronous)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Table names start with `prefix` (default `harel`): an identifier of at most 30 characters.
+    pub fn prefix(&mut self, prefix: &str) -> Result<&mut Self> {
+        validate::prefix(prefix)?;
+        self.prefix = prefix.to_owned();
+        Ok(self)
+    }
+
+    /// On (default): create the tables idempotently and upgrade a harel 0.9 schema.
+    /// Off: create nothing; a missing table fails `open`.
+    pub fn create_schema(&mut self, on: bool) -> &mut Self {
+        self.create_schema = on;
+        self
+    }
+
+    /// Makes the path an embedded replica of the libSQL server at `url` (`None` unsets).
+    pub fn sync_url(&mut self, url: Option<&str>) -> Result<&mut Self> {
+        if let Some(u) = url {
+            validate::non_empty("url", u)?;
+        }
+        self.sync_url = url.map(str::to_owned);
+        Ok(self)
+    }
+
+    /// The token for a libSQL server, remote or as a replica's primary (`None` unsets).
+    pub fn auth_token(&mut self, token: Option<&str>) -> &mut Self {
+        self.auth_token = token.map(str::to_owned);
+        self
+    }
+
+    /// How often an embedded replica pulls from its primary, in seconds (> 0).
+    pub fn sync_interval(&mut self, seconds: f64) -> Result<&mut Self> {
+        validate::positive_seconds("seconds", seconds)?;
+        self.sync_interval = Some(Duration::from_secs_f64(seconds));
+        Ok(self)
+    }
+
+    /// How long a local write waits for the lock before `Error::Busy`, in seconds (>= 0).
+    pub fn busy_timeout(&mut self, seconds: f64) -> Result<&mut Self> {
+        validate::non_negative_seconds("seconds", seconds)?;
+        self.busy_timeout = Duration::from_secs_f64(seconds);
+        Ok(self)
+    }
+
+    pub fn synchronous(&mut self, synchronous: Synchronous) -> &mut Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Where "now" comes from (epoch seconds); the system clock by default.
+    pub fn clock(&mut self, clock: impl Fn() -> f64 + Send + Sync + 'static) -> &mut Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    pub fn system_clock(&mut self) -> &mut Self {
+        self.clock = Arc::new(system_clock);
+        self
+    }
+
+    pub fn get_prefix(&self) -> &str {
+        &self.prefix
+    }
+}

@@ -1,0 +1,106 @@
+//! The queue's operations, each one write transaction over SPEC.md's tables. Arguments
+//! arrive validated; "now" arrives from the transport's clock.
+//!
+//! Turn order: SPEC.md stamps `last_claimed_at` with the claim instant. We stamp the
+//! instant the group can next be served: a claim writes its lease's end, a park the
+//! park's end, an ack or an immediate nack the present. Groups waiting on a lease or a
+//! park therefore sort after `now`, where the claim's index range stops, and a claim
+//! costs the same however many groups are in flight. Among deliverable groups the order
+//! is still round-robin: the group served longest ago goes first, a new group (0) first
+//! of all, ties by arrival.
+
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::sql::Sql;
+use crate::validate::PARKED;
+
+pub async fn publish(
+    db: &mut Db,
+    sql: &Sql,
+    group_id: &str,
+    event_json: &str,
+    priority: i32,
+    routing_key: Option<&str>,
+) -> Result<()> {
+    db.write_transaction(async |db| {
+        db.execute(&sql.publish_message, (group_id, event_json)).await?;
+        // OR IGNORE: the first publish into a group fixes its priority and routing key.
+        db.execute(&sql.publish_group, (group_id, priority, routing_key)).await?;
+        Ok(())
+    })
+    .await
+}
+
+pub struct Claim<'a> {
+    pub worker_id: &'a str,
+    pub visibility: f64,
+    pub min_priority: i32,
+    pub routing_keys: &'a [&'a str],
+    pub now: f64,
+}
+
+pub async fn claim(db: &mut Db, sql: &Sql, c: &Claim<'_>) -> Result<Option<Lease>> {
+    let statement = sql.claim(c.min_priority, c.routing_keys.len());
+    let mut params: Vec<libsql::Value> = vec![c.now.into(), c.min_priority.into()];
+    if Sql::routing_keys_as_one_parameter(c.routing_keys.len()) {
+        params.push(serde_json::to_string(c.routing_keys).unwrap_or_default().into());
+    } else {
+        params.extend(c.routing_keys.iter().map(|&k| k.into()));
+    }
+    let lock_expiry = c.now + c.visibility;
+    db.write_transaction(async |db| {
+        let head = db
+            .query_one(&statement, params, |row| {
+                Ok((row.get::<i64>(0)?, row.get::<String>(1)?, row.get::<String>(2)?))
+            })
+            .await?;
+        let Some((seq, group_id, event)) = head else { return Ok(None) };
+        db.execute(&sql.set_group_turn, (group_id.as_str(), lock_expiry)).await?;
+        db.execute(&sql.lease_message, (seq, c.worker_id, lock_expiry)).await?;
+        Ok(Some(Lease { seq, group_id, event, worker_id: c.worker_id.to_owned(), lock_expiry }))
+    })
+    .await
+}
+
+pub async fn ack(db: &mut Db, sql: &Sql, lease: &Lease, now: f64) -> Result<()> {
+    db.write_transaction(async |db| {
+        let deleted = db.execute(&sql.ack_message, (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str())).await?;
+        if deleted == 0 {
+            return Err(lease_lost(lease));
+        }
+        let dropped = db.execute(&sql.drop_group_if_empty, [lease.group_id.as_str()]).await?;
+        if dropped == 0 {
+            db.execute(&sql.set_group_turn, (lease.group_id.as_str(), now)).await?;
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// `delay` 0 frees the message now; more parks it (and its group) until now + delay.
+pub async fn nack(db: &mut Db, sql: &Sql, lease: &Lease, delay: f64, now: f64) -> Result<()> {
+    let (locked_by, lock_expiry) = if delay > 0.0 { (Some(PARKED), Some(now + delay)) } else { (None, None) };
+    db.write_transaction(async |db| {
+        let released = db
+            .execute(
+                &sql.release_message,
+                (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str(), locked_by, lock_expiry),
+            )
+            .await?;
+        if released == 0 {
+            return Err(lease_lost(lease));
+        }
+        db.execute(&sql.set_group_turn, (lease.group_id.as_str(), now + delay)).await?;
+        Ok(())
+    })
+    .await
+}
+
+fn lease_lost(lease: &Lease) -> Error {
+    Error::LeaseLost(format!(
+        "message {} of group {:?} is no longer leased to worker {:?}: it was acked or nacked \
+         already, or its lease lapsed and another worker claimed it",
+        lease.seq, lease.group_id, lease.worker_id
+    ))
+}

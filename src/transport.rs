@@ -1,0 +1,87 @@
+//! The blocking face, for threads and the C ABI: each call drives the async
+//! implementation to completion on a runtime owned by the transport. It is `Send + Sync`;
+//! calls on one value run one at a time. Do not call it from async code (use
+//! `AsyncTransport` there).
+
+use tokio::runtime::{Builder, Runtime};
+
+use crate::async_transport::AsyncTransport;
+use crate::connect::Mode;
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::options::Options;
+
+pub struct Transport {
+    /// Always `Some` until `close` or drop takes it.
+    inner: Option<AsyncTransport>,
+    runtime: Runtime,
+}
+
+impl Transport {
+    /// See [`AsyncTransport::open`].
+    pub fn open(database: &str, options: &Options) -> Result<Transport> {
+        let runtime = runtime_for(Mode::of(database, options))?;
+        let inner = runtime.block_on(AsyncTransport::open(database, options))?;
+        Ok(Transport { inner: Some(inner), runtime })
+    }
+
+    fn inner(&self) -> &AsyncTransport {
+        self.inner.as_ref().expect("a Transport is live until close or drop")
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.inner().mode()
+    }
+
+    /// See [`AsyncTransport::publish`].
+    pub fn publish(&self, group_id: &str, event_json: &str, priority: i32, routing_key: Option<&str>) -> Result<()> {
+        self.runtime.block_on(self.inner().publish(group_id, event_json, priority, routing_key))
+    }
+
+    /// See [`AsyncTransport::claim`].
+    pub fn claim(&self, worker_id: &str, visibility: f64, min_priority: i32, routing_keys: &[&str]) -> Result<Option<Lease>> {
+        self.runtime.block_on(self.inner().claim(worker_id, visibility, min_priority, routing_keys))
+    }
+
+    /// See [`AsyncTransport::ack`].
+    pub fn ack(&self, lease: &Lease) -> Result<()> {
+        self.runtime.block_on(self.inner().ack(lease))
+    }
+
+    /// See [`AsyncTransport::nack`].
+    pub fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
+        self.runtime.block_on(self.inner().nack(lease, delay))
+    }
+
+    /// Closes the connection. Dropping the transport does the same.
+    pub fn close(mut self) -> Result<()> {
+        match self.inner.take() {
+            Some(inner) => self.runtime.block_on(inner.close()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Transport {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            let _ = self.runtime.block_on(inner.close());
+        }
+    }
+}
+
+/// A local database needs no background work: the calling thread runs everything. A
+/// server connection keeps one worker thread for the HTTP client and a replica's sync.
+fn runtime_for(mode: Mode) -> Result<Runtime> {
+    let mut builder = if mode.is_networked() {
+        let mut b = Builder::new_multi_thread();
+        b.worker_threads(1).thread_name("harel-transport");
+        b
+    } else {
+        Builder::new_current_thread()
+    };
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Database(format!("open: could not start the I/O runtime: {e}")))
+}

@@ -1,0 +1,75 @@
+//! Argument checks, done once here for the Rust API, the C ABI and every binding.
+//! Each returns `Error::Argument` naming the parameter as ABI.md names it.
+
+use crate::error::{Error, Result};
+
+/// The worker id a parked message carries in `locked_by` (SPEC.md); no worker may use it.
+pub const PARKED: &str = "__parked__";
+pub const MAX_PRIORITY: i32 = 4;
+pub const MAX_PREFIX_LEN: usize = 30;
+
+fn arg(message: String) -> Error {
+    Error::Argument(message)
+}
+
+/// A prefix becomes part of table names, so it must be a plain identifier.
+pub fn prefix(p: &str) -> Result<()> {
+    let mut chars = p.chars();
+    let first_ok = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_');
+    if !first_ok || p.len() > MAX_PREFIX_LEN || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(arg(format!(
+            "prefix {p:?} is not an identifier: a letter or '_', then letters, digits or '_', \
+             at most {MAX_PREFIX_LEN} characters"
+        )));
+    }
+    Ok(())
+}
+
+pub fn non_empty(name: &str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(arg(format!("{name} is empty")));
+    }
+    Ok(())
+}
+
+pub fn worker_id(value: &str) -> Result<()> {
+    non_empty("worker_id", value)?;
+    if value == PARKED {
+        return Err(arg(format!("worker_id {PARKED:?} is reserved for parked messages")));
+    }
+    Ok(())
+}
+
+pub fn priority(name: &str, value: i32) -> Result<()> {
+    if !(0..=MAX_PRIORITY).contains(&value) {
+        return Err(arg(format!("{name} is {value}; it must be 0..{MAX_PRIORITY}")));
+    }
+    Ok(())
+}
+
+/// Seconds that must be finite and > 0 (`visibility`, `sync_interval`).
+pub fn positive_seconds(name: &str, value: f64) -> Result<()> {
+    if !value.is_finite() || value <= 0.0 {
+        return Err(arg(format!("{name} is {value}; it must be a finite number of seconds > 0")));
+    }
+    Ok(())
+}
+
+/// Seconds that must be finite and >= 0 (`delay`, `busy_timeout`).
+pub fn non_negative_seconds(name: &str, value: f64) -> Result<()> {
+    if !value.is_finite() || value < 0.0 {
+        return Err(arg(format!("{name} is {value}; it must be a finite number of seconds >= 0")));
+    }
+    Ok(())
+}
+
+/// The event is stored byte for byte, so it is only parsed here, never re-serialized.
+pub fn event_json(value: &str) -> Result<()> {
+    serde_json::from_str::<serde::de::IgnoredAny>(value)
+        .map(|_| ())
+        .map_err(|e| arg(format!("event_json is not valid JSON: {e}")))
+}
+
+pub fn routing_keys<S: AsRef<str>>(keys: &[S]) -> Result<()> {
+    keys.iter().try_for_each(|k| non_empty("routing_keys element", k.as_ref()))
+}
