@@ -1,1 +1,24 @@
-fn main(){}
+//! Generates the C header from the FFI layer's doc comments into OUT_DIR. With
+//! HAREL_WRITE_HEADER=1 (`make header`) it also refreshes include/harel_transport.h.
+
+use std::path::PathBuf;
+
+fn main() {
+    let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo")).join("harel_transport.h");
+    println!("cargo:rerun-if-changed=src/ffi");
+    // The ABI's major version: `make install` names the file .so.0.MINOR.PATCH behind it.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libharel_transport.so.0");
+    println!("cargo:rerun-if-changed=cbindgen.toml");
+    println!("cargo:rerun-if-env-changed=HAREL_WRITE_HEADER");
+    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    let bindings = cbindgen::Builder::new()
+        .with_crate(&crate_dir)
+        .with_config(config)
+        .generate()
+        .expect("the FFI layer must be expressible in C");
+    bindings.write_to_file(&out);
+    if std::env::var("HAREL_WRITE_HEADER").as_deref() == Ok("1") {
+        bindings.write_to_file(crate_dir.join("include/harel_transport.h"));
+    }
+}

@@ -1,1 +1,46 @@
+//! The C ABI of ABI.md. This layer only checks pointers, UTF-8 and numbers' types, calls
+//! the Rust API and maps its errors to status codes; the queue's logic and argument rules
+//! live in the core.
+//!
+//! Every exported function runs inside [`boundary`] (or [`boundary_value`] for those that
+//! return no status): a panic becomes `HAREL_ERR_PANIC` instead of unwinding into C.
+//! Pointers become references through the helpers in [`args`].
 
+#![allow(non_camel_case_types)] // C names, as ABI.md spells them
+
+mod args;
+mod error;
+mod lease;
+mod options;
+mod schema;
+mod status;
+mod transport;
+
+pub use error::harel_last_error;
+pub use lease::{harel_lease, harel_lease_free};
+pub use options::*;
+pub use schema::*;
+pub use status::{harel_status, harel_status_name};
+pub use transport::*;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::Error;
+
+/// Runs the body of a status-returning function: clears the thread's last error, turns an
+/// `Err` into its status (keeping the message for `harel_last_error`) and a panic into
+/// `HAREL_ERR_PANIC`.
+pub(crate) fn boundary(body: impl FnOnce() -> Result<harel_status, Error>) -> harel_status {
+    error::clear();
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(status)) => status,
+        Ok(Err(e)) => error::set(&e),
+        Err(panic) => error::set_panic(panic),
+    }
+}
+
+/// The boundary for functions that return a value instead of a status (free functions,
+/// constructors, static strings): a panic yields `on_panic`.
+pub(crate) fn boundary_value<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
+}

@@ -1,0 +1,69 @@
+//! Turning C arguments into Rust values: one call per argument, each failing with an
+//! `Error::Argument` that names the parameter (NULL, invalid UTF-8).
+
+use std::ffi::{c_char, CStr};
+
+use crate::error::{Error, Result};
+
+fn null(name: &str) -> Error {
+    Error::Argument(format!("{name} is NULL"))
+}
+
+/// A borrowed reference to a value the caller owns.
+///
+/// # Safety
+/// `ptr` is NULL or points to a live `T` for the duration of the call.
+pub unsafe fn reference<'a, T>(ptr: *const T, name: &str) -> Result<&'a T> {
+    unsafe { ptr.as_ref() }.ok_or_else(|| null(name))
+}
+
+/// # Safety
+/// `ptr` is NULL or points to a live `T` that nothing else uses during the call.
+pub unsafe fn mutable<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T> {
+    unsafe { ptr.as_mut() }.ok_or_else(|| null(name))
+}
+
+/// A NUL-terminated UTF-8 string.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string live for the duration of the call.
+pub unsafe fn string<'a>(ptr: *const c_char, name: &str) -> Result<&'a str> {
+    if ptr.is_null() {
+        return Err(null(name));
+    }
+    unsafe { CStr::from_ptr(ptr) }
+        .to_str()
+        .map_err(|e| Error::Argument(format!("{name} is not valid UTF-8: {e}")))
+}
+
+/// A string where NULL means "none".
+///
+/// # Safety
+/// As for [`string`].
+pub unsafe fn optional_string<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a str>> {
+    if ptr.is_null() {
+        Ok(None)
+    } else {
+        unsafe { string(ptr, name) }.map(Some)
+    }
+}
+
+/// An array of `n` strings; NULL with `n` 0 is the empty array, NULL with `n` > 0 is an
+/// error, and so is a NULL element.
+///
+/// # Safety
+/// `ptr` is NULL or points to `n` pointers, each NULL or a NUL-terminated string.
+pub unsafe fn strings<'a>(ptr: *const *const c_char, n: usize, name: &str) -> Result<Vec<&'a str>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if ptr.is_null() {
+        return Err(Error::Argument(format!("{name} is NULL but its count is {n}")));
+    }
+    let elements = unsafe { std::slice::from_raw_parts(ptr, n) };
+    elements
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| unsafe { string(p, &format!("{name}[{i}]")) })
+        .collect()
+}

@@ -1,0 +1,176 @@
+//! `harel_options`: created, set, passed to `harel_transport_open`, freed. Each setter
+//! validates its value at once.
+
+use std::ffi::{c_char, c_void};
+
+use super::args;
+use super::status::harel_status::{self, HAREL_OK};
+use super::{boundary, boundary_value};
+use crate::options::Options;
+
+/// Options for `harel_transport_open` (opaque). `harel_options_new` creates one with the
+/// defaults; free it with `harel_options_free`. `open` copies what it needs, so the
+/// options may be freed right after it returns, or reused for another open.
+pub struct harel_options {
+    inner: Options,
+}
+
+impl harel_options {
+    pub(crate) fn options(&self) -> &Options {
+        &self.inner
+    }
+}
+
+/// New options with the defaults: prefix "harel", create_schema on, a local file, busy
+/// timeout 5 s, synchronous FULL, the system clock.
+///
+/// The caller owns the result and frees it with `harel_options_free`. NULL only if the
+/// library failed internally.
+#[no_mangle]
+pub extern "C" fn harel_options_new() -> *mut harel_options {
+    boundary_value(std::ptr::null_mut(), || {
+        Box::into_raw(Box::new(harel_options { inner: Options::new() }))
+    })
+}
+
+/// Frees options made by `harel_options_new`. NULL does nothing.
+#[no_mangle]
+pub extern "C" fn harel_options_free(o: *mut harel_options) {
+    boundary_value((), || {
+        if !o.is_null() {
+            // SAFETY: a non-NULL `o` came from harel_options_new and is freed once.
+            drop(unsafe { Box::from_raw(o) });
+        }
+    })
+}
+
+/// Runs one setter on `o`; the shared body of every `harel_options_set_*`.
+fn set(o: *mut harel_options, apply: impl FnOnce(&mut Options) -> crate::Result<()>) -> harel_status {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or options from harel_options_new.
+        let o = unsafe { args::mutable(o, "o") }?;
+        apply(&mut o.inner)?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// Table names start with `prefix`: ASCII, a letter or '_', then letters, digits or
+/// '_', at most 30 characters. The string is copied.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o or prefix NULL, not UTF-8, not an identifier).
+#[no_mangle]
+pub extern "C" fn harel_options_set_prefix(o: *mut harel_options, prefix: *const c_char) -> harel_status {
+    // SAFETY: the caller passes NULL or a NUL-terminated string.
+    set(o, |opts| opts.prefix(unsafe { args::string(prefix, "prefix") }?).map(drop))
+}
+
+/// On (the default): create the tables and indexes idempotently at open, and upgrade a
+/// harel 0.9 schema in place. Off: create nothing; a missing table fails open with
+/// HAREL_ERR_DATABASE.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
+#[no_mangle]
+pub extern "C" fn harel_options_set_create_schema(o: *mut harel_options, create_schema: bool) -> harel_status {
+    set(o, |opts| {
+        opts.create_schema(create_schema);
+        Ok(())
+    })
+}
+
+/// Makes the database path an embedded replica of the libSQL server at `url` (its HTTP
+/// URL, e.g. "http://127.0.0.1:8080" or "libsql://db.turso.io"). NULL unsets it. Copied.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, url empty or not UTF-8).
+#[no_mangle]
+pub extern "C" fn harel_options_set_sync_url(o: *mut harel_options, url: *const c_char) -> harel_status {
+    // SAFETY: the caller passes NULL or a NUL-terminated string.
+    set(o, |opts| opts.sync_url(unsafe { args::optional_string(url, "url") }?).map(drop))
+}
+
+/// The auth token for a libSQL server (remote URL or a replica's primary). NULL unsets
+/// it. Copied.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, token not UTF-8).
+#[no_mangle]
+pub extern "C" fn harel_options_set_auth_token(o: *mut harel_options, token: *const c_char) -> harel_status {
+    set(o, |opts| {
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        opts.auth_token(unsafe { args::optional_string(token, "token") }?);
+        Ok(())
+    })
+}
+
+/// How often an embedded replica pulls from its primary, in seconds.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, seconds not finite or <= 0).
+#[no_mangle]
+pub extern "C" fn harel_options_set_sync_interval(o: *mut harel_options, seconds: f64) -> harel_status {
+    set(o, |opts| opts.sync_interval(seconds).map(drop))
+}
+
+/// How long a write waits for the database's write lock before HAREL_ERR_BUSY, in
+/// seconds (default 5).
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, seconds not finite or < 0).
+#[no_mangle]
+pub extern "C" fn harel_options_set_busy_timeout(o: *mut harel_options, seconds: f64) -> harel_status {
+    set(o, |opts| opts.busy_timeout(seconds).map(drop))
+}
+
+/// Local files: `full` true (the default) makes every commit durable against power loss
+/// (synchronous FULL); false trades the last commits before a power loss for speed
+/// (synchronous NORMAL; still safe against process crashes).
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
+#[no_mangle]
+pub extern "C" fn harel_options_set_synchronous_full(o: *mut harel_options, full: bool) -> harel_status {
+    use crate::options::Synchronous;
+    set(o, |opts| {
+        opts.synchronous(if full { Synchronous::Full } else { Synchronous::Normal });
+        Ok(())
+    })
+}
+
+/// The function a claim, ack or nack asks for "now": epoch seconds, called with `ctx`.
+/// NULL restores the system clock. It is called on the thread that makes the call, while
+/// the transport's lock is held, so it must not call back into the same transport; it
+/// must be safe to call from every thread that uses the transport. `ctx` stays the
+/// caller's; it must outlive every transport opened with these options. A clock that
+/// returns a non-finite or negative value makes the call fail with HAREL_ERR_ARGUMENT.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
+#[no_mangle]
+pub extern "C" fn harel_options_set_clock(
+    o: *mut harel_options,
+    clock: Option<unsafe extern "C" fn(ctx: *mut c_void) -> f64>,
+    ctx: *mut c_void,
+) -> harel_status {
+    set(o, |opts| {
+        match clock {
+            Some(f) => {
+                let ctx = ClockContext(ctx);
+                // SAFETY: the caller promises `f` may be called with `ctx` from any thread.
+                opts.clock(move || unsafe { f(ctx.pointer()) });
+            }
+            None => {
+                opts.system_clock();
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The caller's clock context; its thread-safety is the caller's promise (see set_clock).
+#[derive(Clone, Copy)]
+struct ClockContext(*mut c_void);
+
+impl ClockContext {
+    fn pointer(self) -> *mut c_void {
+        self.0
+    }
+}
+
+// SAFETY: harel_options_set_clock documents that the callback and ctx must be usable
+// from any thread; the library never dereferences ctx itself.
+unsafe impl Send for ClockContext {}
+unsafe impl Sync for ClockContext {}

@@ -1,0 +1,65 @@
+//! Strings the library hands out: its version and the schema's SQL for migration tools.
+
+use std::ffi::{c_char, CString};
+
+use super::args;
+use super::status::harel_status::{self, HAREL_OK};
+use super::{boundary, boundary_value};
+
+/// The library's version, "MAJOR.MINOR.PATCH". Static: never free it.
+#[no_mangle]
+pub extern "C" fn harel_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// Frees a string the library handed out (`harel_schema_sql`, `harel_schema_upgrade_sql`).
+/// NULL does nothing.
+#[no_mangle]
+pub extern "C" fn harel_string_free(s: *mut c_char) {
+    boundary_value((), || {
+        if !s.is_null() {
+            // SAFETY: a non-NULL `s` came from CString::into_raw in this library, freed once.
+            drop(unsafe { CString::from_raw(s) });
+        }
+    })
+}
+
+fn hand_out(
+    prefix: *const c_char,
+    out: *mut *mut c_char,
+    make: fn(&str) -> crate::Result<String>,
+) -> harel_status {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or valid pointers, per the function's contract.
+        let out = unsafe { args::mutable(out, "out") }?;
+        *out = std::ptr::null_mut();
+        let text = make(unsafe { args::string(prefix, "prefix") }?)?;
+        // SQL built from a validated identifier holds no NUL.
+        *out = CString::new(text).unwrap_or_default().into_raw();
+        Ok(HAREL_OK)
+    })
+}
+
+/// The idempotent CREATE statements of a fresh schema under `prefix`, one per line, each
+/// ending in ';', for a migration tool that owns the schema (open with create_schema off).
+///
+/// On HAREL_OK `*out` is a string the caller owns (free it with `harel_string_free`);
+/// on error it is NULL.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (prefix or out NULL, prefix not an identifier).
+#[no_mangle]
+pub extern "C" fn harel_schema_sql(prefix: *const c_char, out: *mut *mut c_char) -> harel_status {
+    hand_out(prefix, out, crate::schema_sql)
+}
+
+/// The statements that upgrade a groups table made without `routing_key` (harel 0.9),
+/// one per line, each ending in ';'. Not idempotent: run them once.
+///
+/// On HAREL_OK `*out` is a string the caller owns (free it with `harel_string_free`);
+/// on error it is NULL.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (prefix or out NULL, prefix not an identifier).
+#[no_mangle]
+pub extern "C" fn harel_schema_upgrade_sql(prefix: *const c_char, out: *mut *mut c_char) -> harel_status {
+    hand_out(prefix, out, crate::schema_upgrade_sql)
+}

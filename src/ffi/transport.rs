@@ -1,0 +1,193 @@
+//! `harel_transport`: open, publish, claim, ack, nack, close.
+
+use std::ffi::c_char;
+use std::ptr;
+
+use super::args;
+use super::boundary;
+use super::lease::harel_lease;
+use super::options::harel_options;
+use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
+use crate::options::Options;
+use crate::transport::Transport;
+
+/// An open queue (opaque). Made by `harel_transport_open`, freed by
+/// `harel_transport_close`. One handle may be used from several threads at once; its
+/// calls run one at a time. For parallel work open one handle per thread or process on
+/// the same database. Never close a handle while another thread is using it.
+pub struct harel_transport {
+    inner: Transport,
+}
+
+/// # Safety
+/// `t` is NULL or a live handle from harel_transport_open.
+unsafe fn handle<'a>(t: *mut harel_transport) -> crate::Result<&'a Transport> {
+    unsafe { args::reference(t, "t") }.map(|t| &t.inner)
+}
+
+/// Opens the queue at `database`: a file path (a local libSQL file, WAL journal),
+/// ":memory:", a "libsql://", "http://" or "https://" URL (a libSQL server), or a path
+/// with `harel_options_set_sync_url` (an embedded replica of that server). `options` may
+/// be NULL for the defaults; it is only read during the call.
+///
+/// On HAREL_OK `*out` is a new handle the caller owns (free it with
+/// `harel_transport_close`); on error `*out` is NULL.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (database or out NULL, database empty or not
+/// UTF-8); HAREL_ERR_DATABASE (the file can't be opened or isn't a database, a table is
+/// missing with create_schema off); HAREL_ERR_BUSY (another process held the write lock
+/// past the busy timeout while the schema was set up); HAREL_ERR_CONNECT (a server can't
+/// be reached within seconds or refused the token).
+#[no_mangle]
+pub extern "C" fn harel_transport_open(
+    database: *const c_char,
+    options: *const harel_options,
+    out: *mut *mut harel_transport,
+) -> harel_status {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let out = unsafe { args::mutable(out, "out") }?;
+        *out = ptr::null_mut();
+        let database = unsafe { args::string(database, "database") }?;
+        let defaults = Options::new();
+        let options = match unsafe { options.as_ref() } {
+            Some(o) => o.options(),
+            None => &defaults,
+        };
+        let inner = Transport::open(database, options)?;
+        *out = Box::into_raw(Box::new(harel_transport { inner }));
+        Ok(HAREL_OK)
+    })
+}
+
+/// Appends `event_json` (any valid JSON text, stored byte for byte) to the FIFO of
+/// `group_id`. The first publish into a group fixes its `priority` (0..4) and
+/// `routing_key` (NULL: none); later publishes leave both as they are. One transaction:
+/// the message and its group, or neither. Strings are copied.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t, group_id or event_json NULL; a string not
+/// UTF-8; group_id or routing_key empty; event_json not JSON; priority outside 0..4);
+/// HAREL_ERR_BUSY; HAREL_ERR_DATABASE.
+#[no_mangle]
+pub extern "C" fn harel_transport_publish(
+    t: *mut harel_transport,
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+) -> harel_status {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let (t, group_id, event_json, routing_key) = unsafe {
+            (
+                handle(t)?,
+                args::string(group_id, "group_id")?,
+                args::string(event_json, "event_json")?,
+                args::optional_string(routing_key, "routing_key")?,
+            )
+        };
+        t.publish(group_id, event_json, priority, routing_key)?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// Leases the head (oldest message) of the group that has waited longest among those
+/// with nothing in flight, priority >= `min_priority` (0..4) and, when `n_routing_keys`
+/// > 0, a routing key among `routing_keys`, to `worker_id` until now + `visibility`
+/// seconds. `routing_keys` may be NULL when `n_routing_keys` is 0 (any group).
+///
+/// On HAREL_OK `*out` is a lease the caller owns (free it with `harel_lease_free`); on
+/// HAREL_EMPTY (nothing deliverable now) and on error `*out` is NULL.
+///
+/// Returns HAREL_OK; HAREL_EMPTY; HAREL_ERR_ARGUMENT (t, worker_id or out NULL; a string
+/// not UTF-8; worker_id empty or "__parked__"; visibility not finite or <= 0;
+/// min_priority outside 0..4; routing_keys NULL with n_routing_keys > 0, or an element
+/// NULL or empty; the clock returned a non-finite time); HAREL_ERR_BUSY;
+/// HAREL_ERR_DATABASE.
+#[no_mangle]
+pub extern "C" fn harel_transport_claim(
+    t: *mut harel_transport,
+    worker_id: *const c_char,
+    visibility: f64,
+    min_priority: i32,
+    routing_keys: *const *const c_char,
+    n_routing_keys: usize,
+    out: *mut *mut harel_lease,
+) -> harel_status {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let out = unsafe { args::mutable(out, "out") }?;
+        *out = ptr::null_mut();
+        let (t, worker_id, keys) = unsafe {
+            (
+                handle(t)?,
+                args::string(worker_id, "worker_id")?,
+                args::strings(routing_keys, n_routing_keys, "routing_keys")?,
+            )
+        };
+        match t.claim(worker_id, visibility, min_priority, &keys)? {
+            Some(lease) => {
+                *out = harel_lease::into_raw(lease)?;
+                Ok(HAREL_OK)
+            }
+            None => Ok(HAREL_EMPTY),
+        }
+    })
+}
+
+/// Finishes a lease: deletes its message (and the group's row when it was the last).
+/// Reads only lease->seq, lease->group_id and lease->worker_id; the lease stays the
+/// caller's to free.
+///
+/// Returns HAREL_OK; HAREL_ERR_LEASE_LOST (the message is gone, or no longer leased to
+/// this worker: acked or nacked already, or its lease lapsed and another worker claimed
+/// it; nothing changed); HAREL_ERR_ARGUMENT (t or lease NULL, lease->group_id or
+/// lease->worker_id NULL, not UTF-8, empty, or "__parked__"); HAREL_ERR_BUSY;
+/// HAREL_ERR_DATABASE.
+#[no_mangle]
+pub extern "C" fn harel_transport_ack(t: *mut harel_transport, lease: *const harel_lease) -> harel_status {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let (t, lease) = unsafe { (handle(t)?, args::reference(lease, "lease")?.to_lease()?) };
+        t.ack(&lease)?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// Gives a leased message back: `delay` 0 makes it claimable at once; `delay` > 0 parks
+/// it, blocking its group, for `delay` seconds. The lease is over either way. Reads only
+/// lease->seq, lease->group_id and lease->worker_id; the lease stays the caller's to free.
+///
+/// Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
+/// HAREL_ERR_ARGUMENT (as for ack, or delay not finite or < 0); HAREL_ERR_BUSY;
+/// HAREL_ERR_DATABASE.
+#[no_mangle]
+pub extern "C" fn harel_transport_nack(
+    t: *mut harel_transport,
+    lease: *const harel_lease,
+    delay: f64,
+) -> harel_status {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let (t, lease) = unsafe { (handle(t)?, args::reference(lease, "lease")?.to_lease()?) };
+        t.nack(&lease, delay)?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// Closes the connection and frees the handle, even when it returns an error: never use
+/// `t` again. NULL does nothing and returns HAREL_OK.
+///
+/// Returns HAREL_OK; HAREL_ERR_DATABASE.
+#[no_mangle]
+pub extern "C" fn harel_transport_close(t: *mut harel_transport) -> harel_status {
+    boundary(|| {
+        if t.is_null() {
+            return Ok(HAREL_OK);
+        }
+        // SAFETY: a non-NULL `t` came from harel_transport_open and is closed once.
+        let handle = unsafe { Box::from_raw(t) };
+        handle.inner.close()?;
+        Ok(HAREL_OK)
+    })
+}
