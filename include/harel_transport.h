@@ -346,6 +346,18 @@ enum harel_status harel_transport_nack(struct harel_transport *t,
  */
 enum harel_status harel_transport_close(struct harel_transport *t);
 
+/**
+ * The message of the error the last call on handle `t` returned (publish, claim, ack or
+ * nack), from whichever thread made it; NULL after a call that succeeded, and for a NULL
+ * `t`. For callers whose calls land on pool threads (an FFI's async calls), where the
+ * thread's harel_last_error() is out of reach: make one call at a time on the handle and
+ * read this before the next.
+ *
+ * The string belongs to the handle and stays valid until the next call on `t`; copy it
+ * to keep it. Never free it.
+ */
+const char *harel_transport_last_error(const struct harel_transport *t);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

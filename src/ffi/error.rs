@@ -16,6 +16,11 @@ pub(crate) fn clear() {
     LAST_ERROR.with(|last| *last.borrow_mut() = None);
 }
 
+/// A copy of the thread's current message, if any.
+pub(crate) fn current() -> Option<CString> {
+    LAST_ERROR.with(|last| last.borrow().clone())
+}
+
 fn remember(message: &str) {
     // A C string cannot hold NUL; a message quoting caller text shows it escaped instead.
     let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();

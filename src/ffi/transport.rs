@@ -1,10 +1,12 @@
 //! `harel_transport`: open, publish, claim, ack, nack, close.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CString};
 use std::ptr;
+use std::sync::Mutex;
 
 use super::args;
-use super::boundary;
+use super::error;
+use super::{boundary, boundary_value};
 use super::lease::harel_lease;
 use super::options::harel_options;
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
@@ -17,12 +19,23 @@ use crate::transport::Transport;
 /// the same database. Never close a handle while another thread is using it.
 pub struct harel_transport {
     inner: Transport,
+    /// The message of the last error a call on this handle returned (see
+    /// harel_transport_last_error).
+    last_error: Mutex<Option<CString>>,
 }
 
-/// # Safety
-/// `t` is NULL or a live handle from harel_transport_open.
-unsafe fn handle<'a>(t: *mut harel_transport) -> crate::Result<&'a Transport> {
-    unsafe { args::reference(t, "t") }.map(|t| &t.inner)
+/// Runs a call on handle `t` inside the boundary, then keeps the call's error message (or
+/// none) on the handle as well as on the thread.
+fn on_handle(
+    t: *mut harel_transport,
+    body: impl FnOnce(&Transport) -> crate::Result<harel_status>,
+) -> harel_status {
+    // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
+    let status = boundary(|| body(unsafe { &args::reference(t, "t")?.inner }));
+    if let Some(handle) = unsafe { t.as_ref() } {
+        *handle.last_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = error::current();
+    }
+    status
 }
 
 /// Opens the queue at `database`: a file path (a local libSQL file, WAL journal),
@@ -55,7 +68,7 @@ pub extern "C" fn harel_transport_open(
             None => &defaults,
         };
         let inner = Transport::open(database, options)?;
-        *out = Box::into_raw(Box::new(harel_transport { inner }));
+        *out = Box::into_raw(Box::new(harel_transport { inner, last_error: Mutex::new(None) }));
         Ok(HAREL_OK)
     })
 }
@@ -76,11 +89,10 @@ pub extern "C" fn harel_transport_publish(
     priority: i32,
     routing_key: *const c_char,
 ) -> harel_status {
-    boundary(|| {
+    on_handle(t, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (t, group_id, event_json, routing_key) = unsafe {
+        let (group_id, event_json, routing_key) = unsafe {
             (
-                handle(t)?,
                 args::string(group_id, "group_id")?,
                 args::string(event_json, "event_json")?,
                 args::optional_string(routing_key, "routing_key")?,
@@ -114,13 +126,12 @@ pub extern "C" fn harel_transport_claim(
     n_routing_keys: usize,
     out: *mut *mut harel_lease,
 ) -> harel_status {
-    boundary(|| {
+    on_handle(t, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let out = unsafe { args::mutable(out, "out") }?;
         *out = ptr::null_mut();
-        let (t, worker_id, keys) = unsafe {
+        let (worker_id, keys) = unsafe {
             (
-                handle(t)?,
                 args::string(worker_id, "worker_id")?,
                 args::strings(routing_keys, n_routing_keys, "routing_keys")?,
             )
@@ -146,9 +157,9 @@ pub extern "C" fn harel_transport_claim(
 /// HAREL_ERR_DATABASE.
 #[no_mangle]
 pub extern "C" fn harel_transport_ack(t: *mut harel_transport, lease: *const harel_lease) -> harel_status {
-    boundary(|| {
+    on_handle(t, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (t, lease) = unsafe { (handle(t)?, args::reference(lease, "lease")?.to_lease()?) };
+        let lease = unsafe { args::reference(lease, "lease")?.to_lease()? };
         t.ack(&lease)?;
         Ok(HAREL_OK)
     })
@@ -167,9 +178,9 @@ pub extern "C" fn harel_transport_nack(
     lease: *const harel_lease,
     delay: f64,
 ) -> harel_status {
-    boundary(|| {
+    on_handle(t, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (t, lease) = unsafe { (handle(t)?, args::reference(lease, "lease")?.to_lease()?) };
+        let lease = unsafe { args::reference(lease, "lease")?.to_lease()? };
         t.nack(&lease, delay)?;
         Ok(HAREL_OK)
     })
@@ -189,5 +200,25 @@ pub extern "C" fn harel_transport_close(t: *mut harel_transport) -> harel_status
         let handle = unsafe { Box::from_raw(t) };
         handle.inner.close()?;
         Ok(HAREL_OK)
+    })
+}
+
+/// The message of the error the last call on handle `t` returned (publish, claim, ack or
+/// nack), from whichever thread made it; NULL after a call that succeeded, and for a NULL
+/// `t`. For callers whose calls land on pool threads (an FFI's async calls), where the
+/// thread's harel_last_error() is out of reach: make one call at a time on the handle and
+/// read this before the next.
+///
+/// The string belongs to the handle and stays valid until the next call on `t`; copy it
+/// to keep it. Never free it.
+#[no_mangle]
+pub extern "C" fn harel_transport_last_error(t: *const harel_transport) -> *const c_char {
+    boundary_value(ptr::null(), || {
+        // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
+        let Some(handle) = (unsafe { t.as_ref() }) else { return ptr::null() };
+        let slot = handle.last_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // The CString's buffer does not move when the guard drops; it lives until the
+        // slot is next written, by the next call on this handle.
+        slot.as_ref().map_or(ptr::null(), |message| message.as_ptr())
     })
 }
