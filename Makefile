@@ -15,8 +15,10 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 all: lib
 
 # The shared and static libraries, release-built (bindings, examples and C tests link these).
+# Programs linked against the build tree ask for the soname, which cargo does not make.
 lib:
 	$(CARGO) build --release --lib
+	ln -sf libharel_transport.so $(RELEASE_DIR)/libharel_transport.so.0
 
 # Python with harel 0.9.0 and libsql, for the interop tests and the benchmark's peers.
 venv: $(VENV)/.ready

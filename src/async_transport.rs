@@ -86,9 +86,8 @@ impl AsyncTransport {
         validate::priority("min_priority", min_priority)?;
         validate::routing_keys(routing_keys)?;
         let mut s = self.session.lock().await;
-        let now = self.now()?;
-        let request = Claim { worker_id, visibility, min_priority, routing_keys, now };
-        queue::claim(&mut s.db, &self.sql, &request).await.map_err(|e| e.during("claim"))
+        let request = Claim { worker_id, visibility, min_priority, routing_keys };
+        queue::claim(&mut s.db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("claim"))
     }
 
     /// Deletes the leased message (and its group when it was the last). `Error::LeaseLost`
@@ -96,8 +95,7 @@ impl AsyncTransport {
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         validate_lease(lease)?;
         let mut s = self.session.lock().await;
-        let now = self.now()?;
-        queue::ack(&mut s.db, &self.sql, lease, now).await.map_err(|e| e.during("ack"))
+        queue::ack(&mut s.db, &self.sql, lease, &|| self.now()).await.map_err(|e| e.during("ack"))
     }
 
     /// Gives the message back: claimable at once with `delay` 0, parked (its group
@@ -106,8 +104,9 @@ impl AsyncTransport {
         validate_lease(lease)?;
         validate::non_negative_seconds("delay", delay)?;
         let mut s = self.session.lock().await;
-        let now = self.now()?;
-        queue::nack(&mut s.db, &self.sql, lease, delay, now).await.map_err(|e| e.during("nack"))
+        queue::nack(&mut s.db, &self.sql, lease, delay, &|| self.now())
+            .await
+            .map_err(|e| e.during("nack"))
     }
 
     /// Closes the connection. Dropping the transport does the same.

@@ -49,6 +49,9 @@ pub struct Connected {
 
 pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Connected> {
     let token = options.auth_token.clone().unwrap_or_default();
+    if mode == Mode::File {
+        check_directory(database)?;
+    }
     let opened = match mode {
         Mode::Memory | Mode::File => Builder::new_local(database).build().await,
         Mode::Remote => Builder::new_remote(database.to_owned(), token).build().await,
@@ -78,6 +81,19 @@ pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Co
         }
     }
     Ok(Connected { database: db, connection: conn })
+}
+
+/// A clear message for the common mistake, before SQLite reports "unable to open" (and
+/// before libsql 0.10, which leaks the half-opened handle on that path, is asked).
+fn check_directory(database: &str) -> Result<()> {
+    let parent = std::path::Path::new(database).parent().filter(|p| !p.as_os_str().is_empty());
+    match parent {
+        Some(dir) if !dir.is_dir() => Err(Error::Database(format!(
+            "open {database:?}: the directory {} does not exist",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 async fn configure_local(conn: &Connection, options: &Options, mode: Mode) -> Result<()> {

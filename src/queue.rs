@@ -1,5 +1,7 @@
 //! The queue's operations, each one write transaction over SPEC.md's tables. Arguments
-//! arrive validated; "now" arrives from the transport's clock.
+//! arrive validated. "Now" is read from the transport's clock only once the write lock is
+//! held: a time read before waiting for the lock would be older than what other
+//! processes wrote meanwhile, and the claim would not see the groups they released.
 //!
 //! Turn order: SPEC.md stamps `last_claimed_at` with the claim instant. We stamp the
 //! instant the group can next be served: a claim writes its lease's end, a park the
@@ -14,6 +16,9 @@ use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::sql::Sql;
 use crate::validate::PARKED;
+
+/// The transport's clock, checked.
+pub type Now<'a> = &'a (dyn Fn() -> Result<f64> + Send + Sync);
 
 pub async fn publish(
     db: &mut Db,
@@ -37,19 +42,19 @@ pub struct Claim<'a> {
     pub visibility: f64,
     pub min_priority: i32,
     pub routing_keys: &'a [&'a str],
-    pub now: f64,
 }
 
-pub async fn claim(db: &mut Db, sql: &Sql, c: &Claim<'_>) -> Result<Option<Lease>> {
+pub async fn claim(db: &mut Db, sql: &Sql, c: &Claim<'_>, now: Now<'_>) -> Result<Option<Lease>> {
     let statement = sql.claim(c.min_priority, c.routing_keys.len());
-    let mut params: Vec<libsql::Value> = vec![c.now.into(), c.min_priority.into()];
-    if Sql::routing_keys_as_one_parameter(c.routing_keys.len()) {
-        params.push(serde_json::to_string(c.routing_keys).unwrap_or_default().into());
-    } else {
-        params.extend(c.routing_keys.iter().map(|&k| k.into()));
-    }
-    let lock_expiry = c.now + c.visibility;
     db.write_transaction(async |db| {
+        let now = now()?;
+        let mut params: Vec<libsql::Value> = vec![now.into(), c.min_priority.into()];
+        if Sql::routing_keys_as_one_parameter(c.routing_keys.len()) {
+            params.push(serde_json::to_string(c.routing_keys).unwrap_or_default().into());
+        } else {
+            params.extend(c.routing_keys.iter().map(|&k| k.into()));
+        }
+        let lock_expiry = now + c.visibility;
         let head = db
             .query_one(&statement, params, |row| {
                 Ok((row.get::<i64>(0)?, row.get::<String>(1)?, row.get::<String>(2)?))
@@ -63,8 +68,9 @@ pub async fn claim(db: &mut Db, sql: &Sql, c: &Claim<'_>) -> Result<Option<Lease
     .await
 }
 
-pub async fn ack(db: &mut Db, sql: &Sql, lease: &Lease, now: f64) -> Result<()> {
+pub async fn ack(db: &mut Db, sql: &Sql, lease: &Lease, now: Now<'_>) -> Result<()> {
     db.write_transaction(async |db| {
+        let now = now()?;
         let deleted = db.execute(&sql.ack_message, (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str())).await?;
         if deleted == 0 {
             return Err(lease_lost(lease));
@@ -79,9 +85,10 @@ pub async fn ack(db: &mut Db, sql: &Sql, lease: &Lease, now: f64) -> Result<()> 
 }
 
 /// `delay` 0 frees the message now; more parks it (and its group) until now + delay.
-pub async fn nack(db: &mut Db, sql: &Sql, lease: &Lease, delay: f64, now: f64) -> Result<()> {
-    let (locked_by, lock_expiry) = if delay > 0.0 { (Some(PARKED), Some(now + delay)) } else { (None, None) };
+pub async fn nack(db: &mut Db, sql: &Sql, lease: &Lease, delay: f64, now: Now<'_>) -> Result<()> {
     db.write_transaction(async |db| {
+        let now = now()?;
+        let (locked_by, lock_expiry) = if delay > 0.0 { (Some(PARKED), Some(now + delay)) } else { (None, None) };
         let released = db
             .execute(
                 &sql.release_message,

@@ -89,9 +89,13 @@ impl Sql {
 
     /// One arm per priority level at or above the floor, each an index range on
     /// (priority, last_claimed_at): a high-priority group is found without walking
-    /// past lower ones.
+    /// past lower ones. A last arm takes priorities above 4, which harel's Python publish
+    /// does not reject.
     fn build_unrouted_claim(&self, min_priority: i32) -> String {
-        self.pick((min_priority..=MAX_PRIORITY).map(|p| self.arm(&format!("g.priority = {p}"))).collect())
+        let mut arms: Vec<String> =
+            (min_priority..=MAX_PRIORITY).map(|p| self.arm(&format!("g.priority = {p}"))).collect();
+        arms.push(self.arm(&format!("g.priority > {MAX_PRIORITY}")));
+        self.pick(arms)
     }
 
     /// The claim statement. Parameters: ?1 now, ?2 min_priority, then the routing keys

@@ -271,3 +271,17 @@ fn in_flight_and_parked_groups_do_not_hide_a_ready_one() {
     assert_eq!(claim(&t, "w").unwrap().group_id, "ready");
     assert!(claim(&t, "w").is_none());
 }
+
+#[test]
+fn a_group_written_with_priority_above_4_is_still_served() {
+    // harel's Python publish does not check priority; such a group must not be stranded.
+    let clock = TestClock::at(1000.0);
+    let (_dir, path) = common::temp_db();
+    let t = common::file(&path, &clock);
+    common::Raw::open(&path).batch(
+        "INSERT INTO harel_transport_messages (group_id, event) VALUES ('py', '{}');
+         INSERT INTO harel_transport_groups (group_id, priority) VALUES ('py', 7);",
+    );
+    let lease = t.claim("w", V, 4, &[]).unwrap().expect("priority 7 is above the floor 4");
+    assert_eq!(lease.group_id, "py");
+}

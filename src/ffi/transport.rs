@@ -126,10 +126,13 @@ pub extern "C" fn harel_transport_claim(
     n_routing_keys: usize,
     out: *mut *mut harel_lease,
 ) -> harel_status {
+    // *out is NULL on every error, a NULL `t` included.
+    if let Some(out) = unsafe { out.as_mut() } {
+        *out = ptr::null_mut();
+    }
     on_handle(t, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let out = unsafe { args::mutable(out, "out") }?;
-        *out = ptr::null_mut();
         let (worker_id, keys) = unsafe {
             (
                 args::string(worker_id, "worker_id")?,

@@ -1,0 +1,116 @@
+package harel_test
+
+// Close: every call after it is ErrClosed (never a crash), closing twice is fine, and Close
+// waits for the calls in flight.
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	harel "github.com/harel-transport/harel-transport/bindings/go"
+)
+
+func TestUseAfterClose(t *testing.T) {
+	tr, err := harel.Open(":memory:", harel.WithClock(newClock().Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, tr, "g", event(1))
+	lease := claim(t, tr, "w")
+	if err := tr.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	_, claimErr := tr.Claim("w", visibility)
+	calls := map[string]error{
+		"publish": tr.Publish("g", event(2)),
+		"claim":   claimErr,
+		"ack":     tr.Ack(lease),
+		"nack":    tr.Nack(lease, 0),
+		"ack nil": tr.Ack(nil),
+	}
+	for name, err := range calls {
+		if !errors.Is(err, harel.ErrClosed) {
+			t.Errorf("%s after close: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+func TestCloseWaitsForTheCallInFlight(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	tr, err := harel.Open(":memory:", harel.WithClock(func() time.Time {
+		once.Do(func() { close(entered); <-release }) // the first claim stops inside the library
+		return time.Unix(1000, 0)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, tr, "g", event(1))
+	type result struct {
+		lease *harel.Lease
+		err   error
+	}
+	claimed := make(chan result)
+	go func() {
+		lease, err := tr.Claim("w", visibility)
+		claimed <- result{lease, err}
+	}()
+	<-entered
+	closed := make(chan error)
+	go func() { closed <- tr.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a claim was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if r := <-claimed; r.err != nil || r.lease == nil {
+		t.Fatalf("the claim in flight: %+v", r)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if _, err := tr.Claim("w", visibility); !errors.Is(err, harel.ErrClosed) {
+		t.Fatalf("claim after close: %v", err)
+	}
+}
+
+func TestCloseWhileGoroutinesWork(t *testing.T) {
+	tr, err := harel.Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for n := 0; n < 8; n++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				err := tr.Publish("g", event(n))
+				if err == nil {
+					var lease *harel.Lease
+					if lease, err = tr.Claim("w", visibility); err == nil && lease != nil {
+						err = tr.Ack(lease)
+					}
+				}
+				if errors.Is(err, harel.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("worker %d: %v", n, err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := tr.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,55 @@
+// Package harel is the Go binding of libharel_transport: a durable, group-ordered message
+// queue stored in libSQL (a local file, a libSQL server, or an embedded replica of one).
+//
+// Messages are published into groups. Within a group they are delivered in FIFO order, one
+// at a time: while a message of a group is leased to a worker, no other message of that
+// group is handed out. Across groups, claims go round robin (the group that has waited
+// longest first), filtered by an optional priority floor and routing keys.
+//
+//	t, err := harel.Open("queue.db")
+//	if err != nil { ... }
+//	defer t.Close()
+//	err = t.Publish("order-42", json.RawMessage(`{"kind":"paid","id":"e1","data":{}}`))
+//	lease, err := t.Claim("worker-1", 30*time.Second)   // nil, nil: nothing to do now
+//	if lease != nil {
+//		// handle lease.Event, then:
+//		err = t.Ack(lease)                          // or t.Nack(lease, delay) to retry
+//	}
+//
+// # Errors
+//
+// Every error is an [*Error] holding the library's status and message. Match kinds with
+// errors.Is and the sentinels ([ErrArgument], [ErrDatabase], [ErrBusy], [ErrLeaseLost],
+// [ErrConnect], [ErrPanic], [ErrClosed]). The binding itself rejects what C cannot see: a Go
+// string holding a NUL byte (a C string would end there) is ErrArgument naming the
+// parameter, before anything reaches the library.
+//
+// # Concurrency
+//
+// A [Transport] is safe for concurrent use; the library runs its calls one at a time. For
+// parallel work open one Transport per goroutine or process on the same file. Close waits
+// for the calls in flight; afterwards every method returns ErrClosed.
+//
+// # Linking
+//
+// The package links the C library with cgo (CGO_ENABLED=1 and a C compiler are needed).
+// By default it uses -lharel_transport and expects the header and library where the C
+// toolchain finds them: in its default paths (the library installed under /usr/local), or
+// through the environment, e.g. for a build tree of the repository:
+//
+//	make go-lib    # the library, and build/go/lib linking it under its soname as well
+//	export CGO_CFLAGS="-I$REPO/include"
+//	export CGO_LDFLAGS="-L$REPO/build/go/lib -Wl,-rpath,$REPO/build/go/lib"
+//	go build ./...
+//
+// (A program linked against the library asks for libharel_transport.so.0 at run time, a
+// name cargo does not create in target/release: hence build/go/lib.)
+//
+// With the build tag harel_pkgconfig it asks pkg-config for the flags instead, for a
+// library installed with make install (PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig when the prefix
+// is not a default one; a prefix the dynamic linker does not search also needs
+// LD_LIBRARY_PATH or an rpath at run time):
+//
+//	make install PREFIX=$HOME/.local
+//	PKG_CONFIG_PATH=$HOME/.local/lib/pkgconfig go build -tags harel_pkgconfig ./...
+package harel

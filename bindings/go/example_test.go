@@ -1,0 +1,159 @@
+package harel_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"time"
+
+	harel "github.com/harel-transport/harel-transport/bindings/go"
+)
+
+// Publish into groups, then claim and ack: FIFO within a group, round robin across groups.
+func Example() {
+	t, err := harel.Open(":memory:") // or a file path: "queue.db"
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+
+	for _, m := range []struct{ group, event string }{
+		{"order-1", `{"kind":"created","id":"e1","data":{}}`},
+		{"order-1", `{"kind":"paid","id":"e2","data":{}}`},
+		{"order-2", `{"kind":"created","id":"e3","data":{}}`},
+	} {
+		if err := t.Publish(m.group, json.RawMessage(m.event)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	for {
+		lease, err := t.Claim("worker-1", 30*time.Second)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if lease == nil {
+			break // nothing deliverable: a real worker sleeps and polls again
+		}
+		fmt.Printf("%s %s\n", lease.GroupID, lease.Event)
+		if err := t.Ack(lease); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// order-1 {"kind":"created","id":"e1","data":{}}
+	// order-2 {"kind":"created","id":"e3","data":{}}
+	// order-1 {"kind":"paid","id":"e2","data":{}}
+}
+
+// Claim returns nil, nil when nothing is deliverable, including while the only group with
+// messages has one in flight.
+func ExampleTransport_Claim() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+	_ = t.Publish("g", json.RawMessage(`{"n":1}`))
+	_ = t.Publish("g", json.RawMessage(`{"n":2}`))
+
+	first, _ := t.Claim("w1", time.Minute)
+	second, err := t.Claim("w2", time.Minute)
+	fmt.Println(string(first.Event), second == nil, err)
+	// Output: {"n":1} true <nil>
+}
+
+// Routing keys send groups to the workers that ask for them; priorities set a floor.
+func ExampleWithRoutingKeys() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+	_ = t.Publish("gpu-job", json.RawMessage(`{}`), harel.WithRoutingKey("gpu"))
+	_ = t.Publish("cpu-job", json.RawMessage(`{}`), harel.WithRoutingKey("cpu"), harel.WithPriority(3))
+	_ = t.Publish("urgent", json.RawMessage(`{}`), harel.WithPriority(4))
+
+	lease, _ := t.Claim("gpu-box", time.Minute, harel.WithRoutingKeys("gpu"))
+	fmt.Println(lease.GroupID)
+	lease, _ = t.Claim("any-box", time.Minute, harel.WithMinPriority(3))
+	fmt.Println(lease.GroupID)
+	// Output:
+	// gpu-job
+	// cpu-job
+}
+
+// A lease that lapsed and went to another worker can no longer be acked.
+func ExampleTransport_Ack_leaseLost() {
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	t, err := harel.Open(":memory:", harel.WithClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+	_ = t.Publish("g", json.RawMessage(`{}`))
+
+	slow, _ := t.Claim("slow-worker", 10*time.Second)
+	mu.Lock()
+	now = now.Add(11 * time.Second) // the slow worker's lease lapses
+	mu.Unlock()
+	fast, _ := t.Claim("fast-worker", 10*time.Second)
+
+	err = t.Ack(slow)
+	fmt.Println(errors.Is(err, harel.ErrLeaseLost))
+	fmt.Println(t.Ack(fast))
+	// Output:
+	// true
+	// <nil>
+}
+
+// Nack with a delay parks the message: its group waits, in order, until the delay is over.
+func ExampleTransport_Nack() {
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	t, err := harel.Open(":memory:", harel.WithClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+	_ = t.Publish("g", json.RawMessage(`{"try":"me"}`))
+
+	lease, _ := t.Claim("w", time.Minute)
+	_ = t.Nack(lease, 5*time.Second) // failed: retry in 5 s
+	again, _ := t.Claim("w", time.Minute)
+	fmt.Println("at once:", again == nil)
+	mu.Lock()
+	now = now.Add(6 * time.Second)
+	mu.Unlock()
+	again, _ = t.Claim("w", time.Minute)
+	fmt.Println("after 6 s:", string(again.Event))
+	// Output:
+	// at once: true
+	// after 6 s: {"try":"me"}
+}
+
+// Errors carry the library's status and a message naming the bad parameter.
+func ExampleError() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+
+	err = t.Publish("g", json.RawMessage(`{not json`))
+	fmt.Println(errors.Is(err, harel.ErrArgument))
+	var e *harel.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Status)
+	}
+	_, err = t.Claim("w", 0)
+	fmt.Println(err)
+	// Output:
+	// true
+	// HAREL_ERR_ARGUMENT
+	// harel: HAREL_ERR_ARGUMENT: visibility is 0; it must be a finite number of seconds > 0
+}

@@ -1,0 +1,3 @@
+module github.com/harel-transport/harel-transport/bindings/go
+
+go 1.22

@@ -1,0 +1,112 @@
+package harel_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	harel "github.com/harel-transport/harel-transport/bindings/go"
+)
+
+// visibility is the lease length of the tests' claims.
+const visibility = 30 * time.Second
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *testClock { return &testClock{now: time.Unix(1000, 0)} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// memory opens an in-memory queue run by clock, closed when the test ends.
+func memory(t *testing.T, clock *testClock) *harel.Transport {
+	t.Helper()
+	return open(t, ":memory:", harel.WithClock(clock.Now))
+}
+
+// tempDB is the path of a fresh queue file in the test's temporary directory.
+func tempDB(t *testing.T) string {
+	return filepath.Join(t.TempDir(), "queue.db")
+}
+
+// open opens database, closed when the test ends.
+func open(t *testing.T, database string, opts ...harel.Option) *harel.Transport {
+	t.Helper()
+	tr, err := harel.Open(database, opts...)
+	if err != nil {
+		t.Fatalf("open %s: %v", database, err)
+	}
+	t.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return tr
+}
+
+// event is a harel event numbered n.
+func event(n int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"kind":"tick","id":"e%d","data":{"n":%d}}`, n, n))
+}
+
+func publish(t *testing.T, tr *harel.Transport, group string, ev json.RawMessage, opts ...harel.PublishOption) {
+	t.Helper()
+	if err := tr.Publish(group, ev, opts...); err != nil {
+		t.Fatalf("publish %s %s: %v", group, ev, err)
+	}
+}
+
+// claim expects a lease.
+func claim(t *testing.T, tr *harel.Transport, worker string, opts ...harel.ClaimOption) *harel.Lease {
+	t.Helper()
+	lease, err := tr.Claim(worker, visibility, opts...)
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if lease == nil {
+		t.Fatalf("claim: nothing deliverable, expected a message")
+	}
+	return lease
+}
+
+// claimNone expects nothing deliverable.
+func claimNone(t *testing.T, tr *harel.Transport, why string, opts ...harel.ClaimOption) {
+	t.Helper()
+	lease, err := tr.Claim("w", visibility, opts...)
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if lease != nil {
+		t.Fatalf("%s: claimed seq %d of %s (%s), expected nothing", why, lease.Seq, lease.GroupID, lease.Event)
+	}
+}
+
+func ack(t *testing.T, tr *harel.Transport, lease *harel.Lease) {
+	t.Helper()
+	if err := tr.Ack(lease); err != nil {
+		t.Fatalf("ack seq %d: %v", lease.Seq, err)
+	}
+}
+
+func nack(t *testing.T, tr *harel.Transport, lease *harel.Lease, delay time.Duration) {
+	t.Helper()
+	if err := tr.Nack(lease, delay); err != nil {
+		t.Fatalf("nack seq %d: %v", lease.Seq, err)
+	}
+}

@@ -1,0 +1,24 @@
+package harel
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Lease is a claimed message, copied out of the library: the caller owns it and nothing
+// needs freeing. Ack and Nack read Seq, GroupID and WorkerID only.
+type Lease struct {
+	// Seq is the message's sequence number: FIFO order within its group, and the lease's
+	// handle.
+	Seq int64
+	// GroupID is the group the message was published into.
+	GroupID string
+	// Event is the event's JSON text, byte for byte as published.
+	Event json.RawMessage
+	// WorkerID is who holds the lease: the workerID given to Claim.
+	WorkerID string
+	// LockExpiry is when the lease lapses (now + visibility at the claim, by the
+	// Transport's clock; to the microsecond): after it, another worker may claim the
+	// message and this lease's Ack or Nack fails with ErrLeaseLost.
+	LockExpiry time.Time
+}

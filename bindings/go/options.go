@@ -1,0 +1,100 @@
+package harel
+
+import "time"
+
+// Option configures Open. The library checks each value when Open applies it: a bad one
+// fails Open with ErrArgument and a message naming it.
+type Option func(*config)
+
+// config is what the Options set; Open hands each set field to its C setter.
+type config struct {
+	prefix          *string
+	createSchema    *bool
+	syncURL         *string
+	authToken       *string
+	syncInterval    *time.Duration
+	busyTimeout     *time.Duration
+	synchronousFull *bool
+	clock           func() time.Time
+}
+
+// WithPrefix names the tables: <prefix>_transport_messages and <prefix>_transport_groups
+// (default "harel"). ASCII: a letter or '_', then letters, digits or '_', at most 30.
+func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = &prefix } }
+
+// WithCreateSchema turns creating the tables at Open on (the default: idempotent, and an
+// older harel 0.9 schema is upgraded in place) or off (a migration tool owns the schema;
+// see SchemaSQL; a missing table fails Open with ErrDatabase).
+func WithCreateSchema(create bool) Option { return func(c *config) { c.createSchema = &create } }
+
+// WithSyncURL makes the database path an embedded replica of the libSQL server at url
+// (its HTTP URL, e.g. "http://127.0.0.1:8080" or "libsql://db.turso.io"). An unreachable
+// server fails Open with ErrConnect within seconds.
+func WithSyncURL(url string) Option { return func(c *config) { c.syncURL = &url } }
+
+// WithAuthToken is the token for a libSQL server: a remote URL's, or a replica's primary's.
+func WithAuthToken(token string) Option { return func(c *config) { c.authToken = &token } }
+
+// WithSyncInterval sets how often an embedded replica pulls from its primary (> 0).
+func WithSyncInterval(d time.Duration) Option { return func(c *config) { c.syncInterval = &d } }
+
+// WithBusyTimeout sets how long a write waits for the database's write lock before
+// failing with ErrBusy (>= 0; default 5 s).
+func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = &d } }
+
+// WithSynchronousFull chooses, for local files, between synchronous FULL (true, the
+// default: every commit survives a power loss) and NORMAL (false: faster; the last commits
+// before a power loss may be lost, a process crash loses nothing).
+func WithSynchronousFull(full bool) Option { return func(c *config) { c.synchronousFull = &full } }
+
+// WithClock replaces the system clock as the "now" of claim, ack and nack: lease expiry,
+// parking and round-robin order follow it, so tests can move time by hand. nil keeps the
+// system clock.
+//
+// The library calls now on the goroutine that is making a Transport call, while that
+// Transport's lock is held: it must be safe for concurrent use, must not call the same
+// Transport, and must return a time at or after the Unix epoch (an earlier time fails the
+// call with ErrArgument). A panic in now is recovered and fails the call with ErrArgument
+// naming it.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+
+// PublishOption configures one Publish.
+type PublishOption func(*publishConfig)
+
+type publishConfig struct {
+	priority   int
+	routingKey *string
+}
+
+// WithPriority sets the group's priority, 0 (the default) to 4. Only the first publish
+// into a group sets it; later ones leave it as it is.
+func WithPriority(priority int) PublishOption {
+	return func(c *publishConfig) { c.priority = priority }
+}
+
+// WithRoutingKey sets the group's routing key (non-empty), which a claim may require with
+// WithRoutingKeys. Only the first publish into a group sets it.
+func WithRoutingKey(key string) PublishOption {
+	return func(c *publishConfig) { c.routingKey = &key }
+}
+
+// ClaimOption configures one Claim.
+type ClaimOption func(*claimConfig)
+
+type claimConfig struct {
+	minPriority int
+	routingKeys []string
+}
+
+// WithMinPriority makes the claim skip groups whose priority is below min (0..4; the
+// default 0 skips none).
+func WithMinPriority(min int) ClaimOption {
+	return func(c *claimConfig) { c.minPriority = min }
+}
+
+// WithRoutingKeys restricts the claim to groups published with one of keys (each
+// non-empty). Without it, or with no keys, any group qualifies, with or without a key.
+// Repeated options add to the set.
+func WithRoutingKeys(keys ...string) ClaimOption {
+	return func(c *claimConfig) { c.routingKeys = append(c.routingKeys, keys...) }
+}

@@ -1,0 +1,159 @@
+package harel
+
+import (
+	"encoding/json"
+	"runtime/cgo"
+	"sync"
+	"time"
+)
+
+// Transport is an open queue. It is safe for concurrent use by multiple goroutines: the
+// library runs one call at a time per Transport, so for parallel work open one Transport
+// per goroutine (or process) on the same database file; the database's write lock keeps
+// them correct.
+//
+// Close it when done. After Close every method returns ErrClosed.
+type Transport struct {
+	// mu is held shared by every call and exclusively by Close, so Close waits for the calls
+	// in flight and no call starts on a closed handle.
+	mu     sync.RWMutex
+	handle cTransport // zero once closed
+	clock  *clock     // nil: the system clock
+	ref    cgo.Handle // the handle of clock, deleted at Close; 0 without a clock
+}
+
+// Open opens the queue at database: a file path (a local libSQL file in WAL mode),
+// ":memory:", a "libsql://", "http://" or "https://" URL (a libSQL server), or a path with
+// WithSyncURL (an embedded replica of that server). By default it creates the tables if they
+// are missing.
+//
+// Errors: ErrArgument (a bad option or database string), ErrDatabase (not a database, or a
+// table missing with WithCreateSchema(false)), ErrBusy, ErrConnect.
+func Open(database string, opts ...Option) (*Transport, error) {
+	var cfg config
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	t := &Transport{}
+	if cfg.clock != nil {
+		t.clock = &clock{now: cfg.clock}
+		t.ref = cgo.NewHandle(t.clock)
+	}
+	handle, err := cOpen(database, &cfg, t.ref)
+	if err != nil {
+		if t.clock != nil {
+			err = t.clock.explain(err)
+			t.ref.Delete()
+		}
+		return nil, err
+	}
+	t.handle = handle
+	return t, nil
+}
+
+// call runs f on the open handle, or returns ErrClosed.
+func (t *Transport) call(f func(h cTransport) error) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.handle.p == nil {
+		return ErrClosed
+	}
+	err := f(t.handle)
+	if err != nil && t.clock != nil {
+		err = t.clock.explain(err)
+	}
+	return err
+}
+
+// Publish appends event, any valid JSON text (stored and returned byte for byte), to the
+// FIFO of groupID. The first publish into a group fixes its priority and routing key
+// (WithPriority, WithRoutingKey); later ones leave both as they are. The message and its
+// group are written in one transaction, or nothing is.
+//
+// Errors: ErrArgument (groupID or a routing key empty, a NUL byte or invalid UTF-8 in a
+// string, event not JSON, priority outside 0..4), ErrBusy, ErrDatabase, ErrClosed.
+func (t *Transport) Publish(groupID string, event json.RawMessage, opts ...PublishOption) error {
+	var pc publishConfig
+	for _, opt := range opts {
+		opt(&pc)
+	}
+	return t.call(func(h cTransport) error {
+		return h.publish(groupID, event, pc.priority, pc.routingKey)
+	})
+}
+
+// Claim leases one message to workerID for visibility: the oldest message of the group
+// that has waited longest among those with nothing in flight (and, with ClaimOptions, a
+// priority at least WithMinPriority and a routing key among WithRoutingKeys). Until the lease
+// lapses no other message of that group is handed out; finish it with Ack or Nack.
+//
+// Claim returns (nil, nil) when nothing is deliverable now. An empty queue is the normal
+// state a worker polls, not a failure (the library reports it as the non-error status
+// HAREL_EMPTY), so err stays reserved for things that went wrong and a worker loop reads:
+//
+//	lease, err := t.Claim("w1", 30*time.Second)
+//	if err != nil { return err }
+//	if lease == nil { time.Sleep(poll); continue }
+//
+// Errors: ErrArgument (workerID empty or "__parked__", visibility <= 0, a bad priority or
+// routing key, a NUL byte or invalid UTF-8 in a string), ErrBusy, ErrDatabase, ErrClosed.
+func (t *Transport) Claim(workerID string, visibility time.Duration, opts ...ClaimOption) (*Lease, error) {
+	var cc claimConfig
+	for _, opt := range opts {
+		opt(&cc)
+	}
+	var lease *Lease
+	err := t.call(func(h cTransport) (err error) {
+		lease, err = h.claim(workerID, visibility, cc.minPriority, cc.routingKeys)
+		return err
+	})
+	return lease, err
+}
+
+// Ack finishes a lease: the message is deleted (and its group's row with the last one).
+//
+// Errors: ErrLeaseLost (the message is gone or no longer leased to lease.WorkerID: acked
+// or nacked already, or the lease lapsed and another worker claimed it; nothing changed),
+// ErrArgument (lease nil, or a field empty or holding a NUL byte), ErrBusy, ErrDatabase,
+// ErrClosed.
+func (t *Transport) Ack(lease *Lease) error {
+	return t.call(func(h cTransport) error { return h.leaseCall(lease, false, 0) })
+}
+
+// Nack gives a leased message back. With delay 0 it is claimable at once; with delay > 0
+// it is parked for delay, blocking its group (FIFO order holds) until then. The lease is
+// over either way: acking or nacking it again is ErrLeaseLost.
+//
+// Errors: as Ack's, and ErrArgument for delay < 0.
+func (t *Transport) Nack(lease *Lease, delay time.Duration) error {
+	return t.call(func(h cTransport) error { return h.leaseCall(lease, true, delay) })
+}
+
+// Close waits for the calls in flight, closes the connection and frees the handle. Calls
+// after it return ErrClosed; closing again does nothing and returns nil. The handle is freed
+// even when Close returns an error (ErrDatabase).
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.handle.p == nil {
+		return nil
+	}
+	err := t.handle.close()
+	t.handle = cTransport{}
+	if t.clock != nil {
+		t.ref.Delete() // the library is done with the clock: it went with the handle
+	}
+	return err
+}
+
+// SchemaSQL returns the idempotent CREATE statements of a fresh schema under prefix, one
+// per line, each ending in ';': for a migration tool that owns the schema (then open with
+// WithCreateSchema(false)).
+func SchemaSQL(prefix string) (string, error) { return cSchemaSQL(prefix, false) }
+
+// SchemaUpgradeSQL returns the statements that upgrade a groups table made without
+// routing_key (harel 0.9), one per line. Not idempotent: run them once.
+func SchemaUpgradeSQL(prefix string) (string, error) { return cSchemaSQL(prefix, true) }
+
+// Version is the C library's version, "MAJOR.MINOR.PATCH".
+func Version() string { return cVersion() }

@@ -1,0 +1,45 @@
+# The C face: the examples, built against the build tree, and the C tests (the ABI through
+# C, natively and under valgrind; the header as C99 and C++; the installed package used
+# through pkg-config, dynamically and statically: tests/install.sh).
+.PHONY: examples-c test-c c-tools
+test: test-c
+
+C_FLAGS    := -std=c99 -Wall -Wextra -Werror -pedantic
+CXX_FLAGS  := -std=c++11 -Wall -Wextra -Werror -pedantic
+C_EXAMPLES := $(BUILD)/examples/c
+C_TESTS    := $(BUILD)/tests/c
+C_LINK     := -Iinclude -L$(RELEASE_DIR) -lharel_transport -Wl,-rpath,$(abspath $(RELEASE_DIR))
+VALGRIND   := valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
+
+examples-c: lib
+	@mkdir -p $(C_EXAMPLES)
+	$(CC) $(C_FLAGS) examples/c/producer.c $(C_LINK) -o $(C_EXAMPLES)/producer
+	$(CC) $(C_FLAGS) examples/c/worker.c $(C_LINK) -o $(C_EXAMPLES)/worker
+
+test-c: lib c-tools
+	@mkdir -p $(C_TESTS)
+	$(CC) $(C_FLAGS) -g -DEXPECTED_VERSION='"$(VERSION)"' tests/c/test_abi.c $(C_LINK) \
+		-pthread -lm -o $(C_TESTS)/test_abi
+	$(C_TESTS)/test_abi
+	$(CC) $(C_FLAGS) tests/c/header_check.c $(C_LINK) -o $(C_TESTS)/header_check_c
+	$(CXX) $(CXX_FLAGS) -x c++ tests/c/header_check.c -x none $(C_LINK) -o $(C_TESTS)/header_check_cxx
+	$(C_TESTS)/header_check_c
+	$(C_TESTS)/header_check_cxx
+	$(VALGRIND) $(C_TESTS)/test_abi
+	MAKE='$(MAKE)' CC='$(CC)' bash tests/install.sh
+
+# What the C tests run besides the compilers: pkg-config (tests/install.sh) and valgrind.
+# Installed from Debian's packages when missing and we are root; otherwise named.
+c-tools:
+	@for need in pkg-config:pkgconf valgrind:valgrind; do \
+	  tool=$${need%%:*}; package=$${need##*:}; \
+	  command -v $$tool >/dev/null && continue; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "$$tool is missing: installing the Debian package $$package"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$package \
+	      || exit 1; \
+	  else \
+	    echo "$$tool is missing: install the Debian package $$package" >&2; \
+	    exit 1; \
+	  fi; \
+	done

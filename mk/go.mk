@@ -1,0 +1,28 @@
+# The Go binding (bindings/go) and its worker example (examples/go), built with cgo against
+# this tree's library: `make test-go` runs their tests, `make examples-go` builds the worker.
+.PHONY: test-go examples-go
+test: test-go
+
+GO         ?= go
+GO_PREFIX  := $(BUILD)/go/prefix
+GO_WORKER  := $(BUILD)/examples/go/worker
+# The header from include/; the library from the release build, also at run time (rpath).
+GO_CGO := CGO_ENABLED=1 CGO_CFLAGS="-I$(CURDIR)/include" \
+	CGO_LDFLAGS="-L$(CURDIR)/$(RELEASE_DIR) -Wl,-rpath,$(CURDIR)/$(RELEASE_DIR)"
+
+# Formatting, vet and the race-checked tests of the binding and the example; then the
+# binding once more the way an installed library is used: -tags harel_pkgconfig against a
+# `make install` into $(GO_PREFIX).
+test-go: lib
+	@unformatted="$$(gofmt -l bindings/go examples/go)"; \
+		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	cd bindings/go && $(GO_CGO) $(GO) vet ./... && $(GO_CGO) $(GO) test -race -count=1 ./...
+	cd examples/go && $(GO_CGO) $(GO) vet ./... && $(GO_CGO) $(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(GO_PREFIX)
+	cd bindings/go && CGO_ENABLED=1 CGO_CFLAGS= CGO_LDFLAGS= \
+		PKG_CONFIG_PATH=$(CURDIR)/$(GO_PREFIX)/lib/pkgconfig LD_LIBRARY_PATH=$(CURDIR)/$(GO_PREFIX)/lib \
+		$(GO) test -tags harel_pkgconfig -count=1 -run 'Example|TestFIFO' ./...
+
+examples-go: lib
+	mkdir -p $(dir $(GO_WORKER))
+	cd examples/go && $(GO_CGO) $(GO) build -o $(CURDIR)/$(GO_WORKER) .
