@@ -36,29 +36,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let (groups, per_group) = (GROUPS.to_string(), PER_GROUP.to_string());
     let produced = command(&["build/examples/c/producer", &db, &groups, &per_group]).output()?;
-    print!("{}", String::from_utf8_lossy(&produced.stdout));
+    let last_line = |out: &[u8]| String::from_utf8_lossy(out).lines().last().unwrap_or("").to_owned();
+    println!("{}", last_line(&produced.stdout));
     if !produced.status.success() {
         return Err(format!("producer failed: {}", String::from_utf8_lossy(&produced.stderr)).into());
     }
 
-    let workers: [(&str, Vec<&str>); 4] = [
-        ("c-1", vec!["build/examples/c/worker"]),
-        ("go-1", vec!["build/examples/go/worker"]),
-        ("node-1", vec!["node", "examples/node/worker.js"]),
-        ("rust-1", vec!["target/release/examples/worker"]),
+    // (worker id, program, flags after DATABASE WORKER_ID)
+    let workers: [(&str, &[&str], &[&str]); 4] = [
+        ("c-1", &["build/examples/c/worker"], &["--until-empty"]),
+        ("go-1", &["build/examples/go/worker"], &[]),
+        ("node-1", &["node", "examples/node/worker.js"], &[]),
+        ("rust-1", &["target/release/examples/worker"], &[]),
     ];
     let running = workers
         .iter()
-        .map(|(id, program)| {
+        .map(|(id, program, flags)| {
             let log = format!("{DIR}/{id}.log");
-            let mut argv = program.clone();
-            argv.extend([db.as_str(), id, "--log", log.as_str()]);
+            let mut argv = program.to_vec();
+            argv.extend([db.as_str(), id]);
+            argv.extend(*flags);
+            argv.extend(["--log", log.as_str()]);
             command(&argv).stdout(Stdio::piped()).spawn().map(|child| (*id, log, child))
         })
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut held: BTreeMap<String, Vec<Held>> = BTreeMap::new();
-    println!("\n{:<8} {:>9}", "worker", "processed");
+    println!("\n{:<8} {:>9}  its own report", "worker", "processed");
     for (id, log, child) in running {
         let out = child.wait_with_output()?;
         if !out.status.success() {
@@ -77,7 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
             count += 1;
         }
-        println!("{id:<8} {count:>9}");
+        println!("{id:<8} {count:>9}  {}", last_line(&out.stdout));
     }
 
     let (mut total, mut seen, mut violations) = (0, HashSet::new(), Vec::new());

@@ -34,7 +34,8 @@ impl AsyncTransport {
         validate::non_empty("database", database)?;
         let mode = Mode::of(database, options);
         let connected = connect::connect(database, options, mode).await?;
-        let mut db = Db::new(connected.connection, mode.caches_statements());
+        let lock_wait = mode.waits_for_lock_itself().then_some(options.busy_timeout);
+        let mut db = Db::new(connected.connection, mode.caches_statements(), lock_wait);
         let sql = Sql::new(&options.prefix);
         schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
         Ok(AsyncTransport {

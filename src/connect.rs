@@ -36,6 +36,11 @@ impl Mode {
         matches!(self, Mode::Memory | Mode::File)
     }
 
+    /// Local databases wait for the write lock in `Db`, not in SQLite's busy handler.
+    pub fn waits_for_lock_itself(self) -> bool {
+        matches!(self, Mode::Memory | Mode::File)
+    }
+
     pub fn is_networked(self) -> bool {
         matches!(self, Mode::Remote | Mode::Replica)
     }
@@ -109,6 +114,8 @@ async fn configure_local(conn: &Connection, options: &Options, mode: Mode) -> Re
         };
         conn.execute(&format!("PRAGMA synchronous = {sync}"), ()).await.map_err(fail)?;
     }
+    // From here on `Db` waits for the write lock itself (see Db::begin_immediate).
+    conn.busy_timeout(Duration::ZERO).map_err(fail)?;
     Ok(())
 }
 

@@ -1,22 +1,33 @@
 //! One libSQL connection with what every operation needs around it: prepared statements
-//! kept for reuse (local modes), and write transactions that always end in COMMIT or an
-//! explicit ROLLBACK.
+//! kept for reuse (local modes), the wait for the write lock, and write transactions that
+//! always end in COMMIT or an explicit ROLLBACK.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::time::{Duration, Instant};
 
 use libsql::params::IntoParams;
 use libsql::{Connection, Row, Statement};
 
 use crate::error::{Error, Result};
 
+/// The longest pause between two tries for the write lock.
+const MAX_LOCK_PAUSE: Duration = Duration::from_millis(1);
+
 pub struct Db {
     conn: Connection,
     statements: Option<HashMap<String, Statement>>,
+    /// Local files: how long BEGIN IMMEDIATE keeps trying for the write lock (SQLite's
+    /// own busy handler is off). None: the server decides.
+    lock_wait: Option<Duration>,
+    jitter: RandomState,
 }
 
 impl Db {
-    pub fn new(conn: Connection, cache_statements: bool) -> Db {
-        Db { conn, statements: cache_statements.then(HashMap::new) }
+    /// `lock_wait` set means a local database whose connection has SQLite's busy timeout
+    /// at 0, so that this type does the waiting.
+    pub fn new(conn: Connection, cache_statements: bool, lock_wait: Option<Duration>) -> Db {
+        Db { conn, statements: cache_statements.then(HashMap::new), lock_wait, jitter: RandomState::new() }
     }
 
     async fn statement(&mut self, sql: &str) -> libsql::Result<Option<&Statement>> {
@@ -67,7 +78,7 @@ impl Db {
             // An earlier call was cancelled mid-transaction (its future dropped).
             self.rollback().await;
         }
-        self.execute("BEGIN IMMEDIATE", ()).await?;
+        self.begin_immediate().await?;
         let outcome = match work(self).await {
             Ok(value) => self.execute("COMMIT", ()).await.map(|_| value),
             Err(e) => Err(e),
@@ -76,6 +87,38 @@ impl Db {
             self.rollback().await;
         }
         outcome
+    }
+
+    /// Takes the write lock. SQLite's busy handler sleeps ever longer between tries (up to
+    /// 100 ms), so under contention a process that once missed the lock keeps sleeping
+    /// through the short gaps between other processes' transactions and starves. Trying
+    /// again after a short, jittered pause gives every process its share.
+    async fn begin_immediate(&mut self) -> Result<()> {
+        let Some(wait) = self.lock_wait else {
+            return self.execute("BEGIN IMMEDIATE", ()).await.map(drop);
+        };
+        let (started, mut attempt) = (Instant::now(), 0u64);
+        loop {
+            attempt += 1;
+            match self.execute("BEGIN IMMEDIATE", ()).await {
+                Err(Error::Busy(_)) if started.elapsed() < wait => {
+                    // 20..1000 µs, growing with the attempts, jittered so waiters spread out.
+                    let cap = (20u64 << attempt.min(6)).min(MAX_LOCK_PAUSE.as_micros() as u64);
+                    let pause = cap / 2 + self.jitter.hash_one(attempt) % (cap / 2 + 1);
+                    // The local engine is synchronous anyway: every libsql call on a local
+                    // file already runs on the calling thread.
+                    std::thread::sleep(Duration::from_micros(pause));
+                }
+                Err(Error::Busy(_)) => {
+                    return Err(Error::Busy(format!(
+                        "another connection held the write lock for longer than the busy \
+                         timeout ({} s)",
+                        wait.as_secs_f64()
+                    )))
+                }
+                other => return other.map(drop),
+            }
+        }
     }
 
     async fn rollback(&mut self) {

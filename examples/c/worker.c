@@ -1,7 +1,7 @@
 /*
  * worker: claims events from a harel_transport queue, handles them, acks them.
  *
- *   worker DATABASE WORKER_ID [--until-empty]
+ *   worker DATABASE WORKER_ID [--until-empty] [--log FILE]
  *
  * Events of one group come one at a time, in order; several workers (processes) may run
  * on the same database. An event whose handling fails is nacked with a delay: its group
@@ -10,7 +10,9 @@
  *
  * The worker runs until interrupted (Ctrl-C) or, with --until-empty, until nothing has
  * been deliverable for longer than RETRY_DELAY (so parked retries have come back). It
- * ends with a line "WORKER_ID: N acked, N retried, N lost".
+ * ends with a line "WORKER_ID: N acked, N retried, N lost". With --log FILE it also writes
+ * a line per acked event, "claimed_ns acking_ns seq group_id", stamped after the claim
+ * returned and before the ack was sent (`make demo` checks per-group order with them).
  *
  * Build: cc worker.c $(pkg-config --cflags --libs harel_transport) -o worker
  */
@@ -53,6 +55,12 @@ static int handle(const harel_lease *lease) {
   return 0;
 }
 
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 static void report(const char *worker_id, const char *what, harel_status status) {
   fprintf(stderr, "%s: %s: %s: %s\n", worker_id, what, harel_status_name(status),
           harel_last_error());
@@ -62,12 +70,24 @@ int main(int argc, char **argv) {
   harel_transport *queue = NULL;
   harel_status status;
   const char *worker_id;
-  int until_empty, error = 0;
+  FILE *log = NULL;
+  int i, until_empty = 0, error = 0;
   long acked = 0, retried = 0, lost = 0, idle_ms = 0;
 
-  until_empty = argc == 4 && strcmp(argv[3], "--until-empty") == 0;
-  if (argc < 3 || argc > 4 || (argc == 4 && !until_empty)) {
-    fprintf(stderr, "usage: %s DATABASE WORKER_ID [--until-empty]\n", argv[0]);
+  for (i = 3; i < argc; i++) {
+    if (strcmp(argv[i], "--until-empty") == 0) {
+      until_empty = 1;
+    } else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc && !log) {
+      if (!(log = fopen(argv[++i], "w"))) {
+        perror(argv[i]);
+        return 1;
+      }
+    } else {
+      argc = 0; /* unknown argument: print the usage */
+    }
+  }
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s DATABASE WORKER_ID [--until-empty] [--log FILE]\n", argv[0]);
     return 2;
   }
   worker_id = argv[2];
@@ -82,6 +102,7 @@ int main(int argc, char **argv) {
 
   while (!stopping) {
     harel_lease *lease = NULL;
+    long long claimed;
     /* min_priority 0 and no routing keys: any group */
     status = harel_transport_claim(queue, worker_id, VISIBILITY, 0, NULL, 0, &lease);
     if (status == HAREL_EMPTY) {
@@ -96,11 +117,14 @@ int main(int argc, char **argv) {
       break;
     }
     idle_ms = 0;
+    claimed = now_ns();
 
     if (handle(lease)) {
+      long long acking = now_ns();
       status = harel_transport_ack(queue, lease);
       if (status == HAREL_OK) {
         acked++;
+        if (log) fprintf(log, "%lld %lld %" PRId64 " %s\n", claimed, acking, lease->seq, lease->group_id);
         printf("%s: acked %s #%" PRId64 " %s\n", worker_id, lease->group_id, lease->seq,
                lease->event);
       }
@@ -129,6 +153,7 @@ int main(int argc, char **argv) {
     report(worker_id, "close", status);
     error = 1;
   }
+  if (log && fclose(log) != 0) error = 1;
   printf("%s: %ld acked, %ld retried, %ld lost\n", worker_id, acked, retried, lost);
   return error;
 }
