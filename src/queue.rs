@@ -45,43 +45,61 @@ pub struct Claim<'a> {
 }
 
 pub async fn claim(db: &mut Db, sql: &Sql, c: &Claim<'_>, now: Now<'_>) -> Result<Option<Lease>> {
-    let statement = sql.claim(c.min_priority, c.routing_keys.len());
+    db.write_transaction(async |db| claim_within(db, sql, c, now()?).await).await
+}
+
+pub async fn ack(db: &mut Db, sql: &Sql, lease: &Lease, now: Now<'_>) -> Result<()> {
+    db.write_transaction(async |db| ack_within(db, sql, lease, now()?).await).await
+}
+
+/// Both in one transaction: one commit per message handled instead of two.
+pub async fn ack_and_claim(
+    db: &mut Db,
+    sql: &Sql,
+    lease: &Lease,
+    c: &Claim<'_>,
+    now: Now<'_>,
+) -> Result<Option<Lease>> {
     db.write_transaction(async |db| {
         let now = now()?;
-        let mut params: Vec<libsql::Value> = vec![now.into(), c.min_priority.into()];
-        if Sql::routing_keys_as_one_parameter(c.routing_keys.len()) {
-            params.push(serde_json::to_string(c.routing_keys).unwrap_or_default().into());
-        } else {
-            params.extend(c.routing_keys.iter().map(|&k| k.into()));
-        }
-        let lock_expiry = now + c.visibility;
-        let head = db
-            .query_one(&statement, params, |row| {
-                Ok((row.get::<i64>(0)?, row.get::<String>(1)?, row.get::<String>(2)?))
-            })
-            .await?;
-        let Some((seq, group_id, event)) = head else { return Ok(None) };
-        db.execute(&sql.set_group_turn, (group_id.as_str(), lock_expiry)).await?;
-        db.execute(&sql.lease_message, (seq, c.worker_id, lock_expiry)).await?;
-        Ok(Some(Lease { seq, group_id, event, worker_id: c.worker_id.to_owned(), lock_expiry }))
+        ack_within(db, sql, lease, now).await?;
+        claim_within(db, sql, c, now).await
     })
     .await
 }
 
-pub async fn ack(db: &mut Db, sql: &Sql, lease: &Lease, now: Now<'_>) -> Result<()> {
-    db.write_transaction(async |db| {
-        let now = now()?;
-        let deleted = db.execute(&sql.ack_message, (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str())).await?;
-        if deleted == 0 {
-            return Err(lease_lost(lease));
-        }
-        let dropped = db.execute(&sql.drop_group_if_empty, [lease.group_id.as_str()]).await?;
-        if dropped == 0 {
-            db.execute(&sql.set_group_turn, (lease.group_id.as_str(), now)).await?;
-        }
-        Ok(())
-    })
-    .await
+/// The claim's statements, inside a write transaction.
+async fn claim_within(db: &mut Db, sql: &Sql, c: &Claim<'_>, now: f64) -> Result<Option<Lease>> {
+    let mut params: Vec<libsql::Value> = vec![now.into(), c.min_priority.into()];
+    if Sql::routing_keys_as_one_parameter(c.routing_keys.len()) {
+        params.push(serde_json::to_string(c.routing_keys).unwrap_or_default().into());
+    } else {
+        params.extend(c.routing_keys.iter().map(|&k| k.into()));
+    }
+    let head = db
+        .query_one(&sql.claim(c.min_priority, c.routing_keys.len()), params, |row| {
+            Ok((row.get::<i64>(0)?, row.get::<String>(1)?, row.get::<String>(2)?))
+        })
+        .await?;
+    let Some((seq, group_id, event)) = head else { return Ok(None) };
+    let lock_expiry = now + c.visibility;
+    db.execute(&sql.set_group_turn, (group_id.as_str(), lock_expiry)).await?;
+    db.execute(&sql.lease_message, (seq, c.worker_id, lock_expiry)).await?;
+    Ok(Some(Lease { seq, group_id, event, worker_id: c.worker_id.to_owned(), lock_expiry }))
+}
+
+/// The ack's statements, inside a write transaction.
+async fn ack_within(db: &mut Db, sql: &Sql, lease: &Lease, now: f64) -> Result<()> {
+    let group_id = lease.group_id.as_str();
+    let deleted = db.execute(&sql.ack_message, (lease.seq, group_id, lease.worker_id.as_str())).await?;
+    if deleted == 0 {
+        return Err(lease_lost(lease));
+    }
+    // The group waits its turn again, or goes when that was its last message.
+    if db.execute(&sql.requeue_group_if_not_empty, (group_id, now)).await? == 0 {
+        db.execute(&sql.drop_group_if_empty, [group_id]).await?;
+    }
+    Ok(())
 }
 
 /// `delay` 0 frees the message now; more parks it (and its group) until now + delay.

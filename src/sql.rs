@@ -1,7 +1,8 @@
 //! Every SQL statement the transport runs, written for one table prefix — the one place
-//! SQL lives. The tables and the first four indexes are SPEC.md's, so harel's Python
-//! transports share the file; the last two indexes are ours and make the claim's cost
-//! independent of the queue's size (see README, "How the claim finds a group").
+//! SQL lives. The tables and the first three indexes are SPEC.md's (with the routing
+//! key's), so harel's Python transports share the file; the last index is ours. Together
+//! with the way `queue` stamps `last_claimed_at` they make a claim's cost independent of
+//! the queue's size (see README, "How the claim finds a group").
 
 use crate::validate::MAX_PRIORITY;
 
@@ -20,6 +21,7 @@ pub struct Sql {
     pub set_group_turn: String,
     pub lease_message: String,
     pub ack_message: String,
+    pub requeue_group_if_not_empty: String,
     pub drop_group_if_empty: String,
     pub release_message: String,
     pub has_routing_key: String,
@@ -40,6 +42,10 @@ impl Sql {
             set_group_turn: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
             lease_message: format!("UPDATE {m} SET locked_by = ?2, lock_expiry = ?3 WHERE seq = ?1"),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
+            requeue_group_if_not_empty: format!(
+                "UPDATE {g} SET last_claimed_at = ?2 \
+                 WHERE group_id = ?1 AND EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)"
+            ),
             drop_group_if_empty: format!(
                 "DELETE FROM {g} WHERE group_id = ?1 AND NOT EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)"
             ),
@@ -58,43 +64,51 @@ impl Sql {
         sql
     }
 
-    /// One candidate group: the first, in turn order, that passes `filter` and is
-    /// deliverable now (?1). `last_claimed_at <= now` is what makes this cheap: a claim
-    /// stamps a group with its lease's end and a park with the park's end, so groups in
-    /// flight or parked lie beyond `now` and the index range never reaches them. The
-    /// NOT EXISTS still guards against groups leased by a harel Python transport, which
-    /// stamps the claim instant instead.
-    fn arm(&self, filter: &str) -> String {
+    /// One candidate: the first group, in turn order, that passes `filter` and whose head
+    /// (oldest message) is free now (?1). Columns: turn, arrival, seq, gid.
+    ///
+    /// `turn <= now` is what keeps this cheap: a claim stamps a group with its lease's
+    /// end and a park with the park's end, so groups in flight or parked lie beyond `now`
+    /// and the index range never reaches them. Only a group's head is ever leased, so
+    /// the head's own lock says whether the group has anything in flight; that check
+    /// still matters for groups leased by a harel Python transport, which stamps the
+    /// claim instant instead. `turn` is `g.last_claimed_at`, or `+g.last_claimed_at` to
+    /// keep SQLite off that column's indexes.
+    fn arm(&self, filter: &str, turn: &str) -> String {
         let (g, m) = (&self.groups, &self.messages);
         format!(
-            "SELECT * FROM (SELECT g.last_claimed_at AS turn, g.rowid AS arrival, g.group_id AS gid \
-             FROM {g} g WHERE {filter} AND g.last_claimed_at <= ?1 \
-             AND NOT EXISTS (SELECT 1 FROM {m} x WHERE x.group_id = g.group_id \
-                             AND x.locked_by IS NOT NULL AND x.lock_expiry >= ?1) \
-             AND EXISTS (SELECT 1 FROM {m} y WHERE y.group_id = g.group_id) \
-             ORDER BY g.last_claimed_at, g.rowid LIMIT 1)"
+            "SELECT * FROM (SELECT g.last_claimed_at AS turn, g.rowid AS arrival, h.seq AS seq, \
+             g.group_id AS gid FROM {g} g \
+             JOIN {m} h ON h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id) \
+             WHERE {filter} AND {turn} <= ?1 AND (h.locked_by IS NULL OR h.lock_expiry < ?1) \
+             ORDER BY {turn}, g.rowid LIMIT 1)"
         )
     }
 
-    /// The best of the arms' candidates, with its head message. Columns: seq, group_id, event.
+    /// The best of the arms' candidates, with its event. Columns: seq, group_id, event.
     fn pick(&self, arms: Vec<String>) -> String {
         let m = &self.messages;
         format!(
-            "SELECT h.seq, c.gid, h.event FROM ({}) c \
-             JOIN {m} h ON h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = c.gid) \
+            "SELECT c.seq, c.gid, e.event FROM ({}) c JOIN {m} e ON e.seq = c.seq \
              ORDER BY c.turn, c.arrival LIMIT 1",
             arms.join(" UNION ALL ")
         )
     }
 
-    /// One arm per priority level at or above the floor, each an index range on
-    /// (priority, last_claimed_at): a high-priority group is found without walking
-    /// past lower ones. A last arm takes priorities above 4, which harel's Python publish
-    /// does not reject.
+    /// With no floor, one walk of SPEC's (last_claimed_at) index. With a floor, one arm
+    /// per priority level at or above it, each an index range on (priority,
+    /// last_claimed_at), so a high-priority group is found without walking past lower
+    /// ones; a last arm takes priorities above 4, which harel's Python publish does not
+    /// reject (few groups, so it may sort them).
     fn build_unrouted_claim(&self, min_priority: i32) -> String {
-        let mut arms: Vec<String> =
-            (min_priority..=MAX_PRIORITY).map(|p| self.arm(&format!("g.priority = {p}"))).collect();
-        arms.push(self.arm(&format!("g.priority > {MAX_PRIORITY}")));
+        if min_priority == 0 {
+            return self.pick(vec![self.arm("1", "g.last_claimed_at")]);
+        }
+        // "priority > 0" lets SQLite use the partial index.
+        let mut arms: Vec<String> = (min_priority..=MAX_PRIORITY)
+            .map(|p| self.arm(&format!("g.priority = {p} AND g.priority > 0"), "g.last_claimed_at"))
+            .collect();
+        arms.push(self.arm(&format!("g.priority > {MAX_PRIORITY} AND g.priority > 0"), "+g.last_claimed_at"));
         self.pick(arms)
     }
 
@@ -106,10 +120,10 @@ impl Sql {
         }
         let arms = if n_routing_keys <= MAX_ROUTING_ARMS {
             (0..n_routing_keys)
-                .map(|i| self.arm(&format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3)))
+                .map(|i| self.arm(&format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3), "g.last_claimed_at"))
                 .collect()
         } else {
-            vec![self.arm("g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2")]
+            vec![self.arm("g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2", "g.last_claimed_at")]
         };
         self.pick(arms).into()
     }
@@ -163,15 +177,19 @@ impl Sql {
     }
 
     fn routing_and_claim_indexes(&self) -> Vec<String> {
-        let (g, m) = (&self.groups, &self.messages);
+        let g = &self.groups;
         vec![
-            format!("CREATE INDEX IF NOT EXISTS {g}_by_routing_key ON {g} (routing_key, last_claimed_at)"),
-            // ours: a claim's arm per priority level walks this
-            format!("CREATE INDEX IF NOT EXISTS {g}_by_priority ON {g} (priority, last_claimed_at)"),
-            // ours: "has this group anything in flight?" without reading a deep group's messages
+            // partial: groups without a key (most) cost it nothing when they move; a
+            // claim's `routing_key = ?` implies the condition, so it still serves them
             format!(
-                "CREATE INDEX IF NOT EXISTS {m}_in_flight ON {m} (group_id, lock_expiry) \
-                 WHERE locked_by IS NOT NULL"
+                "CREATE INDEX IF NOT EXISTS {g}_by_routing_key ON {g} (routing_key, last_claimed_at) \
+                 WHERE routing_key IS NOT NULL"
+            ),
+            // ours: the claim's arms for a priority floor walk this; partial, so the many
+            // priority-0 groups cost it nothing when they move
+            format!(
+                "CREATE INDEX IF NOT EXISTS {g}_by_priority ON {g} (priority, last_claimed_at) \
+                 WHERE priority > 0"
             ),
         ]
     }

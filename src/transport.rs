@@ -48,6 +48,18 @@ impl Transport {
         self.runtime.block_on(self.inner().ack(lease))
     }
 
+    /// See [`AsyncTransport::ack_and_claim`].
+    pub fn ack_and_claim(
+        &self,
+        lease: &Lease,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+    ) -> Result<Option<Lease>> {
+        self.runtime.block_on(self.inner().ack_and_claim(lease, worker_id, visibility, min_priority, routing_keys))
+    }
+
     /// See [`AsyncTransport::nack`].
     pub fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
         self.runtime.block_on(self.inner().nack(lease, delay))

@@ -285,3 +285,33 @@ fn a_group_written_with_priority_above_4_is_still_served() {
     let lease = t.claim("w", V, 4, &[]).unwrap().expect("priority 7 is above the floor 4");
     assert_eq!(lease.group_id, "py");
 }
+
+#[test]
+fn ack_and_claim_acks_then_claims_in_one_go() {
+    let clock = TestClock::at(1000.0);
+    let t = memory(&clock);
+    t.publish("a", &event(1), 0, None).unwrap();
+    t.publish("a", &event(2), 0, None).unwrap();
+    t.publish("b", &event(3), 0, None).unwrap();
+    let first = claim(&t, "w").unwrap();
+    let second = t.ack_and_claim(&first, "w", V, 0, &[]).unwrap().expect("b is ready");
+    assert_eq!(second.group_id, "b", "a was just served: b first");
+    let third = t.ack_and_claim(&second, "w", V, 0, &[]).unwrap().expect("a's second message");
+    assert_eq!(third.event, event(2));
+    assert!(t.ack_and_claim(&third, "w", V, 0, &[]).unwrap().is_none(), "acked, and nothing left");
+    assert!(claim(&t, "w").is_none());
+}
+
+#[test]
+fn ack_and_claim_claims_nothing_when_the_ack_fails() {
+    let clock = TestClock::at(1000.0);
+    let t = memory(&clock);
+    t.publish("a", &event(1), 0, None).unwrap();
+    t.publish("b", &event(2), 0, None).unwrap();
+    let lease = claim(&t, "w").unwrap();
+    t.ack(&lease).unwrap();
+    assert!(matches!(t.ack_and_claim(&lease, "w", V, 0, &[]), Err(Error::LeaseLost(_))));
+    assert_eq!(claim(&t, "w").expect("b was not claimed by the failed call").group_id, "b");
+    let bad = t.ack_and_claim(&lease, "w", 0.0, 0, &[]);
+    assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("visibility")));
+}

@@ -37,13 +37,10 @@
 // toolchain finds them: in its default paths (the library installed under /usr/local), or
 // through the environment, e.g. for a build tree of the repository:
 //
-//	make go-lib    # the library, and build/go/lib linking it under its soname as well
+//	make lib       # the library, with its soname link libharel_transport.so.0 beside it
 //	export CGO_CFLAGS="-I$REPO/include"
-//	export CGO_LDFLAGS="-L$REPO/build/go/lib -Wl,-rpath,$REPO/build/go/lib"
+//	export CGO_LDFLAGS="-L$REPO/target/release -Wl,-rpath,$REPO/target/release"
 //	go build ./...
-//
-// (A program linked against the library asks for libharel_transport.so.0 at run time, a
-// name cargo does not create in target/release: hence build/go/lib.)
 //
 // With the build tag harel_pkgconfig it asks pkg-config for the flags instead, for a
 // library installed with make install (PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig when the prefix

@@ -1180,6 +1180,51 @@ static void lost_leases_change_nothing(void) {
           HAREL_ERR_LEASE_LOST, NULL);
 }
 
+/* ack_and_claim: the ack and the next claim in one call. */
+static void ack_and_claim_in_one_transaction(void) {
+  double now = T0;
+  harel_transport *t = open_at(":memory:", &now, NULL);
+  harel_lease *first, *next = NULL, *last = NULL, *none;
+  PUBLISH(t, "a", "1", 0, NULL);
+  PUBLISH(t, "a", "2", 0, NULL);
+  PUBLISH(t, "b", "3", 0, NULL);
+  first = CLAIM(t, "w", "a", "1");
+  EXPECT_STATUS(harel_transport_ack_and_claim(t, first, "w", VIS, 0, NULL, 0, &next), HAREL_OK);
+  EXPECT(next != NULL && strcmp(next->group_id, "b") == 0); /* a was just served */
+  if (next != NULL) {
+    EXPECT_STATUS(harel_transport_ack_and_claim(t, next, "w", VIS, 0, NULL, 0, &last), HAREL_OK);
+    EXPECT(last != NULL && strcmp(last->event, "2") == 0);
+  }
+  if (last != NULL) {
+    none = (harel_lease *)&none;
+    EXPECT_STATUS(harel_transport_ack_and_claim(t, last, "w", VIS, 0, NULL, 0, &none), HAREL_EMPTY);
+    EXPECT(none == NULL);
+  }
+  CLAIM_EMPTY(t, "w");
+  harel_lease_free(first);
+  harel_lease_free(next);
+  harel_lease_free(last);
+  close_ok(t);
+}
+
+/* A failed ack_and_claim acks nothing and claims nothing. */
+static void ack_and_claim_rejected_changes_nothing(void) {
+  REJECTS(harel_transport_ack_and_claim(fx.t, relabel(&built, fx.held, KEEP, "w2"), "w", VIS, 0,
+                                        NULL, 0, &claimed),
+          HAREL_ERR_LEASE_LOST, NULL);
+  REJECTS_ARG(harel_transport_ack_and_claim(NULL, fx.held, "w", VIS, 0, NULL, 0, &claimed), "t");
+  REJECTS_ARG(harel_transport_ack_and_claim(fx.t, NULL, "w", VIS, 0, NULL, 0, &claimed), "lease");
+  REJECTS_ARG(harel_transport_ack_and_claim(fx.t, fx.held, NULL, VIS, 0, NULL, 0, &claimed),
+              "worker_id");
+  REJECTS_ARG(harel_transport_ack_and_claim(fx.t, fx.held, "w", 0.0, 0, NULL, 0, &claimed),
+              "visibility");
+  REJECTS_ARG(harel_transport_ack_and_claim(fx.t, fx.held, "w", VIS, 5, NULL, 0, &claimed),
+              "min_priority");
+  REJECTS_ARG(harel_transport_ack_and_claim(fx.t, fx.held, "w", VIS, 0, NULL, 1, &claimed),
+              "routing_keys");
+  REJECTS_ARG(harel_transport_ack_and_claim(fx.t, fx.held, "w", VIS, 0, NULL, 0, NULL), "out");
+}
+
 /* A clock that returns no time makes claim, ack and nack fail; nothing changes. */
 static harel_status at(fixture *f, double when, harel_status (*call)(fixture *)) {
   harel_status s;
@@ -1331,6 +1376,8 @@ int main(void) {
   RUN(fifo_within_a_group);
   RUN(one_message_in_flight_per_group);
   RUN(lease_fields);
+  RUN(ack_and_claim_in_one_transaction);
+  RUN(ack_and_claim_rejected_changes_nothing);
   RUN(ack_removes_the_message_and_ends_the_lease);
   RUN(nack_now_makes_the_message_claimable_at_once);
   RUN(nack_with_delay_parks_and_blocks_the_group);
