@@ -1,0 +1,61 @@
+//! Our library, through its public blocking API (`harel_transport::Transport`).
+
+use harel_transport::{Lease, Options, Synchronous, Transport};
+
+use crate::measure::Queue;
+
+pub struct Ours(Transport);
+
+impl Ours {
+    /// Opens with the defaults except `synchronous`.
+    pub fn open(path: &str, synchronous: Synchronous) -> Result<Ours, String> {
+        let mut options = Options::new();
+        options.synchronous(synchronous);
+        Transport::open(path, &options)
+            .map(Ours)
+            .map_err(|e| format!("open: {e:?}"))
+    }
+}
+
+fn err(e: harel_transport::Error) -> String {
+    format!("{e:?}")
+}
+
+impl Queue for Ours {
+    fn publish(&mut self, group_id: &str, event_json: &str) -> Result<(), String> {
+        self.0.publish(group_id, event_json, 0, None).map_err(err)
+    }
+
+    fn claim(
+        &mut self,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+    ) -> Result<Option<Lease>, String> {
+        self.0
+            .claim(worker_id, visibility, min_priority, routing_keys)
+            .map_err(err)
+    }
+
+    fn ack(&mut self, lease: &Lease) -> Result<(), String> {
+        self.0.ack(lease).map_err(err)
+    }
+
+    fn ack_and_claim(
+        &mut self,
+        lease: &Lease,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+    ) -> Result<Option<Lease>, String> {
+        self.0
+            .ack_and_claim(lease, worker_id, visibility, min_priority, routing_keys)
+            .map_err(err)
+    }
+
+    fn nack_now(&mut self, lease: &Lease) -> Result<(), String> {
+        self.0.nack(lease, 0.0).map_err(err)
+    }
+}
