@@ -1,0 +1,342 @@
+//! The schema at `open`: upgrading a harel 0.9 file in place (also with several openers at
+//! once), prefixes, `create_schema` off, and the statements `schema_sql` and
+//! `schema_upgrade_sql` hand to a migration tool.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{event, expect_success, file, harel_09_schema, temp_db, this_test_binary, Raw, TestClock};
+use harel_transport::{schema_sql, schema_upgrade_sql, Error, Options, Transport};
+
+const V: f64 = 30.0;
+
+/// A harel 0.9 file (no `routing_key`) holding one message of group "old", priority 2.
+fn harel_09_file(path: &str, prefix: &str) -> Raw {
+    let raw = Raw::open(path);
+    raw.batch(&harel_09_schema(prefix));
+    raw.batch(&format!(
+        "INSERT INTO {prefix}_transport_messages (group_id, event) VALUES ('old', '{ev}');
+         INSERT INTO {prefix}_transport_groups (group_id, priority) VALUES ('old', 2);",
+        ev = event(0)
+    ));
+    assert!(!raw.columns(&format!("{prefix}_transport_groups")).contains(&"routing_key".to_owned()));
+    raw
+}
+
+fn no_schema(clock: &TestClock) -> Options {
+    let mut o = clock.options();
+    o.create_schema(false);
+    o
+}
+
+fn database_error(result: Result<Transport, Error>) -> String {
+    match result {
+        Err(Error::Database(m)) => m,
+        Err(e) => panic!("expected Error::Database, got {e:?}"),
+        Ok(_) => panic!("expected Error::Database, the open succeeded"),
+    }
+}
+
+/// Claims, checks and acks the 0.9 file's message.
+fn claim_the_old_message(t: &Transport) {
+    let lease = t.claim("w", V, 0, &[]).unwrap().expect("the 0.9 message is claimable");
+    assert_eq!((lease.group_id.as_str(), lease.event.as_str()), ("old", event(0).as_str()));
+    t.ack(&lease).unwrap();
+}
+
+#[test]
+fn a_harel_09_file_is_upgraded_in_place() {
+    let (_dir, path) = temp_db();
+    let raw = harel_09_file(&path, "harel");
+    let clock = TestClock::at(1000.0);
+    let t = file(&path, &clock);
+
+    let columns = raw.columns("harel_transport_groups");
+    assert_eq!(columns, ["group_id", "last_claimed_at", "priority", "routing_key"]);
+    let index = raw.rows("SELECT name FROM pragma_index_info('harel_transport_groups_by_routing_key') ORDER BY seqno");
+    assert_eq!(index, [["routing_key"], ["last_claimed_at"]], "the routing index exists, on (routing_key, last_claimed_at)");
+    assert_eq!(raw.count("SELECT count(*) FROM harel_transport_groups WHERE routing_key IS NULL"), 1);
+
+    assert!(t.claim("w", V, 3, &[]).unwrap().is_none(), "the old group kept its priority 2");
+    assert!(t.claim("w", V, 0, &["k"]).unwrap().is_none(), "the old group has no routing key");
+    claim_the_old_message(&t);
+    t.publish("new", &event(1), 0, Some("k")).unwrap();
+    assert_eq!(t.claim("w", V, 0, &["k"]).unwrap().unwrap().group_id, "new");
+    drop(t);
+
+    let again = file(&path, &clock);
+    assert_eq!(raw.columns("harel_transport_groups").len(), 4, "a second open changes nothing");
+    assert!(again.claim("w", V, 0, &[]).unwrap().is_none(), "new is still leased");
+}
+
+#[test]
+fn threads_opening_a_harel_09_file_at_once_all_succeed() {
+    let (_dir, path) = temp_db();
+    let _raw = harel_09_file(&path, "harel");
+    let barrier = std::sync::Barrier::new(4);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                barrier.wait();
+                Transport::open(&path, &Options::new()).expect("open at the same moment");
+            });
+        }
+    });
+    claim_the_old_message(&file(&path, &TestClock::at(1000.0)));
+}
+
+/// Several processes wait for one go signal, then open the same 0.9 file: every open must
+/// succeed (the ALTER runs once, under the write lock) and each can publish at once.
+#[test]
+fn processes_opening_a_harel_09_file_at_once_all_succeed() {
+    for round in 0..3 {
+        let (dir, path) = temp_db();
+        let raw = harel_09_file(&path, "harel");
+        open_at_once(dir.path(), &path, &format!("round {round}"));
+        assert_eq!(raw.columns("harel_transport_groups").len(), 4);
+        let t = file(&path, &TestClock::at(1000.0));
+        claim_the_old_message(&t);
+        expect_one_message_per_process(&t);
+    }
+}
+
+/// The same with no file yet: each process may be the one that creates it.
+#[test]
+fn processes_creating_a_new_file_at_once_all_succeed() {
+    for round in 0..2 {
+        let (dir, path) = temp_db();
+        open_at_once(dir.path(), &path, &format!("round {round}"));
+        expect_one_message_per_process(&file(&path, &TestClock::at(1000.0)));
+    }
+}
+
+const PROCESSES: usize = 4;
+
+fn open_at_once(dir: &Path, path: &str, what: &str) {
+    let go = dir.join("go");
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|n| {
+            this_test_binary("open_worker")
+                .env("HAREL_TEST_DB", path)
+                .env("HAREL_TEST_GO", &go)
+                .env("HAREL_TEST_READY", dir.join(format!("ready-{n}")))
+                .env("HAREL_TEST_GROUP", format!("p{n}"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn a process")
+        })
+        .collect();
+    let ready = |n: usize| dir.join(format!("ready-{n}")).exists();
+    wait_for(|| (0..PROCESSES).all(ready), "every process to be ready");
+    std::fs::write(&go, "").unwrap();
+    for (n, child) in children.into_iter().enumerate() {
+        expect_success(child, &format!("{what}, process {n}"));
+    }
+}
+
+fn expect_one_message_per_process(t: &Transport) {
+    let mut groups: Vec<String> = (0..PROCESSES).map(|_| t.claim("w", V, 0, &[]).unwrap().unwrap().group_id).collect();
+    groups.sort();
+    assert_eq!(groups, (0..PROCESSES).map(|n| format!("p{n}")).collect::<Vec<_>>());
+    assert!(t.claim("w", V, 0, &[]).unwrap().is_none());
+}
+
+fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The process side of the `processes_..._at_once` tests.
+#[test]
+#[ignore = "run in a process of its own by the processes_..._at_once tests"]
+fn open_worker() {
+    let Ok(path) = std::env::var("HAREL_TEST_DB") else { return };
+    let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"));
+    std::fs::write(var("HAREL_TEST_READY"), "").unwrap();
+    let go = var("HAREL_TEST_GO");
+    wait_for(|| Path::new(&go).exists(), "the go signal");
+    let t = Transport::open(&path, &Options::new()).expect("open at the same moment");
+    t.publish(&var("HAREL_TEST_GROUP"), &event(1), 0, None).expect("publish after open");
+}
+
+#[test]
+fn prefixes_are_isolated() {
+    let (_dir, path) = temp_db();
+    let clock = TestClock::at(1000.0);
+    let with_prefix = |p: &str| {
+        let mut o = clock.options();
+        o.prefix(p).unwrap();
+        Transport::open(&path, &o).unwrap()
+    };
+    let (a, b, default) = (with_prefix("a"), with_prefix("tenant_b"), file(&path, &clock));
+    a.publish("g", &event(1), 0, None).unwrap();
+    b.publish("g", &event(2), 0, None).unwrap();
+    b.publish("h", &event(3), 0, None).unwrap();
+
+    assert!(default.claim("w", V, 0, &[]).unwrap().is_none(), "harel_ sees neither");
+    let from_a = a.claim("wa", V, 0, &[]).unwrap().unwrap();
+    assert_eq!((from_a.group_id.as_str(), from_a.event.as_str()), ("g", event(1).as_str()));
+    assert!(a.claim("w", V, 0, &[]).unwrap().is_none(), "a sees only its own message");
+    let from_b = b.claim("w", V, 0, &[]).unwrap().unwrap();
+    assert_eq!((from_b.group_id.as_str(), from_b.event.as_str()), ("g", event(2).as_str()), "b's g is not in flight");
+    assert_eq!(b.claim("w", V, 0, &[]).unwrap().unwrap().event, event(3));
+    assert_eq!(from_a.seq, from_b.seq, "each prefix has its own seqs");
+    assert!(matches!(b.ack(&from_a), Err(Error::LeaseLost(_))), "a's lease means nothing to b");
+    a.ack(&from_a).unwrap();
+    b.ack(&from_b).unwrap();
+
+    let tables: Vec<String> =
+        Raw::open(&path).objects().into_iter().filter(|(ty, _)| ty == "table").map(|(_, name)| name).collect();
+    let mut expected: Vec<String> = ["a", "harel", "tenant_b"]
+        .iter()
+        .flat_map(|p| [format!("{p}_transport_groups"), format!("{p}_transport_messages")])
+        .collect();
+    expected.sort();
+    assert_eq!(tables, expected);
+}
+
+#[test]
+fn create_schema_off_with_no_tables_fails_at_open_naming_them() {
+    let (_dir, path) = temp_db();
+    let clock = TestClock::at(1000.0);
+    let message = database_error(Transport::open(&path, &no_schema(&clock)));
+    assert!(message.contains("harel_transport_messages"), "{message}");
+    assert!(message.contains("harel_transport_groups"), "{message}");
+    assert!(Raw::open(&path).objects().is_empty(), "nothing was created");
+
+    let mut custom = no_schema(&clock);
+    custom.prefix("acme").unwrap();
+    let message = database_error(Transport::open(&path, &custom));
+    assert!(message.contains("acme_transport_messages"), "{message}");
+}
+
+#[test]
+fn create_schema_off_with_one_table_missing_fails_at_open() {
+    let (_dir, path) = temp_db();
+    let raw = Raw::open(&path);
+    raw.batch(&harel_09_schema("harel"));
+    raw.batch("DROP TABLE harel_transport_groups");
+    let message = database_error(Transport::open(&path, &no_schema(&TestClock::at(1000.0))));
+    assert!(message.contains("harel_transport_groups"), "{message}");
+}
+
+#[test]
+fn create_schema_off_on_a_harel_09_file_fails_naming_routing_key() {
+    let (_dir, path) = temp_db();
+    let raw = harel_09_file(&path, "harel");
+    let message = database_error(Transport::open(&path, &no_schema(&TestClock::at(1000.0))));
+    assert!(message.contains("routing_key"), "{message}");
+    assert_eq!(raw.columns("harel_transport_groups").len(), 3, "nothing was altered");
+}
+
+#[test]
+fn create_schema_off_with_the_tables_present_works() {
+    let (_dir, path) = temp_db();
+    let clock = TestClock::at(1000.0);
+    file(&path, &clock).publish("g", &event(1), 0, None).unwrap();
+    let before = Raw::open(&path).objects();
+    let t = Transport::open(&path, &no_schema(&clock)).expect("the tables are there");
+    t.publish("g", &event(2), 0, None).unwrap();
+    for n in 1..=2 {
+        let lease = t.claim("w", V, 0, &[]).unwrap().unwrap();
+        assert_eq!(lease.event, event(n));
+        t.ack(&lease).unwrap();
+    }
+    assert_eq!(Raw::open(&path).objects(), before, "create_schema off created nothing");
+}
+
+#[test]
+fn schema_sql_gives_the_schema_open_creates() {
+    let script = schema_sql("harel").unwrap();
+    for line in script.lines() {
+        assert!(line.starts_with("CREATE ") && line.ends_with(';'), "one statement per line: {line}");
+    }
+    assert!(script.ends_with(";\n"));
+
+    let (_dir, by_tool) = temp_db();
+    let raw = Raw::open(&by_tool);
+    raw.batch(&script);
+    raw.batch(&script); // idempotent
+    let (_dir2, by_open) = temp_db();
+    drop(file(&by_open, &TestClock::at(1000.0)));
+    let schema = |r: &Raw| r.rows("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name");
+    assert_eq!(schema(&raw), schema(&Raw::open(&by_open)), "the same tables and indexes, to the letter");
+
+    let t = Transport::open(&by_tool, &no_schema(&TestClock::at(1000.0))).expect("create_schema off opens it");
+    t.publish("g", &event(1), 1, Some("k")).unwrap();
+    let lease = t.claim("w", V, 1, &["k"]).unwrap().unwrap();
+    t.ack(&lease).unwrap();
+}
+
+#[test]
+fn schema_sql_names_only_its_prefix() {
+    let script = schema_sql("tenant_7").unwrap();
+    let (_dir, path) = temp_db();
+    let raw = Raw::open(&path);
+    raw.batch(&script);
+    let objects = raw.objects();
+    assert_eq!(objects.len(), 7, "2 tables, 5 indexes: {objects:?}");
+    assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
+    let mut o = no_schema(&TestClock::at(1000.0));
+    o.prefix("tenant_7").unwrap();
+    Transport::open(&path, &o).expect("opens under its prefix");
+    assert!(Transport::open(&path, &no_schema(&TestClock::at(1000.0))).is_err(), "harel_ tables do not exist");
+}
+
+#[test]
+fn schema_upgrade_sql_upgrades_a_harel_09_file() {
+    let script = schema_upgrade_sql("harel").unwrap();
+    assert!(script.lines().all(|l| l.ends_with(';')), "{script}");
+    let (_dir, by_tool) = temp_db();
+    let raw = harel_09_file(&by_tool, "harel");
+    raw.batch(&script);
+    assert!(raw.try_batch(&script).is_err(), "not idempotent: the ALTER fails a second time");
+
+    let (_dir2, by_open) = temp_db();
+    let upgraded_by_open = harel_09_file(&by_open, "harel");
+    drop(file(&by_open, &TestClock::at(1000.0)));
+    let schema = |r: &Raw| r.rows("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name");
+    assert_eq!(schema(&raw), schema(&upgraded_by_open), "the tool's upgrade equals open's");
+
+    let t = Transport::open(&by_tool, &no_schema(&TestClock::at(1000.0))).expect("create_schema off opens it");
+    claim_the_old_message(&t);
+}
+
+const BAD_PREFIXES: &[&str] = &["", "1abc", "a-b", "a b", "préfixe", "é", "x;DROP TABLE y", "tab\tle", "a.b"];
+
+#[test]
+fn bad_prefixes_are_rejected() {
+    let too_long = "a".repeat(31);
+    let bad = BAD_PREFIXES.iter().copied().chain([too_long.as_str()]);
+    for prefix in bad {
+        let mut o = Options::new();
+        match o.prefix(prefix) {
+            Err(Error::Argument(m)) => assert!(m.contains("prefix"), "{prefix:?}: {m}"),
+            other => panic!("{prefix:?}: expected Error::Argument, got {:?}", other.map(|_| ())),
+        }
+        assert_eq!(o.get_prefix(), "harel", "{prefix:?}: a rejected prefix is not kept");
+        for result in [schema_sql(prefix), schema_upgrade_sql(prefix)] {
+            match result {
+                Err(Error::Argument(m)) => assert!(m.contains("prefix"), "{prefix:?}: {m}"),
+                other => panic!("{prefix:?}: expected Error::Argument, got {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn good_prefixes_are_accepted() {
+    let longest = "a".repeat(30);
+    for prefix in ["a", "_", "_9", "A_b9", "harel", longest.as_str()] {
+        Options::new().prefix(prefix).unwrap_or_else(|e| panic!("{prefix:?}: {e}"));
+        assert!(schema_sql(prefix).unwrap().contains(&format!("{prefix}_transport_groups")));
+        schema_upgrade_sql(prefix).unwrap();
+    }
+}
