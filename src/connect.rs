@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use libsql::{Builder, Connection, Database};
 
+use crate::db::retry_while_busy;
 use crate::error::{Error, Result};
 use crate::options::{Options, Synchronous};
 
@@ -88,6 +89,12 @@ pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Co
     Ok(Connected { database: db, connection: conn })
 }
 
+async fn journal_mode(conn: &Connection, pragma: &str) -> libsql::Result<String> {
+    let mut rows = conn.query(pragma, ()).await?;
+    let row = rows.next().await?.ok_or(libsql::Error::QueryReturnedNoRows)?;
+    row.get::<String>(0)
+}
+
 /// A clear message for the common mistake, before SQLite reports "unable to open" (and
 /// before libsql 0.10, which leaks the half-opened handle on that path, is asked).
 fn check_directory(database: &str) -> Result<()> {
@@ -105,9 +112,15 @@ async fn configure_local(conn: &Connection, options: &Options, mode: Mode) -> Re
     let fail = |e| Error::from_libsql("open: configuring the connection", e);
     conn.busy_timeout(options.busy_timeout).map_err(fail)?;
     if mode == Mode::File {
-        // WAL lets readers proceed while a claim holds the write lock.
-        let mut rows = conn.query("PRAGMA journal_mode = WAL", ()).await.map_err(fail)?;
-        rows.next().await.map_err(fail)?;
+        // WAL lets readers proceed while a claim holds the write lock. Switching to it
+        // needs the database to itself, and SQLite answers "locked" at once instead of
+        // waiting when another process is opening it too, so wait here.
+        if journal_mode(conn, "PRAGMA journal_mode").await.map_err(fail)? != "wal" {
+            retry_while_busy(options.busy_timeout, async || {
+                journal_mode(conn, "PRAGMA journal_mode = WAL").await.map_err(fail)
+            })
+            .await?;
+        }
         let sync = match options.synchronous {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",

@@ -20,14 +20,13 @@ pub struct Db {
     /// Local files: how long BEGIN IMMEDIATE keeps trying for the write lock (SQLite's
     /// own busy handler is off). None: the server decides.
     lock_wait: Option<Duration>,
-    jitter: RandomState,
 }
 
 impl Db {
     /// `lock_wait` set means a local database whose connection has SQLite's busy timeout
     /// at 0, so that this type does the waiting.
     pub fn new(conn: Connection, cache_statements: bool, lock_wait: Option<Duration>) -> Db {
-        Db { conn, statements: cache_statements.then(HashMap::new), lock_wait, jitter: RandomState::new() }
+        Db { conn, statements: cache_statements.then(HashMap::new), lock_wait }
     }
 
     async fn statement(&mut self, sql: &str) -> libsql::Result<Option<&Statement>> {
@@ -89,35 +88,12 @@ impl Db {
         outcome
     }
 
-    /// Takes the write lock. SQLite's busy handler sleeps ever longer between tries (up to
-    /// 100 ms), so under contention a process that once missed the lock keeps sleeping
-    /// through the short gaps between other processes' transactions and starves. Trying
-    /// again after a short, jittered pause gives every process its share.
+    /// Takes the write lock: BEGIN IMMEDIATE, retried by [`retry_while_busy`] on local
+    /// files, where SQLite's own busy handler is off.
     async fn begin_immediate(&mut self) -> Result<()> {
-        let Some(wait) = self.lock_wait else {
-            return self.execute("BEGIN IMMEDIATE", ()).await.map(drop);
-        };
-        let (started, mut attempt) = (Instant::now(), 0u64);
-        loop {
-            attempt += 1;
-            match self.execute("BEGIN IMMEDIATE", ()).await {
-                Err(Error::Busy(_)) if started.elapsed() < wait => {
-                    // 20..1000 µs, growing with the attempts, jittered so waiters spread out.
-                    let cap = (20u64 << attempt.min(6)).min(MAX_LOCK_PAUSE.as_micros() as u64);
-                    let pause = cap / 2 + self.jitter.hash_one(attempt) % (cap / 2 + 1);
-                    // The local engine is synchronous anyway: every libsql call on a local
-                    // file already runs on the calling thread.
-                    std::thread::sleep(Duration::from_micros(pause));
-                }
-                Err(Error::Busy(_)) => {
-                    return Err(Error::Busy(format!(
-                        "another connection held the write lock for longer than the busy \
-                         timeout ({} s)",
-                        wait.as_secs_f64()
-                    )))
-                }
-                other => return other.map(drop),
-            }
+        match self.lock_wait {
+            Some(wait) => retry_while_busy(wait, async || self.execute("BEGIN IMMEDIATE", ()).await.map(drop)).await,
+            None => self.execute("BEGIN IMMEDIATE", ()).await.map(drop),
         }
     }
 
@@ -129,6 +105,35 @@ impl Db {
     /// Drops cached statements before the connection goes.
     pub fn close(&mut self) {
         self.statements = None;
+    }
+}
+
+/// Runs `attempt` until it does not fail with `Error::Busy`, for at most `wait`. SQLite's
+/// busy handler sleeps ever longer between tries (up to 100 ms), so under contention a
+/// process that once missed the lock keeps sleeping through the short gaps between other
+/// processes' transactions and starves; short, jittered pauses give every process its share.
+pub async fn retry_while_busy<T>(wait: Duration, mut attempt: impl AsyncFnMut() -> Result<T>) -> Result<T> {
+    let (started, jitter, mut tries) = (Instant::now(), RandomState::new(), 0u64);
+    loop {
+        tries += 1;
+        match attempt().await {
+            Err(Error::Busy(_)) if started.elapsed() < wait => {
+                // 20..1000 µs, growing with the tries, jittered so waiters spread out.
+                let cap = (20u64 << tries.min(6)).min(MAX_LOCK_PAUSE.as_micros() as u64);
+                let pause = cap / 2 + jitter.hash_one(tries) % (cap / 2 + 1);
+                // The local engine is synchronous anyway: every libsql call on a local
+                // file already runs on the calling thread.
+                std::thread::sleep(Duration::from_micros(pause));
+            }
+            Err(Error::Busy(_)) => {
+                return Err(Error::Busy(format!(
+                    "another connection held the database's lock for longer than the busy \
+                     timeout ({} s)",
+                    wait.as_secs_f64()
+                )))
+            }
+            other => return other,
+        }
     }
 }
 
