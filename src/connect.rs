@@ -73,14 +73,15 @@ pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Co
     let db = opened.map_err(|e| open_error(database, mode, e))?;
     let conn = db.connect().map_err(|e| open_error(database, mode, e))?;
     match mode {
-        Mode::Memory | Mode::File => configure_local(&conn, options, mode).await?,
+        Mode::Memory | Mode::File => configure_local(database, &conn, options, mode).await?,
         Mode::Remote => {
             within_connect_timeout(database, async { conn.query("SELECT 1", ()).await.map(drop) })
                 .await
                 .map_err(|e| open_error(database, mode, e))?
         }
         Mode::Replica => {
-            conn.busy_timeout(options.busy_timeout).map_err(|e| Error::from_libsql("open", e))?;
+            let sqlite_wait = options.busy_timeout.min(Duration::from_millis(i32::MAX as u64));
+            conn.busy_timeout(sqlite_wait).map_err(|e| Error::from_libsql("open", e))?;
             within_connect_timeout(database, async { db.sync().await.map(drop) })
                 .await
                 .map_err(|e| open_error(database, mode, e))?
@@ -95,22 +96,27 @@ async fn journal_mode(conn: &Connection, pragma: &str) -> libsql::Result<String>
     row.get::<String>(0)
 }
 
-/// A clear message for the common mistake, before SQLite reports "unable to open" (and
+/// Clear messages for the common mistakes, before SQLite reports "unable to open" (and
 /// before libsql 0.10, which leaks the half-opened handle on that path, is asked).
 fn check_directory(database: &str) -> Result<()> {
-    let parent = std::path::Path::new(database).parent().filter(|p| !p.as_os_str().is_empty());
+    let path = std::path::Path::new(database);
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     match parent {
         Some(dir) if !dir.is_dir() => Err(Error::Database(format!(
             "open {database:?}: the directory {} does not exist",
             dir.display()
         ))),
+        _ if path.is_dir() => Err(Error::Database(format!("open {database:?}: it is a directory, not a file"))),
         _ => Ok(()),
     }
 }
 
-async fn configure_local(conn: &Connection, options: &Options, mode: Mode) -> Result<()> {
-    let fail = |e| Error::from_libsql("open: configuring the connection", e);
-    conn.busy_timeout(options.busy_timeout).map_err(fail)?;
+async fn configure_local(database: &str, conn: &Connection, options: &Options, mode: Mode) -> Result<()> {
+    let what = format!("open {database:?}");
+    let fail = |e| Error::from_libsql(&what, e);
+    // libsql takes the timeout as i32 milliseconds; a longer one would wrap around.
+    let sqlite_wait = options.busy_timeout.min(Duration::from_millis(i32::MAX as u64));
+    conn.busy_timeout(sqlite_wait).map_err(fail)?;
     if mode == Mode::File {
         // WAL lets readers proceed while a claim holds the write lock. Switching to it
         // needs the database to itself, and SQLite answers "locked" at once instead of

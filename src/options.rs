@@ -103,14 +103,14 @@ impl Options {
     /// How often an embedded replica pulls from its primary, in seconds (> 0).
     pub fn sync_interval(&mut self, seconds: f64) -> Result<&mut Self> {
         validate::positive_seconds("sync_interval", seconds)?;
-        self.sync_interval = Some(Duration::from_secs_f64(seconds));
+        self.sync_interval = Some(validate::duration("sync_interval", seconds)?);
         Ok(self)
     }
 
     /// How long a local write waits for the lock before `Error::Busy`, in seconds (>= 0).
     pub fn busy_timeout(&mut self, seconds: f64) -> Result<&mut Self> {
         validate::non_negative_seconds("busy_timeout", seconds)?;
-        self.busy_timeout = Duration::from_secs_f64(seconds);
+        self.busy_timeout = validate::duration("busy_timeout", seconds)?;
         Ok(self)
     }
 

@@ -73,3 +73,9 @@ pub fn event_json(value: &str) -> Result<()> {
 pub fn routing_keys<S: AsRef<str>>(keys: &[S]) -> Result<()> {
     keys.iter().try_for_each(|k| non_empty("routing_keys element", k.as_ref()))
 }
+
+/// Seconds already checked finite and >= 0, as a Duration (which tops out near 2^64 s).
+pub fn duration(name: &str, seconds: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(seconds)
+        .map_err(|_| arg(format!("{name} is {seconds}; it is too large for a duration")))
+}

@@ -126,6 +126,22 @@ impl Sqld {
         self.launch();
     }
 
+    /// SIGSTOP: the server keeps its sockets open and answers nothing (a hung host).
+    pub fn pause(&mut self) {
+        assert!(self.signal("-STOP"), "kill -STOP sqld");
+    }
+
+    /// SIGCONT after `pause`.
+    pub fn resume(&mut self) {
+        assert!(self.signal("-CONT"), "kill -CONT sqld");
+    }
+
+    fn signal(&self, signal: &str) -> bool {
+        let Some(child) = self.child.as_ref() else { return false };
+        let status = Command::new("kill").args([signal, &child.id().to_string()]).stderr(Stdio::null()).status();
+        matches!(status, Ok(s) if s.success())
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
@@ -194,6 +210,7 @@ impl Sqld {
 
 impl Drop for Sqld {
     fn drop(&mut self) {
+        self.signal("-CONT"); // a paused server would not die of SIGKILL any sooner, but be sure
         self.kill();
     }
 }

@@ -1,0 +1,1160 @@
+//! The queue on a real libSQL server (sqld), in both server modes: remote (a URL) and
+//! embedded replica (a local file with `sync_url`). Every test starts its own sqld on a
+//! loopback port, with a database directory of its own, and stops it at the end.
+//!
+//! sqld comes from `HAREL_SQLD` (the path to the binary) or `sqld` on `PATH`. Without it
+//! every test here passes as skipped and prints `skipped: <test>: <reason>` on stderr.
+//!
+//! The tests of this file run one at a time (they share two cores with sqld, and two of
+//! them measure throughput). Run them with `--nocapture` to see the figures:
+//! `HAREL_SQLD=/path/to/sqld cargo test --release --test server -- --nocapture`.
+
+mod common;
+#[path = "common/sqld.rs"]
+mod sqld;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::{expect_success, this_test_binary, TestClock};
+use harel_transport::{Error, Lease, Options, Transport};
+use sqld::{ServerSql, Sqld, StallProxy};
+
+const V: f64 = 30.0;
+const GROUPS: usize = 40;
+const PER_GROUP: usize = 25;
+const TOTAL: usize = GROUPS * PER_GROUP;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One test of this file at a time; a failed one does not stop the others.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The sqld binary, or a skip notice and `None`.
+macro_rules! sqld_or_skip {
+    ($test:expr) => {
+        match sqld::binary_or_skip($test) {
+            Some(binary) => binary,
+            None => return,
+        }
+    };
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// `http://127.0.0.1:PORT` opened as a remote database.
+    Remote,
+    /// A local file of its own with `sync_url` = `http://127.0.0.1:PORT`.
+    Replica,
+}
+
+impl Via {
+    fn name(self) -> &'static str {
+        match self {
+            Via::Remote => "remote",
+            Via::Replica => "replica",
+        }
+    }
+
+    fn parse(s: &str) -> Via {
+        match s {
+            "remote" => Via::Remote,
+            "replica" => Via::Replica,
+            other => panic!("unknown mode {other}"),
+        }
+    }
+}
+
+/// How clients of one test reach its server: every `open` of a replica gets a new local file.
+struct Client {
+    via: Via,
+    url: String,
+    token: Option<String>,
+    dir: PathBuf,
+    replicas: AtomicUsize,
+}
+
+impl Client {
+    fn new(via: Via, url: &str, token: Option<&str>, dir: &std::path::Path) -> Client {
+        Client { via, url: url.to_owned(), token: token.map(str::to_owned), dir: dir.to_owned(), replicas: AtomicUsize::new(0) }
+    }
+
+    fn of(via: Via, server: &Sqld) -> Client {
+        Client::new(via, &server.url(), server.token(), server.scratch())
+    }
+
+    fn next_replica_path(&self) -> String {
+        let n = self.replicas.fetch_add(1, Ordering::SeqCst);
+        self.dir.join(format!("replica-{}-{n}.db", std::process::id())).to_str().unwrap().to_owned()
+    }
+
+    /// Opens a transport with `options` plus this client's server, token and mode.
+    fn try_open(&self, options: &Options) -> harel_transport::Result<Transport> {
+        let mut o = options.clone();
+        o.auth_token(self.token.as_deref());
+        match self.via {
+            Via::Remote => Transport::open(&self.url, &o),
+            Via::Replica => {
+                o.sync_url(Some(&self.url)).unwrap();
+                Transport::open(&self.next_replica_path(), &o)
+            }
+        }
+    }
+
+    fn open(&self, options: &Options) -> Transport {
+        self.try_open(options).unwrap_or_else(|e| panic!("open ({}): {e:?}", self.via.name()))
+    }
+
+    /// A transport on tables under `prefix`, with the test's clock.
+    fn with_prefix(&self, prefix: &str, clock: &TestClock) -> Transport {
+        let mut o = clock.options();
+        o.prefix(prefix).unwrap();
+        self.open(&o)
+    }
+}
+
+fn event(n: usize) -> String {
+    format!(r#"{{"kind":"tick","id":"e{n}","data":{{"n":{n}}}}}"#)
+}
+
+fn group(g: usize) -> String {
+    format!("g{g:02}")
+}
+
+fn message(g: usize, i: usize) -> String {
+    format!(r#"{{"kind":"tick","id":"{g}-{i}","data":{{"g":{g},"i":{i}}}}}"#)
+}
+
+/// `(g, i)` of a message made by `message`, checked against its lease's group.
+fn parse_message(group_id: &str, event: &str) -> (usize, usize) {
+    let v: serde_json::Value = serde_json::from_str(event).unwrap();
+    let (g, i) = (v["data"]["g"].as_u64().unwrap() as usize, v["data"]["i"].as_u64().unwrap() as usize);
+    assert_eq!(group_id, group(g), "the event is its group's");
+    (g, i)
+}
+
+fn nanos() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
+}
+
+fn claim(t: &Transport, worker: &str) -> Option<Lease> {
+    t.claim(worker, V, 0, &[]).expect("claim")
+}
+
+/// Publishes `message(g, i)` round by round, so every group's messages are spread out.
+fn fill(t: &Transport, groups: usize, per_group: usize) -> Duration {
+    let started = Instant::now();
+    for i in 0..per_group {
+        for g in 0..groups {
+            t.publish(&group(g), &message(g, i), 0, None).expect("publish");
+        }
+    }
+    started.elapsed()
+}
+
+// ---------------------------------------------------------------------------------------
+// The transport contract, in both modes: the checks of tests/contract.rs, each on tables
+// of its own (a prefix per check) on one server.
+
+type Check = fn(&Client);
+
+const CHECKS: &[(&str, Check)] = &[
+    ("fifo_within_a_group", check_fifo),
+    ("one_in_flight_per_group", check_one_in_flight),
+    ("lease_fields_and_event_bytes", check_lease_fields),
+    ("ack_removes_for_good", check_ack),
+    ("nack_now_and_nack_with_delay", check_nack),
+    ("a_lapsed_lease_is_claimable_again", check_lapse),
+    ("round_robin", check_round_robin),
+    ("priority_floor", check_priority),
+    ("first_publish_fixes_priority_and_key", check_first_publish),
+    ("routing_keys", check_routing_keys),
+    ("lost_leases", check_lost_leases),
+    ("in_flight_and_parked_do_not_hide_a_ready_group", check_ready_not_hidden),
+    ("schema_off_and_idempotent", check_schema),
+];
+
+fn run_contract(via: Via, test: &str) {
+    let binary = sqld_or_skip!(test);
+    let _serial = serial();
+    let server = Sqld::start(&binary, false);
+    let client = Client::of(via, &server);
+    let mut failed = Vec::new();
+    for (name, check) in CHECKS {
+        let started = Instant::now();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&client))) {
+            Ok(()) => println!("{} contract: {name}: ok ({:.2} s)", via.name(), started.elapsed().as_secs_f64()),
+            Err(panic) => {
+                let text = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                println!("{} contract: {name}: FAILED: {text}", via.name());
+                failed.push(format!("{name}: {text}"));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{} contract checks failed:\n{}\n{}", via.name(), failed.join("\n"), server.log_tail());
+}
+
+#[test]
+fn remote_contract() {
+    run_contract(Via::Remote, "remote_contract");
+}
+
+#[test]
+fn replica_contract() {
+    run_contract(Via::Replica, "replica_contract");
+}
+
+fn check_fifo(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_fifo", &clock);
+    for n in 0..5 {
+        t.publish("g", &event(n), 0, None).unwrap();
+    }
+    for n in 0..5 {
+        let lease = claim(&t, "w").expect("a message");
+        assert_eq!(lease.event, event(n));
+        t.ack(&lease).unwrap();
+    }
+    assert!(claim(&t, "w").is_none());
+}
+
+fn check_one_in_flight(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_flight", &clock);
+    t.publish("a", &event(1), 0, None).unwrap();
+    t.publish("a", &event(2), 0, None).unwrap();
+    t.publish("b", &event(3), 0, None).unwrap();
+    let first = claim(&t, "w1").unwrap();
+    assert_eq!(first.group_id, "a");
+    // A second transport (another connection, another replica) sees the lease.
+    let other = c.with_prefix("c_flight", &clock);
+    let second = claim(&other, "w2").unwrap();
+    assert_eq!(second.group_id, "b", "a is in flight, b proceeds");
+    assert!(claim(&other, "w3").is_none(), "both groups in flight");
+    t.ack(&first).unwrap();
+    let third = claim(&other, "w3").unwrap();
+    assert_eq!((third.group_id.as_str(), third.event.as_str()), ("a", event(2).as_str()));
+}
+
+fn check_lease_fields(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_fields", &clock);
+    let odd = " {\"kind\": \"x\", \"text\": \"h\u{e9}llo \u{2603} \\u0000 \u{1F600}\"}\n ";
+    t.publish("g", odd, 0, None).unwrap();
+    let lease = claim(&t, "worker-7").unwrap();
+    assert_eq!(lease.group_id, "g");
+    assert_eq!(lease.event, odd, "stored byte for byte");
+    assert_eq!(lease.worker_id, "worker-7");
+    assert_eq!(lease.lock_expiry, 1000.0 + V);
+    assert!(lease.seq > 0);
+}
+
+fn check_ack(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_ack", &clock);
+    t.publish("g", &event(1), 0, None).unwrap();
+    let lease = claim(&t, "w").unwrap();
+    t.ack(&lease).unwrap();
+    assert!(claim(&t, "w").is_none());
+    clock.advance(V * 10.0);
+    assert!(claim(&t, "w").is_none(), "an acked message never comes back");
+}
+
+fn check_nack(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_nack", &clock);
+    t.publish("g", &event(1), 0, None).unwrap();
+    t.publish("g", &event(2), 0, None).unwrap();
+    t.publish("h", &event(3), 0, None).unwrap();
+    let lease = claim(&t, "w1").unwrap();
+    t.nack(&lease, 0.0).unwrap();
+    let h = claim(&t, "w2").expect("h");
+    assert_eq!(h.group_id, "h", "g went to the back of the turn order");
+    t.ack(&h).unwrap();
+    let again = claim(&t, "w2").expect("claimable at once");
+    assert_eq!((again.seq, again.worker_id.as_str()), (lease.seq, "w2"));
+    t.nack(&again, 60.0).unwrap();
+    assert!(claim(&t, "w").is_none(), "parked head blocks its group");
+    clock.advance(59.0);
+    assert!(claim(&t, "w").is_none(), "still parked");
+    clock.advance(2.0);
+    assert_eq!(claim(&t, "w").expect("park over").seq, lease.seq, "the parked head comes back first");
+}
+
+fn check_lapse(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_lapse", &clock);
+    t.publish("g", &event(1), 0, None).unwrap();
+    let lease = claim(&t, "w1").unwrap();
+    clock.advance(V);
+    assert!(claim(&t, "w2").is_none(), "lock_expiry >= now is still in flight");
+    clock.advance(0.5);
+    let again = claim(&t, "w2").expect("lease lapsed");
+    assert_eq!((again.seq, again.worker_id.as_str()), (lease.seq, "w2"));
+}
+
+fn check_round_robin(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_rr", &clock);
+    for round in 0..3 {
+        for g in ["a", "b", "c"] {
+            t.publish(g, &event(round), 0, None).unwrap();
+        }
+    }
+    let mut order = String::new();
+    for _ in 0..9 {
+        clock.advance(1.0);
+        let lease = claim(&t, "w").unwrap();
+        order.push_str(&lease.group_id);
+        t.ack(&lease).unwrap();
+    }
+    assert_eq!(order, "abcabcabc");
+}
+
+fn check_priority(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_prio", &clock);
+    t.publish("low", &event(1), 1, None).unwrap();
+    t.publish("high", &event(2), 3, None).unwrap();
+    t.publish("top", &event(3), 4, None).unwrap();
+    assert_eq!(t.claim("w", V, 3, &[]).unwrap().unwrap().group_id, "high", "oldest at or above the floor");
+    assert_eq!(t.claim("w", V, 3, &[]).unwrap().unwrap().group_id, "top");
+    assert!(t.claim("w", V, 3, &[]).unwrap().is_none(), "low is below the floor");
+    assert_eq!(t.claim("w", V, 0, &[]).unwrap().unwrap().group_id, "low");
+}
+
+fn check_first_publish(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_first", &clock);
+    t.publish("g", &event(1), 4, Some("east")).unwrap();
+    t.publish("g", &event(2), 0, Some("west")).unwrap();
+    assert!(t.claim("w", V, 0, &["west"]).unwrap().is_none(), "the routing key stayed east");
+    let first = t.claim("w", V, 4, &["east"]).unwrap().expect("priority stayed 4");
+    t.ack(&first).unwrap();
+    assert!(t.claim("w", V, 4, &["east"]).unwrap().is_some(), "second message: same group, same key");
+}
+
+fn check_routing_keys(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_keys", &clock);
+    t.publish("a", &event(1), 0, Some("k1")).unwrap();
+    t.publish("b", &event(2), 0, Some("k2")).unwrap();
+    t.publish("c", &event(3), 0, None).unwrap();
+    t.publish("d", &event(4), 0, Some("k3")).unwrap();
+    t.publish("m", &event(5), 0, Some("key-40")).unwrap();
+    assert_eq!(t.claim("w", V, 0, &["k2"]).unwrap().unwrap().group_id, "b");
+    assert!(t.claim("w", V, 0, &["k2"]).unwrap().is_none());
+    assert_eq!(t.claim("w", V, 0, &["k3", "k1"]).unwrap().unwrap().group_id, "a", "oldest of either key");
+    assert_eq!(t.claim("w", V, 0, &["k3", "k1"]).unwrap().unwrap().group_id, "d");
+    let keys: Vec<String> = (0..50).map(|i| format!("key-{i}")).collect();
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    assert_eq!(t.claim("w", V, 0, &refs).unwrap().unwrap().group_id, "m", "many keys: one JSON parameter");
+    assert_eq!(t.claim("w", V, 0, &[]).unwrap().unwrap().group_id, "c", "no keys: any group");
+}
+
+fn check_lost_leases(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_lost", &clock);
+    t.publish("g", &event(1), 0, None).unwrap();
+    let stale = claim(&t, "w1").unwrap();
+    clock.advance(V + 1.0);
+    let fresh = claim(&t, "w2").unwrap();
+    assert!(matches!(t.ack(&stale), Err(Error::LeaseLost(_))), "leased to w2 now");
+    assert!(matches!(t.nack(&stale, 0.0), Err(Error::LeaseLost(_))));
+    t.nack(&fresh, 10.0).unwrap();
+    assert!(matches!(t.ack(&fresh), Err(Error::LeaseLost(_))), "a nacked lease is over");
+    clock.advance(11.0);
+    let again = claim(&t, "w3").unwrap();
+    t.ack(&again).expect("w3's lease is intact");
+    assert!(matches!(t.ack(&again), Err(Error::LeaseLost(_))), "gone");
+}
+
+fn check_ready_not_hidden(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let t = c.with_prefix("c_hidden", &clock);
+    for g in 0..20 {
+        t.publish(&format!("g{g}"), &event(g), 0, None).unwrap();
+    }
+    t.publish("ready", &event(99), 0, None).unwrap();
+    t.publish("ready", &event(100), 0, None).unwrap();
+    let leases: Vec<Lease> = (0..21).map(|_| claim(&t, "w").unwrap()).collect();
+    for (i, lease) in leases.iter().enumerate() {
+        match (lease.group_id.as_str(), i % 2) {
+            ("ready", _) => t.ack(lease).unwrap(),
+            (_, 0) => t.nack(lease, 100.0).unwrap(),
+            _ => {}
+        }
+    }
+    assert_eq!(claim(&t, "w").unwrap().group_id, "ready");
+    assert!(claim(&t, "w").is_none());
+}
+
+fn check_schema(c: &Client) {
+    let clock = TestClock::at(1000.0);
+    let mut off = clock.options();
+    off.prefix("c_schema").unwrap().create_schema(false);
+    match c.try_open(&off) {
+        Err(Error::Database(m)) => assert!(m.contains("c_schema_transport_messages"), "names the table: {m}"),
+        other => panic!("create_schema off, no tables: want Error::Database at open, got {:?}", other.map(|_| ())),
+    }
+    let first = c.with_prefix("c_schema", &clock);
+    let second = c.with_prefix("c_schema", &clock);
+    first.publish("g", &event(1), 0, None).unwrap();
+    let checked = c.open(&off);
+    assert_eq!(claim(&checked, "w").unwrap().event, event(1));
+    drop(second);
+}
+
+// ---------------------------------------------------------------------------------------
+// Eight threads, each with a transport of its own, drain one queue. The clock stands
+// still: no lease lapses, so every claim's lease must be acked, and a group seen in flight
+// twice, or out of order, is a clash in the queue.
+
+#[derive(Default)]
+struct GroupState {
+    in_flight: Option<i64>,
+    next: usize,
+    last_seq: i64,
+}
+
+#[derive(Default)]
+struct Ledger {
+    groups: Mutex<HashMap<String, GroupState>>,
+    done: AtomicUsize,
+    claims: AtomicUsize,
+    empty: AtomicUsize,
+    by_worker: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Ledger {
+    fn claimed(&self, lease: &Lease) {
+        let (_, i) = parse_message(&lease.group_id, &lease.event);
+        let mut groups = self.groups.lock().unwrap();
+        let state = groups.entry(lease.group_id.clone()).or_default();
+        assert_eq!(state.in_flight, None, "{}: seq {} claimed while seq {:?} is in flight", lease.group_id, lease.seq, state.in_flight);
+        assert_eq!(i, state.next, "group {} out of order", lease.group_id);
+        assert!(lease.seq > state.last_seq, "seqs rise within a group");
+        state.in_flight = Some(lease.seq);
+        state.last_seq = lease.seq;
+        self.claims.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn acking(&self, lease: &Lease) {
+        let mut groups = self.groups.lock().unwrap();
+        let state = groups.get_mut(&lease.group_id).unwrap();
+        assert_eq!(state.in_flight, Some(lease.seq));
+        state.in_flight = None;
+        state.next += 1;
+        *self.by_worker.lock().unwrap().entry(lease.worker_id.clone()).or_default() += 1;
+    }
+
+    fn finished(&self) -> bool {
+        self.done.load(Ordering::SeqCst) >= TOTAL
+    }
+}
+
+fn work(t: &Transport, worker: &str, ledger: &Ledger) {
+    while !ledger.finished() {
+        match t.claim(worker, V, 0, &[]).unwrap_or_else(|e| panic!("{worker}: claim: {e:?}")) {
+            Some(lease) => {
+                ledger.claimed(&lease);
+                std::thread::yield_now();
+                ledger.acking(&lease);
+                t.ack(&lease).unwrap_or_else(|e| panic!("{worker}: ack: {e:?}"));
+                ledger.done.fetch_add(1, Ordering::SeqCst);
+            }
+            None => {
+                ledger.empty.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+fn eight_threads(via: Via, test: &str) {
+    let binary = sqld_or_skip!(test);
+    let _serial = serial();
+    let server = Sqld::start(&binary, true);
+    let client = Client::of(via, &server);
+    let clock = TestClock::at(1000.0);
+    let publish_time = fill(&client.open(&clock.options()), GROUPS, PER_GROUP);
+    // Every transport is open (and a replica synced) before the clock of the run starts.
+    let transports: Vec<Transport> = (0..8).map(|_| client.open(&clock.options())).collect();
+    let ledger = Ledger::default();
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for (n, t) in transports.iter().enumerate() {
+            let ledger = &ledger;
+            s.spawn(move || work(t, &format!("w{n}"), ledger));
+        }
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(ledger.done.load(Ordering::SeqCst), TOTAL);
+    let groups = ledger.groups.lock().unwrap();
+    assert_eq!(groups.len(), GROUPS);
+    assert!(groups.values().all(|s| s.next == PER_GROUP && s.in_flight.is_none()), "every message of every group, in order");
+    let server_sql = ServerSql::new(&server.url(), server.token());
+    assert_eq!(server_sql.count("SELECT count(*) FROM harel_transport_messages"), 0);
+    assert_eq!(server_sql.count("SELECT count(*) FROM harel_transport_groups"), 0, "drained groups are dropped");
+    let claims = ledger.claims.load(Ordering::SeqCst);
+    println!(
+        "{} x8 threads: {TOTAL} messages in {GROUPS} groups, each claimed and acked once, 0 overlaps; \
+         publish {:.0}/s (1 thread); drain {elapsed:.2} s = {:.0} claims/s ({:.0} transactions/s with acks, \
+         {} empty claims); per worker {:?}",
+        via.name(),
+        TOTAL as f64 / publish_time.as_secs_f64(),
+        claims as f64 / elapsed,
+        (2 * claims + ledger.empty.load(Ordering::SeqCst)) as f64 / elapsed,
+        ledger.empty.load(Ordering::SeqCst),
+        ledger.by_worker.lock().unwrap()
+    );
+}
+
+#[test]
+fn remote_eight_threads_drain_exactly_once() {
+    eight_threads(Via::Remote, "remote_eight_threads_drain_exactly_once");
+}
+
+#[test]
+fn replica_eight_threads_drain_exactly_once() {
+    eight_threads(Via::Replica, "replica_eight_threads_drain_exactly_once");
+}
+
+// ---------------------------------------------------------------------------------------
+// Four OS processes: the test binary runs itself again, one `server_worker` per process.
+// Each logs, per message, the instant after its claim returned and the instant before it
+// acked (system time, one clock for the machine): two windows of one group that overlap
+// are two leases that overlapped.
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
+}
+
+#[test]
+#[ignore = "a worker process for the tests of this file; does nothing on its own"]
+fn server_worker() {
+    let Ok(via) = std::env::var("HAREL_SERVER_TEST_VIA") else { return };
+    let via = Via::parse(&via);
+    let url = env("HAREL_SERVER_TEST_URL");
+    let token = std::env::var("HAREL_SERVER_TEST_TOKEN").ok();
+    let id = env("HAREL_SERVER_TEST_WORKER_ID");
+    let dir = PathBuf::from(env("HAREL_SERVER_TEST_DIR"));
+    let client = Client::new(via, &url, token.as_deref(), &dir);
+    let now: f64 = 1000.0;
+    let mut o = Options::new();
+    o.clock(move || now);
+    let t = client.open(&o);
+    let server_sql = ServerSql::new(&url, token.as_deref());
+    let mut log = String::new();
+    let (mut claims, mut empty) = (0usize, 0usize);
+    // Every process is open before any starts: the parent says go.
+    while !dir.join("go").exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let started = Instant::now();
+    loop {
+        match t.claim(&id, V, 0, &[]).expect("claim") {
+            Some(lease) => {
+                let claimed = nanos();
+                claims += 1;
+                std::thread::yield_now();
+                let acking = nanos();
+                log.push_str(&format!("{} {} {} {claimed} {acking}\n", lease.group_id, lease.seq, lease.event));
+                t.ack(&lease).expect("ack: the lease cannot have lapsed");
+            }
+            // Empty now, but another process may still hold a message with more behind it.
+            None if server_sql.count("SELECT count(*) FROM harel_transport_messages") == 0 => break,
+            None => {
+                empty += 1;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    std::fs::write(env("HAREL_SERVER_TEST_LOG"), log).unwrap();
+    println!("\nWORKER {id} claims={claims} empty={empty} seconds={elapsed:.3}");
+}
+
+fn four_processes(via: Via, test: &str) {
+    let binary = sqld_or_skip!(test);
+    let _serial = serial();
+    let server = Sqld::start(&binary, true);
+    let client = Client::of(via, &server);
+    let clock = TestClock::at(1000.0);
+    fill(&client.open(&clock.options()), GROUPS, PER_GROUP);
+    let dir = server.scratch().to_owned();
+    let logs: Vec<PathBuf> = (0..4).map(|n| dir.join(format!("worker-{n}.log"))).collect();
+    let started = Instant::now();
+    let children: Vec<_> = logs
+        .iter()
+        .enumerate()
+        .map(|(n, log)| {
+            let mut command = this_test_binary("server_worker");
+            command
+                .env("HAREL_SERVER_TEST_VIA", via.name())
+                .env("HAREL_SERVER_TEST_URL", server.url())
+                .env("HAREL_SERVER_TEST_TOKEN", server.token().unwrap())
+                .env("HAREL_SERVER_TEST_WORKER_ID", format!("p{n}"))
+                .env("HAREL_SERVER_TEST_DIR", &dir)
+                .env("HAREL_SERVER_TEST_LOG", log)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            command.spawn().expect("spawn a worker process")
+        })
+        .collect();
+    // Let them open (a replica syncs at open), then start them together.
+    std::thread::sleep(Duration::from_millis(1500));
+    std::fs::write(dir.join("go"), "").unwrap();
+    let mut reports = Vec::new();
+    for (n, child) in children.into_iter().enumerate() {
+        let out = expect_success(child, &format!("worker process {n}"));
+        reports.extend(out.lines().filter(|l| l.starts_with("WORKER ")).map(str::to_owned));
+    }
+    let elapsed = started.elapsed().as_secs_f64() - 1.5;
+
+    let mut by_group: BTreeMap<String, Vec<(i64, usize, u128, u128)>> = BTreeMap::new();
+    let mut seen = HashSet::new();
+    for log in &logs {
+        for line in std::fs::read_to_string(log).expect("a worker's log").lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            let (g, i) = parse_message(f[0], f[2]);
+            assert!(seen.insert((g, i)), "g{g} message {i} was handled twice");
+            by_group.entry(f[0].to_owned()).or_default().push((f[1].parse().unwrap(), i, f[3].parse().unwrap(), f[4].parse().unwrap()));
+        }
+    }
+    assert_eq!(seen.len(), TOTAL, "every message handled once");
+    let mut overlaps = 0;
+    for (g, mut handled) in by_group {
+        handled.sort_by_key(|h| h.2);
+        for pair in handled.windows(2) {
+            if pair[0].3 > pair[1].2 {
+                overlaps += 1;
+            }
+            assert!(pair[0].0 < pair[1].0, "{g}: out of FIFO order");
+        }
+        assert_eq!(handled.iter().map(|h| h.1).collect::<Vec<_>>(), (0..PER_GROUP).collect::<Vec<_>>(), "{g}: FIFO");
+    }
+    assert_eq!(overlaps, 0, "two leases of one group overlapped");
+    let server_sql = ServerSql::new(&server.url(), server.token());
+    assert_eq!(server_sql.count("SELECT count(*) FROM harel_transport_messages"), 0);
+    assert_eq!(server_sql.count("SELECT count(*) FROM harel_transport_groups"), 0);
+    println!(
+        "{} x4 processes: {TOTAL} messages handled exactly once, 0 overlaps, FIFO in every group; \
+         {elapsed:.2} s = {:.0} claims/s; {reports:?}",
+        via.name(),
+        TOTAL as f64 / elapsed
+    );
+}
+
+#[test]
+fn remote_four_processes_drain_exactly_once() {
+    four_processes(Via::Remote, "remote_four_processes_drain_exactly_once");
+}
+
+#[test]
+fn replica_four_processes_drain_exactly_once() {
+    four_processes(Via::Replica, "replica_four_processes_drain_exactly_once");
+}
+
+// ---------------------------------------------------------------------------------------
+// Refusals and absences: a wrong token, no token, nothing listening, a server that never
+// answers. Each fails `open` with Error::Connect within seconds.
+
+const CONNECT_BOUND: Duration = Duration::from_secs(15);
+
+fn expect_connect_error(client: &Client, what: &str) -> String {
+    let started = Instant::now();
+    let result = client.try_open(&Options::new());
+    let took = started.elapsed();
+    let message = match result {
+        Err(Error::Connect(m)) => m,
+        Err(other) => panic!("{what} ({}): want Error::Connect, got {other:?}", client.via.name()),
+        Ok(_) => panic!("{what} ({}): opened", client.via.name()),
+    };
+    assert!(took < CONNECT_BOUND, "{what} ({}): Error::Connect took {took:?}", client.via.name());
+    println!("{what} ({}): Error::Connect after {:.2} s: {message}", client.via.name(), took.as_secs_f64());
+    message
+}
+
+#[test]
+fn a_wrong_or_missing_token_is_refused_at_open() {
+    let binary = sqld_or_skip!("a_wrong_or_missing_token_is_refused_at_open");
+    let _serial = serial();
+    let server = Sqld::start(&binary, true);
+    for via in [Via::Remote, Via::Replica] {
+        let good = Client::of(via, &server);
+        let t = good.open(&Options::new());
+        t.publish("g", &event(1), 0, None).expect("the right token works");
+        let wrong = Client::new(via, &server.url(), Some(sqld::WRONG_TOKEN), server.scratch());
+        expect_connect_error(&wrong, "a token signed by another key");
+        let none = Client::new(via, &server.url(), None, server.scratch());
+        expect_connect_error(&none, "no token");
+    }
+}
+
+#[test]
+fn an_unreachable_server_fails_open_within_seconds() {
+    let _binary = sqld_or_skip!("an_unreachable_server_fails_open_within_seconds");
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens: the connection is refused at once.
+    let nobody = format!("http://127.0.0.1:{}", sqld::free_port());
+    // Something listens and accepts, and never answers: only a timeout ends the wait.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://127.0.0.1:{}", silent.local_addr().unwrap().port());
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let held2 = held.clone();
+    std::thread::spawn(move || {
+        for stream in silent.incoming().flatten() {
+            held2.lock().unwrap().push(stream);
+        }
+    });
+    for via in [Via::Remote, Via::Replica] {
+        expect_connect_error(&Client::new(via, &nobody, None, dir.path()), "nothing listening");
+        expect_connect_error(&Client::new(via, &silent_url, None, dir.path()), "a server that never answers");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The server is killed (SIGKILL) and started again on the same port and database while
+// four workers claim and ack. Calls in flight fail with an error (never a panic); no claim
+// is left half-applied; every worker's calls succeed again once the server is back; and
+// after the run every message has been handled.
+
+#[derive(Default)]
+struct RestartLog {
+    /// (group, index, claimed at, acking at, ack outcome) of every lease a claim returned.
+    handled: Vec<(String, usize, u128, u128, Result<(), String>)>,
+    errors: Vec<String>,
+}
+
+fn restart_mid_run(via: Via, test: &str) {
+    let binary = sqld_or_skip!(test);
+    let _serial = serial();
+    let mut server = Sqld::start(&binary, false);
+    let client = Client::of(via, &server);
+    let clock = TestClock::at(1000.0);
+    let (groups, per_group) = (20, 30);
+    let total = groups * per_group;
+    fill(&client.open(&clock.options()), groups, per_group);
+    let transports: Vec<Transport> = (0..4).map(|_| client.open(&clock.options())).collect();
+
+    let log = Mutex::new(RestartLog::default());
+    let acked = AtomicUsize::new(0);
+    let down = AtomicBool::new(false);
+    let back_at: Mutex<Option<Instant>> = Mutex::new(None);
+    let recovered: Mutex<Vec<Option<f64>>> = Mutex::new(vec![None; 4]);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for (n, t) in transports.iter().enumerate() {
+            let (log, acked, recovered, back_at, stop, down) = (&log, &acked, &recovered, &back_at, &stop, &down);
+            s.spawn(move || {
+                let worker = format!("w{n}");
+                let mut since_restart_ok = false;
+                while !stop.load(Ordering::SeqCst) {
+                    let note = |r: &mut Vec<Option<f64>>| {
+                        if let Some(at) = *back_at.lock().unwrap() {
+                            r[n].get_or_insert(at.elapsed().as_secs_f64());
+                        }
+                    };
+                    match t.claim(&worker, V, 0, &[]) {
+                        Ok(Some(lease)) => {
+                            if !since_restart_ok && back_at.lock().unwrap().is_some() {
+                                since_restart_ok = true;
+                                note(&mut recovered.lock().unwrap());
+                            }
+                            let (_, i) = parse_message(&lease.group_id, &lease.event);
+                            let claimed = nanos();
+                            let acking = nanos();
+                            let outcome = t.ack(&lease).map_err(|e| format!("{e:?}"));
+                            if outcome.is_ok() {
+                                acked.fetch_add(1, Ordering::SeqCst);
+                            }
+                            let mut l = log.lock().unwrap();
+                            if let Err(e) = &outcome {
+                                l.errors.push(format!("{worker} ack: {e}"));
+                            }
+                            l.handled.push((lease.group_id.clone(), i, claimed, acking, outcome));
+                        }
+                        Ok(None) => {
+                            if !since_restart_ok && back_at.lock().unwrap().is_some() {
+                                since_restart_ok = true;
+                                note(&mut recovered.lock().unwrap());
+                            }
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(e) => {
+                            let phase = if down.load(Ordering::SeqCst) { "server down" } else { "server up" };
+                            log.lock().unwrap().errors.push(format!("{worker} claim ({phase}): {e:?}"));
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    }
+                }
+            });
+        }
+        // Kill the server in the middle of the run.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while acked.load(Ordering::SeqCst) < total / 4 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        down.store(true, Ordering::SeqCst);
+        server.kill();
+        println!("{}: killed sqld after {} acks", via.name(), acked.load(Ordering::SeqCst));
+        std::thread::sleep(Duration::from_millis(1500));
+        server.restart();
+        down.store(false, Ordering::SeqCst);
+        *back_at.lock().unwrap() = Some(Instant::now());
+        println!("{}: sqld restarted on the same port and database", via.name());
+        // Let them drain what they can (a lease whose claim answer was lost stays until it lapses).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = (acked.load(Ordering::SeqCst), Instant::now());
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = acked.load(Ordering::SeqCst);
+            let all_back = recovered.lock().unwrap().iter().all(Option::is_some);
+            if now != last.0 {
+                last = (now, Instant::now());
+            } else if all_back && last.1.elapsed() > Duration::from_secs(2) {
+                break;
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+
+    let log = log.into_inner().unwrap();
+    let recovered = recovered.into_inner().unwrap();
+    println!("{}: errors seen by the workers ({}):", via.name(), log.errors.len());
+    let mut distinct: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &log.errors {
+        // Group by the text without the worker's name and numbers that vary.
+        let key: String = e.split_once(' ').map(|x| x.1).unwrap_or(e).chars().filter(|c| !c.is_ascii_digit()).collect();
+        *distinct.entry(key).or_default() += 1;
+    }
+    for (e, n) in &distinct {
+        println!("  {n} x {e}");
+    }
+    println!("{}: first success after the restart, per worker (s): {recovered:?}", via.name());
+
+    // No claim half-applied: a group is stamped with a lease's end exactly when one of its
+    // messages is leased (the clock stood still at 1000; a lease runs to 1030).
+    let server_sql = ServerSql::new(&server.url(), server.token());
+    let half = server_sql.rows(
+        "SELECT g.group_id, g.last_claimed_at, \
+           (SELECT count(*) FROM harel_transport_messages m WHERE m.group_id = g.group_id AND m.locked_by IS NOT NULL) \
+         FROM harel_transport_groups g",
+    );
+    let inconsistent: Vec<_> = half.iter().filter(|r| (r[1] == "1030") != (r[2] != "0")).collect();
+    assert!(inconsistent.is_empty(), "half-applied claims (group, turn, leased messages): {inconsistent:?}");
+    let leased = server_sql.count("SELECT count(*) FROM harel_transport_messages WHERE locked_by IS NOT NULL");
+
+    // Windows of one group never overlap while the clock stands still.
+    let mut by_group: BTreeMap<&str, Vec<(u128, u128)>> = BTreeMap::new();
+    for h in &log.handled {
+        by_group.entry(h.0.as_str()).or_default().push((h.2, h.3));
+    }
+    for (g, mut w) in by_group {
+        w.sort();
+        assert!(w.windows(2).all(|p| p[0].1 <= p[1].0), "{g}: two leases overlapped");
+    }
+
+    assert!(
+        recovered.iter().all(Option::is_some),
+        "{}: a worker never succeeded again after the restart: {recovered:?}; errors: {distinct:#?}",
+        via.name()
+    );
+
+    // What is left: messages whose claim or ack answer was lost, held by leases nobody
+    // knows of. Let them lapse and drain with a fresh transport.
+    clock.advance(V + 1.0);
+    let sweeper = client.open(&clock.options());
+    let mut swept = Vec::new();
+    while let Some(lease) = sweeper.claim("sweeper", V, 0, &[]).expect("sweep claim") {
+        swept.push(parse_message(&lease.group_id, &lease.event));
+        sweeper.ack(&lease).expect("sweep ack");
+    }
+    let mut seen: HashSet<(usize, usize)> = log.handled.iter().map(|h| (h.0[1..].parse().unwrap(), h.1)).collect();
+    seen.extend(swept.iter().copied());
+    let failed_acks = log.handled.iter().filter(|h| h.4.is_err()).count();
+    let repeats = log.handled.len() + swept.len() - seen.len();
+    println!(
+        "{}: {} handled by the workers, {failed_acks} acks failed, {leased} messages stuck under a lease nobody held \
+         after the run, {} swept after the leases lapsed, {repeats} handled twice",
+        via.name(),
+        log.handled.len(),
+        swept.len()
+    );
+    assert_eq!(seen.len(), total, "every message handled");
+    assert!(repeats <= failed_acks + leased as usize, "a message came twice without a lost answer to explain it");
+    assert_eq!(server_sql.count("SELECT count(*) FROM harel_transport_messages"), 0);
+}
+
+#[test]
+fn remote_server_killed_and_restarted_mid_run() {
+    restart_mid_run(Via::Remote, "remote_server_killed_and_restarted_mid_run");
+}
+
+#[test]
+fn replica_server_killed_and_restarted_mid_run() {
+    restart_mid_run(Via::Replica, "replica_server_killed_and_restarted_mid_run");
+}
+
+// ---------------------------------------------------------------------------------------
+// sqld's clocks. A write transaction held more than 5 s while another writer waits is
+// rolled back by the server; a remote stream (a connection's server-side session) idle for
+// 10 s expires. A client stalled in the middle of a claim (a proxy holds back its UPDATE)
+// must come out of it with an error and nothing half-done, the waiting client must get
+// the message, and the stalled transport's next call must succeed.
+
+/// The first UPDATE of a claim: the group's turn.
+const CLAIM_UPDATE: &str = "SET last_claimed_at";
+
+fn stalled_claim(via: Via, stall: Duration, contender: bool, test: &str) {
+    let binary = sqld_or_skip!(test);
+    let _serial = serial();
+    let server = Sqld::start(&binary, false);
+    let proxy = StallProxy::start(server.port());
+    let clock = TestClock::at(1000.0);
+    let direct = Client::of(via, &server);
+    let through_proxy = Client::new(via, &proxy.url(), None, server.scratch());
+    let stalled = through_proxy.open(&clock.options());
+    let other = direct.open(&clock.options());
+    other.publish("g", &event(1), 0, None).unwrap();
+    other.publish("h", &event(2), 0, None).unwrap();
+
+    proxy.stall_next(CLAIM_UPDATE, stall);
+    let started = Instant::now();
+    let (stalled_result, contender_result) = std::thread::scope(|s| {
+        let a = s.spawn(|| stalled.claim("stalled", V, 0, &[]));
+        let b = contender.then(|| {
+            s.spawn(|| {
+                while !proxy.has_stalled() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                std::thread::sleep(Duration::from_millis(300));
+                let t0 = Instant::now();
+                (other.claim("contender", V, 0, &[]), t0.elapsed())
+            })
+        });
+        (a.join().expect("the stalled claim panicked"), b.map(|b| b.join().expect("the contender panicked")))
+    });
+    println!(
+        "{} stalled {:.0} s mid-claim ({}): the stalled claim returned after {:.2} s: {:?}",
+        via.name(),
+        stall.as_secs_f64(),
+        if contender { "a writer waiting" } else { "nobody waiting" },
+        started.elapsed().as_secs_f64(),
+        stalled_result.as_ref().map(|l| l.as_ref().map(|l| &l.group_id))
+    );
+    if let Some((result, waited)) = &contender_result {
+        println!("  the waiting writer's claim took {:.2} s: {:?}", waited.as_secs_f64(), result.as_ref().map(|l| l.as_ref().map(|l| &l.group_id)));
+    }
+
+    let server_sql = ServerSql::new(&server.url(), server.token());
+    let rows = server_sql.rows("SELECT group_id, locked_by, lock_expiry FROM harel_transport_messages ORDER BY seq");
+    let groups = server_sql.rows("SELECT group_id, last_claimed_at FROM harel_transport_groups ORDER BY rowid");
+    println!("  messages after: {rows:?}; groups: {groups:?}");
+
+    let mut holders: Vec<(String, String)> = Vec::new();
+    if let Ok(Some(lease)) = &stalled_result {
+        holders.push((lease.group_id.clone(), "stalled".into()));
+    }
+    if let Some((Ok(Some(lease)), _)) = &contender_result {
+        holders.push((lease.group_id.clone(), "contender".into()));
+    }
+    // What the server holds is exactly what the claims returned: no lease nobody was told
+    // of, no lease overwritten.
+    let mut leased: Vec<(String, String)> =
+        rows.iter().filter(|r| r[1] != "NULL").map(|r| (r[0].clone(), r[1].clone())).collect();
+    leased.sort();
+    holders.sort();
+    assert_eq!(leased, holders, "leases in the database vs leases the claims returned");
+    let distinct: HashSet<&String> = holders.iter().map(|h| &h.0).collect();
+    assert_eq!(distinct.len(), holders.len(), "one group leased twice");
+    if let Some((result, _)) = &contender_result {
+        assert!(matches!(result, Ok(Some(_))), "the waiting writer gets a message: {result:?}");
+        let lease = result.as_ref().unwrap().as_ref().unwrap();
+        other.ack(lease).expect("the waiting writer's lease is intact");
+    }
+
+    // The stalled transport's next calls work.
+    let next = stalled.claim("stalled", V, 0, &[]);
+    let next = match next {
+        Ok(x) => x,
+        Err(e) => {
+            let again = stalled.claim("stalled", V, 0, &[]);
+            panic!("{}: the call after the stall failed: {e:?}; and the one after: {:?}", via.name(), again.map(|x| x.map(|l| l.group_id)));
+        }
+    };
+    if let Some(lease) = next {
+        stalled.ack(&lease).expect("ack after the stall");
+    }
+    stalled.publish("k", &event(3), 0, None).expect("publish after the stall");
+}
+
+#[test]
+fn remote_claim_stalled_past_the_5s_transaction_timeout() {
+    stalled_claim(Via::Remote, Duration::from_secs(7), true, "remote_claim_stalled_past_the_5s_transaction_timeout");
+}
+
+#[test]
+fn replica_claim_stalled_past_the_5s_transaction_timeout() {
+    stalled_claim(Via::Replica, Duration::from_secs(7), true, "replica_claim_stalled_past_the_5s_transaction_timeout");
+}
+
+#[test]
+fn remote_claim_stalled_past_the_10s_stream_expiry() {
+    stalled_claim(Via::Remote, Duration::from_secs(12), false, "remote_claim_stalled_past_the_10s_stream_expiry");
+}
+
+#[test]
+fn replica_claim_stalled_past_the_10s_stream_expiry() {
+    stalled_claim(Via::Replica, Duration::from_secs(12), false, "replica_claim_stalled_past_the_10s_stream_expiry");
+}
+
+/// Another client holds a write transaction and goes quiet: our claim waits for the
+/// server to take the lock back (5 s), then succeeds.
+#[test]
+fn a_claim_waits_out_another_clients_abandoned_transaction() {
+    let binary = sqld_or_skip!("a_claim_waits_out_another_clients_abandoned_transaction");
+    let _serial = serial();
+    let server = Sqld::start(&binary, false);
+    let clock = TestClock::at(1000.0);
+    for via in [Via::Remote, Via::Replica] {
+        let t = Client::of(via, &server).open(&clock.options());
+        t.publish("g", &event(1), 0, None).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (_db, conn) = rt.block_on(async {
+            let db = libsql::Builder::new_remote(server.url(), String::new()).build().await.unwrap();
+            let conn = db.connect().unwrap();
+            conn.execute("BEGIN IMMEDIATE", ()).await.unwrap();
+            conn.execute("UPDATE harel_transport_groups SET priority = priority", ()).await.unwrap();
+            (db, conn)
+        });
+        let started = Instant::now();
+        let result = t.claim("w", V, 0, &[]);
+        println!(
+            "{}: a claim behind an abandoned transaction returned after {:.2} s: {:?}",
+            via.name(),
+            started.elapsed().as_secs_f64(),
+            result.as_ref().map(|l| l.as_ref().map(|l| &l.group_id))
+        );
+        let lease = result.expect("the claim gets the lock once the server takes it back").expect("the message");
+        t.ack(&lease).unwrap();
+        let after = rt.block_on(conn.execute("COMMIT", ()));
+        println!("  the abandoned transaction's COMMIT afterwards: {after:?}");
+        assert!(after.is_err(), "the server rolled the abandoned transaction back");
+    }
+}
+
+/// A remote connection left idle for more than 10 s, outside any transaction.
+#[test]
+fn remote_calls_after_an_idle_stream_expired() {
+    let binary = sqld_or_skip!("remote_calls_after_an_idle_stream_expired");
+    let _serial = serial();
+    let server = Sqld::start(&binary, false);
+    let clock = TestClock::at(1000.0);
+    let client = Client::of(Via::Remote, &server);
+    let busy = client.open(&clock.options());
+    busy.publish("g", &event(1), 0, None).unwrap();
+    busy.publish("h", &event(2), 0, None).unwrap();
+    busy.publish("i", &event(3), 0, None).unwrap();
+    // create_schema off: open only reads (checks the tables), outside a transaction.
+    let mut off = clock.options();
+    off.create_schema(false);
+    let checked = client.open(&off);
+    let fresh = client.open(&clock.options());
+    std::thread::sleep(Duration::from_secs(12));
+    let mut failures = Vec::new();
+    for (name, t) in [("create_schema off", &checked), ("create_schema on", &fresh), ("after a publish", &busy)] {
+        match t.claim("w", V, 0, &[]) {
+            Ok(lease) => {
+                println!("idle 12 s, {name}: claim ok");
+                if let Some(lease) = lease {
+                    t.ack(&lease).unwrap();
+                }
+            }
+            Err(e) => {
+                let again = t.claim("w", V, 0, &[]).map(|l| l.map(|l| l.group_id));
+                println!("idle 12 s, {name}: claim failed: {e:?}; the next claim: {again:?}");
+                failures.push(format!("{name}: {e:?}; next: {again:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "calls after an idle stream failed:\n{}", failures.join("\n"));
+}
+
+/// The server stops answering (SIGSTOP: its sockets stay open) while a claim is in flight:
+/// the claim fails within a bounded time instead of hanging, and once the server answers
+/// again the transport's next calls succeed.
+#[test]
+fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
+    let binary = sqld_or_skip!("a_server_that_stops_answering_fails_the_call_within_a_bound");
+    let _serial = serial();
+    let mut server = Sqld::start(&binary, false);
+    let clock = TestClock::at(1000.0);
+    let mut failures = Vec::new();
+    for via in [Via::Remote, Via::Replica] {
+        let mut o = clock.options();
+        o.busy_timeout(1.0).unwrap();
+        let t = Client::of(via, &server).open(&o);
+        t.publish("g", &event(1), 0, None).unwrap();
+        server.pause();
+        let (done, result) = std::thread::scope(|s| {
+            let call = s.spawn(|| {
+                let started = Instant::now();
+                (t.claim("w", V, 0, &[]), started.elapsed())
+            });
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !call.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let done = call.is_finished();
+            // Let a call still hanging finish, so the scope can end.
+            server.resume();
+            (done, call.join().expect("the claim panicked"))
+        });
+        let (outcome, took) = result;
+        println!(
+            "{}: a claim on a server that stopped answering {} after {:.2} s: {:?}",
+            via.name(),
+            if done { "returned" } else { "was still waiting" },
+            took.as_secs_f64(),
+            outcome.as_ref().map(|l| l.as_ref().map(|l| &l.group_id))
+        );
+        if !done {
+            failures.push(format!("{}: the claim hung for 60 s", via.name()));
+        } else if outcome.is_ok() {
+            failures.push(format!("{}: the claim returned Ok while the server was stopped", via.name()));
+        }
+        // The server answers again: the transport works, and the message is there once.
+        clock.advance(V + 1.0);
+        let mut got = 0;
+        loop {
+            match t.claim("w", V, 0, &[]) {
+                Ok(Some(lease)) => {
+                    got += 1;
+                    t.ack(&lease).expect("ack after the server came back");
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    failures.push(format!("{}: a claim after the server came back: {e:?}", via.name()));
+                    break;
+                }
+            }
+        }
+        if got != 1 {
+            failures.push(format!("{}: {got} messages after the server came back, want 1", via.name()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
