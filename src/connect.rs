@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use libsql::{Builder, Connection, Database};
 
-use crate::db::retry_while_busy;
+use crate::db::LockWait;
 use crate::error::{Error, Result};
 use crate::options::{Options, Synchronous};
 
@@ -122,10 +122,13 @@ async fn configure_local(database: &str, conn: &Connection, options: &Options, m
         // needs the database to itself, and SQLite answers "locked" at once instead of
         // waiting when another process is opening it too, so wait here.
         if journal_mode(conn, "PRAGMA journal_mode").await.map_err(fail)? != "wal" {
-            retry_while_busy(options.busy_timeout, async || {
-                journal_mode(conn, "PRAGMA journal_mode = WAL").await.map_err(fail)
-            })
-            .await?;
+            let mut waiting = LockWait::new(options.busy_timeout);
+            loop {
+                match journal_mode(conn, "PRAGMA journal_mode = WAL").await.map_err(fail) {
+                    Err(Error::Busy(_)) => waiting.pause_or_give_up()?,
+                    other => break other.map(drop)?,
+                }
+            }
         }
         let sync = match options.synchronous {
             Synchronous::Full => "FULL",

@@ -88,12 +88,18 @@ impl Db {
         outcome
     }
 
-    /// Takes the write lock: BEGIN IMMEDIATE, retried by [`retry_while_busy`] on local
+    /// Takes the write lock: BEGIN IMMEDIATE, retried after [`LockWait`]'s pauses on local
     /// files, where SQLite's own busy handler is off.
     async fn begin_immediate(&mut self) -> Result<()> {
-        match self.lock_wait {
-            Some(wait) => retry_while_busy(wait, async || self.execute("BEGIN IMMEDIATE", ()).await.map(drop)).await,
-            None => self.execute("BEGIN IMMEDIATE", ()).await.map(drop),
+        let Some(wait) = self.lock_wait else {
+            return self.execute("BEGIN IMMEDIATE", ()).await.map(drop);
+        };
+        let mut waiting = LockWait::new(wait);
+        loop {
+            match self.execute("BEGIN IMMEDIATE", ()).await {
+                Err(Error::Busy(_)) => waiting.pause_or_give_up()?,
+                other => return other.map(drop),
+            }
         }
     }
 
@@ -108,32 +114,38 @@ impl Db {
     }
 }
 
-/// Runs `attempt` until it does not fail with `Error::Busy`, for at most `wait`. SQLite's
-/// busy handler sleeps ever longer between tries (up to 100 ms), so under contention a
-/// process that once missed the lock keeps sleeping through the short gaps between other
-/// processes' transactions and starves; short, jittered pauses give every process its share.
-pub async fn retry_while_busy<T>(wait: Duration, mut attempt: impl AsyncFnMut() -> Result<T>) -> Result<T> {
-    let (started, jitter, mut tries) = (Instant::now(), RandomState::new(), 0u64);
-    loop {
-        tries += 1;
-        match attempt().await {
-            Err(Error::Busy(_)) if started.elapsed() < wait => {
-                // 20..1000 µs, growing with the tries, jittered so waiters spread out.
-                let cap = (20u64 << tries.min(6)).min(MAX_LOCK_PAUSE.as_micros() as u64);
-                let pause = cap / 2 + jitter.hash_one(tries) % (cap / 2 + 1);
-                // The local engine is synchronous anyway: every libsql call on a local
-                // file already runs on the calling thread.
-                std::thread::sleep(Duration::from_micros(pause));
-            }
-            Err(Error::Busy(_)) => {
-                return Err(Error::Busy(format!(
-                    "another connection held the database's lock for longer than the busy \
-                     timeout ({} s)",
-                    wait.as_secs_f64()
-                )))
-            }
-            other => return other,
+/// Waiting for a lock that SQLite reported busy. SQLite's busy handler sleeps ever longer
+/// between tries (up to 100 ms), so under contention a process that once missed the lock
+/// keeps sleeping through the short gaps between other processes' transactions and
+/// starves; short, jittered pauses give every process its share.
+pub struct LockWait {
+    wait: Duration,
+    started: Instant,
+    tries: u64,
+    jitter: RandomState,
+}
+
+impl LockWait {
+    pub fn new(wait: Duration) -> LockWait {
+        LockWait { wait, started: Instant::now(), tries: 0, jitter: RandomState::new() }
+    }
+
+    /// After a busy answer: pauses before the next try, or gives up once `wait` is over.
+    pub fn pause_or_give_up(&mut self) -> Result<()> {
+        if self.started.elapsed() >= self.wait {
+            return Err(Error::Busy(format!(
+                "another connection held the database's lock for longer than the busy timeout ({} s)",
+                self.wait.as_secs_f64()
+            )));
         }
+        self.tries += 1;
+        // 20..1000 µs, growing with the tries, jittered so waiters spread out.
+        let cap = (20u64 << self.tries.min(6)).min(MAX_LOCK_PAUSE.as_micros() as u64);
+        let pause = cap / 2 + self.jitter.hash_one(self.tries) % (cap / 2 + 1);
+        // The local engine is synchronous anyway: every libsql call on a local file
+        // already runs on the calling thread.
+        std::thread::sleep(Duration::from_micros(pause));
+        Ok(())
     }
 }
 
