@@ -19,13 +19,17 @@
 //!    Python peers' fused-drain figure is their drain figure (the same calls), not
 //!    measured twice.
 //!
+//! 5. on a libSQL server (bench/server.rs), when sqld is found (`HAREL_SQLD` or PATH):
+//!    publish and an 8-worker drain through a local file, a remote URL and embedded
+//!    replicas.
+//!
 //! Ours is measured at synchronous FULL (our default: a committed publish survives
 //! power loss) and NORMAL. A claim latency is the median over many claims, each
 //! followed by an untimed nack(0) that restores the state.
 //!
-//! Usage: bench [--python PATH] [--peers bench/peers.py] [--no-peers] [--no-procs]
+//! Usage: bench [--python PATH] [--peers bench/peers.py] [--no-peers] [--no-procs] [--no-server]
 //!              [--only ID,ID...]      (case ids: "publish", "publish_new_groups", "drain",
-//!                                      "drain_fused", or a claim case's id)
+//!                                      "drain_fused", "server", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
 //!                                     (one queue, one case, for perf/strace; prints its figure)
@@ -42,6 +46,10 @@ mod procs;
 mod raw;
 #[path = "bench/report.rs"]
 mod report;
+#[path = "bench/server.rs"]
+mod server;
+#[path = "../tests/common/sqld.rs"]
+mod sqld;
 #[path = "bench/states.rs"]
 mod states;
 
@@ -98,6 +106,7 @@ struct Config {
     peers_script: String,
     peers: bool,
     procs: bool,
+    server: bool,
     only: Option<Vec<String>>,
 }
 
@@ -108,6 +117,7 @@ impl Config {
             peers_script: "bench/peers.py".into(),
             peers: true,
             procs: true,
+            server: true,
             only: None,
         };
         let mut it = args.iter();
@@ -117,6 +127,7 @@ impl Config {
                 "--peers" => c.peers_script = it.next().cloned().unwrap_or_default(),
                 "--no-peers" => c.peers = false,
                 "--no-procs" => c.procs = false,
+                "--no-server" => c.server = false,
                 "--only" => c.only = it.next().map(|s| s.split(',').map(str::to_owned).collect()),
                 other => {
                     eprintln!("bench: unknown argument {other:?}");
@@ -384,6 +395,16 @@ fn run(config: &Config) -> Result<(), String> {
         open_race = json!({"opens": 4 * OPEN_RACES, "busy": busy, "other_errors": other});
     }
 
+    // Part 5: on a libSQL server.
+    let server = match sqld::binary() {
+        Ok(binary) if config.server && config.wants("server") => server::run(&binary, work),
+        Ok(_) => Value::Null,
+        Err(reason) => {
+            progress(&format!("server part skipped: {reason}"));
+            json!({"skipped": reason})
+        }
+    };
+
     let meta = json!({
         "machine": {"cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
                     "loadavg_1min_start": load_start, "loadavg_1min_end": loadavg(),
@@ -399,6 +420,7 @@ fn run(config: &Config) -> Result<(), String> {
             "hold_s": states::HOLD,
         },
         "peer_settings": peer_settings,
+        "server": server,
         "template_build_s": measure::round(templates.build_secs, 2),
         "total_s": measure::round(started.elapsed().as_secs_f64(), 1),
     });

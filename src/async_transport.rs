@@ -22,9 +22,9 @@ pub struct AsyncTransport {
 }
 
 struct Session {
+    /// The connection and the `Database` it came from (a replica's background sync lives
+    /// in it; a server connection that went bad is re-opened from it).
     db: Db,
-    /// Kept for the connection's lifetime (a replica's background sync lives in it).
-    _database: libsql::Database,
 }
 
 impl AsyncTransport {
@@ -34,12 +34,11 @@ impl AsyncTransport {
         validate::non_empty("database", database)?;
         let mode = Mode::of(database, options);
         let connected = connect::connect(database, options, mode).await?;
-        let lock_wait = mode.waits_for_lock_itself().then_some(options.busy_timeout);
-        let mut db = Db::new(connected.connection, mode.caches_statements(), lock_wait);
+        let mut db = Db::new(connected.database, connected.connection, mode, options.busy_timeout);
         let sql = Sql::new(&options.prefix);
         schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
         Ok(AsyncTransport {
-            session: Mutex::new(Session { db, _database: connected.database }),
+            session: Mutex::new(Session { db }),
             sql,
             clock: options.clock.clone(),
             mode,

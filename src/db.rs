@@ -1,32 +1,60 @@
 //! One libSQL connection with what every operation needs around it: prepared statements
 //! kept for reuse (local modes), the wait for the write lock, and write transactions that
 //! always end in COMMIT or an explicit ROLLBACK.
+//!
+//! On a server (remote or embedded replica) the connection can go bad under us: its
+//! server-side stream expires after 10 s idle (`STREAM_EXPIRED`), a restarted server no
+//! longer knows its baton (`Received an invalid baton`), sqld rolls back a transaction
+//! held over 5 s while another writer waits (`TRANSACTION_TIMEOUT`), the network drops a
+//! request. libsql keeps the broken stream and fails every later statement the same way,
+//! so such a failure marks the connection stale, and the next transaction first opens a
+//! new one from the `Database`. A `BEGIN IMMEDIATE` that failed has done nothing, so it is
+//! tried again at once on a new connection, and on `SQLITE_BUSY` (which sqld returns under
+//! write contention long before its own lock wait is over) until the busy timeout.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::time::{Duration, Instant};
 
 use libsql::params::IntoParams;
-use libsql::{Connection, Row, Statement};
+use libsql::{Connection, Database, Row, Statement};
 
-use crate::error::{Error, Result};
+use crate::connect::{self, Mode};
+use crate::error::{is_connection_error, Error, Result};
 
-/// The longest pause between two tries for the write lock.
-const MAX_LOCK_PAUSE: Duration = Duration::from_millis(1);
+/// How long a transaction on a server may take, `BEGIN` to `COMMIT`, beyond the busy
+/// timeout: past it the call fails with `Error::Connect` instead of hanging on a server
+/// that stopped answering. (sqld ends a transaction held 5 s while another writer waits.)
+const SERVER_ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub struct Db {
     conn: Connection,
+    /// What `conn` came from: a server connection that went bad is re-opened from it.
+    /// It also keeps a replica's background sync alive.
+    database: Database,
+    mode: Mode,
     statements: Option<HashMap<String, Statement>>,
-    /// Local files: how long BEGIN IMMEDIATE keeps trying for the write lock (SQLite's
-    /// own busy handler is off). None: the server decides.
-    lock_wait: Option<Duration>,
+    /// How long BEGIN IMMEDIATE keeps trying for the write lock: local connections have
+    /// SQLite's own busy handler off, and sqld answers SQLITE_BUSY under contention long
+    /// before its own lock wait is over.
+    busy_timeout: Duration,
+    /// A server connection that may be unusable: re-opened before the next transaction.
+    stale: bool,
 }
 
 impl Db {
-    /// `lock_wait` set means a local database whose connection has SQLite's busy timeout
-    /// at 0, so that this type does the waiting.
-    pub fn new(conn: Connection, cache_statements: bool, lock_wait: Option<Duration>) -> Db {
-        Db { conn, statements: cache_statements.then(HashMap::new), lock_wait }
+    pub fn new(database: Database, conn: Connection, mode: Mode, busy_timeout: Duration) -> Db {
+        Db {
+            conn,
+            database,
+            mode,
+            statements: mode.caches_statements().then(HashMap::new),
+            busy_timeout,
+            // A remote connection's reads outside a transaction (open's checks) leave a
+            // server stream open, which expires after 10 s idle: the first transaction
+            // starts on a new connection.
+            stale: mode == Mode::Remote,
+        }
     }
 
     async fn statement(&mut self, sql: &str) -> libsql::Result<Option<&Statement>> {
@@ -40,15 +68,16 @@ impl Db {
 
     /// Runs a statement that returns no rows; the number of rows it changed.
     pub async fn execute(&mut self, sql: &str, params: impl IntoParams) -> Result<u64> {
-        let result = match self.statement(sql).await? {
-            Some(stmt) => {
+        let result = match self.statement(sql).await {
+            Ok(Some(stmt)) => {
                 let n = stmt.execute(params).await.map(|n| n as u64);
                 stmt.reset();
                 n
             }
-            None => self.conn.execute(sql, params).await,
+            Ok(None) => self.conn.execute(sql, params).await,
+            Err(e) => Err(e),
         };
-        Ok(result?)
+        result.map_err(|e| self.failed(e))
     }
 
     /// The first row of a query, read by `read` before the statement is reset.
@@ -58,24 +87,60 @@ impl Db {
         params: impl IntoParams,
         read: impl FnOnce(&Row) -> libsql::Result<T>,
     ) -> Result<Option<T>> {
-        let result = match self.statement(sql).await? {
-            Some(stmt) => {
+        let result = match self.statement(sql).await {
+            Ok(Some(stmt)) => {
                 let value = first_row(stmt.query(params).await, read).await;
                 stmt.reset();
                 value
             }
-            None => first_row(self.conn.query(sql, params).await, read).await,
+            Ok(None) => first_row(self.conn.query(sql, params).await, read).await,
+            Err(e) => Err(e),
         };
-        Ok(result?)
+        result.map_err(|e| self.failed(e))
+    }
+
+    /// Converts a libsql error, noting one that leaves a server connection unusable.
+    fn failed(&mut self, e: libsql::Error) -> Error {
+        if self.mode.is_networked() && is_connection_error(&e) {
+            self.stale = true;
+        }
+        Error::from(e)
     }
 
     /// Runs `work` inside `BEGIN IMMEDIATE`: the write lock is taken before anything is
     /// read, so what `work` reads is still true when it writes. COMMIT on success; on any
-    /// error an explicit ROLLBACK, so nothing half-done is ever kept.
+    /// error an explicit ROLLBACK, so nothing half-done is ever kept. On a server, a call
+    /// that gets no answer in time fails with `Error::Connect`.
     pub async fn write_transaction<T>(&mut self, work: impl AsyncFnOnce(&mut Db) -> Result<T>) -> Result<T> {
+        if !self.mode.is_networked() {
+            return self.transaction(work).await;
+        }
+        let limit = self.busy_timeout.saturating_add(SERVER_ANSWER_TIMEOUT);
+        match tokio::time::timeout(limit, self.transaction(work)).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                // Whatever the server still holds of this transaction it rolls back when
+                // the stream expires; the next call starts on a new connection.
+                self.stale = true;
+                Err(Error::Connect(format!(
+                    "the libSQL server did not answer within {} s (if it was the COMMIT that \
+                     got no answer, it may have been applied); the connection is re-opened at \
+                     the next call",
+                    limit.as_secs()
+                )))
+            }
+        }
+    }
+
+    async fn transaction<T>(&mut self, work: impl AsyncFnOnce(&mut Db) -> Result<T>) -> Result<T> {
         if !self.conn.is_autocommit() {
-            // An earlier call was cancelled mid-transaction (its future dropped).
+            // An earlier call was cancelled mid-transaction (its future dropped). Rolled
+            // back here: a replica's dropped transaction would keep the primary's write
+            // lock until sqld's 5 s timeout.
             self.rollback().await;
+        }
+        if self.stale {
+            self.reopen()?;
         }
         self.begin_immediate().await?;
         let outcome = match work(self).await {
@@ -84,28 +149,57 @@ impl Db {
         };
         if outcome.is_err() {
             self.rollback().await;
+            if self.mode.is_networked() && !self.conn.is_autocommit() {
+                self.stale = true;
+            }
         }
         outcome
     }
 
-    /// Takes the write lock: BEGIN IMMEDIATE, retried after [`LockWait`]'s pauses on local
-    /// files, where SQLite's own busy handler is off.
+    /// Takes the write lock: BEGIN IMMEDIATE, tried again after [`LockWait`]'s pauses while
+    /// the database is busy, and once on a new connection when a server's had gone bad (a
+    /// failed BEGIN has done nothing).
     async fn begin_immediate(&mut self) -> Result<()> {
-        let Some(wait) = self.lock_wait else {
-            return self.execute("BEGIN IMMEDIATE", ()).await.map(drop);
-        };
-        let mut waiting = LockWait::new(wait);
+        let networked = self.mode.is_networked();
+        let mut waiting = if networked { LockWait::server(self.busy_timeout) } else { LockWait::local(self.busy_timeout) };
+        let mut reopened = false;
         loop {
             match self.execute("BEGIN IMMEDIATE", ()).await {
-                Err(Error::Busy(_)) => waiting.pause_or_give_up()?,
+                Err(Error::Busy(_)) if networked => tokio::time::sleep(waiting.next_pause()?).await,
+                // The local engine is synchronous anyway: every libsql call on a local file
+                // already runs on the calling thread (and tokio's timer counts whole ms).
+                Err(Error::Busy(_)) => std::thread::sleep(waiting.next_pause()?),
+                Err(_) if self.stale && !reopened => {
+                    self.reopen()?;
+                    reopened = true;
+                }
                 other => return other.map(drop),
             }
         }
     }
 
+    /// A new connection to the same server (for a replica: a new session on the primary).
+    fn reopen(&mut self) -> Result<()> {
+        let conn = self.database.connect().map_err(|e| {
+            self.stale = true;
+            Error::Connect(format!("could not re-open the connection to the libSQL server: {e}"))
+        })?;
+        if self.mode == Mode::Replica {
+            connect::sqlite_busy_timeout(&conn, self.busy_timeout)?;
+        }
+        self.conn = conn;
+        self.stale = false;
+        Ok(())
+    }
+
     async fn rollback(&mut self) {
-        // Its own failure ("no transaction is active") only means there is nothing to undo.
-        let _ = self.conn.execute("ROLLBACK", ()).await;
+        // Its own failure ("no transaction is active") only means there is nothing to undo;
+        // on a server, one that left the connection unusable marks it stale.
+        if let Err(e) = self.conn.execute("ROLLBACK", ()).await {
+            if self.mode.is_networked() && is_connection_error(&e) {
+                self.stale = true;
+            }
+        }
     }
 
     /// Drops cached statements before the connection goes.
@@ -121,17 +215,30 @@ impl Db {
 pub struct LockWait {
     wait: Duration,
     started: Instant,
-    tries: u64,
+    tries: u32,
     jitter: RandomState,
+    first_pause: Duration,
+    max_pause: Duration,
 }
 
 impl LockWait {
-    pub fn new(wait: Duration) -> LockWait {
-        LockWait { wait, started: Instant::now(), tries: 0, jitter: RandomState::new() }
+    /// A local file: 20 µs .. 1 ms between tries.
+    pub fn local(wait: Duration) -> LockWait {
+        LockWait::new(wait, Duration::from_micros(20), Duration::from_millis(1))
     }
 
-    /// After a busy answer: pauses before the next try, or gives up once `wait` is over.
-    pub fn pause_or_give_up(&mut self) -> Result<()> {
+    /// A server, where each try is a round trip: 1 .. 50 ms.
+    pub fn server(wait: Duration) -> LockWait {
+        LockWait::new(wait, Duration::from_millis(1), Duration::from_millis(50))
+    }
+
+    fn new(wait: Duration, first_pause: Duration, max_pause: Duration) -> LockWait {
+        LockWait { wait, started: Instant::now(), tries: 0, jitter: RandomState::new(), first_pause, max_pause }
+    }
+
+    /// After a busy answer: how long to pause before the next try, or `Error::Busy` once
+    /// `wait` is over.
+    pub fn next_pause(&mut self) -> Result<Duration> {
         if self.started.elapsed() >= self.wait {
             return Err(Error::Busy(format!(
                 "another connection held the database's lock for longer than the busy timeout ({} s)",
@@ -139,13 +246,10 @@ impl LockWait {
             )));
         }
         self.tries += 1;
-        // 20..1000 µs, growing with the tries, jittered so waiters spread out.
-        let cap = (20u64 << self.tries.min(6)).min(MAX_LOCK_PAUSE.as_micros() as u64);
-        let pause = cap / 2 + self.jitter.hash_one(self.tries) % (cap / 2 + 1);
-        // The local engine is synchronous anyway: every libsql call on a local file
-        // already runs on the calling thread.
-        std::thread::sleep(Duration::from_micros(pause));
-        Ok(())
+        // Growing with the tries up to the cap, jittered between half and all of it so
+        // waiters spread out.
+        let cap = (self.first_pause * (1 << self.tries.min(6))).min(self.max_pause).as_micros() as u64;
+        Ok(Duration::from_micros(cap / 2 + self.jitter.hash_one(self.tries) % (cap / 2 + 1)))
     }
 }
 

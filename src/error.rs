@@ -44,7 +44,8 @@ impl Error {
     }
 
     /// Wraps a libsql error met while doing `what` ("claim", "open", ...), sorting
-    /// lock contention into `Busy` and everything else into `Database`.
+    /// lock contention into `Busy`, a libSQL server that could not be reached or dropped
+    /// the session into `Connect`, and everything else into `Database`.
     pub(crate) fn from_libsql(what: &str, e: libsql::Error) -> Error {
         let text = e.to_string();
         let message = format!("{what}: {text}");
@@ -52,9 +53,51 @@ impl Error {
             Error::Busy(format!(
                 "{message} (the write lock was not had within the busy timeout)"
             ))
+        } else if is_transaction_timeout(&text) {
+            Error::Database(format!(
+                "{message} (the libSQL server rolled the transaction back: it was held over 5 s \
+                 while another writer waited; nothing of it was applied)"
+            ))
+        } else if is_connection_error(&e) {
+            Error::Connect(format!(
+                "{message} (the libSQL server could not be reached or dropped the session; the \
+                 connection is re-opened at the next call)"
+            ))
         } else {
             Error::Database(message)
         }
+    }
+}
+
+/// sqld's 5 s rule: a write transaction held that long while another writer waits is rolled
+/// back, and the next statement on its connection fails with this.
+fn is_transaction_timeout(text: &str) -> bool {
+    text.contains("TRANSACTION_TIMEOUT") || text.contains("Transaction timed-out") || text.contains("Transaction timed out")
+}
+
+/// A failure of the connection to a libSQL server rather than of the SQL: the server could
+/// not be reached, closed the request, expired the stream (`STREAM_EXPIRED`, 10 s idle),
+/// no longer knows its baton (it restarted), or timed the transaction out; or the client's
+/// own view of the session went wrong. libsql keeps such a connection's stream and fails
+/// every later statement on it, so it must be re-opened. SQL errors (constraint, syntax,
+/// busy) are not connection errors.
+pub(crate) fn is_connection_error(e: &libsql::Error) -> bool {
+    let text = e.to_string();
+    match e {
+        // Remote (Hrana over HTTP): SQL errors come as "stream error" (execute) or "cursor
+        // error: error at step" (query) with a SQLite code; the rest is the transport or the stream.
+        libsql::Error::Hrana(_) => {
+            let sql_error = text.contains("stream error") || text.contains("error at step");
+            !sql_error || text.contains("STREAM_EXPIRED") || is_transaction_timeout(&text)
+        }
+        // Embedded replica: the gRPC call to the primary failed.
+        // (Not ConnectionFailed: libsql reports a local file it cannot open with it too.)
+        libsql::Error::WriteDelegation(_)
+        | libsql::Error::InvalidParserState(_)
+        | libsql::Error::Replication(_)
+        | libsql::Error::Sync(_) => true,
+        libsql::Error::RemoteSqliteFailure(..) => is_transaction_timeout(&text),
+        _ => false,
     }
 }
 

@@ -184,3 +184,35 @@ fn option_arguments() {
 fn an_empty_database_is_an_argument_error() {
     assert_argument(Transport::open("", &Options::new()).map(drop), "database", "open \"\"");
 }
+
+#[test]
+fn a_local_queue_file_is_not_opened_as_a_replica() {
+    let (_dir, path) = temp_db();
+    let clock = TestClock::at(1000.0);
+    file(&path, &clock).publish("g", &event(1), 0, None).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let mut o = clock.options();
+    // Refused before any server is asked: nothing listens here.
+    o.sync_url(Some("http://127.0.0.1:9")).unwrap();
+    match Transport::open(&path, &o) {
+        Err(Error::Argument(m)) => assert!(m.contains("local queue file, not an embedded replica"), "{m}"),
+        other => panic!("want Error::Argument, got {:?}", other.map(drop)),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file is untouched");
+    assert_eq!(file(&path, &clock).claim("w", V, 0, &[]).unwrap().unwrap().event, event(1));
+}
+
+#[test]
+fn an_embedded_replica_is_not_opened_as_a_local_file() {
+    let (_dir, path) = temp_db();
+    let clock = TestClock::at(1000.0);
+    file(&path, &clock).publish("g", &event(1), 0, None).unwrap();
+    // What libsql keeps beside a replica (tests/server.rs makes real ones against sqld).
+    std::fs::write(format!("{path}-client_wal_index"), [0u8; 32]).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    match Transport::open(&path, &clock.options()) {
+        Err(Error::Argument(m)) => assert!(m.contains("embedded replica") && m.contains("sync_url"), "{m}"),
+        other => panic!("want Error::Argument, got {:?}", other.map(drop)),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file is untouched");
+}

@@ -950,7 +950,9 @@ fn stalled_claim(via: Via, stall: Duration, contender: bool, test: &str) {
         let a = s.spawn(|| stalled.claim("stalled", V, 0, &[]));
         let b = contender.then(|| {
             s.spawn(|| {
-                while !proxy.has_stalled() {
+                // The stalled claim's UPDATE is held back now (or the claim failed before it).
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while !proxy.has_stalled() && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(5));
                 }
                 std::thread::sleep(Duration::from_millis(300));
@@ -960,6 +962,7 @@ fn stalled_claim(via: Via, stall: Duration, contender: bool, test: &str) {
         });
         (a.join().expect("the stalled claim panicked"), b.map(|b| b.join().expect("the contender panicked")))
     });
+    assert!(proxy.has_stalled(), "the claim never reached its UPDATE: {stalled_result:?}");
     println!(
         "{} stalled {:.0} s mid-claim ({}): the stalled claim returned after {:.2} s: {:?}",
         via.name(),
@@ -1025,7 +1028,6 @@ fn replica_claim_stalled_past_the_5s_transaction_timeout() {
 }
 
 #[test]
-#[ignore = "issue 8: fails against a real sqld until src/ recovers expired streams and timed-out transactions"]
 fn remote_claim_stalled_past_the_10s_stream_expiry() {
     stalled_claim(Via::Remote, Duration::from_secs(12), false, "remote_claim_stalled_past_the_10s_stream_expiry");
 }
@@ -1038,7 +1040,6 @@ fn replica_claim_stalled_past_the_10s_stream_expiry() {
 /// Another client holds a write transaction and goes quiet: our claim waits for the
 /// server to take the lock back (5 s), then succeeds.
 #[test]
-#[ignore = "issue 8: fails against a real sqld until src/ recovers expired streams and timed-out transactions"]
 fn a_claim_waits_out_another_clients_abandoned_transaction() {
     let binary = sqld_or_skip!("a_claim_waits_out_another_clients_abandoned_transaction");
     let _serial = serial();
@@ -1073,7 +1074,6 @@ fn a_claim_waits_out_another_clients_abandoned_transaction() {
 
 /// A remote connection left idle for more than 10 s, outside any transaction.
 #[test]
-#[ignore = "issue 8: fails against a real sqld until src/ recovers expired streams and timed-out transactions"]
 fn remote_calls_after_an_idle_stream_expired() {
     let binary = sqld_or_skip!("remote_calls_after_an_idle_stream_expired");
     let _serial = serial();
@@ -1109,11 +1109,42 @@ fn remote_calls_after_an_idle_stream_expired() {
     assert!(failures.is_empty(), "calls after an idle stream failed:\n{}", failures.join("\n"));
 }
 
+/// A real embedded replica's file opened without `sync_url` is refused (written to
+/// locally it would part from the server's queue), and a local queue file is refused as a
+/// replica; neither file is touched.
+#[test]
+fn replica_and_local_files_are_never_mixed() {
+    let binary = sqld_or_skip!("replica_and_local_files_are_never_mixed");
+    let _serial = serial();
+    let server = Sqld::start(&binary, false);
+    let clock = TestClock::at(1000.0);
+    let client = Client::of(Via::Replica, &server);
+    let replica_path = client.next_replica_path();
+    let mut with_server = clock.options();
+    with_server.sync_url(Some(&server.url())).unwrap();
+    Transport::open(&replica_path, &with_server).unwrap().publish("g", &event(1), 0, None).unwrap();
+    match Transport::open(&replica_path, &clock.options()) {
+        Err(Error::Argument(m)) => assert!(m.contains("embedded replica"), "{m}"),
+        other => panic!("a replica opened as a local file: {:?}", other.map(drop)),
+    }
+    let again = Transport::open(&replica_path, &with_server).unwrap();
+    assert_eq!(again.claim("w", V, 0, &[]).unwrap().expect("the server's message").event, event(1));
+
+    let local = server.scratch().join("local.db").to_str().unwrap().to_owned();
+    Transport::open(&local, &clock.options()).unwrap().publish("l", &event(2), 0, None).unwrap();
+    match Transport::open(&local, &with_server) {
+        Err(Error::Argument(m)) => assert!(m.contains("local queue file"), "{m}"),
+        other => panic!("a local file opened as a replica: {:?}", other.map(drop)),
+    }
+    let local_again = Transport::open(&local, &clock.options()).unwrap();
+    assert_eq!(local_again.claim("w", V, 0, &[]).unwrap().expect("the local message").event, event(2));
+    assert_eq!(ServerSql::new(&server.url(), None).count("SELECT count(*) FROM harel_transport_messages WHERE group_id = 'l'"), 0);
+}
+
 /// The server stops answering (SIGSTOP: its sockets stay open) while a claim is in flight:
 /// the claim fails within a bounded time instead of hanging, and once the server answers
 /// again the transport's next calls succeed.
 #[test]
-#[ignore = "issue 8: fails against a real sqld until src/ recovers expired streams and timed-out transactions"]
 fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
     let binary = sqld_or_skip!("a_server_that_stops_answering_fails_the_call_within_a_bound");
     let _serial = serial();

@@ -105,8 +105,8 @@ pub extern "C" fn harel_transport_publish(
 
 /// Leases the head (oldest message) of the group that has waited longest among those
 /// with nothing in flight, priority >= `min_priority` (0..4) and, when `n_routing_keys`
-/// > 0, a routing key among `routing_keys`, to `worker_id` until now + `visibility`
-/// seconds. `routing_keys` may be NULL when `n_routing_keys` is 0 (any group).
+/// is above 0, a routing key among `routing_keys`, to `worker_id` until now +
+/// `visibility` seconds. `routing_keys` may be NULL when `n_routing_keys` is 0 (any group).
 ///
 /// On HAREL_OK `*out` is a lease the caller owns (free it with `harel_lease_free`); on
 /// HAREL_EMPTY (nothing deliverable now) and on error `*out` is NULL.

@@ -210,6 +210,9 @@ impl Sqld {
 
 impl Drop for Sqld {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            say(&format!("the test failed; the server's log:\n{}", self.log_tail()));
+        }
         self.signal("-CONT"); // a paused server would not die of SIGKILL any sooner, but be sure
         self.kill();
     }
@@ -289,7 +292,7 @@ impl ServerSql {
 /// SQL of one statement) for a while: a client stalled in the middle of a transaction.
 pub struct StallProxy {
     port: u16,
-    stall: Arc<Mutex<Option<(Vec<u8>, Duration)>>>,
+    stall: Armed,
     stalled: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 }
@@ -299,7 +302,7 @@ impl StallProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
-        let stall: Arc<Mutex<Option<(Vec<u8>, Duration)>>> = Arc::new(Mutex::new(None));
+        let stall: Armed = Arc::new(Mutex::new(None));
         let stalled = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let (stall2, stalled2, stop2) = (stall.clone(), stalled.clone(), stop.clone());
@@ -344,7 +347,11 @@ impl Drop for StallProxy {
     }
 }
 
-type Stall = (Arc<Mutex<Option<(Vec<u8>, Duration)>>>, Arc<AtomicBool>);
+/// The text a proxied request must contain to be held back, and for how long; taken by
+/// the first request that matches.
+type Armed = Arc<Mutex<Option<(Vec<u8>, Duration)>>>;
+/// What a client-to-server pipe watches: the armed stall and the flag it raises.
+type Stall = (Armed, Arc<AtomicBool>);
 
 fn pipe(mut from: TcpStream, mut to: TcpStream, stall: Option<Stall>) {
     std::thread::spawn(move || {
