@@ -34,7 +34,7 @@ impl AsyncTransport {
         validate::non_empty("database", database)?;
         let mode = Mode::of(database, options);
         let connected = connect::connect(database, options, mode).await?;
-        let mut db = Db::new(connected.database, connected.connection, mode, options.busy_timeout);
+        let mut db = Db::new(connected, mode, options.busy_timeout);
         let sql = Sql::new(&options.prefix);
         schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
         Ok(AsyncTransport {

@@ -7,6 +7,7 @@ use libsql::{Builder, Connection, Database};
 
 use crate::db::LockWait;
 use crate::error::{Error, Result};
+use crate::lock_sharing::LockSharing;
 use crate::options::{Options, Synchronous};
 
 /// How long `open` may spend reaching a server before it reports `Error::Connect`.
@@ -46,6 +47,8 @@ pub struct Connected {
     /// Kept alive with the connection: a replica's background sync lives in it.
     pub database: Database,
     pub connection: Connection,
+    /// How ours share a local file's write lock with other SQLite programs.
+    pub sharing: LockSharing,
 }
 
 pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Connected> {
@@ -87,7 +90,8 @@ pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Co
             }
         }
     }
-    Ok(Connected { database: db, connection: conn })
+    let sharing = if mode == Mode::File { LockSharing::open(database) } else { LockSharing::off() };
+    Ok(Connected { database: db, connection: conn, sharing })
 }
 
 async fn journal_mode(conn: &Connection, pragma: &str) -> libsql::Result<String> {

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use libsql::params::IntoParams;
 use libsql::{Connection, Database, Row, Statement};
 
-use crate::connect::{self, Mode};
+use crate::connect::{self, Connected, Mode};
+use crate::lock_sharing::LockSharing;
 use crate::error::{is_connection_error, Error, Result};
 
 /// How long a transaction on a server may take, `BEGIN` to `COMMIT`, beyond the busy
@@ -40,13 +41,16 @@ pub struct Db {
     busy_timeout: Duration,
     /// A server connection that may be unusable: re-opened before the next transaction.
     stale: bool,
+    /// Local files: see lock_sharing.rs.
+    sharing: LockSharing,
 }
 
 impl Db {
-    pub fn new(database: Database, conn: Connection, mode: Mode, busy_timeout: Duration) -> Db {
+    pub fn new(connected: Connected, mode: Mode, busy_timeout: Duration) -> Db {
         Db {
-            conn,
-            database,
+            conn: connected.connection,
+            database: connected.database,
+            sharing: connected.sharing,
             mode,
             statements: mode.caches_statements().then(HashMap::new),
             busy_timeout,
@@ -153,6 +157,7 @@ impl Db {
                 self.stale = true;
             }
         }
+        self.sharing.release();
         outcome
     }
 
@@ -164,16 +169,24 @@ impl Db {
         let mut waiting = if networked { LockWait::server(self.busy_timeout) } else { LockWait::local(self.busy_timeout) };
         let mut reopened = false;
         loop {
+            self.sharing.wait_for_turn();
             match self.execute("BEGIN IMMEDIATE", ()).await {
                 Err(Error::Busy(_)) if networked => tokio::time::sleep(waiting.next_pause()?).await,
                 // The local engine is synchronous anyway: every libsql call on a local file
                 // already runs on the calling thread (and tokio's timer counts whole ms).
-                Err(Error::Busy(_)) => std::thread::sleep(waiting.next_pause()?),
+                Err(Error::Busy(_)) => {
+                    self.sharing.busy();
+                    std::thread::sleep(waiting.next_pause()?)
+                }
+                Ok(_) => {
+                    self.sharing.hold();
+                    return Ok(());
+                }
                 Err(_) if self.stale && !reopened => {
                     self.reopen()?;
                     reopened = true;
                 }
-                other => return other.map(drop),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -193,6 +206,7 @@ impl Db {
     }
 
     async fn rollback(&mut self) {
+        self.sharing.release();
         // Its own failure ("no transaction is active") only means there is nothing to undo;
         // on a server, one that left the connection unusable marks it stale.
         if let Err(e) = self.conn.execute("ROLLBACK", ()).await {

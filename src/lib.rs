@@ -15,6 +15,7 @@ mod db;
 mod error;
 pub mod ffi;
 mod lease;
+mod lock_sharing;
 mod options;
 mod queue;
 mod schema;

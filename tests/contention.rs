@@ -401,32 +401,20 @@ fn eight_processes_mixing_every_operation_on_one_file_keep_every_guarantee() {
     report("8 processes", &o);
 }
 
-/// Our processes and harel's Python ones on one file. Within 3 s no harel worker can
-/// have waited out its own busy timeout (5 s), so every guarantee must hold; how much the
-/// Python workers got done is printed (see the next test for why it can be little).
+/// Our processes and harel's Python ones on one file, under every check of `run`. Ours
+/// wait for the write lock with retries every 20..1000 µs; harel's Python
+/// SqliteTransport waits in SQLite's busy handler (one try after sleeps of up to 100 ms, 5 s
+/// in all). Before src/lock_sharing.rs, a Python worker got 2-11 operations done in 3 s
+/// against ~1000 for each of ours, and a 10 s run ended in "database is locked". Now ours
+/// leave the lock free in short quiet parts of the wall clock while another program uses
+/// it: over 10 s, no errors anywhere and every Python worker gets a real share.
 #[test]
-fn harel_python_workers_mixed_in_keep_every_guarantee() {
-    let Some(python) = harel_python("contention::harel_python_workers_mixed_in_keep_every_guarantee") else { return };
-    let o = run(6, Some((&python, 3)), Duration::from_secs(3));
-    report("6 of ours + 3 harel SqliteTransport", &o);
-    for (w, lines) in o.per_worker.iter().filter(|(w, _)| w.starts_with('y')) {
-        assert!(*lines > 0, "python worker {w} did nothing at all");
-    }
-}
-
-/// KNOWN BUG (reported): since src/db.rs waits for the write lock itself, retrying every
-/// 20..1000 us (commit 1b66987), harel's Python SqliteTransport, which waits in SQLite's
-/// busy handler (sleeps of up to 100 ms between tries, 5 s in all), hardly ever gets the lock
-/// while our processes are busy: in 3 s a Python worker gets 2-11 operations done against
-/// ~1000 for each of ours, and a run of 10 s ends with "database is locked" (its
-/// HAREL_ERR_BUSY) in the Python workers. Our guarantees hold; theirs don't. Remove the
-/// #[ignore] once a Python peer sharing the file gets its turn (e.g. a pause between our
-/// tries that is not always shorter than theirs, or a bound on how often one process may
-/// retake the lock).
-#[test]
-#[ignore = "KNOWN BUG: our 1 ms lock retries starve harel's Python SqliteTransport into 'database is locked'"]
-fn harel_python_workers_are_not_starved_into_busy_errors() {
-    let Some(python) = harel_python("contention::harel_python_workers_are_not_starved_into_busy_errors") else { return };
+fn harel_python_workers_mixed_in_keep_every_guarantee_and_get_their_turns() {
+    let Some(python) = harel_python("contention::harel_python_workers_mixed_in_keep_every_guarantee_and_get_their_turns") else { return };
     let o = run(6, Some((&python, 3)), Duration::from_secs(10));
     report("10 s: 6 of ours + 3 harel SqliteTransport", &o);
+    for (w, lines) in o.per_worker.iter().filter(|(w, _)| w.starts_with('y')) {
+        // ~500 each on the 2-core development machine under load; starved, a few dozen.
+        assert!(*lines >= 100, "python worker {w} starved: {lines} operations in 10 s");
+    }
 }
