@@ -3,8 +3,9 @@
 //!
 //! On fresh local files (each measurement gets its own copy of a state built in bulk,
 //! see bench/states.rs), single process unless said:
-//! 1. publish rate (N messages over G groups), drain rate (one worker until empty: claim
-//!    then ack as two calls; and fused, claim once then `ack_and_claim` per message),
+//! 1. publish rate (N messages over G groups; and the same messages through
+//!    `publish_many`, 100 per call), drain rate (one worker until empty: claim then ack as
+//!    two calls; and fused, claim once then `ack_and_claim` per message),
 //!    claim latency at 100 / 10,000 / 100,000 ready groups;
 //! 2. the states that break SPEC.md's claim: 10,000 / 100,000 groups leased or parked
 //!    plus one ready group served last; an idle claim at 100,000 leased; one group
@@ -14,10 +15,11 @@
 //!    worker drains as ours would: claim once, then `ack_and_claim`);
 //! 4. side by side: the raw SPEC loop (bench/raw.rs) at the same synchronous setting,
 //!    and harel 0.9.0's Python LibsqlTransport and SqliteTransport at their own defaults
-//!    (bench/peers.py, run with the venv's python). Neither has a fused ack+claim: the
-//!    raw loop's `ack_and_claim` is an ack then a claim (two transactions), and the
-//!    Python peers' fused-drain figure is their drain figure (the same calls), not
-//!    measured twice.
+//!    (bench/peers.py, run with the venv's python). Neither has a fused ack+claim nor a
+//!    batch publish: the raw loop's `ack_and_claim` is an ack then a claim (two
+//!    transactions) and its `publish_many` one publish per message; the Python peers'
+//!    fused-drain and batched-publish figures are their drain and publish figures (the
+//!    same calls), not measured twice.
 //!
 //! 5. on a libSQL server (bench/server.rs), when sqld is found (`HAREL_SQLD` or PATH):
 //!    publish and an 8-worker drain through a local file, a remote URL and embedded
@@ -28,7 +30,7 @@
 //! followed by an untimed nack(0) that restores the state.
 //!
 //! Usage: bench [--python PATH] [--peers bench/peers.py] [--no-peers] [--no-procs] [--no-server]
-//!              [--only ID,ID...]      (case ids: "publish", "publish_new_groups", "drain",
+//!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_new_groups", "drain",
 //!                                      "drain_fused", "server", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
@@ -67,6 +69,8 @@ use states::{fresh_copy, remove_db, ClaimCase, State, Style, Templates};
 
 /// Part 1's publish: N messages round-robin over G groups, into a new file.
 const PUBLISH: (usize, usize) = (10_000, 1_000);
+/// Part 1's batched publish: the same messages as PUBLISH, `publish_many` this many at a time.
+const PUBLISH_BATCH: usize = 100;
 /// The same with every publish creating its group: where the SPEC's second autocommit
 /// statement (INSERT OR IGNORE into groups) writes too, so costs a commit of its own.
 const PUBLISH_NEW_GROUPS: (usize, usize) = (10_000, 10_000);
@@ -192,16 +196,24 @@ fn run(config: &Config) -> Result<(), String> {
     // Parts 1, 2 and 4 (raw loop): per case, ours and the raw loop at both settings,
     // each on its own fresh file, taking turns (see measure::interleave).
     let mut rows = Vec::new();
-    for (id, label, (n, groups)) in [
+    for (id, label, (n, groups), batch) in [
         (
             "publish",
             "publish (10,000 msgs over 1,000 groups)",
             PUBLISH,
+            1,
+        ),
+        (
+            "publish_many",
+            "publish_many, batches of 100 (peers: publish)",
+            PUBLISH,
+            PUBLISH_BATCH,
         ),
         (
             "publish_new_groups",
             "publish (10,000 msgs, each a new group)",
             PUBLISH_NEW_GROUPS,
+            1,
         ),
     ] {
         if !config.wants(id) {
@@ -209,15 +221,25 @@ fn run(config: &Config) -> Result<(), String> {
         }
         progress(id);
         let mut row = Row::new(id, label, 1);
+        if batch > 1 {
+            row.note = Some(format!(
+                "the publish row's messages; ours publishes them with publish_many, {batch} \
+                 per call (one transaction, one commit per batch). The raw SPEC loop has no \
+                 batch: its figure is one publish per message, as in the publish row. The \
+                 Python peers' figures are their publish figures, reused, not measured twice."
+            ));
+        }
         let figures = side_by_side(
             work,
             None,
             &mut templates,
             |imp, sync, path| {
-                Ok(
-                    Box::new(PublishJob::new(new_file(imp, sync, path)?, n, groups))
-                        as Box<dyn Job>,
-                )
+                Ok(Box::new(PublishJob::new(
+                    new_file(imp, sync, path)?,
+                    n,
+                    groups,
+                    batch,
+                )) as Box<dyn Job>)
             },
             RATE_CAP,
             false,
@@ -310,10 +332,13 @@ fn run(config: &Config) -> Result<(), String> {
             Ok(results) => {
                 for (p, (_, figures)) in results.figures.into_iter().enumerate() {
                     for (id, f) in figures {
-                        // The peers have no fused ack+claim: their drain figure stands for both.
-                        if id == "drain" {
-                            if let Some(row) = rows.iter_mut().find(|r| r.id == "drain_fused") {
-                                row.py[p] = f.clone();
+                        // The peers have no fused ack+claim and no batch publish: their
+                        // drain and publish figures stand for those rows too.
+                        for (from, to) in [("drain", "drain_fused"), ("publish", "publish_many")] {
+                            if id == from {
+                                if let Some(row) = rows.iter_mut().find(|r| r.id == to) {
+                                    row.py[p] = f.clone();
+                                }
                             }
                         }
                         if let Some(row) = rows.iter_mut().find(|r| r.id == id) {
@@ -412,6 +437,7 @@ fn run(config: &Config) -> Result<(), String> {
         "ours_default_synchronous": "FULL",
         "config": {
             "publish": {"messages": PUBLISH.0, "groups": PUBLISH.1},
+            "publish_many": {"messages": PUBLISH.0, "groups": PUBLISH.1, "batch": PUBLISH_BATCH},
             "publish_new_groups": {"messages": PUBLISH_NEW_GROUPS.0, "groups": PUBLISH_NEW_GROUPS.1},
             "drain": {"messages": 10_000, "groups": 1_000},
             "rate_cap_s": RATE_CAP.as_secs_f64(),
@@ -455,9 +481,12 @@ fn profile(args: &[String]) -> i32 {
     let p = path.to_str().unwrap_or_default().to_owned();
     let job: Result<Box<dyn Job>, String> = match id.as_str() {
         "publish" => new_file(imp, sync, &p)
-            .map(|q| Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1)) as Box<dyn Job>),
+            .map(|q| Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, 1)) as Box<dyn Job>),
+        "publish_many" => new_file(imp, sync, &p).map(|q| {
+            Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, PUBLISH_BATCH)) as Box<dyn Job>
+        }),
         "publish_new_groups" => new_file(imp, sync, &p)
-            .map(|q| Box::new(PublishJob::new(q, 1_000_000, 1_000_000)) as Box<dyn Job>),
+            .map(|q| Box::new(PublishJob::new(q, 1_000_000, 1_000_000, 1)) as Box<dyn Job>),
         "drain" | "drain_fused" => templates
             .get(style, PROCS_BACKLOG)
             .and_then(|t| fresh_copy(&t, &path))

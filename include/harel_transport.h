@@ -39,7 +39,8 @@ typedef enum harel_status {
   /**
    * A bad argument: NULL, invalid UTF-8, event not JSON, bad prefix, priority outside
    * 0..4, visibility <= 0, delay < 0, a non-finite number, an empty group or worker id,
-   * the reserved worker id "__parked__", routing_keys NULL with n > 0. Nothing changed.
+   * the reserved worker id "__parked__", routing_keys or messages NULL with n > 0.
+   * Nothing changed.
    */
   HAREL_ERR_ARGUMENT = -1,
   /**
@@ -109,6 +110,30 @@ typedef struct harel_lease {
    */
   double lock_expiry;
 } harel_lease;
+
+/**
+ * One message for `harel_transport_publish_many`: the arguments of
+ * `harel_transport_publish`, as a struct. The caller owns it and its strings; the library
+ * only reads them during the call and copies what it stores.
+ */
+typedef struct harel_message {
+  /**
+   * The group whose FIFO the message joins: NUL-terminated UTF-8, not empty.
+   */
+  const char *group_id;
+  /**
+   * The event: any valid JSON text, stored byte for byte.
+   */
+  const char *event_json;
+  /**
+   * The group's priority (0..4), if this message creates the group.
+   */
+  int32_t priority;
+  /**
+   * The group's routing key (not empty), if this message creates the group; NULL: none.
+   */
+  const char *routing_key;
+} harel_message;
 
 #ifdef __cplusplus
 extern "C" {
@@ -288,6 +313,31 @@ enum harel_status harel_transport_publish(struct harel_transport *t,
                                           const char *event_json,
                                           int32_t priority,
                                           const char *routing_key);
+
+/**
+ * Appends `n_messages` messages, in array order, in one transaction: all of them (and
+ * the groups they create) or none. One commit for the batch: at synchronous FULL one
+ * fsync instead of one per message. Each element holds what `harel_transport_publish`
+ * takes, under the same rules; within a group the messages keep their order in the
+ * array, and the first message into a group (in this batch or before it) fixes its
+ * priority and routing key. Every message is checked before anything is written: one bad
+ * message rejects the whole batch, and the error message names it by index
+ * ("messages[3].event_json is not valid JSON: ...").
+ *
+ * `messages` may be NULL only when `n_messages` is 0; an empty batch returns HAREL_OK and
+ * writes nothing. The strings are copied; the array is only read during the call and
+ * stays the caller's.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL; messages NULL with n_messages > 0; in any
+ * element: group_id or event_json NULL, a string not UTF-8, group_id or routing_key
+ * empty, event_json not JSON, priority outside 0..4; nothing was written);
+ * HAREL_ERR_BUSY (nothing was written); HAREL_ERR_DATABASE (the batch was rolled back:
+ * nothing was written); HAREL_ERR_CONNECT (a libSQL server could not be reached or did
+ * not answer; if it was the commit that got no answer, the batch may have been applied).
+ */
+enum harel_status harel_transport_publish_many(struct harel_transport *t,
+                                               const struct harel_message *messages,
+                                               size_t n_messages);
 
 /**
  * Leases the head (oldest message) of the group that has waited longest among those

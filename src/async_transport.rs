@@ -8,6 +8,7 @@ use crate::connect::{self, Mode};
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
+use crate::message::Message;
 use crate::options::{Clock, Options};
 use crate::queue::{self, Claim};
 use crate::schema;
@@ -59,16 +60,24 @@ impl AsyncTransport {
         priority: i32,
         routing_key: Option<&str>,
     ) -> Result<()> {
-        validate::non_empty("group_id", group_id)?;
-        validate::event_json(event_json)?;
-        validate::priority("priority", priority)?;
-        if let Some(key) = routing_key {
-            validate::non_empty("routing_key", key)?;
-        }
+        let message = Message { group_id, event_json, priority, routing_key };
+        validate::message(&message)?;
+        self.append("publish", std::slice::from_ref(&message)).await
+    }
+
+    /// Appends `messages` in order (within a group, FIFO order is the batch's order), each
+    /// as `publish` would, in one transaction: all of them or none, with one commit for the
+    /// batch. Every message is checked before anything is written; an `Error::Argument`
+    /// names the bad one by index (`messages[3].event_json ...`). An empty batch does nothing.
+    pub async fn publish_many(&self, messages: &[Message<'_>]) -> Result<()> {
+        validate::messages(messages)?;
+        self.append("publish_many", messages).await
+    }
+
+    /// The write of `publish` and `publish_many`, arguments already checked.
+    async fn append(&self, operation: &str, messages: &[Message<'_>]) -> Result<()> {
         let mut s = self.session.lock().await;
-        queue::publish(&mut s.db, &self.sql, group_id, event_json, priority, routing_key)
-            .await
-            .map_err(|e| e.during("publish"))
+        queue::publish_many(&mut s.db, &self.sql, messages).await.map_err(|e| e.during(operation))
     }
 
     /// Leases the head of the group that has waited longest among those with nothing in

@@ -9,6 +9,7 @@ use crate::async_transport::AsyncTransport;
 use crate::connect::Mode;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
+use crate::message::Message;
 use crate::options::Options;
 
 pub struct Transport {
@@ -36,6 +37,11 @@ impl Transport {
     /// See [`AsyncTransport::publish`].
     pub fn publish(&self, group_id: &str, event_json: &str, priority: i32, routing_key: Option<&str>) -> Result<()> {
         self.runtime.block_on(self.inner().publish(group_id, event_json, priority, routing_key))
+    }
+
+    /// See [`AsyncTransport::publish_many`].
+    pub fn publish_many(&self, messages: &[Message<'_>]) -> Result<()> {
+        self.runtime.block_on(self.inner().publish_many(messages))
     }
 
     /// See [`AsyncTransport::claim`].

@@ -2,6 +2,7 @@
 //! Each returns `Error::Argument` naming the parameter as ABI.md names it.
 
 use crate::error::{Error, Result};
+use crate::message::Message;
 
 /// The worker id a parked message carries in `locked_by` (SPEC.md); no worker may use it.
 pub const PARKED: &str = "__parked__";
@@ -68,6 +69,23 @@ pub fn event_json(value: &str) -> Result<()> {
     serde_json::from_str::<serde::de::IgnoredAny>(value)
         .map(|_| ())
         .map_err(|e| arg(format!("event_json is not valid JSON: {e}")))
+}
+
+/// One message's arguments, named as `publish` names them.
+pub fn message(m: &Message) -> Result<()> {
+    non_empty("group_id", m.group_id)?;
+    event_json(m.event_json)?;
+    priority("priority", m.priority)?;
+    m.routing_key.map_or(Ok(()), |key| non_empty("routing_key", key))
+}
+
+/// Every message of a batch, before any is written; an error names the message by its
+/// index ("messages[3].event_json is not valid JSON: ...").
+pub fn messages(batch: &[Message]) -> Result<()> {
+    batch
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, m)| message(m).map_err(|e| arg(format!("messages[{i}].{e}"))))
 }
 
 pub fn routing_keys<S: AsRef<str>>(keys: &[S]) -> Result<()> {

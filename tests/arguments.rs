@@ -4,7 +4,7 @@
 mod common;
 
 use common::{event, file, temp_db, Raw, TestClock};
-use harel_transport::{Error, Lease, Options, Transport, PARKED};
+use harel_transport::{Error, Lease, Message, Options, Transport, PARKED};
 
 const V: f64 = 30.0;
 const NON_FINITE: [f64; 3] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
@@ -83,6 +83,31 @@ fn publish_arguments() {
         f.rejects("priority", &format!("priority {p}"), |t| t.publish("new", &event(9), p, None));
     }
     f.rejects("routing_key", "empty routing_key", |t| t.publish("new", &event(9), 0, Some("")));
+    f.still_works();
+}
+
+/// A batch of good messages with `bad` at index 2.
+fn batch_with<'a>(good: Message<'a>, bad: Message<'a>) -> [Message<'a>; 4] {
+    [good, Message { group_id: "new", ..good }, bad, good]
+}
+
+#[test]
+fn publish_many_arguments_name_the_message() {
+    let f = Fixture::new();
+    let ok = event(9);
+    let good = Message { group_id: "a", event_json: &ok, priority: 0, routing_key: None };
+    let rejects = |what: &str, parameter: &str, bad: Message| {
+        f.rejects(parameter, what, |t| t.publish_many(&batch_with(good, bad)));
+    };
+    rejects("empty group_id", "messages[2].group_id", Message { group_id: "", ..good });
+    for bad in ["", "{", "nope", "{} x"] {
+        rejects(&format!("event {bad:?}"), "messages[2].event_json", Message { event_json: bad, ..good });
+    }
+    for p in [-1, 5, i32::MIN, i32::MAX] {
+        rejects(&format!("priority {p}"), "messages[2].priority", Message { priority: p, ..good });
+    }
+    rejects("empty routing_key", "messages[2].routing_key", Message { routing_key: Some(""), ..good });
+    f.rejects("messages[0].group_id", "the first message", |t| t.publish_many(&[Message { group_id: "", ..good }]));
     f.still_works();
 }
 

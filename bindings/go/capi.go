@@ -75,6 +75,9 @@ static hgo_result hgo_publish(harel_transport *t, const char *group_id, const ch
                               int32_t priority, const char *routing_key) {
 	return hgo_result_of(harel_transport_publish(t, group_id, event_json, priority, routing_key), NULL);
 }
+static hgo_result hgo_publish_many(harel_transport *t, const harel_message *messages, size_t n) {
+	return hgo_result_of(harel_transport_publish_many(t, messages, n), NULL);
+}
 static hgo_result hgo_claim(harel_transport *t, const char *worker_id, double visibility,
                             int32_t min_priority, char **routing_keys, size_t n) {
 	harel_lease *lease = NULL;
@@ -274,25 +277,57 @@ func optionError(option string, err error) error {
 func (t cTransport) publish(groupID string, event []byte, priority int, routingKey *string) error {
 	var strs cStrings
 	defer strs.free()
-	g, err := strs.add("group_id", groupID)
+	m, err := strs.message("", groupID, event, priority, routingKey)
 	if err != nil {
 		return err
 	}
-	e, err := strs.addBytes("event_json", event)
-	if err != nil {
-		return err
+	return check(C.hgo_publish(t.p, m.group_id, m.event_json, m.priority, m.routing_key))
+}
+
+// publishMany hands msgs to C as an array of harel_message. The array is malloc'd, like
+// the strings its elements point to: C sees only C memory, and no Go pointer can end up in
+// it.
+func (t cTransport) publishMany(msgs []Message) error {
+	var strs cStrings
+	defer strs.free()
+	var array *C.harel_message
+	if len(msgs) > 0 {
+		array = (*C.harel_message)(C.malloc(C.size_t(len(msgs)) * C.sizeof_harel_message))
+		defer C.free(unsafe.Pointer(array))
 	}
-	var rk *C.char
-	if routingKey != nil {
-		if rk, err = strs.add("routing_key", *routingKey); err != nil {
+	cmsgs := unsafe.Slice(array, len(msgs))
+	for i, m := range msgs {
+		var routingKey *string
+		if m.RoutingKey != "" {
+			routingKey = &m.RoutingKey
+		}
+		cm, err := strs.message("messages["+strconv.Itoa(i)+"].", m.GroupID, m.Event, m.Priority, routingKey)
+		if err != nil {
 			return err
 		}
+		cmsgs[i] = cm
 	}
-	p, err := int32Param("priority", priority)
-	if err != nil {
-		return err
+	return check(C.hgo_publish_many(t.p, array, C.size_t(len(msgs))))
+}
+
+// message is a harel_message of C copies of the arguments (added to a, freed with it);
+// errors name each parameter as its ABI name after prefix ("messages[3].").
+func (a *cStrings) message(prefix, groupID string, event []byte, priority int, routingKey *string) (C.harel_message, error) {
+	var m C.harel_message
+	var err error
+	if m.group_id, err = a.add(prefix+"group_id", groupID); err != nil {
+		return m, err
 	}
-	return check(C.hgo_publish(t.p, g, e, p, rk))
+	if m.event_json, err = a.addBytes(prefix+"event_json", event); err != nil {
+		return m, err
+	}
+	if routingKey != nil {
+		if m.routing_key, err = a.add(prefix+"routing_key", *routingKey); err != nil {
+			return m, err
+		}
+	}
+	m.priority, err = int32Param(prefix+"priority", priority)
+	return m, err
 }
 
 // claim returns nil, nil when nothing is deliverable (HAREL_EMPTY).

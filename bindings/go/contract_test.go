@@ -219,6 +219,58 @@ func TestTheFirstPublishFixesPriorityAndRoutingKey(t *testing.T) {
 	claim(t, tr, "w", harel.WithMinPriority(4), harel.WithRoutingKeys("east"))
 }
 
+func TestPublishManyKeepsBatchOrderAcrossGroups(t *testing.T) {
+	clock := newClock()
+	tr := memory(t, clock)
+	var msgs []harel.Message
+	for n := 0; n < 9; n++ {
+		msgs = append(msgs, harel.Message{GroupID: []string{"a", "b", "c"}[n%3], Event: event(n)})
+	}
+	if err := tr.PublishMany(msgs); err != nil {
+		t.Fatalf("publish many: %v", err)
+	}
+	// Round robin over a, b, c; each group in batch order: the batch's order exactly.
+	for n := 0; n < 9; n++ {
+		lease := claim(t, tr, "w")
+		if lease.GroupID != msgs[n].GroupID || string(lease.Event) != string(event(n)) {
+			t.Fatalf("claim %d: got %s %s, want %s %s", n, lease.GroupID, lease.Event, msgs[n].GroupID, event(n))
+		}
+		ack(t, tr, lease)
+		clock.Advance(time.Second)
+	}
+	claimNone(t, tr, "all acked")
+}
+
+func TestPublishManyFirstMessageFixesTheGroup(t *testing.T) {
+	tr := memory(t, newClock())
+	err := tr.PublishMany([]harel.Message{
+		{GroupID: "g", Event: event(1), Priority: 4, RoutingKey: "east"},
+		{GroupID: "g", Event: event(2), RoutingKey: "west"},
+		{GroupID: "h", Event: event(3)},
+	})
+	if err != nil {
+		t.Fatalf("publish many: %v", err)
+	}
+	claimNone(t, tr, "g's routing key stayed east", harel.WithRoutingKeys("west"))
+	ack(t, tr, claim(t, tr, "w", harel.WithMinPriority(4), harel.WithRoutingKeys("east")))
+	ack(t, tr, claim(t, tr, "w", harel.WithMinPriority(4), harel.WithRoutingKeys("east")))
+	claimNone(t, tr, `h's RoutingKey "" is no key`, harel.WithRoutingKeys("east", "west"))
+	if got := claim(t, tr, "w"); got.GroupID != "h" {
+		t.Fatalf("got %s, want h", got.GroupID)
+	}
+}
+
+func TestPublishManyEmptyDoesNothing(t *testing.T) {
+	tr := memory(t, newClock())
+	if err := tr.PublishMany(nil); err != nil {
+		t.Fatalf("nil batch: %v", err)
+	}
+	if err := tr.PublishMany([]harel.Message{}); err != nil {
+		t.Fatalf("empty batch: %v", err)
+	}
+	claimNone(t, tr, "nothing was published")
+}
+
 func TestLostLeases(t *testing.T) {
 	t.Run("lapsed and claimed by another worker", func(t *testing.T) {
 		clock := newClock()

@@ -89,6 +89,35 @@ func TestPublishArguments(t *testing.T) {
 	f.stillWorks(t)
 }
 
+func TestPublishManyArguments(t *testing.T) {
+	f := newFixture(t)
+	ok := event(9)
+	// A batch of good messages, the one at index 1 replaced by bad: all of it is rejected.
+	withBad := func(bad harel.Message) error {
+		return f.tr.PublishMany([]harel.Message{{GroupID: "a", Event: ok}, bad, {GroupID: "new", Event: ok}})
+	}
+	good := harel.Message{GroupID: "new", Event: ok}
+	with := func(change func(m *harel.Message)) harel.Message {
+		m := good
+		change(&m)
+		return m
+	}
+	wantArgument(t, "empty group_id", withBad(with(func(m *harel.Message) { m.GroupID = "" })), "messages[1].group_id")
+	wantArgument(t, "group_id not UTF-8", withBad(with(func(m *harel.Message) { m.GroupID = invalidUTF8 })), "messages[1].group_id")
+	wantArgument(t, "NUL in group_id", withBad(with(func(m *harel.Message) { m.GroupID = "a\x00b" })), "messages[1].group_id")
+	for _, bad := range []string{"", "{", "nope", `{"a":1}` + "\x00junk"} {
+		err := withBad(with(func(m *harel.Message) { m.Event = []byte(bad) }))
+		wantArgument(t, fmt.Sprintf("event %q", bad), err, "messages[1].event_json")
+	}
+	for _, prio := range []int{-1, 5, math.MaxInt32 + 1, -(1 << 40)} {
+		err := withBad(with(func(m *harel.Message) { m.Priority = prio }))
+		wantArgument(t, fmt.Sprintf("priority %d", prio), err, "messages[1].priority")
+	}
+	wantArgument(t, "NUL in routing_key", withBad(with(func(m *harel.Message) { m.RoutingKey = "k\x00" })), "messages[1].routing_key")
+	wantArgument(t, "routing_key not UTF-8", withBad(with(func(m *harel.Message) { m.RoutingKey = invalidUTF8 })), "messages[1].routing_key")
+	f.stillWorks(t)
+}
+
 func TestClaimArguments(t *testing.T) {
 	f := newFixture(t)
 	c := func(worker string, v time.Duration, opts ...harel.ClaimOption) error {

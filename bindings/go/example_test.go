@@ -47,6 +47,47 @@ func Example() {
 	// order-1 {"kind":"paid","id":"e2","data":{}}
 }
 
+// PublishMany appends a batch in one transaction (one commit): all of it or none.
+func ExampleTransport_PublishMany() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+
+	err = t.PublishMany([]harel.Message{
+		{GroupID: "order-1", Event: json.RawMessage(`{"kind":"created"}`)},
+		{GroupID: "order-2", Event: json.RawMessage(`{"kind":"created"}`), Priority: 3, RoutingKey: "eu"},
+		{GroupID: "order-1", Event: json.RawMessage(`{"kind":"paid"}`)},
+	})
+	fmt.Println(err)
+
+	// One bad message rejects the batch, naming it by index; nothing of it is stored.
+	err = t.PublishMany([]harel.Message{
+		{GroupID: "order-3", Event: json.RawMessage(`{}`)},
+		{GroupID: "order-3", Event: json.RawMessage(`{oops`)},
+	})
+	fmt.Println(errors.Is(err, harel.ErrArgument))
+
+	for {
+		lease, err := t.Claim("worker-1", 30*time.Second)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if lease == nil {
+			break
+		}
+		fmt.Printf("%s %s\n", lease.GroupID, lease.Event)
+		_ = t.Ack(lease)
+	}
+	// Output:
+	// <nil>
+	// true
+	// order-1 {"kind":"created"}
+	// order-2 {"kind":"created"}
+	// order-1 {"kind":"paid"}
+}
+
 // Claim returns nil, nil when nothing is deliverable, including while the only group with
 // messages has one in flight.
 func ExampleTransport_Claim() {

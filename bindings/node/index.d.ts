@@ -70,6 +70,17 @@ export interface PublishOptions {
   routingKey?: string | null;
 }
 
+/** One message of publishMany: publish's arguments as one object. */
+export interface Message {
+  groupId: string;
+  /** An object to JSON.stringify, or a JSON text (stored byte for byte). */
+  event: unknown;
+  /** 0..4; the first message into a group fixes it. Default 0. */
+  priority?: number;
+  /** The group's routing key; the first message into a group fixes it. Default none. */
+  routingKey?: string | null;
+}
+
 export interface ClaimOptions {
   /** How long the lease lasts, in seconds (> 0). Default 30. */
   visibility?: number;
@@ -123,6 +134,14 @@ export declare class Transport {
 
   /** Appends `event` (an object to JSON.stringify, or a JSON text) to the group's FIFO. */
   publish(groupId: string, event: unknown, options?: PublishOptions): Promise<void>;
+
+  /**
+   * Appends `messages` in order, each as publish would, in one transaction: all of them or
+   * none (one bad message rejects the batch with HAREL_ERR_ARGUMENT naming its index), with
+   * one commit for the batch. Within a group the batch's order is the FIFO order. An empty
+   * array does nothing.
+   */
+  publishMany(messages: readonly Message[]): Promise<void>;
 
   /** Leases the next deliverable message to `workerId`, or resolves null when there is none. */
   claim<E = unknown>(workerId: string, options?: ClaimOptions): Promise<Lease<E> | null>;

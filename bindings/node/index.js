@@ -2,11 +2,12 @@
 // harel-transport for Node.js: the C ABI of libharel_transport (see include/harel_transport.h)
 // through koffi. CommonJS; `import { Transport } from 'harel-transport'` works too.
 //
-// Threading: every call that touches the database (publish, claim, ack, nack) runs on the
-// libuv thread pool through koffi's `.async()`, so the event loop keeps running while a
-// call waits for the write lock. The calls of one Transport are queued in JavaScript and
-// issued one at a time: the library runs them one at a time anyway, and it is what makes
-// the error message of a failed call readable afterwards (see `failure` below).
+// Threading: every call that touches the database (publish, publishMany, claim, ack, nack)
+// runs on the libuv thread pool through koffi's `.async()`, so the event loop keeps running
+// while a call waits for the write lock. The calls of one Transport are queued in
+// JavaScript and issued one at a time: the library runs them one at a time anyway, and it
+// is what makes the error message of a failed call readable afterwards (see `failure`
+// below).
 // `Transport.open` and `close` are synchronous C calls on the main thread (see README).
 
 const fs = require('node:fs');
@@ -120,9 +121,16 @@ const LeaseType = koffi.struct({
   worker_id: 'char *',
   lock_expiry: 'double',
 });
+const MessageType = koffi.struct({
+  group_id: 'const char *',
+  event_json: 'const char *',
+  priority: 'int32_t',
+  routing_key: 'const char *',
+});
 const T = koffi.pointer(koffi.opaque()); // harel_transport *
 const O = koffi.pointer(koffi.opaque()); // harel_options *
 const L = koffi.pointer(LeaseType); // harel_lease *
+const M = koffi.pointer(MessageType); // const harel_message *: koffi copies a JS array in
 
 function bind(lib, where) {
   const status = 'int32_t';
@@ -150,6 +158,7 @@ function bind(lib, where) {
     setClock: fn('harel_options_set_clock', status, [O, 'void *', 'void *']),
     open: fn('harel_transport_open', status, ['const char *', O, koffi.out(koffi.pointer(T))]),
     publish: fn('harel_transport_publish', status, [T, 'const char *', 'const char *', 'int32_t', 'const char *']),
+    publishMany: fn('harel_transport_publish_many', status, [T, M, 'size_t']),
     claim: fn('harel_transport_claim', status, [
       T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)),
     ]),
@@ -218,16 +227,39 @@ function describe(value) {
   return Array.isArray(value) ? 'an array' : typeof value;
 }
 
-function eventText(event) {
-  if (typeof event === 'string') return checkString('event', event);
+function eventText(name, event) {
+  if (typeof event === 'string') return checkString(name, event);
   let text;
   try {
     text = JSON.stringify(event);
   } catch (e) {
-    throw argumentError(`event can't be turned into JSON: ${e.message}`, e);
+    throw argumentError(`${name} can't be turned into JSON: ${e.message}`, e);
   }
-  if (text === undefined) throw argumentError(`event can't be turned into JSON (it is ${describe(event)})`);
-  return checkString('event', text);
+  if (text === undefined) throw argumentError(`${name} can't be turned into JSON (it is ${describe(event)})`);
+  return checkString(name, text);
+}
+
+/**
+ * A harel_message of publish's arguments, checked; errors name them after `prefix`
+ * ('messages[3].' in a batch).
+ */
+function messageStruct(prefix, groupId, event, { priority, routingKey }) {
+  return {
+    group_id: checkString(`${prefix}groupId`, groupId),
+    event_json: eventText(`${prefix}event`, event),
+    priority: checkInteger(`${prefix}priority`, priority === undefined ? 0 : priority),
+    routing_key: checkString(`${prefix}routingKey`, routingKey, { nullable: true }),
+  };
+}
+
+/** The harel_message of element `i` of publishMany's array. */
+function batchElement(message, i) {
+  const name = `messages[${i}]`;
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+    throw argumentError(`${name} must be an object { groupId, event, priority?, routingKey? }, got ${describe(message)}`);
+  }
+  const m = checkOptions(name, message, MESSAGE_FIELDS);
+  return messageStruct(`${name}.`, m.groupId, m.event, m);
 }
 
 function leaseStruct(lease) {
@@ -302,9 +334,13 @@ function makeLease(raw) {
 
 const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'clock'];
 const PUBLISH_OPTIONS = ['priority', 'routingKey'];
+const MESSAGE_FIELDS = ['groupId', 'event', ...PUBLISH_OPTIONS];
 const CLAIM_OPTIONS = ['visibility', 'minPriority', 'routingKeys'];
 const NACK_OPTIONS = ['delay'];
 const DEFAULT_VISIBILITY = 30;
+
+/** The calls that don't read the clock. */
+const PUBLISHING = new Set(['publish', 'publishMany']);
 
 const PRIVATE = Symbol('harel-transport constructor');
 
@@ -393,16 +429,25 @@ class Transport {
   /** Appends `event` (an object, serialized with JSON.stringify, or a JSON text) to the group's FIFO. */
   publish(groupId, event, options = {}) {
     return this.#call('publish', () => {
-      const o = checkOptions('options', options, PUBLISH_OPTIONS);
-      const args = [
-        checkString('groupId', groupId),
-        eventText(event),
-        checkInteger('priority', o.priority === undefined ? 0 : o.priority),
-        checkString('routingKey', o.routingKey, { nullable: true }),
-      ];
+      const m = messageStruct('', groupId, event, checkOptions('options', options, PUBLISH_OPTIONS));
       return async (f, handle) => {
-        const status = await callAsync(f.publish, [handle, ...args]);
+        const status = await callAsync(f.publish, [handle, m.group_id, m.event_json, m.priority, m.routing_key]);
         if (status !== STATUS.HAREL_OK) throw this.#failure(status, 'publish');
+      };
+    });
+  }
+
+  /**
+   * Appends `messages` ({ groupId, event, priority?, routingKey? } each, as publish takes
+   * them) in order, in one transaction: all of them or none, with one commit for the batch.
+   */
+  publishMany(messages) {
+    return this.#call('publishMany', () => {
+      if (!Array.isArray(messages)) throw argumentError(`messages must be an array, got ${describe(messages)}`);
+      const structs = messages.map(batchElement);
+      return async (f, handle) => {
+        const status = await callAsync(f.publishMany, [handle, structs.length ? structs : null, structs.length]);
+        if (status !== STATUS.HAREL_OK) throw this.#failure(status, 'publishMany');
       };
     });
   }
@@ -501,8 +546,8 @@ class Transport {
     const f = load();
     const result = this.#tail.then(() => {
       // "now" for the library: read from the JS clock here, on the main thread, just
-      // before the call (publish doesn't ask for the time).
-      if (this.#clock && what !== 'publish') this.#clock.tick();
+      // before the call (publishing doesn't ask for the time).
+      if (this.#clock && !PUBLISHING.has(what)) this.#clock.tick();
       return run(f, this.#handle);
     });
     this.#tail = result.then(noop, noop);

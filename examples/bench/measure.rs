@@ -10,6 +10,12 @@ use crate::states::{event_json, group_id, Expect};
 
 pub trait Queue {
     fn publish(&mut self, group_id: &str, event_json: &str) -> Result<(), String>;
+    /// Publishes `messages` (group, event) in order. By default one `publish` each (the
+    /// raw SPEC loop has no batch); ours overrides it with `Transport::publish_many` (one
+    /// transaction).
+    fn publish_many(&mut self, messages: &[(String, String)]) -> Result<(), String> {
+        messages.iter().try_for_each(|(g, e)| self.publish(g, e))
+    }
     fn claim(
         &mut self,
         worker_id: &str,
@@ -167,22 +173,26 @@ pub fn interleave(mut jobs: Vec<Result<Box<dyn Job>, String>>, budget: Duration)
         .collect()
 }
 
-/// Publishes `n` messages round-robin over `groups` groups (as many as the time allows).
+/// Publishes `n` messages round-robin over `groups` groups (as many as the time allows),
+/// `batch` at a time: one `publish` each when `batch` is 1, `publish_many` otherwise. One
+/// op is one message.
 pub struct PublishJob {
     q: Box<dyn Queue>,
     work: Vec<(String, String)>,
+    batch: usize,
     next: usize,
     secs: f64,
 }
 
 impl PublishJob {
-    pub fn new(q: Box<dyn Queue>, n: usize, groups: usize) -> Self {
+    pub fn new(q: Box<dyn Queue>, n: usize, groups: usize, batch: usize) -> Self {
         let work = (0..n)
             .map(|i| (group_id(i % groups), event_json(i)))
             .collect();
         PublishJob {
             q,
             work,
+            batch,
             next: 0,
             secs: 0.0,
         }
@@ -193,9 +203,12 @@ impl Job for PublishJob {
     fn round(&mut self, slice: Duration) -> Result<(), String> {
         let started = Instant::now();
         while self.next < self.work.len() {
-            let (g, e) = &self.work[self.next];
-            self.q.publish(g, e)?;
-            self.next += 1;
+            let end = (self.next + self.batch).min(self.work.len());
+            match &self.work[self.next..end] {
+                [(g, e)] => self.q.publish(g, e)?,
+                chunk => self.q.publish_many(chunk)?,
+            }
+            self.next = end;
             if started.elapsed() > slice {
                 break;
             }

@@ -1,6 +1,6 @@
 //! Our library, through its public blocking API (`harel_transport::Transport`).
 
-use harel_transport::{Lease, Options, Synchronous, Transport};
+use harel_transport::{Lease, Message, Options, Synchronous, Transport};
 
 use crate::measure::Queue;
 
@@ -24,6 +24,19 @@ fn err(e: harel_transport::Error) -> String {
 impl Queue for Ours {
     fn publish(&mut self, group_id: &str, event_json: &str) -> Result<(), String> {
         self.0.publish(group_id, event_json, 0, None).map_err(err)
+    }
+
+    fn publish_many(&mut self, messages: &[(String, String)]) -> Result<(), String> {
+        let batch: Vec<Message> = messages
+            .iter()
+            .map(|(g, e)| Message {
+                group_id: g,
+                event_json: e,
+                priority: 0,
+                routing_key: None,
+            })
+            .collect();
+        self.0.publish_many(&batch).map_err(err)
     }
 
     fn claim(

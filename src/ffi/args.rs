@@ -48,20 +48,27 @@ pub unsafe fn optional_string<'a>(ptr: *const c_char, name: &str) -> Result<Opti
     }
 }
 
-/// An array of `n` strings; NULL with `n` 0 is the empty array, NULL with `n` > 0 is an
-/// error, and so is a NULL element.
+/// An array of `n` values; NULL with `n` 0 is the empty array, NULL with `n` > 0 is an
+/// error.
 ///
 /// # Safety
-/// `ptr` is NULL or points to `n` pointers, each NULL or a NUL-terminated string.
-pub unsafe fn strings<'a>(ptr: *const *const c_char, n: usize, name: &str) -> Result<Vec<&'a str>> {
+/// `ptr` is NULL or points to `n` live values of `T` for the duration of the call.
+pub unsafe fn slice<'a, T>(ptr: *const T, n: usize, name: &str) -> Result<&'a [T]> {
     if n == 0 {
-        return Ok(Vec::new());
+        return Ok(&[]);
     }
     if ptr.is_null() {
         return Err(Error::Argument(format!("{name} is NULL but its count is {n}")));
     }
-    let elements = unsafe { std::slice::from_raw_parts(ptr, n) };
-    elements
+    Ok(unsafe { std::slice::from_raw_parts(ptr, n) })
+}
+
+/// An array of `n` strings, as [`slice`]; a NULL element is an error.
+///
+/// # Safety
+/// `ptr` is NULL or points to `n` pointers, each NULL or a NUL-terminated string.
+pub unsafe fn strings<'a>(ptr: *const *const c_char, n: usize, name: &str) -> Result<Vec<&'a str>> {
+    unsafe { slice(ptr, n, name) }?
         .iter()
         .enumerate()
         .map(|(i, &p)| unsafe { string(p, &format!("{name}[{i}]")) })

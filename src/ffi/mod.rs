@@ -14,6 +14,7 @@
 mod args;
 mod error;
 mod lease;
+mod message;
 mod options;
 mod schema;
 mod status;
@@ -21,6 +22,7 @@ mod transport;
 
 pub use error::harel_last_error;
 pub use lease::{harel_lease, harel_lease_free};
+pub use message::harel_message;
 pub use options::*;
 pub use schema::*;
 pub use status::{harel_status, harel_status_name};

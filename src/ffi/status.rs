@@ -14,7 +14,8 @@ pub enum harel_status {
     HAREL_EMPTY = 1,
     /// A bad argument: NULL, invalid UTF-8, event not JSON, bad prefix, priority outside
     /// 0..4, visibility <= 0, delay < 0, a non-finite number, an empty group or worker id,
-    /// the reserved worker id "__parked__", routing_keys NULL with n > 0. Nothing changed.
+    /// the reserved worker id "__parked__", routing_keys or messages NULL with n > 0.
+    /// Nothing changed.
     HAREL_ERR_ARGUMENT = -1,
     /// The database failed: I/O, corrupt or not a database, schema missing with
     /// create_schema off, any other SQL error.

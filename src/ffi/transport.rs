@@ -8,6 +8,7 @@ use super::args;
 use super::error;
 use super::{boundary, boundary_value};
 use super::lease::harel_lease;
+use super::message::{self, harel_message};
 use super::options::harel_options;
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
 use crate::options::Options;
@@ -99,6 +100,38 @@ pub extern "C" fn harel_transport_publish(
             )
         };
         t.publish(group_id, event_json, priority, routing_key)?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// Appends `n_messages` messages, in array order, in one transaction: all of them (and
+/// the groups they create) or none. One commit for the batch: at synchronous FULL one
+/// fsync instead of one per message. Each element holds what `harel_transport_publish`
+/// takes, under the same rules; within a group the messages keep their order in the
+/// array, and the first message into a group (in this batch or before it) fixes its
+/// priority and routing key. Every message is checked before anything is written: one bad
+/// message rejects the whole batch, and the error message names it by index
+/// ("messages[3].event_json is not valid JSON: ...").
+///
+/// `messages` may be NULL only when `n_messages` is 0; an empty batch returns HAREL_OK and
+/// writes nothing. The strings are copied; the array is only read during the call and
+/// stays the caller's.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL; messages NULL with n_messages > 0; in any
+/// element: group_id or event_json NULL, a string not UTF-8, group_id or routing_key
+/// empty, event_json not JSON, priority outside 0..4; nothing was written);
+/// HAREL_ERR_BUSY (nothing was written); HAREL_ERR_DATABASE (the batch was rolled back:
+/// nothing was written); HAREL_ERR_CONNECT (a libSQL server could not be reached or did
+/// not answer; if it was the commit that got no answer, the batch may have been applied).
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_many(
+    t: *mut harel_transport,
+    messages: *const harel_message,
+    n_messages: usize,
+) -> harel_status {
+    on_handle(t, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        t.publish_many(&unsafe { message::batch(messages, n_messages) }?)?;
         Ok(HAREL_OK)
     })
 }

@@ -1,9 +1,9 @@
 /*
  * header_check.c: harel_transport.h compiles cleanly, alone, as C99 and as C++ (`make
  * test-c` builds this file both ways with -Wall -Wextra -Werror -pedantic), and declares
- * exactly the signatures of ABI.md: each function is assigned to a pointer of the type
- * ABI.md gives it, which fails to compile if the header disagrees. Linked and run, it
- * also shows every function is exported by the library.
+ * exactly the signatures of ABI.md and of the functions the library adds: each function is
+ * assigned to a pointer of the type given for it, which fails to compile if the header
+ * disagrees. Linked and run, it also shows every function is exported by the library.
  */
 #include "harel_transport.h"
 
@@ -35,6 +35,8 @@ int main(void) {
       harel_transport_open;
   harel_status (*publish)(harel_transport *, const char *, const char *, int32_t,
                           const char *) = harel_transport_publish;
+  harel_status (*publish_many)(harel_transport *, const harel_message *, size_t) =
+      harel_transport_publish_many;
   harel_status (*claim)(harel_transport *, const char *, double, int32_t,
                         const char *const *, size_t, harel_lease **) = harel_transport_claim;
   harel_status (*ack)(harel_transport *, const harel_lease *) = harel_transport_ack;
@@ -50,6 +52,10 @@ int main(void) {
   int64_t *seq = &lease.seq;
   char **strings[3] = {&lease.group_id, &lease.event, &lease.worker_id};
   double *lock_expiry = &lease.lock_expiry;
+  /* the message's fields, by name and type */
+  harel_message message = {"g", "{}", 0, NULL};
+  const char **message_strings[3] = {&message.group_id, &message.event_json, &message.routing_key};
+  int32_t *message_priority = &message.priority;
   harel_status statuses[] = {HAREL_OK,         HAREL_EMPTY,          HAREL_ERR_ARGUMENT,
                              HAREL_ERR_DATABASE, HAREL_ERR_BUSY,     HAREL_ERR_LEASE_LOST,
                              HAREL_ERR_CONNECT, HAREL_ERR_PANIC};
@@ -58,10 +64,10 @@ int main(void) {
   int all = version && status_name && last_error && string_free && options_new &&
             set_prefix && set_create_schema && set_sync_url && set_auth_token &&
             set_sync_interval && set_busy_timeout && set_synchronous_full && set_clock &&
-            options_free && transport_open && publish && claim && ack && nack &&
-            transport_close && transport_last_error && lease_free && schema_sql &&
-            schema_upgrade_sql && seq && strings[2] && lock_expiry && statuses[7] == -99 &&
-            limits;
+            options_free && transport_open && publish && publish_many && claim && ack &&
+            nack && transport_close && transport_last_error && lease_free && schema_sql &&
+            schema_upgrade_sql && seq && strings[2] && lock_expiry && message_strings[2] &&
+            message_priority && statuses[7] == -99 && limits;
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus
          "C++",

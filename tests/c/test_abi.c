@@ -1225,6 +1225,90 @@ static void ack_and_claim_rejected_changes_nothing(void) {
   REJECTS_ARG(harel_transport_ack_and_claim(fx.t, fx.held, "w", VIS, 0, NULL, 0, NULL), "out");
 }
 
+/* ---------------------------------------------------------------------------------------
+ * publish_many: a batch in one transaction, all or nothing.
+ */
+
+static void publish_many_in_batch_order_across_groups(void) {
+  double now = T0;
+  harel_transport *t = open_at(":memory:", &now, NULL);
+  const harel_message batch[] = {
+      {"a", "\"a1\"", 0, NULL}, {"b", "\"b1\"", 0, NULL}, {"a", "\"a2\"", 0, NULL},
+      {"c", "\"c1\"", 0, NULL}, {"b", "\"b2\"", 0, NULL}, {"a", "\"a3\"", 0, NULL},
+  };
+  /* new groups by arrival, then round robin; within each group the batch's order */
+  const char *const order[][2] = {{"a", "\"a1\""}, {"b", "\"b1\""}, {"c", "\"c1\""},
+                                  {"a", "\"a2\""}, {"b", "\"b2\""}, {"a", "\"a3\""}};
+  size_t i;
+  EXPECT_STATUS(harel_transport_publish_many(t, batch, 6), HAREL_OK);
+  for (i = 0; i < 6; i++) {
+    ACK(t, CLAIM(t, "w", order[i][0], order[i][1]));
+    now += 1.0;
+  }
+  CLAIM_EMPTY(t, "w");
+  close_ok(t);
+}
+
+static void publish_many_first_message_fixes_the_group(void) {
+  double now = T0;
+  harel_transport *t = open_at(":memory:", &now, NULL);
+  const char *const cpu[] = {"cpu"};
+  const char *const gpu[] = {"gpu"};
+  const harel_message batch[] = {{"g", "1", 1, "gpu"}, {"g", "2", 4, "cpu"}, {"h", "3", 3, NULL}};
+  EXPECT_STATUS(harel_transport_publish_many(t, batch, 3), HAREL_OK);
+  CLAIM_EMPTY_WITH(t, "w", 0, cpu, 1);                    /* g's key stayed gpu */
+  ACK(t, CLAIM_WITH(t, "w", 2, NULL, 0, "h", "3"));        /* g's priority stayed 1 */
+  CLAIM_EMPTY_WITH(t, "w", 2, NULL, 0);
+  ACK(t, CLAIM_WITH(t, "w", 1, gpu, 1, "g", "1"));
+  ACK(t, CLAIM_WITH(t, "w", 1, gpu, 1, "g", "2"));
+  close_ok(t);
+}
+
+static void publish_many_empty_batch(void) {
+  double now = T0;
+  harel_transport *t = open_at(":memory:", &now, NULL);
+  const harel_message unused = {"g", "1", 0, NULL};
+  EXPECT_STATUS(harel_transport_publish_many(t, NULL, 0), HAREL_OK);
+  EXPECT_STATUS(harel_transport_publish_many(t, &unused, 0), HAREL_OK);  /* n 0: not read */
+  CLAIM_EMPTY(t, "w");
+  close_ok(t);
+}
+
+/* batch[i] is `good` but for one field; the batch of 3 is rejected naming `parameter`
+ * ("messages[1].group_id"), and the fixture shows nothing of it was stored. */
+#define REJECTS_BATCH_WITH(i, field, value, parameter)                                     \
+  do {                                                                                     \
+    batch[0] = batch[1] = batch[2] = good;                                                 \
+    batch[i].field = (value);                                                              \
+    REJECTS_ARG(harel_transport_publish_many(fx.t, batch, 3), parameter);                   \
+  } while (0)
+
+/* One bad message rejects the whole batch: nothing of it is stored, and the error names
+ * the bad one by its index. */
+static void publish_many_rejects_the_whole_batch(void) {
+  const harel_message good = {"g1", "\"x\"", 2, "k"};
+  harel_message batch[3];
+  size_t i;
+  batch[0] = batch[1] = batch[2] = good;
+  batch[1].group_id = "new";
+  REJECTS_ARG(harel_transport_publish_many(NULL, batch, 3), "t");
+  REJECTS_ARG(harel_transport_publish_many(fx.t, NULL, 3), "messages");
+  REJECTS_BATCH_WITH(1, group_id, NULL, "messages[1].group_id");
+  REJECTS_BATCH_WITH(1, group_id, "", "messages[1].group_id");
+  REJECTS_BATCH_WITH(1, event_json, NULL, "messages[1].event_json");
+  REJECTS_BATCH_WITH(1, event_json, "{\"a\":", "messages[1].event_json");
+  REJECTS_BATCH_WITH(2, event_json, "nope", "messages[2].event_json");
+  REJECTS_BATCH_WITH(1, priority, -1, "messages[1].priority");
+  REJECTS_BATCH_WITH(1, priority, 5, "messages[1].priority");
+  REJECTS_BATCH_WITH(1, routing_key, "", "messages[1].routing_key");
+  REJECTS_BATCH_WITH(0, routing_key, "", "messages[0].routing_key");
+  for (i = 0; i < N_BAD_UTF8; i++) {
+    REJECTS_BATCH_WITH(1, group_id, BAD_UTF8[i], "messages[1].group_id");
+    REJECTS_BATCH_WITH(1, event_json, BAD_UTF8[i], "messages[1].event_json");
+    REJECTS_BATCH_WITH(1, routing_key, BAD_UTF8[i], "messages[1].routing_key");
+  }
+}
+
 /* A clock that returns no time makes claim, ack and nack fail; nothing changes. */
 static harel_status at(fixture *f, double when, harel_status (*call)(fixture *)) {
   harel_status s;
@@ -1378,6 +1462,10 @@ int main(void) {
   RUN(lease_fields);
   RUN(ack_and_claim_in_one_transaction);
   RUN(ack_and_claim_rejected_changes_nothing);
+  RUN(publish_many_in_batch_order_across_groups);
+  RUN(publish_many_first_message_fixes_the_group);
+  RUN(publish_many_empty_batch);
+  RUN(publish_many_rejects_the_whole_batch);
   RUN(ack_removes_the_message_and_ends_the_lease);
   RUN(nack_now_makes_the_message_claimable_at_once);
   RUN(nack_with_delay_parks_and_blocks_the_group);

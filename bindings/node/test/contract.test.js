@@ -165,6 +165,31 @@ test('priority floor and routing keys; the first publish fixes both', async () =
   await t.close();
 });
 
+test('publishMany: one batch, each group in batch order, the first message fixes the group', async () => {
+  const clock = manualClock();
+  const t = await open(clock);
+  const groups = ['a', 'b', 'c'];
+  const batch = [0, 1, 2, 3, 4, 5].map((n) => ({ groupId: groups[n % 3], event: event(n) }));
+  batch[1] = { ...batch[1], priority: 3, routingKey: 'east' };
+  batch[4] = { ...batch[4], priority: 0, routingKey: 'west' }; // b exists: changes nothing
+  await t.publishMany(batch);
+  assert.equal(await t.claim('w', { routingKeys: ['west'] }), null, "b's key stayed east");
+  const b = await t.claim('w', { minPriority: 3, routingKeys: ['east'] });
+  assert.deepEqual([b.groupId, b.event], ['b', event(1)], "b's priority stayed 3");
+  await t.ack(b);
+  clock.advance(1);
+  const order = [];
+  for (let lease = await t.claim('w'); lease !== null; lease = await t.claim('w')) {
+    order.push(lease.event.data.n);
+    await t.ack(lease);
+    clock.advance(1);
+  }
+  assert.deepEqual(order, [0, 2, 4, 3, 5], 'round robin (b was served first): a, c, b, a, c; each in batch order');
+  await t.publishMany([]);
+  assert.equal(await t.claim('w'), null, 'an empty batch publishes nothing');
+  await t.close();
+});
+
 test('ack and nack take any object with seq, groupId and workerId (e.g. a copied lease)', async () => {
   const clock = manualClock();
   const t = await open(clock);

@@ -107,6 +107,36 @@ test('the binding refuses what koffi would silently change', async () => {
   await t.close();
 });
 
+test('publishMany: one bad message rejects the whole batch, naming its index', async () => {
+  const t = await fresh();
+  await t.publish('g', '{}');
+  const good = { groupId: 'g', event: { ok: true } };
+  const cases = [
+    // the library's checks
+    [{ groupId: '', event: '{}' }, /messages\[1\]\.group_id is empty/],
+    [{ groupId: 'new', event: '{oops' }, /messages\[1\]\.event_json is not valid JSON/],
+    [{ groupId: 'new', event: '{}', priority: 5 }, /messages\[1\]\.priority/],
+    [{ groupId: 'new', event: '{}', routingKey: '' }, /messages\[1\]\.routing_key/],
+    // the binding's
+    [{ groupId: 'n\0', event: '{}' }, /messages\[1\]\.groupId must not contain a NUL/],
+    [{ groupId: 'new', event: undefined }, /messages\[1\]\.event can't be turned into JSON/],
+    [{ groupId: 'new', event: '{}', priority: 1.5 }, /messages\[1\]\.priority must be an integer/],
+    [{ groupId: 'new', event: '{}', prio: 1 }, /messages\[1\]: unknown option "prio"/],
+    [null, /messages\[1\] must be an object/],
+    ['{}', /messages\[1\] must be an object/],
+  ];
+  for (const [bad, pattern] of cases) {
+    await rejectsWith(assert, t.publishMany([good, bad, good]), 'HAREL_ERR_ARGUMENT', pattern);
+  }
+  await rejectsWith(assert, t.publishMany(good), 'HAREL_ERR_ARGUMENT', /messages must be an array/);
+  await rejectsWith(assert, t.publishMany(), 'HAREL_ERR_ARGUMENT', /messages must be an array/);
+  const only = await t.claim('w');
+  assert.equal(only.eventJson, '{}');
+  await t.ack(only);
+  assert.equal(await t.claim('w'), null, 'nothing of any rejected batch was stored');
+  await t.close();
+});
+
 test('open: bad options and bad databases', async () => {
   await rejectsWith(assert, Transport.open(box.db(), { prefix: '1abc' }), 'HAREL_ERR_ARGUMENT', /prefix/);
   await rejectsWith(assert, Transport.open(box.db(), { prefix: 'a'.repeat(31) }), 'HAREL_ERR_ARGUMENT', /prefix/);

@@ -14,6 +14,7 @@ import {
   type LeaseRef,
   type OpenOptions,
   type HarelErrorCode,
+  type Message,
 } from 'harel-transport';
 
 interface OrderPlaced {
@@ -33,6 +34,12 @@ async function usage(): Promise<void> {
   const t: Transport = await Transport.open('queue.db', options);
   await t.publish('order-17', { kind: 'order.placed', id: 'e1', data: { total: 12 } });
   await t.publish('order-17', '{"kind":"order.paid"}', { priority: 2, routingKey: 'eu' });
+  const batch: Message[] = [
+    { groupId: 'order-18', event: { kind: 'order.placed', id: 'e2', data: { total: 3 } } },
+    { groupId: 'order-19', event: '{}', priority: 4, routingKey: null },
+  ];
+  await t.publishMany(batch);
+  await t.publishMany([]);
 
   const lease = await t.claim<OrderPlaced>('worker-1', { visibility: 30, minPriority: 0, routingKeys: ['eu'] });
   if (lease !== null) {
@@ -81,6 +88,10 @@ async function usage(): Promise<void> {
   await t.publish('g', {}, { priority: 'high' });
   // @ts-expect-error unknown option
   await t.claim('w', { visiblity: 5 });
+  // @ts-expect-error a message needs a groupId
+  await t.publishMany([{ event: {} }]);
+  // @ts-expect-error publishMany takes an array
+  await t.publishMany({ groupId: 'g', event: {} });
   // @ts-expect-error routingKeys is an array
   await t.claim('w', { routingKeys: 'eu' });
   // @ts-expect-error a lease needs seq, groupId and workerId

@@ -1,0 +1,52 @@
+//! `harel_message`: one message of a batch for `harel_transport_publish_many`, read from C.
+
+use std::ffi::c_char;
+
+use super::args;
+use crate::error::Result;
+use crate::message::Message;
+
+/// One message for `harel_transport_publish_many`: the arguments of
+/// `harel_transport_publish`, as a struct. The caller owns it and its strings; the library
+/// only reads them during the call and copies what it stores.
+#[repr(C)]
+pub struct harel_message {
+    /// The group whose FIFO the message joins: NUL-terminated UTF-8, not empty.
+    pub group_id: *const c_char,
+    /// The event: any valid JSON text, stored byte for byte.
+    pub event_json: *const c_char,
+    /// The group's priority (0..4), if this message creates the group.
+    pub priority: i32,
+    /// The group's routing key (not empty), if this message creates the group; NULL: none.
+    pub routing_key: *const c_char,
+}
+
+impl harel_message {
+    /// The message as the core takes it; errors name the field as `{name}.group_id`.
+    ///
+    /// # Safety
+    /// The string fields are NULL or NUL-terminated strings live as long as `self`.
+    unsafe fn to_message(&self, name: &str) -> Result<Message<'_>> {
+        unsafe {
+            Ok(Message {
+                group_id: args::string(self.group_id, &format!("{name}.group_id"))?,
+                event_json: args::string(self.event_json, &format!("{name}.event_json"))?,
+                priority: self.priority,
+                routing_key: args::optional_string(self.routing_key, &format!("{name}.routing_key"))?,
+            })
+        }
+    }
+}
+
+/// The `n` messages at `ptr`, named `messages[i]` in errors.
+///
+/// # Safety
+/// `ptr` is NULL or points to `n` `harel_message`s whose strings are NULL or
+/// NUL-terminated, all live for the duration of the call.
+pub(crate) unsafe fn batch<'a>(ptr: *const harel_message, n: usize) -> Result<Vec<Message<'a>>> {
+    unsafe { args::slice(ptr, n, "messages") }?
+        .iter()
+        .enumerate()
+        .map(|(i, m)| unsafe { m.to_message(&format!("messages[{i}]")) })
+        .collect()
+}
