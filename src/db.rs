@@ -157,36 +157,60 @@ impl Db {
                 self.stale = true;
             }
         }
-        self.sharing.release();
+        self.sharing.leave();
         outcome
     }
 
     /// Takes the write lock: BEGIN IMMEDIATE, tried again after [`LockWait`]'s pauses while
-    /// the database is busy, and once on a new connection when a server's had gone bad (a
-    /// failed BEGIN has done nothing).
+    /// the database is busy.
     async fn begin_immediate(&mut self) -> Result<()> {
-        let networked = self.mode.is_networked();
-        let mut waiting = if networked { LockWait::server(self.busy_timeout) } else { LockWait::local(self.busy_timeout) };
+        if self.mode.is_networked() {
+            self.begin_on_server().await
+        } else {
+            self.begin_locally().await
+        }
+    }
+
+    /// Local files: our processes' turn first (lock_sharing.rs), then SQLite's lock. The
+    /// engine is synchronous anyway (every libsql call on a local file runs on the calling
+    /// thread), and tokio's timer counts whole milliseconds: the pauses are thread sleeps.
+    async fn begin_locally(&mut self) -> Result<()> {
+        let mut waiting = LockWait::local(self.busy_timeout);
+        while !self.sharing.try_enter() {
+            std::thread::sleep(waiting.next_pause()?);
+        }
+        let begun = loop {
+            match self.execute("BEGIN IMMEDIATE", ()).await {
+                Err(Error::Busy(_)) => match waiting.next_pause() {
+                    Ok(pause) => {
+                        self.sharing.other_program_holds_lock();
+                        std::thread::sleep(pause);
+                    }
+                    Err(e) => break Err(e),
+                },
+                other => break other.map(drop),
+            }
+        };
+        if begun.is_err() {
+            self.sharing.leave();
+        }
+        begun
+    }
+
+    /// A server: BEGIN IMMEDIATE again on SQLITE_BUSY (sqld answers it under write
+    /// contention long before its own lock wait is over), and once on a new connection
+    /// when the server's had gone bad (a failed BEGIN has done nothing).
+    async fn begin_on_server(&mut self) -> Result<()> {
+        let mut waiting = LockWait::server(self.busy_timeout);
         let mut reopened = false;
         loop {
-            self.sharing.wait_for_turn();
             match self.execute("BEGIN IMMEDIATE", ()).await {
-                Err(Error::Busy(_)) if networked => tokio::time::sleep(waiting.next_pause()?).await,
-                // The local engine is synchronous anyway: every libsql call on a local file
-                // already runs on the calling thread (and tokio's timer counts whole ms).
-                Err(Error::Busy(_)) => {
-                    self.sharing.busy();
-                    std::thread::sleep(waiting.next_pause()?)
-                }
-                Ok(_) => {
-                    self.sharing.hold();
-                    return Ok(());
-                }
+                Err(Error::Busy(_)) => tokio::time::sleep(waiting.next_pause()?).await,
                 Err(_) if self.stale && !reopened => {
                     self.reopen()?;
                     reopened = true;
                 }
-                Err(e) => return Err(e),
+                other => return other.map(drop),
             }
         }
     }
@@ -206,7 +230,7 @@ impl Db {
     }
 
     async fn rollback(&mut self) {
-        self.sharing.release();
+        self.sharing.leave();
         // Its own failure ("no transaction is active") only means there is nothing to undo;
         // on a server, one that left the connection unusable marks it stale.
         if let Err(e) = self.conn.execute("ROLLBACK", ()).await {

@@ -401,6 +401,28 @@ fn publish(input: &mut Input, state: &mut State) {
     }
 }
 
+/// A batch of 0..5 messages, any of whose fields may be bad: the whole batch is refused then.
+fn publish_many(input: &mut Input, state: &mut State) {
+    let t = state.handle(input.byte());
+    let n = input.byte() as usize % 6;
+    let fields: Vec<_> =
+        (0..n).map(|_| (input.optional_cstring(), input.optional_cstring(), input.i32(), input.optional_cstring())).collect();
+    let messages: Vec<harel_message> = fields
+        .iter()
+        .map(|(g, e, p, k)| harel_message { group_id: ptr_of(g), event_json: ptr_of(e), priority: *p, routing_key: ptr_of(k) })
+        .collect();
+    let null_array = n > 0 && input.byte() % 16 == 0;
+    let array = if null_array { ptr::null() } else { messages.as_ptr() };
+    let status = harel_transport_publish_many(t, array, n);
+    check_on("publish_many", status, t);
+    let bad = |(g, e, p, k): &(Option<CString>, Option<CString>, i32, Option<CString>)| {
+        bad_string(g) || !is_utf8(e) || (k.is_some() && bad_string(k)) || !(0..=4).contains(p)
+    };
+    if t.is_null() || null_array || fields.iter().any(bad) {
+        expect_argument("publish_many", status);
+    }
+}
+
 fn claim(input: &mut Input, state: &mut State) {
     let t = state.handle(input.byte());
     let worker = input.optional_cstring();
@@ -612,7 +634,8 @@ fn step(input: &mut Input, state: &mut State) {
             let t = if sel % 4 == 3 { ptr::null_mut() } else { state.handles[slot].take().unwrap_or(ptr::null_mut()) };
             check("close", harel_transport_close(t));
         }
-        12 | 13 => publish(input, state),
+        12 => publish(input, state),
+        13 => publish_many(input, state),
         14 | 15 => claim(input, state),
         16 => {
             let nack = input.byte() % 2 == 1;
