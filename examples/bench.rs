@@ -31,7 +31,7 @@
 //!
 //! Usage: bench [--python PATH] [--peers bench/peers.py] [--no-peers] [--no-procs] [--no-server]
 //!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_new_groups", "drain",
-//!                                      "drain_fused", "server", or a claim case's id)
+//!                                      "drain_fused", "procs", "server", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
 //!                                     (one queue, one case, for perf/strace; prints its figure)
@@ -369,7 +369,7 @@ fn run(config: &Config) -> Result<(), String> {
     let mut procs = Vec::new();
     let mut open_race = Value::Null;
     let mut sustained = Value::Null;
-    if config.procs && config.only.is_none() {
+    if config.procs && config.wants("procs") {
         let template = templates.get(Style::Ours, PROCS_BACKLOG)?;
         let path = work.join("procs.db");
         let fresh_wal = |path: &Path| -> Result<(), String> {

@@ -57,7 +57,10 @@ typedef enum harel_status {
    */
   HAREL_ERR_LEASE_LOST = -4,
   /**
-   * sync_url or a server URL: the server can't be reached or refused the token.
+   * sync_url or a server URL: the server can't be reached or refused the token (at
+   * open), or stopped answering mid-call (after the busy timeout + 20 s; if it was the
+   * commit that got no answer, the call may have been applied). The next call opens a
+   * new connection.
    */
   HAREL_ERR_CONNECT = -5,
   /**
@@ -306,7 +309,7 @@ enum harel_status harel_transport_open(const char *database,
  *
  * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t, group_id or event_json NULL; a string not
  * UTF-8; group_id or routing_key empty; event_json not JSON; priority outside 0..4);
- * HAREL_ERR_BUSY; HAREL_ERR_DATABASE.
+ * HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
  */
 enum harel_status harel_transport_publish(struct harel_transport *t,
                                           const char *group_id,
@@ -352,7 +355,7 @@ enum harel_status harel_transport_publish_many(struct harel_transport *t,
  * not UTF-8; worker_id empty or "__parked__"; visibility not finite or <= 0;
  * min_priority outside 0..4; routing_keys NULL with n_routing_keys > 0, or an element
  * NULL or empty; the clock returned a non-finite time); HAREL_ERR_BUSY;
- * HAREL_ERR_DATABASE.
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
  */
 enum harel_status harel_transport_claim(struct harel_transport *t,
                                         const char *worker_id,
@@ -371,7 +374,7 @@ enum harel_status harel_transport_claim(struct harel_transport *t,
  * this worker: acked or nacked already, or its lease lapsed and another worker claimed
  * it; nothing changed); HAREL_ERR_ARGUMENT (t or lease NULL, lease->group_id or
  * lease->worker_id NULL, not UTF-8, empty, or "__parked__"); HAREL_ERR_BUSY;
- * HAREL_ERR_DATABASE.
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
  */
 enum harel_status harel_transport_ack(struct harel_transport *t, const struct harel_lease *lease);
 
@@ -384,7 +387,7 @@ enum harel_status harel_transport_ack(struct harel_transport *t, const struct ha
  *
  * Returns HAREL_OK (acked, and `*out` is the next lease); HAREL_EMPTY (acked, nothing
  * deliverable); HAREL_ERR_LEASE_LOST (not acked, nothing claimed); HAREL_ERR_ARGUMENT
- * (as for ack and claim); HAREL_ERR_BUSY; HAREL_ERR_DATABASE.
+ * (as for ack and claim); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
  */
 enum harel_status harel_transport_ack_and_claim(struct harel_transport *t,
                                                 const struct harel_lease *lease,
@@ -402,7 +405,7 @@ enum harel_status harel_transport_ack_and_claim(struct harel_transport *t,
  *
  * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
  * HAREL_ERR_ARGUMENT (as for ack, or delay not finite or < 0); HAREL_ERR_BUSY;
- * HAREL_ERR_DATABASE.
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
  */
 enum harel_status harel_transport_nack(struct harel_transport *t,
                                        const struct harel_lease *lease,

@@ -24,7 +24,10 @@ pub enum harel_status {
     HAREL_ERR_BUSY = -3,
     /// ack/nack: the message is gone, or leased to another worker. Nothing changed.
     HAREL_ERR_LEASE_LOST = -4,
-    /// sync_url or a server URL: the server can't be reached or refused the token.
+    /// sync_url or a server URL: the server can't be reached or refused the token (at
+    /// open), or stopped answering mid-call (after the busy timeout + 20 s; if it was the
+    /// commit that got no answer, the call may have been applied). The next call opens a
+    /// new connection.
     HAREL_ERR_CONNECT = -5,
     /// A bug, caught at the boundary; close the handle.
     HAREL_ERR_PANIC = -99,

@@ -81,7 +81,7 @@ pub extern "C" fn harel_transport_open(
 ///
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t, group_id or event_json NULL; a string not
 /// UTF-8; group_id or routing_key empty; event_json not JSON; priority outside 0..4);
-/// HAREL_ERR_BUSY; HAREL_ERR_DATABASE.
+/// HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
 #[no_mangle]
 pub extern "C" fn harel_transport_publish(
     t: *mut harel_transport,
@@ -148,7 +148,7 @@ pub extern "C" fn harel_transport_publish_many(
 /// not UTF-8; worker_id empty or "__parked__"; visibility not finite or <= 0;
 /// min_priority outside 0..4; routing_keys NULL with n_routing_keys > 0, or an element
 /// NULL or empty; the clock returned a non-finite time); HAREL_ERR_BUSY;
-/// HAREL_ERR_DATABASE.
+/// HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
 #[no_mangle]
 pub extern "C" fn harel_transport_claim(
     t: *mut harel_transport,
@@ -200,7 +200,7 @@ fn hand_out(out: &mut *mut harel_lease, claimed: Option<crate::Lease>) -> crate:
 /// this worker: acked or nacked already, or its lease lapsed and another worker claimed
 /// it; nothing changed); HAREL_ERR_ARGUMENT (t or lease NULL, lease->group_id or
 /// lease->worker_id NULL, not UTF-8, empty, or "__parked__"); HAREL_ERR_BUSY;
-/// HAREL_ERR_DATABASE.
+/// HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
 #[no_mangle]
 pub extern "C" fn harel_transport_ack(t: *mut harel_transport, lease: *const harel_lease) -> harel_status {
     on_handle(t, |t| {
@@ -219,7 +219,7 @@ pub extern "C" fn harel_transport_ack(t: *mut harel_transport, lease: *const har
 ///
 /// Returns HAREL_OK (acked, and `*out` is the next lease); HAREL_EMPTY (acked, nothing
 /// deliverable); HAREL_ERR_LEASE_LOST (not acked, nothing claimed); HAREL_ERR_ARGUMENT
-/// (as for ack and claim); HAREL_ERR_BUSY; HAREL_ERR_DATABASE.
+/// (as for ack and claim); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
 #[no_mangle]
 pub extern "C" fn harel_transport_ack_and_claim(
     t: *mut harel_transport,
@@ -250,7 +250,7 @@ pub extern "C" fn harel_transport_ack_and_claim(
 ///
 /// Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
 /// HAREL_ERR_ARGUMENT (as for ack, or delay not finite or < 0); HAREL_ERR_BUSY;
-/// HAREL_ERR_DATABASE.
+/// HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
 #[no_mangle]
 pub extern "C" fn harel_transport_nack(
     t: *mut harel_transport,
