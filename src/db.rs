@@ -20,8 +20,8 @@ use libsql::params::IntoParams;
 use libsql::{Connection, Database, Row, Statement};
 
 use crate::connect::{self, Connected, Mode};
-use crate::lock_sharing::LockSharing;
 use crate::error::{is_connection_error, Error, Result};
+use crate::lock_sharing::LockSharing;
 
 /// How long a transaction on a server may take, `BEGIN` to `COMMIT`, beyond the busy
 /// timeout: past it the call fails with `Error::Connect` instead of hanging on a server
