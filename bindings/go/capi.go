@@ -91,6 +91,16 @@ static hgo_result hgo_ack(harel_transport *t, int64_t seq, char *group_id, char 
 	harel_lease lease = { seq, group_id, NULL, worker_id, 0.0 };
 	return hgo_result_of(harel_transport_ack(t, &lease), NULL);
 }
+static hgo_result hgo_ack_and_claim(harel_transport *t, int64_t seq, char *group_id,
+                                    char *lease_worker_id, const char *worker_id,
+                                    double visibility, int32_t min_priority,
+                                    char **routing_keys, size_t n) {
+	harel_lease lease = { seq, group_id, NULL, lease_worker_id, 0.0 };
+	harel_lease *next = NULL;
+	harel_status s = harel_transport_ack_and_claim(t, &lease, worker_id, visibility, min_priority,
+	                                               (const char *const *)routing_keys, n, &next);
+	return hgo_result_of(s, next);
+}
 static hgo_result hgo_nack(harel_transport *t, int64_t seq, char *group_id, char *worker_id,
                            double delay) {
 	harel_lease lease = { seq, group_id, NULL, worker_id, 0.0 };
@@ -330,32 +340,42 @@ func (a *cStrings) message(prefix, groupID string, event []byte, priority int, r
 	return m, err
 }
 
-// claim returns nil, nil when nothing is deliverable (HAREL_EMPTY).
-func (t cTransport) claim(workerID string, visibility time.Duration, minPriority int, routingKeys []string) (*Lease, error) {
-	var strs cStrings
-	defer strs.free()
-	w, err := strs.add("worker_id", workerID)
-	if err != nil {
-		return nil, err
-	}
-	p, err := int32Param("min_priority", minPriority)
-	if err != nil {
-		return nil, err
-	}
+// claimArgs are a claim's arguments as C copies (added to strs, freed with it).
+type claimArgs struct {
+	worker      *C.char
+	visibility  C.double
+	minPriority C.int32_t
 	// A Go array of C pointers: Go memory holding no Go pointers may be passed for the call.
-	var keys []*C.char
+	keys []*C.char
+}
+
+func (strs *cStrings) claimArgs(workerID string, visibility time.Duration, minPriority int, routingKeys []string) (a claimArgs, err error) {
+	if a.worker, err = strs.add("worker_id", workerID); err != nil {
+		return a, err
+	}
+	if a.minPriority, err = int32Param("min_priority", minPriority); err != nil {
+		return a, err
+	}
 	for i, k := range routingKeys {
 		ck, err := strs.add("routing_keys["+strconv.Itoa(i)+"]", k)
 		if err != nil {
-			return nil, err
+			return a, err
 		}
-		keys = append(keys, ck)
+		a.keys = append(a.keys, ck)
 	}
-	var keysPtr **C.char
-	if len(keys) > 0 {
-		keysPtr = &keys[0]
+	a.visibility = seconds(visibility)
+	return a, nil
+}
+
+func (a *claimArgs) keysPtr() **C.char {
+	if len(a.keys) == 0 {
+		return nil
 	}
-	r := C.hgo_claim(t.p, w, seconds(visibility), p, keysPtr, C.size_t(len(keys)))
+	return &a.keys[0]
+}
+
+// claimed copies out and frees the lease a claim returned: nil, nil for HAREL_EMPTY.
+func claimed(r C.hgo_result) (*Lease, error) {
 	if err := check(r); err != nil {
 		return nil, err
 	}
@@ -373,18 +393,50 @@ func (t cTransport) claim(workerID string, visibility time.Duration, minPriority
 	}, nil
 }
 
-// leaseCall runs ack (nack false) or nack on a harel_lease built from l's fields.
-func (t cTransport) leaseCall(l *Lease, nack bool, delay time.Duration) error {
-	if l == nil {
-		return argumentError("lease is nil")
-	}
+// claim returns nil, nil when nothing is deliverable (HAREL_EMPTY).
+func (t cTransport) claim(workerID string, visibility time.Duration, minPriority int, routingKeys []string) (*Lease, error) {
 	var strs cStrings
 	defer strs.free()
-	g, err := strs.add("lease.group_id", l.GroupID)
+	a, err := strs.claimArgs(workerID, visibility, minPriority, routingKeys)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	w, err := strs.add("lease.worker_id", l.WorkerID)
+	return claimed(C.hgo_claim(t.p, a.worker, a.visibility, a.minPriority, a.keysPtr(), C.size_t(len(a.keys))))
+}
+
+// ackAndClaim acks l and claims the next message in one transaction.
+func (t cTransport) ackAndClaim(l *Lease, workerID string, visibility time.Duration, minPriority int, routingKeys []string) (*Lease, error) {
+	var strs cStrings
+	defer strs.free()
+	g, w, err := strs.leaseFields(l)
+	if err != nil {
+		return nil, err
+	}
+	a, err := strs.claimArgs(workerID, visibility, minPriority, routingKeys)
+	if err != nil {
+		return nil, err
+	}
+	return claimed(C.hgo_ack_and_claim(t.p, C.int64_t(l.Seq), g, w, a.worker, a.visibility, a.minPriority,
+		a.keysPtr(), C.size_t(len(a.keys))))
+}
+
+// leaseFields are C copies of the lease fields ack and nack read (seq aside).
+func (strs *cStrings) leaseFields(l *Lease) (groupID, workerID *C.char, err error) {
+	if l == nil {
+		return nil, nil, argumentError("lease is nil")
+	}
+	if groupID, err = strs.add("lease.group_id", l.GroupID); err != nil {
+		return nil, nil, err
+	}
+	workerID, err = strs.add("lease.worker_id", l.WorkerID)
+	return groupID, workerID, err
+}
+
+// leaseCall runs ack (nack false) or nack on a harel_lease built from l's fields.
+func (t cTransport) leaseCall(l *Lease, nack bool, delay time.Duration) error {
+	var strs cStrings
+	defer strs.free()
+	g, w, err := strs.leaseFields(l)
 	if err != nil {
 		return err
 	}

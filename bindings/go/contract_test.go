@@ -271,6 +271,36 @@ func TestPublishManyEmptyDoesNothing(t *testing.T) {
 	claimNone(t, tr, "nothing was published")
 }
 
+func TestAckAndClaimAcksThenLeasesTheNext(t *testing.T) {
+	tr := memory(t, newClock())
+	publish(t, tr, "a", event(1))
+	publish(t, tr, "a", event(2))
+	first := claim(t, tr, "w")
+	next, err := tr.AckAndClaim(first, "w", visibility)
+	if err != nil || next == nil || next.GroupID != "a" || string(next.Event) != string(event(2)) {
+		t.Fatalf("ack_and_claim: %v %+v, want a's second message (a is free once its head is acked)", err, next)
+	}
+	// The claim's options apply; nothing left for them is nil, nil after the ack.
+	publish(t, tr, "k", event(3), harel.WithRoutingKey("key"))
+	publish(t, tr, "other", event(5))
+	keyed, err := tr.AckAndClaim(next, "w", visibility, harel.WithRoutingKeys("key"))
+	if err != nil || keyed == nil || keyed.GroupID != "k" {
+		t.Fatalf("ack_and_claim with a routing key: %v %+v", err, keyed)
+	}
+	last, err := tr.AckAndClaim(keyed, "w", visibility, harel.WithRoutingKeys("key"))
+	if err != nil || last != nil {
+		t.Fatalf("ack_and_claim of the key's last message: %v %+v, want nil, nil", err, last)
+	}
+	// A lost lease: ErrLeaseLost, and nothing is claimed.
+	if lost, err := tr.AckAndClaim(keyed, "w", visibility); !errors.Is(err, harel.ErrLeaseLost) || lost != nil {
+		t.Fatalf("ack_and_claim of an acked lease: %v %+v, want ErrLeaseLost", err, lost)
+	}
+	claim(t, tr, "w") // "other" was not claimed by the failed call
+	if _, err := tr.AckAndClaim(nil, "w", visibility); !errors.Is(err, harel.ErrArgument) {
+		t.Fatalf("ack_and_claim of nil: %v, want ErrArgument", err)
+	}
+}
+
 func TestLostLeases(t *testing.T) {
 	t.Run("lapsed and claimed by another worker", func(t *testing.T) {
 		clock := newClock()

@@ -105,6 +105,28 @@ func ExampleTransport_Claim() {
 	// Output: {"n":1} true <nil>
 }
 
+// A worker loop: each ack and the next claim share one transaction (one commit).
+func ExampleTransport_AckAndClaim() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+	_ = t.Publish("g", json.RawMessage(`{"n":1}`))
+	_ = t.Publish("g", json.RawMessage(`{"n":2}`))
+
+	lease, err := t.Claim("w", time.Minute)
+	for lease != nil && err == nil {
+		fmt.Println(string(lease.Event)) // handle it
+		lease, err = t.AckAndClaim(lease, "w", time.Minute)
+	}
+	fmt.Println(err)
+	// Output:
+	// {"n":1}
+	// {"n":2}
+	// <nil>
+}
+
 // Routing keys send groups to the workers that ask for them; priorities set a floor.
 func ExampleWithRoutingKeys() {
 	t, err := harel.Open(":memory:")

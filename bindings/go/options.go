@@ -81,6 +81,13 @@ func WithRoutingKey(key string) PublishOption {
 // ClaimOption configures one Claim.
 type ClaimOption func(*claimConfig)
 
+func claimOptions(opts []ClaimOption) (cc claimConfig) {
+	for _, opt := range opts {
+		opt(&cc)
+	}
+	return cc
+}
+
 type claimConfig struct {
 	minPriority int
 	routingKeys []string

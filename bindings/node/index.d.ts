@@ -149,6 +149,13 @@ export declare class Transport {
   /** Deletes the leased message. Rejects with HAREL_ERR_LEASE_LOST if it is no longer this worker's. */
   ack(lease: LeaseRef): Promise<void>;
 
+  /**
+   * Acks `lease` and leases the next message to `workerId` in one transaction (one commit
+   * instead of two): the worker loop's fast path. Resolves null when the ack succeeded and
+   * nothing is deliverable; if the ack fails (HAREL_ERR_LEASE_LOST), nothing is claimed.
+   */
+  ackAndClaim<E = unknown>(lease: LeaseRef, workerId: string, options?: ClaimOptions): Promise<Lease<E> | null>;
+
   /** Gives the message back, at once or after `delay` seconds. Same HAREL_ERR_LEASE_LOST rule. */
   nack(lease: LeaseRef, options?: NackOptions): Promise<void>;
 

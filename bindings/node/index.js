@@ -163,6 +163,9 @@ function bind(lib, where) {
       T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)),
     ]),
     ack: fn('harel_transport_ack', status, [T, L]),
+    ackAndClaim: fn('harel_transport_ack_and_claim', status, [
+      T, L, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)),
+    ]),
     nack: fn('harel_transport_nack', status, [T, L, 'double']),
     close: fn('harel_transport_close', status, [T]),
     leaseFree: fn('harel_lease_free', 'void', [L]),
@@ -260,6 +263,18 @@ function batchElement(message, i) {
   }
   const m = checkOptions(name, message, MESSAGE_FIELDS);
   return messageStruct(`${name}.`, m.groupId, m.event, m);
+}
+
+/** A claim's arguments after the handle, checked: worker, visibility, floor, keys, count. */
+function claimArgs(workerId, options) {
+  const o = checkOptions('options', options, CLAIM_OPTIONS);
+  const worker = checkString('workerId', workerId);
+  const visibility = checkNumber('visibility', o.visibility === undefined ? DEFAULT_VISIBILITY : o.visibility);
+  const minPriority = checkInteger('minPriority', o.minPriority === undefined ? 0 : o.minPriority);
+  let keys = o.routingKeys === undefined || o.routingKeys === null ? [] : o.routingKeys;
+  if (!Array.isArray(keys)) throw argumentError(`routingKeys must be an array of strings, got ${describe(keys)}`);
+  keys = keys.map((key, i) => checkString(`routingKeys[${i}]`, key));
+  return [worker, visibility, minPriority, keys.length ? keys : null, keys.length];
 }
 
 function leaseStruct(lease) {
@@ -455,28 +470,36 @@ class Transport {
   /** Leases the next deliverable message to `workerId`; null when there is none. */
   claim(workerId, options = {}) {
     return this.#call('claim', () => {
-      const o = checkOptions('options', options, CLAIM_OPTIONS);
-      const worker = checkString('workerId', workerId);
-      const visibility = checkNumber('visibility', o.visibility === undefined ? DEFAULT_VISIBILITY : o.visibility);
-      const minPriority = checkInteger('minPriority', o.minPriority === undefined ? 0 : o.minPriority);
-      let keys = o.routingKeys === undefined || o.routingKeys === null ? [] : o.routingKeys;
-      if (!Array.isArray(keys)) throw argumentError(`routingKeys must be an array of strings, got ${describe(keys)}`);
-      keys = keys.map((key, i) => checkString(`routingKeys[${i}]`, key));
-      return async (f, handle) => {
-        const out = [null];
-        const status = await callAsync(f.claim, [
-          handle, worker, visibility, minPriority, keys.length ? keys : null, keys.length, out,
-        ]);
-        if (status === STATUS.HAREL_EMPTY) return null;
-        if (status !== STATUS.HAREL_OK) throw this.#failure(status, 'claim');
-        const ptr = out[0];
-        try {
-          return makeLease(koffi.decode(ptr, f.Lease));
-        } finally {
-          f.leaseFree(ptr);
-        }
-      };
+      const args = claimArgs(workerId, options);
+      return async (f, handle) => this.#leaseOf(f, 'claim', f.claim, [handle, ...args]);
     });
+  }
+
+  /**
+   * Acks `lease` and claims the next message for `workerId` in one transaction (one commit
+   * instead of two): the worker loop's fast path. Null when the ack succeeded and nothing
+   * is deliverable; if the ack fails, nothing is claimed.
+   */
+  ackAndClaim(lease, workerId, options = {}) {
+    return this.#call('ackAndClaim', () => {
+      const struct = leaseStruct(lease);
+      const args = claimArgs(workerId, options);
+      return async (f, handle) => this.#leaseOf(f, 'ack_and_claim', f.ackAndClaim, [handle, struct, ...args]);
+    });
+  }
+
+  /** Runs a call that leases a message into its last (out) argument; copies it out and frees it. */
+  async #leaseOf(f, what, call, args) {
+    const out = [null];
+    const status = await callAsync(call, [...args, out]);
+    if (status === STATUS.HAREL_EMPTY) return null;
+    if (status !== STATUS.HAREL_OK) throw this.#failure(status, what);
+    const ptr = out[0];
+    try {
+      return makeLease(koffi.decode(ptr, f.Lease));
+    } finally {
+      f.leaseFree(ptr);
+    }
   }
 
   /** Finishes a lease: deletes its message. HAREL_ERR_LEASE_LOST if it is no longer this worker's. */

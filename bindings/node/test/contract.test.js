@@ -190,6 +190,28 @@ test('publishMany: one batch, each group in batch order, the first message fixes
   await t.close();
 });
 
+test('ackAndClaim acks, then leases the next message by the claim options; a lost lease claims nothing', async () => {
+  const clock = manualClock();
+  const t = await open(clock);
+  await t.publish('a', event(1));
+  await t.publish('a', event(2));
+  const first = await t.claim('w');
+  const next = await t.ackAndClaim(first, 'w');
+  assert.deepEqual([next.groupId, next.event], ['a', event(2)], 'a is free once its head is acked');
+  await t.publish('k', event(3), { routingKey: 'key' });
+  await t.publish('other', event(5));
+  const keyed = await t.ackAndClaim(next, 'w', { routingKeys: ['key'], visibility: 5 });
+  assert.equal(keyed.groupId, 'k');
+  assert.equal(keyed.lockExpiry, clock.now + 5);
+  assert.equal(await t.ackAndClaim(keyed, 'w', { routingKeys: ['key'] }), null, 'acked, and nothing left for the key');
+  await t.publish('b', event(4));
+  await rejectsWith(assert, t.ackAndClaim(keyed, 'w'), 'HAREL_ERR_LEASE_LOST');
+  assert.deepEqual([(await t.claim('w')).groupId, (await t.claim('w')).groupId].sort(), ['b', 'other'], 'the failed call claimed nothing');
+  await rejectsWith(assert, t.ackAndClaim(null, 'w'), 'HAREL_ERR_ARGUMENT', /lease/);
+  await rejectsWith(assert, t.ackAndClaim(first, 'w', { minPriority: 9 }), 'HAREL_ERR_ARGUMENT', /min_priority/);
+  await t.close();
+});
+
 test('ack and nack take any object with seq, groupId and workerId (e.g. a copied lease)', async () => {
   const clock = manualClock();
   const t = await open(clock);

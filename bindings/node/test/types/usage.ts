@@ -60,6 +60,10 @@ async function usage(): Promise<void> {
     await t.nack(ref, { delay: 5 });
   }
   const untyped: Lease | null = await t.claim('worker-2');
+  if (untyped !== null) {
+    const next: Lease<OrderPlaced> | null = await t.ackAndClaim<OrderPlaced>(untyped, 'worker-2', { routingKeys: ['eu'] });
+    void next;
+  }
   const unknownEvent: unknown = untyped?.event;
   void unknownEvent;
 
