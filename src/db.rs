@@ -177,7 +177,13 @@ impl Db {
     async fn begin_locally(&mut self) -> Result<()> {
         let mut waiting = LockWait::local(self.busy_timeout);
         while !self.sharing.try_enter() {
-            std::thread::sleep(waiting.next_pause()?);
+            match waiting.next_pause() {
+                Ok(pause) => std::thread::sleep(self.sharing.pause(pause)),
+                Err(e) => {
+                    self.sharing.leave();
+                    return Err(e);
+                }
+            }
         }
         let begun = loop {
             match self.execute("BEGIN IMMEDIATE", ()).await {

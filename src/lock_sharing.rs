@@ -15,7 +15,13 @@
 //!   clock, which all processes on the machine share: the other program finds the lock
 //!   free at about a fifth of its tries.
 //!
-//! Without other programs this costs three system calls per transaction. When the file
+//! Among ours, a turn goes to whoever polls first after the last one ended, so a process
+//! in a tight loop tends to keep it. A process of ours that has waited [`STARVING`] says so
+//! in the file and tries every [`STARVING_POLL`], and whoever takes the turn instead steps
+//! back for [`GIVE_WAY`]: the longest wait stays in the tens of ms.
+//!
+//! Without other programs and without starving waiters this costs three system calls per
+//! transaction. When the file
 //! cannot be opened or locked (a read-only directory), ours wait on SQLite's lock alone.
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -28,46 +34,85 @@ const PERIOD: Duration = Duration::from_millis(37);
 const QUIET: Duration = Duration::from_millis(8);
 /// How long ours keep the quiet parts after another program was last seen holding the lock.
 const MEMORY: Duration = Duration::from_secs(3);
+/// A process of ours that has waited this long for its turn asks the others to step back.
+const STARVING: Duration = Duration::from_millis(20);
+/// A starving process tries at least this often ...
+const STARVING_POLL: Duration = Duration::from_micros(50);
+/// ... so one that took the turn while another starves need leave it free only this long.
+const GIVE_WAY: Duration = Duration::from_micros(150);
+/// A starving stamp older than this is stale (its waiter rewrites it at every try).
+const STARVING_FRESH: Duration = Duration::from_millis(5);
+
+/// Where the file keeps what: the last time another program was seen holding the lock,
+/// and the last time one of ours was starving (0: nobody).
+const SEEN_AT: u64 = 0;
+const STARVING_AT: u64 = 8;
 
 pub struct LockSharing {
     /// None: no sharing (not a local file, or the file could not be opened or locked).
     file: Option<File>,
     /// Until when this process keeps the quiet parts (what it last read or saw).
     quiet_until: Option<Instant>,
+    /// Since when this process has been waiting for its turn.
+    waiting_since: Option<Instant>,
 }
 
 impl LockSharing {
     /// The sharing file of the database at `path`.
     pub fn open(path: &str) -> LockSharing {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(format!("{path}-harel"));
-        LockSharing { file: file.ok(), quiet_until: None }
+        LockSharing { file: file.ok(), quiet_until: None, waiting_since: None }
     }
 
     /// For databases no other program can reach (in memory) or that ours reach through a
     /// server.
     pub fn off() -> LockSharing {
-        LockSharing { file: None, quiet_until: None }
+        LockSharing { file: None, quiet_until: None, waiting_since: None }
     }
 
     /// Takes our processes' turn at the write lock: false while another of ours has it.
     /// Once taken, keeps the quiet parts if another program was lately seen.
     pub fn try_enter(&mut self) -> bool {
         let Some(file) = &self.file else { return true };
+        let waited = self.waiting_since.get_or_insert_with(Instant::now).elapsed();
         match file.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return false,
+            Err(TryLockError::WouldBlock) => {
+                if waited >= STARVING {
+                    let _ = file.write_at(&wall_clock_nanos().to_le_bytes(), STARVING_AT);
+                }
+                return false;
+            }
             Err(TryLockError::Error(_)) => {
                 // A filesystem without flock: no sharing rather than no queue.
                 self.file = None;
                 return true;
             }
         }
-        let mut stamp = [0u8; 8];
-        if let Ok(8) = file.read_at(&mut stamp, 0) {
-            self.remember(u64::from_le_bytes(stamp));
+        let mut stamps = [0u8; 16];
+        if let Ok(16) = file.read_at(&mut stamps, 0) {
+            let [seen_at, starving_at] = [&stamps[..8], &stamps[8..]].map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+            if waited >= STARVING {
+                // Ours now: the others may stop stepping back.
+                let _ = file.write_at(&0u64.to_le_bytes(), STARVING_AT);
+            } else if starving_at > 0 && age(starving_at) < STARVING_FRESH {
+                let _ = file.unlock();
+                std::thread::sleep(GIVE_WAY);
+                return false;
+            }
+            self.remember(seen_at);
         }
+        self.waiting_since = None;
         self.wait_for_turn();
         true
+    }
+
+    /// The pause before the next try for the turn: `pause`, or shorter while starving.
+    pub fn pause(&self, pause: Duration) -> Duration {
+        match self.waiting_since {
+            Some(since) if since.elapsed() >= STARVING => pause.min(STARVING_POLL),
+            _ => pause,
+        }
     }
 
     /// While this process has the turn and hears "busy": another program holds the lock.
@@ -75,21 +120,22 @@ impl LockSharing {
     pub fn other_program_holds_lock(&mut self) {
         let Some(file) = &self.file else { return };
         let now = wall_clock_nanos();
-        let _ = file.write_at(&now.to_le_bytes(), 0);
+        let _ = file.write_at(&now.to_le_bytes(), SEEN_AT);
         self.remember(now);
         self.wait_for_turn();
     }
 
-    /// At the end of the transaction (committed or rolled back), or of a failed begin.
-    pub fn leave(&self) {
+    /// At the end of the transaction (committed or rolled back), or of a failed begin
+    /// (a turn never had included).
+    pub fn leave(&mut self) {
+        self.waiting_since = None;
         if let Some(file) = &self.file {
             let _ = file.unlock();
         }
     }
 
     fn remember(&mut self, seen_at: u64) {
-        let age = Duration::from_nanos(wall_clock_nanos().saturating_sub(seen_at));
-        self.quiet_until = MEMORY.checked_sub(age).map(|left| Instant::now() + left);
+        self.quiet_until = MEMORY.checked_sub(age(seen_at)).map(|left| Instant::now() + left);
     }
 
     fn wait_for_turn(&self) {
@@ -101,6 +147,11 @@ impl LockSharing {
             std::thread::sleep(QUIET - phase);
         }
     }
+}
+
+/// How long ago a stamp of the file was written.
+fn age(stamp: u64) -> Duration {
+    Duration::from_nanos(wall_clock_nanos().saturating_sub(stamp))
 }
 
 fn wall_clock_nanos() -> u64 {

@@ -399,6 +399,11 @@ fn report(what: &str, o: &Outcome) {
 fn eight_processes_mixing_every_operation_on_one_file_keep_every_guarantee() {
     let o = run(8, None, Duration::from_secs(3));
     report("8 processes", &o);
+    // Turns are shared (src/lock_sharing.rs): nobody is left with a sliver of the work.
+    let mean = o.per_worker.iter().map(|(_, n)| n).sum::<usize>() / o.per_worker.len();
+    for (w, lines) in &o.per_worker {
+        assert!(*lines * 4 >= mean, "worker {w} starved: {lines} operations against a mean of {mean}");
+    }
 }
 
 /// Our processes and harel's Python ones on one file, under every check of `run`. Ours
