@@ -145,7 +145,7 @@ impl Config {
     fn wants(&self, id: &str) -> bool {
         self.only
             .as_ref()
-            .map_or(true, |ids| ids.iter().any(|i| i == id))
+            .is_none_or(|ids| ids.iter().any(|i| i == id))
     }
 }
 
