@@ -30,7 +30,7 @@ fn command(parts: &[&str]) -> Command {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     fs::create_dir_all(DIR)?;
     let db = format!("{DIR}/queue.db");
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", "-harel"] {
         let _ = fs::remove_file(format!("{db}{suffix}"));
     }
     let started = Instant::now();
