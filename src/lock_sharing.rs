@@ -21,8 +21,8 @@
 //! back for [`GIVE_WAY`]: the longest wait stays in the tens of ms.
 //!
 //! Without other programs and without starving waiters this costs three system calls per
-//! transaction. When the file
-//! cannot be opened or locked (a read-only directory), ours wait on SQLite's lock alone.
+//! transaction. When the file cannot be opened or locked (a read-only directory), ours
+//! wait on SQLite's lock alone.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::FileExt;
@@ -70,8 +70,9 @@ impl LockSharing {
         LockSharing { file: None, quiet_until: None, waiting_since: None }
     }
 
-    /// Takes our processes' turn at the write lock: false while another of ours has it.
-    /// Once taken, keeps the quiet parts if another program was lately seen.
+    /// Takes our processes' turn at the write lock: false while another of ours has it, or
+    /// after stepping back for one of ours that starves. Once taken, keeps the quiet parts
+    /// if another program was lately seen.
     pub fn try_enter(&mut self) -> bool {
         let Some(file) = &self.file else { return true };
         let waited = self.waiting_since.get_or_insert_with(Instant::now).elapsed();
@@ -125,8 +126,8 @@ impl LockSharing {
         self.wait_for_turn();
     }
 
-    /// At the end of the transaction (committed or rolled back), or of a failed begin
-    /// (a turn never had included).
+    /// At the end of the transaction (committed or rolled back), or of a begin that failed
+    /// (whether or not it had the turn).
     pub fn leave(&mut self) {
         self.waiting_since = None;
         if let Some(file) = &self.file {
