@@ -72,23 +72,9 @@ pub async fn ack_and_claim(
 
 /// The claim's statements, inside a write transaction.
 async fn claim_within(db: &mut Db, sql: &Sql, c: &Claim<'_>, now: f64) -> Result<Option<Lease>> {
-    // Exactly the statement's parameters: a libSQL server refuses extra ones ("too many
-    // parameters, expected 1 found 2"), where local SQLite lets them pass. The unrouted
-    // claims have min_priority spliced in and take ?1 only.
-    let mut params: Vec<libsql::Value> = vec![now.into()];
-    if c.routing_keys.is_empty() {
-        // ?1 only
-    } else if Sql::routing_keys_as_one_parameter(c.routing_keys.len()) {
-        params.push(c.min_priority.into());
-        params.push(serde_json::to_string(c.routing_keys).unwrap_or_default().into());
-    } else {
-        params.push(c.min_priority.into());
-        params.extend(c.routing_keys.iter().map(|&k| k.into()));
-    }
+    let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
     let head = db
-        .query_one(&sql.claim(c.min_priority, c.routing_keys.len()), params, |row| {
-            Ok((row.get::<i64>(0)?, row.get::<String>(1)?, row.get::<String>(2)?))
-        })
+        .query_one(&claim, params, |row| Ok((row.get::<i64>(0)?, row.get::<String>(1)?, row.get::<String>(2)?)))
         .await?;
     let Some((seq, group_id, event)) = head else { return Ok(None) };
     let lock_expiry = now + c.visibility;

@@ -4,6 +4,10 @@
 //! with the way `queue` stamps `last_claimed_at` they make a claim's cost independent of
 //! the queue's size (see README, "How the claim finds a group").
 
+use std::borrow::Cow;
+
+use libsql::Value;
+
 use crate::validate::MAX_PRIORITY;
 
 /// Above this many routing keys a claim uses one `IN` arm instead of one arm per key
@@ -112,24 +116,25 @@ impl Sql {
         self.pick(arms)
     }
 
-    /// The claim statement. Parameters: ?1 now, ?2 min_priority, then the routing keys
-    /// (?3, ?4, ... one each; or ?3 as a JSON array when there are many).
-    pub fn claim(&self, min_priority: i32, n_routing_keys: usize) -> std::borrow::Cow<'_, str> {
-        if n_routing_keys == 0 {
-            return self.unrouted_claims[min_priority as usize].as_str().into();
+    /// The claim statement and its parameters: ?1 now; with routing keys, ?2 min_priority
+    /// and the keys (?3, ?4, ... one each, or ?3 as a JSON array when there are many).
+    /// Without keys the floor is in the statement. Exactly the parameters it uses: a
+    /// libSQL server refuses extra ones ("too many parameters"), where SQLite lets them pass.
+    pub fn claim(&self, now: f64, min_priority: i32, routing_keys: &[&str]) -> (Cow<'_, str>, Vec<Value>) {
+        if routing_keys.is_empty() {
+            return (self.unrouted_claims[min_priority as usize].as_str().into(), vec![now.into()]);
         }
-        let arms = if n_routing_keys <= MAX_ROUTING_ARMS {
-            (0..n_routing_keys)
+        let mut params = vec![now.into(), min_priority.into()];
+        let arms = if routing_keys.len() <= MAX_ROUTING_ARMS {
+            params.extend(routing_keys.iter().map(|&k| Value::from(k)));
+            (0..routing_keys.len())
                 .map(|i| self.arm(&format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3), "g.last_claimed_at"))
                 .collect()
         } else {
+            params.push(serde_json::to_string(routing_keys).unwrap_or_default().into());
             vec![self.arm("g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2", "g.last_claimed_at")]
         };
-        self.pick(arms).into()
-    }
-
-    pub fn routing_keys_as_one_parameter(n_routing_keys: usize) -> bool {
-        n_routing_keys > MAX_ROUTING_ARMS
+        (self.pick(arms).into(), params)
     }
 
     /// The idempotent statements of a fresh schema: tables, then indexes.
