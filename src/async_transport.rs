@@ -16,16 +16,12 @@ use crate::sql::Sql;
 use crate::validate;
 
 pub struct AsyncTransport {
-    session: Mutex<Session>,
+    /// The connection and the `Database` it came from (a replica's background sync lives
+    /// in it; a server connection that went bad is re-opened from it), one call at a time.
+    db: Mutex<Db>,
     sql: Sql,
     clock: Clock,
     mode: Mode,
-}
-
-struct Session {
-    /// The connection and the `Database` it came from (a replica's background sync lives
-    /// in it; a server connection that went bad is re-opened from it).
-    db: Db,
 }
 
 impl AsyncTransport {
@@ -39,7 +35,7 @@ impl AsyncTransport {
         let sql = Sql::new(&options.prefix);
         schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
         Ok(AsyncTransport {
-            session: Mutex::new(Session { db }),
+            db: Mutex::new(db),
             sql,
             clock: options.clock.clone(),
             mode,
@@ -76,8 +72,8 @@ impl AsyncTransport {
 
     /// The write of `publish` and `publish_many`, arguments already checked.
     async fn append(&self, operation: &str, messages: &[Message<'_>]) -> Result<()> {
-        let mut s = self.session.lock().await;
-        queue::publish_many(&mut s.db, &self.sql, messages).await.map_err(|e| e.during(operation))
+        let mut db = self.db.lock().await;
+        queue::publish_many(&mut db, &self.sql, messages).await.map_err(|e| e.during(operation))
     }
 
     /// Leases the head of the group that has waited longest among those with nothing in
@@ -91,17 +87,17 @@ impl AsyncTransport {
         routing_keys: &[&str],
     ) -> Result<Option<Lease>> {
         validate_claim(worker_id, visibility, min_priority, routing_keys)?;
-        let mut s = self.session.lock().await;
+        let mut db = self.db.lock().await;
         let request = Claim { worker_id, visibility, min_priority, routing_keys };
-        queue::claim(&mut s.db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("claim"))
+        queue::claim(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("claim"))
     }
 
     /// Deletes the leased message (and its group when it was the last). `Error::LeaseLost`
     /// if it is gone or leased to another worker; then nothing changes.
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         validate_lease(lease)?;
-        let mut s = self.session.lock().await;
-        queue::ack(&mut s.db, &self.sql, lease, &|| self.now()).await.map_err(|e| e.during("ack"))
+        let mut db = self.db.lock().await;
+        queue::ack(&mut db, &self.sql, lease, &|| self.now()).await.map_err(|e| e.during("ack"))
     }
 
     /// Acks `lease` and claims the next message for `worker_id`, in one transaction: a
@@ -117,9 +113,9 @@ impl AsyncTransport {
     ) -> Result<Option<Lease>> {
         validate_lease(lease)?;
         validate_claim(worker_id, visibility, min_priority, routing_keys)?;
-        let mut s = self.session.lock().await;
+        let mut db = self.db.lock().await;
         let request = Claim { worker_id, visibility, min_priority, routing_keys };
-        queue::ack_and_claim(&mut s.db, &self.sql, lease, &request, &|| self.now())
+        queue::ack_and_claim(&mut db, &self.sql, lease, &request, &|| self.now())
             .await
             .map_err(|e| e.during("ack_and_claim"))
     }
@@ -129,16 +125,15 @@ impl AsyncTransport {
     pub async fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
         validate_lease(lease)?;
         validate::non_negative_seconds("delay", delay)?;
-        let mut s = self.session.lock().await;
-        queue::nack(&mut s.db, &self.sql, lease, delay, &|| self.now())
+        let mut db = self.db.lock().await;
+        queue::nack(&mut db, &self.sql, lease, delay, &|| self.now())
             .await
             .map_err(|e| e.during("nack"))
     }
 
     /// Closes the connection. Dropping the transport does the same.
     pub async fn close(self) -> Result<()> {
-        let mut s = self.session.into_inner();
-        s.db.close();
+        self.db.into_inner().close();
         Ok(())
     }
 

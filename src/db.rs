@@ -240,9 +240,7 @@ impl Db {
         // Its own failure ("no transaction is active") only means there is nothing to undo;
         // on a server, one that left the connection unusable marks it stale.
         if let Err(e) = self.conn.execute("ROLLBACK", ()).await {
-            if self.mode.is_networked() && is_connection_error(&e) {
-                self.stale = true;
-            }
+            self.failed(e);
         }
     }
 
