@@ -82,10 +82,13 @@ pub fn message(m: &Message) -> Result<()> {
 /// Every message of a batch, before any is written; an error names the message by its
 /// index ("messages[3].event_json is not valid JSON: ...").
 pub fn messages(batch: &[Message]) -> Result<()> {
-    batch
-        .iter()
-        .enumerate()
-        .try_for_each(|(i, m)| message(m).map_err(|e| arg(format!("messages[{i}].{e}"))))
+    batch.iter().enumerate().try_for_each(|(i, m)| message(m).map_err(|e| in_batch(i, e)))
+}
+
+/// An argument error about message `i` of a batch, its field named as `publish` names it:
+/// "messages[3].event_json ...".
+pub fn in_batch(i: usize, e: Error) -> Error {
+    arg(format!("messages[{i}].{e}"))
 }
 
 pub fn routing_keys<S: AsRef<str>>(keys: &[S]) -> Result<()> {

@@ -5,6 +5,7 @@ use std::ffi::c_char;
 use super::args;
 use crate::error::Result;
 use crate::message::Message;
+use crate::validate;
 
 /// One message for `harel_transport_publish_many`: the arguments of
 /// `harel_transport_publish`, as a struct. The caller owns it and its strings; the library
@@ -22,17 +23,17 @@ pub struct harel_message {
 }
 
 impl harel_message {
-    /// The message as the core takes it; errors name the field as `{name}.group_id`.
+    /// The message as the core takes it; errors name the field as `publish` does.
     ///
     /// # Safety
     /// The string fields are NULL or NUL-terminated strings live as long as `self`.
-    unsafe fn to_message(&self, name: &str) -> Result<Message<'_>> {
+    unsafe fn to_message(&self) -> Result<Message<'_>> {
         unsafe {
             Ok(Message {
-                group_id: args::string(self.group_id, &format!("{name}.group_id"))?,
-                event_json: args::string(self.event_json, &format!("{name}.event_json"))?,
+                group_id: args::string(self.group_id, "group_id")?,
+                event_json: args::string(self.event_json, "event_json")?,
                 priority: self.priority,
-                routing_key: args::optional_string(self.routing_key, &format!("{name}.routing_key"))?,
+                routing_key: args::optional_string(self.routing_key, "routing_key")?,
             })
         }
     }
@@ -47,6 +48,6 @@ pub(crate) unsafe fn batch<'a>(ptr: *const harel_message, n: usize) -> Result<Ve
     unsafe { args::slice(ptr, n, "messages") }?
         .iter()
         .enumerate()
-        .map(|(i, m)| unsafe { m.to_message(&format!("messages[{i}]")) })
+        .map(|(i, m)| unsafe { m.to_message() }.map_err(|e| validate::in_batch(i, e)))
         .collect()
 }
