@@ -13,21 +13,19 @@ mod common;
 #[path = "common/sqld.rs"]
 mod sqld;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::drain::{fill, parse_message, GroupLedger, GROUPS, PER_GROUP, TOTAL};
 use common::{expect_success, this_test_binary, TestClock};
 use harel_transport::{Error, Lease, Options, Transport};
 use sqld::{ServerSql, Sqld, StallProxy};
 
 const V: f64 = 30.0;
-const GROUPS: usize = 40;
-const PER_GROUP: usize = 25;
-const TOTAL: usize = GROUPS * PER_GROUP;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -123,39 +121,12 @@ fn event(n: usize) -> String {
     format!(r#"{{"kind":"tick","id":"e{n}","data":{{"n":{n}}}}}"#)
 }
 
-fn group(g: usize) -> String {
-    format!("g{g:02}")
-}
-
-fn message(g: usize, i: usize) -> String {
-    format!(r#"{{"kind":"tick","id":"{g}-{i}","data":{{"g":{g},"i":{i}}}}}"#)
-}
-
-/// `(g, i)` of a message made by `message`, checked against its lease's group.
-fn parse_message(group_id: &str, event: &str) -> (usize, usize) {
-    let v: serde_json::Value = serde_json::from_str(event).unwrap();
-    let (g, i) = (v["data"]["g"].as_u64().unwrap() as usize, v["data"]["i"].as_u64().unwrap() as usize);
-    assert_eq!(group_id, group(g), "the event is its group's");
-    (g, i)
-}
-
 fn nanos() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
 }
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
     t.claim(worker, V, 0, &[]).expect("claim")
-}
-
-/// Publishes `message(g, i)` round by round, so every group's messages are spread out.
-fn fill(t: &Transport, groups: usize, per_group: usize) -> Duration {
-    let started = Instant::now();
-    for i in 0..per_group {
-        for g in 0..groups {
-            t.publish(&group(g), &message(g, i), 0, None).expect("publish");
-        }
-    }
-    started.elapsed()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -420,46 +391,18 @@ fn check_schema(c: &Client) {
 // still: no lease lapses, so every claim's lease must be acked, and a group seen in flight
 // twice, or out of order, is a clash in the queue.
 
-#[derive(Default)]
-struct GroupState {
-    in_flight: Option<i64>,
-    next: usize,
-    last_seq: i64,
-}
-
+/// The groups' ledger (tests/common/drain.rs), with counts and the slowest call.
 #[derive(Default)]
 struct Ledger {
-    groups: Mutex<HashMap<String, GroupState>>,
+    groups: GroupLedger,
     done: AtomicUsize,
     claims: AtomicUsize,
     empty: AtomicUsize,
-    by_worker: Mutex<BTreeMap<String, usize>>,
     /// The slowest claim or ack call.
     slowest: Mutex<Duration>,
 }
 
 impl Ledger {
-    fn claimed(&self, lease: &Lease) {
-        let (_, i) = parse_message(&lease.group_id, &lease.event);
-        let mut groups = self.groups.lock().unwrap();
-        let state = groups.entry(lease.group_id.clone()).or_default();
-        assert_eq!(state.in_flight, None, "{}: seq {} claimed while seq {:?} is in flight", lease.group_id, lease.seq, state.in_flight);
-        assert_eq!(i, state.next, "group {} out of order", lease.group_id);
-        assert!(lease.seq > state.last_seq, "seqs rise within a group");
-        state.in_flight = Some(lease.seq);
-        state.last_seq = lease.seq;
-        self.claims.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn acking(&self, lease: &Lease) {
-        let mut groups = self.groups.lock().unwrap();
-        let state = groups.get_mut(&lease.group_id).unwrap();
-        assert_eq!(state.in_flight, Some(lease.seq));
-        state.in_flight = None;
-        state.next += 1;
-        *self.by_worker.lock().unwrap().entry(lease.worker_id.clone()).or_default() += 1;
-    }
-
     fn finished(&self) -> bool {
         self.done.load(Ordering::SeqCst) >= TOTAL
     }
@@ -477,9 +420,10 @@ fn work(t: &Transport, worker: &str, ledger: &Ledger) {
         ledger.took(started);
         match claimed {
             Some(lease) => {
-                ledger.claimed(&lease);
+                ledger.groups.claimed(&lease);
+                ledger.claims.fetch_add(1, Ordering::SeqCst);
                 std::thread::yield_now();
-                ledger.acking(&lease);
+                ledger.groups.acking(&lease);
                 let started = Instant::now();
                 t.ack(&lease).unwrap_or_else(|e| panic!("{worker}: ack: {e:?}"));
                 ledger.took(started);
@@ -512,9 +456,7 @@ fn eight_threads(via: Via, test: &str) {
     });
     let elapsed = started.elapsed().as_secs_f64();
     assert_eq!(ledger.done.load(Ordering::SeqCst), TOTAL);
-    let groups = ledger.groups.lock().unwrap();
-    assert_eq!(groups.len(), GROUPS);
-    assert!(groups.values().all(|s| s.next == PER_GROUP && s.in_flight.is_none()), "every message of every group, in order");
+    ledger.groups.assert_complete();
     let server_sql = ServerSql::new(&server.url(), server.token());
     assert_eq!(server_sql.count("SELECT count(*) FROM harel_transport_messages"), 0);
     assert_eq!(server_sql.count("SELECT count(*) FROM harel_transport_groups"), 0, "drained groups are dropped");
@@ -529,7 +471,7 @@ fn eight_threads(via: Via, test: &str) {
         (2 * claims + ledger.empty.load(Ordering::SeqCst)) as f64 / elapsed,
         ledger.empty.load(Ordering::SeqCst),
         ledger.slowest.lock().unwrap().as_secs_f64(),
-        ledger.by_worker.lock().unwrap()
+        ledger.groups.by_worker()
     );
 }
 

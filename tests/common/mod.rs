@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use harel_transport::{Options, Transport};
 
+pub mod drain;
+
 /// A clock the test moves by hand: epoch seconds stored as f64 bits.
 #[derive(Clone)]
 pub struct TestClock(Arc<AtomicU64>);
