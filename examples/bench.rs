@@ -4,7 +4,7 @@
 //! On fresh local files (each measurement gets its own copy of a state built in bulk,
 //! see bench/states.rs), single process unless said:
 //! 1. publish rate (N messages over G groups; and the same messages through
-//!    `publish_many`, 100 per call), drain rate (one worker until empty: claim then ack as
+//!    `publish_many`, 100 per call, and from 8 threads sharing one transport), drain rate (one worker until empty: claim then ack as
 //!    two calls; and fused, claim once then `ack_and_claim` per message),
 //!    claim latency at 100 / 10,000 / 100,000 ready groups;
 //! 2. the states that break SPEC.md's claim: 10,000 / 100,000 groups leased or parked
@@ -15,11 +15,12 @@
 //!    worker drains as ours would: claim once, then `ack_and_claim`);
 //! 4. side by side: the raw SPEC loop (bench/raw.rs) at the same synchronous setting,
 //!    and harel 0.9.0's Python LibsqlTransport and SqliteTransport at their own defaults
-//!    (bench/peers.py, run with the venv's python). Neither has a fused ack+claim nor a
-//!    batch publish: the raw loop's `ack_and_claim` is an ack then a claim (two
-//!    transactions) and its `publish_many` one publish per message; the Python peers'
-//!    fused-drain and batched-publish figures are their drain and publish figures (the
-//!    same calls), not measured twice.
+//!    (bench/peers.py, run with the venv's python). Neither has a fused ack+claim, a
+//!    batch publish nor shared commits: the raw loop's `ack_and_claim` is an ack then a
+//!    claim (two transactions), its `publish_many` one publish per message, and its
+//!    threads' publishes one at a time on its connection; the Python peers' fused-drain,
+//!    batched and threaded publish figures are their drain and publish figures (the same
+//!    calls), not measured twice.
 //!
 //! 5. on a libSQL server (bench/server.rs), when sqld is found (`HAREL_SQLD` or PATH):
 //!    publish and an 8-worker drain through a local file, a remote URL and embedded
@@ -30,7 +31,7 @@
 //! followed by an untimed nack(0) that restores the state.
 //!
 //! Usage: bench [--python PATH] [--peers bench/peers.py] [--no-peers] [--no-procs] [--no-server]
-//!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_new_groups", "drain",
+//!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads", "publish_new_groups", "drain",
 //!                                      "drain_fused", "procs", "server", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
@@ -71,6 +72,8 @@ use states::{fresh_copy, remove_db, ClaimCase, State, Style, Templates};
 const PUBLISH: (usize, usize) = (10_000, 1_000);
 /// Part 1's batched publish: the same messages as PUBLISH, `publish_many` this many at a time.
 const PUBLISH_BATCH: usize = 100;
+/// Threads publishing through one transport in the publish_threads row.
+const PUBLISH_THREADS: usize = 8;
 /// The same with every publish creating its group: where the SPEC's second autocommit
 /// statement (INSERT OR IGNORE into groups) writes too, so costs a commit of its own.
 const PUBLISH_NEW_GROUPS: (usize, usize) = (10_000, 10_000);
@@ -196,11 +199,12 @@ fn run(config: &Config) -> Result<(), String> {
     // Parts 1, 2 and 4 (raw loop): per case, ours and the raw loop at both settings,
     // each on its own fresh file, taking turns (see measure::interleave).
     let mut rows = Vec::new();
-    for (id, label, (n, groups), batch) in [
+    for (id, label, (n, groups), batch, threads) in [
         (
             "publish",
             "publish (10,000 msgs over 1,000 groups)",
             PUBLISH,
+            1,
             1,
         ),
         (
@@ -208,11 +212,20 @@ fn run(config: &Config) -> Result<(), String> {
             "publish_many, batches of 100 (peers: publish)",
             PUBLISH,
             PUBLISH_BATCH,
+            1,
+        ),
+        (
+            "publish_threads",
+            "publish from 8 threads, one transport",
+            PUBLISH,
+            1,
+            PUBLISH_THREADS,
         ),
         (
             "publish_new_groups",
             "publish (10,000 msgs, each a new group)",
             PUBLISH_NEW_GROUPS,
+            1,
             1,
         ),
     ] {
@@ -229,6 +242,15 @@ fn run(config: &Config) -> Result<(), String> {
                  Python peers' figures are their publish figures, reused, not measured twice."
             ));
         }
+        if threads > 1 {
+            row.note = Some(format!(
+                "the publish row's messages, published by {threads} threads sharing one \
+                 transport: publishes that arrive while one commits share the next commit. \
+                 The raw SPEC loop has one connection, one publish at a time (threads \
+                 sharing it could do no better). The Python peers' figures are their \
+                 publish figures, reused, not measured twice."
+            ));
+        }
         let figures = side_by_side(
             work,
             None,
@@ -239,6 +261,7 @@ fn run(config: &Config) -> Result<(), String> {
                     n,
                     groups,
                     batch,
+                    threads,
                 )) as Box<dyn Job>)
             },
             RATE_CAP,
@@ -332,9 +355,14 @@ fn run(config: &Config) -> Result<(), String> {
             Ok(results) => {
                 for (p, (_, figures)) in results.figures.into_iter().enumerate() {
                     for (id, f) in figures {
-                        // The peers have no fused ack+claim and no batch publish: their
-                        // drain and publish figures stand for those rows too.
-                        for (from, to) in [("drain", "drain_fused"), ("publish", "publish_many")] {
+                        // The peers have no fused ack+claim, no batch publish and no
+                        // shared commits: their drain and publish figures stand for
+                        // those rows too.
+                        for (from, to) in [
+                            ("drain", "drain_fused"),
+                            ("publish", "publish_many"),
+                            ("publish", "publish_threads"),
+                        ] {
                             if id == from {
                                 if let Some(row) = rows.iter_mut().find(|r| r.id == to) {
                                     row.py[p] = f.clone();
@@ -438,6 +466,7 @@ fn run(config: &Config) -> Result<(), String> {
         "config": {
             "publish": {"messages": PUBLISH.0, "groups": PUBLISH.1},
             "publish_many": {"messages": PUBLISH.0, "groups": PUBLISH.1, "batch": PUBLISH_BATCH},
+            "publish_threads": {"messages": PUBLISH.0, "groups": PUBLISH.1, "threads": PUBLISH_THREADS},
             "publish_new_groups": {"messages": PUBLISH_NEW_GROUPS.0, "groups": PUBLISH_NEW_GROUPS.1},
             "drain": {"messages": 10_000, "groups": 1_000},
             "rate_cap_s": RATE_CAP.as_secs_f64(),
@@ -481,12 +510,15 @@ fn profile(args: &[String]) -> i32 {
     let p = path.to_str().unwrap_or_default().to_owned();
     let job: Result<Box<dyn Job>, String> = match id.as_str() {
         "publish" => new_file(imp, sync, &p)
-            .map(|q| Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, 1)) as Box<dyn Job>),
+            .map(|q| Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, 1, 1)) as Box<dyn Job>),
+        "publish_threads" => new_file(imp, sync, &p).map(|q| {
+            Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, 1, PUBLISH_THREADS)) as Box<dyn Job>
+        }),
         "publish_many" => new_file(imp, sync, &p).map(|q| {
-            Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, PUBLISH_BATCH)) as Box<dyn Job>
+            Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, PUBLISH_BATCH, 1)) as Box<dyn Job>
         }),
         "publish_new_groups" => new_file(imp, sync, &p)
-            .map(|q| Box::new(PublishJob::new(q, 1_000_000, 1_000_000, 1)) as Box<dyn Job>),
+            .map(|q| Box::new(PublishJob::new(q, 1_000_000, 1_000_000, 1, 1)) as Box<dyn Job>),
         "drain" | "drain_fused" => templates
             .get(style, PROCS_BACKLOG)
             .and_then(|t| fresh_copy(&t, &path))

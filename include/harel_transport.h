@@ -9,7 +9,9 @@
  * - Strings in are NUL-terminated UTF-8; they are copied, never kept.
  * - What the library hands out is freed by its own function (harel_lease_free,
  *   harel_string_free, harel_options_free, harel_transport_close); each accepts NULL.
- * - A handle may be used from several threads; its calls run one at a time.
+ * - A handle may be used from several threads; its calls run one at a time, except that
+ *   publishes arriving while another commits share the next commit (each call still
+ *   gets its own status).
  * - Times are seconds as double: epoch seconds for instants, seconds for durations.
  *
  * Link with: pkg-config --cflags --libs harel_transport
@@ -79,8 +81,12 @@ typedef struct harel_options harel_options;
 /**
  * An open queue (opaque). Made by `harel_transport_open`, freed by
  * `harel_transport_close`. One handle may be used from several threads at once; its
- * calls run one at a time. For parallel work open one handle per thread or process on
- * the same database. Never close a handle while another thread is using it.
+ * calls run one at a time, except that publishes (`harel_transport_publish`,
+ * `harel_transport_publish_many`) made from several threads while one of them commits
+ * are written together in the next transaction: one commit (one fsync at synchronous
+ * FULL) for all of them, each call still returning its own status, and each returning
+ * only once its messages are committed. To claim in parallel open one handle per thread
+ * or process on the same database. Never close a handle while another thread is using it.
  */
 typedef struct harel_transport harel_transport;
 

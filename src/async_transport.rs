@@ -58,7 +58,7 @@ impl AsyncTransport {
     ) -> Result<()> {
         let message = Message { group_id, event_json, priority, routing_key };
         validate::message(&message)?;
-        self.append("publish", std::slice::from_ref(&message)).await
+        self.append(std::slice::from_ref(&message)).await.map_err(|e| e.during("publish"))
     }
 
     /// Appends `messages` in order (within a group, FIFO order is the batch's order), each
@@ -67,13 +67,14 @@ impl AsyncTransport {
     /// names the bad one by index (`messages[3].event_json ...`). An empty batch does nothing.
     pub async fn publish_many(&self, messages: &[Message<'_>]) -> Result<()> {
         validate::messages(messages)?;
-        self.append("publish_many", messages).await
+        self.append(messages).await.map_err(|e| e.during("publish_many"))
     }
 
-    /// The write of `publish` and `publish_many`, arguments already checked.
-    async fn append(&self, operation: &str, messages: &[Message<'_>]) -> Result<()> {
+    /// The write of `publish` and `publish_many` (and of the blocking face's group
+    /// commits), arguments already checked.
+    pub(crate) async fn append(&self, messages: &[Message<'_>]) -> Result<()> {
         let mut db = self.db.lock().await;
-        queue::publish_many(&mut db, &self.sql, messages).await.map_err(|e| e.during(operation))
+        queue::publish_many(&mut db, &self.sql, messages).await
     }
 
     /// Leases the head of the group that has waited longest among those with nothing in

@@ -14,6 +14,7 @@ mod connect;
 mod db;
 mod error;
 pub mod ffi;
+mod group_commit;
 mod lease;
 mod lock_sharing;
 mod message;

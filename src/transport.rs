@@ -1,21 +1,24 @@
 //! The blocking face, for threads and the C ABI: each call drives the async
 //! implementation to completion on a runtime owned by the transport. It is `Send + Sync`;
 //! calls on one value run one at a time. Do not call it from async code (use
-//! `AsyncTransport` there).
+//! `AsyncTransport` there). Its publishes group their commits (group_commit.rs).
 
 use tokio::runtime::{Builder, Runtime};
 
 use crate::async_transport::AsyncTransport;
 use crate::connect::Mode;
 use crate::error::{Error, Result};
+use crate::group_commit::GroupCommit;
 use crate::lease::Lease;
 use crate::message::Message;
 use crate::options::Options;
+use crate::validate;
 
 pub struct Transport {
     /// Always `Some` until `close` or drop takes it.
     inner: Option<AsyncTransport>,
     runtime: Runtime,
+    commits: GroupCommit,
 }
 
 impl Transport {
@@ -23,7 +26,7 @@ impl Transport {
     pub fn open(database: &str, options: &Options) -> Result<Transport> {
         let runtime = runtime_for(Mode::of(database, options))?;
         let inner = runtime.block_on(AsyncTransport::open(database, options))?;
-        Ok(Transport { inner: Some(inner), runtime })
+        Ok(Transport { inner: Some(inner), runtime, commits: GroupCommit::default() })
     }
 
     fn inner(&self) -> &AsyncTransport {
@@ -34,14 +37,26 @@ impl Transport {
         self.inner().mode()
     }
 
-    /// See [`AsyncTransport::publish`].
+    /// See [`AsyncTransport::publish`]. Publishes from several threads share commits
+    /// (see group_commit.rs).
     pub fn publish(&self, group_id: &str, event_json: &str, priority: i32, routing_key: Option<&str>) -> Result<()> {
-        self.runtime.block_on(self.inner().publish(group_id, event_json, priority, routing_key))
+        let message = Message { group_id, event_json, priority, routing_key };
+        validate::message(&message)?;
+        self.append(std::slice::from_ref(&message)).map_err(|e| e.during("publish"))
     }
 
-    /// See [`AsyncTransport::publish_many`].
+    /// See [`AsyncTransport::publish_many`]. Shares commits as `publish` does; the batch
+    /// stays all or none.
     pub fn publish_many(&self, messages: &[Message<'_>]) -> Result<()> {
-        self.runtime.block_on(self.inner().publish_many(messages))
+        validate::messages(messages)?;
+        if messages.is_empty() {
+            return Ok(());
+        }
+        self.append(messages).map_err(|e| e.during("publish_many"))
+    }
+
+    fn append(&self, messages: &[Message<'_>]) -> Result<()> {
+        self.commits.publish(messages, &|batch| self.runtime.block_on(self.inner().append(batch)))
     }
 
     /// See [`AsyncTransport::claim`].

@@ -1,6 +1,7 @@
 //! Many workers in one process draining one file: every message handled exactly once, in
 //! FIFO order within its group, and never two messages of one group in flight at once.
 //! The clock stands still, so no lease ever lapses and every claim's lease must be acked.
+//! Also: many threads publishing through one transport.
 
 mod common;
 
@@ -9,7 +10,7 @@ use std::sync::Arc;
 
 use common::drain::{fill, group, message, GroupLedger, GROUPS, PER_GROUP, TOTAL};
 use common::{file, temp_db, Raw, TestClock};
-use harel_transport::{AsyncTransport, Synchronous, Transport};
+use harel_transport::{AsyncTransport, Message, Synchronous, Transport};
 
 const V: f64 = 30.0;
 
@@ -76,6 +77,48 @@ fn eight_threads_share_one_transport() {
     for w in workers {
         w.join().expect("a worker thread failed");
     }
+    ledger.check_complete(&path);
+}
+
+/// Publishes from 8 threads on one transport share commits (group_commit.rs): each
+/// thread publishes its own 5 groups' messages in order, one at a time and in batches;
+/// every message must land once, each group in its order.
+#[test]
+fn eight_threads_publish_through_one_transport() {
+    let (_dir, path) = temp_db();
+    let clock = TestClock::at(1000.0);
+    let t = Transport::open(&path, &options(&clock)).unwrap();
+    const THREADS: usize = 8;
+    std::thread::scope(|s| {
+        for k in 0..THREADS {
+            let t = &t;
+            s.spawn(move || {
+                let mine: Vec<usize> = (k..GROUPS).step_by(THREADS).collect();
+                for i in 0..PER_GROUP {
+                    let round: Vec<(String, String)> = mine.iter().map(|&g| (group(g), message(g, i))).collect();
+                    if i % 2 == 0 {
+                        for (g, m) in &round {
+                            t.publish(g, m, 0, None).expect("publish");
+                        }
+                    } else {
+                        let batch: Vec<Message> = round
+                            .iter()
+                            .map(|(g, m)| Message { group_id: g, event_json: m, priority: 0, routing_key: None })
+                            .collect();
+                        t.publish_many(&batch).expect("publish_many");
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(Raw::open(&path).count("SELECT count(*) FROM harel_transport_messages"), TOTAL as i64);
+    let ledger = Ledger::default();
+    std::thread::scope(|s| {
+        for n in 0..4 {
+            let (t, ledger) = (&t, &ledger);
+            s.spawn(move || work(t, &format!("w{n}"), ledger));
+        }
+    });
     ledger.check_complete(&path);
 }
 

@@ -2,7 +2,8 @@ package harel_test
 
 // Many goroutines draining one file: every message handled exactly once, in FIFO order
 // within its group, and never two messages of one group in flight at once. The clock
-// stands still, so no lease lapses and every claimed lease must ack.
+// stands still, so no lease lapses and every claimed lease must ack. Also: many
+// goroutines publishing through one Transport.
 
 import (
 	"encoding/json"
@@ -182,5 +183,31 @@ func TestSixteenGoroutinesWithATransportEach(t *testing.T) {
 	path, clock := tempDB(t), newClock()
 	fill(t, open(t, path, fileOptions(clock)...))
 	l := drain(t, func(int) *harel.Transport { return open(t, path, fileOptions(clock)...) })
+	l.check(t, path)
+}
+
+// Publishes from many goroutines share commits (the library's group commit): each
+// goroutine publishes its own groups' messages in order; every message must come out
+// once, each group in its order.
+func TestSixteenGoroutinesPublishThroughOneTransport(t *testing.T) {
+	path, clock := tempDB(t), newClock()
+	tr := open(t, path, fileOptions(clock)...)
+	var wg sync.WaitGroup
+	for k := 0; k < workers; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perGroup; i++ {
+				for g := k; g < groups; g += workers {
+					if err := tr.Publish(groupName(g), message(g, i)); err != nil {
+						t.Errorf("publish %s #%d: %v", groupName(g), i, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	l := drain(t, func(int) *harel.Transport { return tr })
 	l.check(t, path)
 }

@@ -26,9 +26,13 @@
 //
 // # Concurrency
 //
-// A [Transport] is safe for concurrent use; the library runs its calls one at a time. For
-// parallel work open one Transport per goroutine or process on the same file. Close waits
-// for the calls in flight; afterwards every method returns ErrClosed.
+// A [Transport] is safe for concurrent use; the library runs its calls one at a time,
+// except that publishes from several goroutines share commits: those that arrive while
+// one commits are written together in the next transaction (one fsync for all at
+// synchronous FULL), each call still returning its own error, and only once its messages
+// are committed. So many goroutines publishing through one Transport is the fast way. To
+// claim in parallel open one Transport per goroutine or process on the same file. Close
+// waits for the calls in flight; afterwards every method returns ErrClosed.
 //
 // # Linking
 //

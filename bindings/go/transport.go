@@ -8,9 +8,9 @@ import (
 )
 
 // Transport is an open queue. It is safe for concurrent use by multiple goroutines: the
-// library runs one call at a time per Transport, so for parallel work open one Transport
-// per goroutine (or process) on the same database file; the database's write lock keeps
-// them correct.
+// library runs one call at a time per Transport, except that concurrent publishes share
+// commits (see the package doc); to claim in parallel open one Transport per goroutine
+// (or process) on the same database file; the database's write lock keeps them correct.
 //
 // Close it when done. After Close every method returns ErrClosed.
 type Transport struct {

@@ -16,6 +16,27 @@ pub trait Queue {
     fn publish_many(&mut self, messages: &[(String, String)]) -> Result<(), String> {
         messages.iter().try_for_each(|(g, e)| self.publish(g, e))
     }
+    /// Publishes from `threads` threads at once, each taking the next message of `work`
+    /// in turn, until `slice` is over or all are taken; how many it published. By default
+    /// one at a time on the calling thread: threads sharing the raw loop's one connection
+    /// could do no better. Ours shares one `Transport` between the threads.
+    fn publish_from_threads(
+        &mut self,
+        work: &[(String, String)],
+        _threads: usize,
+        slice: Duration,
+    ) -> Result<usize, String> {
+        let started = Instant::now();
+        let mut done = 0;
+        for (g, e) in work {
+            self.publish(g, e)?;
+            done += 1;
+            if started.elapsed() > slice {
+                break;
+            }
+        }
+        Ok(done)
+    }
     fn claim(
         &mut self,
         worker_id: &str,
@@ -180,12 +201,14 @@ pub struct PublishJob {
     q: Box<dyn Queue>,
     work: Vec<(String, String)>,
     batch: usize,
+    threads: usize,
     next: usize,
     secs: f64,
 }
 
 impl PublishJob {
-    pub fn new(q: Box<dyn Queue>, n: usize, groups: usize, batch: usize) -> Self {
+    /// `n` messages over `groups`, `batch` per call, from `threads` threads.
+    pub fn new(q: Box<dyn Queue>, n: usize, groups: usize, batch: usize, threads: usize) -> Self {
         let work = (0..n)
             .map(|i| (group_id(i % groups), event_json(i)))
             .collect();
@@ -193,6 +216,7 @@ impl PublishJob {
             q,
             work,
             batch,
+            threads,
             next: 0,
             secs: 0.0,
         }
@@ -202,7 +226,12 @@ impl PublishJob {
 impl Job for PublishJob {
     fn round(&mut self, slice: Duration) -> Result<(), String> {
         let started = Instant::now();
-        while self.next < self.work.len() {
+        if self.threads > 1 {
+            self.next += self
+                .q
+                .publish_from_threads(&self.work[self.next..], self.threads, slice)?;
+        }
+        while self.threads == 1 && self.next < self.work.len() {
             let end = (self.next + self.batch).min(self.work.len());
             match &self.work[self.next..end] {
                 [(g, e)] => self.q.publish(g, e)?,

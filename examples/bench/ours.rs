@@ -1,5 +1,8 @@
 //! Our library, through its public blocking API (`harel_transport::Transport`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
 use harel_transport::{Lease, Message, Options, Synchronous, Transport};
 
 use crate::measure::Queue;
@@ -37,6 +40,35 @@ impl Queue for Ours {
             })
             .collect();
         self.0.publish_many(&batch).map_err(err)
+    }
+
+    fn publish_from_threads(
+        &mut self,
+        work: &[(String, String)],
+        threads: usize,
+        slice: Duration,
+    ) -> Result<usize, String> {
+        let (t, next, started) = (&self.0, AtomicUsize::new(0), Instant::now());
+        std::thread::scope(|s| {
+            let publishers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        while started.elapsed() < slice {
+                            let Some((g, e)) = work.get(next.fetch_add(1, Ordering::SeqCst))
+                            else {
+                                break;
+                            };
+                            t.publish(g, e, 0, None).map_err(err)?;
+                        }
+                        Ok::<(), String>(())
+                    })
+                })
+                .collect();
+            publishers
+                .into_iter()
+                .try_for_each(|p| p.join().map_err(|_| "a publisher thread panicked".to_owned())?)
+        })?;
+        Ok(next.into_inner().min(work.len()))
     }
 
     fn claim(

@@ -16,8 +16,12 @@ use crate::transport::Transport;
 
 /// An open queue (opaque). Made by `harel_transport_open`, freed by
 /// `harel_transport_close`. One handle may be used from several threads at once; its
-/// calls run one at a time. For parallel work open one handle per thread or process on
-/// the same database. Never close a handle while another thread is using it.
+/// calls run one at a time, except that publishes (`harel_transport_publish`,
+/// `harel_transport_publish_many`) made from several threads while one of them commits
+/// are written together in the next transaction: one commit (one fsync at synchronous
+/// FULL) for all of them, each call still returning its own status, and each returning
+/// only once its messages are committed. To claim in parallel open one handle per thread
+/// or process on the same database. Never close a handle while another thread is using it.
 pub struct harel_transport {
     inner: Transport,
     /// The message of the last error a call on this handle returned (see

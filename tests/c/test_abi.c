@@ -1338,7 +1338,8 @@ static void a_clock_that_is_not_a_time(void) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * Threads: one handle shared, and one handle per thread on one file.
+ * Threads: one handle shared, and one handle per thread on one file; publishers sharing
+ * one handle.
  */
 
 #define GROUPS 8
@@ -1429,6 +1430,80 @@ static void threads_each_with_a_handle_on_one_file(void) {
   run_workload(new_path(path, sizeof path), 0);
 }
 
+/* Publishers sharing one handle: publishes that meet share a commit (group commit). Each
+ * thread publishes its own two groups in order, one message per call and in batches of
+ * two; thread 0 also sends a bad batch, which must fail alone, with its own message. */
+typedef struct {
+  harel_transport *t;
+  int first_group; /* this thread's groups: first_group and first_group + 4 */
+  const char *problem;
+} publisher;
+
+static void *publish_steps(void *arg) {
+  publisher *p = arg;
+  char events[2][64], groups[2][16];
+  harel_message batch[2];
+  const char *message;
+  int s, k;
+  for (s = 0; s < PER_GROUP && p->problem == NULL; s++) {
+    for (k = 0; k < 2; k++) {
+      snprintf(groups[k], sizeof groups[k], "g%d", p->first_group + 4 * k);
+      snprintf(events[k], sizeof events[k], "{\"group\":%d,\"step\":%d}", p->first_group + 4 * k, s);
+      batch[k].group_id = groups[k];
+      batch[k].event_json = events[k];
+      batch[k].priority = 0;
+      batch[k].routing_key = NULL;
+    }
+    if (s % 2 == 0) {
+      for (k = 0; k < 2; k++)
+        if (harel_transport_publish(p->t, groups[k], events[k], 0, NULL) != HAREL_OK) p->problem = "publish";
+    } else if (harel_transport_publish_many(p->t, batch, 2) != HAREL_OK) {
+      p->problem = "publish_many";
+    }
+    if (p->first_group == 0 && s == 5) {
+      batch[1].event_json = "{not json";
+      message = harel_transport_publish_many(p->t, batch, 2) == HAREL_ERR_ARGUMENT ? harel_last_error() : NULL;
+      if (message == NULL || !names_parameter(message, "messages[1].event_json"))
+        p->problem = "the bad batch did not fail alone with its own message";
+    }
+  }
+  return NULL;
+}
+
+static void threads_publish_through_one_handle(void) {
+  char path[300];
+  double now = T0;
+  harel_transport *t = open_at(new_path(path, sizeof path), &now, NULL);
+  publisher p[4];
+  pthread_t threads[4];
+  int i, group, step, next[GROUPS] = {0};
+  harel_lease *l = NULL;
+  for (i = 0; i < 4; i++) {
+    p[i].t = t;
+    p[i].first_group = i;
+    p[i].problem = NULL;
+    EXPECT(pthread_create(&threads[i], NULL, publish_steps, &p[i]) == 0);
+  }
+  for (i = 0; i < 4; i++) {
+    pthread_join(threads[i], NULL);
+    if (p[i].problem != NULL) fprintf(stderr, "  publisher %d: %s\n", i, p[i].problem);
+    EXPECT(p[i].problem == NULL);
+  }
+  while (harel_transport_claim(t, "w", 600.0, 0, NULL, 0, &l) == HAREL_OK) {
+    int in_order = sscanf(l->event, "{\"group\":%d,\"step\":%d}", &group, &step) == 2 &&
+                   group >= 0 && group < GROUPS && next[group] == step;
+    if (!EXPECT(in_order)) {
+      harel_lease_free(l);
+      break;
+    }
+    next[group]++;
+    EXPECT_STATUS(harel_transport_ack(t, l), HAREL_OK);
+    harel_lease_free(l);
+  }
+  for (group = 0; group < GROUPS; group++) EXPECT(next[group] == PER_GROUP);
+  close_ok(t);
+}
+
 /* ---------------------------------------------------------------------------------------
  */
 
@@ -1509,6 +1584,7 @@ int main(void) {
   RUN(a_clock_that_is_not_a_time);
   RUN(threads_share_one_handle);
   RUN(threads_each_with_a_handle_on_one_file);
+  RUN(threads_publish_through_one_handle);
 
   remove_temp_dir();
   return SUMMARY();
