@@ -36,6 +36,9 @@ struct State {
     waiting: Vec<Waiting>,
     /// A thread is inside a transaction (its own batch, or the batches it took).
     committing: bool,
+    /// Callers waiting for `ended`: without any, ending a transaction wakes nobody (no
+    /// system call on the uncontended path).
+    sleeping: usize,
     /// Outcomes not yet picked up, by ticket.
     settled: HashMap<u64, Result<()>>,
     next_ticket: u64,
@@ -94,7 +97,9 @@ impl GroupCommit {
                 return outcome;
             }
             if state.committing {
+                state.sleeping += 1;
                 state = self.ended.wait(state).unwrap_or_else(PoisonError::into_inner);
+                state.sleeping -= 1;
                 continue;
             }
             // Ours is still waiting: commit it, with everything that waits beside it.
@@ -140,8 +145,11 @@ impl Drop for Turn<'_> {
         let mut state = self.group.lock();
         state.settled.extend(self.outcomes.drain(..));
         state.committing = false;
+        let anyone_waits = state.sleeping > 0;
         drop(state);
-        self.group.ended.notify_all();
+        if anyone_waits {
+            self.group.ended.notify_all();
+        }
     }
 }
 

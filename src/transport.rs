@@ -1,7 +1,7 @@
 //! The blocking face, for threads and the C ABI: each call drives the async
 //! implementation to completion on a runtime owned by the transport. It is `Send + Sync`;
-//! calls on one value run one at a time. Do not call it from async code (use
-//! `AsyncTransport` there). Its publishes group their commits (group_commit.rs).
+//! calls on one value run one at a time, except that publishes from several threads share
+//! commits (group_commit.rs). Do not call it from async code (use `AsyncTransport` there).
 
 use tokio::runtime::{Builder, Runtime};
 
@@ -37,8 +37,10 @@ impl Transport {
         self.inner().mode()
     }
 
-    /// See [`AsyncTransport::publish`]. Publishes from several threads share commits
-    /// (see group_commit.rs).
+    /// See [`AsyncTransport::publish`]. Called from several threads at once, the
+    /// publishes that arrive while another commits are written together in the next
+    /// transaction (one commit for all); each call still returns its own result, once its
+    /// own message is committed.
     pub fn publish(&self, group_id: &str, event_json: &str, priority: i32, routing_key: Option<&str>) -> Result<()> {
         let message = Message { group_id, event_json, priority, routing_key };
         validate::message(&message)?;
