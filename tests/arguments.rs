@@ -131,7 +131,7 @@ fn claim_arguments() {
     let f = Fixture::new();
     f.rejects("worker_id", "empty worker_id", |t| t.claim("", V, 0, &[]));
     f.rejects("worker_id", "the reserved worker_id", |t| t.claim(PARKED, V, 0, &[]));
-    for v in [0.0, -0.0, -1.0, f64::MIN_POSITIVE * -1.0].into_iter().chain(NON_FINITE) {
+    for v in [0.0, -0.0, -1.0, -f64::MIN_POSITIVE].into_iter().chain(NON_FINITE) {
         f.rejects("visibility", &format!("visibility {v}"), |t| t.claim("w", v, 0, &[]));
     }
     for p in [-1, 5] {

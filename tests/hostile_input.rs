@@ -313,7 +313,7 @@ fn a_prefix_that_is_not_an_identifier_is_refused_before_any_sql() {
         let cbad = c(&bad);
         assert_eq!(harel_options_set_prefix(o, cbad.as_ptr()), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");
         assert!(last_error().contains("prefix"), "{bad:?}: {}", last_error());
-        let mut out: *mut c_char = 0x1 as *mut c_char;
+        let mut out: *mut c_char = ptr::dangling_mut(); // not NULL: the call must set it
         assert_eq!(harel_schema_sql(cbad.as_ptr(), &mut out), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");
         assert!(out.is_null());
         assert_eq!(harel_schema_upgrade_sql(cbad.as_ptr(), &mut out), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");

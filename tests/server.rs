@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::drain::{fill, parse_message, GroupLedger, GROUPS, PER_GROUP, TOTAL};
-use common::{expect_success, this_test_binary, TestClock};
+use common::{contract, event, expect_success, this_test_binary, TestClock};
 use harel_transport::{Error, Lease, Options, Transport};
 use sqld::{ServerSql, Sqld, StallProxy};
 
@@ -117,10 +117,6 @@ impl Client {
     }
 }
 
-fn event(n: usize) -> String {
-    format!(r#"{{"kind":"tick","id":"e{n}","data":{{"n":{n}}}}}"#)
-}
-
 fn nanos() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
 }
@@ -130,34 +126,21 @@ fn claim(t: &Transport, worker: &str) -> Option<Lease> {
 }
 
 // ---------------------------------------------------------------------------------------
-// The transport contract, in both modes: the checks of tests/contract.rs, each on tables
-// of its own (a prefix per check) on one server.
-
-type Check = fn(&Client);
-
-const CHECKS: &[(&str, Check)] = &[
-    ("fifo_within_a_group", check_fifo),
-    ("one_in_flight_per_group", check_one_in_flight),
-    ("lease_fields_and_event_bytes", check_lease_fields),
-    ("ack_removes_for_good", check_ack),
-    ("nack_now_and_nack_with_delay", check_nack),
-    ("a_lapsed_lease_is_claimable_again", check_lapse),
-    ("round_robin", check_round_robin),
-    ("priority_floor", check_priority),
-    ("first_publish_fixes_priority_and_key", check_first_publish),
-    ("routing_keys", check_routing_keys),
-    ("lost_leases", check_lost_leases),
-    ("in_flight_and_parked_do_not_hide_a_ready_group", check_ready_not_hidden),
-    ("schema_off_and_idempotent", check_schema),
-];
+// The transport contract, in both modes: every check of tests/common/contract.rs, each on
+// tables of its own (a prefix per check) on one server, and what only a server shows.
 
 fn run_contract(via: Via, test: &str) {
     let binary = sqld_or_skip!(test);
     let _serial = serial();
     let server = Sqld::start(&binary, false);
     let client = Client::of(via, &server);
+    let shared = contract::CHECKS.iter().enumerate().map(|(i, &(name, check))| {
+        let run = move |c: &Client| check(&|clock: &TestClock| c.with_prefix(&format!("c{i}"), clock));
+        (name, Box::new(run) as Box<dyn Fn(&Client)>)
+    });
+    let checks = shared.chain([("schema_off_and_idempotent", Box::new(check_schema) as Box<dyn Fn(&Client)>)]);
     let mut failed = Vec::new();
-    for (name, check) in CHECKS {
+    for (name, check) in checks {
         let started = Instant::now();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&client))) {
             Ok(()) => println!("{} contract: {name}: ok ({:.2} s)", via.name(), started.elapsed().as_secs_f64()),
@@ -185,191 +168,7 @@ fn replica_contract() {
     run_contract(Via::Replica, "replica_contract");
 }
 
-fn check_fifo(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_fifo", &clock);
-    for n in 0..5 {
-        t.publish("g", &event(n), 0, None).unwrap();
-    }
-    for n in 0..5 {
-        let lease = claim(&t, "w").expect("a message");
-        assert_eq!(lease.event, event(n));
-        t.ack(&lease).unwrap();
-    }
-    assert!(claim(&t, "w").is_none());
-}
-
-fn check_one_in_flight(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_flight", &clock);
-    t.publish("a", &event(1), 0, None).unwrap();
-    t.publish("a", &event(2), 0, None).unwrap();
-    t.publish("b", &event(3), 0, None).unwrap();
-    let first = claim(&t, "w1").unwrap();
-    assert_eq!(first.group_id, "a");
-    // A second transport (another connection, another replica) sees the lease.
-    let other = c.with_prefix("c_flight", &clock);
-    let second = claim(&other, "w2").unwrap();
-    assert_eq!(second.group_id, "b", "a is in flight, b proceeds");
-    assert!(claim(&other, "w3").is_none(), "both groups in flight");
-    t.ack(&first).unwrap();
-    let third = claim(&other, "w3").unwrap();
-    assert_eq!((third.group_id.as_str(), third.event.as_str()), ("a", event(2).as_str()));
-}
-
-fn check_lease_fields(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_fields", &clock);
-    let odd = " {\"kind\": \"x\", \"text\": \"h\u{e9}llo \u{2603} \\u0000 \u{1F600}\"}\n ";
-    t.publish("g", odd, 0, None).unwrap();
-    let lease = claim(&t, "worker-7").unwrap();
-    assert_eq!(lease.group_id, "g");
-    assert_eq!(lease.event, odd, "stored byte for byte");
-    assert_eq!(lease.worker_id, "worker-7");
-    assert_eq!(lease.lock_expiry, 1000.0 + V);
-    assert!(lease.seq > 0);
-}
-
-fn check_ack(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_ack", &clock);
-    t.publish("g", &event(1), 0, None).unwrap();
-    let lease = claim(&t, "w").unwrap();
-    t.ack(&lease).unwrap();
-    assert!(claim(&t, "w").is_none());
-    clock.advance(V * 10.0);
-    assert!(claim(&t, "w").is_none(), "an acked message never comes back");
-}
-
-fn check_nack(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_nack", &clock);
-    t.publish("g", &event(1), 0, None).unwrap();
-    t.publish("g", &event(2), 0, None).unwrap();
-    t.publish("h", &event(3), 0, None).unwrap();
-    let lease = claim(&t, "w1").unwrap();
-    t.nack(&lease, 0.0).unwrap();
-    let h = claim(&t, "w2").expect("h");
-    assert_eq!(h.group_id, "h", "g went to the back of the turn order");
-    t.ack(&h).unwrap();
-    let again = claim(&t, "w2").expect("claimable at once");
-    assert_eq!((again.seq, again.worker_id.as_str()), (lease.seq, "w2"));
-    t.nack(&again, 60.0).unwrap();
-    assert!(claim(&t, "w").is_none(), "parked head blocks its group");
-    clock.advance(59.0);
-    assert!(claim(&t, "w").is_none(), "still parked");
-    clock.advance(2.0);
-    assert_eq!(claim(&t, "w").expect("park over").seq, lease.seq, "the parked head comes back first");
-}
-
-fn check_lapse(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_lapse", &clock);
-    t.publish("g", &event(1), 0, None).unwrap();
-    let lease = claim(&t, "w1").unwrap();
-    clock.advance(V);
-    assert!(claim(&t, "w2").is_none(), "lock_expiry >= now is still in flight");
-    clock.advance(0.5);
-    let again = claim(&t, "w2").expect("lease lapsed");
-    assert_eq!((again.seq, again.worker_id.as_str()), (lease.seq, "w2"));
-}
-
-fn check_round_robin(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_rr", &clock);
-    for round in 0..3 {
-        for g in ["a", "b", "c"] {
-            t.publish(g, &event(round), 0, None).unwrap();
-        }
-    }
-    let mut order = String::new();
-    for _ in 0..9 {
-        clock.advance(1.0);
-        let lease = claim(&t, "w").unwrap();
-        order.push_str(&lease.group_id);
-        t.ack(&lease).unwrap();
-    }
-    assert_eq!(order, "abcabcabc");
-}
-
-fn check_priority(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_prio", &clock);
-    t.publish("low", &event(1), 1, None).unwrap();
-    t.publish("high", &event(2), 3, None).unwrap();
-    t.publish("top", &event(3), 4, None).unwrap();
-    assert_eq!(t.claim("w", V, 3, &[]).unwrap().unwrap().group_id, "high", "oldest at or above the floor");
-    assert_eq!(t.claim("w", V, 3, &[]).unwrap().unwrap().group_id, "top");
-    assert!(t.claim("w", V, 3, &[]).unwrap().is_none(), "low is below the floor");
-    assert_eq!(t.claim("w", V, 0, &[]).unwrap().unwrap().group_id, "low");
-}
-
-fn check_first_publish(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_first", &clock);
-    t.publish("g", &event(1), 4, Some("east")).unwrap();
-    t.publish("g", &event(2), 0, Some("west")).unwrap();
-    assert!(t.claim("w", V, 0, &["west"]).unwrap().is_none(), "the routing key stayed east");
-    let first = t.claim("w", V, 4, &["east"]).unwrap().expect("priority stayed 4");
-    t.ack(&first).unwrap();
-    assert!(t.claim("w", V, 4, &["east"]).unwrap().is_some(), "second message: same group, same key");
-}
-
-fn check_routing_keys(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_keys", &clock);
-    t.publish("a", &event(1), 0, Some("k1")).unwrap();
-    t.publish("b", &event(2), 0, Some("k2")).unwrap();
-    t.publish("c", &event(3), 0, None).unwrap();
-    t.publish("d", &event(4), 0, Some("k3")).unwrap();
-    t.publish("m", &event(5), 0, Some("key-40")).unwrap();
-    assert_eq!(t.claim("w", V, 0, &["k2"]).unwrap().unwrap().group_id, "b");
-    assert!(t.claim("w", V, 0, &["k2"]).unwrap().is_none());
-    assert_eq!(t.claim("w", V, 0, &["k3", "k1"]).unwrap().unwrap().group_id, "a", "oldest of either key");
-    assert_eq!(t.claim("w", V, 0, &["k3", "k1"]).unwrap().unwrap().group_id, "d");
-    let keys: Vec<String> = (0..50).map(|i| format!("key-{i}")).collect();
-    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-    assert_eq!(t.claim("w", V, 0, &refs).unwrap().unwrap().group_id, "m", "many keys: one JSON parameter");
-    assert_eq!(t.claim("w", V, 0, &[]).unwrap().unwrap().group_id, "c", "no keys: any group");
-}
-
-fn check_lost_leases(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_lost", &clock);
-    t.publish("g", &event(1), 0, None).unwrap();
-    let stale = claim(&t, "w1").unwrap();
-    clock.advance(V + 1.0);
-    let fresh = claim(&t, "w2").unwrap();
-    assert!(matches!(t.ack(&stale), Err(Error::LeaseLost(_))), "leased to w2 now");
-    assert!(matches!(t.nack(&stale, 0.0), Err(Error::LeaseLost(_))));
-    t.nack(&fresh, 10.0).unwrap();
-    assert!(matches!(t.ack(&fresh), Err(Error::LeaseLost(_))), "a nacked lease is over");
-    clock.advance(11.0);
-    let again = claim(&t, "w3").unwrap();
-    t.ack(&again).expect("w3's lease is intact");
-    assert!(matches!(t.ack(&again), Err(Error::LeaseLost(_))), "gone");
-}
-
-fn check_ready_not_hidden(c: &Client) {
-    let clock = TestClock::at(1000.0);
-    let t = c.with_prefix("c_hidden", &clock);
-    for g in 0..20 {
-        t.publish(&format!("g{g}"), &event(g), 0, None).unwrap();
-    }
-    t.publish("ready", &event(99), 0, None).unwrap();
-    t.publish("ready", &event(100), 0, None).unwrap();
-    let leases: Vec<Lease> = (0..21).map(|_| claim(&t, "w").unwrap()).collect();
-    for (i, lease) in leases.iter().enumerate() {
-        match (lease.group_id.as_str(), i % 2) {
-            ("ready", _) => t.ack(lease).unwrap(),
-            (_, 0) => t.nack(lease, 100.0).unwrap(),
-            _ => {}
-        }
-    }
-    assert_eq!(claim(&t, "w").unwrap().group_id, "ready");
-    assert!(claim(&t, "w").is_none());
-}
-
+/// `create_schema` off on a server without the tables, then with them.
 fn check_schema(c: &Client) {
     let clock = TestClock::at(1000.0);
     let mut off = clock.options();
@@ -686,10 +485,18 @@ fn an_unreachable_server_fails_open_within_seconds() {
 // is left half-applied; every worker's calls succeed again once the server is back; and
 // after the run every message has been handled.
 
+/// A lease a claim returned, and what became of it.
+struct Handled {
+    group_id: String,
+    index: usize,
+    claimed_at: u128,
+    acking_at: u128,
+    ack: Result<(), String>,
+}
+
 #[derive(Default)]
 struct RestartLog {
-    /// (group, index, claimed at, acking at, ack outcome) of every lease a claim returned.
-    handled: Vec<(String, usize, u128, u128, Result<(), String>)>,
+    handled: Vec<Handled>,
     errors: Vec<String>,
 }
 
@@ -739,7 +546,13 @@ fn restart_mid_run(via: Via, test: &str) {
                             if let Err(e) = &outcome {
                                 l.errors.push(format!("{worker} ack: {e}"));
                             }
-                            l.handled.push((lease.group_id.clone(), i, claimed, acking, outcome));
+                            l.handled.push(Handled {
+                                group_id: lease.group_id.clone(),
+                                index: i,
+                                claimed_at: claimed,
+                                acking_at: acking,
+                                ack: outcome,
+                            });
                         }
                         Ok(None) => {
                             if !since_restart_ok && back_at.lock().unwrap().is_some() {
@@ -815,7 +628,7 @@ fn restart_mid_run(via: Via, test: &str) {
     // Windows of one group never overlap while the clock stands still.
     let mut by_group: BTreeMap<&str, Vec<(u128, u128)>> = BTreeMap::new();
     for h in &log.handled {
-        by_group.entry(h.0.as_str()).or_default().push((h.2, h.3));
+        by_group.entry(h.group_id.as_str()).or_default().push((h.claimed_at, h.acking_at));
     }
     for (g, mut w) in by_group {
         w.sort();
@@ -837,9 +650,9 @@ fn restart_mid_run(via: Via, test: &str) {
         swept.push(parse_message(&lease.group_id, &lease.event));
         sweeper.ack(&lease).expect("sweep ack");
     }
-    let mut seen: HashSet<(usize, usize)> = log.handled.iter().map(|h| (h.0[1..].parse().unwrap(), h.1)).collect();
+    let mut seen: HashSet<(usize, usize)> = log.handled.iter().map(|h| (h.group_id[1..].parse().unwrap(), h.index)).collect();
     seen.extend(swept.iter().copied());
-    let failed_acks = log.handled.iter().filter(|h| h.4.is_err()).count();
+    let failed_acks = log.handled.iter().filter(|h| h.ack.is_err()).count();
     let repeats = log.handled.len() + swept.len() - seen.len();
     println!(
         "{}: {} handled by the workers, {failed_acks} acks failed, {leased} messages stuck under a lease nobody held \

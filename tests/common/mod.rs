@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use harel_transport::{Options, Transport};
 
+pub mod contract;
 pub mod drain;
 
 /// A clock the test moves by hand: epoch seconds stored as f64 bits.
