@@ -132,7 +132,12 @@ export declare class Transport {
   /** True once close() has been called. */
   readonly closed: boolean;
 
-  /** Appends `event` (an object to JSON.stringify, or a JSON text) to the group's FIFO. */
+  /**
+   * Appends `event` (an object to JSON.stringify, or a JSON text) to the group's FIFO.
+   * Publishes (and publishMany calls) queued one right after another go to the library
+   * together, in one transaction with one commit, so `Promise.all` of many publishes costs
+   * about one; each promise still settles with its own outcome.
+   */
   publish(groupId: string, event: unknown, options?: PublishOptions): Promise<void>;
 
   /**

@@ -7,7 +7,7 @@
 // while a call waits for the write lock. The calls of one Transport are queued in
 // JavaScript and issued one at a time: the library runs them one at a time anyway, and it
 // is what makes the error message of a failed call readable afterwards (see `failure`
-// below).
+// below). Publishes queued one after another go as one batch (see `append` below).
 // `Transport.open` and `close` are synchronous C calls on the main thread (see README).
 
 const fs = require('node:fs');
@@ -56,6 +56,10 @@ class HarelError extends Error {
 
 function argumentError(message, cause) {
   return new HarelError('HAREL_ERR_ARGUMENT', message, { status: STATUS.HAREL_ERR_ARGUMENT, cause });
+}
+
+function closedError(what) {
+  return new HarelError('HAREL_ERR_CLOSED', `${what}: the transport is closed`);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -370,6 +374,7 @@ class Transport {
   #clock; // a ClockCell, or null for the system clock
   #path;
   #tail = Promise.resolve(); // the end of this transport's call queue
+  #appends = null; // publishes queued together that have not started yet (see #append)
   #closed = false;
   #closing = null;
 
@@ -443,13 +448,9 @@ class Transport {
 
   /** Appends `event` (an object, serialized with JSON.stringify, or a JSON text) to the group's FIFO. */
   publish(groupId, event, options = {}) {
-    return this.#call('publish', () => {
-      const m = messageStruct('', groupId, event, checkOptions('options', options, PUBLISH_OPTIONS));
-      return async (f, handle) => {
-        const status = await callAsync(f.publish, [handle, m.group_id, m.event_json, m.priority, m.routing_key]);
-        if (status !== STATUS.HAREL_OK) throw this.#failure(status, 'publish');
-      };
-    });
+    return this.#append('publish', () => [
+      messageStruct('', groupId, event, checkOptions('options', options, PUBLISH_OPTIONS)),
+    ]);
   }
 
   /**
@@ -457,14 +458,71 @@ class Transport {
    * them) in order, in one transaction: all of them or none, with one commit for the batch.
    */
   publishMany(messages) {
-    return this.#call('publishMany', () => {
+    return this.#append('publishMany', () => {
       if (!Array.isArray(messages)) throw argumentError(`messages must be an array, got ${describe(messages)}`);
-      const structs = messages.map(batchElement);
-      return async (f, handle) => {
-        const status = await callAsync(f.publishMany, [handle, structs.length ? structs : null, structs.length]);
-        if (status !== STATUS.HAREL_OK) throw this.#failure(status, 'publishMany');
-      };
+      return messages.map(batchElement);
     });
+  }
+
+  /**
+   * Queues a publish (its checked messages from `prepare`) like any call, except that
+   * publishes queued one right after another, before the first of them has started, go
+   * to the library together, as one publishMany: one transaction and one commit for all
+   * (at synchronous FULL one fsync instead of one each), so `Promise.all` of many
+   * publishes costs about one. Each promise still settles with its own outcome (see
+   * #commitAppends). A claim, ack or nack queued between two publishes keeps them apart:
+   * calls still take effect in call order.
+   */
+  #append(what, prepare) {
+    let structs;
+    try {
+      if (this.#closed) throw closedError(what);
+      structs = prepare();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (this.#appends === null) {
+      const appends = [];
+      this.#appends = appends;
+      this.#enqueue(what, async (f, handle) => {
+        if (this.#appends === appends) this.#appends = null; // under way: later publishes queue anew
+        await this.#commitAppends(f, handle, appends);
+      });
+    }
+    return new Promise((resolve, reject) => this.#appends.push({ what, structs, resolve, reject }));
+  }
+
+  /**
+   * Sends the publishes that waited together in one publishMany. If it fails with an
+   * error that one of them could have caused (an argument only the library checks, such
+   * as event text that is not JSON; a database error), each is sent again alone, so that
+   * each gets its own outcome and nobody's messages are refused for another's; a busy or
+   * connection error fails them all, as it would each alone.
+   */
+  async #commitAppends(f, handle, appends) {
+    const send = async (what, structs) => {
+      const status =
+        what === 'publish'
+          ? await callAsync(f.publish, [handle, structs[0].group_id, structs[0].event_json, structs[0].priority,
+              structs[0].routing_key])
+          : await callAsync(f.publishMany, [handle, structs.length ? structs : null, structs.length]);
+      return status === STATUS.HAREL_OK ? null : this.#failure(status, what);
+    };
+    const settle = (a, error) => (error ? a.reject(error) : a.resolve());
+    try {
+      if (appends.length === 1) {
+        settle(appends[0], await send(appends[0].what, appends[0].structs));
+        return;
+      }
+      const error = await send('publishMany', appends.flatMap((a) => a.structs));
+      if (error && (error.code === 'HAREL_ERR_ARGUMENT' || error.code === 'HAREL_ERR_DATABASE')) {
+        for (const a of appends) settle(a, await send(a.what, a.structs));
+        return;
+      }
+      for (const a of appends) settle(a, error);
+    } catch (e) {
+      for (const a of appends) a.reject(e); // koffi failed the call; settled ones stay settled
+    }
   }
 
   /** Leases the next deliverable message to `workerId`; null when there is none. */
@@ -557,15 +615,19 @@ class Transport {
    * behind this transport's earlier ones.
    */
   #call(what, prepare) {
-    if (this.#closed) {
-      return Promise.reject(new HarelError('HAREL_ERR_CLOSED', `${what}: the transport is closed`));
-    }
     let run;
     try {
+      if (this.#closed) throw closedError(what);
       run = prepare();
     } catch (e) {
       return Promise.reject(e);
     }
+    this.#appends = null; // publishes after this call must not overtake it
+    return this.#enqueue(what, run);
+  }
+
+  /** Runs `run(f, handle)` once this transport's earlier calls have finished. */
+  #enqueue(what, run) {
     const f = load();
     const result = this.#tail.then(() => {
       // "now" for the library: read from the JS clock here, on the main thread, just

@@ -1,6 +1,7 @@
 'use strict';
 // Many claims at once: pending promises on one Transport, several Transports in one
-// process, and several worker processes on one file.
+// process, and several worker processes on one file. Many publishes at once on one
+// Transport, which go to the library as one batch.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -150,4 +151,55 @@ test('examples/node/worker.js: two workers drain a queue and log every message o
   const usage = await run(process.execPath, [worker]).then(() => null, (e) => e);
   assert.equal(usage.code, 2, 'no arguments: usage and exit 2');
   assert.match(usage.stderr, /usage/);
+});
+
+test('publishes queued together go as one batch: each lands once, in call order within its group', async () => {
+  const t = await Transport.open(box.db(), { synchronousFull: false });
+  const groups = 8;
+  const perGroup = 25;
+  const calls = [];
+  for (let n = 0; n < perGroup; n++) {
+    for (let g = 0; g < groups; g++) {
+      // Every third call is a batch of one, so publish and publishMany share the batches.
+      calls.push(n % 3 === 2 ? t.publishMany([{ groupId: `g${g}`, event: { g, n } }]) : t.publish(`g${g}`, { g, n }));
+    }
+  }
+  assert.deepEqual(await Promise.all(calls), calls.map(() => undefined));
+  const record = {};
+  for (let lease = await t.claim('w'); lease; lease = await t.ackAndClaim(lease, 'w')) {
+    (record[lease.groupId] ||= []).push(lease.event.n);
+  }
+  assertAllInOrder(record, groups, perGroup);
+  await t.close();
+});
+
+test('a publish that fails in a shared batch fails alone; the others land', async () => {
+  const t = await Transport.open(box.db(), { synchronousFull: false });
+  const outcomes = await Promise.allSettled([
+    t.publish('g', { n: 0 }),
+    t.publish('g', '{not json'), // only the library checks a JSON text
+    t.publishMany([{ groupId: 'g', event: { n: 1 } }, { groupId: 'h', event: { n: 2 } }]),
+    t.publishMany([{ groupId: 'h', event: { n: 3 } }, { groupId: 'h', event: '[1,' }]),
+    t.publish('h', { n: 4 }),
+  ]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+  assert.equal(outcomes[1].reason.code, 'HAREL_ERR_ARGUMENT');
+  assert.match(outcomes[1].reason.message, /event_json/);
+  assert.equal(outcomes[3].reason.code, 'HAREL_ERR_ARGUMENT');
+  assert.match(outcomes[3].reason.message, /messages\[1\]\.event_json/, 'its own index, not the shared batch\'s');
+  const events = [];
+  for (let lease = await t.claim('w'); lease; lease = await t.ackAndClaim(lease, 'w')) events.push(lease.event.n);
+  assert.deepEqual(events.sort(), [0, 1, 2, 4], 'the good calls landed; nothing of the bad ones');
+  await t.close();
+});
+
+test('a call queued between two publishes keeps them apart: calls take effect in call order', async () => {
+  const t = await Transport.open(box.db(), { synchronousFull: false });
+  const first = t.publish('low', { n: 1 });
+  const claim = t.claim('w', { minPriority: 3 });
+  const second = t.publish('high', { n: 2 }, { priority: 4 });
+  await Promise.all([first, second]);
+  assert.equal(await claim, null, 'the claim ran before the second publish');
+  assert.equal((await t.claim('w', { minPriority: 3 })).groupId, 'high');
+  await t.close();
 });
