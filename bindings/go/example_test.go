@@ -88,6 +88,50 @@ func ExampleTransport_PublishMany() {
 	// order-1 {"kind":"paid"}
 }
 
+// Goroutines publishing through one Transport share commits: the publishes that arrive
+// while one commits go together in the next transaction, and each call still returns its
+// own error, once its message is committed.
+func ExampleTransport_Publish_concurrent() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close()
+
+	var wg sync.WaitGroup
+	for order := 1; order <= 8; order++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			group := fmt.Sprintf("order-%d", order)
+			for _, kind := range []string{"created", "paid", "shipped"} {
+				if err := t.Publish(group, json.RawMessage(`{"kind":"`+kind+`"}`)); err != nil {
+					log.Fatal(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	kinds := map[string][]string{}
+	for {
+		lease, err := t.Claim("worker-1", 30*time.Second)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if lease == nil {
+			break
+		}
+		var ev struct{ Kind string }
+		_ = json.Unmarshal(lease.Event, &ev)
+		kinds[lease.GroupID] = append(kinds[lease.GroupID], ev.Kind)
+		_ = t.Ack(lease)
+	}
+	fmt.Println(len(kinds), kinds["order-5"])
+	// Output:
+	// 8 [created paid shipped]
+}
+
 // Claim returns nil, nil when nothing is deliverable, including while the only group with
 // messages has one in flight.
 func ExampleTransport_Claim() {
