@@ -61,6 +61,11 @@ impl Db {
         }
     }
 
+    /// Whether statements are kept prepared (local databases) or sent as text each time.
+    pub fn prepares_statements(&self) -> bool {
+        self.statements.is_some()
+    }
+
     async fn statement(&mut self, sql: &str) -> libsql::Result<Option<&Statement>> {
         let Some(cache) = self.statements.as_mut() else { return Ok(None) };
         if !cache.contains_key(sql) {

@@ -11,6 +11,8 @@
 //! is still round-robin: the group served longest ago goes first, a new group (0) first
 //! of all, ties by arrival.
 
+use libsql::Value;
+
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
@@ -23,16 +25,24 @@ pub type Now<'a> = &'a (dyn Fn() -> Result<f64> + Send + Sync);
 
 /// Appends the messages in order, in one transaction: all of them (and the groups they
 /// create) or none. One commit for the whole batch, so at synchronous FULL one fsync
-/// rather than one per message. An empty batch writes nothing and opens no transaction.
+/// rather than one per message; a few multi-row INSERTs (`Sql::publish_rows`), so on a
+/// server a few round trips rather than two per message. An empty batch writes nothing
+/// and opens no transaction.
 pub async fn publish_many(db: &mut Db, sql: &Sql, messages: &[Message<'_>]) -> Result<()> {
     if messages.is_empty() {
         return Ok(());
     }
     db.write_transaction(async |db| {
-        for m in messages {
-            db.execute(&sql.publish_message, (m.group_id, m.event_json)).await?;
+        let mut rest = messages;
+        while !rest.is_empty() {
+            let (rows, insert_messages, insert_groups) = sql.publish_rows(rest.len(), db.prepares_statements());
+            let (run, later) = rest.split_at(rows);
+            let values = run.iter().flat_map(|m| [Value::from(m.group_id), Value::from(m.event_json)]);
+            db.execute(&insert_messages, values.collect::<Vec<_>>()).await?;
             // OR IGNORE: the first publish into a group fixes its priority and routing key.
-            db.execute(&sql.publish_group, (m.group_id, m.priority, m.routing_key)).await?;
+            let groups = run.iter().flat_map(|m| [m.group_id.into(), m.priority.into(), m.routing_key.into()]);
+            db.execute(&insert_groups, groups.collect::<Vec<Value>>()).await?;
+            rest = later;
         }
         Ok(())
     })

@@ -14,14 +14,20 @@ use crate::validate::MAX_PRIORITY;
 /// (SQLite caps a compound SELECT at 500 arms).
 const MAX_ROUTING_ARMS: usize = 32;
 
+/// Where statements are kept prepared, a batch is written by multi-row INSERTs of these
+/// many rows, largest first: few statements per batch and few distinct ones to keep. On a
+/// server (nothing prepared, every statement a round trip) one INSERT takes up to the
+/// first of them. Far below SQLite's 32,766 parameters per statement either way.
+const INSERT_ROWS: [usize; 8] = [128, 64, 32, 16, 8, 4, 2, 1];
+
 #[derive(Debug, Clone)]
 pub struct Sql {
     pub messages: String,
     pub groups: String,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
     unrouted_claims: Vec<String>,
-    pub publish_message: String,
-    pub publish_group: String,
+    /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
+    publish_rows: Vec<(usize, Cow<'static, str>, Cow<'static, str>)>,
     pub set_group_turn: String,
     pub lease_message: String,
     pub ack_message: String,
@@ -39,10 +45,7 @@ impl Sql {
         let g = format!("{prefix}_transport_groups");
         let mut sql = Sql {
             unrouted_claims: Vec::new(),
-            publish_message: format!("INSERT INTO {m} (group_id, event) VALUES (?1, ?2)"),
-            publish_group: format!(
-                "INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) VALUES (?1, ?2, ?3)"
-            ),
+            publish_rows: Vec::new(),
             set_group_turn: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
             lease_message: format!("UPDATE {m} SET locked_by = ?2, lock_expiry = ?3 WHERE seq = ?1"),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
@@ -65,7 +68,33 @@ impl Sql {
             groups: g,
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
+        sql.publish_rows = INSERT_ROWS.iter().map(|&n| sql.build_publish_rows(n)).collect();
         sql
+    }
+
+    /// The INSERTs of `n` rows. Multi-row VALUES go in in order: FIFO within a group is
+    /// the batch's order, and the first row into a group fixes its priority and routing key.
+    fn build_publish_rows(&self, n: usize) -> (usize, Cow<'static, str>, Cow<'static, str>) {
+        let rows = |row: &str| vec![row; n].join(", ");
+        let (m, g) = (&self.messages, &self.groups);
+        (
+            n,
+            format!("INSERT INTO {m} (group_id, event) VALUES {}", rows("(?, ?)")).into(),
+            format!("INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) VALUES {}", rows("(?, ?, ?)")).into(),
+        )
+    }
+
+    /// The statements that write the first rows of a batch of `n` (> 0): how many rows,
+    /// the messages' INSERT (group_id, event per row) and the groups' INSERT OR IGNORE
+    /// (group_id, priority, routing_key per row). `prepared`: whether the connection keeps
+    /// statements prepared (see `INSERT_ROWS`).
+    pub fn publish_rows(&self, n: usize, prepared: bool) -> (usize, Cow<'_, str>, Cow<'_, str>) {
+        let largest = INSERT_ROWS[0];
+        if !prepared && n < largest && !INSERT_ROWS.contains(&n) {
+            return self.build_publish_rows(n);
+        }
+        let (rows, messages, groups) = self.publish_rows.iter().find(|(rows, ..)| *rows <= n).unwrap_or(&self.publish_rows[0]);
+        (*rows, messages.as_ref().into(), groups.as_ref().into())
     }
 
     /// One candidate: the first group, in turn order, that passes `filter` and whose head

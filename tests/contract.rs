@@ -53,6 +53,7 @@ local!(
     in_flight_and_parked_groups_do_not_hide_a_ready_one,
     ack_and_claim_acks_then_claims_in_one_go,
     ack_and_claim_claims_nothing_when_the_ack_fails,
+    a_long_batch_keeps_its_order_and_first_messages_across_inserts,
 );
 
 #[test]

@@ -4,7 +4,7 @@
 //! check's own queue with the check's clock; a second `open` reaches the same queue (a
 //! second connection; on a server, a second client).
 
-use harel_transport::{Error, Lease, Transport};
+use harel_transport::{Error, Lease, Message, Transport};
 
 use super::{event, TestClock};
 
@@ -35,6 +35,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("in_flight_and_parked_groups_do_not_hide_a_ready_one", in_flight_and_parked_groups_do_not_hide_a_ready_one),
     ("ack_and_claim_acks_then_claims_in_one_go", ack_and_claim_acks_then_claims_in_one_go),
     ("ack_and_claim_claims_nothing_when_the_ack_fails", ack_and_claim_claims_nothing_when_the_ack_fails),
+    (
+        "a_long_batch_keeps_its_order_and_first_messages_across_inserts",
+        a_long_batch_keeps_its_order_and_first_messages_across_inserts,
+    ),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -317,4 +321,40 @@ pub fn ack_and_claim_claims_nothing_when_the_ack_fails(open: Open<'_>) {
     assert_eq!(claim(&t, "w").expect("b was not claimed by the failed call").group_id, "b");
     let bad = t.ack_and_claim(&lease, "w", 0.0, 0, &[]);
     assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("visibility")));
+}
+
+/// A batch longer than one INSERT (301 messages: locally 128 + 128 + 32 + 8 + 4 + 1 rows,
+/// on a server 128 + 128 + 45): order, and the first message's say over its group, hold
+/// across the cuts.
+pub fn a_long_batch_keeps_its_order_and_first_messages_across_inserts(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock);
+    let events: Vec<String> = (0..301).map(event).collect();
+    let groups = ["a", "b", "c", "d", "e", "f", "g"];
+    let batch: Vec<Message> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| match i {
+            // "late" first appears at 200, in a later INSERT, fixing priority 3 and key k;
+            // its later messages ask for other values.
+            200 => Message { group_id: "late", event_json: e, priority: 3, routing_key: Some("k") },
+            _ if i > 200 && i % 10 == 0 => Message { group_id: "late", event_json: e, priority: 0, routing_key: None },
+            _ => Message { group_id: groups[i % groups.len()], event_json: e, priority: 0, routing_key: None },
+        })
+        .collect();
+    t.publish_many(&batch).unwrap();
+    let first_late = t.claim("w", V, 3, &["k"]).unwrap().expect("late kept priority 3 and key k");
+    assert_eq!(first_late.event, events[200]);
+    t.ack(&first_late).unwrap();
+    let mut got: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    got.entry("late".into()).or_default().push(first_late.event);
+    while let Some(lease) = claim(&t, "w") {
+        t.ack(&lease).unwrap();
+        got.entry(lease.group_id).or_default().push(lease.event);
+    }
+    assert_eq!(got.values().map(Vec::len).sum::<usize>(), 301, "every message once");
+    for (g, events) in got {
+        let want: Vec<String> = batch.iter().filter(|m| m.group_id == g).map(|m| m.event_json.to_owned()).collect();
+        assert_eq!(events, want, "group {g} in batch order");
+    }
 }
