@@ -6,20 +6,22 @@
 //! transaction go to the primary). Per mode: one thread publishes a backlog, then 8
 //! worker threads, each with its own transport (for replicas, its own file, as workers on
 //! separate hosts would have), claim and ack until it is drained; every message must be
-//! acked exactly once.
+//! acked exactly once. Also the same number of messages through `publish_many`, 100 per
+//! call, into tables of their own (prefix `batch`).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use harel_transport::{Options, Transport};
+use harel_transport::{Message, Options, Transport};
 use serde_json::{json, Value};
 
 use crate::sqld::Sqld;
 
 const MESSAGES: usize = 1_000;
 const GROUPS: usize = 200;
+const BATCH: usize = 100;
 const WORKERS: usize = 8;
 /// A drain stops after this long even if unfinished (the rate is over what was done).
 const DRAIN_CAP: Duration = Duration::from_secs(30);
@@ -52,9 +54,12 @@ struct Place<'a> {
 impl Place<'_> {
     /// A new transport: for a replica, on a file of its own.
     fn open(&self) -> Result<Transport, String> {
+        self.open_with(Options::new())
+    }
+
+    fn open_with(&self, mut options: Options) -> Result<Transport, String> {
         let n = self.opened.fetch_add(1, Ordering::SeqCst);
         let file = |name: &str| self.dir.join(format!("{name}-{n}.db")).to_string_lossy().into_owned();
-        let mut options = Options::new();
         let opened = match self.mode {
             Mode::File => Transport::open(&self.dir.join("server-part.db").to_string_lossy(), &options),
             Mode::Remote => Transport::open(&self.url, &options),
@@ -102,6 +107,19 @@ fn measure(place: &Place) -> Result<Value, String> {
             .map_err(|e| format!("publish: {e:?}"))?;
     }
     let publish_s = started.elapsed().as_secs_f64();
+    let mut options = Options::new();
+    options.prefix("batch").map_err(|e| format!("{e:?}"))?;
+    let batcher = place.open_with(options)?;
+    let events: Vec<(String, String)> = (0..MESSAGES).map(|i| (format!("g{}", i % GROUPS), format!("{{\"n\":{i}}}"))).collect();
+    let started = Instant::now();
+    for chunk in events.chunks(BATCH) {
+        let batch: Vec<Message> = chunk
+            .iter()
+            .map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None })
+            .collect();
+        batcher.publish_many(&batch).map_err(|e| format!("publish_many: {e:?}"))?;
+    }
+    let publish_many_s = started.elapsed().as_secs_f64();
     let workers = (0..WORKERS).map(|_| place.open()).collect::<Result<Vec<_>, _>>()?;
     let acked = AtomicUsize::new(0);
     let empty = AtomicUsize::new(0);
@@ -142,6 +160,8 @@ fn measure(place: &Place) -> Result<Value, String> {
     }
     Ok(json!({
         "publish_per_s": (MESSAGES as f64 / publish_s).round(),
+        "publish_many_per_s": (MESSAGES as f64 / publish_many_s).round(),
+        "batch": BATCH,
         "drain_claims_per_s": (acked as f64 / drain_s).round(),
         "empty_claims": empty.into_inner(),
         "messages": MESSAGES, "groups": GROUPS, "workers": WORKERS,
@@ -154,16 +174,23 @@ fn print(results: &[(Mode, Result<Value, String>)]) {
     println!();
     println!(
         "On a libSQL server (sqld on loopback): {MESSAGES} messages over {GROUPS} groups published by one \
-         thread, then drained by {WORKERS} workers (claim, ack), each its own transport. × = the local file's rate ÷ this one's."
+         thread, then drained by {WORKERS} workers (claim, ack), each its own transport; and {MESSAGES} \
+         more through publish_many, {BATCH} per call. × = the local file's rate ÷ this one's."
     );
-    println!("{:<22} {:>16} {:>22}", "mode", "publish/s (×)", "drain claims/s (×)");
+    println!("{:<22} {:>16} {:>22} {:>22}", "mode", "publish/s (×)", "publish_many msgs/s (×)", "drain claims/s (×)");
     for (mode, r) in results {
         let cell = |key: &str| match (rate(r, key), base.and_then(|b| rate(b, key))) {
             (Some(v), Some(b)) => format!("{v:.0} ({:.1})", b / v),
             (Some(v), None) => format!("{v:.0}"),
             _ => "failed".to_owned(),
         };
-        println!("{:<22} {:>16} {:>22}", mode.name(), cell("publish_per_s"), cell("drain_claims_per_s"));
+        println!(
+            "{:<22} {:>16} {:>22} {:>22}",
+            mode.name(),
+            cell("publish_per_s"),
+            cell("publish_many_per_s"),
+            cell("drain_claims_per_s")
+        );
         if let Err(e) = r {
             println!("  {}: {e}", mode.name());
         }
