@@ -27,7 +27,7 @@ pub struct Sql {
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
     unrouted_claims: Vec<String>,
     /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
-    publish_rows: Vec<(usize, Cow<'static, str>, Cow<'static, str>)>,
+    publish_rows: Vec<(usize, String, String)>,
     pub set_group_turn: String,
     pub lease_message: String,
     pub ack_message: String,
@@ -74,13 +74,13 @@ impl Sql {
 
     /// The INSERTs of `n` rows. Multi-row VALUES go in in order: FIFO within a group is
     /// the batch's order, and the first row into a group fixes its priority and routing key.
-    fn build_publish_rows(&self, n: usize) -> (usize, Cow<'static, str>, Cow<'static, str>) {
+    fn build_publish_rows(&self, n: usize) -> (usize, String, String) {
         let rows = |row: &str| vec![row; n].join(", ");
         let (m, g) = (&self.messages, &self.groups);
         (
             n,
-            format!("INSERT INTO {m} (group_id, event) VALUES {}", rows("(?, ?)")).into(),
-            format!("INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) VALUES {}", rows("(?, ?, ?)")).into(),
+            format!("INSERT INTO {m} (group_id, event) VALUES {}", rows("(?, ?)")),
+            format!("INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) VALUES {}", rows("(?, ?, ?)")),
         )
     }
 
@@ -89,12 +89,12 @@ impl Sql {
     /// (group_id, priority, routing_key per row). `prepared`: whether the connection keeps
     /// statements prepared (see `INSERT_ROWS`).
     pub fn publish_rows(&self, n: usize, prepared: bool) -> (usize, Cow<'_, str>, Cow<'_, str>) {
-        let largest = INSERT_ROWS[0];
-        if !prepared && n < largest && !INSERT_ROWS.contains(&n) {
-            return self.build_publish_rows(n);
+        if !prepared && n < INSERT_ROWS[0] && !INSERT_ROWS.contains(&n) {
+            let (rows, messages, groups) = self.build_publish_rows(n);
+            return (rows, messages.into(), groups.into());
         }
         let (rows, messages, groups) = self.publish_rows.iter().find(|(rows, ..)| *rows <= n).unwrap_or(&self.publish_rows[0]);
-        (*rows, messages.as_ref().into(), groups.as_ref().into())
+        (*rows, messages.as_str().into(), groups.as_str().into())
     }
 
     /// One candidate: the first group, in turn order, that passes `filter` and whose head
