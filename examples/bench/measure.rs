@@ -17,25 +17,17 @@ pub trait Queue {
         messages.iter().try_for_each(|(g, e)| self.publish(g, e))
     }
     /// Publishes from `threads` threads at once, each taking the next message of `work`
-    /// in turn, until `slice` is over or all are taken; how many it published. By default
-    /// one at a time on the calling thread: threads sharing the raw loop's one connection
-    /// could do no better. Ours shares one `Transport` between the threads.
+    /// in turn, until `slice` is over or all are taken; how many it published. Ours shares
+    /// one `Transport` between the threads. By default `None`: the raw loop has one
+    /// connection, which threads sharing it could only use one publish at a time, so the
+    /// job publishes one at a time on the calling thread instead.
     fn publish_from_threads(
         &mut self,
-        work: &[(String, String)],
+        _work: &[(String, String)],
         _threads: usize,
-        slice: Duration,
-    ) -> Result<usize, String> {
-        let started = Instant::now();
-        let mut done = 0;
-        for (g, e) in work {
-            self.publish(g, e)?;
-            done += 1;
-            if started.elapsed() > slice {
-                break;
-            }
-        }
-        Ok(done)
+        _slice: Duration,
+    ) -> Result<Option<usize>, String> {
+        Ok(None)
     }
     fn claim(
         &mut self,
@@ -221,17 +213,10 @@ impl PublishJob {
             secs: 0.0,
         }
     }
-}
 
-impl Job for PublishJob {
-    fn round(&mut self, slice: Duration) -> Result<(), String> {
-        let started = Instant::now();
-        if self.threads > 1 {
-            self.next += self
-                .q
-                .publish_from_threads(&self.work[self.next..], self.threads, slice)?;
-        }
-        while self.threads == 1 && self.next < self.work.len() {
+    /// From the calling thread, `batch` messages per call, until `slice` is over.
+    fn publish_in_turn(&mut self, started: Instant, slice: Duration) -> Result<(), String> {
+        while self.next < self.work.len() {
             let end = (self.next + self.batch).min(self.work.len());
             match &self.work[self.next..end] {
                 [(g, e)] => self.q.publish(g, e)?,
@@ -241,6 +226,23 @@ impl Job for PublishJob {
             if started.elapsed() > slice {
                 break;
             }
+        }
+        Ok(())
+    }
+}
+
+impl Job for PublishJob {
+    fn round(&mut self, slice: Duration) -> Result<(), String> {
+        let started = Instant::now();
+        let threaded = match self.threads {
+            1 => None,
+            threads => self
+                .q
+                .publish_from_threads(&self.work[self.next..], threads, slice)?,
+        };
+        match threaded {
+            Some(done) => self.next += done,
+            None => self.publish_in_turn(started, slice)?,
         }
         self.secs += started.elapsed().as_secs_f64();
         Ok(())

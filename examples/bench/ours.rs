@@ -47,7 +47,7 @@ impl Queue for Ours {
         work: &[(String, String)],
         threads: usize,
         slice: Duration,
-    ) -> Result<usize, String> {
+    ) -> Result<Option<usize>, String> {
         let (t, next, started) = (&self.0, AtomicUsize::new(0), Instant::now());
         std::thread::scope(|s| {
             let publishers: Vec<_> = (0..threads)
@@ -68,7 +68,7 @@ impl Queue for Ours {
                 .into_iter()
                 .try_for_each(|p| p.join().map_err(|_| "a publisher thread panicked".to_owned())?)
         })?;
-        Ok(next.into_inner().min(work.len()))
+        Ok(Some(next.into_inner().min(work.len())))
     }
 
     fn claim(
