@@ -104,7 +104,7 @@ impl LockSharing {
             self.remember(seen_at);
         }
         self.waiting_since = None;
-        self.wait_for_turn();
+        self.wait_out_quiet_part();
         true
     }
 
@@ -123,7 +123,7 @@ impl LockSharing {
         let now = wall_clock_nanos();
         let _ = file.write_at(&now.to_le_bytes(), SEEN_AT);
         self.remember(now);
-        self.wait_for_turn();
+        self.wait_out_quiet_part();
     }
 
     /// At the end of the transaction (committed or rolled back), or of a begin that failed
@@ -139,7 +139,9 @@ impl LockSharing {
         self.quiet_until = MEMORY.checked_sub(age(seen_at)).map(|left| Instant::now() + left);
     }
 
-    fn wait_for_turn(&self) {
+    /// While another program was lately seen: sleeps through the quiet part of the
+    /// period if now falls in it.
+    fn wait_out_quiet_part(&self) {
         if self.quiet_until.is_none_or(|until| Instant::now() >= until) {
             return;
         }
