@@ -2,14 +2,11 @@
 
 mod common;
 
+use common::drain::claim_and_ack_all as drain;
 use common::{event, file, memory, temp_db, Raw, TestClock};
-use harel_transport::{Error, Lease, Message, Transport};
+use harel_transport::{Error, Message, Transport};
 
 const V: f64 = 30.0;
-
-fn claim(t: &Transport) -> Option<Lease> {
-    t.claim("w", V, 0, &[]).expect("claim")
-}
 
 /// Messages into `group` with the events `events`, priority 0, no routing key.
 fn plain<'a>(group: &'a str, events: &'a [String]) -> Vec<Message<'a>> {
@@ -23,16 +20,6 @@ fn one_message_in_a_file() -> (tempfile::TempDir, Transport, Raw) {
     let t = file(&path, &TestClock::at(1000.0));
     t.publish("g", &event(1), 0, None).unwrap();
     (dir, t, Raw::open(&path))
-}
-
-/// Claims and acks until nothing is deliverable: (group, event) in delivery order.
-fn drain(t: &Transport) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    while let Some(lease) = claim(t) {
-        t.ack(&lease).unwrap();
-        out.push((lease.group_id, lease.event));
-    }
-    out
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 use harel_transport::{Error, Lease, Message, Transport};
 
+use super::drain::claim_and_ack_all;
 use super::{event, TestClock};
 
 pub type Open<'a> = &'a dyn Fn(&TestClock) -> Transport;
@@ -347,10 +348,8 @@ pub fn a_long_batch_keeps_its_order_and_first_messages_across_inserts(open: Open
     assert_eq!(first_late.event, events[200]);
     t.ack(&first_late).unwrap();
     let mut got: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    got.entry("late".into()).or_default().push(first_late.event);
-    while let Some(lease) = claim(&t, "w") {
-        t.ack(&lease).unwrap();
-        got.entry(lease.group_id).or_default().push(lease.event);
+    for (g, e) in std::iter::once(("late".to_owned(), first_late.event)).chain(claim_and_ack_all(&t)) {
+        got.entry(g).or_default().push(e);
     }
     assert_eq!(got.values().map(Vec::len).sum::<usize>(), 301, "every message once");
     for (g, events) in got {

@@ -1,6 +1,7 @@
 //! A backlog of GROUPS × PER_GROUP numbered messages, and a ledger that checks, as
 //! workers drain it, that no group is claimed while it is in flight and every group comes
-//! out in order. Shared by tests/concurrency.rs (local) and tests/server.rs (sqld).
+//! out in order. Shared by tests/concurrency.rs (local) and tests/server.rs (sqld). Also
+//! a one-worker drain that returns what came out.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -27,6 +28,16 @@ pub fn parse_message(group_id: &str, event: &str) -> (usize, usize) {
     let (g, i) = (v["data"]["g"].as_u64().unwrap() as usize, v["data"]["i"].as_u64().unwrap() as usize);
     assert_eq!(group_id, group(g), "the event is its group's");
     (g, i)
+}
+
+/// Claims and acks until nothing is deliverable: (group, event) in delivery order.
+pub fn claim_and_ack_all(t: &Transport) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    while let Some(lease) = t.claim("w", 30.0, 0, &[]).expect("claim") {
+        t.ack(&lease).expect("ack");
+        out.push((lease.group_id, lease.event));
+    }
+    out
 }
 
 /// Publishes `message(g, i)` round by round, so every group's messages are spread out.
