@@ -4,8 +4,9 @@
 //! On fresh local files (each measurement gets its own copy of a state built in bulk,
 //! see bench/states.rs), single process unless said:
 //! 1. publish rate (N messages over G groups; and the same messages through
-//!    `publish_many`, 100 per call, and from 8 threads sharing one transport), drain rate (one worker until empty: claim then ack as
-//!    two calls; and fused, claim once then `ack_and_claim` per message),
+//!    `publish_many`, 100 per call, and from 8 threads sharing one transport), drain rate
+//!    (one worker until empty: claim then ack as two calls; and fused, claim once then
+//!    `ack_and_claim` per message),
 //!    claim latency at 100 / 10,000 / 100,000 ready groups;
 //! 2. the states that break SPEC.md's claim: 10,000 / 100,000 groups leased or parked
 //!    plus one ready group served last; an idle claim at 100,000 leased; one group
@@ -31,8 +32,9 @@
 //! followed by an untimed nack(0) that restores the state.
 //!
 //! Usage: bench [--python PATH] [--peers bench/peers.py] [--no-peers] [--no-procs] [--no-server]
-//!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads", "publish_new_groups", "drain",
-//!                                      "drain_fused", "procs", "server", or a claim case's id)
+//!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads",
+//!                                      "publish_new_groups", "drain", "drain_fused", "procs",
+//!                                      "server", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
 //!                                     (one queue, one case, for perf/strace; prints its figure)
@@ -77,6 +79,43 @@ const PUBLISH_THREADS: usize = 8;
 /// The same with every publish creating its group: where the SPEC's second autocommit
 /// statement (INSERT OR IGNORE into groups) writes too, so costs a commit of its own.
 const PUBLISH_NEW_GROUPS: (usize, usize) = (10_000, 10_000);
+/// One publish row of part 1.
+struct PublishCase {
+    id: &'static str,
+    label: &'static str,
+    /// (messages, groups)
+    work: (usize, usize),
+    /// Messages per call (more than 1: `publish_many`).
+    batch: usize,
+    threads: usize,
+}
+
+const PUBLISH_CASES: [PublishCase; 4] = [
+    PublishCase { id: "publish", label: "publish (10,000 msgs over 1,000 groups)", work: PUBLISH, batch: 1, threads: 1 },
+    PublishCase {
+        id: "publish_many",
+        label: "publish_many, batches of 100 (peers: publish)",
+        work: PUBLISH,
+        batch: PUBLISH_BATCH,
+        threads: 1,
+    },
+    PublishCase {
+        id: "publish_threads",
+        label: "publish from 8 threads, one transport",
+        work: PUBLISH,
+        batch: 1,
+        threads: PUBLISH_THREADS,
+    },
+    PublishCase {
+        id: "publish_new_groups",
+        label: "publish (10,000 msgs, each a new group)",
+        work: PUBLISH_NEW_GROUPS,
+        batch: 1,
+        threads: 1,
+    },
+];
+/// `bench profile`'s publish cases publish this many messages (as many as time allows).
+const PROFILE_MESSAGES: usize = 1_000_000;
 /// Part 1's drain: a backlog of N messages over G groups, drained by one worker.
 const DRAIN: State = State::Backlog {
     messages: 10_000,
@@ -199,36 +238,7 @@ fn run(config: &Config) -> Result<(), String> {
     // Parts 1, 2 and 4 (raw loop): per case, ours and the raw loop at both settings,
     // each on its own fresh file, taking turns (see measure::interleave).
     let mut rows = Vec::new();
-    for (id, label, (n, groups), batch, threads) in [
-        (
-            "publish",
-            "publish (10,000 msgs over 1,000 groups)",
-            PUBLISH,
-            1,
-            1,
-        ),
-        (
-            "publish_many",
-            "publish_many, batches of 100 (peers: publish)",
-            PUBLISH,
-            PUBLISH_BATCH,
-            1,
-        ),
-        (
-            "publish_threads",
-            "publish from 8 threads, one transport",
-            PUBLISH,
-            1,
-            PUBLISH_THREADS,
-        ),
-        (
-            "publish_new_groups",
-            "publish (10,000 msgs, each a new group)",
-            PUBLISH_NEW_GROUPS,
-            1,
-            1,
-        ),
-    ] {
+    for &PublishCase { id, label, work: (n, groups), batch, threads } in &PUBLISH_CASES {
         if !config.wants(id) {
             continue;
         }
@@ -508,23 +518,21 @@ fn profile(args: &[String]) -> i32 {
     let style = imp.style();
     let path = tmp.path().join("profile.db");
     let p = path.to_str().unwrap_or_default().to_owned();
-    let job: Result<Box<dyn Job>, String> = match id.as_str() {
-        "publish" => new_file(imp, sync, &p)
-            .map(|q| Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, 1, 1)) as Box<dyn Job>),
-        "publish_threads" => new_file(imp, sync, &p).map(|q| {
-            Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, 1, PUBLISH_THREADS)) as Box<dyn Job>
-        }),
-        "publish_many" => new_file(imp, sync, &p).map(|q| {
-            Box::new(PublishJob::new(q, 1_000_000, PUBLISH.1, PUBLISH_BATCH, 1)) as Box<dyn Job>
-        }),
-        "publish_new_groups" => new_file(imp, sync, &p)
-            .map(|q| Box::new(PublishJob::new(q, 1_000_000, 1_000_000, 1, 1)) as Box<dyn Job>),
-        "drain" | "drain_fused" => templates
+    let publish = PUBLISH_CASES.iter().find(|c| c.id == id);
+    let job: Result<Box<dyn Job>, String> = match (id.as_str(), publish) {
+        (_, Some(&PublishCase { work: (n, groups), batch, threads, .. })) => {
+            // The case's groups, or still one per message when each creates its group.
+            let groups = if groups == n { PROFILE_MESSAGES } else { groups };
+            new_file(imp, sync, &p).map(|q| {
+                Box::new(PublishJob::new(q, PROFILE_MESSAGES, groups, batch, threads)) as Box<dyn Job>
+            })
+        }
+        ("drain" | "drain_fused", None) => templates
             .get(style, PROCS_BACKLOG)
             .and_then(|t| fresh_copy(&t, &path))
             .and_then(|()| open(imp, sync, &p))
             .map(|q| Box::new(DrainJob::new(q, id == "drain_fused")) as Box<dyn Job>),
-        _ => match states::claim_cases().into_iter().find(|c| c.id == id) {
+        (_, None) => match states::claim_cases().into_iter().find(|c| c.id == id) {
             None => Err(format!("no case {id}")),
             Some(c) => templates
                 .get(style, c.state)
