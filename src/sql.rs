@@ -27,7 +27,7 @@ pub struct Sql {
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
     unrouted_claims: Vec<String>,
     /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
-    publish_rows: Vec<(usize, String, String)>,
+    publish_rows: Vec<(String, String)>,
     pub set_group_turn: String,
     pub lease_message: String,
     pub ack_message: String,
@@ -74,11 +74,10 @@ impl Sql {
 
     /// The INSERTs of `n` rows. Multi-row VALUES go in in order: FIFO within a group is
     /// the batch's order, and the first row into a group fixes its priority and routing key.
-    fn build_publish_rows(&self, n: usize) -> (usize, String, String) {
+    fn build_publish_rows(&self, n: usize) -> (String, String) {
         let rows = |row: &str| vec![row; n].join(", ");
         let (m, g) = (&self.messages, &self.groups);
         (
-            n,
             format!("INSERT INTO {m} (group_id, event) VALUES {}", rows("(?, ?)")),
             format!("INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) VALUES {}", rows("(?, ?, ?)")),
         )
@@ -90,10 +89,14 @@ impl Sql {
     /// statements prepared (see `INSERT_ROWS`).
     pub fn publish_rows(&self, n: usize, prepared: bool) -> (usize, Cow<'_, str>, Cow<'_, str>) {
         if !prepared && n < INSERT_ROWS[0] && !INSERT_ROWS.contains(&n) {
-            let (rows, messages, groups) = self.build_publish_rows(n);
-            return (rows, messages.into(), groups.into());
+            let (messages, groups) = self.build_publish_rows(n);
+            return (n, messages.into(), groups.into());
         }
-        let (rows, messages, groups) = self.publish_rows.iter().find(|(rows, ..)| *rows <= n).unwrap_or(&self.publish_rows[0]);
+        let (rows, (messages, groups)) = INSERT_ROWS
+            .iter()
+            .zip(&self.publish_rows)
+            .find(|(&rows, _)| rows <= n)
+            .expect("INSERT_ROWS ends with 1, and a batch is not empty");
         (*rows, messages.as_str().into(), groups.as_str().into())
     }
 
