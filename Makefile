@@ -10,6 +10,8 @@ LIB_SO      := $(RELEASE_DIR)/libharel_transport.so
 LIB_A       := $(RELEASE_DIR)/libharel_transport.a
 VENV        := .venv
 VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+# The soname's number (docs/abi.md, "Versioning"), kept in build.rs.
+ABI_VERSION := $(shell sed -n 's/^const ABI_VERSION: u32 = \([0-9]*\);/\1/p' build.rs)
 
 .PHONY: all lib demo test venv clean
 all: lib
@@ -18,7 +20,7 @@ all: lib
 # Programs linked against the build tree ask for the soname, which cargo does not make.
 lib:
 	$(CARGO) build --release --lib
-	ln -sf libharel_transport.so $(RELEASE_DIR)/libharel_transport.so.0
+	ln -sf libharel_transport.so $(RELEASE_DIR)/libharel_transport.so.$(ABI_VERSION)
 
 # Python with harel 0.9.0 and libsql, for the interop tests and the benchmark's peers.
 venv: $(VENV)/.ready

@@ -3,12 +3,17 @@
 
 use std::path::PathBuf;
 
+/// The ABI's version: it goes up with every change that can break a program built against
+/// an older header. Makefile reads it from here.
+const ABI_VERSION: u32 = 1;
+
 fn main() {
     let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo")).join("harel_transport.h");
     println!("cargo:rerun-if-changed=src/ffi");
-    // The ABI's major version: `make install` names the file .so.0.MINOR.PATCH behind it.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libharel_transport.so.0");
+    // The soname carries the ABI version (docs/abi.md, "Versioning"); `make install` puts
+    // the file libharel_transport.so.VERSION behind it.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libharel_transport.so.{ABI_VERSION}");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-env-changed=HAREL_WRITE_HEADER");
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");

@@ -10,8 +10,8 @@ header:
 install: lib
 	install -d $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(LIB_SO) $(LIBDIR)/libharel_transport.so.$(VERSION)
-	ln -sf libharel_transport.so.$(VERSION) $(LIBDIR)/libharel_transport.so.0
-	ln -sf libharel_transport.so.0 $(LIBDIR)/libharel_transport.so
+	ln -sf libharel_transport.so.$(VERSION) $(LIBDIR)/libharel_transport.so.$(ABI_VERSION)
+	ln -sf libharel_transport.so.$(ABI_VERSION) $(LIBDIR)/libharel_transport.so
 	install -m 644 $(LIB_A) $(LIBDIR)/libharel_transport.a
 	install -m 644 include/harel_transport.h $(DESTDIR)$(PREFIX)/include/harel_transport.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@NATIVE_LIBS@|$(NATIVE_LIBS)|' \

@@ -5,50 +5,19 @@ use std::time::Duration;
 
 use libsql::{Builder, Connection, Database};
 
-use crate::db::LockWait;
 use crate::error::{Error, Result};
-use crate::lock_sharing::LockSharing;
+use crate::lock_wait::LockWait;
+use crate::mode::Mode;
 use crate::options::{Options, Synchronous};
 
 /// How long `open` may spend reaching a server before it reports `Error::Connect`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Memory,
-    File,
-    Remote,
-    Replica,
-}
-
-impl Mode {
-    pub fn of(database: &str, options: &Options) -> Mode {
-        let is_url = ["libsql://", "http://", "https://"].iter().any(|s| database.starts_with(s));
-        match (is_url, &options.sync_url) {
-            (true, _) => Mode::Remote,
-            (false, Some(_)) => Mode::Replica,
-            (false, None) if database == ":memory:" => Mode::Memory,
-            (false, None) => Mode::File,
-        }
-    }
-
-    /// On a server every call is a round trip anyway; statements are cached only where
-    /// SQLite compiles them in this process.
-    pub fn caches_statements(self) -> bool {
-        matches!(self, Mode::Memory | Mode::File)
-    }
-
-    pub fn is_networked(self) -> bool {
-        matches!(self, Mode::Remote | Mode::Replica)
-    }
-}
-
 pub struct Connected {
     /// Kept alive with the connection: a replica's background sync lives in it.
     pub database: Database,
     pub connection: Connection,
-    /// How ours share a local file's write lock with other SQLite programs.
-    pub sharing: LockSharing,
+    pub mode: Mode,
 }
 
 pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Connected> {
@@ -78,11 +47,9 @@ pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Co
     let conn = db.connect().map_err(|e| open_error(database, mode, e))?;
     match mode {
         Mode::Memory | Mode::File => configure_local(database, &conn, options, mode).await?,
-        Mode::Remote => {
-            within_connect_timeout(database, async { conn.query("SELECT 1", ()).await.map(drop) })
-                .await
-                .map_err(|e| open_error(database, mode, e))?
-        }
+        Mode::Remote => within_connect_timeout(database, async { conn.query("SELECT 1", ()).await.map(drop) })
+            .await
+            .map_err(|e| open_error(database, mode, e))?,
         Mode::Replica => {
             sqlite_busy_timeout(&conn, options.busy_timeout).map_err(|e| Error::from_libsql("open", e))?;
             if let Err(e) = within_connect_timeout(database, async { db.sync().await.map(drop) }).await {
@@ -90,8 +57,7 @@ pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Co
             }
         }
     }
-    let sharing = if mode == Mode::File { LockSharing::open(database) } else { LockSharing::off() };
-    Ok(Connected { database: db, connection: conn, sharing })
+    Ok(Connected { database: db, connection: conn, mode })
 }
 
 async fn journal_mode(conn: &Connection, pragma: &str) -> libsql::Result<String> {
@@ -132,10 +98,9 @@ fn check_directory(database: &str) -> Result<()> {
     let path = std::path::Path::new(database);
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     match parent {
-        Some(dir) if !dir.is_dir() => Err(Error::Database(format!(
-            "open {database:?}: the directory {} does not exist",
-            dir.display()
-        ))),
+        Some(dir) if !dir.is_dir() => {
+            Err(Error::Database(format!("open {database:?}: the directory {} does not exist", dir.display())))
+        }
         _ if path.is_dir() => Err(Error::Database(format!("open {database:?}: it is a directory, not a file"))),
         _ => Ok(()),
     }
@@ -164,7 +129,7 @@ async fn configure_local(database: &str, conn: &Connection, options: &Options, m
         };
         conn.execute(&format!("PRAGMA synchronous = {sync}"), ()).await.map_err(fail)?;
     }
-    // From here on `Db` waits for the write lock itself (see Db::begin_immediate).
+    // From here on `Db` waits for the write lock itself (see local_lock.rs).
     conn.busy_timeout(Duration::ZERO).map_err(fail)?;
     Ok(())
 }

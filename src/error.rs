@@ -23,11 +23,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn message(&self) -> &str {
         match self {
-            Error::Argument(m)
-            | Error::Database(m)
-            | Error::Busy(m)
-            | Error::LeaseLost(m)
-            | Error::Connect(m) => m,
+            Error::Argument(m) | Error::Database(m) | Error::Busy(m) | Error::LeaseLost(m) | Error::Connect(m) => m,
         }
     }
 
@@ -50,9 +46,7 @@ impl Error {
         let text = e.to_string();
         let message = format!("{what}: {text}");
         if is_busy(&e, &text) {
-            Error::Busy(format!(
-                "{message} (the write lock was not had within the busy timeout)"
-            ))
+            Error::Busy(format!("{message} (the write lock was not had within the busy timeout)"))
         } else if is_transaction_timeout(&text) {
             Error::Database(format!(
                 "{message} (the libSQL server rolled the transaction back: it was held over 5 s \
@@ -72,7 +66,9 @@ impl Error {
 /// sqld's 5 s rule: a write transaction held that long while another writer waits is rolled
 /// back, and the next statement on its connection fails with this.
 fn is_transaction_timeout(text: &str) -> bool {
-    text.contains("TRANSACTION_TIMEOUT") || text.contains("Transaction timed-out") || text.contains("Transaction timed out")
+    text.contains("TRANSACTION_TIMEOUT")
+        || text.contains("Transaction timed-out")
+        || text.contains("Transaction timed out")
 }
 
 /// A failure of the connection to a libSQL server rather than of the SQL: the server could
@@ -106,9 +102,7 @@ pub(crate) fn is_connection_error(e: &libsql::Error) -> bool {
 fn is_busy(e: &libsql::Error, text: &str) -> bool {
     match e {
         libsql::Error::SqliteFailure(code, _) => matches!(code & 0xff, 5 | 6),
-        libsql::Error::RemoteSqliteFailure(code, ext, _) => {
-            matches!(code & 0xff, 5 | 6) || matches!(ext & 0xff, 5 | 6)
-        }
+        libsql::Error::RemoteSqliteFailure(code, ext, _) => matches!(code & 0xff, 5 | 6) || matches!(ext & 0xff, 5 | 6),
         _ => text.contains("SQLITE_BUSY") || text.contains("database is locked"),
     }
 }
@@ -120,3 +114,9 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<libsql::Error> for Error {
+    fn from(e: libsql::Error) -> Error {
+        Error::from_libsql("database", e)
+    }
+}

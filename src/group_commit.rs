@@ -46,20 +46,20 @@ struct State {
 
 struct Waiting {
     ticket: u64,
-    messages: Vec<Owned>,
+    messages: Vec<OwnedMessage>,
 }
 
 /// A waiting caller's message, copied: it is written by another thread.
-struct Owned {
+struct OwnedMessage {
     group_id: String,
     event_json: String,
     priority: i32,
     routing_key: Option<String>,
 }
 
-impl Owned {
-    fn of(m: &Message<'_>) -> Owned {
-        Owned {
+impl OwnedMessage {
+    fn of(m: &Message<'_>) -> OwnedMessage {
+        OwnedMessage {
             group_id: m.group_id.to_owned(),
             event_json: m.event_json.to_owned(),
             priority: m.priority,
@@ -86,12 +86,12 @@ impl GroupCommit {
         if !state.committing && state.waiting.is_empty() {
             state.committing = true;
             drop(state);
-            let _turn = Turn { group: self, outcomes: Vec::new() };
+            let _leading = Leading { group: self, outcomes: Vec::new() };
             return commit(messages);
         }
         let ticket = state.next_ticket;
         state.next_ticket += 1;
-        state.waiting.push(Waiting { ticket, messages: messages.iter().map(Owned::of).collect() });
+        state.waiting.push(Waiting { ticket, messages: messages.iter().map(OwnedMessage::of).collect() });
         loop {
             if let Some(outcome) = state.settled.remove(&ticket) {
                 return outcome;
@@ -106,11 +106,12 @@ impl GroupCommit {
             state.committing = true;
             let batches = std::mem::take(&mut state.waiting);
             drop(state);
-            let mut turn = Turn { group: self, outcomes: batches.iter().map(|b| (b.ticket, Err(abandoned()))).collect() };
-            for (slot, outcome) in turn.outcomes.iter_mut().zip(commit_together(&batches, commit)) {
+            let mut leading =
+                Leading { group: self, outcomes: batches.iter().map(|b| (b.ticket, Err(abandoned()))).collect() };
+            for (slot, outcome) in leading.outcomes.iter_mut().zip(commit_together(&batches, commit)) {
                 slot.1 = outcome;
             }
-            drop(turn);
+            drop(leading);
             state = self.lock();
         }
     }
@@ -123,24 +124,24 @@ impl GroupCommit {
 /// One transaction for all the batches; on an error that may be one batch's doing, one
 /// per batch. The outcomes in the batches' order.
 fn commit_together(batches: &[Waiting], commit: &dyn Fn(&[Message<'_>]) -> Result<()>) -> Vec<Result<()>> {
-    let all: Vec<Message<'_>> = batches.iter().flat_map(|b| b.messages.iter().map(Owned::borrow)).collect();
+    let all: Vec<Message<'_>> = batches.iter().flat_map(|b| b.messages.iter().map(OwnedMessage::borrow)).collect();
     match commit(&all) {
-        Err(Error::Database(_)) if batches.len() > 1 => batches
-            .iter()
-            .map(|b| commit(&b.messages.iter().map(Owned::borrow).collect::<Vec<_>>()))
-            .collect(),
+        Err(Error::Database(_)) if batches.len() > 1 => {
+            batches.iter().map(|b| commit(&b.messages.iter().map(OwnedMessage::borrow).collect::<Vec<_>>())).collect()
+        }
         outcome => vec![outcome; batches.len()],
     }
 }
 
-/// A thread's time inside a transaction. Ending it, even by a panic out of `commit`,
-/// hands over the outcomes and lets the next thread in: no caller waits for ever.
-struct Turn<'a> {
+/// A thread's time leading a transaction, for its own batch or for the batches it took.
+/// Ending it, even by a panic out of `commit`, hands over the outcomes and lets the next
+/// leader in: no caller waits for ever.
+struct Leading<'a> {
     group: &'a GroupCommit,
     outcomes: Vec<(u64, Result<()>)>,
 }
 
-impl Drop for Turn<'_> {
+impl Drop for Leading<'_> {
     fn drop(&mut self) {
         let mut state = self.group.lock();
         state.settled.extend(self.outcomes.drain(..));

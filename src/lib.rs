@@ -16,20 +16,25 @@ mod error;
 pub mod ffi;
 mod group_commit;
 mod lease;
-mod lock_sharing;
+mod local_lock;
+mod lock_wait;
 mod message;
+mod mode;
 mod options;
 mod queue;
+mod request;
 mod schema;
+mod server_session;
 mod sql;
+mod statement_cache;
 mod transport;
 mod validate;
 
 pub use async_transport::AsyncTransport;
-pub use connect::Mode;
 pub use error::{Error, Result};
 pub use lease::Lease;
 pub use message::Message;
+pub use mode::Mode;
 pub use options::{system_clock, Clock, Options, Synchronous};
 pub use transport::Transport;
 pub use validate::{MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
@@ -38,14 +43,14 @@ pub use validate::{MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
 /// idempotent, one per line, each ending in ';'.
 pub fn schema_sql(prefix: &str) -> Result<String> {
     validate::prefix(prefix)?;
-    Ok(sql::as_script(&sql::Sql::new(prefix).schema()))
+    Ok(sql::as_script(&sql::Statements::new(prefix).schema()))
 }
 
 /// The statements that upgrade a groups table made without `routing_key` (harel 0.9).
 /// Not idempotent: run them once.
 pub fn schema_upgrade_sql(prefix: &str) -> Result<String> {
     validate::prefix(prefix)?;
-    Ok(sql::as_script(&sql::Sql::new(prefix).upgrade()))
+    Ok(sql::as_script(&sql::Statements::new(prefix).upgrade()))
 }
 
 /// The library's version, "MAJOR.MINOR.PATCH".

@@ -1,10 +1,10 @@
-//! The queue's operations, each one write transaction over SPEC.md's tables. Arguments
-//! arrive validated. "Now" is read from the transport's clock only once the write lock is
+//! The queue's operations, each one write transaction over the tables of docs/queue.md.
+//! Arguments arrive checked, as the requests of request.rs. "Now" is read from the transport's clock only once the write lock is
 //! held: a time read before waiting for the lock would be older than what other
 //! processes wrote meanwhile, and the claim would not see the groups they released.
 //!
-//! Turn order: SPEC.md stamps `last_claimed_at` with the claim instant. We stamp the
-//! instant the group can next be served: a claim writes its lease's end, a park the
+//! Serving order: harel's Python transports stamp `last_claimed_at` with the claim
+//! instant. We stamp the instant the group can next be served (its *ready_at*): a claim writes its lease's end, a park the
 //! park's end, an ack or an immediate nack the present. Groups waiting on a lease or a
 //! park therefore sort after `now`, where the claim's index range stops, and a claim
 //! costs the same however many groups are in flight. Among deliverable groups the order
@@ -16,8 +16,8 @@ use libsql::Value;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
-use crate::message::Message;
-use crate::sql::Sql;
+use crate::request::{Claim, Finish, Nack, Publish};
+use crate::sql::Statements;
 use crate::validate::PARKED;
 
 /// The transport's clock, checked.
@@ -25,10 +25,11 @@ pub type Now<'a> = &'a (dyn Fn() -> Result<f64> + Send + Sync);
 
 /// Appends the messages in order, in one transaction: all of them (and the groups they
 /// create) or none. One commit for the whole batch, so at synchronous FULL one fsync
-/// rather than one per message; a few multi-row INSERTs (`Sql::publish_rows`), so on a
+/// rather than one per message; a few multi-row INSERTs (`Statements::publish_rows`), so on a
 /// server a few round trips rather than two per message. An empty batch writes nothing
 /// and opens no transaction.
-pub async fn publish_many(db: &mut Db, sql: &Sql, messages: &[Message<'_>]) -> Result<()> {
+pub async fn publish(db: &mut Db, sql: &Statements, request: &Publish<'_, '_>) -> Result<()> {
+    let messages = request.messages();
     if messages.is_empty() {
         return Ok(());
     }
@@ -49,58 +50,53 @@ pub async fn publish_many(db: &mut Db, sql: &Sql, messages: &[Message<'_>]) -> R
     .await
 }
 
-pub struct Claim<'a> {
-    pub worker_id: &'a str,
-    pub visibility: f64,
-    pub min_priority: i32,
-    pub routing_keys: &'a [&'a str],
-}
-
-pub async fn claim(db: &mut Db, sql: &Sql, c: &Claim<'_>, now: Now<'_>) -> Result<Option<Lease>> {
+pub async fn claim(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Option<Lease>> {
     db.write_transaction(async |db| claim_within(db, sql, c, now()?).await).await
 }
 
-pub async fn ack(db: &mut Db, sql: &Sql, lease: &Lease, now: Now<'_>) -> Result<()> {
-    db.write_transaction(async |db| ack_within(db, sql, lease, now()?).await).await
+pub async fn ack(db: &mut Db, sql: &Statements, finish: Finish<'_>, now: Now<'_>) -> Result<()> {
+    db.write_transaction(async |db| ack_within(db, sql, finish.lease, now()?).await).await
 }
 
 /// Both in one transaction: one commit per message handled instead of two.
 pub async fn ack_and_claim(
     db: &mut Db,
-    sql: &Sql,
-    lease: &Lease,
+    sql: &Statements,
+    finish: Finish<'_>,
     c: &Claim<'_>,
     now: Now<'_>,
 ) -> Result<Option<Lease>> {
     db.write_transaction(async |db| {
         let now = now()?;
-        ack_within(db, sql, lease, now).await?;
+        ack_within(db, sql, finish.lease, now).await?;
         claim_within(db, sql, c, now).await
     })
     .await
 }
 
 /// The claim's statements, inside a write transaction.
-async fn claim_within(db: &mut Db, sql: &Sql, c: &Claim<'_>, now: f64) -> Result<Option<Lease>> {
+async fn claim_within(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: f64) -> Result<Option<Lease>> {
     let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
     let head = db
         .query_one(&claim, params, |row| Ok((row.get::<i64>(0)?, row.get::<String>(1)?, row.get::<String>(2)?)))
         .await?;
-    let Some((seq, group_id, event)) = head else { return Ok(None) };
+    let Some((seq, group_id, event)) = head else {
+        return Ok(None);
+    };
     let lock_expiry = now + c.visibility;
-    db.execute(&sql.set_group_turn, (group_id.as_str(), lock_expiry)).await?;
+    db.execute(&sql.set_group_ready_at, (group_id.as_str(), lock_expiry)).await?;
     db.execute(&sql.lease_message, (seq, c.worker_id, lock_expiry)).await?;
     Ok(Some(Lease { seq, group_id, event, worker_id: c.worker_id.to_owned(), lock_expiry }))
 }
 
 /// The ack's statements, inside a write transaction.
-async fn ack_within(db: &mut Db, sql: &Sql, lease: &Lease, now: f64) -> Result<()> {
+async fn ack_within(db: &mut Db, sql: &Statements, lease: &Lease, now: f64) -> Result<()> {
     let group_id = lease.group_id.as_str();
     let deleted = db.execute(&sql.ack_message, (lease.seq, group_id, lease.worker_id.as_str())).await?;
     if deleted == 0 {
         return Err(lease_lost(lease));
     }
-    // The group waits its turn again, or goes when that was its last message.
+    // The group is ready again now, or goes when that was its last message.
     if db.execute(&sql.requeue_group_if_not_empty, (group_id, now)).await? == 0 {
         db.execute(&sql.drop_group_if_empty, [group_id]).await?;
     }
@@ -108,7 +104,8 @@ async fn ack_within(db: &mut Db, sql: &Sql, lease: &Lease, now: f64) -> Result<(
 }
 
 /// `delay` 0 frees the message now; more parks it (and its group) until now + delay.
-pub async fn nack(db: &mut Db, sql: &Sql, lease: &Lease, delay: f64, now: Now<'_>) -> Result<()> {
+pub async fn nack(db: &mut Db, sql: &Statements, request: &Nack<'_>, now: Now<'_>) -> Result<()> {
+    let (lease, delay) = (request.finish.lease, request.delay);
     db.write_transaction(async |db| {
         let now = now()?;
         let (locked_by, lock_expiry) = if delay > 0.0 { (Some(PARKED), Some(now + delay)) } else { (None, None) };
@@ -121,7 +118,7 @@ pub async fn nack(db: &mut Db, sql: &Sql, lease: &Lease, delay: f64, now: Now<'_
         if released == 0 {
             return Err(lease_lost(lease));
         }
-        db.execute(&sql.set_group_turn, (lease.group_id.as_str(), now + delay)).await?;
+        db.execute(&sql.set_group_ready_at, (lease.group_id.as_str(), now + delay)).await?;
         Ok(())
     })
     .await

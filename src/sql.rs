@@ -10,9 +10,9 @@ use libsql::Value;
 
 use crate::validate::MAX_PRIORITY;
 
-/// Above this many routing keys a claim uses one `IN` arm instead of one arm per key
-/// (SQLite caps a compound SELECT at 500 arms).
-const MAX_ROUTING_ARMS: usize = 32;
+/// Above this many routing keys a claim uses one candidate query with `IN` instead of one
+/// per key (SQLite caps a compound SELECT at 500 parts).
+const MAX_ROUTING_CANDIDATES: usize = 32;
 
 /// Where statements are kept prepared, a batch is written by multi-row INSERTs of these
 /// many rows, largest first: few statements per batch and few distinct ones to keep. On a
@@ -21,14 +21,15 @@ const MAX_ROUTING_ARMS: usize = 32;
 const INSERT_ROWS: [usize; 8] = [128, 64, 32, 16, 8, 4, 2, 1];
 
 #[derive(Debug, Clone)]
-pub struct Sql {
-    pub messages: String,
-    pub groups: String,
+pub struct Statements {
+    /// The table names under the prefix.
+    pub messages_table: String,
+    pub groups_table: String,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
     unrouted_claims: Vec<String>,
     /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
     publish_rows: Vec<(String, String)>,
-    pub set_group_turn: String,
+    pub set_group_ready_at: String,
     pub lease_message: String,
     pub ack_message: String,
     pub requeue_group_if_not_empty: String,
@@ -38,15 +39,15 @@ pub struct Sql {
     pub count_tables: String,
 }
 
-impl Sql {
+impl Statements {
     /// `prefix` must already be validated (`validate::prefix`): it is spliced into names.
-    pub fn new(prefix: &str) -> Sql {
+    pub fn new(prefix: &str) -> Statements {
         let m = format!("{prefix}_transport_messages");
         let g = format!("{prefix}_transport_groups");
-        let mut sql = Sql {
+        let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
-            set_group_turn: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
+            set_group_ready_at: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
             lease_message: format!("UPDATE {m} SET locked_by = ?2, lock_expiry = ?3 WHERE seq = ?1"),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
             requeue_group_if_not_empty: format!(
@@ -61,11 +62,9 @@ impl Sql {
                  WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
             has_routing_key: format!("SELECT 1 FROM pragma_table_info('{g}') WHERE name = 'routing_key'"),
-            count_tables: format!(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('{m}', '{g}')"
-            ),
-            messages: m,
-            groups: g,
+            count_tables: format!("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('{m}', '{g}')"),
+            messages_table: m,
+            groups_table: g,
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
         sql.publish_rows = INSERT_ROWS.iter().map(|&n| sql.build_publish_rows(n)).collect();
@@ -76,7 +75,7 @@ impl Sql {
     /// the batch's order, and the first row into a group fixes its priority and routing key.
     fn build_publish_rows(&self, n: usize) -> (String, String) {
         let rows = |row: &str| vec![row; n].join(", ");
-        let (m, g) = (&self.messages, &self.groups);
+        let (m, g) = (&self.messages_table, &self.groups_table);
         (
             format!("INSERT INTO {m} (group_id, event) VALUES {}", rows("(?, ?)")),
             format!("INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) VALUES {}", rows("(?, ?, ?)")),
@@ -100,52 +99,53 @@ impl Sql {
         (*rows, messages.as_str().into(), groups.as_str().into())
     }
 
-    /// One candidate: the first group, in turn order, that passes `filter` and whose head
-    /// (oldest message) is free now (?1). Columns: turn, arrival, seq, gid.
+    /// One candidate: the first group, in serving order, that passes `filter` and whose
+    /// head (oldest message) is free now (?1). Columns: ready_at, arrival, seq, gid.
     ///
-    /// `turn <= now` is what keeps this cheap: a claim stamps a group with its lease's
+    /// `ready_at <= now` is what keeps this cheap: a claim stamps a group with its lease's
     /// end and a park with the park's end, so groups in flight or parked lie beyond `now`
     /// and the index range never reaches them. Only a group's head is ever leased, so
     /// the head's own lock says whether the group has anything in flight; that check
     /// still matters for groups leased by a harel Python transport, which stamps the
-    /// claim instant instead. `turn` is `g.last_claimed_at`, or `+g.last_claimed_at` to
+    /// claim instant instead. `ready_at` is `g.last_claimed_at`, or `+g.last_claimed_at` to
     /// keep SQLite off that column's indexes.
-    fn arm(&self, filter: &str, turn: &str) -> String {
-        let (g, m) = (&self.groups, &self.messages);
+    fn candidate(&self, filter: &str, ready_at: &str) -> String {
+        let (g, m) = (&self.groups_table, &self.messages_table);
         format!(
-            "SELECT * FROM (SELECT g.last_claimed_at AS turn, g.rowid AS arrival, h.seq AS seq, \
+            "SELECT * FROM (SELECT g.last_claimed_at AS ready_at, g.rowid AS arrival, h.seq AS seq, \
              g.group_id AS gid FROM {g} g \
              JOIN {m} h ON h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id) \
-             WHERE {filter} AND {turn} <= ?1 AND (h.locked_by IS NULL OR h.lock_expiry < ?1) \
-             ORDER BY {turn}, g.rowid LIMIT 1)"
+             WHERE {filter} AND {ready_at} <= ?1 AND (h.locked_by IS NULL OR h.lock_expiry < ?1) \
+             ORDER BY {ready_at}, g.rowid LIMIT 1)"
         )
     }
 
-    /// The best of the arms' candidates, with its event. Columns: seq, group_id, event.
-    fn pick(&self, arms: Vec<String>) -> String {
-        let m = &self.messages;
+    /// The best of the candidates, with its event. Columns: seq, group_id, event.
+    fn best_candidate(&self, candidates: Vec<String>) -> String {
+        let m = &self.messages_table;
         format!(
             "SELECT c.seq, c.gid, e.event FROM ({}) c JOIN {m} e ON e.seq = c.seq \
-             ORDER BY c.turn, c.arrival LIMIT 1",
-            arms.join(" UNION ALL ")
+             ORDER BY c.ready_at, c.arrival LIMIT 1",
+            candidates.join(" UNION ALL ")
         )
     }
 
-    /// With no floor, one walk of SPEC's (last_claimed_at) index. With a floor, one arm
-    /// per priority level at or above it, each an index range on (priority,
+    /// With no floor, one walk of harel's (last_claimed_at) index. With a floor, one
+    /// candidate per priority level at or above it, each an index range on (priority,
     /// last_claimed_at), so a high-priority group is found without walking past lower
-    /// ones; a last arm takes priorities above 4, which harel's Python publish does not
+    /// ones; a last candidate takes priorities above 4, which harel's Python publish does not
     /// reject (few groups, so it may sort them).
     fn build_unrouted_claim(&self, min_priority: i32) -> String {
         if min_priority == 0 {
-            return self.pick(vec![self.arm("1", "g.last_claimed_at")]);
+            return self.best_candidate(vec![self.candidate("1", "g.last_claimed_at")]);
         }
         // "priority > 0" lets SQLite use the partial index.
-        let mut arms: Vec<String> = (min_priority..=MAX_PRIORITY)
-            .map(|p| self.arm(&format!("g.priority = {p} AND g.priority > 0"), "g.last_claimed_at"))
+        let mut candidates: Vec<String> = (min_priority..=MAX_PRIORITY)
+            .map(|p| self.candidate(&format!("g.priority = {p} AND g.priority > 0"), "g.last_claimed_at"))
             .collect();
-        arms.push(self.arm(&format!("g.priority > {MAX_PRIORITY} AND g.priority > 0"), "+g.last_claimed_at"));
-        self.pick(arms)
+        candidates
+            .push(self.candidate(&format!("g.priority > {MAX_PRIORITY} AND g.priority > 0"), "+g.last_claimed_at"));
+        self.best_candidate(candidates)
     }
 
     /// The claim statement and its parameters: ?1 now; with routing keys, ?2 min_priority
@@ -157,16 +157,21 @@ impl Sql {
             return (self.unrouted_claims[min_priority as usize].as_str().into(), vec![now.into()]);
         }
         let mut params = vec![now.into(), min_priority.into()];
-        let arms = if routing_keys.len() <= MAX_ROUTING_ARMS {
+        let candidates = if routing_keys.len() <= MAX_ROUTING_CANDIDATES {
             params.extend(routing_keys.iter().map(|&k| Value::from(k)));
             (0..routing_keys.len())
-                .map(|i| self.arm(&format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3), "g.last_claimed_at"))
+                .map(|i| {
+                    self.candidate(&format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3), "g.last_claimed_at")
+                })
                 .collect()
         } else {
             params.push(serde_json::to_string(routing_keys).unwrap_or_default().into());
-            vec![self.arm("g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2", "g.last_claimed_at")]
+            vec![self.candidate(
+                "g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2",
+                "g.last_claimed_at",
+            )]
         };
-        (self.pick(arms).into(), params)
+        (self.best_candidate(candidates).into(), params)
     }
 
     /// The idempotent statements of a fresh schema: tables, then indexes.
@@ -177,7 +182,7 @@ impl Sql {
     }
 
     pub fn tables(&self) -> Vec<String> {
-        let (g, m) = (&self.groups, &self.messages);
+        let (g, m) = (&self.groups_table, &self.messages_table);
         vec![
             format!(
                 "CREATE TABLE IF NOT EXISTS {m} (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
@@ -192,7 +197,7 @@ impl Sql {
     }
 
     pub fn indexes(&self) -> Vec<String> {
-        let (g, m) = (&self.groups, &self.messages);
+        let (g, m) = (&self.groups_table, &self.messages_table);
         let mut statements = vec![
             format!("CREATE INDEX IF NOT EXISTS {g}_by_last_claimed ON {g} (last_claimed_at)"),
             format!("CREATE INDEX IF NOT EXISTS {m}_by_group ON {m} (group_id, seq)"),
@@ -203,7 +208,7 @@ impl Sql {
 
     /// Adds the column harel 0.9's groups table lacks; SQLite has no ADD COLUMN IF NOT EXISTS.
     pub fn add_routing_key(&self) -> String {
-        format!("ALTER TABLE {} ADD COLUMN routing_key TEXT", self.groups)
+        format!("ALTER TABLE {} ADD COLUMN routing_key TEXT", self.groups_table)
     }
 
     /// What upgrades a harel 0.9 groups table (no `routing_key`); the ALTER runs once.
@@ -214,7 +219,7 @@ impl Sql {
     }
 
     fn routing_and_claim_indexes(&self) -> Vec<String> {
-        let g = &self.groups;
+        let g = &self.groups_table;
         vec![
             // partial: groups without a key (most) cost it nothing when they move; a
             // claim's `routing_key = ?` implies the condition, so it still serves them
@@ -222,7 +227,7 @@ impl Sql {
                 "CREATE INDEX IF NOT EXISTS {g}_by_routing_key ON {g} (routing_key, last_claimed_at) \
                  WHERE routing_key IS NOT NULL"
             ),
-            // ours: the claim's arms for a priority floor walk this; partial, so the many
+            // ours: the claim's candidates for a priority floor walk this; partial, so the many
             // priority-0 groups cost it nothing when they move
             format!(
                 "CREATE INDEX IF NOT EXISTS {g}_by_priority ON {g} (priority, last_claimed_at) \

@@ -6,13 +6,13 @@
 use tokio::runtime::{Builder, Runtime};
 
 use crate::async_transport::AsyncTransport;
-use crate::connect::Mode;
 use crate::error::{Error, Result};
 use crate::group_commit::GroupCommit;
 use crate::lease::Lease;
 use crate::message::Message;
+use crate::mode::Mode;
 use crate::options::Options;
-use crate::validate;
+use crate::request::Publish;
 
 pub struct Transport {
     /// Always `Some` until `close` or drop takes it.
@@ -42,27 +42,34 @@ impl Transport {
     /// transaction (one commit for all); each call still returns its own result, once its
     /// own message is committed.
     pub fn publish(&self, group_id: &str, event_json: &str, priority: i32, routing_key: Option<&str>) -> Result<()> {
-        let message = Message { group_id, event_json, priority, routing_key };
-        validate::message(&message)?;
-        self.append(std::slice::from_ref(&message)).map_err(|e| e.during("publish"))
+        let request = Publish::one(Message { group_id, event_json, priority, routing_key })?;
+        self.append(&request).map_err(|e| e.during("publish"))
     }
 
     /// See [`AsyncTransport::publish_many`]. Shares commits as `publish` does; the batch
     /// stays all or none.
     pub fn publish_many(&self, messages: &[Message<'_>]) -> Result<()> {
-        validate::messages(messages)?;
+        let request = Publish::many(messages)?;
         if messages.is_empty() {
             return Ok(());
         }
-        self.append(messages).map_err(|e| e.during("publish_many"))
+        self.append(&request).map_err(|e| e.during("publish_many"))
     }
 
-    fn append(&self, messages: &[Message<'_>]) -> Result<()> {
-        self.commits.publish(messages, &|batch| self.runtime.block_on(self.inner().append(batch)))
+    /// Through group commit: `batch` may hold other threads' messages too.
+    fn append(&self, request: &Publish<'_, '_>) -> Result<()> {
+        let commit = |batch: &[Message<'_>]| self.runtime.block_on(self.inner().append(&Publish::checked(batch)));
+        self.commits.publish(request.messages(), &commit)
     }
 
     /// See [`AsyncTransport::claim`].
-    pub fn claim(&self, worker_id: &str, visibility: f64, min_priority: i32, routing_keys: &[&str]) -> Result<Option<Lease>> {
+    pub fn claim(
+        &self,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+    ) -> Result<Option<Lease>> {
         self.runtime.block_on(self.inner().claim(worker_id, visibility, min_priority, routing_keys))
     }
 
@@ -88,11 +95,10 @@ impl Transport {
         self.runtime.block_on(self.inner().nack(lease, delay))
     }
 
-    /// Closes the connection. Dropping the transport does the same.
-    pub fn close(mut self) -> Result<()> {
-        match self.inner.take() {
-            Some(inner) => self.runtime.block_on(inner.close()),
-            None => Ok(()),
+    /// Closes the connection; it cannot fail. Dropping the transport does the same.
+    pub fn close(mut self) {
+        if let Some(inner) = self.inner.take() {
+            self.runtime.block_on(inner.close());
         }
     }
 }
@@ -100,7 +106,7 @@ impl Transport {
 impl Drop for Transport {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.take() {
-            let _ = self.runtime.block_on(inner.close());
+            self.runtime.block_on(inner.close());
         }
     }
 }
@@ -115,8 +121,5 @@ fn runtime_for(mode: Mode) -> Result<Runtime> {
     } else {
         Builder::new_current_thread()
     };
-    builder
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Database(format!("open: could not start the I/O runtime: {e}")))
+    builder.enable_all().build().map_err(|e| Error::Database(format!("open: could not start the I/O runtime: {e}")))
 }

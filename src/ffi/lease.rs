@@ -1,55 +1,84 @@
 //! `harel_lease`: a claimed message handed to C, and read back from C by ack and nack.
 
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 
 use super::args;
 use super::boundary_value;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 
-/// A claimed message. One returned by `harel_transport_claim` belongs to the caller, who
-/// frees it with `harel_lease_free` (after ack or nack, or when giving up on it). A caller
-/// may also fill a `harel_lease` of its own (e.g. a binding that copied the fields): ack
-/// and nack read only `seq`, `group_id` and `worker_id`; never pass such a lease to
-/// `harel_lease_free`.
+/// A claimed message. One returned by a claim belongs to the caller, who frees it with
+/// `harel_lease_free` (after ack or nack, or when giving up on it); never change its
+/// fields. The strings are NUL-terminated, but a group id or an event stored by another
+/// writer may hold NUL bytes: read them with their lengths to get every byte.
+///
+/// A caller may also fill a `harel_lease` of its own (e.g. a binding that copied the
+/// fields): ack and nack read only `seq`, `group_id` with `group_id_len`, and
+/// `worker_id`. Never pass such a lease to `harel_lease_free`.
 #[repr(C)]
 pub struct harel_lease {
     /// The message's seq: FIFO order and the lease handle.
     pub seq: i64,
-    /// The group, NUL-terminated UTF-8.
+    /// The group: `group_id_len` bytes of UTF-8, then a NUL.
     pub group_id: *mut c_char,
-    /// The event: JSON text, byte for byte as published.
+    /// The length of `group_id` in bytes, without the terminating NUL.
+    pub group_id_len: usize,
+    /// The event: JSON text, byte for byte as published; `event_len` bytes, then a NUL.
     pub event: *mut c_char,
-    /// Who holds the lease.
+    /// The length of `event` in bytes, without the terminating NUL.
+    pub event_len: usize,
+    /// Who holds the lease: NUL-terminated UTF-8.
     pub worker_id: *mut c_char,
     /// Epoch seconds the lease runs to.
     pub lock_expiry: f64,
 }
 
-fn c_string(value: String, name: &str) -> Result<CString> {
-    CString::new(value).map_err(|_| {
-        Error::Database(format!("the message's {name} holds a NUL byte and cannot be handed to C"))
-    })
+/// What `harel_lease_free` frees: the lease and, in one buffer, its strings. `lease` is
+/// first, so a `*mut harel_lease` handed out is a `*mut Allocation`.
+#[repr(C)]
+struct Allocation {
+    lease: harel_lease,
+    /// group_id, event and worker_id, each followed by a NUL; the lease points into it.
+    /// A Vec's buffer stays where it is when the Allocation moves into its Box.
+    strings: Vec<u8>,
 }
 
 impl harel_lease {
-    /// Moves a claimed lease into C memory; the caller frees it with harel_lease_free.
-    pub(crate) fn into_raw(lease: Lease) -> Result<*mut harel_lease> {
-        let boxed = harel_lease {
-            seq: lease.seq,
-            group_id: c_string(lease.group_id, "group_id")?.into_raw(),
-            event: c_string(lease.event, "event")?.into_raw(),
-            worker_id: c_string(lease.worker_id, "worker_id")?.into_raw(),
-            lock_expiry: lease.lock_expiry,
-        };
-        Ok(Box::into_raw(Box::new(boxed)))
+    /// Moves a claimed lease into memory the caller frees with harel_lease_free: one
+    /// allocation for the struct and one for its strings, so nothing can be half made.
+    pub(crate) fn into_raw(lease: Lease) -> *mut harel_lease {
+        let (group_id, event, worker_id) =
+            (lease.group_id.as_bytes(), lease.event.as_bytes(), lease.worker_id.as_bytes());
+        let mut strings = Vec::with_capacity(group_id.len() + event.len() + worker_id.len() + 3);
+        for s in [group_id, event, worker_id] {
+            strings.extend_from_slice(s);
+            strings.push(0);
+        }
+        let base = strings.as_mut_ptr().cast::<c_char>();
+        // SAFETY: each offset lies within `strings` (the three strings and their NULs).
+        let (event_at, worker_at) =
+            unsafe { (base.add(group_id.len() + 1), base.add(group_id.len() + event.len() + 2)) };
+        let allocation = Box::new(Allocation {
+            lease: harel_lease {
+                seq: lease.seq,
+                group_id: base,
+                group_id_len: group_id.len(),
+                event: event_at,
+                event_len: event.len(),
+                worker_id: worker_at,
+                lock_expiry: lease.lock_expiry,
+            },
+            strings,
+        });
+        Box::into_raw(allocation).cast::<harel_lease>()
     }
 
     /// What ack and nack need, read from a lease the library or the caller built.
     pub(crate) fn to_lease(&self) -> Result<Lease> {
-        // SAFETY: the fields are NULL or NUL-terminated strings (harel_lease's contract).
+        // SAFETY: group_id is NULL or points to group_id_len bytes, worker_id is NULL or a
+        // NUL-terminated string (harel_lease's contract).
         let (group_id, worker_id) = unsafe {
-            (args::string(self.group_id, "lease.group_id")?, args::string(self.worker_id, "lease.worker_id")?)
+            (group_id_of(self.group_id, self.group_id_len)?, args::string(self.worker_id, "lease.worker_id")?)
         };
         Ok(Lease {
             seq: self.seq,
@@ -61,22 +90,30 @@ impl harel_lease {
     }
 }
 
-/// Frees a lease returned by `harel_transport_claim`, with its strings. NULL does nothing.
+/// # Safety
+/// `ptr` is NULL or points to `len` readable bytes.
+unsafe fn group_id_of<'a>(ptr: *const c_char, len: usize) -> Result<&'a str> {
+    if ptr.is_null() {
+        return Err(Error::Argument("lease.group_id is NULL".into()));
+    }
+    if len == 0 {
+        return Err(Error::Argument(
+            "lease.group_id_len is 0: a lease filled by the caller must set it to group_id's length in bytes".into(),
+        ));
+    }
+    // SAFETY: the caller's promise.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    std::str::from_utf8(bytes).map_err(|e| Error::Argument(format!("lease.group_id is not valid UTF-8: {e}")))
+}
+
+/// Frees a lease a claim returned, with its strings. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_lease_free(lease: *mut harel_lease) {
     boundary_value((), || {
-        if lease.is_null() {
-            return;
-        }
-        // SAFETY: a non-NULL lease came from harel_transport_claim (harel_lease::into_raw)
-        // and is freed once; its strings came from CString::into_raw.
-        unsafe {
-            let lease = Box::from_raw(lease);
-            for s in [lease.group_id, lease.event, lease.worker_id] {
-                if !s.is_null() {
-                    drop(CString::from_raw(s));
-                }
-            }
+        if !lease.is_null() {
+            // SAFETY: a non-NULL lease came from harel_lease::into_raw (an Allocation) and
+            // is freed once.
+            drop(unsafe { Box::from_raw(lease.cast::<Allocation>()) });
         }
     })
 }

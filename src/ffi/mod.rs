@@ -1,12 +1,13 @@
-//! The C ABI of ABI.md. This layer only checks pointers, UTF-8 and numbers' types, calls
-//! the Rust API and maps its errors to status codes; the queue's logic and argument rules
-//! live in the core.
+//! The C ABI (docs/abi.md). This layer only checks pointers, UTF-8 and numbers' types,
+//! calls the Rust API and maps its errors to a status and a `harel_error`; the queue's
+//! logic and argument rules live in the core.
 //!
 //! Every exported function runs inside [`boundary`] (or [`boundary_value`] for those that
 //! return no status): a panic becomes `HAREL_ERR_PANIC` instead of unwinding into C.
 //! Pointers become references through the helpers in [`args`].
 
-#![allow(non_camel_case_types)] // C names, as ABI.md spells them
+#![allow(non_camel_case_types)]
+// C names
 // The exported functions are safe to call from C with what their doc comments promise;
 // a C caller cannot see `unsafe` anyway, and the pointers are checked in `args`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
@@ -20,7 +21,7 @@ mod schema;
 mod status;
 mod transport;
 
-pub use error::harel_last_error;
+pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};
 pub use lease::{harel_lease, harel_lease_free};
 pub use message::harel_message;
 pub use options::*;
@@ -31,16 +32,22 @@ pub use transport::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::Error;
+use error::ErrorSlot;
 
-/// Runs the body of a status-returning function: clears the thread's last error, turns an
-/// `Err` into its status (keeping the message for `harel_last_error`) and a panic into
-/// `HAREL_ERR_PANIC`.
-pub(crate) fn boundary(body: impl FnOnce() -> Result<harel_status, Error>) -> harel_status {
+/// Runs the body of a function that returns a status and takes `harel_error **err`:
+/// clears the thread's last error, refuses an `*err` left set by the caller, and turns an
+/// `Err` into its status and a panic into `HAREL_ERR_PANIC`, each reported through `err`
+/// (when not NULL) and as the thread's last error.
+pub(crate) fn boundary(err: *mut *mut harel_error, body: impl FnOnce() -> Result<harel_status, Error>) -> harel_status {
     error::clear();
+    let slot = match ErrorSlot::check(err) {
+        Ok(slot) => slot,
+        Err(e) => return ErrorSlot::none().report(harel_error::of(&e)),
+    };
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(status)) => status,
-        Ok(Err(e)) => error::set(&e),
-        Err(panic) => error::set_panic(panic),
+        Ok(Err(e)) => slot.report(harel_error::of(&e)),
+        Err(panic) => slot.report(harel_error::of_panic(panic)),
     }
 }
 

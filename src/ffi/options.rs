@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_void};
 
 use super::args;
+use super::error::harel_error;
 use super::status::harel_status::{self, HAREL_OK};
 use super::{boundary, boundary_value};
 use crate::options::Options;
@@ -28,9 +29,7 @@ impl harel_options {
 /// library failed internally.
 #[no_mangle]
 pub extern "C" fn harel_options_new() -> *mut harel_options {
-    boundary_value(std::ptr::null_mut(), || {
-        Box::into_raw(Box::new(harel_options { inner: Options::new() }))
-    })
+    boundary_value(std::ptr::null_mut(), || Box::into_raw(Box::new(harel_options { inner: Options::new() })))
 }
 
 /// Frees options made by `harel_options_new`. NULL does nothing.
@@ -45,8 +44,12 @@ pub extern "C" fn harel_options_free(o: *mut harel_options) {
 }
 
 /// Runs one setter on `o`; the shared body of every `harel_options_set_*`.
-fn set(o: *mut harel_options, apply: impl FnOnce(&mut Options) -> crate::Result<()>) -> harel_status {
-    boundary(|| {
+fn set(
+    o: *mut harel_options,
+    err: *mut *mut harel_error,
+    apply: impl FnOnce(&mut Options) -> crate::Result<()>,
+) -> harel_status {
+    boundary(err, || {
         // SAFETY: the caller passes NULL or options from harel_options_new.
         let o = unsafe { args::mutable(o, "o") }?;
         apply(&mut o.inner)?;
@@ -59,9 +62,13 @@ fn set(o: *mut harel_options, apply: impl FnOnce(&mut Options) -> crate::Result<
 ///
 /// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o or prefix NULL, not UTF-8, not an identifier).
 #[no_mangle]
-pub extern "C" fn harel_options_set_prefix(o: *mut harel_options, prefix: *const c_char) -> harel_status {
+pub extern "C" fn harel_options_set_prefix(
+    o: *mut harel_options,
+    prefix: *const c_char,
+    err: *mut *mut harel_error,
+) -> harel_status {
     // SAFETY: the caller passes NULL or a NUL-terminated string.
-    set(o, |opts| opts.prefix(unsafe { args::string(prefix, "prefix") }?).map(drop))
+    set(o, err, |opts| opts.prefix(unsafe { args::string(prefix, "prefix") }?).map(drop))
 }
 
 /// On (the default): create the tables and indexes idempotently at open, and upgrade a
@@ -70,8 +77,12 @@ pub extern "C" fn harel_options_set_prefix(o: *mut harel_options, prefix: *const
 ///
 /// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
 #[no_mangle]
-pub extern "C" fn harel_options_set_create_schema(o: *mut harel_options, create_schema: bool) -> harel_status {
-    set(o, |opts| {
+pub extern "C" fn harel_options_set_create_schema(
+    o: *mut harel_options,
+    create_schema: bool,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| {
         opts.create_schema(create_schema);
         Ok(())
     })
@@ -82,9 +93,13 @@ pub extern "C" fn harel_options_set_create_schema(o: *mut harel_options, create_
 ///
 /// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, url empty or not UTF-8).
 #[no_mangle]
-pub extern "C" fn harel_options_set_sync_url(o: *mut harel_options, url: *const c_char) -> harel_status {
+pub extern "C" fn harel_options_set_sync_url(
+    o: *mut harel_options,
+    url: *const c_char,
+    err: *mut *mut harel_error,
+) -> harel_status {
     // SAFETY: the caller passes NULL or a NUL-terminated string.
-    set(o, |opts| opts.sync_url(unsafe { args::optional_string(url, "url") }?).map(drop))
+    set(o, err, |opts| opts.sync_url(unsafe { args::optional_string(url, "url") }?).map(drop))
 }
 
 /// The auth token for a libSQL server (remote URL or a replica's primary). NULL unsets
@@ -92,8 +107,12 @@ pub extern "C" fn harel_options_set_sync_url(o: *mut harel_options, url: *const 
 ///
 /// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, token not UTF-8).
 #[no_mangle]
-pub extern "C" fn harel_options_set_auth_token(o: *mut harel_options, token: *const c_char) -> harel_status {
-    set(o, |opts| {
+pub extern "C" fn harel_options_set_auth_token(
+    o: *mut harel_options,
+    token: *const c_char,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| {
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         opts.auth_token(unsafe { args::optional_string(token, "token") }?);
         Ok(())
@@ -104,8 +123,12 @@ pub extern "C" fn harel_options_set_auth_token(o: *mut harel_options, token: *co
 ///
 /// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, seconds not finite or <= 0).
 #[no_mangle]
-pub extern "C" fn harel_options_set_sync_interval(o: *mut harel_options, seconds: f64) -> harel_status {
-    set(o, |opts| opts.sync_interval(seconds).map(drop))
+pub extern "C" fn harel_options_set_sync_interval(
+    o: *mut harel_options,
+    seconds: f64,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| opts.sync_interval(seconds).map(drop))
 }
 
 /// How long a write waits for the database's write lock before HAREL_ERR_BUSY, in
@@ -113,8 +136,12 @@ pub extern "C" fn harel_options_set_sync_interval(o: *mut harel_options, seconds
 ///
 /// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, seconds not finite or < 0).
 #[no_mangle]
-pub extern "C" fn harel_options_set_busy_timeout(o: *mut harel_options, seconds: f64) -> harel_status {
-    set(o, |opts| opts.busy_timeout(seconds).map(drop))
+pub extern "C" fn harel_options_set_busy_timeout(
+    o: *mut harel_options,
+    seconds: f64,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| opts.busy_timeout(seconds).map(drop))
 }
 
 /// Local files: `full` true (the default) makes every commit durable against power loss
@@ -123,9 +150,13 @@ pub extern "C" fn harel_options_set_busy_timeout(o: *mut harel_options, seconds:
 ///
 /// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
 #[no_mangle]
-pub extern "C" fn harel_options_set_synchronous_full(o: *mut harel_options, full: bool) -> harel_status {
+pub extern "C" fn harel_options_set_synchronous_full(
+    o: *mut harel_options,
+    full: bool,
+    err: *mut *mut harel_error,
+) -> harel_status {
     use crate::options::Synchronous;
-    set(o, |opts| {
+    set(o, err, |opts| {
         opts.synchronous(if full { Synchronous::Full } else { Synchronous::Normal });
         Ok(())
     })
@@ -144,8 +175,9 @@ pub extern "C" fn harel_options_set_clock(
     o: *mut harel_options,
     clock: Option<unsafe extern "C" fn(ctx: *mut c_void) -> f64>,
     ctx: *mut c_void,
+    err: *mut *mut harel_error,
 ) -> harel_status {
-    set(o, |opts| {
+    set(o, err, |opts| {
         match clock {
             Some(f) => {
                 let ctx = ClockContext(ctx);

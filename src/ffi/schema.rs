@@ -3,13 +3,14 @@
 use std::ffi::{c_char, CString};
 
 use super::args;
+use super::error::harel_error;
 use super::status::harel_status::{self, HAREL_OK};
 use super::{boundary, boundary_value};
 
 /// The library's version, "MAJOR.MINOR.PATCH". Static: never free it.
 #[no_mangle]
 pub extern "C" fn harel_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    boundary_value(std::ptr::null(), || concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast())
 }
 
 /// Frees a string the library handed out (`harel_schema_sql`, `harel_schema_upgrade_sql`).
@@ -24,12 +25,14 @@ pub extern "C" fn harel_string_free(s: *mut c_char) {
     })
 }
 
-fn hand_out(
+/// Hands the caller a new string made from `prefix`: HAREL_OK with `*out` set.
+fn string_out(
     prefix: *const c_char,
     out: *mut *mut c_char,
+    err: *mut *mut harel_error,
     make: fn(&str) -> crate::Result<String>,
 ) -> harel_status {
-    boundary(|| {
+    boundary(err, || {
         // SAFETY: the caller passes NULL or valid pointers, per the function's contract.
         let out = unsafe { args::mutable(out, "out") }?;
         *out = std::ptr::null_mut();
@@ -48,8 +51,12 @@ fn hand_out(
 ///
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (prefix or out NULL, prefix not an identifier).
 #[no_mangle]
-pub extern "C" fn harel_schema_sql(prefix: *const c_char, out: *mut *mut c_char) -> harel_status {
-    hand_out(prefix, out, crate::schema_sql)
+pub extern "C" fn harel_schema_sql(
+    prefix: *const c_char,
+    out: *mut *mut c_char,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    string_out(prefix, out, err, crate::schema_sql)
 }
 
 /// The statements that upgrade a groups table made without `routing_key` (harel 0.9),
@@ -60,6 +67,10 @@ pub extern "C" fn harel_schema_sql(prefix: *const c_char, out: *mut *mut c_char)
 ///
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (prefix or out NULL, prefix not an identifier).
 #[no_mangle]
-pub extern "C" fn harel_schema_upgrade_sql(prefix: *const c_char, out: *mut *mut c_char) -> harel_status {
-    hand_out(prefix, out, crate::schema_upgrade_sql)
+pub extern "C" fn harel_schema_upgrade_sql(
+    prefix: *const c_char,
+    out: *mut *mut c_char,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    string_out(prefix, out, err, crate::schema_upgrade_sql)
 }

@@ -5,7 +5,8 @@ use std::ffi::c_char;
 use crate::error::Error;
 
 /// What a call did. `HAREL_OK` is 0, "nothing to do" is positive, every error is
-/// negative; after an error `harel_last_error()` says what went wrong.
+/// negative; after an error the call's `*err` (see harel_error) and `harel_last_error()`
+/// say what went wrong.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum harel_status {
@@ -50,7 +51,11 @@ impl From<&Error> for harel_status {
 /// The string is static: never free it.
 #[no_mangle]
 pub extern "C" fn harel_status_name(status: i32) -> *const c_char {
-    let name: &'static str = match status {
+    super::boundary_value(c"HAREL_UNKNOWN".as_ptr(), || status_name(status).as_ptr().cast())
+}
+
+fn status_name(status: i32) -> &'static str {
+    match status {
         0 => "HAREL_OK\0",
         1 => "HAREL_EMPTY\0",
         -1 => "HAREL_ERR_ARGUMENT\0",
@@ -60,6 +65,5 @@ pub extern "C" fn harel_status_name(status: i32) -> *const c_char {
         -5 => "HAREL_ERR_CONNECT\0",
         -99 => "HAREL_ERR_PANIC\0",
         _ => "HAREL_UNKNOWN\0",
-    };
-    name.as_ptr().cast()
+    }
 }

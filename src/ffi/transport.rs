@@ -1,12 +1,11 @@
 //! `harel_transport`: open, publish, claim, ack, nack, close.
 
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 use std::ptr;
-use std::sync::Mutex;
 
 use super::args;
-use super::error;
-use super::{boundary, boundary_value};
+use super::boundary;
+use super::error::harel_error;
 use super::lease::harel_lease;
 use super::message::{self, harel_message};
 use super::options::harel_options;
@@ -15,8 +14,9 @@ use crate::options::Options;
 use crate::transport::Transport;
 
 /// An open queue (opaque). Made by `harel_transport_open`, freed by
-/// `harel_transport_close`. One handle may be used from several threads at once; its
-/// calls run one at a time, except that publishes (`harel_transport_publish`,
+/// `harel_transport_close`. One handle may be used from several threads at once (each
+/// call reports its own error through its `err`); its calls run one at a time, except
+/// that publishes (`harel_transport_publish`,
 /// `harel_transport_publish_many`) made from several threads while one of them commits
 /// are written together in the next transaction: one commit (one fsync at synchronous
 /// FULL) for all of them, each call still returning its own status, and each returning
@@ -24,23 +24,16 @@ use crate::transport::Transport;
 /// or process on the same database. Never close a handle while another thread is using it.
 pub struct harel_transport {
     inner: Transport,
-    /// The message of the last error a call on this handle returned (see
-    /// harel_transport_last_error).
-    last_error: Mutex<Option<CString>>,
 }
 
-/// Runs a call on handle `t` inside the boundary, then keeps the call's error message (or
-/// none) on the handle as well as on the thread.
+/// Runs a call on handle `t` inside the boundary.
 fn on_handle(
     t: *mut harel_transport,
+    err: *mut *mut harel_error,
     body: impl FnOnce(&Transport) -> crate::Result<harel_status>,
 ) -> harel_status {
     // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
-    let status = boundary(|| body(unsafe { &args::reference(t, "t")?.inner }));
-    if let Some(handle) = unsafe { t.as_ref() } {
-        *handle.last_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = error::current();
-    }
-    status
+    boundary(err, || body(unsafe { &args::reference(t, "t")?.inner }))
 }
 
 /// Opens the queue at `database`: a file path (a local libSQL file, WAL journal),
@@ -49,7 +42,8 @@ fn on_handle(
 /// be NULL for the defaults; it is only read during the call.
 ///
 /// On HAREL_OK `*out` is a new handle the caller owns (free it with
-/// `harel_transport_close`); on error `*out` is NULL.
+/// `harel_transport_close`); on error `*out` is NULL and, when `err` is not NULL, `*err`
+/// is the error (see harel_error).
 ///
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (database or out NULL, database empty or not
 /// UTF-8); HAREL_ERR_DATABASE (the file can't be opened or isn't a database, a table is
@@ -61,8 +55,9 @@ pub extern "C" fn harel_transport_open(
     database: *const c_char,
     options: *const harel_options,
     out: *mut *mut harel_transport,
+    err: *mut *mut harel_error,
 ) -> harel_status {
-    boundary(|| {
+    boundary(err, || {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let out = unsafe { args::mutable(out, "out") }?;
         *out = ptr::null_mut();
@@ -73,7 +68,7 @@ pub extern "C" fn harel_transport_open(
             None => &defaults,
         };
         let inner = Transport::open(database, options)?;
-        *out = Box::into_raw(Box::new(harel_transport { inner, last_error: Mutex::new(None) }));
+        *out = Box::into_raw(Box::new(harel_transport { inner }));
         Ok(HAREL_OK)
     })
 }
@@ -93,8 +88,9 @@ pub extern "C" fn harel_transport_publish(
     event_json: *const c_char,
     priority: i32,
     routing_key: *const c_char,
+    err: *mut *mut harel_error,
 ) -> harel_status {
-    on_handle(t, |t| {
+    on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let (group_id, event_json, routing_key) = unsafe {
             (
@@ -132,8 +128,9 @@ pub extern "C" fn harel_transport_publish_many(
     t: *mut harel_transport,
     messages: *const harel_message,
     n_messages: usize,
+    err: *mut *mut harel_error,
 ) -> harel_status {
-    on_handle(t, |t| {
+    on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         t.publish_many(&unsafe { message::batch(messages, n_messages) }?)?;
         Ok(HAREL_OK)
@@ -162,13 +159,14 @@ pub extern "C" fn harel_transport_claim(
     routing_keys: *const *const c_char,
     n_routing_keys: usize,
     out: *mut *mut harel_lease,
+    err: *mut *mut harel_error,
 ) -> harel_status {
-    claim_into(out, t, |t, out| {
+    claim_into(out, t, err, |t, out| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let (worker_id, keys) = unsafe {
             (args::string(worker_id, "worker_id")?, args::strings(routing_keys, n_routing_keys, "routing_keys")?)
         };
-        hand_out(out, t.claim(worker_id, visibility, min_priority, &keys)?)
+        lease_out(out, t.claim(worker_id, visibility, min_priority, &keys)?)
     })
 }
 
@@ -177,19 +175,21 @@ pub extern "C" fn harel_transport_claim(
 fn claim_into(
     out: *mut *mut harel_lease,
     t: *mut harel_transport,
+    err: *mut *mut harel_error,
     body: impl FnOnce(&Transport, &mut *mut harel_lease) -> crate::Result<harel_status>,
 ) -> harel_status {
     // SAFETY: the caller passes NULL or a pointer valid for one write.
     if let Some(out) = unsafe { out.as_mut() } {
         *out = ptr::null_mut();
     }
-    on_handle(t, |t| body(t, unsafe { args::mutable(out, "out") }?))
+    on_handle(t, err, |t| body(t, unsafe { args::mutable(out, "out") }?))
 }
 
-fn hand_out(out: &mut *mut harel_lease, claimed: Option<crate::Lease>) -> crate::Result<harel_status> {
+/// Hands a claimed lease to the caller: HAREL_OK with `*out` set, or HAREL_EMPTY.
+fn lease_out(out: &mut *mut harel_lease, claimed: Option<crate::Lease>) -> crate::Result<harel_status> {
     match claimed {
         Some(lease) => {
-            *out = harel_lease::into_raw(lease)?;
+            *out = harel_lease::into_raw(lease);
             Ok(HAREL_OK)
         }
         None => Ok(HAREL_EMPTY),
@@ -197,17 +197,22 @@ fn hand_out(out: &mut *mut harel_lease, claimed: Option<crate::Lease>) -> crate:
 }
 
 /// Finishes a lease: deletes its message (and the group's row when it was the last).
-/// Reads only lease->seq, lease->group_id and lease->worker_id; the lease stays the
-/// caller's to free.
+/// Reads only lease->seq, lease->group_id (lease->group_id_len bytes) and
+/// lease->worker_id; the lease stays the caller's to free.
 ///
 /// Returns HAREL_OK; HAREL_ERR_LEASE_LOST (the message is gone, or no longer leased to
 /// this worker: acked or nacked already, or its lease lapsed and another worker claimed
 /// it; nothing changed); HAREL_ERR_ARGUMENT (t or lease NULL, lease->group_id or
-/// lease->worker_id NULL, not UTF-8, empty, or "__parked__"); HAREL_ERR_BUSY;
+/// lease->worker_id NULL or not UTF-8, lease->group_id_len 0, lease->worker_id empty or
+/// "__parked__"); HAREL_ERR_BUSY;
 /// HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
 #[no_mangle]
-pub extern "C" fn harel_transport_ack(t: *mut harel_transport, lease: *const harel_lease) -> harel_status {
-    on_handle(t, |t| {
+pub extern "C" fn harel_transport_ack(
+    t: *mut harel_transport,
+    lease: *const harel_lease,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let lease = unsafe { args::reference(lease, "lease")?.to_lease()? };
         t.ack(&lease)?;
@@ -234,8 +239,9 @@ pub extern "C" fn harel_transport_ack_and_claim(
     routing_keys: *const *const c_char,
     n_routing_keys: usize,
     out: *mut *mut harel_lease,
+    err: *mut *mut harel_error,
 ) -> harel_status {
-    claim_into(out, t, |t, out| {
+    claim_into(out, t, err, |t, out| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let (lease, worker_id, keys) = unsafe {
             (
@@ -244,13 +250,14 @@ pub extern "C" fn harel_transport_ack_and_claim(
                 args::strings(routing_keys, n_routing_keys, "routing_keys")?,
             )
         };
-        hand_out(out, t.ack_and_claim(&lease, worker_id, visibility, min_priority, &keys)?)
+        lease_out(out, t.ack_and_claim(&lease, worker_id, visibility, min_priority, &keys)?)
     })
 }
 
 /// Gives a leased message back: `delay` 0 makes it claimable at once; `delay` > 0 parks
 /// it, blocking its group, for `delay` seconds. The lease is over either way. Reads only
-/// lease->seq, lease->group_id and lease->worker_id; the lease stays the caller's to free.
+/// lease->seq, lease->group_id (lease->group_id_len bytes) and lease->worker_id; the lease
+/// stays the caller's to free.
 ///
 /// Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
 /// HAREL_ERR_ARGUMENT (as for ack, or delay not finite or < 0); HAREL_ERR_BUSY;
@@ -260,8 +267,9 @@ pub extern "C" fn harel_transport_nack(
     t: *mut harel_transport,
     lease: *const harel_lease,
     delay: f64,
+    err: *mut *mut harel_error,
 ) -> harel_status {
-    on_handle(t, |t| {
+    on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let lease = unsafe { args::reference(lease, "lease")?.to_lease()? };
         t.nack(&lease, delay)?;
@@ -269,39 +277,14 @@ pub extern "C" fn harel_transport_nack(
     })
 }
 
-/// Closes the connection and frees the handle, even when it returns an error: never use
-/// `t` again. NULL does nothing and returns HAREL_OK.
-///
-/// Returns HAREL_OK; HAREL_ERR_DATABASE.
+/// Closes the connection and frees the handle; closing cannot fail. Never use `t` again,
+/// and never close a handle while another thread is using it. NULL does nothing.
 #[no_mangle]
-pub extern "C" fn harel_transport_close(t: *mut harel_transport) -> harel_status {
-    boundary(|| {
-        if t.is_null() {
-            return Ok(HAREL_OK);
+pub extern "C" fn harel_transport_close(t: *mut harel_transport) {
+    super::boundary_value((), || {
+        if !t.is_null() {
+            // SAFETY: a non-NULL `t` came from harel_transport_open and is closed once.
+            unsafe { Box::from_raw(t) }.inner.close();
         }
-        // SAFETY: a non-NULL `t` came from harel_transport_open and is closed once.
-        let handle = unsafe { Box::from_raw(t) };
-        handle.inner.close()?;
-        Ok(HAREL_OK)
-    })
-}
-
-/// The message of the error the last call on handle `t` returned (publish, claim, ack or
-/// nack), from whichever thread made it; NULL after a call that succeeded, and for a NULL
-/// `t`. For callers whose calls land on pool threads (an FFI's async calls), where the
-/// thread's harel_last_error() is out of reach: make one call at a time on the handle and
-/// read this before the next.
-///
-/// The string belongs to the handle and stays valid until the next call on `t`; copy it
-/// to keep it. Never free it.
-#[no_mangle]
-pub extern "C" fn harel_transport_last_error(t: *const harel_transport) -> *const c_char {
-    boundary_value(ptr::null(), || {
-        // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
-        let Some(handle) = (unsafe { t.as_ref() }) else { return ptr::null() };
-        let slot = handle.last_error.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        // The CString's buffer does not move when the guard drops; it lives until the
-        // slot is next written, by the next call on this handle.
-        slot.as_ref().map_or(ptr::null(), |message| message.as_ptr())
     })
 }

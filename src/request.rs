@@ -1,0 +1,89 @@
+//! One checked request per operation. Each is built only through its constructor, which
+//! checks the arguments (validate.rs), so an operation in `queue` never sees an unchecked
+//! value, and the blocking and async faces both just build the request and forward it.
+
+use std::borrow::Cow;
+
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::message::Message;
+use crate::validate;
+
+/// Messages to append, in order, each checked.
+pub struct Publish<'m, 'a> {
+    messages: Cow<'m, [Message<'a>]>,
+}
+
+impl<'m, 'a> Publish<'m, 'a> {
+    /// One message; errors name the field as `publish` does ("group_id is empty").
+    pub fn one(message: Message<'a>) -> Result<Publish<'m, 'a>> {
+        validate::message(&message)?;
+        Ok(Publish { messages: Cow::Owned(vec![message]) })
+    }
+
+    /// A batch; errors name the message by index ("messages[3].event_json ...").
+    pub fn many(messages: &'m [Message<'a>]) -> Result<Publish<'m, 'a>> {
+        validate::messages(messages)?;
+        Ok(Publish { messages: Cow::Borrowed(messages) })
+    }
+
+    /// Messages already checked: the batches that group commit puts together.
+    pub(crate) fn checked(messages: &'m [Message<'a>]) -> Publish<'m, 'a> {
+        Publish { messages: Cow::Borrowed(messages) }
+    }
+
+    pub fn messages(&self) -> &[Message<'a>] {
+        &self.messages
+    }
+}
+
+/// What a claim asks for.
+pub struct Claim<'a> {
+    pub worker_id: &'a str,
+    pub visibility: f64,
+    pub min_priority: i32,
+    pub routing_keys: &'a [&'a str],
+}
+
+impl<'a> Claim<'a> {
+    pub fn new(
+        worker_id: &'a str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &'a [&'a str],
+    ) -> Result<Claim<'a>> {
+        validate::worker_id(worker_id)?;
+        validate::positive_seconds("visibility", visibility)?;
+        validate::priority("min_priority", min_priority)?;
+        validate::routing_keys(routing_keys)?;
+        Ok(Claim { worker_id, visibility, min_priority, routing_keys })
+    }
+}
+
+/// The lease an ack or nack finishes: `seq`, `group_id` and `worker_id` are what it reads.
+#[derive(Clone, Copy)]
+pub struct Finish<'a> {
+    pub lease: &'a Lease,
+}
+
+impl<'a> Finish<'a> {
+    pub fn new(lease: &'a Lease) -> Result<Finish<'a>> {
+        validate::non_empty("lease.group_id", &lease.group_id)?;
+        validate::worker_id(&lease.worker_id).map_err(|e| Error::Argument(format!("lease.{e}")))?;
+        Ok(Finish { lease })
+    }
+}
+
+/// A nack: the lease, and how long to park its message (0: free it now).
+pub struct Nack<'a> {
+    pub finish: Finish<'a>,
+    pub delay: f64,
+}
+
+impl<'a> Nack<'a> {
+    pub fn new(lease: &'a Lease, delay: f64) -> Result<Nack<'a>> {
+        let finish = Finish::new(lease)?;
+        validate::non_negative_seconds("delay", delay)?;
+        Ok(Nack { finish, delay })
+    }
+}
