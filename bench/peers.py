@@ -1,6 +1,6 @@
 """The benchmark's Python peers (issue #6): harel 0.9.0's LibsqlTransport (the seed of
 this project) and SqliteTransport, each at its own defaults, doing the cases the Rust
-harness (examples/bench.rs) gives it in a JSON plan, on copies of the same states.
+harness (bench/main.rs) gives it in a JSON plan, on copies of the same states.
 Prints one JSON line: {"peers": {peer: {"settings": {...}, "results": {case id: figure}}}}.
 
 A figure is {"per_s", "ops", "secs", "complete"} for a rate, {"median_us", "p90_us",

@@ -48,6 +48,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         log.flush()?;
     }
     println!("rust {worker_id}: processed {processed}");
-    transport.close()?;
+    transport.close();
     Ok(())
 }

@@ -119,11 +119,7 @@ impl Db {
     async fn begin_immediate(&mut self) -> Result<Option<Held>> {
         let Db { conn, statements, place } = self;
         match place {
-            Place::Local { lock, .. } => {
-                let begin =
-                    async || statements.execute(conn, "BEGIN IMMEDIATE", ()).await.map(drop).map_err(Error::from);
-                lock.take(begin).await.map(Some)
-            }
+            Place::Local { lock, .. } => lock.begin(conn, statements).await.map(Some),
             Place::Server(session) => session.begin(conn).await.map(|()| None),
         }
     }

@@ -1,6 +1,6 @@
 //! Taking a local file's write lock, shared fairly among our processes and with programs
 //! that wait for it in SQLite's own busy handler (harel's Python transports, the sqlite3
-//! shell, any other SQLite program). [`LocalLock::take`] returns a guard held for the
+//! shell, any other SQLite program). [`LocalLock::begin`] returns a guard held for the
 //! transaction: dropping it, whatever ended the transaction, frees our processes' slot.
 //!
 //! Ours retry `BEGIN IMMEDIATE` every 20 µs..1 ms (see `lock_wait`); such a program
@@ -34,8 +34,11 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use libsql::Connection;
+
 use crate::error::{Error, Result};
 use crate::lock_wait::LockWait;
+use crate::statement_cache::StatementCache;
 
 /// The wall-clock period whose first `QUIET` ours leave to other programs. Not a divisor
 /// of SQLite's 100 ms and 50 ms sleeps, so a waiter's tries fall on every phase.
@@ -93,10 +96,10 @@ impl LocalLock {
         LocalLock { slot: None, busy_timeout, quiet_until: None, waiting_since: None }
     }
 
-    /// Takes our processes' slot, then SQLite's write lock through `begin` (which runs
-    /// `BEGIN IMMEDIATE`), retrying both within the busy timeout. The guard holds the slot
-    /// until the transaction is over.
-    pub async fn take(&mut self, mut begin: impl AsyncFnMut() -> Result<()>) -> Result<Held> {
+    /// Takes our processes' slot, then SQLite's write lock (`BEGIN IMMEDIATE` on `conn`),
+    /// retrying both within the busy timeout. The guard holds the slot until the
+    /// transaction is over.
+    pub async fn begin(&mut self, conn: &Connection, statements: &mut StatementCache) -> Result<Held> {
         let mut waiting = LockWait::local(self.busy_timeout);
         let held = loop {
             if let Some(held) = self.try_take_slot() {
@@ -111,13 +114,13 @@ impl LocalLock {
             }
         };
         loop {
-            match begin().await {
+            match statements.execute(conn, "BEGIN IMMEDIATE", ()).await.map_err(Error::from) {
                 Err(Error::Busy(_)) => {
                     let pause = waiting.next_pause()?;
                     self.other_program_holds_lock();
                     std::thread::sleep(pause);
                 }
-                other => return other.map(|()| held),
+                other => return other.map(|_| held),
             }
         }
     }

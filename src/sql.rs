@@ -1,6 +1,6 @@
 //! Every SQL statement the transport runs, written for one table prefix — the one place
-//! SQL lives. The tables and the first three indexes are SPEC.md's (with the routing
-//! key's), so harel's Python transports share the file; the last index is ours. Together
+//! SQL lives. The tables and the first three indexes are harel's (docs/queue.md, "The
+//! tables"), so harel's Python transports share the file; the last index is ours. Together
 //! with the way `queue` stamps `last_claimed_at` they make a claim's cost independent of
 //! the queue's size (see README, "How the claim finds a group").
 

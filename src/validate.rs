@@ -1,10 +1,10 @@
 //! Argument checks, done once here for the Rust API, the C ABI and every binding.
-//! Each returns `Error::Argument` naming the parameter as ABI.md names it.
+//! Each returns `Error::Argument` naming the parameter as the C header names it.
 
 use crate::error::{Error, Result};
 use crate::message::Message;
 
-/// The worker id a parked message carries in `locked_by` (SPEC.md); no worker may use it.
+/// The worker id a parked message carries in `locked_by` (docs/queue.md); no worker may use it.
 pub const PARKED: &str = "__parked__";
 pub const MAX_PRIORITY: i32 = 4;
 pub const MAX_PREFIX_LEN: usize = 30;

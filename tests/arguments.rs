@@ -1,7 +1,7 @@
-//! Every bad argument is `Error::Argument` with a message naming the parameter as ABI.md
+//! Every bad argument is `Error::Argument` with a message naming the parameter as the C header
 //! names it, and a rejected call changes nothing in the queue.
 
-mod common;
+use harel_transport_testkit as common;
 
 use common::{event, file, temp_db, Raw, TestClock};
 use harel_transport::{Error, Lease, Message, Options, Transport, PARKED};
@@ -52,7 +52,12 @@ impl Fixture {
 
     /// Runs `call`, expects it rejected naming `parameter`, and the queue untouched.
     #[track_caller]
-    fn rejects<T: std::fmt::Debug>(&self, parameter: &str, what: &str, call: impl FnOnce(&Transport) -> Result<T, Error>) {
+    fn rejects<T: std::fmt::Debug>(
+        &self,
+        parameter: &str,
+        what: &str,
+        call: impl FnOnce(&Transport) -> Result<T, Error>,
+    ) {
         let before = self.raw.snapshot("harel");
         assert_argument(call(&self.t), parameter, what);
         assert_eq!(self.raw.snapshot("harel"), before, "{what}: the queue changed");
@@ -158,7 +163,8 @@ fn lease_arguments() {
     }
     // "__parked__" is what a parked message carries in locked_by: a lease forged with it
     // must not reach the parked message.
-    let forged = Lease { seq: f.parked_seq, group_id: "b".into(), event: event(3), worker_id: PARKED.into(), lock_expiry: 0.0 };
+    let forged =
+        Lease { seq: f.parked_seq, group_id: "b".into(), event: event(3), worker_id: PARKED.into(), lock_expiry: 0.0 };
     f.rejects("worker_id", "ack of a parked message as __parked__", |t| t.ack(&forged));
     f.rejects("worker_id", "nack of a parked message as __parked__", |t| t.nack(&forged, 0.0));
     f.still_works();

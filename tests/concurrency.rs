@@ -3,7 +3,7 @@
 //! The clock stands still, so no lease ever lapses and every claim's lease must be acked.
 //! Also: many threads publishing through one transport.
 
-mod common;
+use harel_transport_testkit as common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -16,18 +16,16 @@
 //! `SqliteTransport` workers (HAREL_PYTHON, as in tests/interop.rs) under the same checks.
 //! HAREL_CONTENTION_SECONDS runs them longer than the default 3 s.
 
-mod common;
-#[path = "common/procs.rs"]
-mod procs;
+use harel_transport_testkit as common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use common::procs::{self, env, harel_python, nanos, Rng, Watched};
 use common::{temp_db, this_test_binary, Raw};
 use harel_transport::{Error, Options, Transport};
-use procs::{env, harel_python, nanos, Rng, Watched};
 
 const GROUPS: u64 = 12;
 /// How long the processes run: `default`, or HAREL_CONTENTION_SECONDS for a longer look.
@@ -66,7 +64,9 @@ const NACK: u64 = 14;
 #[test]
 #[ignore = "a worker process for the tests of this file; does nothing on its own"]
 fn worker() {
-    let Ok(path) = std::env::var("HAREL_TEST_DB") else { return };
+    let Ok(path) = std::env::var("HAREL_TEST_DB") else {
+        return;
+    };
     let me = env("HAREL_TEST_ID");
     let start: u128 = env("HAREL_TEST_START").parse().unwrap();
     let run: u128 = env("HAREL_TEST_RUN_NS").parse().unwrap();
@@ -114,7 +114,7 @@ fn worker() {
         let id = id_of(&lease.event);
         log.push(format!("C {} {} {id} {}", lease.group_id, lease.seq, nanos()));
         std::thread::sleep(Duration::from_micros(rng.below(400))); // handling it
-        // Each worker's first claims nack and park, so both happen however slow the machine.
+                                                                   // Each worker's first claims nack and park, so both happen however slow the machine.
         claims += 1;
         let what = match claims {
             1 => ACK,
@@ -274,7 +274,8 @@ fn run(rust: usize, python: Option<(&str, usize)>, default_run: Duration) -> Out
                 "E" => errors.push(format!("{worker}: {line}")),
                 "P" => {
                     let f: Vec<&str> = line.split(' ').collect();
-                    let old = published.insert(f[1].to_owned(), (f[2].to_owned(), f[3].parse().unwrap(), f[4].parse().unwrap()));
+                    let old = published
+                        .insert(f[1].to_owned(), (f[2].to_owned(), f[3].parse().unwrap(), f[4].parse().unwrap()));
                     assert!(old.is_none(), "{worker}: id {} published twice", f[1]);
                 }
                 tag => {
@@ -291,7 +292,12 @@ fn run(rust: usize, python: Option<(&str, usize)>, default_run: Duration) -> Out
             }
         }
     }
-    assert!(errors.is_empty(), "{} errors (HAREL_ERR_BUSY or other), first ones:\n{}", errors.len(), errors[..errors.len().min(10)].join("\n"));
+    assert!(
+        errors.is_empty(),
+        "{} errors (HAREL_ERR_BUSY or other), first ones:\n{}",
+        errors.len(),
+        errors[..errors.len().min(10)].join("\n")
+    );
 
     // What the file holds at the end: nothing in flight, each remaining message once.
     let raw = Raw::open(&path);
@@ -313,7 +319,11 @@ fn run(rust: usize, python: Option<(&str, usize)>, default_run: Duration) -> Out
         if let Some(old) = seq_of.insert(id.clone(), *seq) {
             assert_eq!(old, *seq, "id {id} under two seqs");
         }
-        assert_eq!(published.get(id).map(|p| p.0.as_str()), Some(group.as_str()), "{id} in the file: not published into {group}");
+        assert_eq!(
+            published.get(id).map(|p| p.0.as_str()),
+            Some(group.as_str()),
+            "{id} in the file: not published into {group}"
+        );
     }
 
     // Conservation: published = acked + remaining.
@@ -356,7 +366,11 @@ fn run(rust: usize, python: Option<(&str, usize)>, default_run: Duration) -> Out
                     if let Some(seq) = must_be_next {
                         assert_eq!(op.seq, seq, "{group}: after a nack of seq {seq}, {op:?} came first");
                     }
-                    assert!(op.at + 1_000_000 >= parked_until, "{group}: {op:?} given out {} ms before its park ended", (parked_until - op.at) / 1_000_000);
+                    assert!(
+                        op.at + 1_000_000 >= parked_until,
+                        "{group}: {op:?} given out {} ms before its park ended",
+                        (parked_until - op.at) / 1_000_000
+                    );
                     // FIFO: every older message of the group was acked before this claim returned.
                     for (seq, id) in seqs_of_group.get(group).into_iter().flatten() {
                         if *seq < op.seq {
@@ -415,7 +429,11 @@ fn eight_processes_mixing_every_operation_on_one_file_keep_every_guarantee() {
 /// it: over 10 s, no errors anywhere and every Python worker gets a real share.
 #[test]
 fn harel_python_workers_mixed_in_keep_every_guarantee_and_get_their_turns() {
-    let Some(python) = harel_python("contention::harel_python_workers_mixed_in_keep_every_guarantee_and_get_their_turns") else { return };
+    let Some(python) =
+        harel_python("contention::harel_python_workers_mixed_in_keep_every_guarantee_and_get_their_turns")
+    else {
+        return;
+    };
     let o = run(6, Some((&python, 3)), Duration::from_secs(10));
     report("10 s: 6 of ours + 3 harel SqliteTransport", &o);
     for (w, lines) in o.per_worker.iter().filter(|(w, _)| w.starts_with('y')) {

@@ -1,8 +1,8 @@
-//! The transport contract (SPEC.md + ABI.md semantics), in-process, with a moved clock:
+//! The transport contract (docs/queue.md), in-process, with a moved clock:
 //! every check of tests/common/contract.rs on a local file of its own, and what only a
 //! local file can show.
 
-mod common;
+use harel_transport_testkit as common;
 
 use common::contract::Check;
 use common::{file, temp_db, TestClock};

@@ -13,17 +13,15 @@
 //!
 //! Each runs 24 times with kill timings drawn from a fixed-seed generator.
 
-mod common;
-#[path = "common/procs.rs"]
-mod procs;
+use harel_transport_testkit as common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use common::procs::{assert_integrity, env, say, tagged, Rng, Watched};
 use common::{temp_db, this_test_binary, Raw, TestClock};
 use harel_transport::{Error, Lease, Options, Synchronous, Transport};
-use procs::{assert_integrity, env, say, tagged, Rng, Watched};
 
 const ITERATIONS: u64 = 24;
 const T0: f64 = 1000.0;
@@ -61,7 +59,9 @@ fn child(role: &str, path: &str, extra: &[(&str, String)]) -> Watched {
 #[test]
 #[ignore = "a process for the tests of this file; does nothing on its own"]
 fn worker() {
-    let Ok(role) = std::env::var("HAREL_TEST_ROLE") else { return };
+    let Ok(role) = std::env::var("HAREL_TEST_ROLE") else {
+        return;
+    };
     let path = env("HAREL_TEST_DB");
     say(""); // libtest has printed "test worker ... " without a line end
     match role.as_str() {
@@ -211,7 +211,10 @@ fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_bac
         // While its lease runs, the dead worker's group is nobody's; the rest drains.
         let first = drain_racing(&path, &clock, 3);
         if let Some((seq, group)) = &held {
-            assert!(first.iter().all(|l| &l.group_id != group), "{when}: group {group} given out during seq {seq}'s lease");
+            assert!(
+                first.iter().all(|l| &l.group_id != group),
+                "{when}: group {group} given out during seq {seq}'s lease"
+            );
         }
         // After it lapses: exactly one of four racing claimers gets it, then its group drains.
         clock.advance(VISIBILITY + 1.0);
@@ -221,7 +224,13 @@ fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_bac
             assert_eq!(firsts.len(), 1, "{when}: seq {seq} went to {} holders", firsts.len());
             assert!(second.iter().all(|l| &l.group_id == group), "{when}: only the held group was left");
             let t = Transport::open(&path, &clock.options()).unwrap();
-            let dead = Lease { seq: *seq, group_id: group.clone(), event: String::new(), worker_id: WORKER.into(), lock_expiry: 1030.0 };
+            let dead = Lease {
+                seq: *seq,
+                group_id: group.clone(),
+                event: String::new(),
+                worker_id: WORKER.into(),
+                lock_expiry: 1030.0,
+            };
             assert!(matches!(t.ack(&dead), Err(Error::LeaseLost(_))), "{when}: the dead worker's lease is lost");
         } else {
             assert!(second.is_empty(), "{when}: nothing was held, so nothing waited for a lease");
@@ -246,7 +255,10 @@ fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_bac
         assert_integrity(&path, &when);
     }
     println!("killed {ITERATIONS} workers, {held_leases} while holding a lease");
-    assert!(held_leases >= ITERATIONS / 3, "too few kills landed between claim and ack ({held_leases}): the timings need a look");
+    assert!(
+        held_leases >= ITERATIONS / 3,
+        "too few kills landed between claim and ack ({held_leases}): the timings need a look"
+    );
 }
 
 /// Checks a queue a killed producer left: every publish it saw return OK is there exactly
@@ -350,7 +362,11 @@ fn a_process_killed_inside_begin_immediate_releases_the_write_lock_at_once() {
         t.ack(&lease).unwrap();
         let raw = Raw::open(&path);
         assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages"), 0, "{when}: uncommitted rows survived");
-        assert_eq!(raw.count("SELECT count(*) FROM harel_transport_groups"), 0, "{when}: an uncommitted group survived");
+        assert_eq!(
+            raw.count("SELECT count(*) FROM harel_transport_groups"),
+            0,
+            "{when}: an uncommitted group survived"
+        );
         assert_integrity(&path, &when);
     }
     println!("the slowest claim after a kill inside BEGIN IMMEDIATE took {slowest:?}");
@@ -375,7 +391,8 @@ fn a_producer_of_large_events_killed_mid_transaction_blocks_nobody() {
         let lines = p.kill();
         let started = Instant::now();
         let lease = t.claim("next", VISIBILITY, 0, &["never-used"]);
-        t.publish("mine", &event(1_000_001, 0), 0, None).unwrap_or_else(|e| panic!("iteration {iteration}: publish: {e}"));
+        t.publish("mine", &event(1_000_001, 0), 0, None)
+            .unwrap_or_else(|e| panic!("iteration {iteration}: publish: {e}"));
         let took = started.elapsed();
         slowest = slowest.max(took);
         assert!(matches!(lease, Ok(None)), "iteration {iteration}: {lease:?}");

@@ -4,14 +4,14 @@
 //! and touch nothing else in the file; a 10 MB event works or fails cleanly; a prefix
 //! that is not an identifier is refused before any SQL is built.
 
-mod common;
+use harel_transport_testkit as common;
 
 use std::ffi::{c_char, CStr, CString};
 use std::ptr;
 
-use common::{temp_db, Raw, TestClock};
 use ::harel_transport::ffi::*;
 use ::harel_transport::{Error, Lease, Options, Transport};
+use common::{temp_db, Raw, TestClock};
 
 const T0: f64 = 1000.0;
 
@@ -72,7 +72,11 @@ fn json_string(s: &str) -> String {
 
 /// An event carrying `s` as a value and as a key, with odd but valid JSON spacing.
 fn event_with(s: &str, n: usize) -> String {
-    format!("{{ \"kind\" : \"hostile\",\"id\":\"h{n}\" ,\n\t\"data\":{{{}:{} , \"n\":{n}}} }}", json_string(s), json_string(s))
+    format!(
+        "{{ \"kind\" : \"hostile\",\"id\":\"h{n}\" ,\n\t\"data\":{{{}:{} , \"n\":{n}}} }}",
+        json_string(s),
+        json_string(s)
+    )
 }
 
 fn open(path: &str) -> Transport {
@@ -83,8 +87,13 @@ fn open(path: &str) -> Transport {
 /// touch. Returns the file's snapshot of them and its list of tables and indexes.
 fn canaries(t: &Transport, raw: &Raw) -> (Vec<Vec<String>>, Vec<(String, String)>) {
     for n in 0..6 {
-        t.publish(&format!("canary{}", n % 3), &format!(r#"{{"kind":"canary","id":"c{n}","data":{{}}}}"#), 1, Some("canary-key"))
-            .unwrap();
+        t.publish(
+            &format!("canary{}", n % 3),
+            &format!(r#"{{"kind":"canary","id":"c{n}","data":{{}}}}"#),
+            1,
+            Some("canary-key"),
+        )
+        .unwrap();
     }
     let leased = t.claim("canary-holder", 1e6, 0, &["canary-key"]).unwrap().unwrap();
     let parked = t.claim("canary-parker", 1e6, 0, &["canary-key"]).unwrap().unwrap();
@@ -113,11 +122,17 @@ fn hostile_strings_round_trip_exactly_and_touch_nothing_else() {
         many.insert(17, s.clone());
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         for keys in [vec![s.as_str()], many] {
-            let lease = t.claim(s, 30.0, 2, &keys).unwrap_or_else(|e| panic!("{what}: claim: {e}")).unwrap_or_else(|| panic!("{what}: not found by its routing key"));
+            let lease = t
+                .claim(s, 30.0, 2, &keys)
+                .unwrap_or_else(|e| panic!("{what}: claim: {e}"))
+                .unwrap_or_else(|| panic!("{what}: not found by its routing key"));
             assert_eq!(lease.group_id, *s, "{what}: group_id");
             assert_eq!(lease.event, event, "{what}: event");
             assert_eq!(lease.worker_id, *s, "{what}: worker_id");
-            let row = raw.rows(&format!("SELECT group_id, event, locked_by FROM harel_transport_messages WHERE seq = {}", lease.seq));
+            let row = raw.rows(&format!(
+                "SELECT group_id, event, locked_by FROM harel_transport_messages WHERE seq = {}",
+                lease.seq
+            ));
             assert_eq!(row, [[s.clone(), event.clone(), s.clone()]], "{what}: stored as given");
             let stored_key = raw.rows(&format!(
                 "SELECT routing_key FROM harel_transport_groups WHERE group_id = (SELECT group_id FROM harel_transport_messages WHERE seq = {})",
@@ -173,14 +188,18 @@ fn hostile_strings_round_trip_through_the_c_abi() {
     let (_dir, path) = temp_db();
     let raw = Raw::open(&path);
     let mut t: *mut harel_transport = ptr::null_mut();
-    assert_eq!(harel_transport_open(c(&path).as_ptr(), ptr::null(), &mut t), harel_status::HAREL_OK);
+    assert_eq!(harel_transport_open(c(&path).as_ptr(), ptr::null(), &mut t, ptr::null_mut()), harel_status::HAREL_OK);
     let strings = hostile();
     for (n, s) in strings.iter().enumerate() {
         let (group, event, key) = (c(s), c(&event_with(s, n)), c(s));
-        assert_eq!(harel_transport_publish(t, group.as_ptr(), event.as_ptr(), 0, key.as_ptr()), harel_status::HAREL_OK, "{n}");
+        assert_eq!(
+            harel_transport_publish(t, group.as_ptr(), event.as_ptr(), 0, key.as_ptr(), ptr::null_mut()),
+            harel_status::HAREL_OK,
+            "{n}"
+        );
         let keys = [key.as_ptr()];
         let mut lease: *mut harel_lease = ptr::null_mut();
-        let status = harel_transport_claim(t, group.as_ptr(), 30.0, 0, keys.as_ptr(), 1, &mut lease);
+        let status = harel_transport_claim(t, group.as_ptr(), 30.0, 0, keys.as_ptr(), 1, &mut lease, ptr::null_mut());
         assert_eq!(status, harel_status::HAREL_OK, "{n}");
         let l = unsafe { &*lease };
         unsafe {
@@ -188,7 +207,7 @@ fn hostile_strings_round_trip_through_the_c_abi() {
             assert_eq!(CStr::from_ptr(l.event), event.as_c_str(), "{n}: event");
             assert_eq!(CStr::from_ptr(l.worker_id), group.as_c_str(), "{n}: worker_id");
         }
-        assert_eq!(harel_transport_ack(t, lease), harel_status::HAREL_OK, "{n}");
+        assert_eq!(harel_transport_ack(t, lease, ptr::null_mut()), harel_status::HAREL_OK, "{n}");
         harel_lease_free(lease);
     }
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages"), 0);
@@ -198,20 +217,24 @@ fn hostile_strings_round_trip_through_the_c_abi() {
     let ok = c(r#"{"kind":"k","id":"1","data":{}}"#);
     for b in bad {
         let s = CString::new(*b).unwrap();
-        let p = harel_transport_publish(t, s.as_ptr(), ok.as_ptr(), 0, ptr::null());
+        let p = harel_transport_publish(t, s.as_ptr(), ok.as_ptr(), 0, ptr::null(), ptr::null_mut());
         assert_eq!((p, last_error().contains("group_id")), (harel_status::HAREL_ERR_ARGUMENT, true), "{b:?}");
-        let p = harel_transport_publish(t, c("g").as_ptr(), ok.as_ptr(), 0, s.as_ptr());
+        let p = harel_transport_publish(t, c("g").as_ptr(), ok.as_ptr(), 0, s.as_ptr(), ptr::null_mut());
         assert_eq!((p, last_error().contains("routing_key")), (harel_status::HAREL_ERR_ARGUMENT, true), "{b:?}");
         let mut lease: *mut harel_lease = ptr::null_mut();
-        let p = harel_transport_claim(t, s.as_ptr(), 30.0, 0, ptr::null(), 0, &mut lease);
-        assert_eq!((p, last_error().contains("worker_id"), lease.is_null()), (harel_status::HAREL_ERR_ARGUMENT, true, true), "{b:?}");
+        let p = harel_transport_claim(t, s.as_ptr(), 30.0, 0, ptr::null(), 0, &mut lease, ptr::null_mut());
+        assert_eq!(
+            (p, last_error().contains("worker_id"), lease.is_null()),
+            (harel_status::HAREL_ERR_ARGUMENT, true, true),
+            "{b:?}"
+        );
         let keys = [c("fine").into_raw() as *const c_char, s.as_ptr()];
-        let p = harel_transport_claim(t, c("w").as_ptr(), 30.0, 0, keys.as_ptr(), 2, &mut lease);
+        let p = harel_transport_claim(t, c("w").as_ptr(), 30.0, 0, keys.as_ptr(), 2, &mut lease, ptr::null_mut());
         assert_eq!((p, last_error().contains("routing_keys[1]")), (harel_status::HAREL_ERR_ARGUMENT, true), "{b:?}");
         drop(unsafe { CString::from_raw(keys[0] as *mut c_char) });
     }
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages"), 0, "nothing stored by refused calls");
-    assert_eq!(harel_transport_close(t), harel_status::HAREL_OK);
+    harel_transport_close(t);
 }
 
 /// A 10 MB event (and a 1 MB group id and routing key) through both faces: stored and
@@ -239,19 +262,22 @@ fn a_ten_megabyte_event_round_trips_or_fails_cleanly() {
     // Through the C ABI.
     drop(t);
     let mut h: *mut harel_transport = ptr::null_mut();
-    assert_eq!(harel_transport_open(c(&path).as_ptr(), ptr::null(), &mut h), harel_status::HAREL_OK);
+    assert_eq!(harel_transport_open(c(&path).as_ptr(), ptr::null(), &mut h, ptr::null_mut()), harel_status::HAREL_OK);
     let ev = c(&event);
-    let status = harel_transport_publish(h, c("big").as_ptr(), ev.as_ptr(), 0, ptr::null());
+    let status = harel_transport_publish(h, c("big").as_ptr(), ev.as_ptr(), 0, ptr::null(), ptr::null_mut());
     if status == harel_status::HAREL_OK {
         let mut lease: *mut harel_lease = ptr::null_mut();
-        assert_eq!(harel_transport_claim(h, c("w").as_ptr(), 30.0, 0, ptr::null(), 0, &mut lease), harel_status::HAREL_OK);
+        assert_eq!(
+            harel_transport_claim(h, c("w").as_ptr(), 30.0, 0, ptr::null(), 0, &mut lease, ptr::null_mut()),
+            harel_status::HAREL_OK
+        );
         assert!(unsafe { CStr::from_ptr((*lease).event) } == ev.as_c_str(), "the 10 MB event through C");
-        assert_eq!(harel_transport_ack(h, lease), harel_status::HAREL_OK);
+        assert_eq!(harel_transport_ack(h, lease, ptr::null_mut()), harel_status::HAREL_OK);
         harel_lease_free(lease);
     } else {
         assert_eq!(status, harel_status::HAREL_ERR_DATABASE, "{}", last_error());
     }
-    assert_eq!(harel_transport_close(h), harel_status::HAREL_OK);
+    harel_transport_close(h);
     let raw = Raw::open(&path);
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages"), 0);
 }
@@ -300,7 +326,7 @@ fn a_prefix_that_is_not_an_identifier_is_refused_before_any_sql() {
         ::harel_transport::schema_sql(good).unwrap();
     }
     let o = harel_options_new();
-    assert_eq!(harel_options_set_prefix(o, c("mine").as_ptr()), harel_status::HAREL_OK);
+    assert_eq!(harel_options_set_prefix(o, c("mine").as_ptr(), ptr::null_mut()), harel_status::HAREL_OK);
     for bad in bad_prefixes() {
         let mut options = Options::new();
         let e = options.prefix(&bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
@@ -311,17 +337,17 @@ fn a_prefix_that_is_not_an_identifier_is_refused_before_any_sql() {
             continue; // C can't pass it; the Rust checks above are what count
         }
         let cbad = c(&bad);
-        assert_eq!(harel_options_set_prefix(o, cbad.as_ptr()), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");
+        assert_eq!(harel_options_set_prefix(o, cbad.as_ptr(), ptr::null_mut()), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");
         assert!(last_error().contains("prefix"), "{bad:?}: {}", last_error());
         let mut out: *mut c_char = ptr::dangling_mut(); // not NULL: the call must set it
-        assert_eq!(harel_schema_sql(cbad.as_ptr(), &mut out), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");
+        assert_eq!(harel_schema_sql(cbad.as_ptr(), &mut out, ptr::null_mut()), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");
         assert!(out.is_null());
-        assert_eq!(harel_schema_upgrade_sql(cbad.as_ptr(), &mut out), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");
+        assert_eq!(harel_schema_upgrade_sql(cbad.as_ptr(), &mut out, ptr::null_mut()), harel_status::HAREL_ERR_ARGUMENT, "{bad:?}");
         assert!(out.is_null());
     }
     let mut t: *mut harel_transport = ptr::null_mut();
-    assert_eq!(harel_transport_open(c(&path).as_ptr(), o, &mut t), harel_status::HAREL_OK);
-    assert_eq!(harel_transport_close(t), harel_status::HAREL_OK);
+    assert_eq!(harel_transport_open(c(&path).as_ptr(), o, &mut t, ptr::null_mut()), harel_status::HAREL_OK);
+    harel_transport_close(t);
     harel_options_free(o);
     let objects = Raw::open(&path).objects();
     assert!(!objects.is_empty());
@@ -336,7 +362,7 @@ fn a_prefix_that_is_not_an_identifier_is_refused_before_any_sql() {
 /// that is finite and > 0 but too big for `std::time::Duration` (2^64 s, 1e30 s) panics in
 /// `Duration::from_secs_f64` (src/options.rs, `busy_timeout` and `sync_interval`). The FFI
 /// boundary catches it, so the caller gets HAREL_ERR_PANIC ("a bug; close the handle")
-/// where ABI.md promises HAREL_OK or HAREL_ERR_ARGUMENT for a setter's value. Reproduce:
+/// where docs/abi.md promises HAREL_OK or HAREL_ERR_ARGUMENT for a setter's value. Reproduce:
 /// `harel_options_set_busy_timeout(harel_options_new(), 18446744073709551616.0)`, or
 /// `cargo fuzz run abi fuzz/regressions/busy-timeout-2e64`. Fix: refuse (or clamp) values
 /// past a bound in `validate::*_seconds` / use `Duration::try_from_secs_f64`. Remove the
@@ -345,8 +371,8 @@ fn a_prefix_that_is_not_an_identifier_is_refused_before_any_sql() {
 fn fuzz_regression_a_huge_busy_timeout_or_sync_interval_is_not_a_panic() {
     for seconds in [1.8446744073709552e19, 1e30, f64::MAX] {
         let o = harel_options_new();
-        let b = harel_options_set_busy_timeout(o, seconds);
-        let s = harel_options_set_sync_interval(o, seconds);
+        let b = harel_options_set_busy_timeout(o, seconds, ptr::null_mut());
+        let s = harel_options_set_sync_interval(o, seconds, ptr::null_mut());
         harel_options_free(o);
         for (what, status) in [("set_busy_timeout", b), ("set_sync_interval", s)] {
             assert!(
@@ -355,11 +381,14 @@ fn fuzz_regression_a_huge_busy_timeout_or_sync_interval_is_not_a_panic() {
             );
         }
         let mut options = Options::new();
-        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-            let _ = options.busy_timeout(seconds);
-            let _ = options.sync_interval(seconds);
-        }))
-        .is_ok(), "Options::busy_timeout/sync_interval({seconds:e}) panicked");
+        assert!(
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                let _ = options.busy_timeout(seconds);
+                let _ = options.sync_interval(seconds);
+            }))
+            .is_ok(),
+            "Options::busy_timeout/sync_interval({seconds:e}) panicked"
+        );
     }
 }
 

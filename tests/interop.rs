@@ -5,7 +5,7 @@
 //! The Python is HAREL_PYTHON (`make test-rust` sets it to the venv `make venv` builds).
 //! Without it these tests fail when CI is set, and otherwise say why they skip.
 
-mod common;
+use harel_transport_testkit as common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -98,7 +98,11 @@ impl Peer {
         let lease = &answer["lease"];
         (!lease.is_null()).then(|| {
             assert_eq!(lease["kind"], "tick");
-            (lease["seq"].as_i64().unwrap(), lease["group"].as_str().unwrap().to_owned(), lease["id"].as_str().unwrap().to_owned())
+            (
+                lease["seq"].as_i64().unwrap(),
+                lease["group"].as_str().unwrap().to_owned(),
+                lease["id"].as_str().unwrap().to_owned(),
+            )
         })
     }
 
@@ -129,7 +133,9 @@ fn claim_ok(t: &Transport, worker: &str) -> Option<Lease> {
 
 #[test]
 fn python_publishes_and_ours_claims_in_order() {
-    let Some(python) = harel_python("python_publishes_and_ours_claims_in_order") else { return };
+    let Some(python) = harel_python("python_publishes_and_ours_claims_in_order") else {
+        return;
+    };
     let (_dir, path) = temp_db();
     let mut py = Peer::open(&python, "sqlite", &path, 1000.0);
     let mut published: Vec<Vec<String>> = vec![Vec::new(); 3];
@@ -153,7 +159,9 @@ fn python_publishes_and_ours_claims_in_order() {
 
 #[test]
 fn ours_publishes_and_python_claims_in_order() {
-    let Some(python) = harel_python("ours_publishes_and_python_claims_in_order") else { return };
+    let Some(python) = harel_python("ours_publishes_and_python_claims_in_order") else {
+        return;
+    };
     for kind in ["sqlite", "libsql"] {
         let (_dir, path) = temp_db();
         let clock = TestClock::at(1000.0);
@@ -180,7 +188,9 @@ fn ours_publishes_and_python_claims_in_order() {
 /// Python leases and parks hold against ours, and ours against Python, on one clock.
 #[test]
 fn leases_and_parks_hold_across_implementations() {
-    let Some(python) = harel_python("leases_and_parks_hold_across_implementations") else { return };
+    let Some(python) = harel_python("leases_and_parks_hold_across_implementations") else {
+        return;
+    };
     let (_dir, path) = temp_db();
     let clock = TestClock::at(1000.0);
     let t = file(&path, &clock);
@@ -240,7 +250,9 @@ fn leases_and_parks_hold_across_implementations() {
 /// ack (ours) is refused.
 #[test]
 fn lapsed_leases_pass_across_implementations() {
-    let Some(python) = harel_python("lapsed_leases_pass_across_implementations") else { return };
+    let Some(python) = harel_python("lapsed_leases_pass_across_implementations") else {
+        return;
+    };
     let (_dir, path) = temp_db();
     let clock = TestClock::at(1000.0);
     let t = file(&path, &clock);
@@ -266,7 +278,9 @@ fn lapsed_leases_pass_across_implementations() {
 /// Python transports, open at the time or opened after, go on serving it.
 #[test]
 fn a_file_python_created_is_upgraded_and_python_still_serves_it() {
-    let Some(python) = harel_python("a_file_python_created_is_upgraded_and_python_still_serves_it") else { return };
+    let Some(python) = harel_python("a_file_python_created_is_upgraded_and_python_still_serves_it") else {
+        return;
+    };
     let (_dir, path) = temp_db();
     let mut before = Peer::open(&python, "sqlite", &path, 1000.0);
     before.publish("a", "a0", 0);

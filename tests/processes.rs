@@ -7,13 +7,13 @@
 //! real lease, so two windows of one group that overlap are two leases that overlapped.
 //! The queue's own clock is injected and stands still: no lease lapses while draining.
 
-mod common;
+use harel_transport_testkit as common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::time::{SystemTime, UNIX_EPOCH};
 
+use common::procs::{env, nanos};
 use common::{expect_success, file, temp_db, this_test_binary, ChildGuard, Raw, TestClock};
 use harel_transport::{Error, Lease, Options, Synchronous, Transport};
 
@@ -22,14 +22,6 @@ const PER_GROUP: usize = 25;
 
 fn message(g: usize, i: usize) -> String {
     format!(r#"{{"kind":"tick","id":"{g}-{i}","data":{{"g":{g},"i":{i}}}}}"#)
-}
-
-fn nanos() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
-}
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
 }
 
 /// The worker's transport: the clock stands at HAREL_TEST_CLOCK.
@@ -57,7 +49,9 @@ fn spawn_worker(role: &str, path: &str, clock: f64, extra: &[(&str, String)]) ->
 #[test]
 #[ignore = "a worker process for the tests of this file; does nothing on its own"]
 fn worker() {
-    let Ok(role) = std::env::var("HAREL_TEST_ROLE") else { return };
+    let Ok(role) = std::env::var("HAREL_TEST_ROLE") else {
+        return;
+    };
     let path = env("HAREL_TEST_DB");
     let id = env("HAREL_TEST_WORKER_ID");
     let t = worker_transport(&path);
@@ -122,7 +116,8 @@ fn four_processes_drain_one_file_exactly_once_without_overlap() {
         .iter()
         .enumerate()
         .map(|(n, log)| {
-            let extra = [("HAREL_TEST_WORKER_ID", format!("p{n}")), ("HAREL_TEST_LOG", log.to_str().unwrap().to_owned())];
+            let extra =
+                [("HAREL_TEST_WORKER_ID", format!("p{n}")), ("HAREL_TEST_LOG", log.to_str().unwrap().to_owned())];
             spawn_worker("drain", &path, 1000.0, &extra).spawn().expect("spawn a worker")
         })
         .collect();
@@ -139,10 +134,16 @@ fn four_processes_drain_one_file_exactly_once_without_overlap() {
         for line in text.lines() {
             let f: Vec<&str> = line.split(' ').collect();
             let event: serde_json::Value = serde_json::from_str(f[2]).unwrap();
-            let (g, index) = (event["data"]["g"].as_u64().unwrap() as usize, event["data"]["i"].as_u64().unwrap() as usize);
+            let (g, index) =
+                (event["data"]["g"].as_u64().unwrap() as usize, event["data"]["i"].as_u64().unwrap() as usize);
             assert_eq!(f[0], format!("g{g}"), "the event is its group's");
             assert!(seen.insert((g, index)), "g{g} message {index} was handled twice");
-            let handled = Handled { seq: f[1].parse().unwrap(), index, claimed: f[3].parse().unwrap(), acking: f[4].parse().unwrap() };
+            let handled = Handled {
+                seq: f[1].parse().unwrap(),
+                index,
+                claimed: f[3].parse().unwrap(),
+                acking: f[4].parse().unwrap(),
+            };
             by_group.entry(f[0].to_owned()).or_default().push(handled);
         }
     }
@@ -151,10 +152,19 @@ fn four_processes_drain_one_file_exactly_once_without_overlap() {
     for (g, mut handled) in by_group {
         handled.sort_by_key(|h| h.claimed);
         for pair in handled.windows(2) {
-            assert!(pair[0].acking <= pair[1].claimed, "{g}: seq {} claimed while seq {} was in flight", pair[1].seq, pair[0].seq);
+            assert!(
+                pair[0].acking <= pair[1].claimed,
+                "{g}: seq {} claimed while seq {} was in flight",
+                pair[1].seq,
+                pair[0].seq
+            );
             assert!(pair[0].seq < pair[1].seq, "{g}: out of FIFO order");
         }
-        assert_eq!(handled.iter().map(|h| h.index).collect::<Vec<_>>(), (0..PER_GROUP).collect::<Vec<_>>(), "{g}: FIFO");
+        assert_eq!(
+            handled.iter().map(|h| h.index).collect::<Vec<_>>(),
+            (0..PER_GROUP).collect::<Vec<_>>(),
+            "{g}: FIFO"
+        );
     }
     let raw = Raw::open(&path);
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages"), 0);
@@ -184,7 +194,8 @@ fn a_killed_workers_message_goes_to_exactly_one_new_holder_after_its_lease() {
     holder.0.kill().expect("SIGKILL the holder");
     holder.0.wait().unwrap();
     let raw = Raw::open(&path);
-    let row = |seq: i64| raw.rows(&format!("SELECT locked_by, lock_expiry FROM harel_transport_messages WHERE seq = {seq}"));
+    let row =
+        |seq: i64| raw.rows(&format!("SELECT locked_by, lock_expiry FROM harel_transport_messages WHERE seq = {seq}"));
     assert_eq!(row(held), [["holder", "1002"]], "the dead worker's lease outlives it");
 
     let try_all = |now: f64| -> Vec<String> {
@@ -208,7 +219,13 @@ fn a_killed_workers_message_goes_to_exactly_one_new_holder_after_its_lease() {
     assert_eq!(row(held), [[new_holder.as_str(), "1033"]]);
 
     clock.advance(3.0);
-    let dead = Lease { seq: held, group_id: "g".into(), event: message(0, 0), worker_id: "holder".into(), lock_expiry: 1002.0 };
+    let dead = Lease {
+        seq: held,
+        group_id: "g".into(),
+        event: message(0, 0),
+        worker_id: "holder".into(),
+        lock_expiry: 1002.0,
+    };
     assert!(matches!(t.ack(&dead), Err(Error::LeaseLost(_))), "the dead worker's lease is lost");
     t.ack(&Lease { worker_id: new_holder, ..dead }).expect("the new holder acks");
     assert_eq!(t.claim("w", 30.0, 0, &[]).unwrap().unwrap().event, message(0, 1));

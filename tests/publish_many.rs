@@ -1,6 +1,6 @@
 //! `publish_many`: a batch of messages in one transaction, all or nothing, in order.
 
-mod common;
+use harel_transport_testkit as common;
 
 use common::drain::claim_and_ack_all as drain;
 use common::{event, file, memory, temp_db, Raw, TestClock};
@@ -47,8 +47,7 @@ fn interleaved_groups_keep_each_group_in_batch_order() {
     let delivered = drain(&t);
     assert_eq!(delivered.len(), 9);
     for (n, g) in groups.iter().enumerate() {
-        let of_group: Vec<&str> =
-            delivered.iter().filter(|(group, _)| group == g).map(|(_, e)| e.as_str()).collect();
+        let of_group: Vec<&str> = delivered.iter().filter(|(group, _)| group == g).map(|(_, e)| e.as_str()).collect();
         let expected: Vec<&str> = events.iter().skip(n).step_by(3).map(String::as_str).collect();
         assert_eq!(of_group, expected, "group {g} in its batch order");
     }
@@ -143,7 +142,9 @@ fn a_database_failure_rolls_the_whole_batch_back() {
         .map(|(i, e)| Message { group_id: ["g", "new"][i % 2], event_json: e, priority: 0, routing_key: None })
         .collect();
     match t.publish_many(&batch) {
-        Err(Error::Database(m)) => assert!(m.contains("publish_many") && m.contains("poisoned"), "{m}"),
+        Err(Error::Database(m)) => {
+            assert!(m.contains("publish_many") && m.contains("poisoned"), "{m}")
+        }
         other => panic!("want Error::Database, got {other:?}"),
     }
     assert_eq!(raw.snapshot("harel"), before, "the batch was rolled back");

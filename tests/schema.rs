@@ -2,7 +2,7 @@
 //! once), prefixes, `create_schema` off, and the statements `schema_sql` and
 //! `schema_upgrade_sql` hand to a migration tool.
 
-mod common;
+use harel_transport_testkit as common;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -57,7 +57,11 @@ fn a_harel_09_file_is_upgraded_in_place() {
     let columns = raw.columns("harel_transport_groups");
     assert_eq!(columns, ["group_id", "last_claimed_at", "priority", "routing_key"]);
     let index = raw.rows("SELECT name FROM pragma_index_info('harel_transport_groups_by_routing_key') ORDER BY seqno");
-    assert_eq!(index, [["routing_key"], ["last_claimed_at"]], "the routing index exists, on (routing_key, last_claimed_at)");
+    assert_eq!(
+        index,
+        [["routing_key"], ["last_claimed_at"]],
+        "the routing index exists, on (routing_key, last_claimed_at)"
+    );
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_groups WHERE routing_key IS NULL"), 1);
 
     assert!(t.claim("w", V, 3, &[]).unwrap().is_none(), "the old group kept its priority 2");
@@ -157,7 +161,9 @@ fn wait_for(done: impl Fn() -> bool, what: &str) {
 #[test]
 #[ignore = "run in a process of its own by the processes_..._at_once tests"]
 fn open_worker() {
-    let Ok(path) = std::env::var("HAREL_TEST_DB") else { return };
+    let Ok(path) = std::env::var("HAREL_TEST_DB") else {
+        return;
+    };
     let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"));
     std::fs::write(var("HAREL_TEST_READY"), "").unwrap();
     let go = var("HAREL_TEST_GO");

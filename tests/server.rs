@@ -9,21 +9,20 @@
 //! them measure throughput). Run them with `--nocapture` to see the figures:
 //! `HAREL_SQLD=/path/to/sqld cargo test --release --test server -- --nocapture`.
 
-mod common;
-#[path = "common/sqld.rs"]
-mod sqld;
+use harel_transport_testkit as common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::drain::{fill, parse_message, GroupLedger, GROUPS, PER_GROUP, TOTAL};
+use common::procs::{env, nanos};
+use common::sqld::{self, ServerSql, Sqld, StallProxy};
 use common::{contract, event, expect_success, this_test_binary, TestClock};
 use harel_transport::{Error, Lease, Options, Transport};
-use sqld::{ServerSql, Sqld, StallProxy};
 
 const V: f64 = 30.0;
 
@@ -80,7 +79,13 @@ struct Client {
 
 impl Client {
     fn new(via: Via, url: &str, token: Option<&str>, dir: &std::path::Path) -> Client {
-        Client { via, url: url.to_owned(), token: token.map(str::to_owned), dir: dir.to_owned(), replicas: AtomicUsize::new(0) }
+        Client {
+            via,
+            url: url.to_owned(),
+            token: token.map(str::to_owned),
+            dir: dir.to_owned(),
+            replicas: AtomicUsize::new(0),
+        }
     }
 
     fn of(via: Via, server: &Sqld) -> Client {
@@ -115,10 +120,6 @@ impl Client {
         o.prefix(prefix).unwrap();
         self.open(&o)
     }
-}
-
-fn nanos() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
 }
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -290,14 +291,12 @@ fn replica_eight_threads_drain_exactly_once() {
 // acked (system time, one clock for the machine): two windows of one group that overlap
 // are two leases that overlapped.
 
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
-}
-
 #[test]
 #[ignore = "a worker process for the tests of this file; does nothing on its own"]
 fn server_worker() {
-    let Ok(via) = std::env::var("HAREL_SERVER_TEST_VIA") else { return };
+    let Ok(via) = std::env::var("HAREL_SERVER_TEST_VIA") else {
+        return;
+    };
     let via = Via::parse(&via);
     let url = env("HAREL_SERVER_TEST_URL");
     let token = std::env::var("HAREL_SERVER_TEST_TOKEN").ok();
@@ -383,7 +382,12 @@ fn four_processes(via: Via, test: &str) {
             let f: Vec<&str> = line.split(' ').collect();
             let (g, i) = parse_message(f[0], f[2]);
             assert!(seen.insert((g, i)), "g{g} message {i} was handled twice");
-            by_group.entry(f[0].to_owned()).or_default().push((f[1].parse().unwrap(), i, f[3].parse().unwrap(), f[4].parse().unwrap()));
+            by_group.entry(f[0].to_owned()).or_default().push((
+                f[1].parse().unwrap(),
+                i,
+                f[3].parse().unwrap(),
+                f[4].parse().unwrap(),
+            ));
         }
     }
     assert_eq!(seen.len(), TOTAL, "every message handled once");
@@ -650,7 +654,8 @@ fn restart_mid_run(via: Via, test: &str) {
         swept.push(parse_message(&lease.group_id, &lease.event));
         sweeper.ack(&lease).expect("sweep ack");
     }
-    let mut seen: HashSet<(usize, usize)> = log.handled.iter().map(|h| (h.group_id[1..].parse().unwrap(), h.index)).collect();
+    let mut seen: HashSet<(usize, usize)> =
+        log.handled.iter().map(|h| (h.group_id[1..].parse().unwrap(), h.index)).collect();
     seen.extend(swept.iter().copied());
     let failed_acks = log.handled.iter().filter(|h| h.ack.is_err()).count();
     let repeats = log.handled.len() + swept.len() - seen.len();
@@ -727,7 +732,11 @@ fn stalled_claim(via: Via, stall: Duration, contender: bool, test: &str) {
         stalled_result.as_ref().map(|l| l.as_ref().map(|l| &l.group_id))
     );
     if let Some((result, waited)) = &contender_result {
-        println!("  the waiting writer's claim took {:.2} s: {:?}", waited.as_secs_f64(), result.as_ref().map(|l| l.as_ref().map(|l| &l.group_id)));
+        println!(
+            "  the waiting writer's claim took {:.2} s: {:?}",
+            waited.as_secs_f64(),
+            result.as_ref().map(|l| l.as_ref().map(|l| &l.group_id))
+        );
     }
 
     let server_sql = ServerSql::new(&server.url(), server.token());
@@ -763,7 +772,11 @@ fn stalled_claim(via: Via, stall: Duration, contender: bool, test: &str) {
         Ok(x) => x,
         Err(e) => {
             let again = stalled.claim("stalled", V, 0, &[]);
-            panic!("{}: the call after the stall failed: {e:?}; and the one after: {:?}", via.name(), again.map(|x| x.map(|l| l.group_id)));
+            panic!(
+                "{}: the call after the stall failed: {e:?}; and the one after: {:?}",
+                via.name(),
+                again.map(|x| x.map(|l| l.group_id))
+            );
         }
     };
     if let Some(lease) = next {
@@ -893,7 +906,10 @@ fn replica_and_local_files_are_never_mixed() {
     }
     let local_again = Transport::open(&local, &clock.options()).unwrap();
     assert_eq!(local_again.claim("w", V, 0, &[]).unwrap().expect("the local message").event, event(2));
-    assert_eq!(ServerSql::new(&server.url(), None).count("SELECT count(*) FROM harel_transport_messages WHERE group_id = 'l'"), 0);
+    assert_eq!(
+        ServerSql::new(&server.url(), None).count("SELECT count(*) FROM harel_transport_messages WHERE group_id = 'l'"),
+        0
+    );
 }
 
 /// The server stops answering (SIGSTOP: its sockets stay open) while a claim is in flight:

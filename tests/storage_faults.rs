@@ -10,18 +10,16 @@
 //! a child process under RLIMIT_FSIZE (SIGXFSZ ignored, so a write past it fails with
 //! EFBIG), and a small tmpfs (ENOSPC) where mounting is allowed.
 
-mod common;
-#[path = "common/procs.rs"]
-mod procs;
+use harel_transport_testkit as common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use common::procs::{assert_integrity, env, say, tagged, Watched};
 use common::{temp_db, this_test_binary, Raw, TestClock};
 use harel_transport::{Error, Options, Synchronous, Transport};
-use procs::{assert_integrity, env, say, tagged, Watched};
 
 const T0: f64 = 1000.0;
 
@@ -43,7 +41,7 @@ fn make_queue(path: &str, messages: usize, pad: usize) -> Vec<Vec<String>> {
     let parked = t.claim("parker", 30.0, 0, &[]).unwrap().unwrap();
     t.nack(&parked, 60.0).unwrap();
     let _ = leased;
-    t.close().unwrap();
+    t.close();
     Raw::open(path).snapshot("harel")
 }
 
@@ -151,7 +149,10 @@ struct Tmpfs {
 impl Tmpfs {
     fn mount(dir: PathBuf, size: &str, test: &str) -> Option<Tmpfs> {
         std::fs::create_dir_all(&dir).unwrap();
-        let out = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"]).arg(&dir).output();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+            .arg(&dir)
+            .output();
         match out {
             Ok(o) if o.status.success() => Some(Tmpfs { dir }),
             Ok(o) => {
@@ -166,7 +167,8 @@ impl Tmpfs {
     }
 
     fn remount(&self, mode: &str) {
-        let ok = Command::new("mount").args(["-o", &format!("remount,{mode}")]).arg(&self.dir).status().map(|s| s.success());
+        let ok =
+            Command::new("mount").args(["-o", &format!("remount,{mode}")]).arg(&self.dir).status().map(|s| s.success());
         assert_eq!(ok.ok(), Some(true), "remount {} {mode}", self.dir.display());
     }
 
@@ -189,7 +191,9 @@ fn a_read_only_file_fails_clearly_at_the_first_write_and_changes_nothing() {
     let (dir, path) = temp_db();
     let before = make_queue(&path, 30, 0);
     let bytes = std::fs::read(&path).unwrap();
-    let Some(guard) = ReadOnly::set(Path::new(&path), "storage_faults::a_read_only_file") else { return };
+    let Some(guard) = ReadOnly::set(Path::new(&path), "storage_faults::a_read_only_file") else {
+        return;
+    };
     let readonly = ["readonly", "read-only", "unable to open"];
     for create_schema in [true, false] {
         let mut o = options();
@@ -222,7 +226,9 @@ fn a_read_only_file_fails_clearly_at_the_first_write_and_changes_nothing() {
 fn a_read_only_directory_fails_clearly_at_open_and_changes_nothing() {
     let (dir, path) = temp_db();
     let before = make_queue(&path, 30, 0);
-    let Some(guard) = ReadOnly::set(dir.path(), "storage_faults::a_read_only_directory") else { return };
+    let Some(guard) = ReadOnly::set(dir.path(), "storage_faults::a_read_only_directory") else {
+        return;
+    };
     let opened = Transport::open(&path, &options());
     println!("read-only directory, open: {}", outcome(&opened));
     assert_clear(&opened, "open", &["unable to open", "readonly", "read-only"], "open in a read-only directory");
@@ -236,7 +242,9 @@ fn a_read_only_directory_fails_clearly_at_open_and_changes_nothing() {
 #[test]
 fn a_read_only_file_system_fails_clearly_and_changes_nothing() {
     let (dir, _) = temp_db();
-    let Some(fs) = Tmpfs::mount(dir.path().join("ro"), "4m", "storage_faults::a_read_only_file_system") else { return };
+    let Some(fs) = Tmpfs::mount(dir.path().join("ro"), "4m", "storage_faults::a_read_only_file_system") else {
+        return;
+    };
     let path = fs.path("queue.db");
     let before = make_queue(&path, 30, 0);
     let bytes = std::fs::read(&path).unwrap();
@@ -291,7 +299,9 @@ fn a_file_that_is_not_a_database_fails_at_open_and_is_left_alone() {
         println!("not a database ({what}), open: {}", outcome(&opened));
         assert_clear(&opened, "open", &["not a database", "malformed", "corrupt"], what);
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}: the file was changed");
-        assert!(!Path::new(&format!("{path}-wal")).exists() || std::fs::metadata(format!("{path}-wal")).unwrap().len() == 0);
+        assert!(
+            !Path::new(&format!("{path}-wal")).exists() || std::fs::metadata(format!("{path}-wal")).unwrap().len() == 0
+        );
     }
 }
 
@@ -350,7 +360,10 @@ fn a_truncated_database_fails_clearly_at_the_call_that_meets_the_damage() {
                     note(call, outcome(r));
                 }
                 if cut == 0 {
-                    assert!(calls.iter().all(|(_, r)| r.is_ok()), "{when}: an empty file is an empty database: {calls:?}");
+                    assert!(
+                        calls.iter().all(|(_, r)| r.is_ok()),
+                        "{when}: an empty file is an empty database: {calls:?}"
+                    );
                 }
             }
             Err(_) => assert_clear(&opened, "open", &damage, &when),
@@ -398,7 +411,9 @@ const SIG_IGN: usize = 1;
 #[test]
 #[ignore = "a process for the tests of this file; does nothing on its own"]
 fn worker() {
-    let Ok(role) = std::env::var("HAREL_TEST_ROLE") else { return };
+    let Ok(role) = std::env::var("HAREL_TEST_ROLE") else {
+        return;
+    };
     let path = env("HAREL_TEST_DB");
     let pad: usize = env("HAREL_TEST_PAD").parse().unwrap();
     say("");
@@ -462,7 +477,8 @@ fn full_disk(role: &str, path: &str, extra: &[(&str, String)], before: &[Vec<Str
     for row in before.iter().filter(|r| r[0] == "message") {
         assert!(after.iter().any(|a| a[1] == row[1] && a[3] == row[3]), "{role}: committed message {} lost", row[1]);
     }
-    let events: Vec<String> = raw.rows("SELECT event FROM harel_transport_messages").into_iter().map(|r| r[0].clone()).collect();
+    let events: Vec<String> =
+        raw.rows("SELECT event FROM harel_transport_messages").into_iter().map(|r| r[0].clone()).collect();
     for n in tagged::<u64>(&lines, "OK") {
         let id = format!("\"id\":\"e{n}\"");
         assert!(events.iter().any(|e| e.contains(&id)), "{role}: publish {n} returned OK and is missing");
@@ -486,10 +502,13 @@ fn a_full_disk_fails_the_write_clearly_and_keeps_what_committed() {
 #[test]
 fn a_small_file_system_that_fills_up_fails_clearly_and_keeps_what_committed() {
     let (dir, _) = temp_db();
-    let Some(fs) = Tmpfs::mount(dir.path().join("small"), "2m", "storage_faults::a_small_file_system") else { return };
+    let Some(fs) = Tmpfs::mount(dir.path().join("small"), "2m", "storage_faults::a_small_file_system") else {
+        return;
+    };
     let path = fs.path("queue.db");
     let before = make_queue(&path, 60, 500);
-    let listing: Vec<_> = std::fs::read_dir(&fs.dir).unwrap().flatten().map(|e| (e.file_name(), e.metadata().unwrap().len())).collect();
+    let listing: Vec<_> =
+        std::fs::read_dir(&fs.dir).unwrap().flatten().map(|e| (e.file_name(), e.metadata().unwrap().len())).collect();
     println!("small file system before: {listing:?}");
     full_disk("fill", &path, &[("HAREL_TEST_PAD", (12 * 1024).to_string())], &before);
     // Room again: the queue goes on.
@@ -501,7 +520,7 @@ fn a_small_file_system_that_fills_up_fails_clearly_and_keeps_what_committed() {
 
 /// Was a KNOWN GAP (issue #7): when SQLite can't open the file or finds it is not a
 /// database, the message says "open: configuring the connection: SQLite failure: `unable to
-/// open database file`" (or "`file is not a database`") and does not say which file. ABI.md wants messages that say what the caller can do; the path
+/// open database file`" (or "`file is not a database`") and does not say which file. docs/abi.md wants messages that say what the caller can do; the path
 /// is the first thing to check. (connect.rs wraps errors of the connection's first
 /// statements with `Error::from_libsql("open: configuring the connection", e)`; the open
 /// itself is lazy, so that is where a local file's open fails. Wrapping them with
@@ -515,7 +534,9 @@ fn open_errors_name_the_database_path() {
     let a_directory = dir.path().to_str().unwrap().to_owned();
     for path in [missing, not_db, a_directory] {
         match Transport::open(&path, &options()) {
-            Err(Error::Database(m)) => assert!(m.contains(&path), "the message does not name {path}: {m}"),
+            Err(Error::Database(m)) => {
+                assert!(m.contains(&path), "the message does not name {path}: {m}")
+            }
             other => panic!("{path}: {}", outcome(&other)),
         }
     }

@@ -7,7 +7,7 @@ use super::args;
 use super::error::harel_error;
 use super::status::harel_status::{self, HAREL_OK};
 use super::{boundary, boundary_value};
-use crate::options::Options;
+use crate::options::{Options, Synchronous};
 
 /// Options for `harel_transport_open` (opaque). `harel_options_new` creates one with the
 /// defaults; free it with `harel_options_free`. `open` copies what it needs, so the
@@ -155,7 +155,6 @@ pub extern "C" fn harel_options_set_synchronous_full(
     full: bool,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    use crate::options::Synchronous;
     set(o, err, |opts| {
         opts.synchronous(if full { Synchronous::Full } else { Synchronous::Normal });
         Ok(())

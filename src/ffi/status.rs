@@ -1,4 +1,4 @@
-//! The status codes of ABI.md, one per kind of `Error`.
+//! The status codes (docs/abi.md), one per kind of `Error`.
 
 use std::ffi::c_char;
 

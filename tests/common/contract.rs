@@ -1,4 +1,4 @@
-//! The transport contract (SPEC.md + ABI.md semantics), written once over a way to open
+//! The transport contract (docs/queue.md), written once over a way to open
 //! the queue: tests/contract.rs runs every check on a local file, tests/server.rs on sqld,
 //! remote and as embedded replicas. A check gets `open`, which opens a transport on the
 //! check's own queue with the check's clock; a second `open` reaches the same queue (a
@@ -24,7 +24,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("nack_with_delay_parks_and_blocks_the_group", nack_with_delay_parks_and_blocks_the_group),
     ("a_parked_group_does_not_block_others", a_parked_group_does_not_block_others),
     ("a_lapsed_lease_is_claimable_again", a_lapsed_lease_is_claimable_again),
-    ("round_robin_a_group_just_served_yields_to_one_never_claimed", round_robin_a_group_just_served_yields_to_one_never_claimed),
+    (
+        "round_robin_a_group_just_served_yields_to_one_never_claimed",
+        round_robin_a_group_just_served_yields_to_one_never_claimed,
+    ),
     ("round_robin_cycles_through_groups", round_robin_cycles_through_groups),
     ("priority_floor_skips_lower_groups", priority_floor_skips_lower_groups),
     ("the_first_publish_fixes_priority_and_routing_key", the_first_publish_fixes_priority_and_routing_key),

@@ -73,7 +73,11 @@ impl GroupLedger {
         let (_, i) = parse_message(&lease.group_id, &lease.event);
         let mut groups = self.groups.lock().unwrap();
         let state = groups.entry(lease.group_id.clone()).or_default();
-        assert_eq!(state.in_flight, None, "{}: seq {} claimed while seq {:?} is in flight", lease.group_id, lease.seq, state.in_flight);
+        assert_eq!(
+            state.in_flight, None,
+            "{}: seq {} claimed while seq {:?} is in flight",
+            lease.group_id, lease.seq, state.in_flight
+        );
         assert_eq!(i, state.next, "group {} out of order", lease.group_id);
         assert!(lease.seq > state.last_seq, "seqs rise within a group");
         state.in_flight = Some(lease.seq);
@@ -93,7 +97,10 @@ impl GroupLedger {
     pub fn assert_complete(&self) {
         let groups = self.groups.lock().unwrap();
         assert_eq!(groups.len(), GROUPS);
-        assert!(groups.values().all(|s| s.next == PER_GROUP && s.in_flight.is_none()), "every message of every group, in order");
+        assert!(
+            groups.values().all(|s| s.next == PER_GROUP && s.in_flight.is_none()),
+            "every message of every group, in order"
+        );
     }
 
     /// Messages acked per worker.

@@ -1,9 +1,6 @@
 //! Helpers for the reliability tests (issue #7): child processes that are watched line by
 //! line and killed with SIGKILL, a deterministic pseudo-random source for kill timings,
-//! the file's integrity check, and finding harel's Python. Included next to `common` by
-//! `#[path = "common/procs.rs"] mod procs;`.
-
-#![allow(dead_code)] // each test file uses its own part of these helpers
+//! the file's integrity check, and finding harel's Python.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -12,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::common::Raw;
+use crate::Raw;
 
 /// Nanoseconds since the epoch: one clock for every process on the machine.
 pub fn nanos() -> u128 {
@@ -23,10 +20,6 @@ pub fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
 }
 
-pub fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_owned())
-}
-
 /// xorshift64*: kill timings and workloads that differ by iteration but repeat run to run.
 pub struct Rng(u64);
 
@@ -34,7 +27,7 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -42,11 +35,7 @@ impl Rng {
     }
     /// 0..n
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    /// true with probability `p`
-    pub fn chance(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64 / ((1u64 << 53) as f64)) < p
+        self.next_u64() % n.max(1)
     }
 }
 
@@ -59,7 +48,7 @@ pub struct Watched {
     lines: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
     stderr: Option<JoinHandle<String>>,
-    pub what: String,
+    what: String,
 }
 
 impl Watched {
@@ -84,10 +73,6 @@ impl Watched {
             text
         });
         Watched { child, rx, lines, reader: Some(reader), stderr: Some(stderr), what: what.to_owned() }
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
     }
 
     /// Waits for a line that starts with `prefix`; panics (with the child's stderr) if the
@@ -121,7 +106,12 @@ impl Watched {
     pub fn expect_success(mut self) -> Vec<String> {
         let (status, err) = self.finish();
         let lines = self.lines.lock().unwrap().clone();
-        assert!(status.success(), "{} failed ({status}):\n--- stdout\n{}\n--- stderr\n{err}", self.what, lines.join("\n"));
+        assert!(
+            status.success(),
+            "{} failed ({status}):\n--- stdout\n{}\n--- stderr\n{err}",
+            self.what,
+            lines.join("\n")
+        );
         lines
     }
 
@@ -189,16 +179,4 @@ pub fn harel_python(test: &str) -> Option<String> {
             None
         }
     }
-}
-
-/// Waits until `f` is true, polling; false if `timeout` passed first.
-pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    f()
 }

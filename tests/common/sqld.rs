@@ -7,8 +7,7 @@
 //! sqld is not in any package registry; build it from the public `tursodatabase/libsql`
 //! repository (package `libsql-server`, binary `sqld`) and point `HAREL_SQLD` at it.
 //! Without it every test of tests/server.rs passes as skipped and says so on stderr.
-
-#![allow(dead_code)]
+//! The benchmark's part 5 (bench/server.rs) starts its server with this too.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -40,11 +39,7 @@ pub fn say(line: &str) {
 pub fn binary() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("HAREL_SQLD").filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(format!("HAREL_SQLD={} is not a file", path.display()))
-        };
+        return if path.is_file() { Ok(path) } else { Err(format!("HAREL_SQLD={} is not a file", path.display())) };
     }
     let on_path = std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).map(|dir| dir.join("sqld")).find(|p| p.is_file()));
@@ -137,12 +132,14 @@ impl Sqld {
     }
 
     fn signal(&self, signal: &str) -> bool {
-        let Some(child) = self.child.as_ref() else { return false };
+        let Some(child) = self.child.as_ref() else {
+            return false;
+        };
         let status = Command::new("kill").args([signal, &child.id().to_string()]).stderr(Stdio::null()).status();
         matches!(status, Ok(s) if s.success())
     }
 
-    pub fn is_running(&mut self) -> bool {
+    fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
@@ -220,7 +217,9 @@ impl Drop for Sqld {
 
 /// `GET /health` answered 200.
 fn health(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let request = format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
     if stream.write_all(request.as_bytes()).is_err() {
@@ -315,7 +314,11 @@ impl StallProxy {
                             continue;
                         };
                         let _ = client.set_nonblocking(false);
-                        pipe(client.try_clone().unwrap(), server.try_clone().unwrap(), Some((stall2.clone(), stalled2.clone())));
+                        pipe(
+                            client.try_clone().unwrap(),
+                            server.try_clone().unwrap(),
+                            Some((stall2.clone(), stalled2.clone())),
+                        );
                         pipe(server, client, None);
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),

@@ -31,11 +31,7 @@ pub struct PeerResults {
     pub raw: Value,
 }
 
-pub fn run(
-    plan: &Plan,
-    cases: &[ClaimCase],
-    templates: &mut Templates,
-) -> Result<PeerResults, String> {
+pub fn run(plan: &Plan, cases: &[ClaimCase], templates: &mut Templates) -> Result<PeerResults, String> {
     let work = |name: &str| plan.work.join(name).to_str().unwrap_or_default().to_owned();
     let mut list: Vec<Value> = plan
         .publish
@@ -45,11 +41,9 @@ pub fn run(
                    "n": n, "groups": groups, "cap_s": plan.rate_cap.as_secs_f64()})
         })
         .collect();
-    list.push(
-        json!({"id": "drain", "op": "drain", "path": work("peer-drain.db"),
+    list.push(json!({"id": "drain", "op": "drain", "path": work("peer-drain.db"),
                      "template": templates.get(Style::Harel09, plan.drain)?.to_str(),
-                     "cap_s": plan.rate_cap.as_secs_f64()}),
-    );
+                     "cap_s": plan.rate_cap.as_secs_f64()}));
     for c in cases {
         if !c.routing_keys.is_empty() {
             list.push(json!({"id": c.id, "op": "n/a", "why": "harel 0.9 has no routing keys"}));
@@ -60,12 +54,10 @@ pub fn run(
             Expect::Group(g) => json!(g),
             Expect::Nothing => Value::Null,
         };
-        list.push(
-            json!({"id": c.id, "op": "claim", "path": work("peer-claim.db"),
+        list.push(json!({"id": c.id, "op": "claim", "path": work("peer-claim.db"),
                          "template": templates.get(Style::Harel09, c.state)?.to_str(),
                          "min_priority": c.min_priority, "expect": expect,
-                         "budget_s": plan.claim_budget.as_secs_f64(), "max_iters": plan.max_iters}),
-        );
+                         "budget_s": plan.claim_budget.as_secs_f64(), "max_iters": plan.max_iters}));
     }
     let plan_path = plan.work.join("peers-plan.json");
     let doc = json!({"peers": PEERS, "cases": list});
@@ -78,33 +70,16 @@ pub fn run(
         .map_err(|e| format!("running {} {}: {e}", plan.python, plan.script))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let last = stdout.lines().last().unwrap_or_default();
-    let v: Value = serde_json::from_str(last).map_err(|e| {
-        format!(
-            "{} exited {}; its last line {last:?}: {e}",
-            plan.script, out.status
-        )
-    })?;
+    let v: Value = serde_json::from_str(last)
+        .map_err(|e| format!("{} exited {}; its last line {last:?}: {e}", plan.script, out.status))?;
     let mut figures = Vec::new();
     for peer in PEERS {
-        let cases = v["peers"][peer]["results"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        figures.push((
-            peer.to_owned(),
-            cases
-                .iter()
-                .map(|(id, f)| (id.clone(), Figure::from_json(f)))
-                .collect(),
-        ));
+        let cases = v["peers"][peer]["results"].as_object().cloned().unwrap_or_default();
+        figures.push((peer.to_owned(), cases.iter().map(|(id, f)| (id.clone(), Figure::from_json(f))).collect()));
     }
     let settings = json!({
         "libsql": v["peers"]["libsql"]["settings"].clone(),
         "sqlite": v["peers"]["sqlite"]["settings"].clone(),
     });
-    Ok(PeerResults {
-        figures,
-        settings,
-        raw: v,
-    })
+    Ok(PeerResults { figures, settings, raw: v })
 }

@@ -63,13 +63,7 @@ fn thousands(x: f64) -> String {
 
 fn value(f: &Figure) -> String {
     match f {
-        Figure::Rate {
-            per_s, complete, ..
-        } => format!(
-            "{}/s{}",
-            thousands(*per_s),
-            if *complete { "" } else { "~" }
-        ),
+        Figure::Rate { per_s, complete, .. } => format!("{}/s{}", thousands(*per_s), if *complete { "" } else { "~" }),
         Figure::Latency { median_us, .. } if *median_us < 100.0 => format!("{median_us:.1}µs"),
         Figure::Latency { median_us, .. } => format!("{}µs", thousands(*median_us)),
         Figure::Failed(_) => "FAILED".into(),
@@ -102,40 +96,19 @@ struct Target {
     met: bool,
 }
 
-fn targets(
-    rows: &[Row],
-    procs: &[(Synchronous, usize, Value)],
-    sustained: &Value,
-    open_race: &Value,
-) -> Vec<Target> {
+fn targets(rows: &[Row], procs: &[(Synchronous, usize, Value)], sustained: &Value, open_race: &Value) -> Vec<Target> {
     let row = |id: &str| rows.iter().find(|r| r.id == id);
     let mut out = Vec::new();
     let mut at_least = |what: String, value: Option<f64>, goal: f64| {
-        out.push(Target {
-            what,
-            value,
-            goal: format!(">= {goal}"),
-            met: value.is_some_and(|v| v >= goal),
-        });
+        out.push(Target { what, value, goal: format!(">= {goal}"), met: value.is_some_and(|v| v >= goal) });
     };
     // 2: every state within 2x of our claim at 100 ready groups (same setting, measured
     // taking turns with the case).
     for r in rows.iter().filter(|r| r.section == 2) {
         for (i, s) in SYNCS.iter().enumerate() {
             // as an advantage (base / case) so ">= 0.5" means "case <= 2x base"
-            let adv = r
-                .base
-                .as_ref()
-                .and_then(|b| Figure::advantage(&r.ours[i], &b[i]));
-            at_least(
-                format!(
-                    "{} [{}]: claim@100 ÷ this claim (≤2× means ≥0.5)",
-                    r.id,
-                    sync_name(*s)
-                ),
-                adv,
-                0.5,
-            );
+            let adv = r.base.as_ref().and_then(|b| Figure::advantage(&r.ours[i], &b[i]));
+            at_least(format!("{} [{}]: claim@100 ÷ this claim (≤2× means ≥0.5)", r.id, sync_name(*s)), adv, 0.5);
         }
     }
     // The drain targets on both drain rows: separate claim + ack calls, and fused
@@ -152,15 +125,7 @@ fn targets(
         if let Some(r) = row(id) {
             for (i, s) in SYNCS.iter().enumerate() {
                 let adv = Figure::advantage(&r.ours[i], &r.py[0]);
-                at_least(
-                    format!(
-                        "{}: ours [{}] ÷ LibsqlTransport (its defaults)",
-                        what(id),
-                        sync_name(*s)
-                    ),
-                    adv,
-                    goal,
-                );
+                at_least(format!("{}: ours [{}] ÷ LibsqlTransport (its defaults)", what(id), sync_name(*s)), adv, goal);
             }
         }
     }
@@ -168,27 +133,16 @@ fn targets(
         if let Some(r) = row(id) {
             for (i, s) in SYNCS.iter().enumerate() {
                 let adv = Figure::advantage(&r.ours[i], &r.raw[i]);
-                at_least(
-                    format!("{}: ours ÷ raw SPEC loop [{}]", what(id), sync_name(*s)),
-                    adv,
-                    goal,
-                );
+                at_least(format!("{}: ours ÷ raw SPEC loop [{}]", what(id), sync_name(*s)), adv, goal);
             }
         }
     }
     let rate = |s: Synchronous, k: usize| {
-        procs
-            .iter()
-            .find(|(ps, pk, _)| *ps == s && *pk == k)
-            .and_then(|(_, _, v)| v["per_s"].as_f64())
+        procs.iter().find(|(ps, pk, _)| *ps == s && *pk == k).and_then(|(_, _, v)| v["per_s"].as_f64())
     };
     for s in SYNCS {
         if let (Some(one), Some(four)) = (rate(s, 1), rate(s, 4)) {
-            at_least(
-                format!("4 processes ÷ 1 process, aggregate [{}]", sync_name(s)),
-                Some(four / one),
-                1.0,
-            );
+            at_least(format!("4 processes ÷ 1 process, aggregate [{}]", sync_name(s)), Some(four / one), 1.0);
         }
     }
     if !procs.is_empty() {
@@ -203,10 +157,7 @@ fn targets(
         });
         let busy = open_race["busy"].as_u64().unwrap_or(0);
         out.push(Target {
-            what: format!(
-                "Busy errors opening (4 processes at once, {} opens)",
-                open_race["opens"]
-            ),
+            what: format!("Busy errors opening (4 processes at once, {} opens)", open_race["opens"]),
             value: Some(busy as f64),
             goal: "= 0".into(),
             met: busy == 0 && open_race["other_errors"].as_u64() == Some(0),
@@ -215,17 +166,8 @@ fn targets(
     out
 }
 
-pub fn print(
-    rows: &[Row],
-    procs: &[(Synchronous, usize, Value)],
-    sustained: &Value,
-    open_race: &Value,
-    meta: Value,
-) {
-    let label_w = rows
-        .iter()
-        .map(|r| r.label.chars().count() + 2)
-        .fold(38, usize::max);
+pub fn print(rows: &[Row], procs: &[(Synchronous, usize, Value)], sustained: &Value, open_race: &Value, meta: Value) {
+    let label_w = rows.iter().map(|r| r.label.chars().count() + 2).fold(38, usize::max);
     let w = [label_w, 11, 11, 13, 22, 22, 30, 30];
     let header = [
         "case",
@@ -261,13 +203,7 @@ pub fn print(
                 _ => "2. states that break the SPEC's claim".into(),
             }]);
         }
-        let raw = |i: usize| {
-            format!(
-                "{} {}",
-                value(&r.raw[i]),
-                ratio(Figure::advantage(&r.ours[i], &r.raw[i]))
-            )
-        };
+        let raw = |i: usize| format!("{} {}", value(&r.raw[i]), ratio(Figure::advantage(&r.ours[i], &r.raw[i])));
         let py = |p: usize| {
             if matches!(r.py[p], Figure::Failed(_) | Figure::NotApplicable(_)) {
                 return value(&r.py[p]);
@@ -288,16 +224,7 @@ pub fn print(
             };
             format!("{} / {}", x(0), x(1))
         });
-        line(&[
-            format!("  {}", r.label),
-            value(&r.ours[0]),
-            value(&r.ours[1]),
-            vs_base,
-            raw(0),
-            raw(1),
-            py(0),
-            py(1),
-        ]);
+        line(&[format!("  {}", r.label), value(&r.ours[0]), value(&r.ours[1]), vs_base, raw(0), raw(1), py(0), py(1)]);
     }
     if !procs.is_empty() {
         line(&[format!(
@@ -307,38 +234,30 @@ pub fn print(
         )]);
         for k in [1, 2, 4] {
             let cell = |s: Synchronous| {
-                procs
-                    .iter()
-                    .find(|(ps, pk, _)| *ps == s && *pk == k)
-                    .map_or("-".into(), |(_, _, v)| match v["per_s"].as_f64() {
+                procs.iter().find(|(ps, pk, _)| *ps == s && *pk == k).map_or("-".into(), |(_, _, v)| {
+                    match v["per_s"].as_f64() {
                         Some(x) => format!("{}/s", thousands(x)),
                         None => "FAILED".into(),
-                    })
+                    }
+                })
             };
             let detail = |s: Synchronous| {
-                procs
-                    .iter()
-                    .find(|(ps, pk, _)| *ps == s && *pk == k)
-                    .map_or(String::new(), |(_, _, v)| {
-                        let list = |a: &Value| {
-                            a.as_array().map_or("-".into(), |a| {
-                                a.iter()
-                                    .map(|x| x.to_string())
-                                    .collect::<Vec<_>>()
-                                    .join("/")
-                            })
-                        };
-                        let per_worker = v["per_worker"].as_array().map_or("-".into(), |runs| {
-                            runs.iter().map(list).collect::<Vec<_>>().join(" ")
-                        });
-                        format!(
-                            "busy {}, errors {}, longest op {:.0} ms, cycles per worker {}",
-                            v["busy"],
-                            v["errors"],
-                            v["max_op_ms"].as_f64().unwrap_or(0.0),
-                            per_worker
-                        )
-                    })
+                procs.iter().find(|(ps, pk, _)| *ps == s && *pk == k).map_or(String::new(), |(_, _, v)| {
+                    let list = |a: &Value| {
+                        a.as_array()
+                            .map_or("-".into(), |a| a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("/"))
+                    };
+                    let per_worker = v["per_worker"]
+                        .as_array()
+                        .map_or("-".into(), |runs| runs.iter().map(list).collect::<Vec<_>>().join(" "));
+                    format!(
+                        "busy {}, errors {}, longest op {:.0} ms, cycles per worker {}",
+                        v["busy"],
+                        v["errors"],
+                        v["max_op_ms"].as_f64().unwrap_or(0.0),
+                        per_worker
+                    )
+                })
             };
             line(&[
                 format!("  {k} process{}", if k == 1 { "" } else { "es" }),
@@ -358,13 +277,8 @@ pub fn print(
     }
     if !sustained.is_null() {
         line(&[
-            format!(
-                "  4 processes, {:.0} s, FULL",
-                sustained["secs"].as_f64().unwrap_or(0.0)
-            ),
-            sustained["per_s"]
-                .as_f64()
-                .map_or("FAILED".into(), |x| format!("{}/s", thousands(x))),
+            format!("  4 processes, {:.0} s, FULL", sustained["secs"].as_f64().unwrap_or(0.0)),
+            sustained["per_s"].as_f64().map_or("FAILED".into(), |x| format!("{}/s", thousands(x))),
             String::new(),
             String::new(),
             format!(
@@ -410,12 +324,7 @@ pub fn print(
     println!("Targets (issue #6):");
     for t in &ts {
         let v = t.value.map_or("-".into(), |v| format!("{:.2}", v));
-        println!(
-            "  [{}] {} = {v} (goal {})",
-            if t.met { "met   " } else { "MISSED" },
-            t.what,
-            t.goal
-        );
+        println!("  [{}] {} = {v} (goal {})", if t.met { "met   " } else { "MISSED" }, t.what, t.goal);
     }
     if let Some(m) = meta.get("machine") {
         println!();
@@ -449,10 +358,7 @@ pub fn print(
             c.insert((*name).into(), r.py[p].to_json());
             for (i, s) in SYNCS.iter().enumerate() {
                 let adv = Figure::advantage(&r.ours[i], &r.py[p]).map(|x| round(x, 3));
-                c.insert(
-                    format!("ours_{}_over_{name}", sync_name(*s).to_lowercase()),
-                    json!(adv),
-                );
+                c.insert(format!("ours_{}_over_{name}", sync_name(*s).to_lowercase()), json!(adv));
             }
         }
         cases.insert(r.id.clone(), Value::Object(c));

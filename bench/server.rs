@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use harel_transport::{Message, Options, Transport};
 use serde_json::{json, Value};
 
-use crate::sqld::Sqld;
+use harel_transport_testkit::sqld::Sqld;
 
 const MESSAGES: usize = 1_000;
 const GROUPS: usize = 200;
@@ -102,21 +102,18 @@ fn measure(place: &Place) -> Result<Value, String> {
     let started = Instant::now();
     for i in 0..MESSAGES {
         let event = format!("{{\"n\":{i}}}");
-        producer
-            .publish(&format!("g{}", i % GROUPS), &event, 0, None)
-            .map_err(|e| format!("publish: {e:?}"))?;
+        producer.publish(&format!("g{}", i % GROUPS), &event, 0, None).map_err(|e| format!("publish: {e:?}"))?;
     }
     let publish_s = started.elapsed().as_secs_f64();
     let mut options = Options::new();
     options.prefix("batch").map_err(|e| format!("{e:?}"))?;
     let batcher = place.open_with(options)?;
-    let events: Vec<(String, String)> = (0..MESSAGES).map(|i| (format!("g{}", i % GROUPS), format!("{{\"n\":{i}}}"))).collect();
+    let events: Vec<(String, String)> =
+        (0..MESSAGES).map(|i| (format!("g{}", i % GROUPS), format!("{{\"n\":{i}}}"))).collect();
     let started = Instant::now();
     for chunk in events.chunks(BATCH) {
-        let batch: Vec<Message> = chunk
-            .iter()
-            .map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None })
-            .collect();
+        let batch: Vec<Message> =
+            chunk.iter().map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None }).collect();
         batcher.publish_many(&batch).map_err(|e| format!("publish_many: {e:?}"))?;
     }
     let publish_many_s = started.elapsed().as_secs_f64();

@@ -14,9 +14,7 @@ impl Ours {
     pub fn open(path: &str, synchronous: Synchronous) -> Result<Ours, String> {
         let mut options = Options::new();
         options.synchronous(synchronous);
-        Transport::open(path, &options)
-            .map(Ours)
-            .map_err(|e| format!("open: {e:?}"))
+        Transport::open(path, &options).map(Ours).map_err(|e| format!("open: {e:?}"))
     }
 }
 
@@ -32,12 +30,7 @@ impl Queue for Ours {
     fn publish_many(&mut self, messages: &[(String, String)]) -> Result<(), String> {
         let batch: Vec<Message> = messages
             .iter()
-            .map(|(g, e)| Message {
-                group_id: g,
-                event_json: e,
-                priority: 0,
-                routing_key: None,
-            })
+            .map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None })
             .collect();
         self.0.publish_many(&batch).map_err(err)
     }
@@ -54,8 +47,7 @@ impl Queue for Ours {
                 .map(|_| {
                     s.spawn(|| {
                         while started.elapsed() < slice {
-                            let Some((g, e)) = work.get(next.fetch_add(1, Ordering::SeqCst))
-                            else {
+                            let Some((g, e)) = work.get(next.fetch_add(1, Ordering::SeqCst)) else {
                                 break;
                             };
                             t.publish(g, e, 0, None).map_err(err)?;
@@ -64,9 +56,7 @@ impl Queue for Ours {
                     })
                 })
                 .collect();
-            publishers
-                .into_iter()
-                .try_for_each(|p| p.join().map_err(|_| "a publisher thread panicked".to_owned())?)
+            publishers.into_iter().try_for_each(|p| p.join().map_err(|_| "a publisher thread panicked".to_owned())?)
         })?;
         Ok(Some(next.into_inner().min(work.len())))
     }
@@ -78,9 +68,7 @@ impl Queue for Ours {
         min_priority: i32,
         routing_keys: &[&str],
     ) -> Result<Option<Lease>, String> {
-        self.0
-            .claim(worker_id, visibility, min_priority, routing_keys)
-            .map_err(err)
+        self.0.claim(worker_id, visibility, min_priority, routing_keys).map_err(err)
     }
 
     fn ack(&mut self, lease: &Lease) -> Result<(), String> {
@@ -95,9 +83,7 @@ impl Queue for Ours {
         min_priority: i32,
         routing_keys: &[&str],
     ) -> Result<Option<Lease>, String> {
-        self.0
-            .ack_and_claim(lease, worker_id, visibility, min_priority, routing_keys)
-            .map_err(err)
+        self.0.ack_and_claim(lease, worker_id, visibility, min_priority, routing_keys).map_err(err)
     }
 
     fn nack_now(&mut self, lease: &Lease) -> Result<(), String> {

@@ -23,11 +23,7 @@ pub fn worker_main(args: &[String]) -> i32 {
         return 2;
     };
     let mut options = Options::new();
-    options.synchronous(if sync == "full" {
-        Synchronous::Full
-    } else {
-        Synchronous::Normal
-    });
+    options.synchronous(if sync == "full" { Synchronous::Full } else { Synchronous::Normal });
     let t = match Transport::open(path, &options) {
         Ok(t) => t,
         Err(e) => {
@@ -103,21 +99,11 @@ pub fn worker_main(args: &[String]) -> i32 {
 /// start to the last end.
 pub fn run(path: &Path, synchronous: Synchronous, k: usize, secs: f64) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let sync = if synchronous == Synchronous::Full {
-        "full"
-    } else {
-        "normal"
-    };
+    let sync = if synchronous == Synchronous::Full { "full" } else { "normal" };
     let mut children: Vec<(Child, BufReader<std::process::ChildStdout>)> = Vec::new();
     for i in 0..k {
         let mut child = Command::new(&exe)
-            .args([
-                "worker",
-                path.to_str().ok_or("path not UTF-8")?,
-                sync,
-                &secs.to_string(),
-                &format!("w{i}"),
-            ])
+            .args(["worker", path.to_str().ok_or("path not UTF-8")?, sync, &secs.to_string(), &format!("w{i}")])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -141,8 +127,7 @@ pub fn run(path: &Path, synchronous: Synchronous, k: usize, secs: f64) -> Result
         let mut line = String::new();
         out.read_line(&mut line).map_err(|e| e.to_string())?;
         let _ = child.wait();
-        let v: Value =
-            serde_json::from_str(line.trim()).map_err(|e| format!("worker said {line:?}: {e}"))?;
+        let v: Value = serde_json::from_str(line.trim()).map_err(|e| format!("worker said {line:?}: {e}"))?;
         if let Some(e) = v.get("error") {
             return Err(format!("worker: {e}"));
         }
@@ -152,20 +137,10 @@ pub fn run(path: &Path, synchronous: Synchronous, k: usize, secs: f64) -> Result
     let cycles: f64 = results.iter().map(|v| f(v, "cycles")).sum();
     let busy: f64 = results.iter().map(|v| f(v, "busy")).sum();
     let errors: f64 = results.iter().map(|v| f(v, "errors")).sum();
-    let start = results
-        .iter()
-        .map(|v| f(v, "start"))
-        .fold(f64::INFINITY, f64::min);
+    let start = results.iter().map(|v| f(v, "start")).fold(f64::INFINITY, f64::min);
     let end = results.iter().map(|v| f(v, "end")).fold(0.0, f64::max);
-    let first_error = results.iter().find_map(|v| {
-        v.get("first_error")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    let max_op_ms = results
-        .iter()
-        .map(|v| f(v, "max_op_ms"))
-        .fold(0.0, f64::max);
+    let first_error = results.iter().find_map(|v| v.get("first_error").and_then(Value::as_str).map(str::to_owned));
+    let max_op_ms = results.iter().map(|v| f(v, "max_op_ms")).fold(0.0, f64::max);
     Ok(json!({
         "workers": k,
         "per_s": cycles / (end - start),
@@ -186,11 +161,7 @@ pub fn combine<'a>(k: usize, runs: impl Iterator<Item = &'a Value>) -> Value {
     if let Some(bad) = runs.iter().find(|v| v.get("error").is_some()) {
         return (*bad).clone();
     }
-    let sum = |key: &str| {
-        runs.iter()
-            .map(|v| v[key].as_f64().unwrap_or(0.0))
-            .sum::<f64>()
-    };
+    let sum = |key: &str| runs.iter().map(|v| v[key].as_f64().unwrap_or(0.0)).sum::<f64>();
     let cycles = sum("cycles");
     let secs = sum("secs");
     json!({
@@ -209,27 +180,13 @@ pub fn combine<'a>(k: usize, runs: impl Iterator<Item = &'a Value>) -> Value {
 
 /// `k` workers opening one file at the same moment (they open, say "ready" or the error,
 /// and stop): how many opens failed with Busy, how many otherwise.
-pub fn open_race(
-    path: &Path,
-    synchronous: Synchronous,
-    k: usize,
-) -> Result<(usize, usize), String> {
+pub fn open_race(path: &Path, synchronous: Synchronous, k: usize) -> Result<(usize, usize), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let sync = if synchronous == Synchronous::Full {
-        "full"
-    } else {
-        "normal"
-    };
+    let sync = if synchronous == Synchronous::Full { "full" } else { "normal" };
     let mut children = Vec::new();
     for i in 0..k {
         let child = Command::new(&exe)
-            .args([
-                "worker",
-                path.to_str().ok_or("path not UTF-8")?,
-                sync,
-                "0",
-                &format!("w{i}"),
-            ])
+            .args(["worker", path.to_str().ok_or("path not UTF-8")?, sync, "0", &format!("w{i}")])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -8,8 +8,8 @@
 //! - `Ours`: our schema (`harel_transport::schema_sql`), and `last_claimed_at` stamped the
 //!   way our claim/nack do it: with the instant the group can next be served (a lease's
 //!   or a park's end).
-//! - `Spec`: SPEC.md's tables and indexes (with its `routing_key` column and index), and
-//!   `last_claimed_at` = the claim instant, as SPEC.md's claim writes it.
+//! - `Spec`: the SPEC's tables and indexes (with its `routing_key` column and index), and
+//!   `last_claimed_at` = the claim instant, as the SPEC's claim writes it.
 //! - `Harel09`: what harel 0.9.0's Python transports create (no `routing_key`), stamped
 //!   like `Spec`.
 //!
@@ -48,17 +48,15 @@ impl Style {
     /// The schema as one script.
     pub fn schema_script(self) -> String {
         match self {
-            Style::Ours => {
-                harel_transport::schema_sql("harel").expect("the default prefix is valid")
-            }
+            Style::Ours => harel_transport::schema_sql("harel").expect("the default prefix is valid"),
             Style::Spec => SPEC_SCHEMA.iter().map(|s| format!("{s};\n")).collect(),
             Style::Harel09 => SPEC_SCHEMA[..4].iter().map(|s| format!("{s};\n")).collect(),
         }
     }
 }
 
-/// SPEC.md's schema. The first four statements are exactly harel 0.9.0's
-/// (`harel.engine.schema.transport_schema("sqlite")`); SPEC.md's "Routing by machine"
+/// the SPEC's schema. The first four statements are exactly harel 0.9.0's
+/// (`harel.engine.schema.transport_schema("sqlite")`); the SPEC's "Routing by machine"
 /// adds the `routing_key` column and its index (the table is created with the column
 /// here, which is what the ALTER TABLE upgrade leaves).
 pub const SPEC_SCHEMA: [&str; 6] = [
@@ -82,11 +80,7 @@ pub enum State {
     /// `groups` groups each with its one message leased (or parked by `nack(delay)`), and
     /// optionally one more group, "ready", with a free message and the newest turn (it
     /// was served last): the SPEC's walk passes every held group before reaching it.
-    Held {
-        groups: usize,
-        parked: bool,
-        one_ready: bool,
-    },
+    Held { groups: usize, parked: bool, one_ready: bool },
     /// One group, "deep", of `messages` free messages, served before.
     Deep { messages: usize },
     /// `groups` ready priority-0 groups, all waiting longer than one priority-3 group, "urgent".
@@ -101,11 +95,7 @@ impl State {
         let s = match *self {
             State::Backlog { messages, groups } => format!("backlog-{messages}-{groups}"),
             State::Ready { groups } => format!("ready-{groups}"),
-            State::Held {
-                groups,
-                parked,
-                one_ready,
-            } => {
+            State::Held { groups, parked, one_ready } => {
                 format!(
                     "{}-{groups}{}",
                     if parked { "parked" } else { "leased" },
@@ -150,33 +140,11 @@ pub fn claim_cases() -> Vec<ClaimCase> {
         routing_keys: &[],
         expect,
     };
-    let held = |groups, parked, one_ready| State::Held {
-        groups,
-        parked,
-        one_ready,
-    };
+    let held = |groups, parked, one_ready| State::Held { groups, parked, one_ready };
     vec![
-        case(
-            "claim_ready_100",
-            "claim, 100 ready groups",
-            1,
-            State::Ready { groups: 100 },
-            Expect::Any,
-        ),
-        case(
-            "claim_ready_10k",
-            "claim, 10,000 ready groups",
-            1,
-            State::Ready { groups: 10_000 },
-            Expect::Any,
-        ),
-        case(
-            "claim_ready_100k",
-            "claim, 100,000 ready groups",
-            1,
-            State::Ready { groups: 100_000 },
-            Expect::Any,
-        ),
+        case("claim_ready_100", "claim, 100 ready groups", 1, State::Ready { groups: 100 }, Expect::Any),
+        case("claim_ready_10k", "claim, 10,000 ready groups", 1, State::Ready { groups: 10_000 }, Expect::Any),
+        case("claim_ready_100k", "claim, 100,000 ready groups", 1, State::Ready { groups: 100_000 }, Expect::Any),
         case(
             "leased_10k_1ready",
             "claim, 10,000 leased + 1 ready",
@@ -205,20 +173,8 @@ pub fn claim_cases() -> Vec<ClaimCase> {
             held(100_000, true, true),
             Expect::Group("ready"),
         ),
-        case(
-            "idle_leased_100k",
-            "idle claim, 100,000 leased",
-            2,
-            held(100_000, false, false),
-            Expect::Nothing,
-        ),
-        case(
-            "deep_100k",
-            "claim, 1 group 100,000 deep",
-            2,
-            State::Deep { messages: 100_000 },
-            Expect::Group("deep"),
-        ),
+        case("idle_leased_100k", "idle claim, 100,000 leased", 2, held(100_000, false, false), Expect::Nothing),
+        case("deep_100k", "claim, 1 group 100,000 deep", 2, State::Deep { messages: 100_000 }, Expect::Group("deep")),
         ClaimCase {
             min_priority: 3,
             ..case(
@@ -245,9 +201,7 @@ pub fn claim_cases() -> Vec<ClaimCase> {
 /// The event every benchmark message carries: harel's `Event.model_dump_json()` shape, so
 /// harel's Python transports can parse what they claim.
 pub fn event_json(i: usize) -> String {
-    format!(
-        r#"{{"id":"ev-{i}","kind":"bench","created_time":null,"received_time":null,"data":{{"n":{i}}}}}"#
-    )
+    format!(r#"{{"id":"ev-{i}","kind":"bench","created_time":null,"received_time":null,"data":{{"n":{i}}}}}"#)
 }
 
 pub fn group_id(i: usize) -> String {
@@ -255,7 +209,8 @@ pub fn group_id(i: usize) -> String {
 }
 
 const SQL_GROUP_ID: &str = "printf('g-%07d', i)";
-const SQL_EVENT: &str = r#"'{"id":"ev-' || i || '","kind":"bench","created_time":null,"received_time":null,"data":{"n":' || i || '}}'"#;
+const SQL_EVENT: &str =
+    r#"'{"id":"ev-' || i || '","kind":"bench","created_time":null,"received_time":null,"data":{"n":' || i || '}}'"#;
 
 /// Builds templates on demand, one file per (style, state).
 pub struct Templates {
@@ -269,17 +224,8 @@ pub struct Templates {
 
 impl Templates {
     pub fn new(dir: &Path, now: f64) -> Templates {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        Templates {
-            dir: dir.to_owned(),
-            now,
-            built: HashMap::new(),
-            rt,
-            build_secs: 0.0,
-        }
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        Templates { dir: dir.to_owned(), now, built: HashMap::new(), rt, build_secs: 0.0 }
     }
 
     pub fn get(&mut self, style: Style, state: State) -> Result<PathBuf, String> {
@@ -290,10 +236,7 @@ impl Templates {
         let started = std::time::Instant::now();
         let statements = bulk(style, state, self.now);
         let script = style.schema_script();
-        let p = path
-            .to_str()
-            .ok_or("template path is not UTF-8")?
-            .to_owned();
+        let p = path.to_str().ok_or("template path is not UTF-8")?.to_owned();
         self.rt
             .block_on(async {
                 let db = Builder::new_local(&p).build().await?;
@@ -316,18 +259,10 @@ impl Templates {
 /// The rows of a state, as `INSERT ... SELECT` statements.
 fn bulk(style: Style, state: State, now: f64) -> Vec<String> {
     let spec = matches!(style, Style::Spec | Style::Harel09);
-    let key_col = if style.has_routing_key() {
-        ", routing_key"
-    } else {
-        ""
-    };
+    let key_col = if style.has_routing_key() { ", routing_key" } else { "" };
     // groups: (rows, id expression, last_claimed_at expression, priority, routing key expression)
     let groups = |n: usize, id: &str, turn: &str, priority: i32, key: &str| {
-        let key_val = if style.has_routing_key() {
-            format!(", {key}")
-        } else {
-            String::new()
-        };
+        let key_val = if style.has_routing_key() { format!(", {key}") } else { String::new() };
         format!(
             "{} INSERT INTO harel_transport_groups (group_id, last_claimed_at, priority{key_col}) \
              SELECT {id}, {turn}, {priority}{key_val} FROM c",
@@ -344,47 +279,22 @@ fn bulk(style: Style, state: State, now: f64) -> Vec<String> {
     };
     let served_before = format!("{}", now - 1.0);
     match state {
-        State::Backlog {
-            messages: m,
-            groups: g,
-        } => vec![
+        State::Backlog { messages: m, groups: g } => vec![
             groups(g, SQL_GROUP_ID, "0", 0, "NULL"),
             messages(m, &format!("printf('g-%07d', i % {g})"), "NULL", "NULL"),
         ],
         State::Ready { groups: g } => {
-            vec![
-                groups(g, SQL_GROUP_ID, "0", 0, "NULL"),
-                messages(g, SQL_GROUP_ID, "NULL", "NULL"),
-            ]
+            vec![groups(g, SQL_GROUP_ID, "0", 0, "NULL"), messages(g, SQL_GROUP_ID, "NULL", "NULL")]
         }
-        State::Held {
-            groups: g,
-            parked,
-            one_ready,
-        } => {
+        State::Held { groups: g, parked, one_ready } => {
             // Group i was claimed at `claimed` (spread over the last minute, in order); its
             // message is leased until claimed + HOLD, or parked until now + HOLD.
             let claimed = format!("({} + i * {})", now - 70.0, 60.0 / g as f64);
-            let expiry = if parked {
-                format!("{}", now + HOLD)
-            } else {
-                format!("({claimed} + {HOLD})")
-            };
+            let expiry = if parked { format!("{}", now + HOLD) } else { format!("({claimed} + {HOLD})") };
             // SPEC: the claim instant. Ours: the instant the group can next be served.
-            let turn = if spec {
-                claimed.clone()
-            } else {
-                expiry.clone()
-            };
-            let locked_by = if parked {
-                "'__parked__'"
-            } else {
-                "'w-' || (i % 4)"
-            };
-            let mut s = vec![
-                groups(g, SQL_GROUP_ID, &turn, 0, "NULL"),
-                messages(g, SQL_GROUP_ID, locked_by, &expiry),
-            ];
+            let turn = if spec { claimed.clone() } else { expiry.clone() };
+            let locked_by = if parked { "'__parked__'" } else { "'w-' || (i % 4)" };
+            let mut s = vec![groups(g, SQL_GROUP_ID, &turn, 0, "NULL"), messages(g, SQL_GROUP_ID, locked_by, &expiry)];
             if one_ready {
                 s.push(groups(1, "'ready'", &served_before, 0, "NULL"));
                 s.push(messages(1, "'ready'", "NULL", "NULL"));
@@ -392,10 +302,7 @@ fn bulk(style: Style, state: State, now: f64) -> Vec<String> {
             s
         }
         State::Deep { messages: m } => {
-            vec![
-                groups(1, "'deep'", &served_before, 0, "NULL"),
-                messages(m, "'deep'", "NULL", "NULL"),
-            ]
+            vec![groups(1, "'deep'", &served_before, 0, "NULL"), messages(m, "'deep'", "NULL", "NULL")]
         }
         State::PriorityBehind { groups: g } => vec![
             groups(g, SQL_GROUP_ID, "0", 0, "NULL"),
@@ -414,17 +321,13 @@ fn bulk(style: Style, state: State, now: f64) -> Vec<String> {
 
 /// `WITH RECURSIVE c(i)` over 0..n.
 fn series(n: usize) -> String {
-    format!(
-        "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < {}) ",
-        n.saturating_sub(1)
-    )
+    format!("WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < {}) ", n.saturating_sub(1))
 }
 
 /// Copies a template to `dst` (a fresh file: any old one and its WAL, SHM and journal go first).
 pub fn fresh_copy(template: &Path, dst: &Path) -> Result<(), String> {
     remove_db(dst);
-    std::fs::copy(template, dst)
-        .map_err(|e| format!("copy {} -> {}: {e}", template.display(), dst.display()))?;
+    std::fs::copy(template, dst).map_err(|e| format!("copy {} -> {}: {e}", template.display(), dst.display()))?;
     Ok(())
 }
 

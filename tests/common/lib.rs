@@ -1,4 +1,7 @@
-#![allow(dead_code)] // each test file uses its own part of these helpers
+//! What the integration tests share (tests/*.rs take it as `use harel_transport_testkit
+//! as common;`): a hand-moved clock, temp files, a raw libsql view of a file, running this
+//! test binary again as a child process; and, by module, the contract checks, the drain
+//! ledger, the reliability tests' process helpers and a real sqld server.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -7,6 +10,8 @@ use harel_transport::{Options, Transport};
 
 pub mod contract;
 pub mod drain;
+pub mod procs;
+pub mod sqld;
 
 /// A clock the test moves by hand: epoch seconds stored as f64 bits.
 #[derive(Clone)]
@@ -49,8 +54,8 @@ pub fn file(path: &str, clock: &TestClock) -> Transport {
     Transport::open(path, &clock.options()).expect("open a local file")
 }
 
-/// The schema harel 0.9's Python transports create (SPEC.md, before `routing_key`):
-/// the two tables and the two SPEC indexes, under `prefix`.
+/// The schema harel 0.9's Python transports create (docs/queue.md, before `routing_key`):
+/// the two tables and harel's two indexes, under `prefix`.
 pub fn harel_09_schema(prefix: &str) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {p}_transport_messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, \

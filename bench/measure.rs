@@ -80,33 +80,18 @@ impl Figure {
     /// How many times better ours is than `peer`: rates ours / peer, latencies peer / ours.
     pub fn advantage(ours: &Figure, peer: &Figure) -> Option<f64> {
         match (ours, peer) {
-            (Figure::Rate { per_s: a, .. }, Figure::Rate { per_s: b, .. }) if *b > 0.0 => {
-                Some(a / b)
-            }
-            (Figure::Latency { median_us: a, .. }, Figure::Latency { median_us: b, .. })
-                if *a > 0.0 =>
-            {
-                Some(b / a)
-            }
+            (Figure::Rate { per_s: a, .. }, Figure::Rate { per_s: b, .. }) if *b > 0.0 => Some(a / b),
+            (Figure::Latency { median_us: a, .. }, Figure::Latency { median_us: b, .. }) if *a > 0.0 => Some(b / a),
             _ => None,
         }
     }
 
     pub fn to_json(&self) -> Value {
         match self {
-            Figure::Rate {
-                per_s,
-                ops,
-                secs,
-                complete,
-            } => {
+            Figure::Rate { per_s, ops, secs, complete } => {
                 json!({"per_s": round(*per_s, 1), "ops": ops, "secs": round(*secs, 3), "complete": complete})
             }
-            Figure::Latency {
-                median_us,
-                p90_us,
-                iters,
-            } => {
+            Figure::Latency { median_us, p90_us, iters } => {
                 json!({"median_us": round(*median_us, 1), "p90_us": round(*p90_us, 1), "iters": iters})
             }
             Figure::Failed(e) => json!({"error": e}),
@@ -129,11 +114,7 @@ impl Figure {
                 complete: v.get("complete").and_then(Value::as_bool).unwrap_or(false),
             }
         } else if let Some(median_us) = f("median_us") {
-            Figure::Latency {
-                median_us,
-                p90_us: f("p90_us").unwrap_or(0.0),
-                iters: f("iters").unwrap_or(0.0) as usize,
-            }
+            Figure::Latency { median_us, p90_us: f("p90_us").unwrap_or(0.0), iters: f("iters").unwrap_or(0.0) as usize }
         } else {
             Figure::Failed(format!("unreadable peer result {v}"))
         }
@@ -178,12 +159,7 @@ pub fn interleave(mut jobs: Vec<Result<Box<dyn Job>, String>>, budget: Duration)
             break;
         }
     }
-    jobs.iter()
-        .map(|j| {
-            j.as_ref()
-                .map_or_else(|e| Figure::Failed(e.clone()), |j| j.figure())
-        })
-        .collect()
+    jobs.iter().map(|j| j.as_ref().map_or_else(|e| Figure::Failed(e.clone()), |j| j.figure())).collect()
 }
 
 /// Publishes `n` messages round-robin over `groups` groups (as many as the time allows),
@@ -201,17 +177,8 @@ pub struct PublishJob {
 impl PublishJob {
     /// `n` messages over `groups`, `batch` per call, from `threads` threads.
     pub fn new(q: Box<dyn Queue>, n: usize, groups: usize, batch: usize, threads: usize) -> Self {
-        let work = (0..n)
-            .map(|i| (group_id(i % groups), event_json(i)))
-            .collect();
-        PublishJob {
-            q,
-            work,
-            batch,
-            threads,
-            next: 0,
-            secs: 0.0,
-        }
+        let work = (0..n).map(|i| (group_id(i % groups), event_json(i))).collect();
+        PublishJob { q, work, batch, threads, next: 0, secs: 0.0 }
     }
 
     /// From the calling thread, `batch` messages per call, until `slice` is over.
@@ -236,9 +203,7 @@ impl Job for PublishJob {
         let started = Instant::now();
         let threaded = match self.threads {
             1 => None,
-            threads => self
-                .q
-                .publish_from_threads(&self.work[self.next..], threads, slice)?,
+            threads => self.q.publish_from_threads(&self.work[self.next..], threads, slice)?,
         };
         match threaded {
             Some(done) => self.next += done,
@@ -254,12 +219,7 @@ impl Job for PublishJob {
 
     fn figure(&self) -> Figure {
         let ops = self.next as u64;
-        Figure::Rate {
-            per_s: ops as f64 / self.secs,
-            ops,
-            secs: self.secs,
-            complete: self.next == self.work.len(),
-        }
+        Figure::Rate { per_s: ops as f64 / self.secs, ops, secs: self.secs, complete: self.next == self.work.len() }
     }
 }
 
@@ -278,14 +238,7 @@ pub struct DrainJob {
 
 impl DrainJob {
     pub fn new(q: Box<dyn Queue>, fused: bool) -> Self {
-        DrainJob {
-            q,
-            fused,
-            held: None,
-            ops: 0,
-            secs: 0.0,
-            complete: false,
-        }
+        DrainJob { q, fused, held: None, ops: 0, secs: 0.0, complete: false }
     }
 }
 
@@ -330,12 +283,7 @@ impl Job for DrainJob {
     }
 
     fn figure(&self) -> Figure {
-        Figure::Rate {
-            per_s: self.ops as f64 / self.secs,
-            ops: self.ops,
-            secs: self.secs,
-            complete: self.complete,
-        }
+        Figure::Rate { per_s: self.ops as f64 / self.secs, ops: self.ops, secs: self.secs, complete: self.complete }
     }
 }
 
@@ -366,23 +314,12 @@ impl ClaimJob {
         expect: Expect,
         max_claims: usize,
     ) -> Self {
-        ClaimJob {
-            q,
-            min_priority,
-            routing_keys,
-            expect,
-            max_claims,
-            warm: false,
-            times: Vec::new(),
-            secs: 0.0,
-        }
+        ClaimJob { q, min_priority, routing_keys, expect, max_claims, warm: false, times: Vec::new(), secs: 0.0 }
     }
 
     fn once(&mut self) -> Result<f64, String> {
         let t0 = Instant::now();
-        let got = self
-            .q
-            .claim("bench-worker", 30.0, self.min_priority, self.routing_keys)?;
+        let got = self.q.claim("bench-worker", 30.0, self.min_priority, self.routing_keys)?;
         let took = t0.elapsed().as_secs_f64() * 1e6;
         match (&self.expect, &got) {
             (Expect::Nothing, None) | (Expect::Any, Some(_)) => {}
@@ -423,8 +360,7 @@ impl Job for ClaimJob {
     }
 
     fn wants_more(&self, budget: Duration) -> bool {
-        self.times.len() < self.max_claims
-            && (self.secs < budget.as_secs_f64() || self.times.len() < MIN_CLAIMS)
+        self.times.len() < self.max_claims && (self.secs < budget.as_secs_f64() || self.times.len() < MIN_CLAIMS)
     }
 
     fn figure(&self) -> Figure {
@@ -434,10 +370,6 @@ impl Job for ClaimJob {
         }
         times.sort_by(f64::total_cmp);
         let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
-        Figure::Latency {
-            median_us: at(0.5),
-            p90_us: at(0.9),
-            iters: times.len(),
-        }
+        Figure::Latency { median_us: at(0.5), p90_us: at(0.9), iters: times.len() }
     }
 }

@@ -8,14 +8,15 @@
 //!    (one worker until empty: claim then ack as two calls; and fused, claim once then
 //!    `ack_and_claim` per message),
 //!    claim latency at 100 / 10,000 / 100,000 ready groups;
-//! 2. the states that break SPEC.md's claim: 10,000 / 100,000 groups leased or parked
+//! 2. the states that break the SPEC's claim: 10,000 / 100,000 groups leased or parked
 //!    plus one ready group served last; an idle claim at 100,000 leased; one group
 //!    100,000 deep; min_priority=3 behind 10,000 lower groups; one routing key among
 //!    10,000 groups with other keys;
 //! 3. 1, 2 and 4 worker processes draining one file (aggregate messages acked/s; each
 //!    worker drains as ours would: claim once, then `ack_and_claim`);
-//! 4. side by side: the raw SPEC loop (bench/raw.rs) at the same synchronous setting,
-//!    and harel 0.9.0's Python LibsqlTransport and SqliteTransport at their own defaults
+//! 4. side by side: the raw SPEC loop (bench/raw.rs; "the SPEC" is harel's reference
+//!    design of this queue: the statements harel's LibsqlTransport runs, on its tables)
+//!    at the same synchronous setting, and harel 0.9.0's Python LibsqlTransport and SqliteTransport at their own defaults
 //!    (bench/peers.py, run with the venv's python). Neither has a fused ack+claim, a
 //!    batch publish nor shared commits: the raw loop's `ack_and_claim` is an ack then a
 //!    claim (two transactions), its `publish_many` one publish per message, and its
@@ -39,29 +40,20 @@
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
 //!                                     (one queue, one case, for perf/strace; prints its figure)
 
-#[path = "bench/measure.rs"]
 mod measure;
-#[path = "bench/ours.rs"]
 mod ours;
-#[path = "bench/peers.rs"]
 mod peers;
-#[path = "bench/procs.rs"]
 mod procs;
-#[path = "bench/raw.rs"]
 mod raw;
-#[path = "bench/report.rs"]
 mod report;
-#[path = "bench/server.rs"]
 mod server;
-#[path = "../tests/common/sqld.rs"]
-mod sqld;
-#[path = "bench/states.rs"]
 mod states;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use harel_transport::{system_clock, Synchronous};
+use harel_transport_testkit::sqld;
 use serde_json::{json, Value};
 
 use measure::{interleave, ClaimJob, DrainJob, Figure, Job, PublishJob, Queue};
@@ -91,7 +83,13 @@ struct PublishCase {
 }
 
 const PUBLISH_CASES: [PublishCase; 4] = [
-    PublishCase { id: "publish", label: "publish (10,000 msgs over 1,000 groups)", work: PUBLISH, batch: 1, threads: 1 },
+    PublishCase {
+        id: "publish",
+        label: "publish (10,000 msgs over 1,000 groups)",
+        work: PUBLISH,
+        batch: 1,
+        threads: 1,
+    },
     PublishCase {
         id: "publish_many",
         label: "publish_many, batches of 100 (peers: publish)",
@@ -117,10 +115,7 @@ const PUBLISH_CASES: [PublishCase; 4] = [
 /// `bench profile`'s publish cases publish this many messages (as many as time allows).
 const PROFILE_MESSAGES: usize = 1_000_000;
 /// Part 1's drain: a backlog of N messages over G groups, drained by one worker.
-const DRAIN: State = State::Backlog {
-    messages: 10_000,
-    groups: 1_000,
-};
+const DRAIN: State = State::Backlog { messages: 10_000, groups: 1_000 };
 /// A rate stops after this long even if unfinished (the rate is over what was done).
 const RATE_CAP: Duration = Duration::from_secs(3);
 /// A claim latency is measured over at most this long (at least 3 claims) ...
@@ -128,10 +123,7 @@ const CLAIM_BUDGET: Duration = Duration::from_millis(800);
 /// ... and at most this many claims.
 const MAX_CLAIMS: usize = 2_000;
 /// Part 3: the backlog the processes drain, and how long each run lasts.
-const PROCS_BACKLOG: State = State::Backlog {
-    messages: 100_000,
-    groups: 2_000,
-};
+const PROCS_BACKLOG: State = State::Backlog { messages: 100_000, groups: 2_000 };
 const PROCS_SECS: f64 = 2.0;
 const PROCS: [usize; 3] = [1, 2, 4];
 /// The longer run of 4 processes at FULL, and the open races.
@@ -185,9 +177,7 @@ impl Config {
     }
 
     fn wants(&self, id: &str) -> bool {
-        self.only
-            .as_ref()
-            .is_none_or(|ids| ids.iter().any(|i| i == id))
+        self.only.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id))
     }
 }
 
@@ -213,27 +203,17 @@ fn progress(what: &str) {
 fn loadavg() -> Value {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|x| x.parse::<f64>().ok())
-        })
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse::<f64>().ok()))
         .map_or(Value::Null, Value::from)
 }
 
 fn run(config: &Config) -> Result<(), String> {
     let started = Instant::now();
     let load_start = loadavg();
-    let tmp = tempfile::Builder::new()
-        .prefix("harel-bench-")
-        .tempdir()
-        .map_err(|e| e.to_string())?;
+    let tmp = tempfile::Builder::new().prefix("harel-bench-").tempdir().map_err(|e| e.to_string())?;
     let work = tmp.path();
     let mut templates = Templates::new(work, system_clock());
-    let cases: Vec<ClaimCase> = states::claim_cases()
-        .into_iter()
-        .filter(|c| config.wants(c.id))
-        .collect();
+    let cases: Vec<ClaimCase> = states::claim_cases().into_iter().filter(|c| config.wants(c.id)).collect();
 
     // Parts 1, 2 and 4 (raw loop): per case, ours and the raw loop at both settings,
     // each on its own fresh file, taking turns (see measure::interleave).
@@ -266,13 +246,7 @@ fn run(config: &Config) -> Result<(), String> {
             None,
             &mut templates,
             |imp, sync, path| {
-                Ok(Box::new(PublishJob::new(
-                    new_file(imp, sync, path)?,
-                    n,
-                    groups,
-                    batch,
-                    threads,
-                )) as Box<dyn Job>)
+                Ok(Box::new(PublishJob::new(new_file(imp, sync, path)?, n, groups, batch, threads)) as Box<dyn Job>)
             },
             RATE_CAP,
             false,
@@ -282,11 +256,7 @@ fn run(config: &Config) -> Result<(), String> {
     }
     for (id, label, fused) in [
         ("drain", "drain, 1 worker (10,000 over 1,000)", false),
-        (
-            "drain_fused",
-            "drain, 1 worker, ack_and_claim (peers: ack then claim)",
-            true,
-        ),
+        ("drain_fused", "drain, 1 worker, ack_and_claim (peers: ack then claim)", true),
     ] {
         if !config.wants(id) {
             continue;
@@ -306,9 +276,7 @@ fn run(config: &Config) -> Result<(), String> {
             work,
             Some(DRAIN),
             &mut templates,
-            |imp, sync, path| {
-                Ok(Box::new(DrainJob::new(open(imp, sync, path)?, fused)) as Box<dyn Job>)
-            },
+            |imp, sync, path| Ok(Box::new(DrainJob::new(open(imp, sync, path)?, fused)) as Box<dyn Job>),
             RATE_CAP,
             false,
         );
@@ -324,13 +292,8 @@ fn run(config: &Config) -> Result<(), String> {
             &mut templates,
             |imp, sync, path| {
                 let q = open(imp, sync, path)?;
-                Ok(Box::new(ClaimJob::new(
-                    q,
-                    c.min_priority,
-                    c.routing_keys,
-                    c.expect.clone(),
-                    MAX_CLAIMS,
-                )) as Box<dyn Job>)
+                Ok(Box::new(ClaimJob::new(q, c.min_priority, c.routing_keys, c.expect.clone(), MAX_CLAIMS))
+                    as Box<dyn Job>)
             },
             CLAIM_BUDGET,
             c.section == 2,
@@ -352,10 +315,7 @@ fn run(config: &Config) -> Result<(), String> {
             python: &config.python,
             script: &config.peers_script,
             work,
-            publish: vec![
-                ("publish", PUBLISH),
-                ("publish_new_groups", PUBLISH_NEW_GROUPS),
-            ],
+            publish: vec![("publish", PUBLISH), ("publish_new_groups", PUBLISH_NEW_GROUPS)],
             drain: DRAIN,
             rate_cap: RATE_CAP,
             claim_budget: CLAIM_BUDGET,
@@ -368,11 +328,9 @@ fn run(config: &Config) -> Result<(), String> {
                         // The peers have no fused ack+claim, no batch publish and no
                         // shared commits: their drain and publish figures stand for
                         // those rows too.
-                        for (from, to) in [
-                            ("drain", "drain_fused"),
-                            ("publish", "publish_many"),
-                            ("publish", "publish_threads"),
-                        ] {
+                        for (from, to) in
+                            [("drain", "drain_fused"), ("publish", "publish_many"), ("publish", "publish_threads")]
+                        {
                             if id == from {
                                 if let Some(row) = rows.iter_mut().find(|r| r.id == to) {
                                     row.py[p] = f.clone();
@@ -417,10 +375,7 @@ fn run(config: &Config) -> Result<(), String> {
         for &sync in &SYNCS {
             let mut runs: Vec<(usize, Value)> = Vec::new();
             for k in PROCS.iter().chain(PROCS.iter().rev()) {
-                progress(&format!(
-                    "{k} worker process(es), synchronous {}",
-                    sync_name(sync)
-                ));
+                progress(&format!("{k} worker process(es), synchronous {}", sync_name(sync)));
                 let r = fresh_wal(&path)
                     .and_then(|()| procs::run(&path, sync, *k, PROCS_SECS))
                     .unwrap_or_else(|e| json!({"workers": k, "error": e}));
@@ -428,16 +383,10 @@ fn run(config: &Config) -> Result<(), String> {
                 runs.push((*k, r));
             }
             for k in PROCS {
-                procs.push((
-                    sync,
-                    k,
-                    procs::combine(k, runs.iter().filter(|(rk, _)| *rk == k).map(|(_, v)| v)),
-                ));
+                procs.push((sync, k, procs::combine(k, runs.iter().filter(|(rk, _)| *rk == k).map(|(_, v)| v))));
             }
         }
-        progress(&format!(
-            "4 worker processes for {SUSTAINED_SECS} s, synchronous FULL"
-        ));
+        progress(&format!("4 worker processes for {SUSTAINED_SECS} s, synchronous FULL"));
         sustained = fresh_wal(&path)
             .and_then(|()| procs::run(&path, Synchronous::Full, 4, SUSTAINED_SECS))
             .unwrap_or_else(|e| json!({"workers": 4, "error": e}));
@@ -447,8 +396,8 @@ fn run(config: &Config) -> Result<(), String> {
         progress("4 processes opening one DELETE-mode file at once");
         let (mut busy, mut other) = (0, 0);
         for _ in 0..OPEN_RACES {
-            if let Ok((b, o)) = fresh_copy(&template, &path)
-                .and_then(|()| procs::open_race(&path, Synchronous::Full, 4))
+            if let Ok((b, o)) =
+                fresh_copy(&template, &path).and_then(|()| procs::open_race(&path, Synchronous::Full, 4))
             {
                 busy += b;
                 other += o;
@@ -503,17 +452,10 @@ fn profile(args: &[String]) -> i32 {
         "raw" => Impl::Raw,
         _ => Impl::Ours,
     };
-    let sync = if sync == "normal" {
-        Synchronous::Normal
-    } else {
-        Synchronous::Full
-    };
+    let sync = if sync == "normal" { Synchronous::Normal } else { Synchronous::Full };
     let secs: f64 = rest.first().and_then(|s| s.parse().ok()).unwrap_or(5.0);
     let budget = Duration::from_secs_f64(secs);
-    let tmp = tempfile::Builder::new()
-        .prefix("harel-bench-")
-        .tempdir()
-        .expect("a temp dir");
+    let tmp = tempfile::Builder::new().prefix("harel-bench-").tempdir().expect("a temp dir");
     let mut templates = Templates::new(tmp.path(), system_clock());
     let style = imp.style();
     let path = tmp.path().join("profile.db");
@@ -523,9 +465,8 @@ fn profile(args: &[String]) -> i32 {
         (_, Some(&PublishCase { work: (n, groups), batch, threads, .. })) => {
             // The case's groups, or still one per message when each creates its group.
             let groups = if groups == n { PROFILE_MESSAGES } else { groups };
-            new_file(imp, sync, &p).map(|q| {
-                Box::new(PublishJob::new(q, PROFILE_MESSAGES, groups, batch, threads)) as Box<dyn Job>
-            })
+            new_file(imp, sync, &p)
+                .map(|q| Box::new(PublishJob::new(q, PROFILE_MESSAGES, groups, batch, threads)) as Box<dyn Job>)
         }
         ("drain" | "drain_fused", None) => templates
             .get(style, PROCS_BACKLOG)
@@ -539,13 +480,7 @@ fn profile(args: &[String]) -> i32 {
                 .and_then(|t| fresh_copy(&t, &path))
                 .and_then(|()| open(imp, sync, &p))
                 .map(|q| {
-                    Box::new(ClaimJob::new(
-                        q,
-                        c.min_priority,
-                        c.routing_keys,
-                        c.expect,
-                        usize::MAX,
-                    )) as Box<dyn Job>
+                    Box::new(ClaimJob::new(q, c.min_priority, c.routing_keys, c.expect, usize::MAX)) as Box<dyn Job>
                 }),
         },
     };
@@ -587,7 +522,7 @@ const QUEUES: [(Impl, Synchronous); 4] = [
     (Impl::Raw, Synchronous::Normal),
 ];
 
-/// Opens a template copy: ours, or the raw loop (whose copy has SPEC.md's schema).
+/// Opens a template copy: ours, or the raw loop (whose copy has the SPEC's schema).
 fn open(imp: Impl, sync: Synchronous, path: &str) -> Result<Box<dyn Queue>, String> {
     Ok(match imp {
         Impl::Ours => Box::new(Ours::open(path, sync)?),
@@ -614,9 +549,7 @@ fn side_by_side(
         let path = work.join(format!("run-{i}.db"));
         remove_db(&path);
         let ready = match state {
-            Some(state) => templates
-                .get(imp.style(), state)
-                .and_then(|t| fresh_copy(&t, &path)),
+            Some(state) => templates.get(imp.style(), state).and_then(|t| fresh_copy(&t, &path)),
             None => Ok(()),
         };
         jobs.push(ready.and_then(|()| job(imp, sync, path.to_str().unwrap_or_default())));
@@ -632,13 +565,7 @@ fn side_by_side(
                     .and_then(|t| fresh_copy(&t, &path))
                     .and_then(|()| Ours::open(&p, sync))
                     .map(|q| {
-                        Box::new(ClaimJob::new(
-                            Box::new(q),
-                            0,
-                            &[],
-                            states::Expect::Any,
-                            MAX_CLAIMS,
-                        )) as Box<dyn Job>
+                        Box::new(ClaimJob::new(Box::new(q), 0, &[], states::Expect::Any, MAX_CLAIMS)) as Box<dyn Job>
                     }),
             );
             paths.push(path);
