@@ -78,11 +78,10 @@ pub async fn ack_and_claim(
 async fn claim_within(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: f64) -> Result<Option<Lease>> {
     let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
     let head = db
-        .query_one(&claim, params, |row| Ok((row.get::<i64>(0)?, row.get::<String>(1)?, row.get::<String>(2)?)))
+        .query_one(&claim, params, |row| Ok((row.get::<i64>(0)?, row.get::<Vec<u8>>(1)?, row.get::<Vec<u8>>(2)?)))
         .await?;
-    let Some((seq, group_id, event)) = head else {
-        return Ok(None);
-    };
+    let Some((seq, group_id, event)) = head else { return Ok(None) };
+    let (group_id, event) = (stored_text(seq, "group_id", group_id)?, stored_text(seq, "event", event)?);
     let lock_expiry = now + c.visibility;
     db.execute(&sql.set_group_ready_at, (group_id.as_str(), lock_expiry)).await?;
     db.execute(&sql.lease_message, (seq, c.worker_id, lock_expiry)).await?;
@@ -122,6 +121,13 @@ pub async fn nack(db: &mut Db, sql: &Statements, request: &Nack<'_>, now: Now<'_
         Ok(())
     })
     .await
+}
+
+/// A text column read as bytes (see `Statements::claim`), whole.
+fn stored_text(seq: i64, column: &str, bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        Error::Database(format!("message {seq}: its {column} is not valid UTF-8 (written by another program?): {e}"))
+    })
 }
 
 fn lease_lost(lease: &Lease) -> Error {

@@ -120,11 +120,13 @@ impl Statements {
         )
     }
 
-    /// The best of the candidates, with its event. Columns: seq, group_id, event.
+    /// The best of the candidates, with its event. Columns: seq, group_id, event; the two
+    /// texts as BLOBs, because libsql reads TEXT as a C string and would cut a value
+    /// another writer stored with a NUL byte in it at that byte.
     fn best_candidate(&self, candidates: Vec<String>) -> String {
         let m = &self.messages_table;
         format!(
-            "SELECT c.seq, c.gid, e.event FROM ({}) c JOIN {m} e ON e.seq = c.seq \
+            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB) FROM ({}) c JOIN {m} e ON e.seq = c.seq \
              ORDER BY c.ready_at, c.arrival LIMIT 1",
             candidates.join(" UNION ALL ")
         )
