@@ -12,6 +12,7 @@ use crate::lease::Lease;
 use crate::message::Message;
 use crate::mode::Mode;
 use crate::options::{Clock, Options};
+use crate::other_sqlite::FileWatch;
 use crate::queue;
 use crate::request::{Claim, Finish, Nack, Publish};
 use crate::schema;
@@ -33,8 +34,9 @@ impl AsyncTransport {
     pub async fn open(database: &str, options: &Options) -> Result<AsyncTransport> {
         validate::non_empty("database", database)?;
         let mode = Mode::of(database, options);
+        let watch = if mode == Mode::File { Some(FileWatch::open(database)?) } else { None };
         let connected = connect::connect(database, options, mode).await?;
-        let mut db = Db::new(connected, database, options.busy_timeout);
+        let mut db = Db::new(connected, database, options.busy_timeout, watch);
         let sql = Statements::new(&options.prefix);
         schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
         Ok(AsyncTransport { db: Mutex::new(db), sql, clock: options.clock.clone(), mode })

@@ -13,6 +13,7 @@ use crate::connect::Connected;
 use crate::error::{Error, Result};
 use crate::local_lock::{Held, LocalLock};
 use crate::mode::Mode;
+use crate::other_sqlite::FileWatch;
 use crate::server_session::ServerSession;
 use crate::statement_cache::StatementCache;
 
@@ -23,21 +24,20 @@ pub struct Db {
 }
 
 enum Place {
-    /// Memory or a local file. The `Database` lives as long as its connection.
-    Local {
-        lock: LocalLock,
-        _database: Database,
-    },
+    /// Memory or a local file (`watch`: see other_sqlite.rs). The `Database` lives as
+    /// long as its connection.
+    Local { lock: LocalLock, watch: Option<FileWatch>, _database: Database },
     Server(ServerSession),
 }
 
 impl Db {
-    /// The connection to `path` (a file, ":memory:", a URL) that `connect` opened.
-    pub fn new(connected: Connected, path: &str, busy_timeout: Duration) -> Db {
+    /// The connection to `path` (a file, ":memory:", a URL) that `connect` opened; a
+    /// local file's `watch` was taken before it was opened.
+    pub fn new(connected: Connected, path: &str, busy_timeout: Duration, watch: Option<FileWatch>) -> Db {
         let Connected { database, connection, mode } = connected;
         let place = match mode {
-            Mode::File => Place::Local { lock: LocalLock::file(path, busy_timeout), _database: database },
-            Mode::Memory => Place::Local { lock: LocalLock::memory(busy_timeout), _database: database },
+            Mode::File => Place::Local { lock: LocalLock::file(path, busy_timeout), watch, _database: database },
+            Mode::Memory => Place::Local { lock: LocalLock::memory(busy_timeout), watch: None, _database: database },
             Mode::Remote | Mode::Replica => Place::Server(ServerSession::new(database, mode, busy_timeout)),
         };
         Db { conn: connection, statements: StatementCache::new(mode.prepares_statements()), place }
@@ -98,9 +98,13 @@ impl Db {
             // lock until sqld's 5 s timeout.
             self.rollback().await;
         }
+        self.check_wal(false)?;
         let _slot = self.begin_immediate().await?;
         let outcome = match work(self).await {
-            Ok(value) => self.execute("COMMIT", ()).await.map(|_| value),
+            Ok(value) => match self.execute("COMMIT", ()).await {
+                Ok(_) => self.check_wal(true).map(|()| value),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         if outcome.is_err() {
@@ -112,6 +116,14 @@ impl Db {
             }
         }
         outcome
+    }
+
+    /// A local file: the WAL must still be the one this connection writes to.
+    fn check_wal(&mut self, committed: bool) -> Result<()> {
+        match &mut self.place {
+            Place::Local { watch: Some(watch), .. } => watch.check_wal(committed),
+            _ => Ok(()),
+        }
     }
 
     /// Takes the write lock. On a local file the guard holds our processes' slot until

@@ -21,6 +21,7 @@ mod lock_wait;
 mod message;
 mod mode;
 mod options;
+mod other_sqlite;
 mod queue;
 mod request;
 mod schema;

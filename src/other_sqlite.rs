@@ -1,0 +1,150 @@
+//! Another copy of SQLite in this process on the same queue file: the one hazard a caller
+//! can create without noticing (docs/queue.md, "The one hazard").
+//!
+//! SQLite locks files with POSIX advisory locks, which belong to the process: two copies of
+//! SQLite in one process (ours and Python's `sqlite3`, the `libsql` package, go-sqlite3, a
+//! program's own) never see each other's locks. When the other copy closes the file it
+//! takes its exclusive lock as if it were the last user, checkpoints, and deletes the WAL
+//! our connection still writes to: commits are lost without an error. What is caught:
+//!
+//! - at open, the other copy already has the file open: it holds a POSIX lock on the file
+//!   or its `-shm` (a WAL reader keeps both). An open-file-description lock query
+//!   (`F_OFD_GETLK`) sees POSIX locks of this process too, where a POSIX query does not;
+//!   when no connection of ours has the file open or is opening it, a lock owned by this
+//!   process is the other copy's. While one of ours has it open, the two cannot be told
+//!   apart, and the check is skipped.
+//! - later, the WAL was deleted or replaced under our connection: before each write
+//!   transaction and after each commit, `<file>-wal` must still be the file our connection
+//!   writes to (same device and inode). A write into a deleted WAL is refused, and a commit
+//!   that went into one is reported, instead of returning OK for data that is gone.
+//!
+//! What cannot be caught: the other copy opening the file while one of ours has it open,
+//! and a commit of ours between the other copy's delete and our next check (each later
+//! call fails).
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Mutex, PoisonError};
+
+use crate::error::{Error, Result};
+
+/// A file's identity: (device, inode).
+type Identity = (u64, u64);
+
+/// How many connections of ours have each file open or are opening it.
+static OURS: Mutex<BTreeMap<Identity, usize>> = Mutex::new(BTreeMap::new());
+
+/// One connection's claim on a local queue file, from before it opens the file until it
+/// is closed.
+pub struct FileWatch {
+    file: Option<Identity>,
+    wal_path: String,
+    /// The WAL our connection writes to, once it exists.
+    wal: Option<Identity>,
+}
+
+impl FileWatch {
+    /// Before our connection opens `path`: refuses a file another SQLite library of this
+    /// process has open, and counts ours in.
+    pub fn open(path: &str) -> Result<FileWatch> {
+        let wal_path = format!("{path}-wal");
+        // Made now if missing (SQLite would make it anyway), so that it has an identity; a
+        // read-only file is only read. If neither works, SQLite's open reports why.
+        let opened = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
+        let Ok(file) = opened.or_else(|_| File::open(path)) else {
+            return Ok(FileWatch { file: None, wal_path, wal: None });
+        };
+        let identity = identity_of(&file)?;
+        let mut ours = OURS.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = ours.entry(identity).or_insert(0);
+        if *count == 0 {
+            if let Some(which) = locked_by_this_process(&file, path) {
+                return Err(Error::Database(format!(
+                    "open {path:?}: another SQLite library in this process has this file open (this \
+                     process holds a lock on {which}, and no connection of harel-transport does): two \
+                     copies of SQLite in one process do not see each other's locks, and when the other \
+                     closes the file it deletes the WAL this one writes to, losing commits \
+                     (sqlite.org/howtocorrupt.html, section 2.2.1). Open the file through one library \
+                     only; inspect it from another process"
+                )));
+            }
+        }
+        *count += 1;
+        Ok(FileWatch { file: Some(identity), wal_path, wal: None })
+    }
+
+    /// Before a write transaction and after its commit: the WAL must be the one our
+    /// connection opened. `committed`: the check follows a commit.
+    pub fn check_wal(&mut self, committed: bool) -> Result<()> {
+        let now = std::fs::metadata(&self.wal_path).ok().map(|m| (m.dev(), m.ino()));
+        match (self.wal, now) {
+            (None, Some(found)) => self.wal = Some(found),
+            (None, None) => {}
+            (Some(ours), Some(found)) if ours == found => {}
+            (Some(_), _) => {
+                let outcome = if committed {
+                    "this commit went into the deleted file and is lost, as may be earlier ones"
+                } else {
+                    "nothing was written"
+                };
+                return Err(Error::Database(format!(
+                    "{} was deleted or replaced while this connection was writing to it: another \
+                     SQLite library in this process (Python's sqlite3, the libsql package, \
+                     go-sqlite3, ...) opened and closed the queue file; {outcome}. Close this \
+                     transport; open the file through one library only, and inspect it from \
+                     another process",
+                    self.wal_path
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for FileWatch {
+    fn drop(&mut self) {
+        let Some(identity) = self.file else { return };
+        let mut ours = OURS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = ours.get_mut(&identity) {
+            *count -= 1;
+            if *count == 0 {
+                ours.remove(&identity);
+            }
+        }
+    }
+}
+
+fn identity_of(file: &File) -> Result<Identity> {
+    let m = file.metadata().map_err(|e| Error::Database(format!("could not stat the queue file: {e}")))?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// Which of the file and its `-shm` carries a POSIX lock of this process, if any.
+fn locked_by_this_process(file: &File, path: &str) -> Option<String> {
+    if has_own_posix_lock(file) {
+        return Some(path.to_owned());
+    }
+    let shm_path = format!("{path}-shm");
+    let shm = File::open(&shm_path).ok()?;
+    has_own_posix_lock(&shm).then_some(shm_path)
+}
+
+#[cfg(target_os = "linux")]
+fn has_own_posix_lock(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed flock is a valid value; fcntl only reads and writes it.
+    let mut query: libc::flock = unsafe { std::mem::zeroed() };
+    query.l_type = libc::F_WRLCK as libc::c_short;
+    query.l_whence = libc::SEEK_SET as libc::c_short;
+    // l_start 0, l_len 0: the whole file. l_pid must be 0 for an OFD query.
+    // SAFETY: a valid descriptor and a pointer to a flock, as F_OFD_GETLK wants.
+    let asked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut query) };
+    // A conflicting POSIX lock reports its owner's pid; an OFD lock reports -1.
+    asked == 0 && query.l_type != libc::F_UNLCK as libc::c_short && query.l_pid == std::process::id() as libc::pid_t
+}
+
+#[cfg(not(target_os = "linux"))]
+fn has_own_posix_lock(_file: &File) -> bool {
+    false
+}

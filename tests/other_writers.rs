@@ -1,0 +1,132 @@
+//! What other programs do to a queue file, from another process or from inside ours:
+//! rows written by another program with NUL bytes in their group id and event are handed
+//! out whole and can be acked; and another copy of SQLite in a process that has the
+//! library loaded is refused at open, or caught when it deletes the WAL (other_sqlite.rs).
+//! The other program is python3 with its own sqlite3 module.
+
+use harel_transport_testkit as common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{temp_db, TestClock};
+use harel_transport::{Error, Transport};
+
+/// Runs python3 with `script` and `args`; its stdout.
+fn python(script: &str, args: &[&str]) -> String {
+    let out = Command::new("python3").arg("-c").arg(script).args(args).output().expect("python3 runs");
+    assert!(out.status.success(), "python3 failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn nul_bytes_written_by_another_program_are_handed_out_whole_and_acked() {
+    let (_dir, path) = temp_db();
+    let clock = TestClock::at(1000.0);
+    let t = Transport::open(&path, &clock.options()).unwrap();
+    t.publish("after", "{}", 0, None).unwrap();
+    // Before 0.2 the lease held "a" and "{\"k\":1}": its ack missed the row, and the
+    // group stayed stuck behind a message that could never be acked.
+    python(
+        "import sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1])\n\
+         c.execute('INSERT INTO harel_transport_messages (group_id, event) VALUES (?, ?)', ('a\\0b', '{\"k\":1}\\0tail'))\n\
+         c.execute('INSERT OR IGNORE INTO harel_transport_groups (group_id) VALUES (?)', ('a\\0b',))\n\
+         c.commit()\n",
+        &[&path],
+    );
+    let first = t.claim("w", 30.0, 0, &[]).unwrap().expect("the first group's message");
+    let second = t.claim("w", 30.0, 0, &[]).unwrap().expect("the second group's message");
+    let nul = if first.group_id == "after" { &second } else { &first };
+    assert_eq!((nul.group_id.as_str(), nul.event.as_str()), ("a\0b", "{\"k\":1}\0tail"));
+    t.ack(&first).unwrap();
+    t.ack(&second).unwrap();
+    assert!(t.claim("w", 30.0, 0, &[]).unwrap().is_none(), "both acked: the queue is empty");
+    let left = python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
+         print(c.execute('SELECT count(*) FROM harel_transport_messages').fetchone()[0], \
+         c.execute('SELECT count(*) FROM harel_transport_groups').fetchone()[0])\n",
+        &[&path],
+    );
+    assert_eq!(left.trim(), "0 0");
+}
+
+/// The library as a process that also loads another SQLite sees it: python3 loads the
+/// shared library with ctypes and opens the file with its sqlite3 module too. Prints the
+/// status and message of the call under test.
+const BOTH_IN_ONE_PROCESS: &str = r#"
+import ctypes, sqlite3, sys
+from ctypes import byref, c_char_p, c_int, c_void_p
+lib = ctypes.CDLL(sys.argv[1])
+lib.harel_transport_open.argtypes = [c_char_p, c_void_p, ctypes.POINTER(c_void_p), c_void_p]
+lib.harel_transport_publish.argtypes = [c_void_p, c_char_p, c_char_p, c_int, c_char_p, c_void_p]
+lib.harel_last_error.restype = c_char_p
+path, order = sys.argv[2], sys.argv[3]
+def read_with_sqlite3():
+    c = sqlite3.connect(path)
+    c.execute("SELECT count(*) FROM harel_transport_messages").fetchone()
+    return c
+t = c_void_p()
+if order == "sqlite3-first":
+    other = read_with_sqlite3()
+    s = lib.harel_transport_open(path.encode(), None, byref(t), None)
+else:
+    assert lib.harel_transport_open(path.encode(), None, byref(t), None) == 0
+    assert lib.harel_transport_publish(t, b"g", b"{}", 0, None, None) == 0
+    read_with_sqlite3().close()
+    s = lib.harel_transport_publish(t, b"g", b"{}", 0, None, None)
+print(s, (lib.harel_last_error() or b"").decode())
+"#;
+
+fn library() -> String {
+    let so = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libharel_transport.so");
+    assert!(so.exists(), "{} is missing: `make lib` builds it (make test-rust does)", so.display());
+    so.to_str().expect("utf-8 path").to_owned()
+}
+
+/// A queue file with its schema, closed again.
+fn queue_file() -> (tempfile::TempDir, String) {
+    let (dir, path) = temp_db();
+    Transport::open(&path, &TestClock::at(1000.0).options()).unwrap().close();
+    (dir, path)
+}
+
+#[test]
+fn open_refuses_a_file_another_sqlite_of_this_process_has_open() {
+    let (_dir, path) = queue_file();
+    let said = python(BOTH_IN_ONE_PROCESS, &[&library(), &path, "sqlite3-first"]);
+    assert!(said.starts_with("-2 "), "DATABASE expected: {said}");
+    assert!(said.contains("another SQLite library in this process has this file open"), "{said}");
+}
+
+#[test]
+fn a_write_after_another_sqlite_of_this_process_deleted_the_wal_fails() {
+    let (_dir, path) = queue_file();
+    let said = python(BOTH_IN_ONE_PROCESS, &[&library(), &path, "ours-first"]);
+    assert!(said.starts_with("-2 "), "DATABASE expected: {said}");
+    assert!(said.contains("was deleted or replaced while this connection was writing to it"), "{said}");
+    assert!(said.contains("nothing was written"), "{said}");
+}
+
+#[test]
+fn files_opened_by_other_processes_and_by_several_of_our_transports_are_fine() {
+    let (_dir, path) = queue_file();
+    let clock = TestClock::at(1000.0);
+    // Another process holding the file open (a read transaction's locks) is no hazard.
+    let mut reader = Command::new("python3")
+        .args(["-c", "import sqlite3,sys,time\nc=sqlite3.connect(sys.argv[1])\nc.execute('BEGIN')\nc.execute('SELECT count(*) FROM harel_transport_messages').fetchone()\nprint('ready',flush=True)\ntime.sleep(2)\n", &path])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(reader.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let a = Transport::open(&path, &clock.options()).unwrap();
+    let b = Transport::open(&path, &clock.options()).unwrap();
+    a.publish("g", "{}", 0, None).unwrap();
+    let lease = b.claim("w", 30.0, 0, &[]).unwrap().expect("b sees a's message");
+    b.ack(&lease).unwrap();
+    drop(a);
+    b.publish("g", "{}", 0, None).map_err(|e: Error| e.to_string()).expect("closing one of ours deletes no WAL");
+    reader.wait().unwrap();
+}
