@@ -11,8 +11,9 @@ GO_CGO := CGO_ENABLED=1 CGO_CFLAGS="-I$(CURDIR)/include" \
 	CGO_LDFLAGS="-L$(CURDIR)/$(RELEASE_DIR) -Wl,-rpath,$(CURDIR)/$(RELEASE_DIR)"
 
 # Formatting, vet and the race-checked tests of the binding and the example; then the
-# binding once more the way an installed library is used: -tags harel_pkgconfig against a
-# `make install` into $(GO_PREFIX).
+# binding's smoke test, leak test and examples once more the way an installed library is
+# used: -tags harel_pkgconfig against a `make install` into $(GO_PREFIX) (its soname
+# libharel_transport.so.$(ABI_VERSION)).
 test-go: lib
 	@unformatted="$$(gofmt -l bindings/go examples/go)"; \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
@@ -21,7 +22,7 @@ test-go: lib
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(GO_PREFIX)
 	cd bindings/go && CGO_ENABLED=1 CGO_CFLAGS= CGO_LDFLAGS= \
 		PKG_CONFIG_PATH=$(CURDIR)/$(GO_PREFIX)/lib/pkgconfig LD_LIBRARY_PATH=$(CURDIR)/$(GO_PREFIX)/lib \
-		$(GO) test -tags harel_pkgconfig -count=1 -run 'Example|TestFIFO' ./...
+		$(GO) test -tags harel_pkgconfig -count=1 -run 'Example|TestSmoke|TestCallsFreeWhatTheyAllocate' ./...
 
 examples-go: lib
 	mkdir -p $(dir $(GO_WORKER))

@@ -1,118 +1,27 @@
 package harel
 
-// The only file that calls the C library. Each C call goes through a small helper in the
-// preamble that makes the call and, when it failed, copies harel_last_error() before
-// returning: the message is thread-local in C, and a goroutine may move to another OS thread
-// between two cgo calls, so reading it in a second cgo call could read another call's error.
+// The only file that calls the C library, directly: each fallible call gets its own
+// `var cerr *C.harel_error` and &cerr, and check turns the status and that error into an
+// *Error. The error belongs to the call, not to the OS thread, so it is right even when the
+// goroutine moved to another thread between two cgo calls (docs/abi.md, "Errors").
 //
-// Memory: Go memory never outlives a call in C. Strings in are C copies (C.CString) freed
-// when the call returns; what C hands out (a lease, a schema string, an error message) is
-// copied into Go values and freed at once.
+// Memory: C never sees Go memory that holds a Go pointer, and keeps nothing past a call.
+// Strings in are C copies (C.CString) freed when the call returns; the Go values passed
+// by address (&cerr, &out, a harel_lease, an array of routing keys) hold only C pointers.
+// What C hands out (a lease, a schema string, an error) is copied into Go values and freed
+// at once.
 
 /*
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include "harel_transport.h"
 
-// A call's status; for an error, a malloc'd copy of harel_last_error() (or NULL if out of
-// memory); and what the call handed out, if anything.
-typedef struct {
-	int32_t status;
-	char *message;
-	void *out;
-} hgo_result;
-
-static hgo_result hgo_result_of(harel_status status, void *out) {
-	hgo_result r;
-	r.status = (int32_t)status;
-	r.message = NULL;
-	r.out = out;
-	if (status < 0) {
-		const char *m = harel_last_error();
-		r.message = strdup(m != NULL ? m : "");
-	}
-	return r;
-}
-
-static hgo_result hgo_set_prefix(harel_options *o, const char *prefix) {
-	return hgo_result_of(harel_options_set_prefix(o, prefix), NULL);
-}
-static hgo_result hgo_set_create_schema(harel_options *o, bool on) {
-	return hgo_result_of(harel_options_set_create_schema(o, on), NULL);
-}
-static hgo_result hgo_set_sync_url(harel_options *o, const char *url) {
-	return hgo_result_of(harel_options_set_sync_url(o, url), NULL);
-}
-static hgo_result hgo_set_auth_token(harel_options *o, const char *token) {
-	return hgo_result_of(harel_options_set_auth_token(o, token), NULL);
-}
-static hgo_result hgo_set_sync_interval(harel_options *o, double seconds) {
-	return hgo_result_of(harel_options_set_sync_interval(o, seconds), NULL);
-}
-static hgo_result hgo_set_busy_timeout(harel_options *o, double seconds) {
-	return hgo_result_of(harel_options_set_busy_timeout(o, seconds), NULL);
-}
-static hgo_result hgo_set_synchronous_full(harel_options *o, bool full) {
-	return hgo_result_of(harel_options_set_synchronous_full(o, full), NULL);
-}
-
-// The clock: ctx carries a cgo.Handle (an integer, never a Go pointer) to the Go function.
+// The clock: a C function pointer for the Go clock; ctx carries a cgo.Handle (an integer,
+// never a Go pointer) to the Go function.
 extern double harelGoClock(uintptr_t handle);
-static double hgo_clock(void *ctx) {
-	return harelGoClock((uintptr_t)ctx);
-}
-static hgo_result hgo_set_clock(harel_options *o, uintptr_t handle) {
-	return hgo_result_of(harel_options_set_clock(o, hgo_clock, (void *)handle), NULL);
-}
-
-static hgo_result hgo_open(const char *database, const harel_options *o) {
-	harel_transport *t = NULL;
-	harel_status s = harel_transport_open(database, o, &t);
-	return hgo_result_of(s, t);
-}
-static hgo_result hgo_publish(harel_transport *t, const char *group_id, const char *event_json,
-                              int32_t priority, const char *routing_key) {
-	return hgo_result_of(harel_transport_publish(t, group_id, event_json, priority, routing_key), NULL);
-}
-static hgo_result hgo_publish_many(harel_transport *t, const harel_message *messages, size_t n) {
-	return hgo_result_of(harel_transport_publish_many(t, messages, n), NULL);
-}
-static hgo_result hgo_claim(harel_transport *t, const char *worker_id, double visibility,
-                            int32_t min_priority, char **routing_keys, size_t n) {
-	harel_lease *lease = NULL;
-	harel_status s = harel_transport_claim(t, worker_id, visibility, min_priority,
-	                                       (const char *const *)routing_keys, n, &lease);
-	return hgo_result_of(s, lease);
-}
-// ack and nack get a lease built here from the Go Lease's fields (ABI.md: a caller may fill
-// a harel_lease of its own; ack and nack read only seq, group_id and worker_id).
-static hgo_result hgo_ack(harel_transport *t, int64_t seq, char *group_id, char *worker_id) {
-	harel_lease lease = { seq, group_id, NULL, worker_id, 0.0 };
-	return hgo_result_of(harel_transport_ack(t, &lease), NULL);
-}
-static hgo_result hgo_ack_and_claim(harel_transport *t, int64_t seq, char *group_id,
-                                    char *lease_worker_id, const char *worker_id,
-                                    double visibility, int32_t min_priority,
-                                    char **routing_keys, size_t n) {
-	harel_lease lease = { seq, group_id, NULL, lease_worker_id, 0.0 };
-	harel_lease *next = NULL;
-	harel_status s = harel_transport_ack_and_claim(t, &lease, worker_id, visibility, min_priority,
-	                                               (const char *const *)routing_keys, n, &next);
-	return hgo_result_of(s, next);
-}
-static hgo_result hgo_nack(harel_transport *t, int64_t seq, char *group_id, char *worker_id,
-                           double delay) {
-	harel_lease lease = { seq, group_id, NULL, worker_id, 0.0 };
-	return hgo_result_of(harel_transport_nack(t, &lease, delay), NULL);
-}
-static hgo_result hgo_close(harel_transport *t) {
-	return hgo_result_of(harel_transport_close(t), NULL);
-}
-static hgo_result hgo_schema_sql(const char *prefix, bool upgrade) {
-	char *out = NULL;
-	harel_status s = upgrade ? harel_schema_upgrade_sql(prefix, &out) : harel_schema_sql(prefix, &out);
-	return hgo_result_of(s, out);
+static double hgo_clock(void *ctx) { return harelGoClock((uintptr_t)ctx); }
+static enum harel_status hgo_set_clock(harel_options *o, uintptr_t handle, harel_error **err) {
+	return harel_options_set_clock(o, hgo_clock, (void *)handle, err);
 }
 */
 import "C"
@@ -129,16 +38,20 @@ import (
 // cTransport is an open harel_transport*.
 type cTransport struct{ p *C.harel_transport }
 
-// check turns a result into nil (OK, EMPTY) or an *Error, freeing the message copy.
-func check(r C.hgo_result) error {
-	status := Status(r.status)
+// errOut is where a call hands out its error: &cerr of a `var cerr *C.harel_error`.
+type errOut = **C.harel_error
+
+// check turns a call's status and its error into nil (OK, EMPTY) or an *Error, freeing
+// the C error. err is the &cerr the call was given (a pointer, so that check reads cerr
+// only after the call, whatever the order Go evaluates check's arguments in).
+func check(status C.enum_harel_status, err errOut) error {
+	defer C.harel_error_free(*err) // NULL does nothing
 	if status >= 0 {
 		return nil
 	}
-	e := &Error{Status: status}
-	if r.message != nil {
-		e.Message = C.GoString(r.message)
-		C.free(unsafe.Pointer(r.message))
+	e := &Error{Status: Status(status)}
+	if m := C.harel_error_message(*err); m != nil {
+		e.Message = C.GoString(m)
 	}
 	return e
 }
@@ -147,19 +60,22 @@ func check(r C.hgo_result) error {
 type cStrings []*C.char
 
 // add copies s, named param (its ABI name) in errors. A Go string may hold NUL bytes,
-// which a C string cannot: C would see it cut short, so that is ErrArgument here.
+// which a NUL-terminated C string cannot: C would see it cut short, so that is
+// ErrArgument here.
 func (a *cStrings) add(param, s string) (*C.char, error) {
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		return nil, argumentError(param + " holds a NUL byte (at byte " + strconv.Itoa(i) +
 			"), which a C string cannot carry")
 	}
-	p := C.CString(s)
-	*a = append(*a, p)
-	return p, nil
+	return a.addWhole(s), nil
 }
 
-func (a *cStrings) addBytes(param string, b []byte) (*C.char, error) {
-	return a.add(param, unsafe.String(unsafe.SliceData(b), len(b)))
+// addWhole copies every byte of s, NULs included (then a NUL), for a parameter that
+// comes with its length.
+func (a *cStrings) addWhole(s string) *C.char {
+	p := C.CString(s)
+	*a = append(*a, p)
+	return p
 }
 
 func (a *cStrings) free() {
@@ -210,70 +126,60 @@ func cOpen(database string, cfg *config, clock cgo.Handle) (cTransport, error) {
 	if err := setOptions(o, cfg, clock, &strs); err != nil {
 		return cTransport{}, err
 	}
-	r := C.hgo_open(db, o)
-	if err := check(r); err != nil {
+	var t *C.harel_transport
+	var cerr *C.harel_error
+	if err := check(C.harel_transport_open(db, o, &t, &cerr), &cerr); err != nil {
 		return cTransport{}, err
 	}
-	return cTransport{(*C.harel_transport)(r.out)}, nil
+	return cTransport{t}, nil
 }
 
 // setOptions hands each field cfg sets to its C setter; the first refusal is the error,
 // its message led by the Option's name (the C message names the setter's parameter).
-func setOptions(o *C.harel_options, cfg *config, clock cgo.Handle, strs *cStrings) error {
-	type setter struct {
-		option string
-		set    func() C.hgo_result
-	}
-	var setters []setter
-	text := func(option, param string, value *string, set func(*C.char) C.hgo_result) error {
-		if value == nil {
-			return nil
+func setOptions(o *C.harel_options, cfg *config, clock cgo.Handle, strs *cStrings) (err error) {
+	set := func(option string, call func(errOut) C.enum_harel_status) {
+		if err == nil {
+			var cerr *C.harel_error
+			err = optionError(option, check(call(&cerr), &cerr))
 		}
-		p, err := strs.add(param, *value)
-		if err != nil {
-			return optionError(option, err)
+	}
+	text := func(option, param string, value *string, call func(*C.char, errOut) C.enum_harel_status) {
+		if value == nil || err != nil {
+			return
 		}
-		setters = append(setters, setter{option, func() C.hgo_result { return set(p) }})
-		return nil
+		p, e := strs.add(param, *value)
+		if e != nil {
+			err = optionError(option, e)
+			return
+		}
+		set(option, func(ce errOut) C.enum_harel_status { return call(p, ce) })
 	}
-	if err := text("WithPrefix", "prefix", cfg.prefix,
-		func(p *C.char) C.hgo_result { return C.hgo_set_prefix(o, p) }); err != nil {
-		return err
-	}
-	if err := text("WithSyncURL", "url", cfg.syncURL,
-		func(p *C.char) C.hgo_result { return C.hgo_set_sync_url(o, p) }); err != nil {
-		return err
-	}
-	if err := text("WithAuthToken", "token", cfg.authToken,
-		func(p *C.char) C.hgo_result { return C.hgo_set_auth_token(o, p) }); err != nil {
-		return err
-	}
+	text("WithPrefix", "prefix", cfg.prefix,
+		func(p *C.char, ce errOut) C.enum_harel_status { return C.harel_options_set_prefix(o, p, ce) })
+	text("WithSyncURL", "url", cfg.syncURL,
+		func(p *C.char, ce errOut) C.enum_harel_status { return C.harel_options_set_sync_url(o, p, ce) })
+	text("WithAuthToken", "token", cfg.authToken,
+		func(p *C.char, ce errOut) C.enum_harel_status { return C.harel_options_set_auth_token(o, p, ce) })
 	if v := cfg.createSchema; v != nil {
-		setters = append(setters, setter{"WithCreateSchema",
-			func() C.hgo_result { return C.hgo_set_create_schema(o, C.bool(*v)) }})
+		set("WithCreateSchema",
+			func(ce errOut) C.enum_harel_status { return C.harel_options_set_create_schema(o, C.bool(*v), ce) })
 	}
 	if v := cfg.syncInterval; v != nil {
-		setters = append(setters, setter{"WithSyncInterval",
-			func() C.hgo_result { return C.hgo_set_sync_interval(o, seconds(*v)) }})
+		set("WithSyncInterval",
+			func(ce errOut) C.enum_harel_status { return C.harel_options_set_sync_interval(o, seconds(*v), ce) })
 	}
 	if v := cfg.busyTimeout; v != nil {
-		setters = append(setters, setter{"WithBusyTimeout",
-			func() C.hgo_result { return C.hgo_set_busy_timeout(o, seconds(*v)) }})
+		set("WithBusyTimeout",
+			func(ce errOut) C.enum_harel_status { return C.harel_options_set_busy_timeout(o, seconds(*v), ce) })
 	}
 	if v := cfg.synchronousFull; v != nil {
-		setters = append(setters, setter{"WithSynchronousFull",
-			func() C.hgo_result { return C.hgo_set_synchronous_full(o, C.bool(*v)) }})
+		set("WithSynchronousFull",
+			func(ce errOut) C.enum_harel_status { return C.harel_options_set_synchronous_full(o, C.bool(*v), ce) })
 	}
 	if clock != 0 {
-		setters = append(setters, setter{"WithClock",
-			func() C.hgo_result { return C.hgo_set_clock(o, C.uintptr_t(clock)) }})
+		set("WithClock", func(ce errOut) C.enum_harel_status { return C.hgo_set_clock(o, C.uintptr_t(clock), ce) })
 	}
-	for _, s := range setters {
-		if err := check(s.set()); err != nil {
-			return optionError(s.option, err)
-		}
-	}
-	return nil
+	return err
 }
 
 // optionError leads err's message with the name of the Option that caused it.
@@ -291,12 +197,12 @@ func (t cTransport) publish(groupID string, event []byte, priority int, routingK
 	if err != nil {
 		return err
 	}
-	return check(C.hgo_publish(t.p, m.group_id, m.event_json, m.priority, m.routing_key))
+	var cerr *C.harel_error
+	return check(C.harel_transport_publish(t.p, m.group_id, m.event_json, m.priority, m.routing_key, &cerr), &cerr)
 }
 
 // publishMany hands msgs to C as an array of harel_message. The array is malloc'd, like
-// the strings its elements point to: C sees only C memory, and no Go pointer can end up in
-// it.
+// the strings its elements point to: C sees only C memory.
 func (t cTransport) publishMany(msgs []Message) error {
 	var strs cStrings
 	defer strs.free()
@@ -317,7 +223,8 @@ func (t cTransport) publishMany(msgs []Message) error {
 		}
 		cmsgs[i] = cm
 	}
-	return check(C.hgo_publish_many(t.p, array, C.size_t(len(msgs))))
+	var cerr *C.harel_error
+	return check(C.harel_transport_publish_many(t.p, array, C.size_t(len(msgs)), &cerr), &cerr)
 }
 
 // message is a harel_message of C copies of the arguments (added to a, freed with it);
@@ -328,7 +235,7 @@ func (a *cStrings) message(prefix, groupID string, event []byte, priority int, r
 	if m.group_id, err = a.add(prefix+"group_id", groupID); err != nil {
 		return m, err
 	}
-	if m.event_json, err = a.addBytes(prefix+"event_json", event); err != nil {
+	if m.event_json, err = a.add(prefix+"event_json", unsafe.String(unsafe.SliceData(event), len(event))); err != nil {
 		return m, err
 	}
 	if routingKey != nil {
@@ -345,8 +252,7 @@ type claimArgs struct {
 	worker      *C.char
 	visibility  C.double
 	minPriority C.int32_t
-	// A Go array of C pointers: Go memory holding no Go pointers may be passed for the call.
-	keys []*C.char
+	keys        []*C.char // Go memory holding only C pointers: passed as the array
 }
 
 func (strs *cStrings) claimArgs(workerID string, visibility time.Duration, minPriority int, routingKeys []string) (a claimArgs, err error) {
@@ -374,20 +280,33 @@ func (a *claimArgs) keysPtr() **C.char {
 	return &a.keys[0]
 }
 
+// lease is a harel_lease of the fields ack and nack read: seq, the group id whole (NUL
+// bytes included, as a lease claimed from another writer's message may hold them) with
+// its length, and the worker id.
+func (strs *cStrings) lease(l *Lease) (cl C.harel_lease, err error) {
+	if l == nil {
+		return cl, argumentError("lease is nil")
+	}
+	if l.GroupID == "" { // C would read it as a lease whose group_id_len was never set
+		return cl, argumentError("lease.group_id is empty")
+	}
+	cl.seq = C.int64_t(l.Seq)
+	cl.group_id = strs.addWhole(l.GroupID)
+	cl.group_id_len = C.size_t(len(l.GroupID))
+	cl.worker_id, err = strs.add("lease.worker_id", l.WorkerID)
+	return cl, err
+}
+
 // claimed copies out and frees the lease a claim returned: nil, nil for HAREL_EMPTY.
-func claimed(r C.hgo_result) (*Lease, error) {
-	if err := check(r); err != nil {
+func claimed(status C.enum_harel_status, l *C.harel_lease, err errOut) (*Lease, error) {
+	defer C.harel_lease_free(l) // NULL does nothing
+	if err := check(status, err); err != nil || l == nil {
 		return nil, err
 	}
-	if Status(r.status) == StatusEmpty || r.out == nil {
-		return nil, nil
-	}
-	l := (*C.harel_lease)(r.out)
-	defer C.harel_lease_free(l)
 	return &Lease{
 		Seq:        int64(l.seq),
-		GroupID:    C.GoString(l.group_id),
-		Event:      C.GoBytes(unsafe.Pointer(l.event), C.int(C.strlen(l.event))),
+		GroupID:    C.GoStringN(l.group_id, C.int(l.group_id_len)),
+		Event:      C.GoBytes(unsafe.Pointer(l.event), C.int(l.event_len)),
 		WorkerID:   C.GoString(l.worker_id),
 		LockExpiry: fromEpochSeconds(float64(l.lock_expiry)),
 	}, nil
@@ -401,14 +320,17 @@ func (t cTransport) claim(workerID string, visibility time.Duration, minPriority
 	if err != nil {
 		return nil, err
 	}
-	return claimed(C.hgo_claim(t.p, a.worker, a.visibility, a.minPriority, a.keysPtr(), C.size_t(len(a.keys))))
+	var out *C.harel_lease
+	var cerr *C.harel_error
+	s := C.harel_transport_claim(t.p, a.worker, a.visibility, a.minPriority, a.keysPtr(), C.size_t(len(a.keys)), &out, &cerr)
+	return claimed(s, out, &cerr)
 }
 
 // ackAndClaim acks l and claims the next message in one transaction.
 func (t cTransport) ackAndClaim(l *Lease, workerID string, visibility time.Duration, minPriority int, routingKeys []string) (*Lease, error) {
 	var strs cStrings
 	defer strs.free()
-	g, w, err := strs.leaseFields(l)
+	cl, err := strs.lease(l)
 	if err != nil {
 		return nil, err
 	}
@@ -416,37 +338,29 @@ func (t cTransport) ackAndClaim(l *Lease, workerID string, visibility time.Durat
 	if err != nil {
 		return nil, err
 	}
-	return claimed(C.hgo_ack_and_claim(t.p, C.int64_t(l.Seq), g, w, a.worker, a.visibility, a.minPriority,
-		a.keysPtr(), C.size_t(len(a.keys))))
+	var out *C.harel_lease
+	var cerr *C.harel_error
+	s := C.harel_transport_ack_and_claim(t.p, &cl, a.worker, a.visibility, a.minPriority, a.keysPtr(),
+		C.size_t(len(a.keys)), &out, &cerr)
+	return claimed(s, out, &cerr)
 }
 
-// leaseFields are C copies of the lease fields ack and nack read (seq aside).
-func (strs *cStrings) leaseFields(l *Lease) (groupID, workerID *C.char, err error) {
-	if l == nil {
-		return nil, nil, argumentError("lease is nil")
-	}
-	if groupID, err = strs.add("lease.group_id", l.GroupID); err != nil {
-		return nil, nil, err
-	}
-	workerID, err = strs.add("lease.worker_id", l.WorkerID)
-	return groupID, workerID, err
-}
-
-// leaseCall runs ack (nack false) or nack on a harel_lease built from l's fields.
-func (t cTransport) leaseCall(l *Lease, nack bool, delay time.Duration) error {
+// finish acks l, or nacks it with delay.
+func (t cTransport) finish(l *Lease, nack bool, delay time.Duration) error {
 	var strs cStrings
 	defer strs.free()
-	g, w, err := strs.leaseFields(l)
+	cl, err := strs.lease(l)
 	if err != nil {
 		return err
 	}
+	var cerr *C.harel_error
 	if nack {
-		return check(C.hgo_nack(t.p, C.int64_t(l.Seq), g, w, seconds(delay)))
+		return check(C.harel_transport_nack(t.p, &cl, seconds(delay), &cerr), &cerr)
 	}
-	return check(C.hgo_ack(t.p, C.int64_t(l.Seq), g, w))
+	return check(C.harel_transport_ack(t.p, &cl, &cerr), &cerr)
 }
 
-func (t cTransport) close() error { return check(C.hgo_close(t.p)) }
+func (t cTransport) close() { C.harel_transport_close(t.p) }
 
 func cSchemaSQL(prefix string, upgrade bool) (string, error) {
 	var strs cStrings
@@ -455,12 +369,22 @@ func cSchemaSQL(prefix string, upgrade bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.hgo_schema_sql(p, C.bool(upgrade))
-	if err := check(r); err != nil {
+	var out *C.char
+	var cerr *C.harel_error
+	var s C.enum_harel_status
+	if upgrade {
+		s = C.harel_schema_upgrade_sql(p, &out, &cerr)
+	} else {
+		s = C.harel_schema_sql(p, &out, &cerr)
+	}
+	defer C.harel_string_free(out)
+	if err := check(s, &cerr); err != nil {
 		return "", err
 	}
-	defer C.harel_string_free((*C.char)(r.out))
-	return C.GoString((*C.char)(r.out)), nil
+	return C.GoString(out), nil
 }
 
 func cVersion() string { return C.GoString(C.harel_version()) }
+
+// cStatusName is the C library's name of a status (tests compare Status.String with it).
+func cStatusName(s Status) string { return C.GoString(C.harel_status_name(C.int32_t(s))) }

@@ -1,7 +1,7 @@
 package harel_test
 
-// Close: every call after it is ErrClosed (never a crash), closing twice is fine, and Close
-// waits for the calls in flight.
+// Close: every call after it is ErrClosed (never a crash), closing twice is fine and always
+// nil, and Close waits for the calls in flight.
 
 import (
 	"errors"
@@ -19,24 +19,26 @@ func TestUseAfterClose(t *testing.T) {
 	}
 	publish(t, tr, "g", event(1))
 	lease := claim(t, tr, "w")
-	if err := tr.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if err := tr.Close(); err != nil {
-		t.Fatalf("second close: %v", err)
+	for i := 0; i < 2; i++ {
+		if err := tr.Close(); err != nil {
+			t.Fatalf("close #%d: %v", i+1, err)
+		}
 	}
 	_, claimErr := tr.Claim("w", visibility)
-	calls := map[string]error{
-		"publish": tr.Publish("g", event(2)),
-		"claim":   claimErr,
-		"ack":     tr.Ack(lease),
-		"nack":    tr.Nack(lease, 0),
-		"ack nil": tr.Ack(nil),
+	next, ackAndClaimErr := tr.AckAndClaim(lease, "w", visibility)
+	if next != nil {
+		t.Errorf("ack_and_claim after close returned %+v", next)
 	}
-	for name, err := range calls {
-		if !errors.Is(err, harel.ErrClosed) {
-			t.Errorf("%s after close: %v, want ErrClosed", name, err)
-		}
+	for name, err := range map[string]error{
+		"publish":       tr.Publish("g", event(2)),
+		"publish many":  tr.PublishMany([]harel.Message{{GroupID: "g", Event: event(2)}}),
+		"claim":         claimErr,
+		"ack":           tr.Ack(lease),
+		"ack_and_claim": ackAndClaimErr,
+		"nack":          tr.Nack(lease, 0),
+		"ack nil":       tr.Ack(nil),
+	} {
+		wantError(t, name+" after close", err, harel.ErrClosed)
 	}
 }
 

@@ -20,9 +20,15 @@
 //
 // Every error is an [*Error] holding the library's status and message. Match kinds with
 // errors.Is and the sentinels ([ErrArgument], [ErrDatabase], [ErrBusy], [ErrLeaseLost],
-// [ErrConnect], [ErrPanic], [ErrClosed]). The binding itself rejects what C cannot see: a Go
-// string holding a NUL byte (a C string would end there) is ErrArgument naming the
-// parameter, before anything reaches the library.
+// [ErrConnect], [ErrPanic], [ErrClosed]). Each C call hands its own error back (the ABI's
+// `harel_error **err`), which the binding reads and frees before the method returns, so
+// the message is the call's own whichever OS thread the goroutine ran on.
+//
+// The binding itself rejects what C cannot see: a Go string holding a NUL byte (the C
+// functions take NUL-terminated strings, which would end there) is ErrArgument naming the
+// parameter, before anything reaches the library. The exception is a Lease's GroupID,
+// which goes to Ack, Nack and AckAndClaim whole with its length: a group id written by
+// another program may hold NUL bytes, and its lease must still be acked.
 //
 // # Concurrency
 //
@@ -32,16 +38,18 @@
 // synchronous FULL), each call still returning its own error, and only once its messages
 // are committed. So many goroutines publishing through one Transport is the fast way. To
 // claim in parallel open one Transport per goroutine or process on the same file. Close
-// waits for the calls in flight; afterwards every method returns ErrClosed.
+// waits for the calls in flight; afterwards every method returns ErrClosed. Closing cannot
+// fail: Close always returns nil (its error result makes a Transport an io.Closer).
 //
 // # Linking
 //
-// The package links the C library with cgo (CGO_ENABLED=1 and a C compiler are needed).
+// The package links the C library with cgo (CGO_ENABLED=1 and a C compiler are needed),
+// ABI version 1 of it (libharel_transport.so.1, library version 0.2.0 on).
 // By default it uses -lharel_transport and expects the header and library where the C
 // toolchain finds them: in its default paths (the library installed under /usr/local), or
 // through the environment, e.g. for a build tree of the repository:
 //
-//	make lib       # the library, with its soname link libharel_transport.so.0 beside it
+//	make lib       # the library, with its soname link libharel_transport.so.1 beside it
 //	export CGO_CFLAGS="-I$REPO/include"
 //	export CGO_LDFLAGS="-L$REPO/target/release -Wl,-rpath,$REPO/target/release"
 //	go build ./...

@@ -48,8 +48,10 @@ func (s Status) String() string {
 }
 
 // Error is every error this package returns: the status of the failed call and the
-// library's message for it (harel_last_error, read on the thread that made the call),
-// which names the offending parameter by its ABI name (group_id, worker_id, visibility...).
+// library's message for it (the harel_error the C call handed out, read and freed before
+// the method returns), which names the offending parameter by its ABI name (group_id,
+// worker_id, visibility...). Errors the binding finds itself, before calling C, have the
+// same form.
 //
 // Match a kind of error with errors.Is and a sentinel, or read the fields with errors.As:
 //

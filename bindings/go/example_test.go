@@ -17,7 +17,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 
 	for _, m := range []struct{ group, event string }{
 		{"order-1", `{"kind":"created","id":"e1","data":{}}`},
@@ -53,7 +53,7 @@ func ExampleTransport_PublishMany() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 
 	err = t.PublishMany([]harel.Message{
 		{GroupID: "order-1", Event: json.RawMessage(`{"kind":"created"}`)},
@@ -96,7 +96,7 @@ func ExampleTransport_Publish_concurrent() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 
 	var wg sync.WaitGroup
 	for order := 1; order <= 8; order++ {
@@ -139,7 +139,7 @@ func ExampleTransport_Claim() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 	_ = t.Publish("g", json.RawMessage(`{"n":1}`))
 	_ = t.Publish("g", json.RawMessage(`{"n":2}`))
 
@@ -155,7 +155,7 @@ func ExampleTransport_AckAndClaim() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 	_ = t.Publish("g", json.RawMessage(`{"n":1}`))
 	_ = t.Publish("g", json.RawMessage(`{"n":2}`))
 
@@ -177,7 +177,7 @@ func ExampleWithRoutingKeys() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 	_ = t.Publish("gpu-job", json.RawMessage(`{}`), harel.WithRoutingKey("gpu"))
 	_ = t.Publish("cpu-job", json.RawMessage(`{}`), harel.WithRoutingKey("cpu"), harel.WithPriority(3))
 	_ = t.Publish("urgent", json.RawMessage(`{}`), harel.WithPriority(4))
@@ -200,7 +200,7 @@ func ExampleTransport_Ack_leaseLost() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 	_ = t.Publish("g", json.RawMessage(`{}`))
 
 	slow, _ := t.Claim("slow-worker", 10*time.Second)
@@ -226,7 +226,7 @@ func ExampleTransport_Nack() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 	_ = t.Publish("g", json.RawMessage(`{"try":"me"}`))
 
 	lease, _ := t.Claim("w", time.Minute)
@@ -249,7 +249,7 @@ func ExampleError() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer t.Close()
+	defer t.Close() // closing cannot fail: always nil
 
 	err = t.Publish("g", json.RawMessage(`{not json`))
 	fmt.Println(errors.Is(err, harel.ErrArgument))

@@ -2,8 +2,10 @@ package harel_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,7 +70,7 @@ func event(n int) json.RawMessage {
 func publish(t *testing.T, tr *harel.Transport, group string, ev json.RawMessage, opts ...harel.PublishOption) {
 	t.Helper()
 	if err := tr.Publish(group, ev, opts...); err != nil {
-		t.Fatalf("publish %s %s: %v", group, ev, err)
+		t.Fatalf("publish %q %s: %v", group, ev, err)
 	}
 }
 
@@ -93,7 +95,7 @@ func claimNone(t *testing.T, tr *harel.Transport, why string, opts ...harel.Clai
 		t.Fatalf("claim: %v", err)
 	}
 	if lease != nil {
-		t.Fatalf("%s: claimed seq %d of %s (%s), expected nothing", why, lease.Seq, lease.GroupID, lease.Event)
+		t.Fatalf("%s: claimed seq %d of %q (%s), expected nothing", why, lease.Seq, lease.GroupID, lease.Event)
 	}
 }
 
@@ -104,9 +106,33 @@ func ack(t *testing.T, tr *harel.Transport, lease *harel.Lease) {
 	}
 }
 
-func nack(t *testing.T, tr *harel.Transport, lease *harel.Lease, delay time.Duration) {
+// sentinels are every error kind's sentinel.
+var sentinels = []*harel.Error{harel.ErrArgument, harel.ErrDatabase, harel.ErrBusy,
+	harel.ErrLeaseLost, harel.ErrConnect, harel.ErrPanic, harel.ErrClosed}
+
+// wantError fails unless err is an *harel.Error of want's status that matches want and
+// no other sentinel with errors.Is, and its message contains each of parts.
+func wantError(t *testing.T, what string, err error, want *harel.Error, parts ...string) {
 	t.Helper()
-	if err := tr.Nack(lease, delay); err != nil {
-		t.Fatalf("nack seq %d: %v", lease.Seq, err)
+	var e *harel.Error
+	if !errors.As(err, &e) {
+		t.Errorf("%s: got %v (%T), want an *harel.Error %v", what, err, err, want.Status)
+		return
+	}
+	for _, s := range sentinels {
+		if got := errors.Is(err, s); got != (s == want) {
+			t.Errorf("%s: errors.Is(%v, %v) = %v", what, err, s.Status, got)
+		}
+	}
+	if e.Status != want.Status {
+		t.Errorf("%s: status %v, want %v", what, e.Status, want.Status)
+	}
+	if e.Message == "" {
+		t.Errorf("%s: %v has no message", what, err)
+	}
+	for _, part := range parts {
+		if !strings.Contains(e.Message, part) {
+			t.Errorf("%s: message %q does not contain %q", what, e.Message, part)
+		}
 	}
 }

@@ -11,9 +11,12 @@ type Lease struct {
 	// Seq is the message's sequence number: FIFO order within its group, and the lease's
 	// handle.
 	Seq int64
-	// GroupID is the group the message was published into.
+	// GroupID is the group the message was published into, every byte of it: a group id
+	// written by another program may hold NUL bytes, which this binding's Publish refuses
+	// but Ack, Nack and AckAndClaim pass on whole.
 	GroupID string
-	// Event is the event's JSON text, byte for byte as published.
+	// Event is the event's JSON text, byte for byte as published (NUL bytes included, for
+	// an event written by another program).
 	Event json.RawMessage
 	// WorkerID is who holds the lease: the workerID given to Claim.
 	WorkerID string

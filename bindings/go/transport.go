@@ -122,13 +122,15 @@ func (t *Transport) Claim(workerID string, visibility time.Duration, opts ...Cla
 }
 
 // Ack finishes a lease: the message is deleted (and its group's row with the last one).
+// The lease's GroupID goes to the library whole, with its length: a group id holding NUL
+// bytes (written by another program) is acked as it was claimed.
 //
 // Errors: ErrLeaseLost (the message is gone or no longer leased to lease.WorkerID: acked
 // or nacked already, or the lease lapsed and another worker claimed it; nothing changed),
-// ErrArgument (lease nil, or a field empty or holding a NUL byte), ErrBusy, ErrDatabase,
-// ErrClosed.
+// ErrArgument (lease nil, GroupID or WorkerID empty, WorkerID holding a NUL byte or
+// "__parked__"), ErrBusy, ErrDatabase, ErrClosed.
 func (t *Transport) Ack(lease *Lease) error {
-	return t.call(func(h cTransport) error { return h.leaseCall(lease, false, 0) })
+	return t.call(func(h cTransport) error { return h.finish(lease, false, 0) })
 }
 
 // AckAndClaim acks lease and claims the next message for workerID in one transaction: a
@@ -153,24 +155,25 @@ func (t *Transport) AckAndClaim(lease *Lease, workerID string, visibility time.D
 //
 // Errors: as Ack's, and ErrArgument for delay < 0.
 func (t *Transport) Nack(lease *Lease, delay time.Duration) error {
-	return t.call(func(h cTransport) error { return h.leaseCall(lease, true, delay) })
+	return t.call(func(h cTransport) error { return h.finish(lease, true, delay) })
 }
 
 // Close waits for the calls in flight, closes the connection and frees the handle. Calls
-// after it return ErrClosed; closing again does nothing and returns nil. The handle is freed
-// even when Close returns an error (ErrDatabase).
+// after it return ErrClosed; closing again does nothing. Closing cannot fail (the C
+// library's harel_transport_close returns nothing): the error is always nil, there so that
+// a Transport is an io.Closer.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.handle.p == nil {
 		return nil
 	}
-	err := t.handle.close()
+	t.handle.close()
 	t.handle = cTransport{}
 	if t.clock != nil {
 		t.ref.Delete() // the library is done with the clock: it went with the handle
 	}
-	return err
+	return nil
 }
 
 // SchemaSQL returns the idempotent CREATE statements of a fresh schema under prefix, one

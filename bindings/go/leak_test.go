@@ -1,0 +1,112 @@
+package harel_test
+
+// Lifetimes: what the binding allocates in C for a call (string copies, the lease and the
+// error the library hands out, a schema string, a whole handle) is freed. Measured as the
+// process's resident memory over many rounds of every kind of call, after a first batch of
+// rounds has warmed every cache: a leak of even the smallest string per round would add
+// megabytes, since the strings here are 8 KiB long.
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+
+	harel "github.com/harel-transport/harel-transport/bindings/go"
+)
+
+// residentBytes is the process's resident set size (Linux).
+func residentBytes(t *testing.T) int64 {
+	t.Helper()
+	runtime.GC()
+	debug.FreeOSMemory()
+	statm, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skip("no /proc/self/statm:", err)
+	}
+	fields := strings.Fields(string(statm))
+	pages, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		t.Fatalf("statm %q: %v", statm, err)
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+func TestCallsFreeWhatTheyAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	path := tempDB(t)
+	tr := open(t, path, harel.WithSynchronousFull(false))
+	big := strings.Repeat("x", 8192)
+	group, worker := "group-"+big, "worker-"+big
+	ev := json.RawMessage(`{"data":"` + big + `"}`)
+	round := func() {
+		if err := tr.Publish(group, ev, harel.WithRoutingKey(big)); err != nil {
+			t.Fatal(err)
+		}
+		lease, err := tr.Claim(worker, visibility, harel.WithRoutingKeys(big, "other"))
+		if err != nil || lease == nil || !bytes.Equal(lease.Event, ev) {
+			t.Fatalf("claim: %v, %v", lease, err)
+		}
+		if err := tr.Nack(lease, 0); err != nil {
+			t.Fatal(err)
+		}
+		lease, err = tr.Claim(worker, visibility)
+		if err != nil || lease == nil {
+			t.Fatalf("claim: %v, %v", lease, err)
+		}
+		if next, err := tr.AckAndClaim(lease, worker, visibility); err != nil || next != nil {
+			t.Fatalf("ack_and_claim: %v, %v", next, err)
+		}
+		// Errors from the library, whose messages quote the kilobytes of group id.
+		if err := tr.Ack(lease); err == nil || len(err.Error()) < len(big) {
+			t.Fatalf("second ack: %v", err)
+		}
+		if err := tr.PublishMany([]harel.Message{{GroupID: group, Event: ev}, {GroupID: big, Event: []byte(big)}}); err == nil {
+			t.Fatal("a batch with a bad event was published")
+		}
+		for i := 0; i < 8; i++ { // a schema is a kilobyte or so
+			if _, err := harel.SchemaSQL("app"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := harel.SchemaUpgradeSQL("bad prefix"); err == nil {
+			t.Fatal("a bad prefix was taken")
+		}
+	}
+	openClose := func() {
+		tr, err := harel.Open(":memory:", harel.WithPrefix("p"), harel.WithClock(newClock().Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Publish(group, ev); err != nil {
+			t.Fatal(err)
+		}
+		tr.Close()
+	}
+	const rounds, opens = 1000, 200
+	for i := 0; i < rounds; i++ {
+		round()
+	}
+	for i := 0; i < opens; i++ {
+		openClose()
+	}
+	before := residentBytes(t)
+	for i := 0; i < rounds; i++ {
+		round()
+	}
+	for i := 0; i < opens; i++ {
+		openClose()
+	}
+	grown := residentBytes(t) - before
+	t.Logf("resident memory grew by %d KiB over %d rounds and %d open/close", grown/1024, rounds, opens)
+	// A leak of one string per round would be 8 MiB; of a handle, far more.
+	if grown > 4<<20 {
+		t.Fatalf("resident memory grew by %d KiB over %d rounds and %d open/close: a leak", grown/1024, rounds, opens)
+	}
+}
