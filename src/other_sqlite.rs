@@ -21,6 +21,11 @@
 //! What cannot be caught: the other copy opening the file while one of ours has it open,
 //! and a commit of ours between the other copy's delete and our next check (each later
 //! call fails).
+//!
+//! The check itself must not break anybody's locks: closing any descriptor of a file drops
+//! every POSIX lock this process holds on it, ours and the other copy's. So the
+//! descriptors it opens are never closed: like SQLite's own, they stay open until the
+//! process ends, one per file (and `-shm`) checked.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -32,8 +37,18 @@ use crate::error::{Error, Result};
 /// A file's identity: (device, inode).
 type Identity = (u64, u64);
 
-/// How many connections of ours have each file open or are opening it.
-static OURS: Mutex<BTreeMap<Identity, usize>> = Mutex::new(BTreeMap::new());
+/// Per file: how many connections of ours have it open or are opening it, and the
+/// descriptors the check keeps open (see above).
+static OURS: Mutex<BTreeMap<Identity, Watched>> = Mutex::new(BTreeMap::new());
+
+#[derive(Default)]
+struct Watched {
+    connections: usize,
+    file: Option<File>,
+    /// The `-shm` as it was when last checked, with its identity: SQLite deletes and makes
+    /// it anew when the last connection of all processes closes.
+    shm: Option<(Identity, File)>,
+}
 
 /// One connection's claim on a local queue file, from before it opens the file until it
 /// is closed.
@@ -49,17 +64,27 @@ impl FileWatch {
     /// process has open, and counts ours in.
     pub fn open(path: &str) -> Result<FileWatch> {
         let wal_path = format!("{path}-wal");
-        // Made now if missing (SQLite would make it anyway), so that it has an identity; a
-        // read-only file is only read. If neither works, SQLite's open reports why.
-        let opened = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
-        let Ok(file) = opened.or_else(|_| File::open(path)) else {
-            return Ok(FileWatch { file: None, wal_path, wal: None });
-        };
-        let identity = identity_of(&file)?;
         let mut ours = OURS.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = ours.entry(identity).or_insert(0);
-        if *count == 0 {
-            if let Some(which) = locked_by_this_process(&file, path) {
+        // Its identity from its path, without a descriptor; one that does not exist yet is
+        // made now (SQLite would make it anyway), and its descriptor kept. If neither
+        // works, SQLite's open reports why.
+        let (identity, made) = match std::fs::metadata(path) {
+            Ok(m) => ((m.dev(), m.ino()), None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let Ok(file) = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+                else {
+                    return Ok(FileWatch { file: None, wal_path, wal: None });
+                };
+                (identity_of(&file)?, Some(file))
+            }
+            Err(_) => return Ok(FileWatch { file: None, wal_path, wal: None }),
+        };
+        let watched = ours.entry(identity).or_default();
+        if watched.file.is_none() {
+            watched.file = made.or_else(|| File::open(path).ok());
+        }
+        if watched.connections == 0 {
+            if let Some(which) = watched.locked_by_this_process(path) {
                 return Err(Error::Database(format!(
                     "open {path:?}: another SQLite library in this process has this file open (this \
                      process holds a lock on {which}, and no connection of harel-transport does): two \
@@ -70,7 +95,7 @@ impl FileWatch {
                 )));
             }
         }
-        *count += 1;
+        watched.connections += 1;
         Ok(FileWatch { file: Some(identity), wal_path, wal: None })
     }
 
@@ -106,11 +131,8 @@ impl Drop for FileWatch {
     fn drop(&mut self) {
         let Some(identity) = self.file else { return };
         let mut ours = OURS.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = ours.get_mut(&identity) {
-            *count -= 1;
-            if *count == 0 {
-                ours.remove(&identity);
-            }
+        if let Some(watched) = ours.get_mut(&identity) {
+            watched.connections -= 1;
         }
     }
 }
@@ -120,14 +142,21 @@ fn identity_of(file: &File) -> Result<Identity> {
     Ok((m.dev(), m.ino()))
 }
 
-/// Which of the file and its `-shm` carries a POSIX lock of this process, if any.
-fn locked_by_this_process(file: &File, path: &str) -> Option<String> {
-    if has_own_posix_lock(file) {
-        return Some(path.to_owned());
+impl Watched {
+    /// Which of the file and its `-shm` carries a POSIX lock of this process, if any.
+    fn locked_by_this_process(&mut self, path: &str) -> Option<String> {
+        if self.file.as_ref().is_some_and(has_own_posix_lock) {
+            return Some(path.to_owned());
+        }
+        let shm_path = format!("{path}-shm");
+        let now = std::fs::metadata(&shm_path).ok().map(|m| (m.dev(), m.ino()))?;
+        if self.shm.as_ref().is_none_or(|(identity, _)| *identity != now) {
+            // An older -shm's descriptor may go: that file is gone, and no lock lives on it.
+            self.shm = Some((now, File::open(&shm_path).ok()?));
+        }
+        let (_, shm) = self.shm.as_ref()?;
+        has_own_posix_lock(shm).then_some(shm_path)
     }
-    let shm_path = format!("{path}-shm");
-    let shm = File::open(&shm_path).ok()?;
-    has_own_posix_lock(&shm).then_some(shm_path)
 }
 
 #[cfg(target_os = "linux")]

@@ -130,3 +130,24 @@ fn files_opened_by_other_processes_and_by_several_of_our_transports_are_fine() {
     b.publish("g", "{}", 0, None).map_err(|e: Error| e.to_string()).expect("closing one of ours deletes no WAL");
     reader.wait().unwrap();
 }
+
+#[test]
+fn opening_a_second_transport_keeps_the_first_ones_locks() {
+    // Closing any descriptor of a file drops all of this process's POSIX locks on it. An
+    // open whose check closed one let another process's SQLite, closing, believe it was
+    // the last user and delete the WAL the first transport writes to.
+    let (_dir, path) = queue_file();
+    let clock = TestClock::at(1000.0);
+    let first = Transport::open(&path, &clock.options()).unwrap();
+    first.publish("g", "{}", 0, None).unwrap();
+    let second = Transport::open(&path, &clock.options()).unwrap();
+    python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
+         c.execute('INSERT INTO harel_transport_messages (group_id, event) VALUES (?, ?)', ('py', '{}'))\n\
+         c.execute('INSERT OR IGNORE INTO harel_transport_groups (group_id) VALUES (?)', ('py',))\n\
+         c.commit()\nc.close()\n",
+        &[&path],
+    );
+    first.publish("g", "{}", 0, None).expect("the WAL is still the one the first transport writes to");
+    assert_eq!(second.stats().unwrap().messages, 3);
+}

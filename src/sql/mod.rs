@@ -1,0 +1,287 @@
+//! Every SQL statement the transport runs, written for one table prefix — the one place
+//! SQL lives. The tables and the first three indexes are harel's (docs/queue.md, "The
+//! tables"), so harel's Python transports share the file; the last index is ours. Together
+//! with the way `queue` stamps `last_claimed_at` they make a claim's cost independent of
+//! the queue's size (see README, "How the claim finds a group").
+
+use std::borrow::Cow;
+
+use libsql::Value;
+
+use crate::validate::{MAX_PRIORITY, PARKED};
+
+mod dead_letters;
+mod inspect;
+
+pub use dead_letters::DeadFilter;
+
+/// Above this many routing keys a claim uses one candidate query with `IN` instead of one
+/// per key (SQLite caps a compound SELECT at 500 parts).
+const MAX_ROUTING_CANDIDATES: usize = 32;
+
+/// Where statements are kept prepared, a batch is written by multi-row INSERTs of these
+/// many rows, largest first: few statements per batch and few distinct ones to keep. On a
+/// server (nothing prepared, every statement a round trip) one INSERT takes up to the
+/// first of them. Far below SQLite's 32,766 parameters per statement either way.
+const INSERT_ROWS: [usize; 8] = [128, 64, 32, 16, 8, 4, 2, 1];
+
+#[derive(Debug, Clone)]
+pub struct Statements {
+    /// The table names under the prefix.
+    pub messages_table: String,
+    pub groups_table: String,
+    pub dead_table: String,
+    /// The claim for `min_priority` 0..=4 without routing keys, built once.
+    unrouted_claims: Vec<String>,
+    /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
+    publish_rows: Vec<(String, String)>,
+    pub set_group_ready_at: String,
+    pub lease_message: String,
+    pub ack_message: String,
+    pub requeue_group_if_not_empty: String,
+    pub drop_group_if_empty: String,
+    pub release_message: String,
+    pub count_tables: String,
+    /// Moves a message into the dead-letter table (see dead_letters.rs).
+    pub bury: String,
+    pub delete_message: String,
+}
+
+impl Statements {
+    /// `prefix` must already be validated (`validate::prefix`): it is spliced into names.
+    pub fn new(prefix: &str) -> Statements {
+        let m = format!("{prefix}_transport_messages");
+        let g = format!("{prefix}_transport_groups");
+        let d = format!("{prefix}_transport_dead");
+        let mut sql = Statements {
+            unrouted_claims: Vec::new(),
+            publish_rows: Vec::new(),
+            set_group_ready_at: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
+            lease_message: format!(
+                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1 WHERE seq = ?1"
+            ),
+            ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
+            requeue_group_if_not_empty: format!(
+                "UPDATE {g} SET last_claimed_at = ?2 \
+                 WHERE group_id = ?1 AND EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)"
+            ),
+            drop_group_if_empty: format!(
+                "DELETE FROM {g} WHERE group_id = ?1 AND NOT EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)"
+            ),
+            release_message: format!(
+                "UPDATE {m} SET locked_by = ?4, lock_expiry = ?5 \
+                 WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
+            ),
+            count_tables: format!(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('{m}', '{g}', '{d}')"
+            ),
+            bury: dead_letters::bury(&m, &g, &d),
+            delete_message: format!("DELETE FROM {m} WHERE seq = ?1"),
+            messages_table: m,
+            groups_table: g,
+            dead_table: d,
+        };
+        sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
+        sql.publish_rows = INSERT_ROWS.iter().map(|&n| sql.build_publish_rows(n)).collect();
+        sql
+    }
+
+    /// The INSERTs of `n` rows. Multi-row VALUES go in in order: FIFO within a group is
+    /// the batch's order, and the first row into a group fixes its priority and routing key.
+    fn build_publish_rows(&self, n: usize) -> (String, String) {
+        let rows = |row: &str| vec![row; n].join(", ");
+        let (m, g) = (&self.messages_table, &self.groups_table);
+        (
+            // ?1: now, for every row; then group_id, event per row.
+            format!("INSERT INTO {m} (enqueued_at, group_id, event) VALUES {}", rows("(?1, ?, ?)")),
+            format!("INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) VALUES {}", rows("(?, ?, ?)")),
+        )
+    }
+
+    /// The statements that write the first rows of a batch of `n` (> 0): how many rows,
+    /// the messages' INSERT (now, then group_id, event per row) and the groups' INSERT OR IGNORE
+    /// (group_id, priority, routing_key per row). `prepared`: whether the connection keeps
+    /// statements prepared (see `INSERT_ROWS`).
+    pub fn publish_rows(&self, n: usize, prepared: bool) -> (usize, Cow<'_, str>, Cow<'_, str>) {
+        if !prepared && n < INSERT_ROWS[0] && !INSERT_ROWS.contains(&n) {
+            let (messages, groups) = self.build_publish_rows(n);
+            return (n, messages.into(), groups.into());
+        }
+        let (rows, (messages, groups)) = INSERT_ROWS
+            .iter()
+            .zip(&self.publish_rows)
+            .find(|(&rows, _)| rows <= n)
+            .expect("INSERT_ROWS ends with 1, and a batch is not empty");
+        (*rows, messages.as_str().into(), groups.as_str().into())
+    }
+
+    /// One candidate: the first group, in serving order, that passes `filter` and whose
+    /// head (oldest message) is free now (?1). Columns: ready_at, arrival, seq, gid.
+    ///
+    /// `ready_at <= now` is what keeps this cheap: a claim stamps a group with its lease's
+    /// end and a park with the park's end, so groups in flight or parked lie beyond `now`
+    /// and the index range never reaches them. Only a group's head is ever leased, so
+    /// the head's own lock says whether the group has anything in flight; that check
+    /// still matters for groups leased by a harel Python transport, which stamps the
+    /// claim instant instead. `ready_at` is `g.last_claimed_at`, or `+g.last_claimed_at` to
+    /// keep SQLite off that column's indexes.
+    fn candidate(&self, filter: &str, ready_at: &str) -> String {
+        let (g, m) = (&self.groups_table, &self.messages_table);
+        format!(
+            "SELECT * FROM (SELECT g.last_claimed_at AS ready_at, g.rowid AS arrival, h.seq AS seq, \
+             g.group_id AS gid FROM {g} g \
+             JOIN {m} h ON h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id) \
+             WHERE {filter} AND {ready_at} <= ?1 AND (h.locked_by IS NULL OR h.lock_expiry < ?1) \
+             ORDER BY {ready_at}, g.rowid LIMIT 1)"
+        )
+    }
+
+    /// The best of the candidates, with its event. Columns: seq, group_id, event, attempts
+    /// (claims so far), locked_by (the lapsed lease's worker, if any); group_id and event
+    /// as BLOBs, because libsql reads TEXT as a C string and would cut a value
+    /// another writer stored with a NUL byte in it at that byte.
+    fn best_candidate(&self, candidates: Vec<String>) -> String {
+        let m = &self.messages_table;
+        format!(
+            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts, e.locked_by \
+             FROM ({}) c JOIN {m} e ON e.seq = c.seq \
+             ORDER BY c.ready_at, c.arrival LIMIT 1",
+            candidates.join(" UNION ALL ")
+        )
+    }
+
+    /// With no floor, one walk of harel's (last_claimed_at) index. With a floor, one
+    /// candidate per priority level at or above it, each an index range on (priority,
+    /// last_claimed_at), so a high-priority group is found without walking past lower
+    /// ones; a last candidate takes priorities above 4, which harel's Python publish does not
+    /// reject (few groups, so it may sort them).
+    fn build_unrouted_claim(&self, min_priority: i32) -> String {
+        if min_priority == 0 {
+            return self.best_candidate(vec![self.candidate("1", "g.last_claimed_at")]);
+        }
+        // "priority > 0" lets SQLite use the partial index.
+        let mut candidates: Vec<String> = (min_priority..=MAX_PRIORITY)
+            .map(|p| self.candidate(&format!("g.priority = {p} AND g.priority > 0"), "g.last_claimed_at"))
+            .collect();
+        candidates
+            .push(self.candidate(&format!("g.priority > {MAX_PRIORITY} AND g.priority > 0"), "+g.last_claimed_at"));
+        self.best_candidate(candidates)
+    }
+
+    /// The claim statement and its parameters: ?1 now; with routing keys, ?2 min_priority
+    /// and the keys (?3, ?4, ... one each, or ?3 as a JSON array when there are many).
+    /// Without keys the floor is in the statement. Exactly the parameters it uses: a
+    /// libSQL server refuses extra ones ("too many parameters"), where SQLite lets them pass.
+    pub fn claim(&self, now: f64, min_priority: i32, routing_keys: &[&str]) -> (Cow<'_, str>, Vec<Value>) {
+        if routing_keys.is_empty() {
+            return (self.unrouted_claims[min_priority as usize].as_str().into(), vec![now.into()]);
+        }
+        let mut params = vec![now.into(), min_priority.into()];
+        let candidates = if routing_keys.len() <= MAX_ROUTING_CANDIDATES {
+            params.extend(routing_keys.iter().map(|&k| Value::from(k)));
+            (0..routing_keys.len())
+                .map(|i| {
+                    self.candidate(&format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3), "g.last_claimed_at")
+                })
+                .collect()
+        } else {
+            params.push(serde_json::to_string(routing_keys).unwrap_or_default().into());
+            vec![self.candidate(
+                "g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2",
+                "g.last_claimed_at",
+            )]
+        };
+        (self.best_candidate(candidates).into(), params)
+    }
+
+    /// The idempotent statements of a fresh schema: tables, then indexes.
+    pub fn schema(&self) -> Vec<String> {
+        let mut statements = self.tables();
+        statements.extend(self.indexes());
+        statements
+    }
+
+    /// The tables. The messages table's `attempts` and `enqueued_at` and the groups table's
+    /// `routing_key` are ours: harel 0.9 makes the tables without them (see `added_columns`),
+    /// and its transports neither write nor read them. The dead-letter table is ours.
+    pub fn tables(&self) -> Vec<String> {
+        let (g, m, d) = (&self.groups_table, &self.messages_table, &self.dead_table);
+        vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {m} (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 group_id TEXT NOT NULL, event TEXT NOT NULL, locked_by TEXT, lock_expiry REAL, \
+                 attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL)"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {g} (group_id TEXT PRIMARY KEY, \
+                 last_claimed_at REAL NOT NULL DEFAULT 0.0, priority INT NOT NULL DEFAULT 0, \
+                 routing_key TEXT)"
+            ),
+            dead_letters::table(d),
+        ]
+    }
+
+    /// The columns harel 0.9's tables lack, as (table, column, the ALTER that adds it).
+    /// SQLite has no ADD COLUMN IF NOT EXISTS: `schema` adds each one a file lacks.
+    pub fn added_columns(&self) -> Vec<(&str, &'static str, String)> {
+        let (g, m) = (self.groups_table.as_str(), self.messages_table.as_str());
+        vec![
+            (g, "routing_key", format!("ALTER TABLE {g} ADD COLUMN routing_key TEXT")),
+            (m, "attempts", format!("ALTER TABLE {m} ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")),
+            (m, "enqueued_at", format!("ALTER TABLE {m} ADD COLUMN enqueued_at REAL")),
+        ]
+    }
+
+    /// Whether `table` has `column` (one row if it does).
+    pub fn has_column(table: &str, column: &str) -> String {
+        format!("SELECT 1 FROM pragma_table_info('{table}') WHERE name = '{column}'")
+    }
+
+    pub fn indexes(&self) -> Vec<String> {
+        let (g, m) = (&self.groups_table, &self.messages_table);
+        let mut statements = vec![
+            format!("CREATE INDEX IF NOT EXISTS {g}_by_last_claimed ON {g} (last_claimed_at)"),
+            format!("CREATE INDEX IF NOT EXISTS {m}_by_group ON {m} (group_id, seq)"),
+        ];
+        statements.extend(self.our_indexes());
+        statements
+    }
+
+    /// What upgrades a harel 0.9 file: the columns it lacks, the dead-letter table, our
+    /// indexes. The ALTERs are not idempotent: run them once (a file made by harel-transport
+    /// 0.1 already has `routing_key`: leave out its ALTER).
+    pub fn upgrade(&self) -> Vec<String> {
+        let mut statements: Vec<String> = self.added_columns().into_iter().map(|(_, _, alter)| alter).collect();
+        statements.push(dead_letters::table(&self.dead_table));
+        statements.extend(self.our_indexes());
+        statements
+    }
+
+    fn our_indexes(&self) -> Vec<String> {
+        let (g, m, d) = (&self.groups_table, &self.messages_table, &self.dead_table);
+        vec![
+            // partial: groups without a key (most) cost it nothing when they move; a
+            // claim's `routing_key = ?` implies the condition, so it still serves them
+            format!(
+                "CREATE INDEX IF NOT EXISTS {g}_by_routing_key ON {g} (routing_key, last_claimed_at) \
+                 WHERE routing_key IS NOT NULL"
+            ),
+            // the claim's candidates for a priority floor walk this; partial, so the many
+            // priority-0 groups cost it nothing when they move
+            format!(
+                "CREATE INDEX IF NOT EXISTS {g}_by_priority ON {g} (priority, last_claimed_at) \
+                 WHERE priority > 0"
+            ),
+            // the messages in flight (only heads): what stats and the leased and parked
+            // listings read, without visiting every group; partial, so a queued message
+            // costs it nothing
+            format!("CREATE INDEX IF NOT EXISTS {m}_in_flight ON {m} (lock_expiry) WHERE locked_by IS NOT NULL"),
+            format!("CREATE INDEX IF NOT EXISTS {d}_by_group ON {d} (group_id, seq)"),
+        ]
+    }
+}
+
+/// Statements as text for a migration tool: one per line, each ending in ';'.
+pub fn as_script(statements: &[String]) -> String {
+    statements.iter().map(|s| format!("{s};\n")).collect()
+}
