@@ -58,7 +58,9 @@ export interface OpenOptions {
   synchronousFull?: boolean;
   /**
    * "Now" as epoch seconds (not milliseconds), for tests that move time. Called on the main
-   * thread just before each claim, ack and nack. Default: the system clock.
+   * thread at open and just before each claim, ack, nack and ackAndClaim; those calls then
+   * run one at a time on this transport, in call order (publishes stay concurrent). Default:
+   * the system clock, and every call concurrent.
    */
   clock?: () => number;
 }
@@ -99,10 +101,11 @@ export interface NackOptions {
 export interface Lease<E = unknown> {
   /** The message's seq (FIFO order and the lease handle): a number, a bigint only past 2^53 - 1. */
   readonly seq: number | bigint;
+  /** The group, whole: it may hold NUL characters if another program stored them. */
   readonly groupId: string;
   /** JSON.parse(eventJson); undefined when that text isn't JSON JavaScript parses. */
   readonly event: E;
-  /** The event's JSON text, byte for byte as published. */
+  /** The event's JSON text, byte for byte as published (NUL characters included). */
   readonly eventJson: string;
   /** Who holds the lease. */
   readonly workerId: string;
@@ -113,17 +116,23 @@ export interface Lease<E = unknown> {
 /** What ack and nack need of a lease (a Lease, or the same fields copied elsewhere). */
 export interface LeaseRef {
   readonly seq: number | bigint;
+  /** Passed whole, as its UTF-8 bytes with their length: NUL characters included. */
   readonly groupId: string;
   readonly workerId: string;
 }
 
-/** A durable, group-ordered queue in a libSQL database. */
+/**
+ * A durable, group-ordered queue in a libSQL database. Its calls run on the libuv thread
+ * pool, concurrently (calls in flight together take effect in no set order; await one to
+ * order the next), except the clock-reading calls of a transport with a JS clock.
+ */
 export declare class Transport {
   private constructor();
 
   /**
    * Opens (and by default creates) the queue at `path`: a file, ':memory:', or a libsql://,
-   * http:// or https:// URL. Runs synchronously on the calling thread.
+   * http:// or https:// URL. Runs on the thread pool: the event loop goes on while it waits
+   * (for the write lock, a server).
    */
   static open(path: string, options?: OpenOptions): Promise<Transport>;
 
@@ -134,9 +143,9 @@ export declare class Transport {
 
   /**
    * Appends `event` (an object to JSON.stringify, or a JSON text) to the group's FIFO.
-   * Publishes (and publishMany calls) queued one right after another go to the library
-   * together, in one transaction with one commit, so `Promise.all` of many publishes costs
-   * about one; each promise still settles with its own outcome.
+   * Publishes in flight together that reach the library while another commits share its
+   * next commit (the library's group commit); each promise settles with its own outcome.
+   * No NUL character in groupId, event or routingKey (the C call takes NUL-terminated text).
    */
   publish(groupId: string, event: unknown, options?: PublishOptions): Promise<void>;
 
@@ -164,7 +173,10 @@ export declare class Transport {
   /** Gives the message back, at once or after `delay` seconds. Same HAREL_ERR_LEASE_LOST rule. */
   nack(lease: LeaseRef, options?: NackOptions): Promise<void>;
 
-  /** Closes once the calls already made have finished; later calls reject with HAREL_ERR_CLOSED. */
+  /**
+   * Closes once the calls already made have finished (a handle is never closed under a call);
+   * later calls reject with HAREL_ERR_CLOSED. Again: the same promise.
+   */
   close(): Promise<void>;
 
   /** `await using t = await Transport.open(...)`: close() at the end of the scope. */

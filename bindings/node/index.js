@@ -2,13 +2,12 @@
 // harel-transport for Node.js: the C ABI of libharel_transport (see include/harel_transport.h)
 // through koffi. CommonJS; `import { Transport } from 'harel-transport'` works too.
 //
-// Threading: every call that touches the database (publish, publishMany, claim, ack, nack)
-// runs on the libuv thread pool through koffi's `.async()`, so the event loop keeps running
-// while a call waits for the write lock. The calls of one Transport are queued in
-// JavaScript and issued one at a time: the library runs them one at a time anyway, and it
-// is what makes the error message of a failed call readable afterwards (see `failure`
-// below). Publishes queued one after another go as one batch (see `append` below).
-// `Transport.open` and `close` are synchronous C calls on the main thread (see README).
+// Threading: every call that touches the database (open, publish, publishMany, claim, ack,
+// ackAndClaim, nack, close) runs on the libuv thread pool through koffi's `.async()`, so the
+// event loop keeps running while a call waits. The calls of one Transport go to the pool
+// concurrently: each reads its own error from its `harel_error **err` out-parameter, and
+// the library runs them on the handle (publishes arriving while another commits share its
+// next commit). The one exception is a Transport with a JS clock (see ClockCell).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -27,16 +26,6 @@ const STATUS = Object.freeze({
   HAREL_ERR_CONNECT: -5,
   HAREL_ERR_PANIC: -99,
 });
-
-/** A message for a status, should the library give none (it always should). */
-const GENERIC = {
-  HAREL_ERR_ARGUMENT: 'the library rejected an argument',
-  HAREL_ERR_DATABASE: 'the database failed',
-  HAREL_ERR_BUSY: 'the write lock was not had within the busy timeout',
-  HAREL_ERR_LEASE_LOST: 'the message is gone, or leased to another worker',
-  HAREL_ERR_CONNECT: 'the server could not be reached or refused the token',
-  HAREL_ERR_PANIC: 'internal error in libharel_transport; close the transport',
-};
 
 class HarelError extends Error {
   /**
@@ -84,7 +73,7 @@ function libraryCandidates() {
   const candidates = [];
   const repoBuild = path.join(__dirname, '..', '..', 'target', 'release', 'libharel_transport.so');
   if (fs.existsSync(repoBuild)) candidates.push(repoBuild);
-  candidates.push('libharel_transport.so.0'); // installed: the dynamic loader's search path
+  candidates.push('libharel_transport.so.1'); // installed (ABI 1): the dynamic loader's search path
   return candidates;
 }
 
@@ -117,12 +106,16 @@ function load() {
 }
 
 // The C types, anonymous: koffi's type names are global to the process, and another copy of
-// this package (or another binding of the same library) may declare its own.
+// this package (or another binding of the same library) may declare its own. The lease's
+// group id and event are raw pointers, read with their lengths (they may hold NUL bytes);
+// in a lease the binding fills for ack and nack, group_id is a Buffer of its UTF-8 bytes.
 const LeaseType = koffi.struct({
   seq: 'int64_t',
-  group_id: 'char *',
-  event: 'char *',
-  worker_id: 'char *',
+  group_id: 'void *',
+  group_id_len: 'size_t',
+  event: 'void *',
+  event_len: 'size_t',
+  worker_id: 'const char *',
   lock_expiry: 'double',
 });
 const MessageType = koffi.struct({
@@ -133,14 +126,17 @@ const MessageType = koffi.struct({
 });
 const T = koffi.pointer(koffi.opaque()); // harel_transport *
 const O = koffi.pointer(koffi.opaque()); // harel_options *
+const E = koffi.pointer(koffi.opaque()); // harel_error *
 const L = koffi.pointer(LeaseType); // harel_lease *
 const M = koffi.pointer(MessageType); // const harel_message *: koffi copies a JS array in
+// harel_error **err: in-out, so that koffi writes the NULL the library requires on entry.
+const ERR = koffi.inout(koffi.pointer(E));
 
 function bind(lib, where) {
   const status = 'int32_t';
   const fn = (name, ret, params) => lib.func(name, ret, params);
 
-  const f = {
+  return {
     where,
     Lease: LeaseType,
     // The C clock of a Transport with a JS clock: the C library's atof (a dependency of
@@ -148,38 +144,36 @@ function bind(lib, where) {
     atof: lib.symbol('atof'),
     version: fn('harel_version', 'const char *', []),
     statusName: fn('harel_status_name', 'const char *', ['int32_t']),
-    lastError: fn('harel_last_error', 'const char *', []),
+    errorStatus: fn('harel_error_status', status, [E]),
+    errorMessage: fn('harel_error_message', 'const char *', [E]),
+    errorFree: fn('harel_error_free', 'void', [E]),
     stringFree: fn('harel_string_free', 'void', ['void *']),
     optionsNew: fn('harel_options_new', O, []),
     optionsFree: fn('harel_options_free', 'void', [O]),
-    setPrefix: fn('harel_options_set_prefix', status, [O, 'const char *']),
-    setCreateSchema: fn('harel_options_set_create_schema', status, [O, 'bool']),
-    setSyncUrl: fn('harel_options_set_sync_url', status, [O, 'const char *']),
-    setAuthToken: fn('harel_options_set_auth_token', status, [O, 'const char *']),
-    setSyncInterval: fn('harel_options_set_sync_interval', status, [O, 'double']),
-    setBusyTimeout: fn('harel_options_set_busy_timeout', status, [O, 'double']),
-    setSynchronousFull: fn('harel_options_set_synchronous_full', status, [O, 'bool']),
-    setClock: fn('harel_options_set_clock', status, [O, 'void *', 'void *']),
-    open: fn('harel_transport_open', status, ['const char *', O, koffi.out(koffi.pointer(T))]),
-    publish: fn('harel_transport_publish', status, [T, 'const char *', 'const char *', 'int32_t', 'const char *']),
-    publishMany: fn('harel_transport_publish_many', status, [T, M, 'size_t']),
+    setPrefix: fn('harel_options_set_prefix', status, [O, 'const char *', ERR]),
+    setCreateSchema: fn('harel_options_set_create_schema', status, [O, 'bool', ERR]),
+    setSyncUrl: fn('harel_options_set_sync_url', status, [O, 'const char *', ERR]),
+    setAuthToken: fn('harel_options_set_auth_token', status, [O, 'const char *', ERR]),
+    setSyncInterval: fn('harel_options_set_sync_interval', status, [O, 'double', ERR]),
+    setBusyTimeout: fn('harel_options_set_busy_timeout', status, [O, 'double', ERR]),
+    setSynchronousFull: fn('harel_options_set_synchronous_full', status, [O, 'bool', ERR]),
+    setClock: fn('harel_options_set_clock', status, [O, 'void *', 'void *', ERR]),
+    open: fn('harel_transport_open', status, ['const char *', O, koffi.out(koffi.pointer(T)), ERR]),
+    publish: fn('harel_transport_publish', status, [T, 'const char *', 'const char *', 'int32_t', 'const char *', ERR]),
+    publishMany: fn('harel_transport_publish_many', status, [T, M, 'size_t', ERR]),
     claim: fn('harel_transport_claim', status, [
-      T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)),
+      T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)), ERR,
     ]),
-    ack: fn('harel_transport_ack', status, [T, L]),
+    ack: fn('harel_transport_ack', status, [T, L, ERR]),
     ackAndClaim: fn('harel_transport_ack_and_claim', status, [
-      T, L, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)),
+      T, L, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)), ERR,
     ]),
-    nack: fn('harel_transport_nack', status, [T, L, 'double']),
-    close: fn('harel_transport_close', status, [T]),
+    nack: fn('harel_transport_nack', status, [T, L, 'double', ERR]),
+    close: fn('harel_transport_close', 'void', [T]),
     leaseFree: fn('harel_lease_free', 'void', [L]),
-    schemaSql: fn('harel_schema_sql', status, ['const char *', koffi.out(koffi.pointer('void *'))]),
-    schemaUpgradeSql: fn('harel_schema_upgrade_sql', status, ['const char *', koffi.out(koffi.pointer('void *'))]),
-    // The message of the last failed call on a handle, whichever thread made it: what an
-    // async call's error is read with (see Transport#failure).
-    handleLastError: fn('harel_transport_last_error', 'const char *', [T]),
+    schemaSql: fn('harel_schema_sql', status, ['const char *', koffi.out(koffi.pointer('void *')), ERR]),
+    schemaUpgradeSql: fn('harel_schema_upgrade_sql', status, ['const char *', koffi.out(koffi.pointer('void *')), ERR]),
   };
-  return f;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -187,12 +181,12 @@ function bind(lib, where) {
 // C string, a lone surrogate would become U+FFFD, 1.5 would become 1, NaN would become 0
 // for an integer). Ranges (priority 0..4, visibility > 0, ...) are the library's to check.
 
-function checkString(name, value, { nullable = false } = {}) {
+function checkString(name, value, { nullable = false, nul = false } = {}) {
   if (nullable && (value === undefined || value === null)) return null;
   if (typeof value !== 'string') {
     throw argumentError(`${name} must be a string${nullable ? ' or null' : ''}, got ${describe(value)}`);
   }
-  if (value.includes('\0')) throw argumentError(`${name} must not contain a NUL character`);
+  if (!nul && value.includes('\0')) throw argumentError(`${name} must not contain a NUL character`);
   if (!value.isWellFormed()) throw argumentError(`${name} is not valid Unicode (it has a lone surrogate)`);
   return value;
 }
@@ -248,7 +242,7 @@ function eventText(name, event) {
 
 /**
  * A harel_message of publish's arguments, checked; errors name them after `prefix`
- * ('messages[3].' in a batch).
+ * ('messages[3].' in a batch). The C publish takes NUL-terminated strings: no NUL inside.
  */
 function messageStruct(prefix, groupId, event, { priority, routingKey }) {
   return {
@@ -281,6 +275,12 @@ function claimArgs(workerId, options) {
   return [worker, visibility, minPriority, keys.length ? keys : null, keys.length];
 }
 
+/**
+ * The harel_lease ack, nack and ackAndClaim read (seq, group_id with group_id_len,
+ * worker_id). The group id goes as a Buffer of its UTF-8 bytes with its length, so a group
+ * id holding NUL bytes (stored by another writer, handed out by a claim) reaches the
+ * library whole; the Buffer stays referenced by the struct until the call has ended.
+ */
 function leaseStruct(lease) {
   if (lease === null || typeof lease !== 'object') {
     throw argumentError(`lease must be a lease object from claim(), got ${describe(lease)}`);
@@ -292,10 +292,13 @@ function leaseStruct(lease) {
   if (typeof seq === 'bigint' && (seq < -(2n ** 63n) || seq >= 2n ** 63n)) {
     throw argumentError(`lease.seq is outside int64: ${seq}`);
   }
+  const groupId = Buffer.from(checkString('lease.groupId', lease.groupId, { nul: true }) + '\0', 'utf8');
   return {
     seq,
-    group_id: checkString('lease.groupId', lease.groupId),
+    group_id: groupId,
+    group_id_len: groupId.length - 1,
     event: null, // ack and nack read only seq, group_id and worker_id
+    event_len: 0,
     worker_id: checkString('lease.workerId', lease.workerId),
     lock_expiry: 0,
   };
@@ -306,9 +309,48 @@ function leaseStruct(lease) {
 
 function noop() {}
 
+// At most this many of the binding's async calls are with koffi at once (for every
+// Transport of the process); the rest wait here, in call order. koffi refuses calls past
+// its own limit (max_async_calls, 256 by default, shared by every module in the process)
+// and sets memory aside for each queued call (8 sets kept, the rest allocated per call),
+// while only the libuv pool's threads (UV_THREADPOOL_SIZE, 4 by default) run them. Twice
+// the pool keeps every thread fed without making the pool's other users (fs, dns, zlib)
+// queue behind many of ours.
+const POOL_THREADS = Number.parseInt(process.env.UV_THREADPOOL_SIZE, 10) || 4;
+const MAX_ISSUED = Math.min(128, Math.max(8, 2 * POOL_THREADS));
+let issued = 0;
+const pending = []; // calls waiting for a slot: () => void
+let pendingHead = 0;
+
+/** Runs `fn.async(...args)` on the pool; resolves its return value. */
 function callAsync(fn, args) {
   return new Promise((resolve, reject) => {
-    fn.async(...args, (err, result) => (err ? reject(err) : resolve(result)));
+    const start = () => {
+      issued += 1;
+      const done = (err, result) => {
+        issued -= 1;
+        if (pendingHead < pending.length) {
+          const next = pending[pendingHead];
+          pending[pendingHead++] = undefined;
+          if (pendingHead === pending.length) {
+            pending.length = pendingHead = 0;
+          } else if (pendingHead >= 1024 && 2 * pendingHead >= pending.length) {
+            pending.splice(0, pendingHead); // a queue that never empties: drop the started
+            pendingHead = 0;
+          }
+          next();
+        }
+        if (err) reject(err);
+        else resolve(result);
+      };
+      try {
+        fn.async(...args, done);
+      } catch (e) {
+        done(e);
+      }
+    };
+    if (issued < MAX_ISSUED) start();
+    else pending.push(start);
   });
 }
 
@@ -317,12 +359,47 @@ function statusName(status) {
 }
 
 /**
- * The error of a synchronous call made on this (the main) thread: harel_last_error() is
- * per thread and this thread made the call, so the message is the call's own.
+ * The HarelError of a call that returned `status`, from the harel_error the call set in
+ * its own `err` (freed here); the call's own, whichever thread made it.
  */
-function failureHere(status, what) {
-  const message = load().lastError() || `${what}: ${GENERIC[statusName(status)] || 'failed'}`;
-  return new HarelError(statusName(status), message, { status });
+function takeError(f, status, error, what) {
+  let message = null;
+  if (error) {
+    try {
+      status = f.errorStatus(error);
+      message = f.errorMessage(error);
+    } finally {
+      f.errorFree(error);
+    }
+  }
+  const code = statusName(status);
+  return new HarelError(code, message || `${what}: ${code} (the library gave no message)`, { status });
+}
+
+/**
+ * The outcome of a fallible C call that returned `status` with `err` (the one-element
+ * array koffi wrote its `harel_error *` into): HAREL_OK or HAREL_EMPTY, or a HarelError
+ * thrown.
+ */
+function outcome(f, what, err, status) {
+  const error = err[0];
+  if (status === STATUS.HAREL_OK || status === STATUS.HAREL_EMPTY) {
+    if (error) f.errorFree(error); // never set on success; freed should it be
+    return status;
+  }
+  throw takeError(f, status, error, what);
+}
+
+/** Runs a fallible C function on the pool with its `err` appended; resolves its outcome. */
+async function callChecked(f, what, fn, args) {
+  const err = [null];
+  return outcome(f, what, err, await callAsync(fn, [...args, err]));
+}
+
+/** The same, here on the main thread: for calls that never wait (options, schema text). */
+function callCheckedHere(f, what, fn, args) {
+  const err = [null];
+  return outcome(f, what, err, fn(...args, err));
 }
 
 /** A copy of a string the library handed out; the library's copy is freed. */
@@ -334,18 +411,27 @@ function takeString(ptr) {
   }
 }
 
-function makeLease(raw) {
+/** The `len` bytes at `ptr` as text (NUL bytes included). */
+function bytesText(ptr, len) {
+  const n = Number(len);
+  return n === 0 ? '' : Buffer.from(koffi.view(ptr, n)).toString('utf8');
+}
+
+/** A lease the library handed out, copied into a frozen JS object (the caller frees `ptr`). */
+function makeLease(f, ptr) {
+  const raw = koffi.decode(ptr, f.Lease);
+  const eventJson = bytesText(raw.event, raw.event_len);
   let event;
   try {
-    event = JSON.parse(raw.event);
+    event = JSON.parse(eventJson);
   } catch {
     event = undefined; // not JSON that JavaScript parses (e.g. NaN from another producer)
   }
   return Object.freeze({
     seq: raw.seq,
-    groupId: raw.group_id,
+    groupId: bytesText(raw.group_id, raw.group_id_len),
     event,
-    eventJson: raw.event,
+    eventJson,
     workerId: raw.worker_id,
     lockExpiry: raw.lock_expiry,
   });
@@ -358,12 +444,10 @@ const CLAIM_OPTIONS = ['visibility', 'minPriority', 'routingKeys'];
 const NACK_OPTIONS = ['delay'];
 const DEFAULT_VISIBILITY = 30;
 
-/** The calls that don't read the clock. */
-const PUBLISHING = new Set(['publish', 'publishMany']);
-
 const PRIVATE = Symbol('harel-transport constructor');
 
-// A Transport dropped without close(): close its handle when it is collected.
+// A Transport dropped without close(): close its handle when it is collected. (A Transport
+// with a call in flight is not collected: the call's callback holds it.)
 const finalizer = new FinalizationRegistry((held) => {
   load().close(held.handle);
   if (held.clock) held.clock.free();
@@ -373,8 +457,9 @@ class Transport {
   #handle;
   #clock; // a ClockCell, or null for the system clock
   #path;
-  #tail = Promise.resolve(); // the end of this transport's call queue
-  #appends = null; // publishes queued together that have not started yet (see #append)
+  #inFlight = 0; // calls made and not yet settled; close() waits for them
+  #drained = null; // close()'s wake-up, once #inFlight is 0
+  #clockTail = Promise.resolve(); // with a JS clock: the end of the calls that read it
   #closed = false;
   #closing = null;
 
@@ -389,7 +474,7 @@ class Transport {
 
   /**
    * Opens (and by default creates) the queue at `path`: a file, ':memory:', or a libsql://,
-   * http:// or https:// URL. Runs synchronously on the calling thread (see README).
+   * http:// or https:// URL. Runs on the thread pool, like every call that may wait.
    */
   static async open(path, options = {}) {
     const f = load();
@@ -414,19 +499,16 @@ class Transport {
     if (!options_) throw new HarelError('HAREL_ERR_PANIC', 'harel_options_new failed', { status: STATUS.HAREL_ERR_PANIC });
     let clock = null;
     try {
-      for (const [setter, value] of set) {
-        const status = setter(options_, value);
-        if (status !== STATUS.HAREL_OK) throw failureHere(status, 'open');
-      }
+      for (const [setter, value] of set) callCheckedHere(f, 'open', setter, [options_, value]);
       if (o.clock !== undefined) {
         clock = new ClockCell(o.clock);
         clock.tick();
-        const status = f.setClock(options_, f.atof, clock.ptr);
-        if (status !== STATUS.HAREL_OK) throw failureHere(status, 'open');
+        callCheckedHere(f, 'open', f.setClock, [options_, f.atof, clock.ptr]);
       }
       const out = [null];
-      const status = f.open(path, options_, out);
-      if (status !== STATUS.HAREL_OK) throw failureHere(status, 'open');
+      // On the pool: opening waits for the write lock while it sets up the schema, and for
+      // a server's round trips. The options stay allocated until it has returned.
+      await callChecked(f, 'open', f.open, [path, options_, out]);
       return new Transport(PRIVATE, out[0], clock, path);
     } catch (e) {
       if (clock) clock.free();
@@ -448,9 +530,12 @@ class Transport {
 
   /** Appends `event` (an object, serialized with JSON.stringify, or a JSON text) to the group's FIFO. */
   publish(groupId, event, options = {}) {
-    return this.#append('publish', () => [
-      messageStruct('', groupId, event, checkOptions('options', options, PUBLISH_OPTIONS)),
-    ]);
+    return this.#call('publish', false, () => {
+      const m = messageStruct('', groupId, event, checkOptions('options', options, PUBLISH_OPTIONS));
+      return async (f, handle) => {
+        await callChecked(f, 'publish', f.publish, [handle, m.group_id, m.event_json, m.priority, m.routing_key]);
+      };
+    });
   }
 
   /**
@@ -458,78 +543,20 @@ class Transport {
    * them) in order, in one transaction: all of them or none, with one commit for the batch.
    */
   publishMany(messages) {
-    return this.#append('publishMany', () => {
+    return this.#call('publishMany', false, () => {
       if (!Array.isArray(messages)) throw argumentError(`messages must be an array, got ${describe(messages)}`);
-      return messages.map(batchElement);
+      const structs = messages.map(batchElement);
+      return async (f, handle) => {
+        await callChecked(f, 'publishMany', f.publishMany, [handle, structs.length ? structs : null, structs.length]);
+      };
     });
-  }
-
-  /**
-   * Queues a publish (its checked messages from `prepare`) like any call, except that
-   * publishes queued one right after another, before the first of them has started, go
-   * to the library together, as one publishMany: one transaction and one commit for all
-   * (at synchronous FULL one fsync instead of one each), so `Promise.all` of many
-   * publishes costs about one. Each promise still settles with its own outcome (see
-   * #commitAppends). A claim, ack or nack queued between two publishes keeps them apart:
-   * calls still take effect in call order.
-   */
-  #append(what, prepare) {
-    let structs;
-    try {
-      if (this.#closed) throw closedError(what);
-      structs = prepare();
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    if (this.#appends === null) {
-      const appends = [];
-      this.#appends = appends;
-      this.#enqueue(what, async (f, handle) => {
-        if (this.#appends === appends) this.#appends = null; // under way: later publishes queue anew
-        await this.#commitAppends(f, handle, appends);
-      });
-    }
-    return new Promise((resolve, reject) => this.#appends.push({ what, structs, resolve, reject }));
-  }
-
-  /**
-   * Sends the publishes that waited together in one publishMany. If it fails with an
-   * error that one of them could have caused (an argument only the library checks, such
-   * as event text that is not JSON; a database error), each is sent again alone, so that
-   * each gets its own outcome and nobody's messages are refused for another's; a busy or
-   * connection error fails them all, as it would each alone.
-   */
-  async #commitAppends(f, handle, appends) {
-    const send = async (what, structs) => {
-      const status =
-        what === 'publish'
-          ? await callAsync(f.publish, [handle, structs[0].group_id, structs[0].event_json, structs[0].priority,
-              structs[0].routing_key])
-          : await callAsync(f.publishMany, [handle, structs.length ? structs : null, structs.length]);
-      return status === STATUS.HAREL_OK ? null : this.#failure(status, what);
-    };
-    const settle = (a, error) => (error ? a.reject(error) : a.resolve());
-    try {
-      if (appends.length === 1) {
-        settle(appends[0], await send(appends[0].what, appends[0].structs));
-        return;
-      }
-      const error = await send('publishMany', appends.flatMap((a) => a.structs));
-      if (error && (error.code === 'HAREL_ERR_ARGUMENT' || error.code === 'HAREL_ERR_DATABASE')) {
-        for (const a of appends) settle(a, await send(a.what, a.structs));
-        return;
-      }
-      for (const a of appends) settle(a, error);
-    } catch (e) {
-      for (const a of appends) a.reject(e); // koffi failed the call; settled ones stay settled
-    }
   }
 
   /** Leases the next deliverable message to `workerId`; null when there is none. */
   claim(workerId, options = {}) {
-    return this.#call('claim', () => {
+    return this.#call('claim', true, () => {
       const args = claimArgs(workerId, options);
-      return async (f, handle) => this.#leaseOf(f, 'claim', f.claim, [handle, ...args]);
+      return (f, handle) => leaseOf(f, 'claim', f.claim, [handle, ...args]);
     });
   }
 
@@ -539,70 +566,61 @@ class Transport {
    * is deliverable; if the ack fails, nothing is claimed.
    */
   ackAndClaim(lease, workerId, options = {}) {
-    return this.#call('ackAndClaim', () => {
+    return this.#call('ackAndClaim', true, () => {
       const struct = leaseStruct(lease);
       const args = claimArgs(workerId, options);
-      return async (f, handle) => this.#leaseOf(f, 'ack_and_claim', f.ackAndClaim, [handle, struct, ...args]);
+      return (f, handle) => leaseOf(f, 'ack_and_claim', f.ackAndClaim, [handle, struct, ...args]);
     });
-  }
-
-  /** Runs a call that leases a message into its last (out) argument; copies it out and frees it. */
-  async #leaseOf(f, what, call, args) {
-    const out = [null];
-    const status = await callAsync(call, [...args, out]);
-    if (status === STATUS.HAREL_EMPTY) return null;
-    if (status !== STATUS.HAREL_OK) throw this.#failure(status, what);
-    const ptr = out[0];
-    try {
-      return makeLease(koffi.decode(ptr, f.Lease));
-    } finally {
-      f.leaseFree(ptr);
-    }
   }
 
   /** Finishes a lease: deletes its message. HAREL_ERR_LEASE_LOST if it is no longer this worker's. */
   ack(lease) {
-    return this.#call('ack', () => {
+    return this.#call('ack', true, () => {
       const struct = leaseStruct(lease);
       return async (f, handle) => {
-        const status = await callAsync(f.ack, [handle, struct]);
-        if (status !== STATUS.HAREL_OK) throw this.#failure(status, 'ack');
+        await callChecked(f, 'ack', f.ack, [handle, struct]);
       };
     });
   }
 
   /** Gives a lease back: claimable at once (delay 0, the default) or parked for `delay` seconds. */
   nack(lease, options = {}) {
-    return this.#call('nack', () => {
+    return this.#call('nack', true, () => {
       const struct = leaseStruct(lease);
       const o = checkOptions('options', options, NACK_OPTIONS);
       const delay = checkNumber('delay', o.delay === undefined ? 0 : o.delay);
       return async (f, handle) => {
-        const status = await callAsync(f.nack, [handle, struct, delay]);
-        if (status !== STATUS.HAREL_OK) throw this.#failure(status, 'nack');
+        await callChecked(f, 'nack', f.nack, [handle, struct, delay]);
       };
     });
   }
 
   /**
-   * Closes the transport once the calls already made on it have finished. Calls made after
-   * close() reject with HAREL_ERR_CLOSED. Calling close() again returns the same promise.
+   * Closes the transport once the calls already made on it have finished: the handle is
+   * never closed while a call uses it. Calls made after close() reject with
+   * HAREL_ERR_CLOSED. Calling close() again returns the same promise.
    */
   close() {
     if (this.#closing) return this.#closing;
     this.#closed = true;
-    this.#closing = this.#tail.then(() => {
+    this.#closing = (async () => {
+      if (this.#inFlight > 0) await new Promise((resolve) => (this.#drained = resolve));
+      const f = load();
       const handle = this.#handle;
       this.#handle = null;
       finalizer.unregister(this);
-      const f = load();
-      // Synchronous, so that harel_last_error() (per thread) gives close's own message; the
-      // handle is freed even when close fails.
-      const status = f.close(handle);
+      // On the pool too: the last connection to a file checkpoints its WAL.
+      await new Promise((resolve) => {
+        try {
+          f.close.async(handle, () => resolve());
+        } catch {
+          f.close(handle); // koffi could not queue it
+          resolve();
+        }
+      });
       if (this.#clock) this.#clock.free();
       this.#clock = null;
-      if (status !== STATUS.HAREL_OK) throw failureHere(status, 'close');
-    });
+    })();
     return this.#closing;
   }
 
@@ -611,10 +629,12 @@ class Transport {
   }
 
   /**
-   * Checks the arguments now (`prepare` throws or returns the call), then queues the call
-   * behind this transport's earlier ones.
+   * Checks the arguments now (`prepare` throws or returns the call), then runs the call:
+   * at once, concurrently with this transport's other calls; or, for a call that reads the
+   * clock (`readsClock`) on a transport with a JS clock, once the previous such call has
+   * ended, right after the clock is read (see ClockCell).
    */
-  #call(what, prepare) {
+  #call(what, readsClock, prepare) {
     let run;
     try {
       if (this.#closed) throw closedError(what);
@@ -622,33 +642,37 @@ class Transport {
     } catch (e) {
       return Promise.reject(e);
     }
-    this.#appends = null; // publishes after this call must not overtake it
-    return this.#enqueue(what, run);
-  }
-
-  /** Runs `run(f, handle)` once this transport's earlier calls have finished. */
-  #enqueue(what, run) {
     const f = load();
-    const result = this.#tail.then(() => {
-      // "now" for the library: read from the JS clock here, on the main thread, just
-      // before the call (publishing doesn't ask for the time).
-      if (this.#clock && !PUBLISHING.has(what)) this.#clock.tick();
-      return run(f, this.#handle);
+    const handle = this.#handle;
+    this.#inFlight += 1;
+    let result;
+    if (this.#clock && readsClock) {
+      const clock = this.#clock;
+      result = this.#clockTail.then(() => {
+        clock.tick();
+        return run(f, handle);
+      });
+      this.#clockTail = result.then(noop, noop);
+    } else {
+      result = run(f, handle);
+    }
+    return result.finally(() => {
+      this.#inFlight -= 1;
+      if (this.#inFlight === 0 && this.#drained) this.#drained();
     });
-    this.#tail = result.then(noop, noop);
-    return result;
   }
+}
 
-  /**
-   * The error of a call that returned `status`. harel_last_error() is per thread and the
-   * call ran on a pool thread, so it can't be read from here; the handle's own last error
-   * can: this handle's calls run one at a time and none has started since this one ended,
-   * so it is this call's message.
-   */
-  #failure(status, what) {
-    const code = statusName(status);
-    let message = load().handleLastError(this.#handle) || `${what}: ${GENERIC[code] || 'failed'}`;
-    return new HarelError(code, message, { status });
+/** Runs a call that leases a message into its out argument; copies the lease out and frees it. */
+async function leaseOf(f, what, call, args) {
+  const out = [null];
+  const status = await callChecked(f, what, call, [...args, out]);
+  if (status === STATUS.HAREL_EMPTY) return null;
+  const ptr = out[0];
+  try {
+    return makeLease(f, ptr);
+  } finally {
+    f.leaseFree(ptr);
   }
 }
 
@@ -662,6 +686,12 @@ class Transport {
  * with that buffer as its ctx. The text is exact: the shortest decimal digits of the
  * double as an integer with an exponent ("17000000005e-1"), which strtod rounds back to
  * the same double, and no decimal point, so no locale can change it.
+ *
+ * One buffer per transport, so the calls that read the clock (claim, ackAndClaim, ack,
+ * nack) go one at a time on a transport with a JS clock: were two in flight, writing the
+ * second's time on the main thread could tear the first's read of it on a pool thread,
+ * and the first could read the second's time. Publishes never read the clock: they stay
+ * concurrent. Without a JS clock every call is concurrent.
  */
 const CELL_SIZE = 48;
 const CELL_TYPE = koffi.array('char', CELL_SIZE);
@@ -715,19 +745,18 @@ function libraryInfo() {
 
 /** The idempotent CREATE statements of a fresh schema, one per line, for a migration tool. */
 function schemaSql(prefix = 'harel') {
-  return schemaText(load().schemaSql, prefix);
+  return schemaText('schemaSql', load().schemaSql, prefix);
 }
 
 /** The statements that upgrade a harel 0.9 groups table (adds routing_key). Run once. */
 function schemaUpgradeSql(prefix = 'harel') {
-  return schemaText(load().schemaUpgradeSql, prefix);
+  return schemaText('schemaUpgradeSql', load().schemaUpgradeSql, prefix);
 }
 
-function schemaText(fn, prefix) {
+function schemaText(what, fn, prefix) {
   checkString('prefix', prefix);
   const out = [null];
-  const status = fn(prefix, out);
-  if (status !== STATUS.HAREL_OK) throw failureHere(status, 'schema');
+  callCheckedHere(load(), what, fn, [prefix, out]);
   return takeString(out[0]);
 }
 

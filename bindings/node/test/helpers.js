@@ -1,10 +1,17 @@
 'use strict';
-// Shared by the tests: a scratch directory per test file and a clock the test moves.
+// Shared by the tests: a scratch directory per test file, a clock the test moves, and
+// python3's sqlite3 in another process (holding the write lock, or writing rows as another
+// program would). The test process itself never opens a queue file with a second SQLite.
 
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { once } = require('node:events');
+const readline = require('node:readline');
 const { after } = require('node:test');
+
+const PYTHON = process.env.HAREL_PYTHON || 'python3';
 
 /** A fresh directory, removed when the test file ends. */
 function scratch() {
@@ -33,7 +40,7 @@ function manualClock(start = 1_000_000) {
 
 /** Asserts that `promise` rejects with a HarelError of `code`, and returns the error. */
 async function rejectsWith(assert, promise, code, messagePattern) {
-  const { HarelError } = require('..');
+  const { HarelError, STATUS } = require('..');
   let error;
   try {
     await promise;
@@ -43,10 +50,57 @@ async function rejectsWith(assert, promise, code, messagePattern) {
   assert.ok(error, `expected a rejection with ${code}, got a result`);
   assert.ok(error instanceof HarelError, `expected a HarelError, got ${error && error.stack}`);
   assert.equal(error.code, code, `expected ${code}, got ${error.code}: ${error.message}`);
+  assert.equal(error.status, STATUS[code], `the status of ${code}`);
   if (messagePattern) assert.match(error.message, messagePattern);
   return error;
 }
 
+/** Spawns python3, failing clearly if it (with sqlite3) is missing. */
+async function python(args, options = {}) {
+  const child = spawn(PYTHON, args, { stdio: ['pipe', 'pipe', 'inherit'], ...options });
+  try {
+    await once(child, 'spawn');
+  } catch (e) {
+    throw new Error(`${PYTHON} (with sqlite3) is needed; set HAREL_PYTHON to use another: ${e.message}`);
+  }
+  return child;
+}
+
+/**
+ * Another process (python3's sqlite3) takes `db`'s write lock with BEGIN IMMEDIATE and
+ * holds it for `seconds`. Resolves once it holds it, with `released()`: resolves when it
+ * has committed and exited.
+ */
+async function holdWriteLock(db, seconds) {
+  const holder = await python([path.join(__dirname, 'fixtures', 'hold-write-lock.py'), db, String(seconds)]);
+  holder.stdin.end();
+  const exited = once(holder, 'exit');
+  const lines = readline.createInterface({ input: holder.stdout })[Symbol.asyncIterator]();
+  const first = await lines.next();
+  if (first.value !== 'locked') throw new Error(`the lock holder said ${JSON.stringify(first.value)}`);
+  return {
+    async released() {
+      const line = await lines.next();
+      const [code] = await exited;
+      if (line.value !== 'released' || code !== 0) throw new Error(`the lock holder ended with ${code}`);
+    },
+  };
+}
+
+/**
+ * Runs `code` in python3 with `input` (any JSON value) as the JSON text of its stdin and
+ * the database path as sys.argv[1]; resolves what it printed, parsed as JSON.
+ */
+async function runPython(code, db, input = null) {
+  const child = await python(['-c', code, db]);
+  child.stdin.end(JSON.stringify(input));
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk) => (out += chunk));
+  const [status] = await once(child, 'exit');
+  if (status !== 0) throw new Error(`python3 failed with ${status}`);
+  return JSON.parse(out);
+}
+
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-module.exports = { scratch, manualClock, rejectsWith, ROOT };
+module.exports = { scratch, manualClock, rejectsWith, holdWriteLock, runPython, ROOT };

@@ -49,6 +49,22 @@ test('a HAREL_TRANSPORT_LIB that does not load is an error (no silent fallback),
   assert.match(result.message, /HAREL_TRANSPORT_LIB/);
 });
 
+test('without the repository build, the installed soname libharel_transport.so.1 is loaded by the dynamic loader', async () => {
+  // The package alone, away from the repository (no target/release two directories up);
+  // koffi from this package's node_modules; the loader's path has `make lib`'s soname link.
+  const copy = path.join(box.dir, 'a', 'b', 'harel-transport');
+  fs.mkdirSync(copy, { recursive: true });
+  for (const file of ['index.js', 'package.json']) fs.copyFileSync(path.join(PACKAGE, file), path.join(copy, file));
+  const code = INFO.replace("require('harel-transport')", `require(${JSON.stringify(copy)})`);
+  const info = await probe(code, {
+    HAREL_TRANSPORT_LIB: '',
+    NODE_PATH: path.join(PACKAGE, 'node_modules'),
+    LD_LIBRARY_PATH: path.dirname(REPO_BUILD),
+  });
+  assert.equal(info.path, 'libharel_transport.so.1', JSON.stringify(info));
+  assert.match(info.version, /^\d+\.\d+\.\d+$/);
+});
+
 test('the package loads as an ES module with named exports', async () => {
   const code = `
     import { Transport, HarelError, version } from 'harel-transport';
