@@ -16,7 +16,19 @@ fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libharel_transport.so.{ABI_VERSION}");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-env-changed=HAREL_WRITE_HEADER");
-    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    // The version macros, from Cargo.toml's version (cbindgen cannot evaluate src/ffi/version.rs's
+    // constants, whose values come from env!).
+    let version = |part: &str| std::env::var(format!("CARGO_PKG_VERSION_{part}")).expect("set by cargo");
+    config.after_includes = Some(format!(
+        "\n/* The library's version, Cargo.toml's; harel_version() returns it at run time. */\n\
+         #define HAREL_TRANSPORT_VERSION_MAJOR {}\n#define HAREL_TRANSPORT_VERSION_MINOR {}\n\
+         #define HAREL_TRANSPORT_VERSION_PATCH {}\n#define HAREL_TRANSPORT_VERSION \"{}\"",
+        version("MAJOR"),
+        version("MINOR"),
+        version("PATCH"),
+        std::env::var("CARGO_PKG_VERSION").expect("set by cargo"),
+    ));
     let bindings = cbindgen::Builder::new()
         .with_crate(&crate_dir)
         .with_config(config)

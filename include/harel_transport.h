@@ -32,6 +32,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The library's version, Cargo.toml's; harel_version() returns it at run time. */
+#define HAREL_TRANSPORT_VERSION_MAJOR 0
+#define HAREL_TRANSPORT_VERSION_MINOR 2
+#define HAREL_TRANSPORT_VERSION_PATCH 0
+#define HAREL_TRANSPORT_VERSION "0.2.0"
+
+/**
+ * The largest page a listing hands out.
+ */
+#define MAX_PAGE 10000
+
 #define HAREL_MAX_PRIORITY 4
 
 #define HAREL_MAX_PREFIX_LEN 30
@@ -81,6 +92,15 @@ typedef enum harel_status {
 } harel_status;
 
 /**
+ * A group's state, from its head (see harel_group_info).
+ */
+typedef enum harel_group_state {
+  HAREL_GROUP_READY = 0,
+  HAREL_GROUP_LEASED = 1,
+  HAREL_GROUP_PARKED = 2,
+} harel_group_state;
+
+/**
  * The error of one failed call (opaque): its status and its message. A call that takes
  * `harel_error **err` sets `*err` to one on error; the caller owns it and frees it with
  * `harel_error_free`. Read it with `harel_error_status` and `harel_error_message`.
@@ -114,7 +134,7 @@ typedef struct harel_transport harel_transport;
  * writer may hold NUL bytes: read them with their lengths to get every byte.
  *
  * A caller may also fill a `harel_lease` of its own (e.g. a binding that copied the
- * fields): ack and nack read only `seq`, `group_id` with `group_id_len`, and
+ * fields): ack, nack and dead_letter read only `seq`, `group_id` with `group_id_len`, and
  * `worker_id`. Never pass such a lease to `harel_lease_free`.
  */
 typedef struct harel_lease {
@@ -146,7 +166,193 @@ typedef struct harel_lease {
    * Epoch seconds the lease runs to.
    */
   double lock_expiry;
+  /**
+   * How many times the message has been claimed, this claim included (1 on its first).
+   */
+  int64_t attempts;
 } harel_lease;
+
+/**
+ * The counts of one priority level (see harel_stats).
+ */
+typedef struct harel_priority_stats {
+  int32_t priority;
+  uint64_t groups;
+  /**
+   * Groups whose head can be claimed now.
+   */
+  uint64_t ready;
+  /**
+   * Groups whose head is leased.
+   */
+  uint64_t leased;
+  /**
+   * Groups whose head is parked.
+   */
+  uint64_t parked;
+} harel_priority_stats;
+
+/**
+ * Exact counts of the queue at one instant, from `harel_transport_stats`; free with
+ * `harel_stats_free`.
+ */
+typedef struct harel_stats {
+  /**
+   * When the counts were taken, epoch seconds.
+   */
+  double now;
+  uint64_t messages;
+  uint64_t groups;
+  uint64_t ready;
+  uint64_t leased;
+  uint64_t parked;
+  /**
+   * Messages in the dead-letter table.
+   */
+  uint64_t dead;
+  /**
+   * Seconds since the oldest message of a ready group was published; -1 when no group
+   * is ready or that message's writer does not stamp the time (harel's Python transports).
+   */
+  double oldest_ready_age;
+  /**
+   * The soonest end of a lease or park, epoch seconds; -1 when nothing is in flight.
+   */
+  double next_release_at;
+  /**
+   * One entry per priority level that has groups, lowest first.
+   */
+  const struct harel_priority_stats *by_priority;
+  size_t n_priorities;
+} harel_stats;
+
+/**
+ * One group of a `harel_group_page`. Its strings live as long as the page.
+ */
+typedef struct harel_group_info {
+  /**
+   * `group_id_len` bytes of UTF-8, then a NUL.
+   */
+  const char *group_id;
+  size_t group_id_len;
+  enum harel_group_state state;
+  /**
+   * How many messages the group holds.
+   */
+  uint64_t depth;
+  int64_t head_seq;
+  /**
+   * Seconds since the head was published; -1 when its writer does not stamp the time.
+   */
+  double head_age;
+  /**
+   * The worker holding the head's lease; NULL when ready or parked.
+   */
+  const char *holder;
+  /**
+   * When the lease or park ends, epoch seconds; -1 when ready.
+   */
+  double lock_expiry;
+  int32_t priority;
+  /**
+   * NULL: none.
+   */
+  const char *routing_key;
+  /**
+   * How many times the head has been claimed.
+   */
+  int64_t head_attempts;
+} harel_group_info;
+
+/**
+ * A page of groups from `harel_transport_groups`; free with `harel_group_page_free`.
+ */
+typedef struct harel_group_page {
+  const struct harel_group_info *groups;
+  size_t n_groups;
+  /**
+   * Pass it to the next call for the next page; NULL when this is the last.
+   */
+  const char *next_cursor;
+} harel_group_page;
+
+/**
+ * One message of a `harel_message_page`.
+ */
+typedef struct harel_message_info {
+  int64_t seq;
+  /**
+   * `event_len` bytes, then a NUL.
+   */
+  const char *event;
+  size_t event_len;
+  int64_t attempts;
+  /**
+   * The worker holding it, or "__parked__"; NULL when free.
+   */
+  const char *locked_by;
+  /**
+   * When its lease or park ends; -1 when free.
+   */
+  double lock_expiry;
+  /**
+   * When it was published, epoch seconds; -1 when its writer does not stamp the time.
+   */
+  double published_at;
+} harel_message_info;
+
+/**
+ * A page of a group's messages from `harel_transport_peek`; free with
+ * `harel_message_page_free`.
+ */
+typedef struct harel_message_page {
+  const struct harel_message_info *messages;
+  size_t n_messages;
+  /**
+   * NULL when this is the last page.
+   */
+  const char *next_cursor;
+} harel_message_page;
+
+/**
+ * One message of a `harel_dead_page`.
+ */
+typedef struct harel_dead_letter {
+  /**
+   * Its seq in the queue before it died.
+   */
+  int64_t seq;
+  const char *group_id;
+  size_t group_id_len;
+  const char *event;
+  size_t event_len;
+  /**
+   * How many times it had been claimed.
+   */
+  int64_t attempts;
+  /**
+   * The worker that held it last; NULL when it was parked or never claimed.
+   */
+  const char *last_worker;
+  const char *reason;
+  /**
+   * When it was moved, epoch seconds.
+   */
+  double dead_at;
+} harel_dead_letter;
+
+/**
+ * A page of dead letters from `harel_transport_dead_letters`; free with
+ * `harel_dead_page_free`.
+ */
+typedef struct harel_dead_page {
+  const struct harel_dead_letter *letters;
+  size_t n_letters;
+  /**
+   * NULL when this is the last page.
+   */
+  const char *next_cursor;
+} harel_dead_page;
 
 /**
  * One message for `harel_transport_publish_many`: the arguments of
@@ -177,6 +383,90 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * Moves the leased message to the dead-letter table with `reason` (for a worker that
+ * knows the message will never succeed); its group goes on with the next message. Reads
+ * only lease->seq, lease->group_id (group_id_len bytes) and lease->worker_id; the lease
+ * stays the caller's to free.
+ *
+ * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
+ * HAREL_ERR_ARGUMENT (as for ack, or reason NULL, empty or not UTF-8); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_dead_letter(struct harel_transport *t,
+                                              const struct harel_lease *lease,
+                                              const char *reason,
+                                              struct harel_error **err);
+
+/**
+ * Moves dead letters back into their groups as the newest messages (after what each
+ * group holds now), in the order they had, claimed 0 times; a group they bring back is
+ * made with its old priority and routing key. Which: exactly one of `all`, `group_id`,
+ * or the `n_seqs` seqs at `seqs` (unknown seqs are passed over). `*moved` (if `moved` is
+ * not NULL) is how many moved.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL, not exactly one selection, group_id
+ * empty or not UTF-8, seqs NULL with n_seqs > 0; nothing changed); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_redrive(struct harel_transport *t,
+                                          bool all,
+                                          const char *group_id,
+                                          const int64_t *seqs,
+                                          size_t n_seqs,
+                                          uint64_t *moved,
+                                          struct harel_error **err);
+
+/**
+ * Deletes dead letters, selected as for harel_transport_redrive; `*purged` (if `purged`
+ * is not NULL) is how many.
+ *
+ * Returns as harel_transport_redrive.
+ */
+enum harel_status harel_transport_purge_dead(struct harel_transport *t,
+                                             bool all,
+                                             const char *group_id,
+                                             const int64_t *seqs,
+                                             size_t n_seqs,
+                                             uint64_t *purged,
+                                             struct harel_error **err);
+
+/**
+ * Deletes `group_id`'s messages and the group (a lease on one of them is lost);
+ * `*purged` (if not NULL) is how many messages.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or group_id NULL, group_id empty or not UTF-8);
+ * HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_purge_group(struct harel_transport *t,
+                                              const char *group_id,
+                                              uint64_t *purged,
+                                              struct harel_error **err);
+
+/**
+ * Deletes every message and group; dead letters stay. `*purged` (if not NULL) is how
+ * many messages.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL); HAREL_ERR_BUSY; HAREL_ERR_DATABASE;
+ * HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_purge(struct harel_transport *t,
+                                        uint64_t *purged,
+                                        struct harel_error **err);
+
+/**
+ * Ends the lease or park on `group_id`'s head now, so a stuck group is served at once
+ * (the holder's ack or nack then finds its lease lost). `*released` (if not NULL) is
+ * false when nothing was held.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or group_id NULL, group_id empty or not UTF-8);
+ * HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_release(struct harel_transport *t,
+                                          const char *group_id,
+                                          bool *released,
+                                          struct harel_error **err);
+
+/**
  * The status of `e`: a negative harel_status. HAREL_OK for NULL.
  */
 enum harel_status harel_error_status(const struct harel_error *e);
@@ -197,10 +487,97 @@ void harel_error_free(struct harel_error *e);
  * the same text as that call's `harel_error_message`. NULL after a call that returned
  * `HAREL_OK` or `HAREL_EMPTY`.
  *
- * The string belongs to the library and stays valid until the next `harel_*` call that
- * returns a status on this thread; copy it to keep it. Never free it.
+ * The string belongs to the library and stays valid until this thread's next call of a
+ * function that takes a `harel_error **err`; copy it to keep it. Never free it.
  */
 const char *harel_last_error(void);
+
+/**
+ * Exact counts of the queue now: messages, groups ready, leased and parked, dead letters,
+ * the oldest ready message's age, the next release, the same per priority level. One read
+ * that takes no write lock and holds up no claim.
+ *
+ * On HAREL_OK `*out` is the caller's (free it with `harel_stats_free`); on error NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL); HAREL_ERR_DATABASE;
+ * HAREL_ERR_CONNECT (a libSQL server).
+ */
+enum harel_status harel_transport_stats(struct harel_transport *t,
+                                        struct harel_stats **out,
+                                        struct harel_error **err);
+
+/**
+ * Frees what `harel_transport_stats` handed out. NULL does nothing.
+ */
+void harel_stats_free(struct harel_stats *stats);
+
+/**
+ * A page of groups in group id order, without claiming anything: each group's state,
+ * depth, head (seq, age, attempts), holder and lease end, priority and routing key.
+ * `state`: -1 for every group, or a harel_group_state to list only those. `cursor`: NULL
+ * for the first page, else the `next_cursor` of the page before (copied; the page it came
+ * from may be freed). `limit`: 1..10000 groups.
+ *
+ * On HAREL_OK `*out` is the caller's (free it with `harel_group_page_free`); on error NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..2, cursor not one
+ * this listing handed out or not UTF-8, limit outside 1..10000); HAREL_ERR_DATABASE;
+ * HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_groups(struct harel_transport *t,
+                                         int32_t state,
+                                         const char *cursor,
+                                         size_t limit,
+                                         struct harel_group_page **out,
+                                         struct harel_error **err);
+
+/**
+ * Frees what `harel_transport_groups` handed out. NULL does nothing.
+ */
+void harel_group_page_free(struct harel_group_page *page);
+
+/**
+ * A page of `group_id`'s messages, oldest first, without claiming them: seq, event,
+ * attempts, lock. `cursor` and `limit` as for harel_transport_groups.
+ *
+ * On HAREL_OK `*out` is the caller's (free it with `harel_message_page_free`); on error NULL.
+ *
+ * Returns HAREL_OK (an unknown group gives an empty page); HAREL_ERR_ARGUMENT (t,
+ * group_id or out NULL, group_id empty or not UTF-8, a bad cursor or limit);
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_peek(struct harel_transport *t,
+                                       const char *group_id,
+                                       const char *cursor,
+                                       size_t limit,
+                                       struct harel_message_page **out,
+                                       struct harel_error **err);
+
+/**
+ * Frees what `harel_transport_peek` handed out. NULL does nothing.
+ */
+void harel_message_page_free(struct harel_message_page *page);
+
+/**
+ * A page of dead letters in the order they had in the queue: `group_id`'s only, or all
+ * when NULL. `cursor` and `limit` as for harel_transport_groups.
+ *
+ * On HAREL_OK `*out` is the caller's (free it with `harel_dead_page_free`); on error NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, group_id empty or not UTF-8, a
+ * bad cursor or limit); HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_dead_letters(struct harel_transport *t,
+                                               const char *group_id,
+                                               const char *cursor,
+                                               size_t limit,
+                                               struct harel_dead_page **out,
+                                               struct harel_error **err);
+
+/**
+ * Frees what `harel_transport_dead_letters` handed out. NULL does nothing.
+ */
+void harel_dead_page_free(struct harel_dead_page *page);
 
 /**
  * Frees a lease a claim returned, with its strings. NULL does nothing.
@@ -293,6 +670,17 @@ enum harel_status harel_options_set_synchronous_full(struct harel_options *o,
                                                      struct harel_error **err);
 
 /**
+ * How many times a message may be claimed: a claim that would hand it out once more moves
+ * it to the dead-letter table instead, and its group goes on with its next message. 0
+ * (the default): no limit.
+ *
+ * Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
+ */
+enum harel_status harel_options_set_max_attempts(struct harel_options *o,
+                                                 uint32_t max_attempts,
+                                                 struct harel_error **err);
+
+/**
  * The function a claim, ack or nack asks for "now": epoch seconds, called with `ctx`.
  * NULL restores the system clock. It is called on the thread that makes the call, while
  * the transport's lock is held, so it must not call back into the same transport; it
@@ -306,11 +694,6 @@ enum harel_status harel_options_set_clock(struct harel_options *o,
                                           double (*clock)(void *ctx),
                                           void *ctx,
                                           struct harel_error **err);
-
-/**
- * The library's version, "MAJOR.MINOR.PATCH". Static: never free it.
- */
-const char *harel_version(void);
 
 /**
  * Frees a string the library handed out (`harel_schema_sql`, `harel_schema_upgrade_sql`).
@@ -494,6 +877,13 @@ enum harel_status harel_transport_nack(struct harel_transport *t,
  * and never close a handle while another thread is using it. NULL does nothing.
  */
 void harel_transport_close(struct harel_transport *t);
+
+/**
+ * The library's version, "MAJOR.MINOR.PATCH"; the header's HAREL_TRANSPORT_VERSION_MAJOR,
+ * _MINOR and _PATCH are the numbers of the version it was generated with. Static: never
+ * free it.
+ */
+const char *harel_version(void);
 
 #ifdef __cplusplus
 }  // extern "C"

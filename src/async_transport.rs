@@ -7,14 +7,16 @@ use tokio::sync::Mutex;
 
 use crate::connect;
 use crate::db::Db;
+use crate::admin;
 use crate::error::{Error, Result};
+use crate::inspect::{self, DeadLetter, DeadLetters, GroupInfo, GroupState, MessageInfo, Page, Stats};
 use crate::lease::Lease;
 use crate::message::Message;
 use crate::mode::Mode;
 use crate::options::{Clock, Options};
 use crate::other_sqlite::FileWatch;
 use crate::queue;
-use crate::request::{Claim, Finish, Nack, Publish};
+use crate::request::{Claim, DeadSelection, Finish, Nack, PageRequest, Publish};
 use crate::schema;
 use crate::sql::Statements;
 use crate::validate;
@@ -26,6 +28,7 @@ pub struct AsyncTransport {
     sql: Statements,
     clock: Clock,
     mode: Mode,
+    max_attempts: u32,
 }
 
 impl AsyncTransport {
@@ -34,12 +37,12 @@ impl AsyncTransport {
     pub async fn open(database: &str, options: &Options) -> Result<AsyncTransport> {
         validate::non_empty("database", database)?;
         let mode = Mode::of(database, options);
-        let watch = if mode == Mode::File { Some(FileWatch::open(database)?) } else { None };
+        let watch = if mode == Mode::File { Some(FileWatch::open(database, options.refuse_other_sqlite)?) } else { None };
         let connected = connect::connect(database, options, mode).await?;
         let mut db = Db::new(connected, database, options.busy_timeout, watch);
         let sql = Statements::new(&options.prefix);
         schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
-        Ok(AsyncTransport { db: Mutex::new(db), sql, clock: options.clock.clone(), mode })
+        Ok(AsyncTransport { db: Mutex::new(db), sql, clock: options.clock.clone(), mode, max_attempts: options.max_attempts })
     }
 
     /// Where the queue lives: a local file, memory, a server, or a replica of one.
@@ -72,7 +75,7 @@ impl AsyncTransport {
     /// The write of `publish` and `publish_many`, and of the blocking face's group commits.
     pub(crate) async fn append(&self, request: &Publish<'_, '_>) -> Result<()> {
         let mut db = self.db.lock().await;
-        queue::publish(&mut db, &self.sql, request).await
+        queue::publish(&mut db, &self.sql, request, &|| self.now()).await
     }
 
     /// Leases the head of the group that has waited longest among those with nothing in
@@ -85,7 +88,7 @@ impl AsyncTransport {
         min_priority: i32,
         routing_keys: &[&str],
     ) -> Result<Option<Lease>> {
-        let request = Claim::new(worker_id, visibility, min_priority, routing_keys)?;
+        let request = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
         let mut db = self.db.lock().await;
         queue::claim(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("claim"))
     }
@@ -110,7 +113,7 @@ impl AsyncTransport {
         routing_keys: &[&str],
     ) -> Result<Option<Lease>> {
         let finish = Finish::new(lease)?;
-        let claim = Claim::new(worker_id, visibility, min_priority, routing_keys)?;
+        let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
         let mut db = self.db.lock().await;
         queue::ack_and_claim(&mut db, &self.sql, finish, &claim, &|| self.now())
             .await
@@ -123,6 +126,87 @@ impl AsyncTransport {
         let request = Nack::new(lease, delay)?;
         let mut db = self.db.lock().await;
         queue::nack(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("nack"))
+    }
+
+    /// Moves the leased message to the dead-letter table with `reason` (a worker that
+    /// knows the message will never succeed); its group goes on with the next message.
+    /// `Error::LeaseLost` as for `ack`.
+    pub async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<()> {
+        let finish = Finish::new(lease)?;
+        validate::non_empty("reason", reason)?;
+        let mut db = self.db.lock().await;
+        queue::dead_letter(&mut db, &self.sql, finish, reason, &|| self.now()).await.map_err(|e| e.during("dead_letter"))
+    }
+
+    /// Exact counts of the queue now, read without the write lock (see `Stats`).
+    pub async fn stats(&self) -> Result<Stats> {
+        let now = self.now()?;
+        let mut db = self.db.lock().await;
+        inspect::stats(&mut db, &self.sql, now).await.map_err(|e| e.during("stats"))
+    }
+
+    /// A page of groups in group id order (only those in `state`, if given), from `cursor`
+    /// (None: the first page; else the `next` of the page before), at most `limit`
+    /// (1..=MAX_PAGE). Read without the write lock.
+    pub async fn groups(&self, state: Option<GroupState>, cursor: Option<&str>, limit: usize) -> Result<Page<GroupInfo>> {
+        let page = PageRequest::new('g', cursor, limit)?;
+        let now = self.now()?;
+        let mut db = self.db.lock().await;
+        inspect::groups(&mut db, &self.sql, state, &page, now).await.map_err(|e| e.during("groups"))
+    }
+
+    /// A page of a group's messages, oldest first, without claiming them.
+    pub async fn peek(&self, group_id: &str, cursor: Option<&str>, limit: usize) -> Result<Page<MessageInfo>> {
+        validate::non_empty("group_id", group_id)?;
+        let page = PageRequest::new('m', cursor, limit)?;
+        let mut db = self.db.lock().await;
+        inspect::peek(&mut db, &self.sql, group_id, &page).await.map_err(|e| e.during("peek"))
+    }
+
+    /// A page of dead letters in the order they had in the queue (one group's, if given).
+    pub async fn dead_letters(&self, group_id: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<Page<DeadLetter>> {
+        if let Some(group_id) = group_id {
+            validate::non_empty("group_id", group_id)?;
+        }
+        let page = PageRequest::new('d', cursor, limit)?;
+        let mut db = self.db.lock().await;
+        inspect::dead_letters(&mut db, &self.sql, group_id, &page).await.map_err(|e| e.during("dead_letters"))
+    }
+
+    /// Moves dead letters back into their groups as their newest messages (after what
+    /// the groups hold now), in the order they had, claimed 0 times; the number moved.
+    pub async fn redrive(&self, which: DeadLetters<'_>) -> Result<u64> {
+        let selection = DeadSelection::new(which)?;
+        let mut db = self.db.lock().await;
+        admin::redrive(&mut db, &self.sql, &selection, &|| self.now()).await.map_err(|e| e.during("redrive"))
+    }
+
+    /// Deletes dead letters; the number deleted.
+    pub async fn purge_dead(&self, which: DeadLetters<'_>) -> Result<u64> {
+        let selection = DeadSelection::new(which)?;
+        let mut db = self.db.lock().await;
+        admin::purge_dead(&mut db, &self.sql, &selection).await.map_err(|e| e.during("purge_dead"))
+    }
+
+    /// Deletes a group's messages (a lease on one of them is lost); the number deleted.
+    pub async fn purge_group(&self, group_id: &str) -> Result<u64> {
+        validate::non_empty("group_id", group_id)?;
+        let mut db = self.db.lock().await;
+        admin::purge_group(&mut db, &self.sql, group_id).await.map_err(|e| e.during("purge_group"))
+    }
+
+    /// Deletes every message and group (dead letters stay); the number of messages.
+    pub async fn purge(&self) -> Result<u64> {
+        let mut db = self.db.lock().await;
+        admin::purge(&mut db, &self.sql).await.map_err(|e| e.during("purge"))
+    }
+
+    /// Ends the lease or park on a group's head now (a stuck group is served again at
+    /// once; the holder's ack then finds its lease lost); false when nothing was held.
+    pub async fn release(&self, group_id: &str) -> Result<bool> {
+        validate::non_empty("group_id", group_id)?;
+        let mut db = self.db.lock().await;
+        admin::release(&mut db, &self.sql, group_id, &|| self.now()).await.map_err(|e| e.during("release"))
     }
 
     /// Closes the connection; it cannot fail. Dropping the transport does the same.

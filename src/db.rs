@@ -65,6 +65,17 @@ impl Db {
         outcome.map_err(|e| self.failed(e))
     }
 
+    /// Every row of a query, each read by `read`.
+    pub async fn query_all<T>(
+        &mut self,
+        sql: &str,
+        params: impl IntoParams,
+        read: impl FnMut(&Row) -> libsql::Result<T>,
+    ) -> Result<Vec<T>> {
+        let outcome = self.statements.query_all(&self.conn, sql, params, read).await;
+        outcome.map_err(|e| self.failed(e))
+    }
+
     /// Converts a libsql error, noting one that leaves a server connection unusable.
     fn failed(&mut self, e: libsql::Error) -> Error {
         if let Place::Server(session) = &mut self.place {

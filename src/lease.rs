@@ -13,4 +13,7 @@ pub struct Lease {
     pub worker_id: String,
     /// Epoch seconds the lease runs to.
     pub lock_expiry: f64,
+    /// How many times the message has been claimed, this claim included (1 on its first).
+    /// Claims by harel's Python transports are not counted. Not read by ack and nack.
+    pub attempts: i64,
 }

@@ -9,12 +9,14 @@
 //! [`Transport`] is the blocking face (what the C ABI wraps); [`AsyncTransport`] is the
 //! same queue as `async fn`. Both run the one implementation in `queue`.
 
+mod admin;
 mod async_transport;
 mod connect;
 mod db;
 mod error;
 pub mod ffi;
 mod group_commit;
+mod inspect;
 mod lease;
 mod local_lock;
 mod lock_wait;
@@ -33,6 +35,7 @@ mod validate;
 
 pub use async_transport::AsyncTransport;
 pub use error::{Error, Result};
+pub use inspect::{DeadLetter, DeadLetters, GroupInfo, GroupState, MessageInfo, Page, PriorityStats, Stats, MAX_PAGE};
 pub use lease::Lease;
 pub use message::Message;
 pub use mode::Mode;

@@ -35,6 +35,11 @@ pub struct Options {
     pub(crate) busy_timeout: Duration,
     pub(crate) synchronous: Synchronous,
     pub(crate) clock: Clock,
+    pub(crate) max_attempts: u32,
+    /// Whether open refuses a file this process holds a lock on that no transport of ours
+    /// holds (other_sqlite.rs). Set by the C ABI only: in a Rust program the `libsql`
+    /// crate shares this library's SQLite, whose own connections are no hazard.
+    pub(crate) refuse_other_sqlite: bool,
 }
 
 impl Default for Options {
@@ -48,6 +53,8 @@ impl Default for Options {
             busy_timeout: Duration::from_secs(5),
             synchronous: Synchronous::Full,
             clock: Arc::new(system_clock),
+            max_attempts: 0,
+            refuse_other_sqlite: false,
         }
     }
 }
@@ -62,6 +69,7 @@ impl fmt::Debug for Options {
             .field("sync_interval", &self.sync_interval)
             .field("busy_timeout", &self.busy_timeout)
             .field("synchronous", &self.synchronous)
+            .field("max_attempts", &self.max_attempts)
             .finish_non_exhaustive()
     }
 }
@@ -116,6 +124,14 @@ impl Options {
 
     pub fn synchronous(&mut self, synchronous: Synchronous) -> &mut Self {
         self.synchronous = synchronous;
+        self
+    }
+
+    /// How many times a message may be claimed: a claim that would hand it out once more
+    /// moves it to the dead-letter table instead, and its group goes on with the next
+    /// message. 0 (the default): no limit.
+    pub fn max_attempts(&mut self, max_attempts: u32) -> &mut Self {
+        self.max_attempts = max_attempts;
         self
     }
 

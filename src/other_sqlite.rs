@@ -7,7 +7,8 @@
 //! takes its exclusive lock as if it were the last user, checkpoints, and deletes the WAL
 //! our connection still writes to: commits are lost without an error. What is caught:
 //!
-//! - at open, the other copy already has the file open: it holds a POSIX lock on the file
+//! - at open through the C ABI (whose SQLite no other code in the process can use), the
+//!   other copy already has the file open: it holds a POSIX lock on the file
 //!   or its `-shm` (a WAL reader keeps both). An open-file-description lock query
 //!   (`F_OFD_GETLK`) sees POSIX locks of this process too, where a POSIX query does not;
 //!   when no connection of ours has the file open or is opening it, a lock owned by this
@@ -60,9 +61,10 @@ pub struct FileWatch {
 }
 
 impl FileWatch {
-    /// Before our connection opens `path`: refuses a file another SQLite library of this
-    /// process has open, and counts ours in.
-    pub fn open(path: &str) -> Result<FileWatch> {
+    /// Before our connection opens `path`: counts ours in, and with `refuse`, refuses a file
+    /// another SQLite library of this process has open. (Only the C ABI refuses: a Rust
+    /// program's `libsql` crate is this library's own SQLite, and its locks are no hazard.)
+    pub fn open(path: &str, refuse: bool) -> Result<FileWatch> {
         let wal_path = format!("{path}-wal");
         let mut ours = OURS.lock().unwrap_or_else(PoisonError::into_inner);
         // Its identity from its path, without a descriptor; one that does not exist yet is
@@ -83,7 +85,7 @@ impl FileWatch {
         if watched.file.is_none() {
             watched.file = made.or_else(|| File::open(path).ok());
         }
-        if watched.connections == 0 {
+        if refuse && watched.connections == 0 {
             if let Some(which) = watched.locked_by_this_process(path) {
                 return Err(Error::Database(format!(
                     "open {path:?}: another SQLite library in this process has this file open (this \

@@ -28,18 +28,19 @@ pub type Now<'a> = &'a (dyn Fn() -> Result<f64> + Send + Sync);
 /// rather than one per message; a few multi-row INSERTs (`Statements::publish_rows`), so on a
 /// server a few round trips rather than two per message. An empty batch writes nothing
 /// and opens no transaction.
-pub async fn publish(db: &mut Db, sql: &Statements, request: &Publish<'_, '_>) -> Result<()> {
+pub async fn publish(db: &mut Db, sql: &Statements, request: &Publish<'_, '_>, now: Now<'_>) -> Result<()> {
     let messages = request.messages();
     if messages.is_empty() {
         return Ok(());
     }
     db.write_transaction(async |db| {
+        let now = now()?;
         let mut rest = messages;
         while !rest.is_empty() {
             let (rows, insert_messages, insert_groups) = sql.publish_rows(rest.len(), db.prepares_statements());
             let (run, later) = rest.split_at(rows);
             let values = run.iter().flat_map(|m| [Value::from(m.group_id), Value::from(m.event_json)]);
-            db.execute(&insert_messages, values.collect::<Vec<_>>()).await?;
+            db.execute(&insert_messages, std::iter::once(Value::from(now)).chain(values).collect::<Vec<_>>()).await?;
             // OR IGNORE: the first publish into a group fixes its priority and routing key.
             let groups = run.iter().flat_map(|m| [m.group_id.into(), m.priority.into(), m.routing_key.into()]);
             db.execute(&insert_groups, groups.collect::<Vec<Value>>()).await?;
@@ -52,6 +53,23 @@ pub async fn publish(db: &mut Db, sql: &Statements, request: &Publish<'_, '_>) -
 
 pub async fn claim(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Option<Lease>> {
     db.write_transaction(async |db| claim_within(db, sql, c, now()?).await).await
+}
+
+/// A worker's verdict on a message it holds: it will never succeed. Moved to the
+/// dead-letter table with `reason`, as an ack would remove it (its group goes on with the
+/// next message); `Error::LeaseLost` as for ack.
+pub async fn dead_letter(db: &mut Db, sql: &Statements, finish: Finish<'_>, reason: &str, now: Now<'_>) -> Result<()> {
+    let lease = finish.lease;
+    db.write_transaction(async |db| {
+        let now = now()?;
+        let params = (lease.seq, reason, now, lease.group_id.as_str(), lease.worker_id.as_str());
+        if db.execute(&sql.bury_leased, params).await? == 0 {
+            return Err(lease_lost(lease));
+        }
+        db.execute(&sql.delete_message, [lease.seq]).await?;
+        group_goes_on(db, sql, &lease.group_id, now).await
+    })
+    .await
 }
 
 pub async fn ack(db: &mut Db, sql: &Statements, finish: Finish<'_>, now: Now<'_>) -> Result<()> {
@@ -74,18 +92,38 @@ pub async fn ack_and_claim(
     .await
 }
 
-/// The claim's statements, inside a write transaction.
+/// The claim's statements, inside a write transaction. A head that cannot be handed out
+/// (claimed `max_attempts` times already, 0 meaning no limit; or text another program
+/// stored that is not UTF-8) moves to the dead-letter table instead, and the claim looks
+/// again: that group's next message (which keeps the group's place) or another group's is
+/// served, and the queue is never blocked behind it.
 async fn claim_within(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: f64) -> Result<Option<Lease>> {
-    let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
-    let head = db
-        .query_one(&claim, params, |row| Ok((row.get::<i64>(0)?, row.get::<Vec<u8>>(1)?, row.get::<Vec<u8>>(2)?)))
-        .await?;
-    let Some((seq, group_id, event)) = head else { return Ok(None) };
-    let (group_id, event) = (stored_text(seq, "group_id", group_id)?, stored_text(seq, "event", event)?);
-    let lock_expiry = now + c.visibility;
-    db.execute(&sql.set_group_ready_at, (group_id.as_str(), lock_expiry)).await?;
-    db.execute(&sql.lease_message, (seq, c.worker_id, lock_expiry)).await?;
-    Ok(Some(Lease { seq, group_id, event, worker_id: c.worker_id.to_owned(), lock_expiry }))
+    loop {
+        let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
+        let head = db
+            .query_one(&claim, params, |row| {
+                Ok((row.get::<i64>(0)?, row.get::<Vec<u8>>(1)?, row.get::<Vec<u8>>(2)?, row.get::<i64>(3)?))
+            })
+            .await?;
+        let Some((seq, group_id, event, attempts)) = head else { return Ok(None) };
+        let undeliverable = match (String::from_utf8(group_id), String::from_utf8(event)) {
+            _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
+                format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
+            }
+            (Ok(group_id), Ok(event)) => {
+                let lock_expiry = now + c.visibility;
+                db.execute(&sql.set_group_ready_at, (group_id.as_str(), lock_expiry)).await?;
+                db.execute(&sql.lease_message, (seq, c.worker_id, lock_expiry)).await?;
+                let worker_id = c.worker_id.to_owned();
+                return Ok(Some(Lease { seq, group_id, event, worker_id, lock_expiry, attempts: attempts + 1 }));
+            }
+            (Err(_), _) => "its group_id is not valid UTF-8 (written by another program)".to_owned(),
+            (_, Err(_)) => "its event is not valid UTF-8 (written by another program)".to_owned(),
+        };
+        db.execute(&sql.bury_head, (seq, undeliverable, now)).await?;
+        db.execute(&sql.delete_message, [seq]).await?;
+        db.execute(&sql.drop_buried_group_if_empty, [seq]).await?;
+    }
 }
 
 /// The ack's statements, inside a write transaction.
@@ -95,7 +133,12 @@ async fn ack_within(db: &mut Db, sql: &Statements, lease: &Lease, now: f64) -> R
     if deleted == 0 {
         return Err(lease_lost(lease));
     }
-    // The group is ready again now, or goes when that was its last message.
+    group_goes_on(db, sql, group_id, now).await
+}
+
+/// After its head was removed: the group is ready again now, or goes when that was its
+/// last message.
+async fn group_goes_on(db: &mut Db, sql: &Statements, group_id: &str, now: f64) -> Result<()> {
     if db.execute(&sql.requeue_group_if_not_empty, (group_id, now)).await? == 0 {
         db.execute(&sql.drop_group_if_empty, [group_id]).await?;
     }
@@ -121,13 +164,6 @@ pub async fn nack(db: &mut Db, sql: &Statements, request: &Nack<'_>, now: Now<'_
         Ok(())
     })
     .await
-}
-
-/// A text column read as bytes (see `Statements::claim`), whole.
-fn stored_text(seq: i64, column: &str, bytes: Vec<u8>) -> Result<String> {
-    String::from_utf8(bytes).map_err(|e| {
-        Error::Database(format!("message {seq}: its {column} is not valid UTF-8 (written by another program?): {e}"))
-    })
 }
 
 fn lease_lost(lease: &Lease) -> Error {

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
+use crate::inspect::{self, DeadLetters, MAX_PAGE};
 use crate::lease::Lease;
 use crate::message::Message;
 use crate::validate;
@@ -37,12 +38,13 @@ impl<'m, 'a> Publish<'m, 'a> {
     }
 }
 
-/// What a claim asks for.
+/// What a claim asks for, and the transport's `max_attempts` (0: no limit).
 pub struct Claim<'a> {
     pub worker_id: &'a str,
     pub visibility: f64,
     pub min_priority: i32,
     pub routing_keys: &'a [&'a str],
+    pub max_attempts: u32,
 }
 
 impl<'a> Claim<'a> {
@@ -51,12 +53,13 @@ impl<'a> Claim<'a> {
         visibility: f64,
         min_priority: i32,
         routing_keys: &'a [&'a str],
+        max_attempts: u32,
     ) -> Result<Claim<'a>> {
         validate::worker_id(worker_id)?;
         validate::positive_seconds("visibility", visibility)?;
         validate::priority("min_priority", min_priority)?;
         validate::routing_keys(routing_keys)?;
-        Ok(Claim { worker_id, visibility, min_priority, routing_keys })
+        Ok(Claim { worker_id, visibility, min_priority, routing_keys, max_attempts })
     }
 }
 
@@ -85,5 +88,38 @@ impl<'a> Nack<'a> {
         let finish = Finish::new(lease)?;
         validate::non_negative_seconds("delay", delay)?;
         Ok(Nack { finish, delay })
+    }
+}
+
+/// Which dead letters a redrive or purge takes, checked.
+pub struct DeadSelection<'a> {
+    pub which: DeadLetters<'a>,
+}
+
+impl<'a> DeadSelection<'a> {
+    pub fn new(which: DeadLetters<'a>) -> Result<DeadSelection<'a>> {
+        match which {
+            DeadLetters::Group(group_id) => validate::non_empty("group_id", group_id)?,
+            DeadLetters::Seqs([]) => return Err(Error::Argument("seqs is empty: name at least one dead letter".into())),
+            DeadLetters::All | DeadLetters::Seqs(_) => {}
+        }
+        Ok(DeadSelection { which })
+    }
+}
+
+/// A page of a listing: where it starts and how long it is.
+pub struct PageRequest {
+    /// What the cursor says (its kind checked), or None for the first page.
+    pub after: Option<Vec<u8>>,
+    pub limit: usize,
+}
+
+impl PageRequest {
+    /// `kind`: the listing's cursor kind (see inspect::cursor).
+    pub fn new(kind: char, cursor: Option<&str>, limit: usize) -> Result<PageRequest> {
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(Error::Argument(format!("limit is {limit}; it must be 1..{MAX_PAGE}")));
+        }
+        Ok(PageRequest { after: cursor.map(|c| inspect::parse_cursor(kind, c)).transpose()?, limit })
     }
 }

@@ -1,5 +1,5 @@
 //! Making sure the tables are there at `open`: created and upgraded in place, or, with
-//! `create_schema` off, checked so a missing table fails early with a clear message.
+//! `create_schema` off, checked so a missing table or column fails early with a clear message.
 
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -7,13 +7,15 @@ use crate::sql::Statements;
 
 pub async fn prepare(db: &mut Db, sql: &Statements, create: bool) -> Result<()> {
     if create {
-        // One write transaction: two processes starting at once cannot both run the ALTER.
+        // One write transaction: two processes starting at once cannot both run an ALTER.
         db.write_transaction(async |db| {
             for statement in sql.tables() {
                 db.execute(&statement, ()).await?;
             }
-            if !has_routing_key(db, sql).await? {
-                db.execute(&sql.add_routing_key(), ()).await?;
+            for (table, column, alter) in sql.added_columns() {
+                if !has_column(db, table, column).await? {
+                    db.execute(&alter, ()).await?;
+                }
             }
             for statement in sql.indexes() {
                 db.execute(&statement, ()).await?;
@@ -26,25 +28,34 @@ pub async fn prepare(db: &mut Db, sql: &Statements, create: bool) -> Result<()> 
     }
 }
 
+/// Every table and column a queue needs, or one error naming each that is missing.
 async fn check(db: &mut Db, sql: &Statements) -> Result<()> {
-    let tables = db.query_one(&sql.count_tables, (), |row| row.get::<i64>(0)).await?;
-    if tables != Some(2) {
-        return Err(Error::Database(format!(
-            "the tables {} and {} must both exist when create_schema is off \
-             (create them with harel_schema_sql's statements, or open with create_schema on)",
-            sql.messages_table, sql.groups_table
-        )));
+    let tables = [&sql.messages_table, &sql.groups_table, &sql.dead_table];
+    let mut missing = Vec::new();
+    for table in tables {
+        if db.query_one(&Statements::has_table(table), (), |_| Ok(())).await?.is_none() {
+            missing.push(format!("the table {table}"));
+        }
     }
-    if !has_routing_key(db, sql).await? {
-        return Err(Error::Database(format!(
-            "{} has no routing_key column (a harel 0.9 schema): run harel_schema_upgrade_sql's \
-             statements once, or open with create_schema on",
-            sql.groups_table
-        )));
+    for (table, column, _) in sql.added_columns() {
+        if !missing.iter().any(|m| m.ends_with(table)) && !has_column(db, table, column).await? {
+            missing.push(format!("the column {table}.{column}"));
+        }
     }
-    Ok(())
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Database(format!(
+        "create_schema is off, and {} missing (a harel 0.9 or older harel-transport file lacks some): \
+         open once with create_schema on, or run harel_schema_sql's statements (a new file) or \
+         harel_schema_upgrade_sql's (an older one)",
+        match missing.as_slice() {
+            [one] => format!("{one} is"),
+            many => format!("{} are", many.join(", ")),
+        }
+    )))
 }
 
-async fn has_routing_key(db: &mut Db, sql: &Statements) -> Result<bool> {
-    Ok(db.query_one(&sql.has_routing_key, (), |_| Ok(())).await?.is_some())
+async fn has_column(db: &mut Db, table: &str, column: &str) -> Result<bool> {
+    Ok(db.query_one(&Statements::has_column(table, column), (), |_| Ok(())).await?.is_some())
 }

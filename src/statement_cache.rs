@@ -63,6 +63,25 @@ impl StatementCache {
         }
     }
 
+    /// Every row of a query, each read by `read`, before the statement is reset.
+    pub async fn query_all<T>(
+        &mut self,
+        conn: &Connection,
+        sql: &str,
+        params: impl IntoParams,
+        mut read: impl FnMut(&Row) -> libsql::Result<T>,
+    ) -> libsql::Result<Vec<T>> {
+        let rows = match self.prepared(conn, sql).await? {
+            Some(statement) => {
+                let all = all_rows(statement.query(params).await, &mut read).await;
+                statement.reset();
+                return all;
+            }
+            None => conn.query(sql, params).await,
+        };
+        all_rows(rows, &mut read).await
+    }
+
     /// Drops the statements before their connection goes.
     pub fn clear(&mut self) {
         self.prepared = None;
@@ -77,4 +96,16 @@ async fn first_row<T>(
         Some(row) => read(&row).map(Some),
         None => Ok(None),
     }
+}
+
+async fn all_rows<T>(
+    rows: libsql::Result<libsql::Rows>,
+    read: &mut impl FnMut(&Row) -> libsql::Result<T>,
+) -> libsql::Result<Vec<T>> {
+    let mut rows = rows?;
+    let mut all = Vec::new();
+    while let Some(row) = rows.next().await? {
+        all.push(read(&row)?);
+    }
+    Ok(all)
 }

@@ -8,6 +8,7 @@ use tokio::runtime::{Builder, Runtime};
 use crate::async_transport::AsyncTransport;
 use crate::error::{Error, Result};
 use crate::group_commit::GroupCommit;
+use crate::inspect::{DeadLetter, DeadLetters, GroupInfo, GroupState, MessageInfo, Page, Stats};
 use crate::lease::Lease;
 use crate::message::Message;
 use crate::mode::Mode;
@@ -93,6 +94,56 @@ impl Transport {
     /// See [`AsyncTransport::nack`].
     pub fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
         self.runtime.block_on(self.inner().nack(lease, delay))
+    }
+
+    /// See [`AsyncTransport::dead_letter`].
+    pub fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<()> {
+        self.runtime.block_on(self.inner().dead_letter(lease, reason))
+    }
+
+    /// See [`AsyncTransport::stats`].
+    pub fn stats(&self) -> Result<Stats> {
+        self.runtime.block_on(self.inner().stats())
+    }
+
+    /// See [`AsyncTransport::groups`].
+    pub fn groups(&self, state: Option<GroupState>, cursor: Option<&str>, limit: usize) -> Result<Page<GroupInfo>> {
+        self.runtime.block_on(self.inner().groups(state, cursor, limit))
+    }
+
+    /// See [`AsyncTransport::peek`].
+    pub fn peek(&self, group_id: &str, cursor: Option<&str>, limit: usize) -> Result<Page<MessageInfo>> {
+        self.runtime.block_on(self.inner().peek(group_id, cursor, limit))
+    }
+
+    /// See [`AsyncTransport::dead_letters`].
+    pub fn dead_letters(&self, group_id: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<Page<DeadLetter>> {
+        self.runtime.block_on(self.inner().dead_letters(group_id, cursor, limit))
+    }
+
+    /// See [`AsyncTransport::redrive`].
+    pub fn redrive(&self, which: DeadLetters<'_>) -> Result<u64> {
+        self.runtime.block_on(self.inner().redrive(which))
+    }
+
+    /// See [`AsyncTransport::purge_dead`].
+    pub fn purge_dead(&self, which: DeadLetters<'_>) -> Result<u64> {
+        self.runtime.block_on(self.inner().purge_dead(which))
+    }
+
+    /// See [`AsyncTransport::purge_group`].
+    pub fn purge_group(&self, group_id: &str) -> Result<u64> {
+        self.runtime.block_on(self.inner().purge_group(group_id))
+    }
+
+    /// See [`AsyncTransport::purge`].
+    pub fn purge(&self) -> Result<u64> {
+        self.runtime.block_on(self.inner().purge())
+    }
+
+    /// See [`AsyncTransport::release`].
+    pub fn release(&self, group_id: &str) -> Result<bool> {
+        self.runtime.block_on(self.inner().release(group_id))
     }
 
     /// Closes the connection; it cannot fail. Dropping the transport does the same.

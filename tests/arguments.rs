@@ -164,7 +164,7 @@ fn lease_arguments() {
     // "__parked__" is what a parked message carries in locked_by: a lease forged with it
     // must not reach the parked message.
     let forged =
-        Lease { seq: f.parked_seq, group_id: "b".into(), event: event(3), worker_id: PARKED.into(), lock_expiry: 0.0 };
+        Lease { seq: f.parked_seq, group_id: "b".into(), event: event(3), worker_id: PARKED.into(), lock_expiry: 0.0, attempts: 0 };
     f.rejects("worker_id", "ack of a parked message as __parked__", |t| t.ack(&forged));
     f.rejects("worker_id", "nack of a parked message as __parked__", |t| t.nack(&forged, 0.0));
     f.still_works();

@@ -6,12 +6,13 @@ use harel_transport_testkit as common;
 
 use common::contract::Check;
 use common::{file, temp_db, TestClock};
+use harel_transport::{Options, Transport};
 
 const V: f64 = 30.0;
 
 fn on_a_local_file(check: Check) {
     let (_dir, path) = temp_db();
-    check(&|clock: &TestClock| file(&path, clock));
+    check(&|options: &Options| Transport::open(&path, options).expect("open a local file"));
 }
 
 /// One test per check, named after it.
@@ -54,6 +55,16 @@ local!(
     ack_and_claim_acks_then_claims_in_one_go,
     ack_and_claim_claims_nothing_when_the_ack_fails,
     a_long_batch_keeps_its_order_and_first_messages_across_inserts,
+    attempts_count_every_claim,
+    max_attempts_moves_a_poison_message_out_and_serves_its_group,
+    a_worker_dead_letters_a_message_it_holds,
+    redrive_moves_dead_letters_back_as_the_newest,
+    purge_dead_deletes_what_it_is_asked,
+    stats_count_every_state,
+    groups_are_listed_in_pages_and_by_state,
+    peek_shows_a_groups_messages_without_claiming,
+    purge_empties_a_group_or_the_queue,
+    release_frees_a_stuck_group_now,
 );
 
 #[test]

@@ -230,6 +230,7 @@ fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_bac
                 event: String::new(),
                 worker_id: WORKER.into(),
                 lock_expiry: 1030.0,
+                attempts: 0,
             };
             assert!(matches!(t.ack(&dead), Err(Error::LeaseLost(_))), "{when}: the dead worker's lease is lost");
         } else {

@@ -44,15 +44,26 @@ fi
 pass "make install PREFIX=\$tmp"
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-check "installed: .so.$version, .so.0 and .so links, .a, header, .pc" \
-  test -f "$tmp/lib/libharel_transport.so.$version" -a -L "$tmp/lib/libharel_transport.so.0" \
+# The soname's number (docs/abi.md, "Versioning"), kept in build.rs as the Makefile reads it.
+abi=$(sed -n 's/^const ABI_VERSION: u32 = \([0-9]*\);/\1/p' build.rs)
+if [ -z "$abi" ]; then
+  fail "build.rs has const ABI_VERSION: u32 = N;"
+  finish
+fi
+check "installed: .so.$version, .so.$abi and .so links, .a, header, .pc" \
+  test -f "$tmp/lib/libharel_transport.so.$version" -a -L "$tmp/lib/libharel_transport.so.$abi" \
   -a -L "$tmp/lib/libharel_transport.so" -a -f "$tmp/lib/libharel_transport.a" \
   -a -f "$tmp/include/harel_transport.h" -a -f "$tmp/lib/pkgconfig/harel_transport.pc"
-soname_is_0() {
+soname_is_abi() {
   readelf -d "$tmp/lib/libharel_transport.so.$version" |
-    grep -q 'SONAME.*\[libharel_transport\.so\.0\]'
+    grep -q "SONAME.*\[libharel_transport\.so\.$abi\]\$"
 }
-check "the .so's soname is libharel_transport.so.0" soname_is_0
+check "the .so's soname is libharel_transport.so.$abi" soname_is_abi
+links_to_the_library() { # .so.ABI -> .so.VERSION, .so -> .so.ABI, both ending at the file
+  [ "$(readlink "$tmp/lib/libharel_transport.so.$abi")" = "libharel_transport.so.$version" ] &&
+    [ "$(readlink "$tmp/lib/libharel_transport.so")" = "libharel_transport.so.$abi" ]
+}
+check "the links: .so -> .so.$abi -> .so.$version" links_to_the_library
 
 pc() { PKG_CONFIG_PATH="$tmp/lib/pkgconfig" pkg-config "$@" harel_transport; }
 check "pkg-config knows harel_transport $version" test "$(pc --modversion)" = "$version"
@@ -69,7 +80,7 @@ build_dynamic() { # NAME
 check "producer builds against the install (pkg-config)" build_dynamic producer
 check "worker builds against the install (pkg-config)" build_dynamic worker
 loads_installed() { # NAME
-  ldd "$tmp/work/$1" | grep -qF "libharel_transport.so.0 => $tmp/lib/libharel_transport.so.0"
+  ldd "$tmp/work/$1" | grep -qF "libharel_transport.so.$abi => $tmp/lib/libharel_transport.so.$abi"
 }
 check "producer loads the installed library, by its soname" loads_installed producer
 check "worker loads the installed library, by its soname" loads_installed worker

@@ -225,6 +225,7 @@ fn a_killed_workers_message_goes_to_exactly_one_new_holder_after_its_lease() {
         event: message(0, 0),
         worker_id: "holder".into(),
         lock_expiry: 1002.0,
+        attempts: 0,
     };
     assert!(matches!(t.ack(&dead), Err(Error::LeaseLost(_))), "the dead worker's lease is lost");
     t.ack(&Lease { worker_id: new_holder, ..dead }).expect("the new holder acks");

@@ -56,6 +56,9 @@ fn a_harel_09_file_is_upgraded_in_place() {
 
     let columns = raw.columns("harel_transport_groups");
     assert_eq!(columns, ["group_id", "last_claimed_at", "priority", "routing_key"]);
+    let columns = raw.columns("harel_transport_messages");
+    assert_eq!(columns, ["seq", "group_id", "event", "locked_by", "lock_expiry", "attempts", "enqueued_at"]);
+    assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages WHERE attempts = 0"), raw.count("SELECT count(*) FROM harel_transport_messages"), "old messages start at 0 claims");
     let index = raw.rows("SELECT name FROM pragma_index_info('harel_transport_groups_by_routing_key') ORDER BY seqno");
     assert_eq!(
         index,
@@ -202,7 +205,7 @@ fn prefixes_are_isolated() {
         Raw::open(&path).objects().into_iter().filter(|(ty, _)| ty == "table").map(|(_, name)| name).collect();
     let mut expected: Vec<String> = ["a", "harel", "tenant_b"]
         .iter()
-        .flat_map(|p| [format!("{p}_transport_groups"), format!("{p}_transport_messages")])
+        .flat_map(|p| [format!("{p}_transport_dead"), format!("{p}_transport_groups"), format!("{p}_transport_messages")])
         .collect();
     expected.sort();
     assert_eq!(tables, expected);
@@ -234,11 +237,13 @@ fn create_schema_off_with_one_table_missing_fails_at_open() {
 }
 
 #[test]
-fn create_schema_off_on_a_harel_09_file_fails_naming_routing_key() {
+fn create_schema_off_on_a_harel_09_file_fails_naming_what_it_lacks() {
     let (_dir, path) = temp_db();
     let raw = harel_09_file(&path, "harel");
     let message = database_error(Transport::open(&path, &no_schema(&TestClock::at(1000.0))));
-    assert!(message.contains("routing_key"), "{message}");
+    for lacking in ["the table harel_transport_dead", "harel_transport_groups.routing_key", "harel_transport_messages.attempts", "harel_transport_messages.enqueued_at"] {
+        assert!(message.contains(lacking), "names {lacking}: {message}");
+    }
     assert_eq!(raw.columns("harel_transport_groups").len(), 3, "nothing was altered");
 }
 
@@ -288,7 +293,7 @@ fn schema_sql_names_only_its_prefix() {
     let raw = Raw::open(&path);
     raw.batch(&script);
     let objects = raw.objects();
-    assert_eq!(objects.len(), 6, "2 tables, 4 indexes: {objects:?}");
+    assert_eq!(objects.len(), 9, "3 tables, 6 indexes: {objects:?}");
     assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
     let mut o = no_schema(&TestClock::at(1000.0));
     o.prefix("tenant_7").unwrap();

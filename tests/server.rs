@@ -114,9 +114,9 @@ impl Client {
         self.try_open(options).unwrap_or_else(|e| panic!("open ({}): {e:?}", self.via.name()))
     }
 
-    /// A transport on tables under `prefix`, with the test's clock.
-    fn with_prefix(&self, prefix: &str, clock: &TestClock) -> Transport {
-        let mut o = clock.options();
+    /// A transport on tables under `prefix`, with `options` otherwise.
+    fn with_prefix(&self, prefix: &str, options: &Options) -> Transport {
+        let mut o = options.clone();
         o.prefix(prefix).unwrap();
         self.open(&o)
     }
@@ -136,7 +136,7 @@ fn run_contract(via: Via, test: &str) {
     let server = Sqld::start(&binary, false);
     let client = Client::of(via, &server);
     let shared = contract::CHECKS.iter().enumerate().map(|(i, &(name, check))| {
-        let run = move |c: &Client| check(&|clock: &TestClock| c.with_prefix(&format!("c{i}"), clock));
+        let run = move |c: &Client| check(&|options: &Options| c.with_prefix(&format!("c{i}"), options));
         (name, Box::new(run) as Box<dyn Fn(&Client)>)
     });
     let checks = shared.chain([("schema_off_and_idempotent", Box::new(check_schema) as Box<dyn Fn(&Client)>)]);
@@ -178,8 +178,8 @@ fn check_schema(c: &Client) {
         Err(Error::Database(m)) => assert!(m.contains("c_schema_transport_messages"), "names the table: {m}"),
         other => panic!("create_schema off, no tables: want Error::Database at open, got {:?}", other.map(|_| ())),
     }
-    let first = c.with_prefix("c_schema", &clock);
-    let second = c.with_prefix("c_schema", &clock);
+    let first = c.with_prefix("c_schema", &clock.options());
+    let second = c.with_prefix("c_schema", &clock.options());
     first.publish("g", &event(1), 0, None).unwrap();
     let checked = c.open(&off);
     assert_eq!(claim(&checked, "w").unwrap().event, event(1));

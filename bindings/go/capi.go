@@ -309,6 +309,7 @@ func claimed(status C.enum_harel_status, l *C.harel_lease, err errOut) (*Lease, 
 		Event:      C.GoBytes(unsafe.Pointer(l.event), C.int(l.event_len)),
 		WorkerID:   C.GoString(l.worker_id),
 		LockExpiry: fromEpochSeconds(float64(l.lock_expiry)),
+		Attempts:   int(l.attempts),
 	}, nil
 }
 

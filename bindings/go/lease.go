@@ -24,4 +24,8 @@ type Lease struct {
 	// Transport's clock; to the microsecond): after it, another worker may claim the
 	// message and this lease's Ack or Nack fails with ErrLeaseLost.
 	LockExpiry time.Time
+	// Attempts is how many times the message has been claimed, this claim included (1 on
+	// its first). With WithMaxAttempts, a message claimed that many times goes to the
+	// dead letters instead of being handed out again.
+	Attempts int
 }

@@ -111,6 +111,8 @@ export interface Lease<E = unknown> {
   readonly workerId: string;
   /** Epoch seconds the lease runs to. */
   readonly lockExpiry: number;
+  /** How many times the message has been claimed, this claim included (1 on its first). */
+  readonly attempts: number;
 }
 
 /** What ack and nack need of a lease (a Lease, or the same fields copied elsewhere). */

@@ -117,6 +117,7 @@ const LeaseType = koffi.struct({
   event_len: 'size_t',
   worker_id: 'const char *',
   lock_expiry: 'double',
+  attempts: 'int64_t',
 });
 const MessageType = koffi.struct({
   group_id: 'const char *',
@@ -301,6 +302,7 @@ function leaseStruct(lease) {
     event_len: 0,
     worker_id: checkString('lease.workerId', lease.workerId),
     lock_expiry: 0,
+    attempts: 0,
   };
 }
 
@@ -434,6 +436,7 @@ function makeLease(f, ptr) {
     eventJson,
     workerId: raw.worker_id,
     lockExpiry: raw.lock_expiry,
+    attempts: Number(raw.attempts),
   });
 }
 

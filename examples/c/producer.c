@@ -19,14 +19,16 @@ static int parse_count(const char *text, long *out) {
   return *text != '\0' && *end == '\0' && *out > 0 && *out <= 1000000;
 }
 
-static void report(const char *what, harel_status status) {
-  fprintf(stderr, "producer: %s: %s: %s\n", what, harel_status_name(status),
-          harel_last_error());
+/* Prints a failed call's error and frees it. */
+static void report(const char *what, harel_error *err) {
+  fprintf(stderr, "producer: %s: %s: %s\n", what, harel_status_name(harel_error_status(err)),
+          harel_error_message(err));
+  harel_error_free(err);
 }
 
 int main(int argc, char **argv) {
   harel_transport *queue = NULL;
-  harel_status status;
+  harel_error *err = NULL; /* each call sets it on error: the caller then frees it */
   long groups, per_group, g, m;
 
   if (argc != 4 || !parse_count(argv[2], &groups) || !parse_count(argv[3], &per_group)) {
@@ -34,9 +36,9 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  status = harel_transport_open(argv[1], NULL, &queue);  /* NULL: the default options */
-  if (status != HAREL_OK) {
-    report("open", status);
+  /* NULL: the default options */
+  if (harel_transport_open(argv[1], NULL, &queue, &err) != HAREL_OK) {
+    report("open", err);
     return 1;
   }
 
@@ -50,9 +52,8 @@ int main(int argc, char **argv) {
                "{\"kind\":\"order.step\",\"id\":\"%s/%ld\",\"data\":{\"step\":%ld}}",
                group_id, m, m);
       /* the first publish into a group fixes its priority; NULL: no routing key */
-      status = harel_transport_publish(queue, group_id, event, priority, NULL);
-      if (status != HAREL_OK) {
-        report("publish", status);
+      if (harel_transport_publish(queue, group_id, event, priority, NULL, &err) != HAREL_OK) {
+        report("publish", err);
         harel_transport_close(queue);
         return 1;
       }
@@ -60,11 +61,7 @@ int main(int argc, char **argv) {
     printf("published %ld events into %s (priority %d)\n", per_group, group_id, priority);
   }
 
-  status = harel_transport_close(queue);
-  if (status != HAREL_OK) {
-    report("close", status);
-    return 1;
-  }
+  harel_transport_close(queue); /* closing cannot fail */
   printf("producer: %ld events in %ld groups\n", groups * per_group, groups);
   return 0;
 }

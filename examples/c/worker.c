@@ -61,13 +61,17 @@ static long long now_ns(void) {
   return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-static void report(const char *worker_id, const char *what, harel_status status) {
-  fprintf(stderr, "%s: %s: %s: %s\n", worker_id, what, harel_status_name(status),
-          harel_last_error());
+/* Prints a failed call's error, frees it and empties *err for the next call. */
+static void report(const char *worker_id, const char *what, harel_error **err) {
+  fprintf(stderr, "%s: %s: %s: %s\n", worker_id, what,
+          harel_status_name(harel_error_status(*err)), harel_error_message(*err));
+  harel_error_free(*err);
+  *err = NULL;
 }
 
 int main(int argc, char **argv) {
   harel_transport *queue = NULL;
+  harel_error *err = NULL; /* a failed call sets it; NULL again before the next call */
   harel_status status;
   const char *worker_id;
   FILE *log = NULL;
@@ -94,9 +98,8 @@ int main(int argc, char **argv) {
   signal(SIGINT, stop);
   signal(SIGTERM, stop);
 
-  status = harel_transport_open(argv[1], NULL, &queue);
-  if (status != HAREL_OK) {
-    report(worker_id, "open", status);
+  if (harel_transport_open(argv[1], NULL, &queue, &err) != HAREL_OK) {
+    report(worker_id, "open", &err);
     return 1;
   }
 
@@ -104,7 +107,7 @@ int main(int argc, char **argv) {
     harel_lease *lease = NULL;
     long long claimed;
     /* min_priority 0 and no routing keys: any group */
-    status = harel_transport_claim(queue, worker_id, VISIBILITY, 0, NULL, 0, &lease);
+    status = harel_transport_claim(queue, worker_id, VISIBILITY, 0, NULL, 0, &lease, &err);
     if (status == HAREL_EMPTY) {
       if (until_empty && idle_ms > RETRY_DELAY * 1000 + 5 * POLL_MS) break;
       sleep_ms(POLL_MS);
@@ -112,7 +115,7 @@ int main(int argc, char **argv) {
       continue;
     }
     if (status != HAREL_OK) {
-      report(worker_id, "claim", status);
+      report(worker_id, "claim", &err);
       error = 1;
       break;
     }
@@ -121,38 +124,40 @@ int main(int argc, char **argv) {
 
     if (handle(lease)) {
       long long acking = now_ns();
-      status = harel_transport_ack(queue, lease);
+      status = harel_transport_ack(queue, lease, &err);
       if (status == HAREL_OK) {
         acked++;
-        if (log) fprintf(log, "%lld %lld %" PRId64 " %s\n", claimed, acking, lease->seq, lease->group_id);
-        printf("%s: acked %s #%" PRId64 " %s\n", worker_id, lease->group_id, lease->seq,
-               lease->event);
+        /* the lengths give every byte (another writer's group id may hold a NUL) */
+        if (log)
+          fprintf(log, "%lld %lld %" PRId64 " %.*s\n", claimed, acking, lease->seq,
+                  (int)lease->group_id_len, lease->group_id);
+        printf("%s: acked %.*s #%" PRId64 " %.*s\n", worker_id, (int)lease->group_id_len,
+               lease->group_id, lease->seq, (int)lease->event_len, lease->event);
       }
     } else {
-      status = harel_transport_nack(queue, lease, RETRY_DELAY);
+      status = harel_transport_nack(queue, lease, RETRY_DELAY, &err);
       if (status == HAREL_OK) {
         retried++;
-        printf("%s: failed %s #%" PRId64 ", retry in %g s\n", worker_id, lease->group_id,
-               lease->seq, RETRY_DELAY);
+        printf("%s: failed %.*s #%" PRId64 ", retry in %g s\n", worker_id,
+               (int)lease->group_id_len, lease->group_id, lease->seq, RETRY_DELAY);
       }
     }
     if (status == HAREL_ERR_LEASE_LOST) {
       /* it took longer than VISIBILITY and another worker has the event now */
       lost++;
-      printf("%s: lost %s #%" PRId64 "\n", worker_id, lease->group_id, lease->seq);
+      printf("%s: lost %.*s #%" PRId64 "\n", worker_id, (int)lease->group_id_len,
+             lease->group_id, lease->seq);
+      harel_error_free(err);
+      err = NULL;
     } else if (status != HAREL_OK) {
-      report(worker_id, "ack/nack", status);
+      report(worker_id, "ack/nack", &err);
       error = 1;
     }
     harel_lease_free(lease);
     if (error) break;
   }
 
-  status = harel_transport_close(queue);
-  if (status != HAREL_OK) {
-    report(worker_id, "close", status);
-    error = 1;
-  }
+  harel_transport_close(queue); /* closing cannot fail */
   if (log && fclose(log) != 0) error = 1;
   printf("%s: %ld acked, %ld retried, %ld lost\n", worker_id, acked, retried, lost);
   return error;

@@ -6,9 +6,16 @@
 //!
 //! - no status but the eight of the header; never HAREL_ERR_PANIC (a caught bug);
 //! - harel_last_error() is NULL after HAREL_OK/HAREL_EMPTY, a non-empty UTF-8 message after an
-//!   error, and harel_transport_last_error(t) agrees with it after a call on t;
-//! - an out-pointer is set on HAREL_OK and NULL otherwise; a claimed lease has its strings;
-//! - an argument the ABI calls bad gets HAREL_ERR_ARGUMENT;
+//!   error;
+//! - the call's own `harel_error **err`, passed three ways (chosen by the op byte's high bits,
+//!   so the corpus keeps its meaning): NULL; pointing to NULL, when it must stay NULL on
+//!   success and hold an error of the call's status and harel_last_error()'s message on
+//!   failure; or pointing to an error an earlier call handed out, when the call must be
+//!   refused with HAREL_ERR_ARGUMENT, that error untouched and nothing handed out;
+//! - an out-pointer is set on HAREL_OK and NULL otherwise; a claimed lease has its strings,
+//!   each NUL-terminated at its length;
+//! - an argument the ABI calls bad gets HAREL_ERR_ARGUMENT (a caller-filled lease's
+//!   group_id_len 0 included; its group id is bytes of any kind, NULs too, read by length);
 //! - AddressSanitizer (the build's -Zsanitizer=address) for memory errors and leaks; every
 //!   handle, lease, option set and string is freed when an input ends.
 //!
@@ -182,6 +189,16 @@ impl<'a> Input<'a> {
             Some(self.cstring())
         }
     }
+
+    /// Bytes of any kind, NULs included (for a field read by its length), or one time in
+    /// eight None (NULL); the same input as optional_cstring.
+    fn optional_bytes(&mut self) -> Option<Vec<u8>> {
+        if self.byte() % 8 == 0 {
+            None
+        } else {
+            Some(self.bytes())
+        }
+    }
 }
 
 fn ptr_of(s: &Option<CString>) -> *const c_char {
@@ -234,38 +251,94 @@ fn message(p: *const c_char) -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
-/// ABI.md's rules for a status and the thread's last error after a call.
-fn check(what: &str, status: harel_status) {
-    let err = harel_last_error();
-    match status {
-        harel_status::HAREL_ERR_PANIC => {
-            let m = if err.is_null() { "(no message)".into() } else { message(err) };
-            panic!("{what} returned HAREL_ERR_PANIC: {m}");
-        }
-        harel_status::HAREL_OK | harel_status::HAREL_EMPTY => {
-            assert!(err.is_null(), "{what}: harel_last_error() is not NULL after {status:?}: {}", message(err));
-        }
-        _ => {
-            assert!(!err.is_null(), "{what}: {status:?} but harel_last_error() is NULL");
-            // SAFETY: non-NULL, the library's C string.
-            let m = unsafe { CStr::from_ptr(err) };
-            assert!(!m.to_bytes().is_empty(), "{what}: {status:?} with an empty message");
-            assert!(m.to_str().is_ok(), "{what}: the message is not UTF-8");
+/// How a call gets its `harel_error **err`: NULL; pointing to a NULL `harel_error *`; or
+/// pointing to an error an earlier call handed out and nobody freed (a caller's bug the call
+/// must refuse). Picked from the op byte's high bits, so no input byte is spent on it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ErrArg {
+    Null,
+    Empty,
+    Stale,
+}
+
+impl ErrArg {
+    fn of(op_byte: u8) -> ErrArg {
+        match op_byte / 20 {
+            0..=4 => ErrArg::Null,
+            5..=10 => ErrArg::Empty,
+            _ => ErrArg::Stale,
         }
     }
 }
 
-/// The same, for a call on a handle: the handle's last error must be the thread's.
-fn check_on(what: &str, status: harel_status, t: *mut harel_transport) {
-    check(what, status);
-    if !t.is_null() {
-        let on_handle = harel_transport_last_error(t);
-        let on_thread = harel_last_error();
-        assert_eq!(on_handle.is_null(), on_thread.is_null(), "{what}: handle and thread last errors disagree");
-        if !on_handle.is_null() {
-            assert_eq!(message(on_handle), message(on_thread), "{what}: handle and thread last errors differ");
+/// The `err` of one call: the `harel_error *` it points to, and the input's stale error.
+struct CallErr {
+    arg: ErrArg,
+    slot: *mut harel_error,
+    stale: *mut harel_error,
+}
+
+impl CallErr {
+    fn new(arg: ErrArg, state: &State) -> CallErr {
+        let stale = state.stale.expect("each input starts with a stale error");
+        CallErr { arg, slot: if arg == ErrArg::Stale { stale } else { ptr::null_mut() }, stale }
+    }
+
+    /// What the call gets as `err`.
+    fn ptr(&mut self) -> *mut *mut harel_error {
+        if self.arg == ErrArg::Null {
+            ptr::null_mut()
+        } else {
+            &mut self.slot
         }
     }
+}
+
+/// ABI.md's rules for a status, the thread's last error and the call's own error after a
+/// call; frees the error the call handed out. True when the call was refused for its stale
+/// `*err` (it then did nothing).
+fn check(what: &str, status: harel_status, err: CallErr, state: &State) -> bool {
+    let last = harel_last_error();
+    if status == harel_status::HAREL_ERR_PANIC {
+        let m = if last.is_null() { "(no message)".into() } else { message(last) };
+        panic!("{what} returned HAREL_ERR_PANIC: {m}");
+    }
+    if err.arg == ErrArg::Stale {
+        assert_eq!(status, harel_status::HAREL_ERR_ARGUMENT, "{what}: a call with *err set must be refused");
+        assert_eq!(err.slot, err.stale, "{what}: the call replaced the *err it was given");
+        assert_eq!(harel_error_status(err.stale), harel_status::HAREL_ERR_ARGUMENT, "{what}: the stale error changed");
+        assert_eq!(message(harel_error_message(err.stale)), state.stale_text, "{what}: the stale error changed");
+        assert!(!last.is_null() && message(last).contains("*err"), "{what}: refused, but the last error is not about err");
+        return true;
+    }
+    match status {
+        harel_status::HAREL_OK | harel_status::HAREL_EMPTY => {
+            assert!(last.is_null(), "{what}: harel_last_error() is not NULL after {status:?}: {}", message(last));
+            assert!(err.slot.is_null(), "{what}: *err is set after {status:?}");
+        }
+        _ => {
+            assert!(!last.is_null(), "{what}: {status:?} but harel_last_error() is NULL");
+            // SAFETY: non-NULL, the library's C string.
+            let m = unsafe { CStr::from_ptr(last) };
+            assert!(!m.to_bytes().is_empty(), "{what}: {status:?} with an empty message");
+            assert!(m.to_str().is_ok(), "{what}: the message is not UTF-8");
+            if err.arg == ErrArg::Empty {
+                assert!(!err.slot.is_null(), "{what}: {status:?} but *err is NULL");
+                assert_eq!(harel_error_status(err.slot), status, "{what}: the error's status is not the call's");
+                let own = harel_error_message(err.slot);
+                assert!(!own.is_null(), "{what}: the error has no message");
+                // SAFETY: both the library's C strings, alive until the next call / the free.
+                assert_eq!(unsafe { CStr::from_ptr(own) }, m, "{what}: the error's message is not harel_last_error()");
+                harel_error_free(err.slot);
+            }
+        }
+    }
+    false
+}
+
+/// The same for a harness-internal call, made with `err` NULL.
+fn check_plain(what: &str, status: harel_status, state: &State) {
+    check(what, status, CallErr::new(ErrArg::Null, state), state);
 }
 
 fn is_utf8(s: &Option<CString>) -> bool {
@@ -288,6 +361,10 @@ struct State {
     sync_url: [bool; 2],
     handles: [Option<*mut harel_transport>; 2],
     leases: [Option<*mut harel_lease>; 4],
+    /// An error handed out by a failed call and not freed until the input ends: the `*err`
+    /// of the calls made with ErrArg::Stale, and its message.
+    stale: Option<*mut harel_error>,
+    stale_text: String,
 }
 
 impl State {
@@ -309,9 +386,9 @@ impl State {
                 harel_lease_free(l);
             }
         }
-        for (i, h) in self.handles.iter_mut().enumerate() {
+        for h in self.handles.iter_mut() {
             if let Some(h) = h.take() {
-                check(&format!("close(handle {i}) at the end"), harel_transport_close(h));
+                harel_transport_close(h); // void: closing cannot fail
             }
         }
         for o in self.options.iter_mut() {
@@ -319,10 +396,11 @@ impl State {
                 harel_options_free(o);
             }
         }
+        harel_error_free(self.stale.take().unwrap_or(ptr::null_mut()));
     }
 }
 
-fn open(input: &mut Input, state: &mut State) {
+fn open(input: &mut Input, state: &mut State, arg: ErrArg) {
     let slot = input.byte() as usize % 2;
     let opt_sel = input.byte();
     let options = if opt_sel % 3 == 2 { ptr::null() } else { state.option_ptr(opt_sel) as *const harel_options };
@@ -362,7 +440,8 @@ fn open(input: &mut Input, state: &mut State) {
         // closed port: only with HAREL_FUZZ_REPLICA=1, or the fuzzer would do little else.
         let replica = input.byte() % 16 == 0 && std::env::var_os("HAREL_FUZZ_REPLICA").is_some();
         let url = if replica { Some(CString::new(CLOSED_PORT_URL).unwrap()) } else { None };
-        check("set_sync_url before open", harel_options_set_sync_url(options as *mut _, ptr_of(&url)));
+        let status = harel_options_set_sync_url(options as *mut _, ptr_of(&url), ptr::null_mut());
+        check_plain("set_sync_url before open", status, state);
         state.sync_url[opt_sel as usize % 2] = url.is_some();
         if url.is_some() && database.as_ref().is_some_and(|d| d.to_str().is_ok() && !d.as_bytes().is_empty()) {
             database = Some(CString::new(format!("{}/replica.db", scratch().display())).unwrap());
@@ -370,8 +449,10 @@ fn open(input: &mut Input, state: &mut State) {
     }
     let use_out = input.byte() % 16 != 0;
     let mut out: *mut harel_transport = 0x1 as *mut _; // must be overwritten
-    let status = harel_transport_open(ptr_of(&database), options, if use_out { &mut out } else { ptr::null_mut() });
-    check("open", status);
+    let mut err = CallErr::new(arg, state);
+    let out_ptr = if use_out { &mut out as *mut _ } else { ptr::null_mut() };
+    let status = harel_transport_open(ptr_of(&database), options, out_ptr, err.ptr());
+    let refused = check("open", status, err, state);
     if !use_out || bad_string(&database) {
         expect_argument("open with a NULL out, or a NULL, empty or non-UTF-8 database", status);
     }
@@ -379,22 +460,24 @@ fn open(input: &mut Input, state: &mut State) {
         if status == harel_status::HAREL_OK {
             assert!(!out.is_null(), "open: HAREL_OK but *out is NULL");
             if let Some(old) = state.handles[slot].replace(out) {
-                check("close a replaced handle", harel_transport_close(old));
+                harel_transport_close(old);
             }
         } else {
-            assert!(out.is_null(), "open: {status:?} but *out is not NULL");
+            // refused for its *err, the call did nothing: *out NULL or as it was
+            assert!(out.is_null() || (refused && out as usize == 0x1), "open: {status:?} but *out is set");
         }
     }
 }
 
-fn publish(input: &mut Input, state: &mut State) {
+fn publish(input: &mut Input, state: &mut State, arg: ErrArg) {
     let t = state.handle(input.byte());
     let group = input.optional_cstring();
     let event = input.optional_cstring();
     let priority = input.i32();
     let key = input.optional_cstring();
-    let status = harel_transport_publish(t, ptr_of(&group), ptr_of(&event), priority, ptr_of(&key));
-    check_on("publish", status, t);
+    let mut err = CallErr::new(arg, state);
+    let status = harel_transport_publish(t, ptr_of(&group), ptr_of(&event), priority, ptr_of(&key), err.ptr());
+    check("publish", status, err, state);
     let bad_key = key.is_some() && bad_string(&key);
     if t.is_null() || bad_string(&group) || !is_utf8(&event) || bad_key || !(0..=4).contains(&priority) {
         expect_argument("publish", status);
@@ -402,7 +485,7 @@ fn publish(input: &mut Input, state: &mut State) {
 }
 
 /// A batch of 0..5 messages, any of whose fields may be bad: the whole batch is refused then.
-fn publish_many(input: &mut Input, state: &mut State) {
+fn publish_many(input: &mut Input, state: &mut State, arg: ErrArg) {
     let t = state.handle(input.byte());
     let n = input.byte() as usize % 6;
     let fields: Vec<_> =
@@ -413,8 +496,9 @@ fn publish_many(input: &mut Input, state: &mut State) {
         .collect();
     let null_array = n > 0 && input.byte() % 16 == 0;
     let array = if null_array { ptr::null() } else { messages.as_ptr() };
-    let status = harel_transport_publish_many(t, array, n);
-    check_on("publish_many", status, t);
+    let mut err = CallErr::new(arg, state);
+    let status = harel_transport_publish_many(t, array, n, err.ptr());
+    check("publish_many", status, err, state);
     let bad = |(g, e, p, k): &(Option<CString>, Option<CString>, i32, Option<CString>)| {
         bad_string(g) || !is_utf8(e) || (k.is_some() && bad_string(k)) || !(0..=4).contains(p)
     };
@@ -423,112 +507,203 @@ fn publish_many(input: &mut Input, state: &mut State) {
     }
 }
 
-fn claim(input: &mut Input, state: &mut State) {
-    let t = state.handle(input.byte());
-    let worker = input.optional_cstring();
-    let visibility = input.f64();
-    let min_priority = input.i32();
-    let n_sel = input.byte();
-    let n = match n_sel % 8 {
-        6 => 40, // past 32 keys the claim passes them as one JSON array
-        7 => 0,
-        k => k as usize,
-    };
-    let keys: Vec<Option<CString>> = (0..n).map(|_| input.optional_cstring()).collect();
-    let key_ptrs: Vec<*const c_char> = keys.iter().map(ptr_of).collect();
-    let null_array = input.byte() % 16 == 0;
-    let slot = input.byte() as usize % 4;
-    let use_out = input.byte() % 16 != 0;
-    let mut out: *mut harel_lease = 0x1 as *mut _;
-    let status = harel_transport_claim(
-        t,
-        ptr_of(&worker),
-        visibility,
-        min_priority,
-        if null_array { ptr::null() } else { key_ptrs.as_ptr() },
-        n,
-        if use_out { &mut out } else { ptr::null_mut() },
-    );
-    check_on("claim", status, t);
-    let bad_keys = (null_array && n > 0) || (!null_array && keys.iter().any(bad_string));
-    let reserved = worker.as_ref().is_some_and(|w| w.as_bytes() == b"__parked__");
-    if t.is_null()
-        || !use_out
-        || bad_string(&worker)
-        || reserved
-        || !(visibility.is_finite() && visibility > 0.0)
-        || !(0..=4).contains(&min_priority)
-        || bad_keys
-    {
-        expect_argument("claim", status);
+/// What a claim takes besides its handle: read from the input in the order claim reads it.
+struct ClaimArgs {
+    worker: Option<CString>,
+    visibility: f64,
+    min_priority: i32,
+    keys: Vec<Option<CString>>,
+    key_ptrs: Vec<*const c_char>,
+    null_array: bool,
+}
+
+impl ClaimArgs {
+    fn read(input: &mut Input) -> ClaimArgs {
+        let worker = input.optional_cstring();
+        let visibility = input.f64();
+        let min_priority = input.i32();
+        let n = match input.byte() % 8 {
+            6 => 40, // past 32 keys the claim passes them as one JSON array
+            7 => 0,
+            k => k as usize,
+        };
+        let keys: Vec<Option<CString>> = (0..n).map(|_| input.optional_cstring()).collect();
+        let key_ptrs = keys.iter().map(ptr_of).collect();
+        let null_array = input.byte() % 16 == 0;
+        ClaimArgs { worker, visibility, min_priority, keys, key_ptrs, null_array }
     }
-    if !use_out {
-        return;
+
+    fn keys(&self) -> *const *const c_char {
+        if self.null_array {
+            ptr::null()
+        } else {
+            self.key_ptrs.as_ptr()
+        }
     }
-    if status == harel_status::HAREL_OK {
-        assert!(!out.is_null(), "claim: HAREL_OK but *out is NULL");
-        // SAFETY: a lease from the library.
-        let lease = unsafe { &*out };
-        for (name, s) in [("group_id", lease.group_id), ("event", lease.event), ("worker_id", lease.worker_id)] {
-            assert!(!s.is_null(), "claim: lease.{name} is NULL");
-            // SAFETY: non-NULL, the library's C string.
-            assert!(unsafe { CStr::from_ptr(s) }.to_str().is_ok(), "claim: lease.{name} is not UTF-8");
-        }
-        assert_eq!(
-            unsafe { CStr::from_ptr(lease.worker_id) }.to_bytes(),
-            worker.as_ref().unwrap().as_bytes(),
-            "claim: the lease is not the claiming worker's"
-        );
-        if let Some(old) = state.leases[slot].replace(out) {
-            harel_lease_free(old);
-        }
-    } else {
-        assert!(out.is_null(), "claim: {status:?} but *out is not NULL");
+
+    /// An argument the ABI rejects.
+    fn bad(&self) -> bool {
+        let n = self.keys.len();
+        let bad_keys = (self.null_array && n > 0) || (!self.null_array && self.keys.iter().any(bad_string));
+        let reserved = self.worker.as_ref().is_some_and(|w| w.as_bytes() == b"__parked__");
+        bad_string(&self.worker)
+            || reserved
+            || !(self.visibility.is_finite() && self.visibility > 0.0)
+            || !(0..=4).contains(&self.min_priority)
+            || bad_keys
     }
 }
 
-/// ack (or nack): of a lease the library handed out, one the caller built, or NULL.
-fn finish(input: &mut Input, state: &mut State, nack: bool) {
+/// What a claim (or ack_and_claim) handed out through `out`: a lease checked and kept in
+/// `slot` on HAREL_OK, nothing otherwise.
+fn take_lease(what: &str, status: harel_status, out: *mut harel_lease, refused: bool, c: &ClaimArgs, state: &mut State, slot: usize) {
+    if status != harel_status::HAREL_OK {
+        assert!(out.is_null() || (refused && out as usize == 0x1), "{what}: {status:?} but *out is set");
+        return;
+    }
+    assert!(!out.is_null(), "{what}: HAREL_OK but *out is NULL");
+    // SAFETY: a lease from the library.
+    let lease = unsafe { &*out };
+    for (name, s) in [("group_id", lease.group_id), ("event", lease.event), ("worker_id", lease.worker_id)] {
+        assert!(!s.is_null(), "{what}: lease.{name} is NULL");
+        // SAFETY: non-NULL, the library's C string.
+        assert!(unsafe { CStr::from_ptr(s) }.to_str().is_ok(), "{what}: lease.{name} is not UTF-8");
+    }
+    // Every string here was published through a C string, so holds no NUL: its length is
+    // where its NUL is.
+    for (name, s, len) in [("group_id", lease.group_id, lease.group_id_len), ("event", lease.event, lease.event_len)] {
+        // SAFETY: non-NULL (checked above), NUL-terminated.
+        let at = unsafe { CStr::from_ptr(s) }.to_bytes().len();
+        assert_eq!(len, at, "{what}: lease.{name}'s length is not its string's");
+    }
+    assert!(lease.group_id_len > 0, "{what}: an empty group id");
+    assert_eq!(
+        // SAFETY: checked non-NULL above.
+        unsafe { CStr::from_ptr(lease.worker_id) }.to_bytes(),
+        c.worker.as_ref().unwrap().as_bytes(),
+        "{what}: the lease is not the claiming worker's"
+    );
+    if let Some(old) = state.leases[slot].replace(out) {
+        harel_lease_free(old);
+    }
+}
+
+fn claim(input: &mut Input, state: &mut State, arg: ErrArg) {
     let t = state.handle(input.byte());
-    let kind = input.byte() % 4;
+    let c = ClaimArgs::read(input);
+    let slot = input.byte() as usize % 4;
+    let use_out = input.byte() % 16 != 0;
+    let mut out: *mut harel_lease = 0x1 as *mut _;
+    let mut err = CallErr::new(arg, state);
+    let out_ptr = if use_out { &mut out as *mut _ } else { ptr::null_mut() };
+    let status = harel_transport_claim(
+        t,
+        ptr_of(&c.worker),
+        c.visibility,
+        c.min_priority,
+        c.keys(),
+        c.keys.len(),
+        out_ptr,
+        err.ptr(),
+    );
+    let refused = check("claim", status, err, state);
+    if t.is_null() || !use_out || c.bad() {
+        expect_argument("claim", status);
+    }
+    if use_out {
+        take_lease("claim", status, out, refused, &c, state, slot);
+    }
+}
+
+/// ack, nack or ack_and_claim: of a lease the library handed out, one the caller built, or
+/// NULL. A built lease's group id is bytes of any kind (NULs too), with a group_id_len of
+/// all of them, 0, or fewer (chosen by the kind byte's high bits). ack_and_claim keeps the
+/// lease it hands out in the slot of the one it acked.
+fn finish(input: &mut Input, state: &mut State, nack: bool, and_claim: bool, arg: ErrArg) {
+    let t = state.handle(input.byte());
+    let kind_byte = input.byte();
+    let (kind, len_choice) = (kind_byte % 4, (kind_byte / 4) % 4);
     let slot = input.byte() as usize % 4;
     let seq = if input.bool() { input.u64() as i64 } else { (input.byte() % 8) as i64 };
-    let group = input.optional_cstring();
+    // the group's bytes and a NUL after them, as C code would have it (not read: the length is)
+    let group: Option<Vec<u8>> = input.optional_bytes().map(|mut g| {
+        g.push(0);
+        g
+    });
     let worker = input.optional_cstring();
     let expiry = input.f64();
     let delay = if nack { input.f64() } else { 0.0 };
+    let next = and_claim.then(|| ClaimArgs::read(input));
+    let whole = group.as_ref().map_or(0, |g| g.len() - 1);
+    let group_len = match len_choice {
+        0 => 0,
+        1 => (kind_byte as usize / 16) % (whole + 1),
+        _ => whole,
+    };
     let forged = harel_lease {
         seq,
-        group_id: ptr_of(&group) as *mut c_char,
+        group_id: group.as_ref().map_or(ptr::null_mut(), |g| g.as_ptr() as *mut c_char),
+        group_id_len: group_len,
         event: ptr::null_mut(),
+        event_len: 0,
         worker_id: ptr_of(&worker) as *mut c_char,
         lock_expiry: expiry,
+        // what else a lease holds, ack and nack never read: zeros, as a C caller's memset
+        // SAFETY: a harel_lease is integers, floats and raw pointers; all zeros is valid.
+        ..unsafe { std::mem::zeroed() }
     };
+    let group_bad = group.as_ref().is_none_or(|g| group_len == 0 || std::str::from_utf8(&g[..group_len]).is_err());
     let (lease, forged_bad): (*const harel_lease, bool) = match (kind, state.leases[slot]) {
         (0 | 1, Some(l)) => (l, false),
         (3, _) => (ptr::null(), true),
         _ => {
             let reserved = worker.as_ref().is_some_and(|w| w.as_bytes() == b"__parked__");
-            (&forged, bad_string(&group) || bad_string(&worker) || reserved)
+            (&forged, group_bad || bad_string(&worker) || reserved)
         }
     };
-    let status = if nack { harel_transport_nack(t, lease, delay) } else { harel_transport_ack(t, lease) };
+    let mut err = CallErr::new(arg, state);
+    if let Some(c) = next {
+        let mut out: *mut harel_lease = 0x1 as *mut _;
+        let status = harel_transport_ack_and_claim(
+            t,
+            lease,
+            ptr_of(&c.worker),
+            c.visibility,
+            c.min_priority,
+            c.keys(),
+            c.keys.len(),
+            &mut out,
+            err.ptr(),
+        );
+        let refused = check("ack_and_claim", status, err, state);
+        if t.is_null() || forged_bad || c.bad() {
+            expect_argument("ack_and_claim", status);
+        }
+        take_lease("ack_and_claim", status, out, refused, &c, state, slot);
+        return;
+    }
+    let status =
+        if nack { harel_transport_nack(t, lease, delay, err.ptr()) } else { harel_transport_ack(t, lease, err.ptr()) };
     let what = if nack { "nack" } else { "ack" };
-    check_on(what, status, t);
+    check(what, status, err, state);
     if t.is_null() || forged_bad || (nack && !(delay.is_finite() && delay >= 0.0)) {
         expect_argument(what, status);
     }
 }
 
-fn schema(input: &mut Input) {
+fn schema(input: &mut Input, state: &State, arg: ErrArg) {
     let upgrade = input.bool();
     let prefix = input.optional_cstring();
     let use_out = input.byte() % 16 != 0;
     let mut out: *mut c_char = 0x1 as *mut _;
     let out_ptr = if use_out { &mut out as *mut *mut c_char } else { ptr::null_mut() };
-    let status =
-        if upgrade { harel_schema_upgrade_sql(ptr_of(&prefix), out_ptr) } else { harel_schema_sql(ptr_of(&prefix), out_ptr) };
-    check("schema_sql", status);
+    let mut err = CallErr::new(arg, state);
+    let status = if upgrade {
+        harel_schema_upgrade_sql(ptr_of(&prefix), out_ptr, err.ptr())
+    } else {
+        harel_schema_sql(ptr_of(&prefix), out_ptr, err.ptr())
+    };
+    let refused = check("schema_sql", status, err, state);
     let valid_prefix = prefix.as_ref().and_then(|p| p.to_str().ok()).is_some_and(|p| {
         let mut c = p.chars();
         matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
@@ -537,7 +712,7 @@ fn schema(input: &mut Input) {
     });
     if !use_out || !valid_prefix {
         expect_argument("schema_sql", status);
-    } else {
+    } else if !refused {
         assert_eq!(status, harel_status::HAREL_OK, "schema_sql of a valid prefix");
     }
     if !use_out {
@@ -553,12 +728,14 @@ fn schema(input: &mut Input) {
         }
         harel_string_free(out);
     } else {
-        assert!(out.is_null(), "schema_sql: {status:?} but *out is not NULL");
+        assert!(out.is_null() || (refused && out as usize == 0x1), "schema_sql: {status:?} but *out is set");
     }
 }
 
 fn step(input: &mut Input, state: &mut State) {
-    let op = input.byte() % 20;
+    let op_byte = input.byte();
+    let (op, arg) = (op_byte % 20, ErrArg::of(op_byte));
+    let mut err = CallErr::new(arg, state);
     match op {
         0 => {
             let slot = input.byte() as usize % 2;
@@ -576,22 +753,23 @@ fn step(input: &mut Input, state: &mut State) {
         2 => {
             let o = state.option_ptr(input.byte());
             let p = input.optional_cstring();
-            let status = harel_options_set_prefix(o, ptr_of(&p));
-            check("set_prefix", status);
+            let status = harel_options_set_prefix(o, ptr_of(&p), err.ptr());
+            check("set_prefix", status, err, state);
             if o.is_null() || bad_string(&p) {
                 expect_argument("set_prefix", status);
             }
         }
         3 => {
             let o = state.option_ptr(input.byte());
-            check("set_create_schema", harel_options_set_create_schema(o, input.bool()));
+            let status = harel_options_set_create_schema(o, input.bool(), err.ptr());
+            check("set_create_schema", status, err, state);
         }
         4 => {
             let sel = input.byte();
             let o = state.option_ptr(sel);
             let url = input.optional_cstring();
-            let status = harel_options_set_sync_url(o, ptr_of(&url));
-            check("set_sync_url", status);
+            let status = harel_options_set_sync_url(o, ptr_of(&url), err.ptr());
+            check("set_sync_url", status, err, state);
             if status == harel_status::HAREL_OK {
                 state.sync_url[sel as usize % 2] = url.is_some();
             }
@@ -599,13 +777,14 @@ fn step(input: &mut Input, state: &mut State) {
         5 => {
             let o = state.option_ptr(input.byte());
             let token = input.optional_cstring();
-            check("set_auth_token", harel_options_set_auth_token(o, ptr_of(&token)));
+            let status = harel_options_set_auth_token(o, ptr_of(&token), err.ptr());
+            check("set_auth_token", status, err, state);
         }
         6 => {
             let o = state.option_ptr(input.byte());
             let s = input.f64();
-            let status = harel_options_set_sync_interval(o, s);
-            check("set_sync_interval", status);
+            let status = harel_options_set_sync_interval(o, s, err.ptr());
+            check("set_sync_interval", status, err, state);
             if o.is_null() || !(s.is_finite() && s > 0.0) {
                 expect_argument("set_sync_interval", status);
             }
@@ -613,8 +792,8 @@ fn step(input: &mut Input, state: &mut State) {
         7 => {
             let o = state.option_ptr(input.byte());
             let s = input.f64();
-            let status = harel_options_set_busy_timeout(o, s);
-            check("set_busy_timeout", status);
+            let status = harel_options_set_busy_timeout(o, s, err.ptr());
+            check("set_busy_timeout", status, err, state);
             if o.is_null() || !(s.is_finite() && s >= 0.0) {
                 expect_argument("set_busy_timeout", status);
             }
@@ -624,35 +803,43 @@ fn step(input: &mut Input, state: &mut State) {
             let system = input.byte() % 4 == 0;
             let clock: Option<unsafe extern "C" fn(*mut c_void) -> f64> = if system { None } else { Some(fuzz_clock) };
             let ctx = &CLOCK as *const AtomicU64 as *mut c_void;
-            check("set_clock", harel_options_set_clock(o, clock, ctx));
+            let status = harel_options_set_clock(o, clock, ctx, err.ptr());
+            check("set_clock", status, err, state);
         }
         9 => CLOCK.store(input.f64().to_bits(), Ordering::Relaxed),
-        10 => open(input, state),
+        10 => open(input, state, arg),
         11 => {
             let sel = input.byte();
             let slot = sel as usize % 2;
             let t = if sel % 4 == 3 { ptr::null_mut() } else { state.handles[slot].take().unwrap_or(ptr::null_mut()) };
-            check("close", harel_transport_close(t));
+            harel_transport_close(t); // void: closing cannot fail, NULL included
         }
-        12 => publish(input, state),
-        13 => publish_many(input, state),
-        14 | 15 => claim(input, state),
+        12 => publish(input, state, arg),
+        13 => publish_many(input, state, arg),
+        14 | 15 => claim(input, state, arg),
         16 => {
-            let nack = input.byte() % 2 == 1;
-            finish(input, state, nack)
+            let sel = input.byte();
+            let nack = sel % 2 == 1;
+            let and_claim = !nack && (sel / 2) % 4 == 3; // one ack in four
+            finish(input, state, nack, and_claim, arg)
         }
         17 => {
             let slot = input.byte() as usize % 4;
             harel_lease_free(state.leases[slot].take().unwrap_or(ptr::null_mut()));
         }
-        18 => schema(input),
+        18 => schema(input, state, arg),
         _ => {
             let name = harel_status_name(input.i32());
             assert!(!name.is_null());
             assert!(message(name).starts_with("HAREL_"));
             assert!(!harel_version().is_null());
+            // the error's functions accept NULL
+            assert_eq!(harel_error_status(ptr::null()), harel_status::HAREL_OK);
+            assert!(harel_error_message(ptr::null()).is_null());
+            harel_error_free(ptr::null_mut());
             let o = state.option_ptr(input.byte());
-            check("set_synchronous_full", harel_options_set_synchronous_full(o, input.bool()));
+            let status = harel_options_set_synchronous_full(o, input.bool(), err.ptr());
+            check("set_synchronous_full", status, err, state);
         }
     }
 }
@@ -662,6 +849,13 @@ fuzz_target!(|data: &[u8]| {
     CLOCK.store(1000.0f64.to_bits(), Ordering::Relaxed);
     let mut input = Input { data, pos: 0 };
     let mut state = State::default();
+    // The stale error of ErrArg::Stale: an earlier call's, left unfreed until the end.
+    let mut stale = ptr::null_mut();
+    let status = harel_options_set_prefix(ptr::null_mut(), c"p".as_ptr(), &mut stale);
+    assert_eq!(status, harel_status::HAREL_ERR_ARGUMENT, "set_prefix(NULL, ...)");
+    assert!(!stale.is_null(), "set_prefix(NULL, ...) handed out no error");
+    state.stale_text = message(harel_error_message(stale));
+    state.stale = Some(stale);
     let mut steps = 0;
     let trace = std::env::var_os("HAREL_FUZZ_TRACE").is_some();
     while !input.done() && steps < 64 {

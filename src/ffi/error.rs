@@ -116,8 +116,8 @@ pub extern "C" fn harel_error_free(e: *mut harel_error) {
 /// the same text as that call's `harel_error_message`. NULL after a call that returned
 /// `HAREL_OK` or `HAREL_EMPTY`.
 ///
-/// The string belongs to the library and stays valid until the next `harel_*` call that
-/// returns a status on this thread; copy it to keep it. Never free it.
+/// The string belongs to the library and stays valid until this thread's next call of a
+/// function that takes a `harel_error **err`; copy it to keep it. Never free it.
 #[no_mangle]
 pub extern "C" fn harel_last_error() -> *const c_char {
     boundary_value(ptr::null(), || LAST_ERROR.with(|last| last.borrow().as_ref().map_or(ptr::null(), |s| s.as_ptr())))

@@ -13,7 +13,7 @@ use crate::lease::Lease;
 /// writer may hold NUL bytes: read them with their lengths to get every byte.
 ///
 /// A caller may also fill a `harel_lease` of its own (e.g. a binding that copied the
-/// fields): ack and nack read only `seq`, `group_id` with `group_id_len`, and
+/// fields): ack, nack and dead_letter read only `seq`, `group_id` with `group_id_len`, and
 /// `worker_id`. Never pass such a lease to `harel_lease_free`.
 #[repr(C)]
 pub struct harel_lease {
@@ -31,6 +31,8 @@ pub struct harel_lease {
     pub worker_id: *mut c_char,
     /// Epoch seconds the lease runs to.
     pub lock_expiry: f64,
+    /// How many times the message has been claimed, this claim included (1 on its first).
+    pub attempts: i64,
 }
 
 /// What `harel_lease_free` frees: the lease and, in one buffer, its strings. `lease` is
@@ -67,6 +69,7 @@ impl harel_lease {
                 event_len: event.len(),
                 worker_id: worker_at,
                 lock_expiry: lease.lock_expiry,
+                attempts: lease.attempts,
             },
             strings,
         });
@@ -86,6 +89,7 @@ impl harel_lease {
             event: String::new(),
             worker_id: worker_id.to_owned(),
             lock_expiry: self.lock_expiry,
+            attempts: self.attempts,
         })
     }
 }

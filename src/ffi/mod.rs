@@ -12,22 +12,29 @@
 // a C caller cannot see `unsafe` anyway, and the pointers are checked in `args`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+mod admin;
 mod args;
 mod error;
+mod inspect;
 mod lease;
 mod message;
 mod options;
 mod schema;
 mod status;
+mod strings_out;
 mod transport;
+mod version;
 
+pub use admin::*;
 pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};
+pub use inspect::*;
 pub use lease::{harel_lease, harel_lease_free};
 pub use message::harel_message;
 pub use options::*;
 pub use schema::*;
 pub use status::{harel_status, harel_status_name};
 pub use transport::*;
+pub use version::*;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -49,6 +56,22 @@ pub(crate) fn boundary(err: *mut *mut harel_error, body: impl FnOnce() -> Result
         Ok(Err(e)) => slot.report(harel_error::of(&e)),
         Err(panic) => slot.report(harel_error::of_panic(panic)),
     }
+}
+
+/// `boundary` for a function that hands out `*out`: `*out` is NULL on every error, set
+/// so first thing (even when `err` is refused), and `body` gets it to fill.
+pub(crate) fn boundary_out<T>(
+    out: *mut *mut T,
+    err: *mut *mut harel_error,
+    body: impl FnOnce(&mut *mut T) -> Result<harel_status, Error>,
+) -> harel_status {
+    // SAFETY: the caller passes NULL or a pointer valid for writes, per every contract.
+    let out = unsafe { out.as_mut() };
+    let out = out.map(|o| {
+        *o = std::ptr::null_mut();
+        o
+    });
+    boundary(err, || body(out.ok_or_else(|| Error::Argument("out is NULL".into()))?))
 }
 
 /// The boundary for functions that return a value instead of a status (free functions,

@@ -161,6 +161,23 @@ pub extern "C" fn harel_options_set_synchronous_full(
     })
 }
 
+/// How many times a message may be claimed: a claim that would hand it out once more moves
+/// it to the dead-letter table instead, and its group goes on with its next message. 0
+/// (the default): no limit.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
+#[no_mangle]
+pub extern "C" fn harel_options_set_max_attempts(
+    o: *mut harel_options,
+    max_attempts: u32,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| {
+        opts.max_attempts(max_attempts);
+        Ok(())
+    })
+}
+
 /// The function a claim, ack or nack asks for "now": epoch seconds, called with `ctx`.
 /// NULL restores the system clock. It is called on the thread that makes the call, while
 /// the transport's lock is held, so it must not call back into the same transport; it

@@ -1,17 +1,12 @@
-//! Strings the library hands out: its version and the schema's SQL for migration tools.
+//! Strings the library hands out: the schema's SQL for migration tools (the version is
+//! version.rs's).
 
 use std::ffi::{c_char, CString};
 
 use super::args;
 use super::error::harel_error;
 use super::status::harel_status::{self, HAREL_OK};
-use super::{boundary, boundary_value};
-
-/// The library's version, "MAJOR.MINOR.PATCH". Static: never free it.
-#[no_mangle]
-pub extern "C" fn harel_version() -> *const c_char {
-    boundary_value(std::ptr::null(), || concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast())
-}
+use super::{boundary_out, boundary_value};
 
 /// Frees a string the library handed out (`harel_schema_sql`, `harel_schema_upgrade_sql`).
 /// NULL does nothing.
@@ -32,10 +27,8 @@ fn string_out(
     err: *mut *mut harel_error,
     make: fn(&str) -> crate::Result<String>,
 ) -> harel_status {
-    boundary(err, || {
+    boundary_out(out, err, |out| {
         // SAFETY: the caller passes NULL or valid pointers, per the function's contract.
-        let out = unsafe { args::mutable(out, "out") }?;
-        *out = std::ptr::null_mut();
         let text = make(unsafe { args::string(prefix, "prefix") }?)?;
         // SQL built from a validated identifier holds no NUL.
         *out = CString::new(text).unwrap_or_default().into_raw();

@@ -1,10 +1,9 @@
 //! `harel_transport`: open, publish, claim, ack, nack, close.
 
 use std::ffi::c_char;
-use std::ptr;
 
 use super::args;
-use super::boundary;
+use super::{boundary, boundary_out};
 use super::error::harel_error;
 use super::lease::harel_lease;
 use super::message::{self, harel_message};
@@ -23,11 +22,11 @@ use crate::transport::Transport;
 /// only once its messages are committed. To claim in parallel open one handle per thread
 /// or process on the same database. Never close a handle while another thread is using it.
 pub struct harel_transport {
-    inner: Transport,
+    pub(crate) inner: Transport,
 }
 
 /// Runs a call on handle `t` inside the boundary.
-fn on_handle(
+pub(crate) fn on_handle(
     t: *mut harel_transport,
     err: *mut *mut harel_error,
     body: impl FnOnce(&Transport) -> crate::Result<harel_status>,
@@ -57,17 +56,17 @@ pub extern "C" fn harel_transport_open(
     out: *mut *mut harel_transport,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    boundary(err, || {
+    boundary_out(out, err, |out| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let out = unsafe { args::mutable(out, "out") }?;
-        *out = ptr::null_mut();
         let database = unsafe { args::string(database, "database") }?;
-        let defaults = Options::new();
-        let options = match unsafe { options.as_ref() } {
-            Some(o) => o.options(),
-            None => &defaults,
+        let mut options = match unsafe { options.as_ref() } {
+            Some(o) => o.options().clone(),
+            None => Options::new(),
         };
-        let inner = Transport::open(database, options)?;
+        // Through the C ABI, this library's SQLite is its own (its symbols are hidden), so a
+        // lock of this process on the file that no transport holds is another copy's.
+        options.refuse_other_sqlite = true;
+        let inner = Transport::open(database, &options)?;
         *out = Box::into_raw(Box::new(harel_transport { inner }));
         Ok(HAREL_OK)
     })
@@ -178,11 +177,8 @@ fn claim_into(
     err: *mut *mut harel_error,
     body: impl FnOnce(&Transport, &mut *mut harel_lease) -> crate::Result<harel_status>,
 ) -> harel_status {
-    // SAFETY: the caller passes NULL or a pointer valid for one write.
-    if let Some(out) = unsafe { out.as_mut() } {
-        *out = ptr::null_mut();
-    }
-    on_handle(t, err, |t| body(t, unsafe { args::mutable(out, "out") }?))
+    // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
+    boundary_out(out, err, |out| body(unsafe { &args::reference(t, "t")?.inner }, out))
 }
 
 /// Hands a claimed lease to the caller: HAREL_OK with `*out` set, or HAREL_EMPTY.

@@ -41,9 +41,10 @@ pub struct Statements {
     pub requeue_group_if_not_empty: String,
     pub drop_group_if_empty: String,
     pub release_message: String,
-    pub count_tables: String,
-    /// Moves a message into the dead-letter table (see dead_letters.rs).
-    pub bury: String,
+    /// Moving a message into the dead-letter table (see dead_letters.rs).
+    pub bury_leased: String,
+    pub bury_head: String,
+    pub drop_buried_group_if_empty: String,
     pub delete_message: String,
 }
 
@@ -72,10 +73,9 @@ impl Statements {
                 "UPDATE {m} SET locked_by = ?4, lock_expiry = ?5 \
                  WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
-            count_tables: format!(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('{m}', '{g}', '{d}')"
-            ),
-            bury: dead_letters::bury(&m, &g, &d),
+            bury_leased: dead_letters::bury_leased(&m, &g, &d),
+            bury_head: dead_letters::bury_head(&m, &g, &d),
+            drop_buried_group_if_empty: dead_letters::drop_buried_group_if_empty(&m, &g, &d),
             delete_message: format!("DELETE FROM {m} WHERE seq = ?1"),
             messages_table: m,
             groups_table: g,
@@ -137,13 +137,12 @@ impl Statements {
     }
 
     /// The best of the candidates, with its event. Columns: seq, group_id, event, attempts
-    /// (claims so far), locked_by (the lapsed lease's worker, if any); group_id and event
-    /// as BLOBs, because libsql reads TEXT as a C string and would cut a value
-    /// another writer stored with a NUL byte in it at that byte.
+    /// (claims so far); group_id and event as BLOBs, because libsql reads TEXT as a C
+    /// string and would cut a value another writer stored with a NUL byte in it at that byte.
     fn best_candidate(&self, candidates: Vec<String>) -> String {
         let m = &self.messages_table;
         format!(
-            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts, e.locked_by \
+            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts \
              FROM ({}) c JOIN {m} e ON e.seq = c.seq \
              ORDER BY c.ready_at, c.arrival LIMIT 1",
             candidates.join(" UNION ALL ")
@@ -230,6 +229,11 @@ impl Statements {
             (m, "attempts", format!("ALTER TABLE {m} ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")),
             (m, "enqueued_at", format!("ALTER TABLE {m} ADD COLUMN enqueued_at REAL")),
         ]
+    }
+
+    /// Whether `table` exists (one row if it does).
+    pub fn has_table(table: &str) -> String {
+        format!("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{table}'")
     }
 
     /// Whether `table` has `column` (one row if it does).

@@ -1,26 +1,35 @@
 /*
  * header_check.c: harel_transport.h compiles cleanly, alone, as C99 and as C++ (`make
  * test-c` builds this file both ways with -Wall -Wextra -Werror -pedantic), and declares
- * exactly the signatures of ABI.md and of the functions the library adds: each function is
- * assigned to a pointer of the type given for it, which fails to compile if the header
- * disagrees. Linked and run, it also shows every function is exported by the library.
+ * exactly the signatures of ABI 1 (docs/abi.md): each function is assigned to a pointer of
+ * the type given for it here, which fails to compile if the header disagrees (a fallible
+ * function without its last `harel_error **err`, harel_transport_close returning anything
+ * but void, a lease field of another type). Linked and run, it also shows every function
+ * is exported by the library.
  */
 #include "harel_transport.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
-/* ABI.md's types, spelled as a C or C++ user would. */
-typedef harel_status (*setter_str)(harel_options *, const char *);
-typedef harel_status (*setter_double)(harel_options *, double);
-typedef harel_status (*setter_bool)(harel_options *, bool);
-typedef harel_status (*schema_fn)(const char *, char **);
+/* The types of docs/abi.md, spelled as a C or C++ user would. */
+typedef harel_status (*setter_str)(harel_options *, const char *, harel_error **);
+typedef harel_status (*setter_double)(harel_options *, double, harel_error **);
+typedef harel_status (*setter_bool)(harel_options *, bool, harel_error **);
+typedef harel_status (*schema_fn)(const char *, char **, harel_error **);
 
 int main(void) {
+  /* the static strings and the thread's last error */
   const char *(*version)(void) = harel_version;
   const char *(*status_name)(int32_t) = harel_status_name;
   const char *(*last_error)(void) = harel_last_error;
-  void (*string_free)(char *) = harel_string_free;
+  /* the call's own error */
+  harel_status (*error_status)(const harel_error *) = harel_error_status;
+  const char *(*error_message)(const harel_error *) = harel_error_message;
+  void (*error_free)(harel_error *) = harel_error_free;
+  /* options */
   harel_options *(*options_new)(void) = harel_options_new;
+  void (*options_free)(harel_options *) = harel_options_free;
   setter_str set_prefix = harel_options_set_prefix;
   setter_bool set_create_schema = harel_options_set_create_schema;
   setter_str set_sync_url = harel_options_set_sync_url;
@@ -28,30 +37,45 @@ int main(void) {
   setter_double set_sync_interval = harel_options_set_sync_interval;
   setter_double set_busy_timeout = harel_options_set_busy_timeout;
   setter_bool set_synchronous_full = harel_options_set_synchronous_full;
-  harel_status (*set_clock)(harel_options *, double (*)(void *), void *) =
+  harel_status (*set_clock)(harel_options *, double (*)(void *), void *, harel_error **) =
       harel_options_set_clock;
-  void (*options_free)(harel_options *) = harel_options_free;
-  harel_status (*transport_open)(const char *, const harel_options *, harel_transport **) =
-      harel_transport_open;
-  harel_status (*publish)(harel_transport *, const char *, const char *, int32_t,
-                          const char *) = harel_transport_publish;
-  harel_status (*publish_many)(harel_transport *, const harel_message *, size_t) =
-      harel_transport_publish_many;
-  harel_status (*claim)(harel_transport *, const char *, double, int32_t,
-                        const char *const *, size_t, harel_lease **) = harel_transport_claim;
-  harel_status (*ack)(harel_transport *, const harel_lease *) = harel_transport_ack;
-  harel_status (*nack)(harel_transport *, const harel_lease *, double) = harel_transport_nack;
-  harel_status (*transport_close)(harel_transport *) = harel_transport_close;
-  const char *(*transport_last_error)(const harel_transport *) = harel_transport_last_error;
+  /* the transport */
+  harel_status (*transport_open)(const char *, const harel_options *, harel_transport **,
+                                 harel_error **) = harel_transport_open;
+  harel_status (*publish)(harel_transport *, const char *, const char *, int32_t, const char *,
+                          harel_error **) = harel_transport_publish;
+  harel_status (*publish_many)(harel_transport *, const harel_message *, size_t,
+                               harel_error **) = harel_transport_publish_many;
+  harel_status (*claim)(harel_transport *, const char *, double, int32_t, const char *const *,
+                        size_t, harel_lease **, harel_error **) = harel_transport_claim;
+  harel_status (*ack)(harel_transport *, const harel_lease *, harel_error **) =
+      harel_transport_ack;
+  harel_status (*ack_and_claim)(harel_transport *, const harel_lease *, const char *, double,
+                                int32_t, const char *const *, size_t, harel_lease **,
+                                harel_error **) = harel_transport_ack_and_claim;
+  harel_status (*nack)(harel_transport *, const harel_lease *, double, harel_error **) =
+      harel_transport_nack;
+  void (*close_fn)(harel_transport *) = harel_transport_close; /* closing cannot fail */
+  /* what the library hands out, freed by its own functions */
   void (*lease_free)(harel_lease *) = harel_lease_free;
+  void (*string_free)(char *) = harel_string_free;
   schema_fn schema_sql = harel_schema_sql;
   schema_fn schema_upgrade_sql = harel_schema_upgrade_sql;
 
-  /* the lease's fields, by name and type */
-  harel_lease lease = {0, NULL, NULL, NULL, 0.0};
+  /* the lease's fields by name and type, and in this order (fields a later minor version
+   * appends may follow them) */
+  harel_lease lease;
   int64_t *seq = &lease.seq;
   char **strings[3] = {&lease.group_id, &lease.event, &lease.worker_id};
+  size_t *lengths[2] = {&lease.group_id_len, &lease.event_len};
   double *lock_expiry = &lease.lock_expiry;
+  int lease_order = offsetof(harel_lease, seq) == 0 &&
+                    offsetof(harel_lease, seq) < offsetof(harel_lease, group_id) &&
+                    offsetof(harel_lease, group_id) < offsetof(harel_lease, group_id_len) &&
+                    offsetof(harel_lease, group_id_len) < offsetof(harel_lease, event) &&
+                    offsetof(harel_lease, event) < offsetof(harel_lease, event_len) &&
+                    offsetof(harel_lease, event_len) < offsetof(harel_lease, worker_id) &&
+                    offsetof(harel_lease, worker_id) < offsetof(harel_lease, lock_expiry);
   /* the message's fields, by name and type */
   harel_message message = {"g", "{}", 0, NULL};
   const char **message_strings[3] = {&message.group_id, &message.event_json, &message.routing_key};
@@ -60,14 +84,19 @@ int main(void) {
                              HAREL_ERR_DATABASE, HAREL_ERR_BUSY,     HAREL_ERR_LEASE_LOST,
                              HAREL_ERR_CONNECT, HAREL_ERR_PANIC};
   int limits = HAREL_MAX_PRIORITY == 4 && HAREL_MAX_PREFIX_LEN == 30;
+  /* an opaque error, declared as a user would, and the NULL the functions accept */
+  harel_error *err = NULL;
+  int null_error = error_status(err) == HAREL_OK && error_message(err) == NULL;
 
-  int all = version && status_name && last_error && string_free && options_new &&
-            set_prefix && set_create_schema && set_sync_url && set_auth_token &&
-            set_sync_interval && set_busy_timeout && set_synchronous_full && set_clock &&
-            options_free && transport_open && publish && publish_many && claim && ack &&
-            nack && transport_close && transport_last_error && lease_free && schema_sql &&
-            schema_upgrade_sql && seq && strings[2] && lock_expiry && message_strings[2] &&
-            message_priority && statuses[7] == -99 && limits;
+  int all = version && status_name && last_error && error_status && error_message &&
+            error_free && options_new && options_free && set_prefix && set_create_schema &&
+            set_sync_url && set_auth_token && set_sync_interval && set_busy_timeout &&
+            set_synchronous_full && set_clock && transport_open && publish && publish_many &&
+            claim && ack && ack_and_claim && nack && close_fn && lease_free && string_free &&
+            schema_sql && schema_upgrade_sql && seq && strings[2] && lengths[1] &&
+            lock_expiry && lease_order && message_strings[2] && message_priority &&
+            statuses[7] == -99 && limits && null_error;
+  error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus
          "C++",

@@ -1,15 +1,15 @@
 //! The transport contract (docs/queue.md), written once over a way to open
 //! the queue: tests/contract.rs runs every check on a local file, tests/server.rs on sqld,
 //! remote and as embedded replicas. A check gets `open`, which opens a transport on the
-//! check's own queue with the check's clock; a second `open` reaches the same queue (a
-//! second connection; on a server, a second client).
+//! check's own queue with the options it is given (its clock, say); a second `open`
+//! reaches the same queue (a second connection; on a server, a second client).
 
-use harel_transport::{Error, Lease, Message, Transport};
+use harel_transport::{Error, Lease, Message, Options, Transport};
 
 use super::drain::claim_and_ack_all;
 use super::{event, TestClock};
 
-pub type Open<'a> = &'a dyn Fn(&TestClock) -> Transport;
+pub type Open<'a> = &'a dyn Fn(&Options) -> Transport;
 pub type Check = fn(Open<'_>);
 
 const V: f64 = 30.0;
@@ -42,7 +42,16 @@ pub const CHECKS: &[(&str, Check)] = &[
     (
         "a_long_batch_keeps_its_order_and_first_messages_across_inserts",
         a_long_batch_keeps_its_order_and_first_messages_across_inserts,
-    ),
+    ),    ("attempts_count_every_claim", attempts_count_every_claim),
+    ("max_attempts_moves_a_poison_message_out_and_serves_its_group", max_attempts_moves_a_poison_message_out_and_serves_its_group),
+    ("a_worker_dead_letters_a_message_it_holds", a_worker_dead_letters_a_message_it_holds),
+    ("redrive_moves_dead_letters_back_as_the_newest", redrive_moves_dead_letters_back_as_the_newest),
+    ("purge_dead_deletes_what_it_is_asked", purge_dead_deletes_what_it_is_asked),
+    ("stats_count_every_state", stats_count_every_state),
+    ("groups_are_listed_in_pages_and_by_state", groups_are_listed_in_pages_and_by_state),
+    ("peek_shows_a_groups_messages_without_claiming", peek_shows_a_groups_messages_without_claiming),
+    ("purge_empties_a_group_or_the_queue", purge_empties_a_group_or_the_queue),
+    ("release_frees_a_stuck_group_now", release_frees_a_stuck_group_now),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -51,7 +60,7 @@ fn claim(t: &Transport, worker: &str) -> Option<Lease> {
 
 pub fn fifo_within_a_group(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     for n in 0..5 {
         t.publish("g", &event(n), 0, None).unwrap();
     }
@@ -65,14 +74,14 @@ pub fn fifo_within_a_group(open: Open<'_>) {
 
 pub fn one_in_flight_per_group_while_others_proceed(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("a", &event(1), 0, None).unwrap();
     t.publish("a", &event(2), 0, None).unwrap();
     t.publish("b", &event(3), 0, None).unwrap();
     let first = claim(&t, "w1").unwrap();
     assert_eq!(first.group_id, "a");
     // A second transport (another connection; on a server, another client) sees the lease.
-    let other = open(&clock);
+    let other = open(&clock.options());
     let second = claim(&other, "w2").unwrap();
     assert_eq!(second.group_id, "b", "a is in flight, b proceeds");
     assert!(claim(&other, "w3").is_none(), "both groups in flight");
@@ -83,7 +92,7 @@ pub fn one_in_flight_per_group_while_others_proceed(open: Open<'_>) {
 
 pub fn lease_fields(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     let odd = " {\"kind\": \"x\", \"text\": \"h\u{e9}llo \u{2603} \\u0000 \u{1F600}\"}\n ";
     t.publish("g", odd, 0, None).unwrap();
     let lease = claim(&t, "worker-7").unwrap();
@@ -96,7 +105,7 @@ pub fn lease_fields(open: Open<'_>) {
 
 pub fn ack_frees_the_group_and_removes_the_message(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 0, None).unwrap();
     let lease = claim(&t, "w").unwrap();
     t.ack(&lease).unwrap();
@@ -107,7 +116,7 @@ pub fn ack_frees_the_group_and_removes_the_message(open: Open<'_>) {
 
 pub fn nack_now_makes_the_message_claimable_at_once(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 0, None).unwrap();
     t.publish("g", &event(2), 0, None).unwrap();
     t.publish("h", &event(3), 0, None).unwrap();
@@ -122,7 +131,7 @@ pub fn nack_now_makes_the_message_claimable_at_once(open: Open<'_>) {
 
 pub fn nack_with_delay_parks_and_blocks_the_group(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 0, None).unwrap();
     t.publish("g", &event(2), 0, None).unwrap();
     let lease = claim(&t, "w").unwrap();
@@ -137,7 +146,7 @@ pub fn nack_with_delay_parks_and_blocks_the_group(open: Open<'_>) {
 
 pub fn a_parked_group_does_not_block_others(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("a", &event(1), 0, None).unwrap();
     t.publish("b", &event(2), 0, None).unwrap();
     let a = claim(&t, "w").unwrap();
@@ -147,7 +156,7 @@ pub fn a_parked_group_does_not_block_others(open: Open<'_>) {
 
 pub fn a_lapsed_lease_is_claimable_again(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 0, None).unwrap();
     let lease = claim(&t, "w1").unwrap();
     clock.advance(V);
@@ -159,7 +168,7 @@ pub fn a_lapsed_lease_is_claimable_again(open: Open<'_>) {
 
 pub fn round_robin_a_group_just_served_yields_to_one_never_claimed(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("a", &event(1), 0, None).unwrap();
     t.publish("a", &event(2), 0, None).unwrap();
     let first = claim(&t, "w").unwrap();
@@ -172,7 +181,7 @@ pub fn round_robin_a_group_just_served_yields_to_one_never_claimed(open: Open<'_
 
 pub fn round_robin_cycles_through_groups(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     for round in 0..3 {
         for g in ["a", "b", "c"] {
             t.publish(g, &event(round), 0, None).unwrap();
@@ -190,7 +199,7 @@ pub fn round_robin_cycles_through_groups(open: Open<'_>) {
 
 pub fn priority_floor_skips_lower_groups(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("low", &event(1), 1, None).unwrap();
     t.publish("high", &event(2), 3, None).unwrap();
     t.publish("top", &event(3), 4, None).unwrap();
@@ -204,7 +213,7 @@ pub fn priority_floor_skips_lower_groups(open: Open<'_>) {
 
 pub fn the_first_publish_fixes_priority_and_routing_key(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 4, Some("east")).unwrap();
     t.publish("g", &event(2), 0, Some("west")).unwrap();
     assert!(t.claim("w", V, 0, &["west"]).unwrap().is_none(), "the routing key stayed east");
@@ -215,7 +224,7 @@ pub fn the_first_publish_fixes_priority_and_routing_key(open: Open<'_>) {
 
 pub fn routing_keys_restrict_claims(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("a", &event(1), 0, Some("k1")).unwrap();
     t.publish("b", &event(2), 0, Some("k2")).unwrap();
     t.publish("c", &event(3), 0, None).unwrap();
@@ -229,7 +238,7 @@ pub fn routing_keys_restrict_claims(open: Open<'_>) {
 
 pub fn many_routing_keys_take_the_json_path(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 0, Some("key-40")).unwrap();
     t.publish("h", &event(2), 0, Some("elsewhere")).unwrap();
     let keys: Vec<String> = (0..50).map(|i| format!("key-{i}")).collect();
@@ -240,7 +249,7 @@ pub fn many_routing_keys_take_the_json_path(open: Open<'_>) {
 
 pub fn lost_leases_are_detected_and_change_nothing(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 0, None).unwrap();
     let stale = claim(&t, "w1").unwrap();
     clock.advance(V + 1.0);
@@ -253,7 +262,7 @@ pub fn lost_leases_are_detected_and_change_nothing(open: Open<'_>) {
 
 pub fn a_nacked_lease_is_over(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 0, None).unwrap();
     let lease = claim(&t, "w").unwrap();
     t.nack(&lease, 10.0).unwrap();
@@ -268,7 +277,7 @@ pub fn a_nacked_lease_is_over(open: Open<'_>) {
 
 pub fn a_forged_lease_for_another_group_is_lost(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("g", &event(1), 0, None).unwrap();
     let lease = claim(&t, "w").unwrap();
     let forged = Lease { group_id: "other".into(), ..lease.clone() };
@@ -278,7 +287,7 @@ pub fn a_forged_lease_for_another_group_is_lost(open: Open<'_>) {
 
 pub fn in_flight_and_parked_groups_do_not_hide_a_ready_one(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     for g in 0..50 {
         t.publish(&format!("g{g}"), &event(g), 0, None).unwrap();
     }
@@ -301,7 +310,7 @@ pub fn in_flight_and_parked_groups_do_not_hide_a_ready_one(open: Open<'_>) {
 
 pub fn ack_and_claim_acks_then_claims_in_one_go(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("a", &event(1), 0, None).unwrap();
     t.publish("a", &event(2), 0, None).unwrap();
     t.publish("b", &event(3), 0, None).unwrap();
@@ -316,7 +325,7 @@ pub fn ack_and_claim_acks_then_claims_in_one_go(open: Open<'_>) {
 
 pub fn ack_and_claim_claims_nothing_when_the_ack_fails(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     t.publish("a", &event(1), 0, None).unwrap();
     t.publish("b", &event(2), 0, None).unwrap();
     let lease = claim(&t, "w").unwrap();
@@ -332,7 +341,7 @@ pub fn ack_and_claim_claims_nothing_when_the_ack_fails(open: Open<'_>) {
 /// across the cuts.
 pub fn a_long_batch_keeps_its_order_and_first_messages_across_inserts(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let t = open(&clock);
+    let t = open(&clock.options());
     let events: Vec<String> = (0..301).map(event).collect();
     let groups = ["a", "b", "c", "d", "e", "f", "g"];
     let batch: Vec<Message> = events
@@ -359,4 +368,235 @@ pub fn a_long_batch_keeps_its_order_and_first_messages_across_inserts(open: Open
         let want: Vec<String> = batch.iter().filter(|m| m.group_id == g).map(|m| m.event_json.to_owned()).collect();
         assert_eq!(events, want, "group {g} in batch order");
     }
+}
+
+// ---- when a message keeps failing: delivery counts, dead letters, a look inside ----------
+
+fn with_max_attempts(clock: &TestClock, max_attempts: u32) -> Options {
+    let mut o = clock.options();
+    o.max_attempts(max_attempts);
+    o
+}
+
+pub fn attempts_count_every_claim(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    t.publish("g", &event(0), 0, None).unwrap();
+    let first = claim(&t, "w").unwrap();
+    assert_eq!(first.attempts, 1);
+    t.nack(&first, 0.0).unwrap();
+    let second = claim(&t, "w").unwrap();
+    assert_eq!(second.attempts, 2, "a nack(0) is a delivery");
+    clock.advance(V + 1.0);
+    let third = claim(&t, "w").unwrap();
+    assert_eq!((third.seq, third.attempts), (first.seq, 3), "a lapsed lease is a delivery");
+    let page = t.peek("g", None, 10).unwrap();
+    assert_eq!(page.items[0].attempts, 3);
+}
+
+pub fn max_attempts_moves_a_poison_message_out_and_serves_its_group(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&with_max_attempts(&clock, 2));
+    t.publish("g", &event(0), 0, None).unwrap();
+    t.publish("g", &event(1), 0, None).unwrap();
+    let first = claim(&t, "w1").unwrap();
+    t.nack(&first, 0.0).unwrap();
+    let again = claim(&t, "w2").unwrap();
+    assert_eq!((again.seq, again.attempts), (first.seq, 2));
+    clock.advance(V + 1.0); // w2 dies holding it
+    let next = claim(&t, "w3").expect("the group goes on with its next message");
+    assert_eq!(next.event, event(1));
+    let dead = t.dead_letters(None, None, 10).unwrap();
+    assert_eq!(dead.items.len(), 1);
+    let d = &dead.items[0];
+    assert_eq!((d.seq, d.group_id.as_str(), d.event.as_str(), d.attempts), (first.seq, "g", event(0).as_str(), 2));
+    assert_eq!(d.last_worker.as_deref(), Some("w2"));
+    assert!(d.reason.contains("max_attempts is 2"), "{}", d.reason);
+    assert_eq!(d.dead_at, clock.now());
+    assert!(matches!(t.ack(&again), Err(Error::LeaseLost(_))), "the dead message's lease is over");
+    t.ack(&next).unwrap();
+    assert!(claim(&t, "w").is_none());
+    assert_eq!(t.stats().unwrap().groups, 0, "the emptied group is gone");
+}
+
+pub fn a_worker_dead_letters_a_message_it_holds(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    t.publish("g", &event(0), 3, Some("k")).unwrap();
+    t.publish("g", &event(1), 0, None).unwrap();
+    let lease = t.claim("w", V, 0, &["k"]).unwrap().unwrap();
+    t.dead_letter(&lease, "cannot parse").unwrap();
+    assert!(matches!(t.dead_letter(&lease, "again"), Err(Error::LeaseLost(_))));
+    assert!(matches!(t.dead_letter(&lease, ""), Err(Error::Argument(m)) if m.contains("reason")));
+    let next = t.claim("w", V, 0, &["k"]).unwrap().expect("the group goes on at once");
+    assert_eq!(next.event, event(1));
+    let d = &t.dead_letters(Some("g"), None, 10).unwrap().items[0];
+    assert_eq!((d.reason.as_str(), d.last_worker.as_deref(), d.attempts), ("cannot parse", Some("w"), 1));
+    assert!(t.dead_letters(Some("other"), None, 10).unwrap().items.is_empty());
+}
+
+pub fn redrive_moves_dead_letters_back_as_the_newest(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    for n in 0..3 {
+        t.publish("g", &event(n), 2, Some("k")).unwrap();
+    }
+    for _ in 0..3 {
+        let lease = claim(&t, "w").unwrap();
+        t.dead_letter(&lease, "poison").unwrap();
+    }
+    assert_eq!(t.stats().unwrap().groups, 0);
+    t.publish("g2", &event(9), 0, None).unwrap();
+    let seqs: Vec<i64> = t.dead_letters(None, None, 10).unwrap().items.iter().map(|d| d.seq).collect();
+    assert_eq!(t.redrive(harel_transport::DeadLetters::Seqs(&seqs[2..])).unwrap(), 1);
+    assert_eq!(t.redrive(harel_transport::DeadLetters::Group("g")).unwrap(), 2);
+    assert_eq!(t.redrive(harel_transport::DeadLetters::All).unwrap(), 0);
+    // Back in g, the order they had (event 2 first: it was redriven first), counted anew,
+    // and the group made again as its first publish made it.
+    let back: Vec<_> = t.peek("g", None, 10).unwrap().items;
+    assert_eq!(back.iter().map(|m| m.event.clone()).collect::<Vec<_>>(), [event(2), event(0), event(1)]);
+    assert!(back.iter().all(|m| m.attempts == 0 && m.seq > seqs[2]), "new seqs: the newest messages");
+    let lease = t.claim("w", V, 2, &["k"]).unwrap().expect("priority and routing key came back");
+    assert_eq!(lease.event, event(2));
+    assert!(matches!(t.redrive(harel_transport::DeadLetters::Seqs(&[])), Err(Error::Argument(_))));
+}
+
+pub fn purge_dead_deletes_what_it_is_asked(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    for g in ["a", "a", "b", "c"] {
+        t.publish(g, &event(0), 0, None).unwrap();
+    }
+    while let Some(lease) = claim(&t, "w") {
+        t.dead_letter(&lease, "x").unwrap();
+    }
+    let first = t.dead_letters(None, None, 1).unwrap();
+    assert_eq!(t.purge_dead(harel_transport::DeadLetters::Seqs(&[first.items[0].seq, 999_999])).unwrap(), 1);
+    assert_eq!(t.purge_dead(harel_transport::DeadLetters::Group("a")).unwrap(), 1);
+    assert_eq!(t.purge_dead(harel_transport::DeadLetters::All).unwrap(), 2);
+    assert_eq!(t.stats().unwrap().dead, 0);
+}
+
+pub fn stats_count_every_state(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    let empty = t.stats().unwrap();
+    assert_eq!((empty.messages, empty.groups, empty.ready, empty.dead), (0, 0, 0, 0));
+    assert_eq!((empty.oldest_ready_age, empty.next_release_at, empty.by_priority.len()), (None, None, 0));
+    t.publish("leased", &event(0), 0, None).unwrap();
+    clock.advance(1.0);
+    t.publish("parked", &event(1), 2, None).unwrap();
+    t.publish("parked", &event(2), 2, None).unwrap();
+    t.publish("ready", &event(3), 2, None).unwrap();
+    t.publish("dead", &event(4), 4, None).unwrap();
+    let leased = t.claim("w", 10.0, 0, &[]).unwrap().unwrap();
+    assert_eq!(leased.group_id, "leased");
+    let parked = t.claim("w", 10.0, 0, &[]).unwrap().unwrap();
+    assert_eq!(parked.group_id, "parked");
+    t.nack(&parked, 5.0).unwrap();
+    let poison = t.claim("w", 10.0, 4, &[]).unwrap().unwrap();
+    t.dead_letter(&poison, "x").unwrap();
+    clock.advance(2.0);
+    let s = t.stats().unwrap();
+    assert_eq!((s.messages, s.groups, s.ready, s.leased, s.parked, s.dead), (4, 3, 1, 1, 1, 1));
+    assert_eq!(s.now, clock.now());
+    assert_eq!(s.oldest_ready_age, Some(2.0), "the ready group's message was published 2 s ago");
+    assert_eq!(s.next_release_at, Some(1001.0 + 5.0), "the park ends before the lease");
+    let levels: Vec<_> = s.by_priority.iter().map(|p| (p.priority, p.groups, p.ready, p.leased, p.parked)).collect();
+    assert_eq!(levels, [(0, 1, 0, 1, 0), (2, 2, 1, 0, 1)]);
+    clock.advance(20.0);
+    let later = t.stats().unwrap();
+    assert_eq!((later.ready, later.leased, later.parked, later.next_release_at), (3, 0, 0, None), "lapsed: ready");
+    assert_eq!(later.oldest_ready_age, Some(22.0 + 1.0), "the leased group's message, now ready, is the oldest");
+}
+
+pub fn groups_are_listed_in_pages_and_by_state(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    for (n, g) in ["e", "d", "c", "b", "a"].iter().enumerate() {
+        t.publish(g, &event(n), 1, Some("key")).unwrap();
+    }
+    t.publish("a", &event(9), 0, None).unwrap();
+    let a = claim(&t, "w1").unwrap(); // the first group in arrival order: "e"
+    let b = claim(&t, "w2").unwrap();
+    t.nack(&b, 60.0).unwrap();
+    let first = t.groups(None, None, 2).unwrap();
+    let ids: Vec<_> = first.items.iter().map(|g| g.group_id.as_str()).collect();
+    assert_eq!(ids, ["a", "b"]);
+    let g = &first.items[0];
+    assert_eq!((g.state, g.depth, g.priority, g.routing_key.as_deref(), g.head_attempts), (harel_transport::GroupState::Ready, 2, 1, Some("key"), 0));
+    let rest = t.groups(None, first.next.as_deref(), 10).unwrap();
+    assert_eq!(rest.items.iter().map(|g| g.group_id.as_str()).collect::<Vec<_>>(), ["c", "d", "e"]);
+    assert_eq!(rest.next, None);
+    let leased = t.groups(Some(harel_transport::GroupState::Leased), None, 10).unwrap();
+    assert_eq!(leased.items.len(), 1);
+    let l = &leased.items[0];
+    assert_eq!((l.group_id.as_str(), l.holder.as_deref(), l.lock_expiry, l.head_attempts), (a.group_id.as_str(), Some("w1"), Some(1030.0), 1));
+    let parked = t.groups(Some(harel_transport::GroupState::Parked), None, 10).unwrap();
+    assert_eq!(parked.items.iter().map(|g| (g.group_id.as_str(), g.holder.clone(), g.lock_expiry)).collect::<Vec<_>>(), [(b.group_id.as_str(), None, Some(1060.0))]);
+    let ready = t.groups(Some(harel_transport::GroupState::Ready), None, 2).unwrap();
+    assert_eq!(ready.items.len(), 2);
+    let more = t.groups(Some(harel_transport::GroupState::Ready), ready.next.as_deref(), 2).unwrap();
+    assert_eq!((more.items.len(), more.next), (1, None));
+    assert!(matches!(t.groups(None, Some("x1.00"), 10), Err(Error::Argument(m)) if m.contains("cursor")));
+    assert!(matches!(t.groups(None, first.next.as_deref().map(|c| c.replacen('g', "m", 1)).as_deref(), 10), Err(Error::Argument(_))));
+    assert!(matches!(t.groups(None, None, 0), Err(Error::Argument(m)) if m.contains("limit")));
+}
+
+pub fn peek_shows_a_groups_messages_without_claiming(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    for n in 0..5 {
+        t.publish("g", &event(n), 0, None).unwrap();
+        clock.advance(1.0);
+    }
+    let lease = claim(&t, "w").unwrap();
+    let first = t.peek("g", None, 3).unwrap();
+    let got: Vec<_> = first.items.iter().map(|m| (m.event.clone(), m.locked_by.clone(), m.published_at)).collect();
+    assert_eq!(got[0], (event(0), Some("w".to_owned()), Some(1000.0)));
+    assert_eq!(got[2], (event(2), None, Some(1002.0)));
+    let rest = t.peek("g", first.next.as_deref(), 3).unwrap();
+    assert_eq!(rest.items.iter().map(|m| m.event.clone()).collect::<Vec<_>>(), [event(3), event(4)]);
+    assert_eq!(rest.next, None);
+    assert!(t.peek("none", None, 3).unwrap().items.is_empty());
+    t.ack(&lease).unwrap();
+    assert_eq!(claim(&t, "w").unwrap().event, event(1), "peek claimed nothing");
+}
+
+pub fn purge_empties_a_group_or_the_queue(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    for g in ["a", "a", "b", "c"] {
+        t.publish(g, &event(0), 0, None).unwrap();
+    }
+    let held = t.claim("w", V, 0, &[]).unwrap().unwrap();
+    assert_eq!(t.purge_group(&held.group_id).unwrap(), if held.group_id == "a" { 2 } else { 1 });
+    assert!(matches!(t.ack(&held), Err(Error::LeaseLost(_))), "a purged message's lease is lost");
+    let lease = claim(&t, "w").unwrap();
+    t.dead_letter(&lease, "kept").unwrap();
+    assert!(t.purge().unwrap() >= 1);
+    let s = t.stats().unwrap();
+    assert_eq!((s.messages, s.groups, s.dead), (0, 0, 1), "dead letters stay");
+    t.publish("a", &event(1), 0, None).unwrap();
+    assert_eq!(claim(&t, "w").unwrap().event, event(1), "the queue works after a purge");
+}
+
+pub fn release_frees_a_stuck_group_now(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    t.publish("g", &event(0), 0, None).unwrap();
+    t.publish("p", &event(1), 0, None).unwrap();
+    let stuck = t.claim("w1", 3600.0, 0, &[]).unwrap().unwrap();
+    let parked = t.claim("w1", 3600.0, 0, &[]).unwrap().unwrap();
+    t.nack(&parked, 3600.0).unwrap();
+    assert!(claim(&t, "w2").is_none());
+    assert!(t.release(&stuck.group_id).unwrap());
+    assert!(t.release(&parked.group_id).unwrap());
+    assert!(!t.release(&stuck.group_id).unwrap(), "nothing held any more");
+    assert!(!t.release("none").unwrap());
+    assert_eq!(t.stats().unwrap().ready, 2);
+    let again = claim(&t, "w2").expect("served at once");
+    assert_eq!(again.attempts, 2);
+    assert!(matches!(t.ack(&stuck), Err(Error::LeaseLost(_))), "the old holder's lease is lost");
+    t.ack(&again).unwrap();
 }

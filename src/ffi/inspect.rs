@@ -1,0 +1,409 @@
+//! A look inside the queue from C: `harel_transport_stats` and the pages of groups, of a
+//! group's messages and of dead letters, each one allocation freed by its own function.
+
+use std::ffi::c_char;
+
+use super::args;
+use super::{boundary_out, boundary_value};
+use super::error::harel_error;
+use super::status::harel_status::{self, HAREL_OK};
+use super::strings_out::{or_minus_one, Strings};
+use super::transport::harel_transport;
+use crate::error::{Error, Result};
+use crate::inspect::{GroupState, Page};
+
+/// The counts of one priority level (see harel_stats).
+#[repr(C)]
+pub struct harel_priority_stats {
+    pub priority: i32,
+    pub groups: u64,
+    /// Groups whose head can be claimed now.
+    pub ready: u64,
+    /// Groups whose head is leased.
+    pub leased: u64,
+    /// Groups whose head is parked.
+    pub parked: u64,
+}
+
+/// Exact counts of the queue at one instant, from `harel_transport_stats`; free with
+/// `harel_stats_free`.
+#[repr(C)]
+pub struct harel_stats {
+    /// When the counts were taken, epoch seconds.
+    pub now: f64,
+    pub messages: u64,
+    pub groups: u64,
+    pub ready: u64,
+    pub leased: u64,
+    pub parked: u64,
+    /// Messages in the dead-letter table.
+    pub dead: u64,
+    /// Seconds since the oldest message of a ready group was published; -1 when no group
+    /// is ready or that message's writer does not stamp the time (harel's Python transports).
+    pub oldest_ready_age: f64,
+    /// The soonest end of a lease or park, epoch seconds; -1 when nothing is in flight.
+    pub next_release_at: f64,
+    /// One entry per priority level that has groups, lowest first.
+    pub by_priority: *const harel_priority_stats,
+    pub n_priorities: usize,
+}
+
+/// A group's state, from its head (see harel_group_info).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum harel_group_state {
+    HAREL_GROUP_READY = 0,
+    HAREL_GROUP_LEASED = 1,
+    HAREL_GROUP_PARKED = 2,
+}
+
+/// One group of a `harel_group_page`. Its strings live as long as the page.
+#[repr(C)]
+pub struct harel_group_info {
+    /// `group_id_len` bytes of UTF-8, then a NUL.
+    pub group_id: *const c_char,
+    pub group_id_len: usize,
+    pub state: harel_group_state,
+    /// How many messages the group holds.
+    pub depth: u64,
+    pub head_seq: i64,
+    /// Seconds since the head was published; -1 when its writer does not stamp the time.
+    pub head_age: f64,
+    /// The worker holding the head's lease; NULL when ready or parked.
+    pub holder: *const c_char,
+    /// When the lease or park ends, epoch seconds; -1 when ready.
+    pub lock_expiry: f64,
+    pub priority: i32,
+    /// NULL: none.
+    pub routing_key: *const c_char,
+    /// How many times the head has been claimed.
+    pub head_attempts: i64,
+}
+
+/// A page of groups from `harel_transport_groups`; free with `harel_group_page_free`.
+#[repr(C)]
+pub struct harel_group_page {
+    pub groups: *const harel_group_info,
+    pub n_groups: usize,
+    /// Pass it to the next call for the next page; NULL when this is the last.
+    pub next_cursor: *const c_char,
+}
+
+/// One message of a `harel_message_page`.
+#[repr(C)]
+pub struct harel_message_info {
+    pub seq: i64,
+    /// `event_len` bytes, then a NUL.
+    pub event: *const c_char,
+    pub event_len: usize,
+    pub attempts: i64,
+    /// The worker holding it, or "__parked__"; NULL when free.
+    pub locked_by: *const c_char,
+    /// When its lease or park ends; -1 when free.
+    pub lock_expiry: f64,
+    /// When it was published, epoch seconds; -1 when its writer does not stamp the time.
+    pub published_at: f64,
+}
+
+/// A page of a group's messages from `harel_transport_peek`; free with
+/// `harel_message_page_free`.
+#[repr(C)]
+pub struct harel_message_page {
+    pub messages: *const harel_message_info,
+    pub n_messages: usize,
+    /// NULL when this is the last page.
+    pub next_cursor: *const c_char,
+}
+
+/// One message of a `harel_dead_page`.
+#[repr(C)]
+pub struct harel_dead_letter {
+    /// Its seq in the queue before it died.
+    pub seq: i64,
+    pub group_id: *const c_char,
+    pub group_id_len: usize,
+    pub event: *const c_char,
+    pub event_len: usize,
+    /// How many times it had been claimed.
+    pub attempts: i64,
+    /// The worker that held it last; NULL when it was parked or never claimed.
+    pub last_worker: *const c_char,
+    pub reason: *const c_char,
+    /// When it was moved, epoch seconds.
+    pub dead_at: f64,
+}
+
+/// A page of dead letters from `harel_transport_dead_letters`; free with
+/// `harel_dead_page_free`.
+#[repr(C)]
+pub struct harel_dead_page {
+    pub letters: *const harel_dead_letter,
+    pub n_letters: usize,
+    /// NULL when this is the last page.
+    pub next_cursor: *const c_char,
+}
+
+/// What the free functions free: the struct handed out (first, so its pointer is the
+/// allocation's), its items and its strings.
+#[repr(C)]
+struct Allocation<Head, Item> {
+    head: Head,
+    items: Vec<Item>,
+    strings: Strings,
+}
+
+fn hand_out<Head, Item>(items: Vec<Item>, strings: Strings, head: impl FnOnce(*const Item, usize) -> Head) -> *mut Head {
+    let head = head(items.as_ptr(), items.len());
+    Box::into_raw(Box::new(Allocation { head, items, strings })).cast::<Head>()
+}
+
+/// # Safety
+/// `p` is NULL or came from `hand_out` with these types, and is freed once.
+unsafe fn free<Head, Item>(p: *mut Head) {
+    if !p.is_null() {
+        drop(unsafe { Box::from_raw(p.cast::<Allocation<Head, Item>>()) });
+    }
+}
+
+/// Sets `*out` to NULL, then runs a look on handle `t` that hands out `*out`.
+fn look<Out>(
+    t: *mut harel_transport,
+    out: *mut *mut Out,
+    err: *mut *mut harel_error,
+    body: impl FnOnce(&crate::Transport) -> Result<*mut Out>,
+) -> harel_status {
+    boundary_out(out, err, |out| {
+        // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
+        *out = body(unsafe { &args::reference(t, "t")?.inner })?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// Exact counts of the queue now: messages, groups ready, leased and parked, dead letters,
+/// the oldest ready message's age, the next release, the same per priority level. One read
+/// that takes no write lock and holds up no claim.
+///
+/// On HAREL_OK `*out` is the caller's (free it with `harel_stats_free`); on error NULL.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL); HAREL_ERR_DATABASE;
+/// HAREL_ERR_CONNECT (a libSQL server).
+#[no_mangle]
+pub extern "C" fn harel_transport_stats(
+    t: *mut harel_transport,
+    out: *mut *mut harel_stats,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    look(t, out, err, |t| {
+        let s = t.stats()?;
+        let levels: Vec<harel_priority_stats> = s
+            .by_priority
+            .iter()
+            .map(|p| harel_priority_stats { priority: p.priority, groups: p.groups, ready: p.ready, leased: p.leased, parked: p.parked })
+            .collect();
+        Ok(hand_out(levels, Strings::default(), |by_priority, n_priorities| harel_stats {
+            now: s.now,
+            messages: s.messages,
+            groups: s.groups,
+            ready: s.ready,
+            leased: s.leased,
+            parked: s.parked,
+            dead: s.dead,
+            oldest_ready_age: or_minus_one(s.oldest_ready_age),
+            next_release_at: or_minus_one(s.next_release_at),
+            by_priority,
+            n_priorities,
+        }))
+    })
+}
+
+/// Frees what `harel_transport_stats` handed out. NULL does nothing.
+#[no_mangle]
+pub extern "C" fn harel_stats_free(stats: *mut harel_stats) {
+    // SAFETY: NULL or from harel_transport_stats, freed once.
+    boundary_value((), || unsafe { free::<harel_stats, harel_priority_stats>(stats) })
+}
+
+fn state_of(state: i32) -> Result<Option<GroupState>> {
+    match state {
+        -1 => Ok(None),
+        0 => Ok(Some(GroupState::Ready)),
+        1 => Ok(Some(GroupState::Leased)),
+        2 => Ok(Some(GroupState::Parked)),
+        other => Err(Error::Argument(format!(
+            "state is {other}; it must be -1 (any), HAREL_GROUP_READY, HAREL_GROUP_LEASED or HAREL_GROUP_PARKED"
+        ))),
+    }
+}
+
+fn c_state(state: GroupState) -> harel_group_state {
+    match state {
+        GroupState::Ready => harel_group_state::HAREL_GROUP_READY,
+        GroupState::Leased => harel_group_state::HAREL_GROUP_LEASED,
+        GroupState::Parked => harel_group_state::HAREL_GROUP_PARKED,
+    }
+}
+
+fn next_cursor<T>(page: &Page<T>, strings: &mut Strings) -> *const c_char {
+    strings.add_optional(page.next.as_deref())
+}
+
+/// A page of groups in group id order, without claiming anything: each group's state,
+/// depth, head (seq, age, attempts), holder and lease end, priority and routing key.
+/// `state`: -1 for every group, or a harel_group_state to list only those. `cursor`: NULL
+/// for the first page, else the `next_cursor` of the page before (copied; the page it came
+/// from may be freed). `limit`: 1..10000 groups.
+///
+/// On HAREL_OK `*out` is the caller's (free it with `harel_group_page_free`); on error NULL.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..2, cursor not one
+/// this listing handed out or not UTF-8, limit outside 1..10000); HAREL_ERR_DATABASE;
+/// HAREL_ERR_CONNECT.
+#[no_mangle]
+pub extern "C" fn harel_transport_groups(
+    t: *mut harel_transport,
+    state: i32,
+    cursor: *const c_char,
+    limit: usize,
+    out: *mut *mut harel_group_page,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    look(t, out, err, |t| {
+        // SAFETY: NULL or a NUL-terminated string, per this function's contract.
+        let cursor = unsafe { args::optional_string(cursor, "cursor") }?;
+        let page = t.groups(state_of(state)?, cursor, limit)?;
+        let mut strings = Strings::default();
+        let items: Vec<harel_group_info> = page
+            .items
+            .iter()
+            .map(|g| {
+                let (group_id, group_id_len) = strings.add(&g.group_id);
+                harel_group_info {
+                    group_id,
+                    group_id_len,
+                    state: c_state(g.state),
+                    depth: g.depth,
+                    head_seq: g.head_seq,
+                    head_age: or_minus_one(g.head_age),
+                    holder: strings.add_optional(g.holder.as_deref()),
+                    lock_expiry: or_minus_one(g.lock_expiry),
+                    priority: g.priority,
+                    routing_key: strings.add_optional(g.routing_key.as_deref()),
+                    head_attempts: g.head_attempts,
+                }
+            })
+            .collect();
+        let next_cursor = next_cursor(&page, &mut strings);
+        Ok(hand_out(items, strings, |groups, n_groups| harel_group_page { groups, n_groups, next_cursor }))
+    })
+}
+
+/// Frees what `harel_transport_groups` handed out. NULL does nothing.
+#[no_mangle]
+pub extern "C" fn harel_group_page_free(page: *mut harel_group_page) {
+    // SAFETY: NULL or from harel_transport_groups, freed once.
+    boundary_value((), || unsafe { free::<harel_group_page, harel_group_info>(page) })
+}
+
+/// A page of `group_id`'s messages, oldest first, without claiming them: seq, event,
+/// attempts, lock. `cursor` and `limit` as for harel_transport_groups.
+///
+/// On HAREL_OK `*out` is the caller's (free it with `harel_message_page_free`); on error NULL.
+///
+/// Returns HAREL_OK (an unknown group gives an empty page); HAREL_ERR_ARGUMENT (t,
+/// group_id or out NULL, group_id empty or not UTF-8, a bad cursor or limit);
+/// HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+#[no_mangle]
+pub extern "C" fn harel_transport_peek(
+    t: *mut harel_transport,
+    group_id: *const c_char,
+    cursor: *const c_char,
+    limit: usize,
+    out: *mut *mut harel_message_page,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    look(t, out, err, |t| {
+        // SAFETY: NULL or NUL-terminated strings, per this function's contract.
+        let (group_id, cursor) =
+            unsafe { (args::string(group_id, "group_id")?, args::optional_string(cursor, "cursor")?) };
+        let page = t.peek(group_id, cursor, limit)?;
+        let mut strings = Strings::default();
+        let items: Vec<harel_message_info> = page
+            .items
+            .iter()
+            .map(|m| {
+                let (event, event_len) = strings.add(&m.event);
+                harel_message_info {
+                    seq: m.seq,
+                    event,
+                    event_len,
+                    attempts: m.attempts,
+                    locked_by: strings.add_optional(m.locked_by.as_deref()),
+                    lock_expiry: or_minus_one(m.lock_expiry),
+                    published_at: or_minus_one(m.published_at),
+                }
+            })
+            .collect();
+        let next_cursor = next_cursor(&page, &mut strings);
+        Ok(hand_out(items, strings, |messages, n_messages| harel_message_page { messages, n_messages, next_cursor }))
+    })
+}
+
+/// Frees what `harel_transport_peek` handed out. NULL does nothing.
+#[no_mangle]
+pub extern "C" fn harel_message_page_free(page: *mut harel_message_page) {
+    // SAFETY: NULL or from harel_transport_peek, freed once.
+    boundary_value((), || unsafe { free::<harel_message_page, harel_message_info>(page) })
+}
+
+/// A page of dead letters in the order they had in the queue: `group_id`'s only, or all
+/// when NULL. `cursor` and `limit` as for harel_transport_groups.
+///
+/// On HAREL_OK `*out` is the caller's (free it with `harel_dead_page_free`); on error NULL.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, group_id empty or not UTF-8, a
+/// bad cursor or limit); HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+#[no_mangle]
+pub extern "C" fn harel_transport_dead_letters(
+    t: *mut harel_transport,
+    group_id: *const c_char,
+    cursor: *const c_char,
+    limit: usize,
+    out: *mut *mut harel_dead_page,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    look(t, out, err, |t| {
+        // SAFETY: NULL or NUL-terminated strings, per this function's contract.
+        let (group_id, cursor) =
+            unsafe { (args::optional_string(group_id, "group_id")?, args::optional_string(cursor, "cursor")?) };
+        let page = t.dead_letters(group_id, cursor, limit)?;
+        let mut strings = Strings::default();
+        let items: Vec<harel_dead_letter> = page
+            .items
+            .iter()
+            .map(|d| {
+                let (group_id, group_id_len) = strings.add(&d.group_id);
+                let (event, event_len) = strings.add(&d.event);
+                harel_dead_letter {
+                    seq: d.seq,
+                    group_id,
+                    group_id_len,
+                    event,
+                    event_len,
+                    attempts: d.attempts,
+                    last_worker: strings.add_optional(d.last_worker.as_deref()),
+                    reason: strings.add(&d.reason).0,
+                    dead_at: d.dead_at,
+                }
+            })
+            .collect();
+        let next_cursor = next_cursor(&page, &mut strings);
+        Ok(hand_out(items, strings, |letters, n_letters| harel_dead_page { letters, n_letters, next_cursor }))
+    })
+}
+
+/// Frees what `harel_transport_dead_letters` handed out. NULL does nothing.
+#[no_mangle]
+pub extern "C" fn harel_dead_page_free(page: *mut harel_dead_page) {
+    // SAFETY: NULL or from harel_transport_dead_letters, freed once.
+    boundary_value((), || unsafe { free::<harel_dead_page, harel_dead_letter>(page) })
+}
