@@ -1,0 +1,285 @@
+//! The command line, as clap reads it: global options (which queue, how to reach it, how to
+//! print) usable before or after the command, and one command.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use harel_transport::{GroupState, MAX_PAGE};
+
+const ABOUT: &str = "Look inside a harel-transport queue and repair it";
+
+const LONG_ABOUT: &str = "\
+Look inside a harel-transport queue and repair it: counts, groups, a group's messages, dead
+letters; purge, redrive, release.
+
+The queue is a local file or a libSQL server's URL (libsql://, http://, https://), given with
+--database or HAREL_DATABASE. It is opened as it is: nothing is created, and a file without
+the queue's tables (of --prefix) is refused.
+
+A server's token comes from HAREL_AUTH_TOKEN or from --auth-token-file FILE (which wins),
+never from an argument: every user of the machine sees the command line (ps).";
+
+const AFTER_HELP: &str = "\
+Output: readable tables; with --json one JSON document per command (for --watch, one line
+per refresh). Exit status: 0 done, 1 the queue or the library failed (the message on
+stderr), 2 a usage error.
+
+Examples:
+  harel-transport -d queue.db stats
+  HAREL_DATABASE=queue.db harel-transport stats --watch 5
+  harel-transport -d queue.db groups --state leased
+  HAREL_AUTH_TOKEN=... harel-transport -d https://queue.example.com dead list --json";
+
+const STATS_EXAMPLES: &str = "\
+Examples:
+  harel-transport -d queue.db stats
+  harel-transport -d queue.db stats --watch
+  harel-transport -d queue.db stats --watch 10 --json";
+
+const GROUPS_EXAMPLES: &str = "\
+Examples:
+  harel-transport -d queue.db groups --state leased
+  harel-transport -d queue.db groups --all --json";
+
+const REDRIVE_EXAMPLES: &str = "\
+One of --all, --group, --seq is required.
+
+Examples:
+  harel-transport -d queue.db dead redrive --seq 17 18
+  harel-transport -d queue.db dead redrive --group orders-7";
+
+const DEAD_PURGE_EXAMPLES: &str = "\
+One of --all, --group, --seq is required.
+
+Examples:
+  harel-transport -d queue.db dead purge --seq 17
+  harel-transport -d queue.db dead purge --all";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "harel-transport",
+    version = harel_transport::VERSION,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
+pub struct Global {
+    /// The queue: a file, or a libSQL server's URL (libsql://, http://, https://)
+    #[arg(short = 'd', long, global = true, env = "HAREL_DATABASE", value_name = "DATABASE")]
+    pub database: Option<String>,
+
+    /// The tables' prefix: <PREFIX>_transport_messages, ...
+    #[arg(long, global = true, default_value = "harel", value_name = "PREFIX")]
+    pub prefix: String,
+
+    /// Read the server's token from FILE (its first line); else HAREL_AUTH_TOKEN is used
+    #[arg(long, global = true, value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+
+    /// Print JSON instead of tables
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Counts: messages, groups by state, dead letters, per priority
+    #[command(long_about = "\
+Counts at one instant: messages, groups (ready, leased, parked), dead letters, the age of the
+oldest ready message, the soonest end of a lease or park, and the groups per priority.",
+        after_help = STATS_EXAMPLES)]
+    Stats(StatsArgs),
+
+    /// The groups, one line each: state, depth, head age, holder, lease end, ...
+    #[command(long_about = "\
+The groups, one line each, in group id order: the head's state (ready, leased to a worker,
+parked by a nack with a delay), how many messages, the head's age, who holds it and when the
+lease or park ends, the priority, routing key and the head's attempts.",
+        after_help = GROUPS_EXAMPLES)]
+    Groups(GroupsArgs),
+
+    /// A group's messages, oldest (the head) first
+    #[command(long_about = "\
+A group's messages, oldest (the head) first: seq, attempts, the holder of the head's lease,
+when it ends, when each was published, and the event (cut at 100 characters in the table;
+--json has it whole, as the exact text stored).")]
+    Peek(PeekArgs),
+
+    /// Dead letters: list them, redrive them into their groups, purge them
+    #[command(subcommand)]
+    Dead(DeadCommand),
+
+    /// Delete a group's messages (--group), or every message and group (--all)
+    #[command(long_about = "\
+Delete a group's messages (--group G), or every message and group of the queue (--all).
+Dead letters are kept (see `dead purge`). A worker holding a lease on a deleted message
+gets a lost lease at its ack or nack.")]
+    Purge(PurgeArgs),
+
+    /// Free a group's head now: end its lease or park
+    #[command(long_about = "\
+Free a group's head now: end the lease of the worker holding it (a stuck or dead worker) or
+the park of a nack with a delay, so the next claim can take it. The holder's ack or nack then
+finds its lease lost. Prints whether anything was held.")]
+    Release(ReleaseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Print them again every SECONDS (default 2) until Ctrl-C
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "2", value_parser = positive_seconds)]
+    pub watch: Option<f64>,
+
+    /// With --watch: stop after N refreshes
+    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+}
+
+/// Paging, shared by every listing.
+#[derive(Debug, Args)]
+pub struct Listing {
+    /// At most N per page (1 to 10000)
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = page_size)]
+    pub limit: usize,
+
+    /// Go on from a page's "next" cursor
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<String>,
+
+    /// Every page, from --cursor (or the start) to the end
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GroupsArgs {
+    /// Only the groups in this state
+    #[arg(long, value_enum, value_name = "STATE")]
+    pub state: Option<StateArg>,
+
+    #[command(flatten)]
+    pub page: Listing,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StateArg {
+    /// Its head can be claimed now
+    Ready,
+    /// Its head is leased to a worker
+    Leased,
+    /// Its head is parked by a nack with a delay
+    Parked,
+}
+
+impl StateArg {
+    pub fn state(self) -> GroupState {
+        match self {
+            StateArg::Ready => GroupState::Ready,
+            StateArg::Leased => GroupState::Leased,
+            StateArg::Parked => GroupState::Parked,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PeekArgs {
+    /// The group's id
+    pub group: String,
+
+    #[command(flatten)]
+    pub page: Listing,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeadCommand {
+    /// The dead letters, oldest first: seq, group, attempts, last worker, reason, event
+    List(DeadListArgs),
+
+    /// Move dead letters back into their groups, as each group's newest messages
+    #[command(after_help = REDRIVE_EXAMPLES)]
+    Redrive(Selector),
+
+    /// Delete dead letters for good
+    #[command(after_help = DEAD_PURGE_EXAMPLES)]
+    Purge(Selector),
+}
+
+#[derive(Debug, Args)]
+pub struct DeadListArgs {
+    /// Only the dead letters of this group
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+
+    #[command(flatten)]
+    pub page: Listing,
+}
+
+/// Which dead letters: exactly one selector, never a default, since both commands change
+/// the queue.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("which").required(true).multiple(false).args(["all", "group", "seq"])))]
+pub struct Selector {
+    /// Every dead letter
+    #[arg(long)]
+    pub all: bool,
+
+    /// The dead letters of this group
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+
+    /// These dead letters, by seq (as `dead list` shows them)
+    #[arg(long, value_name = "SEQ", num_args = 1.., value_delimiter = ',')]
+    pub seq: Vec<i64>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("which").required(true).multiple(false).args(["all", "group"])))]
+pub struct PurgeArgs {
+    /// Delete this group's messages
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+
+    /// Delete every message and group (dead letters are kept)
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The group's id
+    pub group: String,
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Ok(s),
+        _ => Err("expected seconds, a number above 0 and at most 86400".to_owned()),
+    }
+}
+
+fn page_size(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+        _ => Err(format!("expected a page size from 1 to {MAX_PAGE}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

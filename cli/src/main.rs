@@ -1,0 +1,250 @@
+//! `harel-transport`: the ops CLI of the queue. It opens a queue (a file, or a libSQL
+//! server's URL) with `create_schema` off, so it never makes tables in a file that is not a
+//! queue, runs one command through the library's inspection and repair calls, and prints a
+//! table (or, with `--json`, one JSON document). Exit codes: 0 done, 1 the queue or the
+//! library failed (the message on stderr), 2 a usage error (clap's).
+
+mod args;
+mod output;
+mod time;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use harel_transport::{DeadLetters, Error, Options, Page, Transport};
+
+use args::{Cli, Command, DeadCommand, Global, Listing, PurgeArgs, Selector, StatsArgs};
+use output::Out;
+
+/// What the binary prints before every message of its own.
+const NAME: &str = "harel-transport";
+
+fn main() -> ExitCode {
+    refuse_token_flag();
+    let cli = Cli::parse();
+    let out = Out::new(cli.global.json);
+    match run(&cli, &out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            // stdout first: a table half printed before the failure stays in order.
+            let _ = std::io::stdout().flush();
+            eprintln!("{NAME}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A token on the command line is seen by every user of the machine (`ps`, /proc): the flag
+/// does not exist, and asking for it says where a token goes instead (a usage error, 2).
+fn refuse_token_flag() {
+    for arg in std::env::args_os().skip(1) {
+        let arg = arg.to_string_lossy();
+        if arg == "--" {
+            return;
+        }
+        if arg == "--auth-token" || arg.starts_with("--auth-token=") || arg == "--token" || arg.starts_with("--token=")
+        {
+            Cli::command()
+                .error(
+                    ErrorKind::UnknownArgument,
+                    "a token is not taken on the command line, where every user of the machine sees it \
+                     (ps): set HAREL_AUTH_TOKEN, or pass --auth-token-file FILE",
+                )
+                .exit();
+        }
+    }
+}
+
+fn run(cli: &Cli, out: &Out) -> Result<(), String> {
+    let database = match cli.global.database.as_deref() {
+        Some(d) if !d.is_empty() => d,
+        _ => Cli::command()
+            .error(
+                ErrorKind::MissingRequiredArgument,
+                "no queue given: pass --database DATABASE (a file or a libsql://, http:// or https:// URL), \
+                 or set HAREL_DATABASE",
+            )
+            .exit(),
+    };
+    let transport = open(database, &cli.global)?;
+    let result = match &cli.command {
+        Command::Stats(a) => stats(&transport, a, out),
+        Command::Groups(a) => {
+            let state = a.state.map(args::StateArg::state);
+            let page = list(&a.page, "groups", |cursor, limit| transport.groups(state, cursor, limit))?;
+            out.groups(&page, a.state.map(|s| s.state().name()));
+            Ok(())
+        }
+        Command::Peek(a) => {
+            let page = list(&a.page, "peek", |cursor, limit| transport.peek(&a.group, cursor, limit))?;
+            out.peek(&a.group, &page);
+            Ok(())
+        }
+        Command::Dead(DeadCommand::List(a)) => {
+            let group = a.group.as_deref();
+            let page = list(&a.page, "dead list", |cursor, limit| transport.dead_letters(group, cursor, limit))?;
+            out.dead_letters(&page, group);
+            Ok(())
+        }
+        Command::Dead(DeadCommand::Redrive(s)) => {
+            let n = with_selector(s, |which| transport.redrive(which)).map_err(|e| failed("dead redrive", &e))?;
+            out.redriven(n, s);
+            Ok(())
+        }
+        Command::Dead(DeadCommand::Purge(s)) => {
+            let n = with_selector(s, |which| transport.purge_dead(which)).map_err(|e| failed("dead purge", &e))?;
+            out.dead_purged(n, s);
+            Ok(())
+        }
+        Command::Purge(PurgeArgs { group: Some(g), .. }) => {
+            let n = transport.purge_group(g).map_err(|e| failed("purge", &e))?;
+            out.purged(n, Some(g));
+            Ok(())
+        }
+        Command::Purge(PurgeArgs { group: None, all, .. }) => {
+            assert!(*all, "clap requires --group or --all");
+            let n = transport.purge().map_err(|e| failed("purge", &e))?;
+            out.purged(n, None);
+            Ok(())
+        }
+        Command::Release(a) => {
+            let released = transport.release(&a.group).map_err(|e| failed("release", &e))?;
+            out.released(&a.group, released);
+            Ok(())
+        }
+    };
+    transport.close();
+    result
+}
+
+/// Opens the queue without creating anything: a path that does not exist is refused here
+/// (libSQL would make an empty file), and a file without the queue's tables by the library.
+fn open(database: &str, global: &Global) -> Result<Transport, String> {
+    let what = format!("open {database:?}");
+    let is_url = ["libsql://", "http://", "https://"].iter().any(|s| database.starts_with(s));
+    if !is_url && database != ":memory:" && !std::path::Path::new(database).exists() {
+        return Err(format!(
+            "{what}: no such file (this tool opens existing queues and creates none: check the path, \
+             or give a server's URL)"
+        ));
+    }
+    let token = token(global)?;
+    let mut options = Options::new();
+    options.prefix(&global.prefix).map_err(|e| format!("--prefix: {e}"))?;
+    options.create_schema(false);
+    if is_url {
+        options.auth_token(token.as_deref());
+    }
+    Transport::open(database, &options).map_err(|e| {
+        let message = e.message();
+        let message = match message.strip_prefix("open: ") {
+            _ if message.starts_with(&what) => message.to_owned(),
+            Some(rest) => format!("{what}: {rest}"),
+            None => format!("{what}: {message}"),
+        };
+        match e {
+            // The tables are missing (or a harel 0.9 schema): often the prefix is not the queue's.
+            Error::Database(_) if message.contains("create_schema") => {
+                let prefix = &global.prefix;
+                match message.split_once(" when create_schema is off") {
+                    Some((missing, _)) => format!(
+                        "{missing}: this tool creates no tables (is it a queue of prefix {prefix:?}? see --prefix; \
+                         a queue made by harel 0.9 gets the new tables when a worker or producer of this library \
+                         opens it)"
+                    ),
+                    None if message.contains("routing_key") => {
+                        format!("{message} [this tool changes no schema: a worker or producer upgrades it when it opens the queue]")
+                    }
+                    None => format!("{message} [this tool creates no tables; a queue of prefix {prefix:?}? see --prefix]"),
+                }
+            }
+            _ => message,
+        }
+    })
+}
+
+/// The server's token: from `--auth-token-file` (its first line, the newline trimmed), else
+/// from `HAREL_AUTH_TOKEN`; never from an argument.
+fn token(global: &Global) -> Result<Option<String>, String> {
+    if let Some(path) = &global.auth_token_file {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("--auth-token-file {:?}: {e}", path.display()))?;
+        let token = text.lines().next().unwrap_or("").trim();
+        if token.is_empty() {
+            return Err(format!("--auth-token-file {:?}: the file holds no token", path.display()));
+        }
+        return Ok(Some(token.to_owned()));
+    }
+    Ok(std::env::var("HAREL_AUTH_TOKEN").ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()))
+}
+
+/// The library's message, with the command named first unless it already is.
+fn failed(command: &str, e: &Error) -> String {
+    let message = e.message();
+    let verb = command.rsplit(' ').next().unwrap_or(command);
+    if message.starts_with(command) || message.starts_with(verb) {
+        message.to_owned()
+    } else {
+        format!("{command}: {message}")
+    }
+}
+
+/// One page from `--cursor`, or with `--all` every page from there to the end (then `next`
+/// is None).
+fn list<T>(
+    page: &Listing,
+    command: &str,
+    mut fetch: impl FnMut(Option<&str>, usize) -> harel_transport::Result<Page<T>>,
+) -> Result<Page<T>, String> {
+    let first = fetch(page.cursor.as_deref(), page.limit).map_err(|e| failed(command, &e))?;
+    if !page.all {
+        return Ok(first);
+    }
+    let Page { mut items, mut next } = first;
+    while let Some(cursor) = next.take() {
+        let more = fetch(Some(&cursor), page.limit).map_err(|e| failed(command, &e))?;
+        items.extend(more.items);
+        next = more.next;
+    }
+    Ok(Page { items, next: None })
+}
+
+fn with_selector<T>(s: &Selector, call: impl FnOnce(DeadLetters<'_>) -> T) -> T {
+    if let Some(group) = &s.group {
+        call(DeadLetters::Group(group))
+    } else if !s.seq.is_empty() {
+        call(DeadLetters::Seqs(&s.seq))
+    } else {
+        assert!(s.all, "clap requires one of --all, --group, --seq");
+        call(DeadLetters::All)
+    }
+}
+
+/// Once, or with `--watch` every N seconds until Ctrl-C (or `--count` refreshes). A busy
+/// or unreachable queue during a watch is reported on stderr and tried again at the next
+/// refresh; any other failure ends it.
+fn stats(transport: &Transport, a: &StatsArgs, out: &Out) -> Result<(), String> {
+    let Some(every) = a.watch else {
+        let stats = transport.stats().map_err(|e| failed("stats", &e))?;
+        out.stats(&stats);
+        return Ok(());
+    };
+    let clear = !out.json && std::io::stdout().is_terminal();
+    let mut shown = 0u64;
+    loop {
+        match transport.stats() {
+            Ok(stats) => out.watched_stats(&stats, every, shown, clear),
+            Err(e @ (Error::Busy(_) | Error::Connect(_))) => {
+                eprintln!("{NAME}: {} (trying again in {})", failed("stats", &e), time::seconds(every));
+            }
+            Err(e) => return Err(failed("stats", &e)),
+        }
+        shown += 1;
+        if a.count.is_some_and(|n| shown >= n) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_secs_f64(every));
+    }
+}

@@ -1,0 +1,534 @@
+//! What each command prints: a table for people, or with `--json` one JSON document of a
+//! fixed shape (README.md, "JSON"). Times in JSON are epoch seconds or spans in seconds, as
+//! the library gives them; events are the exact text stored, as a JSON string.
+
+use std::io::Write;
+
+use harel_transport::{system_clock, DeadLetter, GroupInfo, MessageInfo, Page, Stats, PARKED};
+use serde::Serialize;
+
+use crate::args::Selector;
+use crate::time;
+
+/// How many characters of an event (and of a dead letter's reason) a table shows.
+const EVENT_CHARS: usize = 100;
+const DEAD_EVENT_CHARS: usize = 60;
+
+pub struct Out {
+    pub json: bool,
+}
+
+impl Out {
+    pub fn new(json: bool) -> Out {
+        Out { json }
+    }
+
+    fn print_json(&self, value: &impl Serialize) {
+        let text = serde_json::to_string_pretty(value).expect("a document serializes");
+        println!("{text}");
+    }
+
+    pub fn stats(&self, s: &Stats) {
+        if self.json {
+            self.print_json(&stats_json(s));
+        } else {
+            print!("{}", stats_text(s));
+        }
+    }
+
+    /// One refresh of `stats --watch`: a JSON line, or the table under a header line (the
+    /// screen cleared first on a terminal).
+    pub fn watched_stats(&self, s: &Stats, every: f64, shown: u64, clear: bool) {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            let line = serde_json::to_string(&stats_json(s)).expect("a document serializes");
+            let _ = writeln!(out, "{line}");
+        } else {
+            if clear {
+                let _ = write!(out, "\x1b[H\x1b[2J");
+            } else if shown > 0 {
+                let _ = writeln!(out);
+            }
+            let _ = writeln!(out, "{}  (every {}, Ctrl-C to stop)\n", time::utc(s.now), time::seconds(every));
+            let _ = write!(out, "{}", stats_text(s));
+        }
+        let _ = out.flush();
+    }
+
+    pub fn groups(&self, page: &Page<GroupInfo>, state: Option<&str>) {
+        if self.json {
+            let groups: Vec<GroupDoc<'_>> = page.items.iter().map(group_json).collect();
+            return self.print_json(&Listed { groups, next: page.next.as_deref() });
+        }
+        if page.items.is_empty() {
+            println!("no {}groups", state.map(|s| format!("{s} ")).unwrap_or_default());
+        } else {
+            let now = system_clock();
+            let mut t = Table::new(&[
+                ("GROUP", L),
+                ("STATE", L),
+                ("DEPTH", R),
+                ("HEAD AGE", R),
+                ("HOLDER", L),
+                ("LEASE END", L),
+                ("PRIORITY", R),
+                ("ROUTING KEY", L),
+                ("ATTEMPTS", R),
+            ]);
+            for g in &page.items {
+                t.row(vec![
+                    cell(&g.group_id),
+                    g.state.name().to_owned(),
+                    g.depth.to_string(),
+                    g.head_age.map_or_else(dash, time::seconds),
+                    g.holder.as_deref().map_or_else(dash, cell),
+                    g.lock_expiry.map_or_else(dash, |at| time::relative(at, now)),
+                    g.priority.to_string(),
+                    g.routing_key.as_deref().map_or_else(dash, cell),
+                    g.head_attempts.to_string(),
+                ]);
+            }
+            print!("{}", t.render());
+        }
+        next_page(page.next.as_deref());
+    }
+
+    pub fn peek(&self, group: &str, page: &Page<MessageInfo>) {
+        if self.json {
+            let messages: Vec<MessageDoc<'_>> = page.items.iter().map(message_json).collect();
+            return self.print_json(&Peeked { group_id: group, messages, next: page.next.as_deref() });
+        }
+        if page.items.is_empty() {
+            println!("group {group:?} holds no messages");
+        } else {
+            let now = system_clock();
+            let mut t = Table::new(&[
+                ("SEQ", R),
+                ("ATTEMPTS", R),
+                ("LOCKED BY", L),
+                ("LEASE END", L),
+                ("PUBLISHED", L),
+                ("EVENT", L),
+            ]);
+            for m in &page.items {
+                t.row(vec![
+                    m.seq.to_string(),
+                    m.attempts.to_string(),
+                    match m.locked_by.as_deref() {
+                        None => dash(),
+                        Some(PARKED) => "(parked)".to_owned(),
+                        Some(worker) => cell(worker),
+                    },
+                    m.lock_expiry.map_or_else(dash, |at| time::relative(at, now)),
+                    m.published_at.map_or_else(dash, |at| time::relative(at, now)),
+                    cut(&m.event, EVENT_CHARS),
+                ]);
+            }
+            print!("{}", t.render());
+        }
+        next_page(page.next.as_deref());
+    }
+
+    pub fn dead_letters(&self, page: &Page<DeadLetter>, group: Option<&str>) {
+        if self.json {
+            let dead_letters: Vec<DeadDoc<'_>> = page.items.iter().map(dead_json).collect();
+            return self.print_json(&DeadListed { dead_letters, next: page.next.as_deref() });
+        }
+        if page.items.is_empty() {
+            match group {
+                Some(g) => println!("no dead letters of group {g:?}"),
+                None => println!("no dead letters"),
+            }
+        } else {
+            let now = system_clock();
+            let mut t = Table::new(&[
+                ("SEQ", R),
+                ("GROUP", L),
+                ("ATTEMPTS", R),
+                ("LAST WORKER", L),
+                ("DIED", L),
+                ("REASON", L),
+                ("EVENT", L),
+            ]);
+            for d in &page.items {
+                t.row(vec![
+                    d.seq.to_string(),
+                    cell(&d.group_id),
+                    d.attempts.to_string(),
+                    d.last_worker.as_deref().map_or_else(dash, cell),
+                    time::relative(d.dead_at, now),
+                    cut(&d.reason, DEAD_EVENT_CHARS),
+                    cut(&d.event, DEAD_EVENT_CHARS),
+                ]);
+            }
+            print!("{}", t.render());
+        }
+        next_page(page.next.as_deref());
+    }
+
+    pub fn redriven(&self, n: u64, which: &Selector) {
+        if self.json {
+            return self.print_json(&Redriven { redriven: n });
+        }
+        let into = match &which.group {
+            Some(g) => format!("into group {g:?} (as its newest messages)"),
+            None if n == 1 => "into its group (as the group's newest message)".to_owned(),
+            None => "into their groups (each as its group's newest message)".to_owned(),
+        };
+        println!("redrove {} {} {into}", n, plural(n, "dead letter"));
+    }
+
+    pub fn dead_purged(&self, n: u64, which: &Selector) {
+        if self.json {
+            return self.print_json(&DeadPurged { purged: n });
+        }
+        let of = which.group.as_ref().map(|g| format!(" of group {g:?}")).unwrap_or_default();
+        println!("purged {} {}{of}", n, plural(n, "dead letter"));
+    }
+
+    pub fn purged(&self, n: u64, group: Option<&str>) {
+        if self.json {
+            return self.print_json(&Purged { purged: n, group_id: group });
+        }
+        match group {
+            Some(g) => println!("purged {} {} of group {g:?}", n, plural(n, "message")),
+            None => println!("purged {} {} and every group (dead letters kept)", n, plural(n, "message")),
+        }
+    }
+
+    pub fn released(&self, group: &str, released: bool) {
+        if self.json {
+            return self.print_json(&Released { group_id: group, released });
+        }
+        if released {
+            println!("released group {group:?}: its head can be claimed now");
+        } else {
+            println!(
+                "group {group:?}: nothing to release (its head is neither leased nor parked, or it has no messages)"
+            );
+        }
+    }
+}
+
+fn next_page(next: Option<&str>) {
+    if let Some(cursor) = next {
+        println!("\nmore: go on with --cursor {cursor} (or list every page with --all)");
+    }
+}
+
+// The JSON documents, field by field in this order (README.md, "JSON").
+
+#[derive(Serialize)]
+struct Listed<'a> {
+    groups: Vec<GroupDoc<'a>>,
+    next: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Peeked<'a> {
+    group_id: &'a str,
+    messages: Vec<MessageDoc<'a>>,
+    next: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct DeadListed<'a> {
+    dead_letters: Vec<DeadDoc<'a>>,
+    next: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Redriven {
+    redriven: u64,
+}
+
+#[derive(Serialize)]
+struct DeadPurged {
+    purged: u64,
+}
+
+#[derive(Serialize)]
+struct Purged<'a> {
+    purged: u64,
+    group_id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Released<'a> {
+    group_id: &'a str,
+    released: bool,
+}
+
+/// `stats`, one refresh of `stats --watch`.
+#[derive(Serialize)]
+struct StatsDoc {
+    now: f64,
+    messages: u64,
+    groups: u64,
+    ready: u64,
+    leased: u64,
+    parked: u64,
+    dead: u64,
+    oldest_ready_age: Option<f64>,
+    next_release_at: Option<f64>,
+    by_priority: Vec<PriorityDoc>,
+}
+
+#[derive(Serialize)]
+struct PriorityDoc {
+    priority: i32,
+    groups: u64,
+    ready: u64,
+    leased: u64,
+    parked: u64,
+}
+
+fn stats_json(s: &Stats) -> StatsDoc {
+    StatsDoc {
+        now: s.now,
+        messages: s.messages,
+        groups: s.groups,
+        ready: s.ready,
+        leased: s.leased,
+        parked: s.parked,
+        dead: s.dead,
+        oldest_ready_age: s.oldest_ready_age,
+        next_release_at: s.next_release_at,
+        by_priority: s
+            .by_priority
+            .iter()
+            .map(|p| PriorityDoc {
+                priority: p.priority,
+                groups: p.groups,
+                ready: p.ready,
+                leased: p.leased,
+                parked: p.parked,
+            })
+            .collect(),
+    }
+}
+
+fn stats_text(s: &Stats) -> String {
+    let lines = [
+        ("messages", s.messages.to_string()),
+        ("groups", format!("{} ({} ready, {} leased, {} parked)", s.groups, s.ready, s.leased, s.parked)),
+        ("dead letters", s.dead.to_string()),
+        ("oldest ready", s.oldest_ready_age.map_or_else(dash, |age| format!("{} old", time::seconds(age)))),
+        ("next release", s.next_release_at.map_or_else(dash, |at| time::relative(at, s.now))),
+    ];
+    let mut t = Table::bare(&[("", L), ("", L)]);
+    for (label, value) in lines {
+        t.row(vec![label.to_owned(), value]);
+    }
+    let mut text = t.render();
+    if !s.by_priority.is_empty() {
+        let mut p = Table::new(&[("PRIORITY", R), ("GROUPS", R), ("READY", R), ("LEASED", R), ("PARKED", R)]);
+        for level in &s.by_priority {
+            p.row(vec![
+                level.priority.to_string(),
+                level.groups.to_string(),
+                level.ready.to_string(),
+                level.leased.to_string(),
+                level.parked.to_string(),
+            ]);
+        }
+        text.push('\n');
+        text.push_str(&p.render());
+    }
+    text
+}
+
+#[derive(Serialize)]
+struct GroupDoc<'a> {
+    group_id: &'a str,
+    state: &'static str,
+    depth: u64,
+    head_seq: i64,
+    head_age: Option<f64>,
+    holder: Option<&'a str>,
+    lock_expiry: Option<f64>,
+    priority: i32,
+    routing_key: Option<&'a str>,
+    head_attempts: i64,
+}
+
+fn group_json(g: &GroupInfo) -> GroupDoc<'_> {
+    GroupDoc {
+        group_id: &g.group_id,
+        state: g.state.name(),
+        depth: g.depth,
+        head_seq: g.head_seq,
+        head_age: g.head_age,
+        holder: g.holder.as_deref(),
+        lock_expiry: g.lock_expiry,
+        priority: g.priority,
+        routing_key: g.routing_key.as_deref(),
+        head_attempts: g.head_attempts,
+    }
+}
+
+#[derive(Serialize)]
+struct MessageDoc<'a> {
+    seq: i64,
+    event: &'a str,
+    attempts: i64,
+    locked_by: Option<&'a str>,
+    lock_expiry: Option<f64>,
+    published_at: Option<f64>,
+}
+
+fn message_json(m: &MessageInfo) -> MessageDoc<'_> {
+    MessageDoc {
+        seq: m.seq,
+        event: &m.event,
+        attempts: m.attempts,
+        locked_by: m.locked_by.as_deref(),
+        lock_expiry: m.lock_expiry,
+        published_at: m.published_at,
+    }
+}
+
+#[derive(Serialize)]
+struct DeadDoc<'a> {
+    seq: i64,
+    group_id: &'a str,
+    event: &'a str,
+    attempts: i64,
+    last_worker: Option<&'a str>,
+    reason: &'a str,
+    dead_at: f64,
+}
+
+fn dead_json(d: &DeadLetter) -> DeadDoc<'_> {
+    DeadDoc {
+        seq: d.seq,
+        group_id: &d.group_id,
+        event: &d.event,
+        attempts: d.attempts,
+        last_worker: d.last_worker.as_deref(),
+        reason: &d.reason,
+        dead_at: d.dead_at,
+    }
+}
+
+fn dash() -> String {
+    "-".to_owned()
+}
+
+fn plural(n: u64, one: &str) -> String {
+    if n == 1 {
+        one.to_owned()
+    } else {
+        format!("{one}s")
+    }
+}
+
+/// Text for one cell: control characters (a newline, a NUL, an escape sequence) shown
+/// escaped so a value cannot break the table or the terminal; "" for the empty string.
+fn cell(text: &str) -> String {
+    if text.is_empty() {
+        return "\"\"".to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `cell`, cut to `max` characters with "…" at the end when longer.
+fn cut(text: &str, max: usize) -> String {
+    let shown = cell(text);
+    if shown.chars().count() <= max {
+        return shown;
+    }
+    let mut kept: String = shown.chars().take(max - 1).collect();
+    kept.push('…');
+    kept
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Align {
+    Left,
+    Right,
+}
+const L: Align = Align::Left;
+const R: Align = Align::Right;
+
+/// Columns padded to their widest cell, two spaces apart, no trailing spaces.
+struct Table {
+    header: Option<Vec<String>>,
+    align: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(columns: &[(&str, Align)]) -> Table {
+        Table {
+            header: Some(columns.iter().map(|(name, _)| (*name).to_owned()).collect()),
+            align: columns.iter().map(|(_, a)| *a).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn bare(columns: &[(&str, Align)]) -> Table {
+        Table { header: None, ..Table::new(columns) }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.align.len());
+        self.rows.push(cells);
+    }
+
+    fn render(&self) -> String {
+        let lines: Vec<&Vec<String>> = self.header.iter().chain(&self.rows).collect();
+        let mut widths = vec![0; self.align.len()];
+        for line in &lines {
+            for (w, c) in widths.iter_mut().zip(line.iter()) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for line in lines {
+            let mut text = String::new();
+            for (i, c) in line.iter().enumerate() {
+                if i > 0 {
+                    text.push_str("  ");
+                }
+                let pad = " ".repeat(widths[i] - c.chars().count());
+                match self.align[i] {
+                    Align::Left => {
+                        text.push_str(c);
+                        text.push_str(&pad);
+                    }
+                    Align::Right => {
+                        text.push_str(&pad);
+                        text.push_str(c);
+                    }
+                }
+            }
+            out.push_str(text.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_and_cells_are_escaped() {
+        let mut t = Table::new(&[("NAME", L), ("N", R)]);
+        t.row(vec![cell("a\nb"), "7".to_owned()]);
+        t.row(vec![cell(""), "12".to_owned()]);
+        assert_eq!(t.render(), "NAME   N\na\\nb   7\n\"\"    12\n");
+        assert_eq!(cut("abcdef", 4), "abc…");
+        assert_eq!(cut("abcd", 4), "abcd");
+    }
+}

@@ -1,0 +1,566 @@
+//! The CLI as an operator runs it: the built binary (a child process) against live queue
+//! files that this test fills through the library: ready groups, a group whose head is
+//! leased to a worker that went away (stuck), a parked group, dead letters. Each test has a
+//! queue of its own. What a file holds is read only through the CLI or the library.
+//!
+//! The last test runs it against a sqld server with tokens (HAREL_SQLD, or sqld on PATH;
+//! without one it says it skipped).
+
+use std::path::Path;
+use std::process::Command;
+
+use harel_transport::{Options, Transport};
+use harel_transport_testkit::sqld;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_harel-transport");
+/// How long the fixture's lease and park last: the whole test.
+const HELD: f64 = 600.0;
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the binary with `args`, none of the caller's HAREL_* variables, and `env`.
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut command = Command::new(BIN);
+    command.args(args);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("HAREL_") {
+            command.env_remove(key);
+        }
+    }
+    command.envs(env.iter().copied());
+    let output = command.output().expect("run the harel-transport binary");
+    Ran {
+        code: output.status.code().expect("the CLI exits, no signal"),
+        stdout: String::from_utf8(output.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(output.stderr).expect("utf-8 stderr"),
+    }
+}
+
+fn run(args: &[&str]) -> Ran {
+    run_env(args, &[])
+}
+
+/// Exit 0 and nothing on stderr: the stdout.
+fn ok(args: &[&str]) -> String {
+    let ran = run(args);
+    assert_eq!(ran.code, 0, "{args:?} failed:\n{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.stderr, "", "{args:?}");
+    ran.stdout
+}
+
+/// Exit `code`: the stderr.
+fn fails(args: &[&str], code: i32) -> String {
+    let ran = run(args);
+    assert_eq!(ran.code, code, "{args:?}:\nstdout: {}\nstderr: {}", ran.stdout, ran.stderr);
+    ran.stderr
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let text = ok(&all);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?} --json is not one JSON document ({e}):\n{text}"))
+}
+
+/// A queue file and its path; removed at the end of the test.
+struct Queue {
+    _dir: tempfile::TempDir,
+    path: String,
+}
+
+impl Queue {
+    fn open(&self) -> Transport {
+        Transport::open(&self.path, &Options::new()).expect("open the queue")
+    }
+
+    /// `-d PATH` and `args`.
+    fn args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
+        let mut all = vec!["-d", self.path.as_str()];
+        all.extend_from_slice(args);
+        all
+    }
+}
+
+fn event(group: &str, n: usize) -> String {
+    format!(r#"{{"kind":"order","group":"{group}","n":{n}}}"#)
+}
+
+/// Five groups, eight messages, one dead letter:
+/// - orders-1: 3 messages, ready; orders-2: 1 message, priority 3, routing key "eu", ready
+/// - stuck: 2 messages, the head leased to "worker-stuck" for 600 s (a worker that died)
+/// - parked: 1 message, nacked with a delay of 600 s
+/// - poison: its head moved to the dead letters by "worker-poison" ("bad payload"); 1 left
+fn live_queue() -> Queue {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("queue.db").to_str().expect("utf-8 path").to_owned();
+    let queue = Queue { _dir: dir, path };
+    let t = queue.open();
+    for n in 0..3 {
+        t.publish("orders-1", &event("orders-1", n), 0, None).unwrap();
+    }
+    t.publish("orders-2", &event("orders-2", 0), 3, Some("eu")).unwrap();
+    for n in 0..2 {
+        t.publish("stuck", &event("stuck", n), 0, Some("k-stuck")).unwrap();
+        t.publish("poison", &event("poison", n), 0, Some("k-poison")).unwrap();
+    }
+    t.publish("parked", &event("parked", 0), 0, Some("k-park")).unwrap();
+
+    let stuck = t.claim("worker-stuck", HELD, 0, &["k-stuck"]).unwrap().expect("the stuck group's head");
+    assert_eq!(stuck.group_id, "stuck");
+    let parked = t.claim("worker-p", HELD, 0, &["k-park"]).unwrap().expect("the parked group's head");
+    t.nack(&parked, HELD).unwrap();
+    let poison = t.claim("worker-poison", HELD, 0, &["k-poison"]).unwrap().expect("the poison group's head");
+    t.dead_letter(&poison, "bad payload").unwrap();
+    t.close();
+    queue
+}
+
+/// The line of a table whose first cell is `first`.
+fn line<'a>(table: &'a str, first: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(first))
+        .unwrap_or_else(|| panic!("no line for {first:?} in:\n{table}"))
+}
+
+fn stats_of(q: &Queue) -> Value {
+    json(&q.args(&["stats"]))
+}
+
+#[test]
+fn stats_as_a_table_and_as_json() {
+    let q = live_queue();
+    let text = ok(&q.args(&["stats"]));
+    assert!(line(&text, "messages").ends_with(" 8"), "{text}");
+    assert!(line(&text, "groups").contains("5 (3 ready, 1 leased, 1 parked)"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("dead letters") && l.ends_with(" 1")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("oldest ready") && l.ends_with(" old")), "{text}");
+    // The lease and the park end in about 600 s.
+    assert!(text.lines().any(|l| l.starts_with("next release") && l.contains("in 9m")), "{text}");
+    let header = line(&text, "PRIORITY");
+    assert_eq!(header.split_whitespace().collect::<Vec<_>>(), ["PRIORITY", "GROUPS", "READY", "LEASED", "PARKED"]);
+    assert_eq!(line(&text, "0").split_whitespace().collect::<Vec<_>>(), ["0", "4", "2", "1", "1"], "{text}");
+    assert_eq!(line(&text, "3").split_whitespace().collect::<Vec<_>>(), ["3", "1", "1", "0", "0"], "{text}");
+
+    let s = stats_of(&q);
+    for (key, want) in [("messages", 8), ("groups", 5), ("ready", 3), ("leased", 1), ("parked", 1), ("dead", 1)] {
+        assert_eq!(s[key], want, "{key} in {s}");
+    }
+    let now = s["now"].as_f64().unwrap();
+    let next = s["next_release_at"].as_f64().unwrap();
+    assert!((HELD - 60.0..=HELD).contains(&(next - now)), "{s}");
+    assert!(s["oldest_ready_age"].as_f64().unwrap() >= 0.0);
+    assert_eq!(
+        s["by_priority"],
+        serde_json::json!([
+            {"priority": 0, "groups": 4, "ready": 2, "leased": 1, "parked": 1},
+            {"priority": 3, "groups": 1, "ready": 1, "leased": 0, "parked": 0},
+        ])
+    );
+}
+
+#[test]
+fn stats_watch_refreshes() {
+    let q = live_queue();
+    let lines = ok(&q.args(&["stats", "--watch", "0.1", "--count", "3", "--json"]));
+    let docs: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).expect("one JSON document a line")).collect();
+    assert_eq!(docs.len(), 3, "{lines}");
+    assert!(docs.iter().all(|d| d["messages"] == 8));
+    assert!(docs[0]["now"].as_f64() < docs[2]["now"].as_f64(), "each refresh is a new look");
+
+    let text = ok(&q.args(&["stats", "--watch", "0.1", "--count", "2"]));
+    assert_eq!(text.matches("(every 0.1s, Ctrl-C to stop)").count(), 2, "{text}");
+    assert_eq!(text.matches("5 (3 ready, 1 leased, 1 parked)").count(), 2, "{text}");
+    // --watch alone means every 2 s; --count needs --watch; 0 s is no interval.
+    assert!(fails(&q.args(&["stats", "--count", "2"]), 2).contains("--watch"));
+    assert!(fails(&q.args(&["stats", "--watch", "0"]), 2).contains("above 0"));
+}
+
+#[test]
+fn groups_show_the_stuck_group_and_its_holder() {
+    let q = live_queue();
+    let leased = ok(&q.args(&["groups", "--state", "leased"]));
+    let rows: Vec<&str> = leased.lines().collect();
+    assert_eq!(rows.len(), 2, "a header and the stuck group:\n{leased}");
+    let header: Vec<&str> = rows[0].split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(
+        header,
+        ["GROUP", "STATE", "DEPTH", "HEAD AGE", "HOLDER", "LEASE END", "PRIORITY", "ROUTING KEY", "ATTEMPTS"]
+    );
+    let cells: Vec<&str> = rows[1].split_whitespace().collect();
+    assert_eq!(cells[..3], ["stuck", "leased", "2"], "{leased}");
+    assert_eq!(cells[4], "worker-stuck", "{leased}");
+    assert_eq!(cells[5], "in", "{leased}");
+    assert!(cells[6].starts_with("9m"), "{leased}");
+    assert_eq!(cells[7..], ["0", "k-stuck", "1"], "{leased}");
+
+    let doc = json(&q.args(&["groups", "--state", "leased"]));
+    assert_eq!(doc["next"], Value::Null);
+    let g = &doc["groups"][0];
+    assert_eq!(doc["groups"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (g["group_id"].as_str(), g["state"].as_str(), g["holder"].as_str()),
+        (Some("stuck"), Some("leased"), Some("worker-stuck"))
+    );
+    assert_eq!(
+        (g["depth"].as_u64(), g["head_attempts"].as_i64(), g["routing_key"].as_str()),
+        (Some(2), Some(1), Some("k-stuck"))
+    );
+    assert!(g["lock_expiry"].as_f64().is_some() && g["head_seq"].as_i64().is_some());
+
+    let parked = ok(&q.args(&["groups", "--state", "parked"]));
+    let cells: Vec<&str> = line(&parked, "parked").split_whitespace().collect();
+    assert_eq!((cells[1], cells[4], cells[5]), ("parked", "-", "in"), "{parked}");
+    let ready = json(&q.args(&["groups", "--state", "ready"]));
+    let ids: Vec<&str> = ready["groups"].as_array().unwrap().iter().map(|g| g["group_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["orders-1", "orders-2", "poison"]);
+    let orders2 = &ready["groups"][1];
+    assert_eq!((orders2["priority"].as_i64(), orders2["routing_key"].as_str()), (Some(3), Some("eu")));
+    assert_eq!(ready["groups"][0]["holder"], Value::Null);
+}
+
+#[test]
+fn groups_page_by_cursor_or_all() {
+    let q = live_queue();
+    let first = json(&q.args(&["groups", "--limit", "2"]));
+    let cursor = first["next"].as_str().expect("a next cursor after 2 of 5").to_owned();
+    let mut ids: Vec<String> = Vec::new();
+    let mut page = first;
+    loop {
+        ids.extend(page["groups"].as_array().unwrap().iter().map(|g| g["group_id"].as_str().unwrap().to_owned()));
+        let Some(next) = page["next"].as_str().map(str::to_owned) else { break };
+        page = json(&q.args(&["groups", "--limit", "2", "--cursor", &next]));
+    }
+    assert_eq!(ids, ["orders-1", "orders-2", "parked", "poison", "stuck"]);
+
+    let text = ok(&q.args(&["groups", "--limit", "2"]));
+    assert!(text.contains(&format!("--cursor {cursor} ")), "the text names the next cursor:\n{text}");
+    let all = json(&q.args(&["groups", "--limit", "2", "--all"]));
+    assert_eq!(all["groups"].as_array().unwrap().len(), 5);
+    assert_eq!(all["next"], Value::Null);
+    let rest = json(&q.args(&["groups", "--limit", "2", "--cursor", &cursor, "--all"]));
+    assert_eq!(rest["groups"].as_array().unwrap().len(), 3);
+    assert!(!ok(&q.args(&["groups", "--all"])).contains("--cursor"));
+}
+
+#[test]
+fn peek_shows_a_groups_messages_head_first() {
+    let q = live_queue();
+    let text = ok(&q.args(&["peek", "stuck"]));
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(
+        rows[0].split_whitespace().collect::<Vec<_>>(),
+        ["SEQ", "ATTEMPTS", "LOCKED", "BY", "LEASE", "END", "PUBLISHED", "EVENT"]
+    );
+    assert!(
+        rows[1].contains(" worker-stuck ") && rows[1].contains(" in 9m") && rows[1].contains(&event("stuck", 0)),
+        "{text}"
+    );
+    assert!(rows[2].contains(&event("stuck", 1)) && rows[2].contains(" - "), "{text}");
+
+    let doc = json(&q.args(&["peek", "stuck"]));
+    assert_eq!(doc["group_id"], "stuck");
+    let m = doc["messages"].as_array().unwrap();
+    assert_eq!(m.len(), 2);
+    assert_eq!(m[0]["event"], event("stuck", 0), "the event is the exact text stored");
+    assert_eq!((m[0]["locked_by"].as_str(), m[0]["attempts"].as_i64()), (Some("worker-stuck"), Some(1)));
+    assert!(m[0]["seq"].as_i64() < m[1]["seq"].as_i64());
+    assert_eq!((m[1]["locked_by"].clone(), m[1]["attempts"].as_i64()), (Value::Null, Some(0)));
+    assert!(m[1]["published_at"].as_f64().is_some());
+
+    assert!(line(&ok(&q.args(&["peek", "parked"])), "SEQ").starts_with("SEQ"));
+    assert!(ok(&q.args(&["peek", "parked"])).contains("(parked)"));
+    let page = json(&q.args(&["peek", "orders-1", "--limit", "1"]));
+    let next = page["next"].as_str().expect("more after 1 of 3");
+    let rest = json(&q.args(&["peek", "orders-1", "--cursor", next]));
+    assert_eq!(rest["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(ok(&q.args(&["peek", "nobody"])), "group \"nobody\" holds no messages\n");
+    assert_eq!(json(&q.args(&["peek", "nobody"]))["messages"], serde_json::json!([]));
+}
+
+#[test]
+fn dead_letters_are_listed_redriven_and_purged() {
+    let q = live_queue();
+    let text = ok(&q.args(&["dead", "list"]));
+    let row: Vec<&str> = text.lines().nth(1).expect("one dead letter").split_whitespace().collect();
+    assert_eq!(row[1..4], ["poison", "1", "worker-poison"], "{text}");
+    assert!(text.contains("bad payload") && text.contains(r#"{"kind":"order","group":"poison","n":0}"#), "{text}");
+    let doc = json(&q.args(&["dead", "list"]));
+    let dead = &doc["dead_letters"][0];
+    assert_eq!((dead["group_id"].as_str(), dead["reason"].as_str()), (Some("poison"), Some("bad payload")));
+    assert_eq!((dead["last_worker"].as_str(), dead["attempts"].as_i64()), (Some("worker-poison"), Some(1)));
+    assert_eq!(dead["event"], event("poison", 0));
+    let seq = dead["seq"].as_i64().unwrap().to_string();
+    assert_eq!(json(&q.args(&["dead", "list", "--group", "orders-1"]))["dead_letters"], serde_json::json!([]));
+    assert_eq!(ok(&q.args(&["dead", "list", "--group", "orders-1"])), "no dead letters of group \"orders-1\"\n");
+
+    // Both change the queue: one selector, exactly.
+    for verb in ["redrive", "purge"] {
+        assert!(fails(&q.args(&["dead", verb]), 2).contains("--all"), "dead {verb} without a selector");
+        fails(&q.args(&["dead", verb, "--all", "--group", "poison"]), 2);
+    }
+
+    assert_eq!(
+        ok(&q.args(&["dead", "redrive", "--seq", &seq])),
+        "redrove 1 dead letter into its group (as the group's newest message)\n"
+    );
+    assert_eq!((stats_of(&q)["dead"].as_u64(), stats_of(&q)["messages"].as_u64()), (Some(0), Some(9)));
+    let poison = json(&q.args(&["peek", "poison"]));
+    let events: Vec<&str> =
+        poison["messages"].as_array().unwrap().iter().map(|m| m["event"].as_str().unwrap()).collect();
+    assert_eq!(events, [event("poison", 1), event("poison", 0)], "redriven as the newest");
+
+    // Two dead letters again, through a worker and through max_attempts.
+    let mut options = Options::new();
+    options.max_attempts(1);
+    let t = Transport::open(&q.path, &options).unwrap();
+    let lease = t.claim("worker-poison", HELD, 0, &["k-poison"]).unwrap().unwrap();
+    t.dead_letter(&lease, "still bad").unwrap();
+    t.publish("flaky", &event("flaky", 0), 0, Some("k-flaky")).unwrap();
+    let lease = t.claim("worker-f", HELD, 0, &["k-flaky"]).unwrap().unwrap();
+    t.nack(&lease, 0.0).unwrap();
+    assert!(t.claim("worker-f", HELD, 0, &["k-flaky"]).unwrap().is_none(), "its one attempt is spent");
+    t.close();
+    let dead = json(&q.args(&["dead", "list"]));
+    let groups: Vec<&str> =
+        dead["dead_letters"].as_array().unwrap().iter().map(|d| d["group_id"].as_str().unwrap()).collect();
+    assert_eq!(groups.len(), 2, "{dead}");
+    assert!(groups.contains(&"poison") && groups.contains(&"flaky"), "{dead}");
+
+    assert_eq!(json(&q.args(&["dead", "purge", "--group", "flaky"])), serde_json::json!({"purged": 1}));
+    assert_eq!(
+        ok(&q.args(&["dead", "redrive", "--group", "nobody"])),
+        "redrove 0 dead letters into group \"nobody\" (as its newest messages)\n"
+    );
+    assert_eq!(ok(&q.args(&["dead", "purge", "--all"])), "purged 1 dead letter\n");
+    assert_eq!(ok(&q.args(&["dead", "list"])), "no dead letters\n");
+    assert_eq!(json(&q.args(&["dead", "redrive", "--all"])), serde_json::json!({"redriven": 0}));
+}
+
+#[test]
+fn purge_a_group_or_everything() {
+    let q = live_queue();
+    assert!(fails(&q.args(&["purge"]), 2).contains("--group"));
+    fails(&q.args(&["purge", "--group", "orders-1", "--all"]), 2);
+
+    assert_eq!(ok(&q.args(&["purge", "--group", "orders-1"])), "purged 3 messages of group \"orders-1\"\n");
+    assert_eq!(ok(&q.args(&["peek", "orders-1"])), "group \"orders-1\" holds no messages\n");
+    let s = stats_of(&q);
+    assert_eq!((s["messages"].as_u64(), s["groups"].as_u64()), (Some(5), Some(4)));
+    assert_eq!(
+        json(&q.args(&["purge", "--group", "orders-1"])),
+        serde_json::json!({"purged": 0, "group_id": "orders-1"})
+    );
+
+    assert_eq!(json(&q.args(&["purge", "--all"])), serde_json::json!({"purged": 5, "group_id": null}));
+    let s = stats_of(&q);
+    assert_eq!(
+        (s["messages"].as_u64(), s["groups"].as_u64(), s["dead"].as_u64()),
+        (Some(0), Some(0), Some(1)),
+        "dead letters kept"
+    );
+    assert_eq!(ok(&q.args(&["groups"])), "no groups\n");
+    assert_eq!(s["by_priority"], serde_json::json!([]));
+}
+
+#[test]
+fn release_frees_a_stuck_head() {
+    let q = live_queue();
+    assert_eq!(ok(&q.args(&["release", "stuck"])), "released group \"stuck\": its head can be claimed now\n");
+    assert_eq!(ok(&q.args(&["groups", "--state", "leased"])), "no leased groups\n");
+    let t = q.open();
+    let again = t.claim("worker-new", HELD, 0, &["k-stuck"]).unwrap().expect("the released head");
+    assert_eq!((again.group_id.as_str(), again.event.as_str()), ("stuck", event("stuck", 0).as_str()));
+    t.close();
+    let g = &json(&q.args(&["groups", "--state", "leased"]))["groups"][0];
+    assert_eq!((g["holder"].as_str(), g["head_attempts"].as_i64()), (Some("worker-new"), Some(2)));
+
+    assert_eq!(json(&q.args(&["release", "parked"])), serde_json::json!({"group_id": "parked", "released": true}));
+    assert_eq!(stats_of(&q)["parked"], 0);
+    assert_eq!(json(&q.args(&["release", "orders-1"])), serde_json::json!({"group_id": "orders-1", "released": false}));
+    assert!(ok(&q.args(&["release", "nobody"])).contains("nothing to release"));
+}
+
+#[test]
+fn every_command_has_help() {
+    let top = ok(&["--help"]);
+    for needle in [
+        "stats",
+        "groups",
+        "peek",
+        "dead",
+        "purge",
+        "release",
+        "HAREL_AUTH_TOKEN",
+        "--auth-token-file",
+        "--json",
+        "--prefix",
+        "HAREL_DATABASE",
+    ] {
+        assert!(top.contains(needle), "--help names {needle}:\n{top}");
+    }
+    let commands: &[&[&str]] = &[
+        &["stats"],
+        &["groups"],
+        &["peek"],
+        &["dead"],
+        &["dead", "list"],
+        &["dead", "redrive"],
+        &["dead", "purge"],
+        &["purge"],
+        &["release"],
+    ];
+    for command in commands {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let help = ok(&args);
+        let usage = format!("Usage: harel-transport {}", command.join(" "));
+        assert!(help.contains(&usage), "{args:?}:\n{help}");
+        assert!(help.contains("--database"), "the global options are in {args:?}:\n{help}");
+        let via_help = ok(&[&["help"], *command].concat());
+        assert!(via_help.contains(&usage));
+    }
+    assert!(ok(&["stats", "--help"]).contains("--watch"));
+    assert!(ok(&["groups", "--help"]).contains("leased"));
+    assert!(ok(&["dead", "redrive", "--help"]).contains("--seq"));
+    assert!(ok(&["--version"]).starts_with(&format!("harel-transport {}", harel_transport::VERSION)));
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let q = live_queue();
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+
+    // No queue: a usage error.
+    assert!(fails(&["stats"], 2).contains("HAREL_DATABASE"));
+    let ran = run_env(&["stats", "--json"], &[("HAREL_DATABASE", &q.path)]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+
+    // A missing file is not created.
+    let missing = at("missing.db");
+    let err = fails(&["-d", &missing, "stats"], 1);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("harel-transport: open {missing:?}: no such file")), "{err}");
+    assert!(!Path::new(&missing).exists(), "the CLI made {missing}");
+    assert!(fails(&["-d", &at("no/such/dir.db"), "stats"], 1).contains("no such file"));
+
+    // A database without the queue's tables is refused, and left without them.
+    let empty = at("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    for command in [&["stats"][..], &["purge", "--all"], &["release", "g"], &["dead", "purge", "--all"]] {
+        let err = fails(&[&["-d", empty.as_str()][..], command].concat(), 1);
+        assert!(err.starts_with(&format!("harel-transport: open {empty:?}: ")), "{err}");
+        assert!(err.contains("harel_transport_messages") && err.contains("--prefix"), "{err}");
+    }
+    let mut strict = Options::new();
+    strict.create_schema(false);
+    assert!(Transport::open(&empty, &strict).is_err(), "the CLI created the tables in {empty}");
+    // The same with a prefix the queue does not have; a bad prefix is named.
+    assert!(fails(&q.args(&["--prefix", "other", "stats"]), 1).contains("other_transport_messages"));
+    assert!(fails(&q.args(&["--prefix", "bad prefix", "stats"]), 1).starts_with("harel-transport: --prefix: "));
+
+    // Not a database at all.
+    let text = at("notes.txt");
+    std::fs::write(&text, "not a database, just some notes\n".repeat(200)).unwrap();
+    let err = fails(&["-d", &text, "stats"], 1);
+    assert!(err.starts_with(&format!("harel-transport: open {text:?}: ")), "{err}");
+
+    // Cursors from elsewhere, and page sizes out of range.
+    let err = fails(&q.args(&["groups", "--cursor", "nonsense"]), 1);
+    assert!(err.starts_with("harel-transport: groups: ") && err.contains("cursor"), "{err}");
+    let peek_cursor = json(&q.args(&["peek", "orders-1", "--limit", "1"]))["next"].as_str().unwrap().to_owned();
+    assert!(
+        fails(&q.args(&["groups", "--cursor", &peek_cursor]), 1).contains("cursor"),
+        "a peek cursor is not a groups cursor"
+    );
+    assert!(fails(&q.args(&["dead", "list", "--cursor", "x"]), 1).contains("cursor"));
+    assert!(fails(&q.args(&["groups", "--limit", "0"]), 2).contains("10000"));
+    assert!(fails(&q.args(&["groups", "--limit", "10001"]), 2).contains("10000"));
+    fails(&q.args(&["groups", "--state", "stuck"]), 2);
+    fails(&q.args(&["peek"]), 2);
+    fails(&q.args(&["dead", "redrive", "--seq", "x"]), 2);
+    fails(&q.args(&["frobnicate"]), 2);
+    // Nothing on stdout when a command fails.
+    let ran = run(&q.args(&["groups", "--cursor", "nonsense", "--json"]));
+    assert_eq!((ran.code, ran.stdout.as_str()), (1, ""));
+}
+
+#[test]
+fn the_token_is_never_an_argument() {
+    let q = live_queue();
+    for flag in [&["--auth-token", "s3cret"][..], &["--auth-token=s3cret"], &["--token", "s3cret"]] {
+        let args = [&["-d", "http://127.0.0.1:1"][..], flag, &["stats"]].concat();
+        let err = fails(&args, 2);
+        assert!(err.contains("HAREL_AUTH_TOKEN") && err.contains("--auth-token-file"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+    let after = fails(&q.args(&["stats", "--auth-token", "s3cret"]), 2);
+    assert!(after.contains("HAREL_AUTH_TOKEN"), "{after}");
+
+    // HAREL_AUTH_TOKEN is read and the server is tried: a connect error (1), not a usage error.
+    let ran = run_env(&["-d", "http://127.0.0.1:1", "stats"], &[("HAREL_AUTH_TOKEN", "s3cret")]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(ran.stderr.starts_with("harel-transport: open \"http://127.0.0.1:1\": "), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("s3cret"), "the token leaked: {}", ran.stderr);
+
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("token").to_str().unwrap().to_owned();
+    let err = fails(&["-d", "http://127.0.0.1:1", "--auth-token-file", &missing, "stats"], 1);
+    assert!(err.starts_with(&format!("harel-transport: --auth-token-file {missing:?}: ")), "{err}");
+    std::fs::write(&missing, "\n").unwrap();
+    assert!(fails(&["-d", "http://127.0.0.1:1", "--auth-token-file", &missing, "stats"], 1).contains("holds no token"));
+}
+
+/// Against a libSQL server that checks tokens: the CLI reaches it with HAREL_AUTH_TOKEN or
+/// --auth-token-file (which wins), and is refused without a good one.
+#[test]
+fn a_server_by_url_with_a_token() {
+    let Some(binary) = sqld::binary_or_skip("a_server_by_url_with_a_token") else { return };
+    let server = sqld::Sqld::start(&binary, true);
+    let url = server.url();
+    let mut options = Options::new();
+    options.auth_token(Some(sqld::GOOD_TOKEN));
+    let t = Transport::open(&url, &options).expect("open the server's queue");
+    t.publish("a", &event("a", 0), 0, None).unwrap();
+    t.publish("a", &event("a", 1), 0, None).unwrap();
+    t.publish("b", &event("b", 0), 3, Some("k-b")).unwrap();
+    let _held = t.claim("worker-remote", HELD, 0, &["k-b"]).unwrap().expect("b's head");
+    t.close();
+
+    let ran = run_env(&["-d", &url, "stats", "--json"], &[("HAREL_AUTH_TOKEN", sqld::GOOD_TOKEN)]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let s: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!((s["messages"].as_u64(), s["ready"].as_u64(), s["leased"].as_u64()), (Some(3), Some(1), Some(1)), "{s}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{}\n", sqld::GOOD_TOKEN)).unwrap();
+    let file = file.to_str().unwrap();
+    let ran = run_env(
+        &["-d", &url, "--auth-token-file", file, "groups", "--state", "leased"],
+        &[("HAREL_AUTH_TOKEN", sqld::WRONG_TOKEN)],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(line(&ran.stdout, "b").contains("worker-remote"), "{}", ran.stdout);
+
+    for env in [&[("HAREL_AUTH_TOKEN", sqld::WRONG_TOKEN)][..], &[]] {
+        let ran = run_env(&["-d", &url, "stats"], env);
+        assert_eq!(ran.code, 1, "refused: {}{}", ran.stdout, ran.stderr);
+        assert!(ran.stderr.starts_with(&format!("harel-transport: open {url:?}: ")), "{}", ran.stderr);
+        assert!(!ran.stderr.contains(sqld::WRONG_TOKEN));
+    }
+    let ran = run_env(&["-d", &url, "release", "b"], &[("HAREL_AUTH_TOKEN", sqld::GOOD_TOKEN)]);
+    assert_eq!(
+        (ran.code, ran.stdout.as_str()),
+        (0, "released group \"b\": its head can be claimed now\n"),
+        "{}",
+        ran.stderr
+    );
+}
