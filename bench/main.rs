@@ -35,11 +35,12 @@
 //! Usage: bench [--python PATH] [--peers bench/peers.py] [--no-peers] [--no-procs] [--no-server]
 //!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads",
 //!                                      "publish_new_groups", "drain", "drain_fused", "procs",
-//!                                      "server", or a claim case's id)
+//!                                      "server", "looks", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
 //!                                     (one queue, one case, for perf/strace; prints its figure)
 
+mod looks;
 mod measure;
 mod ours;
 mod peers;
@@ -407,6 +408,14 @@ fn run(config: &Config) -> Result<(), String> {
         open_race = json!({"opens": 4 * OPEN_RACES, "busy": busy, "other_errors": other});
     }
 
+    // Part 6: a look inside.
+    let looks = if config.wants("looks") {
+        progress("a look inside (100,000 groups, 1,000,000 messages)");
+        looks::run(work, &mut templates).unwrap_or_else(|e| json!({"error": e}))
+    } else {
+        Value::Null
+    };
+
     // Part 5: on a libSQL server.
     let server = match sqld::binary() {
         Ok(binary) if config.server && config.wants("server") => server::run(&binary, work),
@@ -435,6 +444,7 @@ fn run(config: &Config) -> Result<(), String> {
         },
         "peer_settings": peer_settings,
         "server": server,
+        "looks": looks,
         "template_build_s": measure::round(templates.build_secs, 2),
         "total_s": measure::round(started.elapsed().as_secs_f64(), 1),
     });

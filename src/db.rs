@@ -76,6 +76,14 @@ impl Db {
         outcome.map_err(|e| self.failed(e))
     }
 
+    /// Before a look inside the queue (see ServerSession::catch_up).
+    pub async fn catch_up(&mut self) -> Result<()> {
+        match &mut self.place {
+            Place::Server(session) => session.catch_up().await,
+            Place::Local { .. } => Ok(()),
+        }
+    }
+
     /// Converts a libsql error, noting one that leaves a server connection unusable.
     fn failed(&mut self, e: libsql::Error) -> Error {
         if let Place::Server(session) = &mut self.place {

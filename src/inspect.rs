@@ -185,6 +185,7 @@ fn page_limit(page: &PageRequest) -> i64 {
 }
 
 pub(crate) async fn stats(db: &mut Db, sql: &Statements, now: f64) -> Result<Stats> {
+    db.catch_up().await?;
     let rows = db
         .query_all(&sql.stats(), [now], |row| {
             Ok((
@@ -246,6 +247,7 @@ pub(crate) async fn groups(
     page_request: &PageRequest,
     now: f64,
 ) -> Result<Page<GroupInfo>> {
+    db.catch_up().await?;
     let after = match &page_request.after {
         Some(bytes) => Some(String::from_utf8(bytes.clone()).map_err(|_| {
             Error::Argument("cursor is not a cursor of this listing".into())
@@ -285,6 +287,7 @@ pub(crate) async fn peek(
     group_id: &str,
     page_request: &PageRequest,
 ) -> Result<Page<MessageInfo>> {
+    db.catch_up().await?;
     let params: Vec<Value> = vec![after_seq(page_request)?.into(), page_limit(page_request).into(), group_id.into()];
     let rows = db
         .query_all(&sql.messages_page(), params, |row| {
@@ -307,6 +310,7 @@ pub(crate) async fn dead_letters(
     group_id: Option<&str>,
     page_request: &PageRequest,
 ) -> Result<Page<DeadLetter>> {
+    db.catch_up().await?;
     let mut params: Vec<Value> = vec![after_seq(page_request)?.into(), page_limit(page_request).into()];
     params.extend(group_id.map(Value::from));
     let rows = db

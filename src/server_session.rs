@@ -71,6 +71,23 @@ impl ServerSession {
         ))
     }
 
+    /// Before a look inside the queue: an embedded replica reads its local copy, which
+    /// lags the primary until its next sync, so it pulls the primary's latest frames first
+    /// (one round trip; the look itself stays local). A remote connection reads the server.
+    pub async fn catch_up(&mut self) -> Result<()> {
+        if self.mode != Mode::Replica {
+            return Ok(());
+        }
+        match tokio::time::timeout(self.answer_limit(), self.database.sync()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(Error::Connect(format!("the replica could not sync from the libSQL server: {e}"))),
+            Err(_) => Err(Error::Connect(format!(
+                "the replica's sync got no answer within {} s",
+                self.answer_limit().as_secs()
+            ))),
+        }
+    }
+
     /// BEGIN IMMEDIATE on a usable connection: again after a pause on SQLITE_BUSY, and once
     /// on a new connection when the server's had gone bad (a failed BEGIN has done nothing).
     pub async fn begin(&mut self, conn: &mut Connection) -> Result<()> {

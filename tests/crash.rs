@@ -79,6 +79,17 @@ fn worker() {
             }
             say("DONE");
         }
+        "claim-once" => {
+            // Claims one message at HAREL_TEST_NOW with max_attempts 3, says so, and hangs
+            // in its "handler" until it is killed.
+            let now: f64 = env("HAREL_TEST_NOW").parse().unwrap();
+            let mut o = Options::new();
+            o.clock(move || now).max_attempts(3);
+            let t = Transport::open(&path, &o).expect("open");
+            let lease = t.claim(WORKER, VISIBILITY, 0, &[]).expect("claim").expect("a message");
+            say(&format!("C {} {} {}", lease.seq, lease.attempts, lease.event));
+            std::thread::sleep(Duration::from_secs(120)); // killed long before
+        }
         "produce" => {
             let pad: usize = env("HAREL_TEST_PAD").parse().unwrap();
             let groups: u64 = env("HAREL_TEST_GROUPS").parse().unwrap();
@@ -406,4 +417,31 @@ fn a_producer_of_large_events_killed_mid_transaction_blocks_nobody() {
         check_after_producer(&path, &lines, &when);
     }
     println!("the slowest write after killing a large-event producer took {slowest:?}");
+}
+
+/// A message whose handler always crashes the worker: with max_attempts 3 it is delivered
+/// exactly 3 times (each worker SIGKILLed while holding it), then a claim moves it to the
+/// dead letters and delivers its group's next message.
+#[test]
+fn a_message_that_kills_every_worker_is_dead_lettered_after_max_attempts() {
+    let (_dir, path) = temp_db();
+    let t = Transport::open(&path, &TestClock::at(T0).options()).unwrap();
+    t.publish("g", &event(0, 0), 0, None).unwrap();
+    t.publish("g", &event(1, 0), 0, None).unwrap();
+    let mut deliveries = Vec::new();
+    for attempt in 0..4u32 {
+        // Each worker comes after the last one's lease lapsed.
+        let now = T0 + f64::from(attempt) * (VISIBILITY + 1.0);
+        let mut w = child("claim-once", &path, &[("HAREL_TEST_NOW", now.to_string())]);
+        let said = w.wait_for("C ", Duration::from_secs(20));
+        w.kill();
+        let fields: Vec<&str> = said.splitn(4, ' ').collect();
+        deliveries.push((fields[1].parse::<i64>().unwrap(), fields[2].parse::<i64>().unwrap(), n_of(fields[3])));
+    }
+    assert_eq!(deliveries[..3], [(1, 1, 0), (1, 2, 0), (1, 3, 0)], "the poison message, claimed 3 times");
+    assert_eq!(deliveries[3], (2, 1, 1), "then the group's next message");
+    let dead = t.dead_letters(None, None, 10).unwrap().items;
+    assert_eq!(dead.len(), 1);
+    assert_eq!((dead[0].seq, dead[0].attempts, dead[0].last_worker.as_deref()), (1, 3, Some(WORKER)));
+    assert!(dead[0].reason.contains("max_attempts is 3"), "{}", dead[0].reason);
 }

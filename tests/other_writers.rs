@@ -151,3 +151,29 @@ fn opening_a_second_transport_keeps_the_first_ones_locks() {
     first.publish("g", "{}", 0, None).expect("the WAL is still the one the first transport writes to");
     assert_eq!(second.stats().unwrap().messages, 3);
 }
+
+#[test]
+fn a_look_inside_does_not_wait_for_the_write_lock() {
+    let (_dir, path) = queue_file();
+    let clock = TestClock::at(1000.0);
+    let mut o = clock.options();
+    o.busy_timeout(0.0).unwrap();
+    let t = Transport::open(&path, &o).unwrap();
+    t.publish("g", "{}", 0, None).unwrap();
+    let mut holder = Command::new("python3")
+        .args(["-c", "import sqlite3,sys,time\nc=sqlite3.connect(sys.argv[1],isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\nc.execute(\"INSERT INTO harel_transport_messages (group_id, event) VALUES ('x', '{}')\")\nprint('locked',flush=True)\ntime.sleep(3)\n", &path])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "locked");
+    assert!(matches!(t.publish("g", "{}", 0, None), Err(Error::Busy(_))), "the write lock is held");
+    let started = std::time::Instant::now();
+    assert_eq!(t.stats().unwrap().messages, 1, "the committed state, at once");
+    assert_eq!(t.groups(None, None, 10).unwrap().items.len(), 1);
+    assert_eq!(t.peek("g", None, 10).unwrap().items.len(), 1);
+    assert!(t.dead_letters(None, None, 10).unwrap().items.is_empty());
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "no wait: {:?}", started.elapsed());
+    holder.wait().unwrap();
+}

@@ -121,9 +121,35 @@ fn four_processes_drain_one_file_exactly_once_without_overlap() {
             spawn_worker("drain", &path, 1000.0, &extra).spawn().expect("spawn a worker")
         })
         .collect();
-    for (n, child) in children.into_iter().enumerate() {
-        expect_success(child, &format!("worker {n}"));
-    }
+    // Meanwhile a look inside, over and over: it must never fail or hold the workers up
+    // (a busy timeout of 0 would fail at once if it waited for the write lock).
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let looks = std::thread::scope(|s| {
+        let looker = s.spawn(|| {
+            let mut o = clock.options();
+            o.busy_timeout(0.0).unwrap().create_schema(false);
+            let t = Transport::open(&path, &o).unwrap();
+            let (mut looks, mut last) = (0, u64::MAX);
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let stats = t.stats().expect("stats while workers drain");
+                assert_eq!(stats.ready + stats.leased + stats.parked, stats.groups, "{stats:?}");
+                assert!(stats.messages <= last, "messages only go down while draining: {stats:?}");
+                last = stats.messages;
+                let leased = t.groups(Some(harel_transport::GroupState::Leased), None, 100).expect("groups");
+                assert!(leased.items.len() <= 4, "at most one lease per worker: {:?}", leased.items);
+                t.peek("g0", None, 10).expect("peek");
+                looks += 1;
+            }
+            looks
+        });
+        for (n, child) in children.into_iter().enumerate() {
+            expect_success(child, &format!("worker {n}"));
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        looker.join().expect("the looker")
+    });
+    println!("{looks} looks inside while the workers drained");
+    assert!(looks > 0);
 
     let mut by_group: BTreeMap<String, Vec<Handled>> = BTreeMap::new();
     let mut seen = HashSet::new();
