@@ -78,6 +78,22 @@ else:
 print(s, (lib.harel_last_error() or b"").decode())
 "#;
 
+/// python3 running `script` (with sqlite3 and sys imported) on `path`, then holding what
+/// it took for 3 s; returned once the script has run.
+fn python_holding(script: &str, path: &str) -> std::process::Child {
+    let program = format!("import sqlite3, sys, time\n{script}print('ready', flush=True)\ntime.sleep(3)\n");
+    let mut child = Command::new("python3")
+        .args(["-c", &program, path])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.as_mut().expect("piped")), &mut line)
+        .expect("a line from python3");
+    assert_eq!(line.trim(), "ready", "python3 took its locks");
+    child
+}
+
 fn library() -> String {
     let so = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libharel_transport.so");
     assert!(so.exists(), "{} is missing: `make lib` builds it (make test-rust does)", so.display());
@@ -113,14 +129,11 @@ fn files_opened_by_other_processes_and_by_several_of_our_transports_are_fine() {
     let (_dir, path) = queue_file();
     let clock = TestClock::at(1000.0);
     // Another process holding the file open (a read transaction's locks) is no hazard.
-    let mut reader = Command::new("python3")
-        .args(["-c", "import sqlite3,sys,time\nc=sqlite3.connect(sys.argv[1])\nc.execute('BEGIN')\nc.execute('SELECT count(*) FROM harel_transport_messages').fetchone()\nprint('ready',flush=True)\ntime.sleep(2)\n", &path])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(reader.stdout.as_mut().unwrap()), &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
+    let mut reader = python_holding(
+        "c = sqlite3.connect(sys.argv[1])\nc.execute('BEGIN')\n\
+         c.execute('SELECT count(*) FROM harel_transport_messages').fetchone()\n",
+        &path,
+    );
     let a = Transport::open(&path, &clock.options()).unwrap();
     let b = Transport::open(&path, &clock.options()).unwrap();
     a.publish("g", "{}", 0, None).unwrap();
@@ -160,14 +173,11 @@ fn a_look_inside_does_not_wait_for_the_write_lock() {
     o.busy_timeout(0.0).unwrap();
     let t = Transport::open(&path, &o).unwrap();
     t.publish("g", "{}", 0, None).unwrap();
-    let mut holder = Command::new("python3")
-        .args(["-c", "import sqlite3,sys,time\nc=sqlite3.connect(sys.argv[1],isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\nc.execute(\"INSERT INTO harel_transport_messages (group_id, event) VALUES ('x', '{}')\")\nprint('locked',flush=True)\ntime.sleep(3)\n", &path])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()), &mut line).unwrap();
-    assert_eq!(line.trim(), "locked");
+    let mut holder = python_holding(
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n\
+         c.execute(\"INSERT INTO harel_transport_messages (group_id, event) VALUES ('x', '{}')\")\n",
+        &path,
+    );
     assert!(matches!(t.publish("g", "{}", 0, None), Err(Error::Busy(_))), "the write lock is held");
     let started = std::time::Instant::now();
     assert_eq!(t.stats().unwrap().messages, 1, "the committed state, at once");
