@@ -1,0 +1,71 @@
+"""harel-transport: a durable, group-ordered message queue stored in libSQL.
+
+The Python face of libharel_transport (its C ABI, through ctypes):
+
+- `Transport` / `AsyncTransport`: the native API (publish, publish_many, claim, ack,
+  ack_and_claim, nack, close), sync and async;
+- `harel_transport.harel`: transports for harel 0.9's workers (`SqliteTransport`,
+  `AsyncSqliteTransport`, harel's own signatures, `Lease` and `Event`);
+- one exception class per status of the ABI, all under `HarelError`.
+
+See the README for the semantics, the harel drop-in and the one hazard (another SQLite
+library in this process on the same file).
+"""
+
+from ._aio import AsyncTransport
+from ._errors import (
+    STATUS_NAMES,
+    ArgumentError,
+    BusyError,
+    ConnectError,
+    DatabaseError,
+    HarelError,
+    LeaseLostError,
+    LibraryLoadError,
+    PanicError,
+    TransportClosedError,
+    UnknownStatusError,
+    error_for_status,
+)
+from ._transport import (
+    DEFAULT_VISIBILITY,
+    MAX_PREFIX_LEN,
+    MAX_PRIORITY,
+    Lease,
+    Message,
+    Transport,
+    library_path,
+    schema_sql,
+    schema_upgrade_sql,
+    status_name,
+    version,
+)
+from ._version import __version__
+
+__all__ = [
+    "__version__",
+    "Transport",
+    "AsyncTransport",
+    "Lease",
+    "Message",
+    "DEFAULT_VISIBILITY",
+    "MAX_PRIORITY",
+    "MAX_PREFIX_LEN",
+    "version",
+    "library_path",
+    "schema_sql",
+    "schema_upgrade_sql",
+    "status_name",
+    "STATUS_NAMES",
+    "HarelError",
+    "ArgumentError",
+    "DatabaseError",
+    "BusyError",
+    "LeaseLostError",
+    "ConnectError",
+    "PanicError",
+    "UnknownStatusError",
+    "TransportClosedError",
+    "LibraryLoadError",
+    "error_for_status",
+]

@@ -1,0 +1,117 @@
+"""The async face: `AsyncTransport`, every call of `Transport` as a coroutine.
+
+Each call runs the C function off the event loop, on a thread of an executor
+(``loop.run_in_executor``; the loop's default executor unless one is given), so the loop
+keeps running while a call waits for the write lock, an fsync or a server. Calls of one
+transport may be in flight at once, as the ABI allows: each gets its own ``harel_error``
+on its own thread, and publishes that meet in the library share a commit. `close()` waits
+for the calls in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from concurrent.futures import Executor
+from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, TypeVar, Union
+
+from ._transport import DEFAULT_VISIBILITY, EventType, Lease, Message, PathType, Transport
+
+__all__ = ["AsyncTransport"]
+
+T = TypeVar("T")
+
+
+class AsyncTransport:
+    """`Transport`'s operations as coroutines; open with ``await AsyncTransport.open(path,
+    **options)`` (the options of `Transport`, plus `executor`: where the C calls run, the
+    loop's default executor if None). ``async with`` closes it."""
+
+    def __init__(self, transport: Transport, executor: Optional[Executor] = None) -> None:
+        """Wraps an open `Transport` (prefer `AsyncTransport.open`)."""
+        if not isinstance(transport, Transport):
+            from ._errors import ArgumentError
+
+            raise ArgumentError("AsyncTransport wraps a Transport; use `await AsyncTransport.open(path)`")
+        self._t = transport
+        self._executor = executor
+
+    @classmethod
+    async def open(cls, path: PathType, *, executor: Optional[Executor] = None, **options: Any) -> "AsyncTransport":
+        """Opens the queue at `path` off the loop (opening may wait for the write lock or a
+        server); see `Transport` for the options."""
+        loop = asyncio.get_running_loop()
+        transport = await loop.run_in_executor(executor, functools.partial(Transport, path, **options))
+        return cls(transport, executor)
+
+    @property
+    def transport(self) -> Transport:
+        """The underlying sync `Transport` (the same handle)."""
+        return self._t
+
+    @property
+    def path(self) -> str:
+        return self._t.path
+
+    @property
+    def closed(self) -> bool:
+        return self._t.closed
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        if kwargs:
+            return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    async def publish(
+        self, group_id: str, event: EventType, *, priority: int = 0, routing_key: Optional[str] = None
+    ) -> None:
+        """`Transport.publish`, off the loop."""
+        await self._run(self._t.publish, group_id, event, priority=priority, routing_key=routing_key)
+
+    async def publish_many(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> None:
+        """`Transport.publish_many`, off the loop."""
+        await self._run(self._t.publish_many, messages)
+
+    async def claim(
+        self,
+        worker_id: str,
+        visibility: float = DEFAULT_VISIBILITY,
+        min_priority: int = 0,
+        routing_keys: Optional[Sequence[str]] = None,
+    ) -> Optional[Lease]:
+        """`Transport.claim`, off the loop."""
+        return await self._run(self._t.claim, worker_id, visibility, min_priority, routing_keys)
+
+    async def ack_and_claim(
+        self,
+        lease: Lease,
+        worker_id: str,
+        visibility: float = DEFAULT_VISIBILITY,
+        min_priority: int = 0,
+        routing_keys: Optional[Sequence[str]] = None,
+    ) -> Optional[Lease]:
+        """`Transport.ack_and_claim`, off the loop."""
+        return await self._run(self._t.ack_and_claim, lease, worker_id, visibility, min_priority, routing_keys)
+
+    async def ack(self, lease: Lease) -> None:
+        """`Transport.ack`, off the loop."""
+        await self._run(self._t.ack, lease)
+
+    async def nack(self, lease: Lease, delay: float = 0.0) -> None:
+        """`Transport.nack`, off the loop."""
+        await self._run(self._t.nack, lease, delay)
+
+    async def close(self) -> None:
+        """Closes the transport once the calls in flight have returned (waiting off the
+        loop); closing again does nothing."""
+        await self._run(self._t.close)
+
+    async def __aenter__(self) -> "AsyncTransport":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<harel_transport.AsyncTransport {self._t.path!r}{' closed' if self._t.closed else ''}>"

@@ -1,0 +1,208 @@
+"""The C library: finding it, loading it with ctypes, and its functions' prototypes.
+
+The only module that knows the C types. Calls through `ctypes.CDLL` release the GIL for
+the duration of the C call, so calls made from several threads (or from the executor of
+`AsyncTransport`) run in the library at once, as the ABI allows (docs/abi.md, "Threads").
+
+Where the library is looked for, in order (README, "Finding the library"):
+
+1. the copy inside the package, ``harel_transport/_lib/libharel_transport.so.1`` (the
+   wheel carries it);
+2. ``HAREL_TRANSPORT_LIB``, a path to a ``libharel_transport.so``;
+3. the system's ``libharel_transport.so.1`` (ABI 1), found by the dynamic loader.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_bool,
+    c_char_p,
+    c_double,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_void_p,
+)
+from typing import Any, List, Optional, Tuple
+
+from ._errors import LibraryLoadError
+
+#: The ABI this package is written for: the soname's number (docs/abi.md, "Versioning").
+ABI_VERSION = 1
+SONAME = f"libharel_transport.so.{ABI_VERSION}"
+
+#: harel_status values the package branches on.
+OK = 0
+EMPTY = 1
+ERR_ARGUMENT = -1
+
+
+class HarelLease(Structure):
+    """struct harel_lease. The group id and event are read with their lengths (they may
+    hold NUL bytes), so they are raw pointers here."""
+
+    _fields_ = [
+        ("seq", c_int64),
+        ("group_id", c_void_p),
+        ("group_id_len", c_size_t),
+        ("event", c_void_p),
+        ("event_len", c_size_t),
+        ("worker_id", c_char_p),
+        ("lock_expiry", c_double),
+    ]
+
+
+class HarelMessage(Structure):
+    """struct harel_message, one element of publish_many's array."""
+
+    _fields_ = [
+        ("group_id", c_char_p),
+        ("event_json", c_char_p),
+        ("priority", c_int32),
+        ("routing_key", c_char_p),
+    ]
+
+
+#: double (*clock)(void *ctx)
+CLOCK = CFUNCTYPE(c_double, c_void_p)
+
+_status = c_int32  # enum harel_status: an int in C
+_ERR = POINTER(c_void_p)  # harel_error **err
+_LEASE_P = POINTER(HarelLease)
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "harel_version": (c_char_p, []),
+    "harel_status_name": (c_char_p, [c_int32]),
+    "harel_error_status": (_status, [c_void_p]),
+    "harel_error_message": (c_char_p, [c_void_p]),
+    "harel_error_free": (None, [c_void_p]),
+    "harel_string_free": (None, [c_void_p]),
+    "harel_options_new": (c_void_p, []),
+    "harel_options_free": (None, [c_void_p]),
+    "harel_options_set_prefix": (_status, [c_void_p, c_char_p, _ERR]),
+    "harel_options_set_create_schema": (_status, [c_void_p, c_bool, _ERR]),
+    "harel_options_set_sync_url": (_status, [c_void_p, c_char_p, _ERR]),
+    "harel_options_set_auth_token": (_status, [c_void_p, c_char_p, _ERR]),
+    "harel_options_set_sync_interval": (_status, [c_void_p, c_double, _ERR]),
+    "harel_options_set_busy_timeout": (_status, [c_void_p, c_double, _ERR]),
+    "harel_options_set_synchronous_full": (_status, [c_void_p, c_bool, _ERR]),
+    "harel_options_set_clock": (_status, [c_void_p, CLOCK, c_void_p, _ERR]),
+    "harel_transport_open": (_status, [c_char_p, c_void_p, POINTER(c_void_p), _ERR]),
+    "harel_transport_publish": (_status, [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _ERR]),
+    "harel_transport_publish_many": (_status, [c_void_p, POINTER(HarelMessage), c_size_t, _ERR]),
+    "harel_transport_claim": (
+        _status,
+        [c_void_p, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t, POINTER(_LEASE_P), _ERR],
+    ),
+    # The lease ack, nack and ack_and_claim read is one the package fills (_LeaseArg, the
+    # same layout, its group id a bytes object's buffer): passed as a void pointer.
+    "harel_transport_ack": (_status, [c_void_p, c_void_p, _ERR]),
+    "harel_transport_ack_and_claim": (
+        _status,
+        [c_void_p, c_void_p, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t, POINTER(_LEASE_P), _ERR],
+    ),
+    "harel_transport_nack": (_status, [c_void_p, c_void_p, c_double, _ERR]),
+    "harel_transport_close": (None, [c_void_p]),
+    "harel_lease_free": (None, [_LEASE_P]),
+    "harel_schema_sql": (_status, [c_char_p, POINTER(c_void_p), _ERR]),
+    "harel_schema_upgrade_sql": (_status, [c_char_p, POINTER(c_void_p), _ERR]),
+}
+
+
+def bundled_path() -> str:
+    """Where the wheel puts the library: inside the package."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", SONAME)
+
+
+def candidates() -> List[Tuple[str, str]]:
+    """(what, path-or-name) to try, in order."""
+    found = []
+    bundled = bundled_path()
+    if os.path.exists(bundled):
+        found.append(("the package's copy", bundled))
+    env = os.environ.get("HAREL_TRANSPORT_LIB")
+    if env:
+        found.append(("HAREL_TRANSPORT_LIB", env))
+    found.append(("the system's", SONAME))
+    return found
+
+
+class Library:
+    """The loaded library: its functions as attributes, and where it came from."""
+
+    def __init__(self, cdll: ctypes.CDLL, path: str) -> None:
+        self.cdll = cdll
+        self.path = path
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            fn = getattr(cdll, name)  # AttributeError: an older library without it
+            fn.restype = restype
+            fn.argtypes = argtypes
+            setattr(self, name, fn)
+
+    def __getattr__(self, name: str) -> Any:  # for type checkers: the functions are set above
+        raise AttributeError(name)
+
+
+_lib: Optional[Library] = None
+_load_lock = threading.Lock()
+
+
+def lib() -> Library:
+    """The library, loaded on first use."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _load_lock:
+        if _lib is None:
+            _lib = _load()
+    return _lib
+
+
+def _load() -> Library:
+    failures = []
+    for what, where in candidates():
+        try:
+            cdll = ctypes.CDLL(where)
+        except OSError as e:
+            failures.append(f"{what} ({where}): {e}")
+            continue
+        try:
+            library = Library(cdll, _path_of(cdll, where))
+        except AttributeError as e:
+            failures.append(f"{what} ({where}): {e} (a libharel_transport older than ABI {ABI_VERSION}?)")
+            continue
+        return library
+    raise LibraryLoadError(
+        "libharel_transport could not be loaded; tried: "
+        + "; ".join(failures)
+        + ". The wheel carries the library; a source checkout needs `make lib` and "
+        "HAREL_TRANSPORT_LIB=<path to libharel_transport.so>, or an installed library"
+    )
+
+
+def _path_of(cdll: ctypes.CDLL, where: str) -> str:
+    """The file the dynamic loader opened for `where` (for `library_path()`)."""
+    if os.sep in where:
+        return os.path.abspath(where)
+    try:  # a soname: ask the loader through dladdr on one of its functions
+        class DlInfo(Structure):
+            _fields_ = [("dli_fname", c_char_p), ("dli_fbase", c_void_p), ("dli_sname", c_char_p), ("dli_saddr", c_void_p)]
+
+        libdl = ctypes.CDLL(None)
+        dladdr = libdl.dladdr
+        dladdr.argtypes = [c_void_p, POINTER(DlInfo)]
+        dladdr.restype = ctypes.c_int
+        info = DlInfo()
+        addr = ctypes.cast(cdll.harel_version, c_void_p).value
+        if dladdr(addr, ctypes.byref(info)) and info.dli_fname:
+            return os.fsdecode(info.dli_fname)
+    except Exception:  # pragma: no cover - informational only
+        pass
+    return where

@@ -1,0 +1,644 @@
+"""The native API: `Transport`, `Lease`, `Message`, and the module functions.
+
+Every call that can fail hands the C function its own ``harel_error *`` (``err =
+c_void_p()``, passed as ``byref(err)``); on a negative status the message is read, the
+error freed, and the matching exception raised (see `_errors`). Leases are copied out of
+C with their lengths (a group id or event stored by another writer may hold NUL bytes) and
+freed at once; ack and nack hand C a `harel_lease` filled here, with ``group_id_len``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from ctypes import POINTER, Structure, byref, c_char_p, c_double, c_int64, c_size_t, c_void_p, string_at
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._errors import (
+    ArgumentError,
+    PanicError,
+    TransportClosedError,
+    error_for_status,
+)
+
+__all__ = [
+    "Transport",
+    "Lease",
+    "Message",
+    "DEFAULT_VISIBILITY",
+    "MAX_PRIORITY",
+    "MAX_PREFIX_LEN",
+    "version",
+    "library_path",
+    "schema_sql",
+    "schema_upgrade_sql",
+    "status_name",
+]
+
+#: The visibility a claim uses when none is given, in seconds (as the Node binding's).
+DEFAULT_VISIBILITY = 30.0
+#: Priorities are 0..MAX_PRIORITY (HAREL_MAX_PRIORITY).
+MAX_PRIORITY = 4
+#: A table prefix is at most this many characters (HAREL_MAX_PREFIX_LEN).
+MAX_PREFIX_LEN = 30
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+Clock = Callable[[], float]
+PathType = Union[str, "os.PathLike[str]"]
+EventType = Union[str, bytes, bytearray, memoryview]
+
+
+# ---------------------------------------------------------------------------------------
+# Values
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A claimed message, copied out of the library.
+
+    `group_id` and `event` are decoded from UTF-8 with ``surrogateescape``, so bytes that
+    another writer stored (NUL bytes included, even invalid UTF-8) come back whole, and an
+    ack re-encodes the group id to exactly the bytes the library handed out."""
+
+    #: The message's seq: its FIFO position and the lease's handle.
+    seq: int
+    #: The group the message belongs to.
+    group_id: str
+    #: The event: the JSON text, byte for byte as published.
+    event: str
+    #: Who holds the lease.
+    worker_id: str
+    #: Epoch seconds the lease runs to.
+    lock_expiry: float
+
+    def json(self) -> Any:
+        """The event parsed (`json.loads`)."""
+        return json.loads(self.event)
+
+    @property
+    def event_bytes(self) -> bytes:
+        """The event's bytes as stored."""
+        return self.event.encode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message for `Transport.publish_many`: what `publish` takes."""
+
+    group_id: str
+    event: EventType
+    priority: int = 0
+    routing_key: Optional[str] = None
+
+
+# ---------------------------------------------------------------------------------------
+# Arguments: what ctypes would silently change is refused here, as ArgumentError (a NUL
+# would cut a C string short, an int past int32 would wrap into range, True would be 1).
+# Ranges (priority 0..4, visibility > 0, ...) are the library's to check.
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        return f"the str {shown!r}"
+    return f"{type(value).__name__} {value!r}" if isinstance(value, (int, float, bytes)) else type(value).__name__
+
+
+def _text(name: str, value: Any) -> bytes:
+    """A NUL-terminated C string's bytes: a str without NUL, encoded as UTF-8."""
+    if not isinstance(value, str):
+        raise ArgumentError(f"{name} must be a str, got {_describe(value)}")
+    i = value.find("\0")
+    if i >= 0:
+        raise ArgumentError(
+            f"{name} holds a NUL character (at index {i}), which a C string cannot carry; "
+            "it would be cut short there"
+        )
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ArgumentError(f"{name} is not valid Unicode (a lone surrogate at index {e.start})") from None
+
+
+def _optional_text(name: str, value: Any) -> Optional[bytes]:
+    return None if value is None else _text(name, value)
+
+
+def _event(name: str, value: Any) -> bytes:
+    """The event's JSON text: a str, or bytes of UTF-8. The library checks it is JSON."""
+    if isinstance(value, str):
+        return _text(name, value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        i = data.find(b"\0")
+        if i >= 0:
+            raise ArgumentError(f"{name} holds a NUL byte (at byte {i}), which a C string cannot carry")
+        return data
+    raise ArgumentError(
+        f"{name} must be JSON text (str or bytes), got {_describe(value)}; "
+        "serialize it first, e.g. json.dumps(value)"
+    )
+
+
+def _int32(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"{name} must be an int, got {_describe(value)}")
+    if not _INT32_MIN <= value <= _INT32_MAX:
+        raise ArgumentError(f"{name} must be 0..{MAX_PRIORITY}, got {value}")
+    return value
+
+
+def _seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(f"{name} must be a number of seconds (int or float), got {_describe(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ArgumentError(f"{name} is too large: {value}") from None
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name} must be a bool, got {_describe(value)}")
+    return value
+
+
+def _path(value: Any) -> bytes:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+        if isinstance(value, bytes):
+            value = os.fsdecode(value)
+    return _text("path", value)
+
+
+def _routing_keys(value: Any) -> Tuple[Any, int, List[bytes]]:
+    """(a const char** array or None, its length, the bytes it points to)."""
+    if value is None:
+        return None, 0, []
+    if isinstance(value, (str, bytes)):
+        raise ArgumentError(f"routing_keys must be a sequence of str, not a single {type(value).__name__}")
+    try:
+        keys = list(value)
+    except TypeError:
+        raise ArgumentError(f"routing_keys must be a sequence of str, got {_describe(value)}") from None
+    encoded = [_text(f"routing_keys[{i}]", k) for i, k in enumerate(keys)]
+    if not encoded:
+        return None, 0, encoded
+    return (c_char_p * len(encoded))(*encoded), len(encoded), encoded
+
+
+class _LeaseArg(Structure):
+    """struct harel_lease as ack, nack and ack_and_claim read it (seq, group_id with
+    group_id_len, worker_id). group_id points into a bytes object (which ends in a NUL
+    beyond its length), so a group id holding NUL bytes reaches C whole."""
+
+    _fields_ = [
+        ("seq", c_int64),
+        ("group_id", c_char_p),
+        ("group_id_len", c_size_t),
+        ("event", c_void_p),
+        ("event_len", c_size_t),
+        ("worker_id", c_char_p),
+        ("lock_expiry", c_double),
+    ]
+
+
+def _lease_arg(lease: Any) -> _LeaseArg:
+    if not isinstance(lease, Lease):
+        raise ArgumentError(f"lease must be a Lease from claim(), got {_describe(lease)}")
+    seq = lease.seq
+    if isinstance(seq, bool) or not isinstance(seq, int) or not -(2**63) <= seq < 2**63:
+        raise ArgumentError(f"lease.seq must be an int64, got {_describe(seq)}")
+    if not isinstance(lease.group_id, str):
+        raise ArgumentError(f"lease.group_id must be a str, got {_describe(lease.group_id)}")
+    try:
+        group = lease.group_id.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as e:
+        raise ArgumentError(f"lease.group_id is not valid Unicode (a lone surrogate at index {e.start})") from None
+    if not group:  # C would take it for a lease whose group_id_len was never set
+        raise ArgumentError("lease.group_id is empty")
+    arg = _LeaseArg()
+    arg.seq = seq
+    arg.group_id = group
+    arg.group_id_len = len(group)
+    arg.worker_id = _text("lease.worker_id", lease.worker_id)
+    return arg
+
+
+def _copy_lease(ptr: Any) -> Lease:
+    """The Lease a claim handed out (ptr non-NULL); the caller frees ptr."""
+    c = ptr.contents
+    return Lease(
+        seq=c.seq,
+        group_id=string_at(c.group_id, c.group_id_len).decode("utf-8", "surrogateescape"),
+        event=string_at(c.event, c.event_len).decode("utf-8", "surrogateescape"),
+        worker_id=(c.worker_id or b"").decode("utf-8", "surrogateescape"),
+        lock_expiry=c.lock_expiry,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Errors
+
+
+def _raise(lib: Any, status: int, err: c_void_p, clock: Optional["_ClockCell"] = None) -> None:
+    """Reads and frees the call's error; raises the exception for `status` (< 0)."""
+    try:
+        message = lib.harel_error_message(err) if err else None
+        text = message.decode("utf-8", "replace") if message else lib.harel_status_name(status).decode()
+    finally:
+        lib.harel_error_free(err)
+    cause = clock.take() if clock is not None else None
+    if cause is not None and status == _native.ERR_ARGUMENT:
+        if not isinstance(cause, Exception):  # KeyboardInterrupt, SystemExit: not ours to wrap
+            raise cause
+        raise ArgumentError(f"the clock failed ({type(cause).__name__}: {cause}): {text}") from cause
+    raise error_for_status(status, text)
+
+
+class _ClockCell:
+    """A Python clock as the library's C clock: a ctypes callback (run on the thread that
+    makes the call, with the GIL taken by ctypes). An exception in the clock, or a value
+    that is not a number, makes it return NaN, which the library refuses with
+    HAREL_ERR_ARGUMENT; the exception is kept (per thread) and becomes that error's cause."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._local = threading.local()
+
+        def c_clock(_ctx: Any) -> float:
+            try:
+                now = clock()
+                if isinstance(now, bool) or not isinstance(now, (int, float)):
+                    raise TypeError(f"the clock returned {_describe(now)}; it must return epoch seconds")
+                return float(now)
+            except BaseException as e:  # noqa: BLE001 - handed back to the caller
+                self._local.exc = e
+                return math.nan
+
+        # Kept here, and the cell kept by its Transport for the handle's life: the library
+        # calls it until close.
+        self.callback = _native.CLOCK(c_clock)
+
+    def take(self) -> Optional[BaseException]:
+        exc = getattr(self._local, "exc", None)
+        self._local.exc = None
+        return exc
+
+
+# ---------------------------------------------------------------------------------------
+# The transport
+
+
+class Transport:
+    """An open queue: a local libSQL file (WAL), ``":memory:"``, a libSQL server
+    (``libsql://``, ``http://``, ``https://``), or an embedded replica (a path and
+    `sync_url`).
+
+    ``Transport(path, **options)`` opens it (so does ``Transport.open``); every option is
+    keyword-only and optional (None: the library's default):
+
+    - `prefix` (str): table names start with it (default ``"harel"``).
+    - `create_schema` (bool): create and upgrade the tables at open (default on).
+    - `sync_url`, `auth_token` (str), `sync_interval` (seconds): a libSQL server.
+    - `busy_timeout` (seconds): how long a write waits for the lock (default 5).
+    - `synchronous_full` (bool): fsync at every commit (default) or not (NORMAL).
+    - `clock` (callable returning epoch seconds): where "now" comes from (default: the
+      system clock, read by the library).
+
+    One transport may be used from several threads at once; its calls run one at a time
+    in the library, except that publishes arriving while another commits share its
+    commit. `close()` waits for the calls in progress. Use it as a context manager to
+    close it."""
+
+    def __init__(
+        self,
+        path: PathType,
+        *,
+        prefix: Optional[str] = None,
+        create_schema: Optional[bool] = None,
+        sync_url: Optional[str] = None,
+        auth_token: Optional[str] = None,
+        sync_interval: Optional[float] = None,
+        busy_timeout: Optional[float] = None,
+        synchronous_full: Optional[bool] = None,
+        clock: Optional[Clock] = None,
+    ) -> None:
+        self._handle: Optional[int] = None  # set last: __del__ of a failed open has nothing to close
+        self._closed = True
+        lib = _native.lib()
+        self._lib = lib
+        database = _path(path)
+        setters: List[Tuple[Any, Any]] = []
+        if prefix is not None:
+            setters.append((lib.harel_options_set_prefix, _text("prefix", prefix)))
+        if create_schema is not None:
+            setters.append((lib.harel_options_set_create_schema, _flag("create_schema", create_schema)))
+        if sync_url is not None:
+            setters.append((lib.harel_options_set_sync_url, _text("sync_url", sync_url)))
+        if auth_token is not None:
+            setters.append((lib.harel_options_set_auth_token, _text("auth_token", auth_token)))
+        if sync_interval is not None:
+            setters.append((lib.harel_options_set_sync_interval, _seconds("sync_interval", sync_interval)))
+        if busy_timeout is not None:
+            setters.append((lib.harel_options_set_busy_timeout, _seconds("busy_timeout", busy_timeout)))
+        if synchronous_full is not None:
+            setters.append((lib.harel_options_set_synchronous_full, _flag("synchronous_full", synchronous_full)))
+        if clock is not None and not callable(clock):
+            raise ArgumentError(f"clock must be a callable returning epoch seconds, got {_describe(clock)}")
+        self._clock: Optional[_ClockCell] = _ClockCell(clock) if clock is not None else None
+
+        options = lib.harel_options_new()
+        if not options:
+            raise PanicError("harel_options_new failed")
+        try:
+            for setter, value in setters:
+                err = c_void_p()
+                status = setter(options, value, byref(err))
+                if status < 0:
+                    _raise(lib, status, err)
+            if self._clock is not None:
+                err = c_void_p()
+                status = lib.harel_options_set_clock(options, self._clock.callback, None, byref(err))
+                if status < 0:
+                    _raise(lib, status, err)
+            handle = c_void_p()
+            err = c_void_p()
+            status = lib.harel_transport_open(database, options, byref(handle), byref(err))
+            if status < 0:
+                _raise(lib, status, err)
+        finally:
+            lib.harel_options_free(options)
+        self._path = os.fsdecode(database)
+        self._state = threading.Condition(threading.Lock())
+        self._in_flight = 0
+        self._handle = handle.value
+        self._closed = False
+
+    @classmethod
+    def open(cls, path: PathType, **options: Any) -> "Transport":
+        """The same as ``Transport(path, **options)``."""
+        return cls(path, **options)
+
+    # -- state ----------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The path (or URL) the transport was opened with."""
+        return self._path
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` was called."""
+        return self._closed
+
+    def _enter(self, what: str) -> int:
+        with self._state:
+            if self._closed:
+                raise TransportClosedError(f"{what}: the transport is closed")
+            self._in_flight += 1
+            return self._handle  # type: ignore[return-value]
+
+    def _leave(self) -> None:
+        with self._state:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._state.notify_all()
+
+    def close(self) -> None:
+        """Closes the transport once the calls in progress (on other threads) have
+        returned; later calls raise `TransportClosedError`. Closing again does nothing."""
+        state = getattr(self, "_state", None)
+        if state is None:
+            return
+        with state:
+            if self._closed:
+                return
+            self._closed = True
+            while self._in_flight:
+                state.wait()
+            handle, self._handle = self._handle, None
+        self._lib.harel_transport_close(handle)
+
+    def __enter__(self) -> "Transport":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Only reached when no call holds the transport (each call holds a reference).
+        try:
+            if getattr(self, "_handle", None) is not None and not self._closed:
+                self._closed = True
+                self._lib.harel_transport_close(self._handle)
+                self._handle = None
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        return f"<harel_transport.Transport {self._path!r}{' closed' if self._closed else ''}>"
+
+    # -- operations -------------------------------------------------------------------
+
+    def publish(
+        self, group_id: str, event: EventType, *, priority: int = 0, routing_key: Optional[str] = None
+    ) -> None:
+        """Appends `event` (JSON text: a str, or UTF-8 bytes) to the FIFO of `group_id`.
+        The first publish into a group fixes its `priority` (0..4) and `routing_key`."""
+        g = _text("group_id", group_id)
+        e = _event("event_json", event)
+        p = _int32("priority", priority)
+        k = _optional_text("routing_key", routing_key)
+        handle = self._enter("publish")
+        try:
+            err = c_void_p()
+            status = self._lib.harel_transport_publish(handle, g, e, p, k, byref(err))
+        finally:
+            self._leave()
+        if status < 0:
+            _raise(self._lib, status, err)
+
+    def publish_many(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> None:
+        """Appends `messages` in order, in one transaction: all of them or none, with one
+        commit. Each is a `Message` or a tuple ``(group_id, event[, priority[,
+        routing_key]])``; errors name the element (``messages[3].event_json``)."""
+        if isinstance(messages, (str, bytes)):
+            raise ArgumentError("messages must be an iterable of Message, not a single str")
+        try:
+            items = list(messages)
+        except TypeError:
+            raise ArgumentError(f"messages must be an iterable of Message, got {_describe(messages)}") from None
+        array = (_native.HarelMessage * len(items))() if items else None
+        for i, m in enumerate(items):
+            name = f"messages[{i}]"
+            if isinstance(m, Message):
+                group_id, event, priority, routing_key = m.group_id, m.event, m.priority, m.routing_key
+            elif isinstance(m, tuple) and 2 <= len(m) <= 4:
+                group_id, event = m[0], m[1]
+                priority = m[2] if len(m) > 2 else 0
+                routing_key = m[3] if len(m) > 3 else None
+            else:
+                raise ArgumentError(
+                    f"{name} must be a Message or a tuple (group_id, event[, priority[, routing_key]]), "
+                    f"got {_describe(m)}"
+                )
+            element = array[i]  # type: ignore[index]
+            element.group_id = _text(f"{name}.group_id", group_id)
+            element.event_json = _event(f"{name}.event_json", event)
+            element.priority = _int32(f"{name}.priority", priority)
+            element.routing_key = _optional_text(f"{name}.routing_key", routing_key)
+        handle = self._enter("publish_many")
+        try:
+            err = c_void_p()
+            status = self._lib.harel_transport_publish_many(handle, array, len(items), byref(err))
+        finally:
+            self._leave()
+        if status < 0:
+            _raise(self._lib, status, err)
+
+    def claim(
+        self,
+        worker_id: str,
+        visibility: float = DEFAULT_VISIBILITY,
+        min_priority: int = 0,
+        routing_keys: Optional[Sequence[str]] = None,
+    ) -> Optional[Lease]:
+        """Leases the next deliverable message to `worker_id` for `visibility` seconds,
+        among groups of priority >= `min_priority` and, when `routing_keys` is given, a
+        routing key among them; None when nothing is deliverable now."""
+        w = _text("worker_id", worker_id)
+        v = _seconds("visibility", visibility)
+        p = _int32("min_priority", min_priority)
+        keys, n, _keep = _routing_keys(routing_keys)
+        out = POINTER(_native.HarelLease)()
+        if self._clock is not None:
+            self._clock.take()  # clear what an earlier call on this thread left
+        handle = self._enter("claim")
+        try:
+            err = c_void_p()
+            status = self._lib.harel_transport_claim(handle, w, v, p, keys, n, byref(out), byref(err))
+        finally:
+            self._leave()
+        return self._claimed(status, out, err)
+
+    def ack_and_claim(
+        self,
+        lease: Lease,
+        worker_id: str,
+        visibility: float = DEFAULT_VISIBILITY,
+        min_priority: int = 0,
+        routing_keys: Optional[Sequence[str]] = None,
+    ) -> Optional[Lease]:
+        """Acks `lease` and claims the next message for `worker_id` in one transaction (one
+        commit instead of two). None: acked, nothing deliverable. If the ack fails
+        (`LeaseLostError`, ...), nothing is claimed."""
+        arg = _lease_arg(lease)
+        w = _text("worker_id", worker_id)
+        v = _seconds("visibility", visibility)
+        p = _int32("min_priority", min_priority)
+        keys, n, _keep = _routing_keys(routing_keys)
+        out = POINTER(_native.HarelLease)()
+        if self._clock is not None:
+            self._clock.take()
+        handle = self._enter("ack_and_claim")
+        try:
+            err = c_void_p()
+            status = self._lib.harel_transport_ack_and_claim(handle, byref(arg), w, v, p, keys, n, byref(out), byref(err))
+        finally:
+            self._leave()
+        return self._claimed(status, out, err)
+
+    def _claimed(self, status: int, out: Any, err: c_void_p) -> Optional[Lease]:
+        lib = self._lib
+        if status < 0:
+            lib.harel_lease_free(out)
+            _raise(lib, status, err, self._clock)
+        if not out:  # HAREL_EMPTY
+            return None
+        try:
+            return _copy_lease(out)
+        finally:
+            lib.harel_lease_free(out)
+
+    def ack(self, lease: Lease) -> None:
+        """Finishes `lease`: deletes its message. `LeaseLostError` if the message is gone or
+        held by another worker (nothing changed)."""
+        arg = _lease_arg(lease)
+        if self._clock is not None:
+            self._clock.take()
+        handle = self._enter("ack")
+        try:
+            err = c_void_p()
+            status = self._lib.harel_transport_ack(handle, byref(arg), byref(err))
+        finally:
+            self._leave()
+        if status < 0:
+            _raise(self._lib, status, err, self._clock)
+
+    def nack(self, lease: Lease, delay: float = 0.0) -> None:
+        """Gives `lease` back: claimable at once (`delay` 0) or parked, its group blocked,
+        for `delay` seconds. `LeaseLostError` as for `ack`."""
+        arg = _lease_arg(lease)
+        d = _seconds("delay", delay)
+        if self._clock is not None:
+            self._clock.take()
+        handle = self._enter("nack")
+        try:
+            err = c_void_p()
+            status = self._lib.harel_transport_nack(handle, byref(arg), d, byref(err))
+        finally:
+            self._leave()
+        if status < 0:
+            _raise(self._lib, status, err, self._clock)
+
+
+# ---------------------------------------------------------------------------------------
+# Module functions
+
+
+def version() -> str:
+    """The library's version, "MAJOR.MINOR.PATCH"."""
+    return _native.lib().harel_version().decode()
+
+
+def library_path() -> str:
+    """The file of the loaded libharel_transport."""
+    return _native.lib().path
+
+
+def status_name(status: int) -> str:
+    """The C name of a status ("HAREL_ERR_BUSY"); "HAREL_UNKNOWN" for any other value."""
+    return _native.lib().harel_status_name(_int32("status", status)).decode()
+
+
+def _schema(fn_name: str, prefix: str) -> str:
+    lib = _native.lib()
+    p = _text("prefix", prefix)
+    out = c_void_p()
+    err = c_void_p()
+    status = getattr(lib, fn_name)(p, byref(out), byref(err))
+    if status < 0:
+        _raise(lib, status, err)
+    try:
+        return string_at(out).decode("utf-8")
+    finally:
+        lib.harel_string_free(out)
+
+
+def schema_sql(prefix: str = "harel") -> str:
+    """The idempotent CREATE statements of a fresh schema under `prefix`, one per line,
+    for a migration tool that owns the schema (open with ``create_schema=False``)."""
+    return _schema("harel_schema_sql", prefix)
+
+
+def schema_upgrade_sql(prefix: str = "harel") -> str:
+    """The statements that upgrade a harel 0.9 groups table (adds ``routing_key``); not
+    idempotent: run them once."""
+    return _schema("harel_schema_upgrade_sql", prefix)
+

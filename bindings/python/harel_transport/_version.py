@@ -1,0 +1,3 @@
+"""The package's version: the library's (Cargo.toml's), checked by `make wheel`."""
+
+__version__ = "0.2.0"

@@ -1,0 +1,81 @@
+# The Python package (bindings/python, `harel-transport`, import harel_transport): `make
+# wheel` builds its wheel with the library inside; `make test-python` installs that wheel
+# into a venv of its own and runs the tests there, from a temporary directory outside the
+# repository with PYTHONPATH and HAREL_TRANSPORT_LIB unset, so nothing of the build tree
+# can be imported or loaded; `make bench-python` runs the Python-level benchmark.
+.PHONY: wheel test-python bench-python
+test: test-python
+
+PY_DIR       := bindings/python
+PY_BUILD     := $(BUILD)/python
+PY_STAGE     := $(PY_BUILD)/stage
+PY_DIST      := $(PY_BUILD)/dist
+PY_TOOLS     := $(PY_BUILD)/tools
+PY_TEST_VENV := $(PY_BUILD)/venv
+PY_BENCH_VENV := $(PY_BUILD)/bench-venv
+# ctypes, so no CPython ABI: one wheel for every Python 3 on linux x86_64.
+PY_WHEEL     := $(PY_DIST)/harel_transport-$(VERSION)-py3-none-linux_x86_64.whl
+STRIP        ?= strip
+
+# What builds the wheel (setuptools from PyPI), and what the tests run on.
+PY_BUILD_REQS := setuptools==75.8.0
+PY_TEST_REQS  := harel==0.9.0 pytest==8.3.4
+# The bench's peers: harel's LibsqlTransport (libsql), RedisTransport (redis) and
+# PostgresTransport (psycopg), as harel's extras name them.
+PY_BENCH_REQS := harel==0.9.0 libsql==0.1.11 "redis>=5,<9" "psycopg[binary]>=3,<4"
+
+$(PY_TOOLS)/.ready: mk/python.mk
+	rm -rf $(PY_TOOLS)
+	$(PYTHON) -m venv $(PY_TOOLS)
+	$(PY_TOOLS)/bin/pip install --quiet $(PY_BUILD_REQS)
+	touch $@
+
+# The wheel: a staged copy of bindings/python with the release library (stripped) at
+# harel_transport/_lib/libharel_transport.so.$(ABI_VERSION), built by pip with the tools'
+# setuptools. The package's version must be the library's.
+wheel: lib $(PY_TOOLS)/.ready
+	@v=$$(sed -n 's/^__version__ = "\(.*\)"/\1/p' $(PY_DIR)/harel_transport/_version.py); \
+		if [ "$$v" != "$(VERSION)" ]; then \
+			echo "$(PY_DIR)/harel_transport/_version.py has $$v, Cargo.toml $(VERSION): make them agree"; exit 1; fi
+	rm -rf $(PY_STAGE)
+	mkdir -p $(PY_STAGE)/harel_transport/_lib $(PY_DIST)
+	cp $(PY_DIR)/pyproject.toml $(PY_DIR)/setup.py $(PY_DIR)/README.md $(PY_STAGE)/
+	cp $(PY_DIR)/harel_transport/*.py $(PY_DIR)/harel_transport/py.typed $(PY_STAGE)/harel_transport/
+	$(STRIP) --strip-unneeded -o $(PY_STAGE)/harel_transport/_lib/libharel_transport.so.$(ABI_VERSION) $(LIB_SO)
+	rm -f $(PY_DIST)/harel_transport-*.whl
+	$(PY_TOOLS)/bin/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(PY_DIST) $(PY_STAGE)
+	@test -f $(PY_WHEEL) || { echo "expected $(PY_WHEEL); made:"; ls $(PY_DIST); exit 1; }
+	@echo "built $(PY_WHEEL)"
+
+$(PY_TEST_VENV)/.ready: mk/python.mk
+	rm -rf $(PY_TEST_VENV)
+	$(PYTHON) -m venv $(PY_TEST_VENV)
+	$(PY_TEST_VENV)/bin/pip install --quiet $(PY_TEST_REQS)
+	touch $@
+
+# The suite runs on a copy of bindings/python/tests in a temporary directory: the package
+# comes only from the wheel installed in the venv. HAREL_PY_STRICT=1 makes conftest.py fail
+# a run that collected nothing or skipped anything.
+test-python: wheel $(PY_TEST_VENV)/.ready
+	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_WHEEL)
+	@run=$$(mktemp -d) && cp -r $(PY_DIR)/tests $$run/tests && cd $$run && \
+		env -u PYTHONPATH -u HAREL_TRANSPORT_LIB HAREL_PY_STRICT=1 \
+		$(CURDIR)/$(PY_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -q tests; \
+		status=$$?; cd / && rm -rf $$run; exit $$status
+
+$(PY_BENCH_VENV)/.ready: mk/python.mk
+	rm -rf $(PY_BENCH_VENV)
+	$(PYTHON) -m venv $(PY_BENCH_VENV)
+	$(PY_BENCH_VENV)/bin/pip install --quiet $(PY_BENCH_REQS)
+	touch $@
+
+# The Python-level benchmark: this package (from the wheel) against harel's
+# LibsqlTransport, SqliteTransport, RedisTransport (a redis-server it starts) and
+# PostgresTransport (a PostgreSQL it starts), one harness, one event size. As root it
+# installs redis-server and postgresql with apt-get when they are missing.
+bench-python: wheel $(PY_BENCH_VENV)/.ready
+	$(PY_BENCH_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_WHEEL)
+	@run=$$(mktemp -d) && cp $(PY_DIR)/bench/bench.py $$run/ && cd $$run && \
+		env -u PYTHONPATH -u HAREL_TRANSPORT_LIB \
+		$(CURDIR)/$(PY_BENCH_VENV)/bin/python bench.py; \
+		status=$$?; cd / && rm -rf $$run; exit $$status
