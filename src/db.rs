@@ -26,7 +26,8 @@ pub struct Db {
 enum Place {
     /// Memory or a local file (`watch`: see other_sqlite.rs). The `Database` lives as
     /// long as its connection.
-    Local { lock: LocalLock, watch: Option<FileWatch>, _database: Database },
+    /// (Fields drop in this order: the watch last, once nothing of ours has the file open.)
+    Local { _database: Database, lock: LocalLock, watch: Option<FileWatch> },
     Server(ServerSession),
 }
 

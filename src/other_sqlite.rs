@@ -25,8 +25,8 @@
 //!
 //! The check itself must not break anybody's locks: closing any descriptor of a file drops
 //! every POSIX lock this process holds on it, ours and the other copy's. So the
-//! descriptors it opens are never closed: like SQLite's own, they stay open until the
-//! process ends, one per file (and `-shm`) checked.
+//! descriptors it opens stay open while any connection of ours has the file open, and close
+//! with the last (when no lock of ours is left to drop).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -39,7 +39,7 @@ use crate::error::{Error, Result};
 type Identity = (u64, u64);
 
 /// Per file: how many connections of ours have it open or are opening it, and the
-/// descriptors the check keeps open (see above).
+/// descriptors the check keeps open (see above); gone with the last connection.
 static OURS: Mutex<BTreeMap<Identity, Watched>> = Mutex::new(BTreeMap::new());
 
 #[derive(Default)]
@@ -82,7 +82,7 @@ impl FileWatch {
             Err(_) => return Ok(FileWatch { file: None, wal_path, wal: None }),
         };
         let watched = ours.entry(identity).or_default();
-        if watched.file.is_none() {
+        if refuse && watched.file.is_none() {
             watched.file = made.or_else(|| File::open(path).ok());
         }
         if refuse && watched.connections == 0 {
@@ -135,6 +135,11 @@ impl Drop for FileWatch {
         let mut ours = OURS.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(watched) = ours.get_mut(&identity) {
             watched.connections -= 1;
+            if watched.connections == 0 {
+                // Our connections have gone (a Db drops its connection first): closing the
+                // descriptors drops no lock of ours.
+                ours.remove(&identity);
+            }
         }
     }
 }

@@ -146,14 +146,24 @@ fn files_opened_by_other_processes_and_by_several_of_our_transports_are_fine() {
 
 #[test]
 fn opening_a_second_transport_keeps_the_first_ones_locks() {
-    // Closing any descriptor of a file drops all of this process's POSIX locks on it. An
-    // open whose check closed one let another process's SQLite, closing, believe it was
-    // the last user and delete the WAL the first transport writes to.
+    // Through the C ABI, open checks the file's locks with descriptors of its own; closing
+    // one drops all of this process's POSIX locks on the file. An open whose check closed
+    // one let another process's SQLite, closing, believe it was the last user and delete
+    // the WAL the first transport writes to.
+    use ::harel_transport::ffi::{
+        harel_status, harel_transport, harel_transport_close, harel_transport_open, harel_transport_publish,
+    };
     let (_dir, path) = queue_file();
-    let clock = TestClock::at(1000.0);
-    let first = Transport::open(&path, &clock.options()).unwrap();
-    first.publish("g", "{}", 0, None).unwrap();
-    let second = Transport::open(&path, &clock.options()).unwrap();
+    let c = |s: &str| std::ffi::CString::new(s).unwrap();
+    let open = || {
+        let mut t: *mut harel_transport = std::ptr::null_mut();
+        let status = harel_transport_open(c(&path).as_ptr(), std::ptr::null(), &mut t, std::ptr::null_mut());
+        assert_eq!(status, harel_status::HAREL_OK);
+        t
+    };
+    let publish = |t| harel_transport_publish(t, c("g").as_ptr(), c("{}").as_ptr(), 0, std::ptr::null(), std::ptr::null_mut());
+    let (first, second) = (open(), open());
+    assert_eq!(publish(first), harel_status::HAREL_OK);
     python(
         "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
          c.execute('INSERT INTO harel_transport_messages (group_id, event) VALUES (?, ?)', ('py', '{}'))\n\
@@ -161,8 +171,13 @@ fn opening_a_second_transport_keeps_the_first_ones_locks() {
          c.commit()\nc.close()\n",
         &[&path],
     );
-    first.publish("g", "{}", 0, None).expect("the WAL is still the one the first transport writes to");
-    assert_eq!(second.stats().unwrap().messages, 3);
+    assert_eq!(publish(first), harel_status::HAREL_OK, "the WAL is still the one the first transport writes to");
+    assert_eq!(publish(second), harel_status::HAREL_OK);
+    harel_transport_close(second);
+    harel_transport_close(first);
+    // Once ours are closed, the check's descriptors are too: nothing of ours holds the file.
+    let reopened = open();
+    harel_transport_close(reopened);
 }
 
 #[test]

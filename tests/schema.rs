@@ -293,7 +293,7 @@ fn schema_sql_names_only_its_prefix() {
     let raw = Raw::open(&path);
     raw.batch(&script);
     let objects = raw.objects();
-    assert_eq!(objects.len(), 9, "3 tables, 6 indexes: {objects:?}");
+    assert_eq!(objects.len(), 8, "3 tables, 5 indexes: {objects:?}");
     assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
     let mut o = no_schema(&TestClock::at(1000.0));
     o.prefix("tenant_7").unwrap();

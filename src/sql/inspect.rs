@@ -8,17 +8,22 @@ use crate::inspect::GroupState;
 impl Statements {
     /// Every count of `Stats` at now (?1). Row 1: NULL, total messages, dead letters, NULL,
     /// the soonest end of a lease or park, the oldest ready message's enqueued_at. Then one
-    /// row per priority level: level, groups, leased, parked, NULL, NULL. In flight means a head with a
-    /// lock that has not ended; only heads are ever locked, so the in-flight index lists
-    /// exactly the leased and parked groups. The oldest ready message is the first in seq
-    /// order whose group's head is free.
+    /// row per priority level: level, groups, leased, parked, NULL, NULL.
+    ///
+    /// A group of ours in flight has `last_claimed_at` at its lease's or park's end, after
+    /// now (queue.rs): the groups index's range past now finds exactly those, and their
+    /// heads say which is which, with no index the claim would have to keep. (A head leased
+    /// by one of harel's Python transports, which stamp the claim instant, counts as
+    /// ready here; the listings check every head they show.) The oldest ready message is
+    /// the first in seq order whose group's head is free.
     pub fn stats(&self) -> String {
         let (m, g, d) = (&self.messages_table, &self.groups_table, &self.dead_table);
         format!(
-            "WITH in_flight AS (SELECT group_id, locked_by = '{PARKED}' AS parked, lock_expiry FROM {m} \
-               WHERE locked_by IS NOT NULL AND lock_expiry >= ?1), \
-             held AS (SELECT g.priority, sum(NOT f.parked) AS leased, sum(f.parked) AS parked \
-               FROM in_flight f JOIN {g} g ON g.group_id = f.group_id GROUP BY g.priority), \
+            "WITH in_flight AS (SELECT g.priority, h.locked_by = '{PARKED}' AS parked, h.lock_expiry \
+               FROM {g} g JOIN {m} h ON h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id) \
+               WHERE g.last_claimed_at > ?1 AND h.locked_by IS NOT NULL AND h.lock_expiry >= ?1), \
+             held AS (SELECT priority, sum(NOT parked) AS leased, sum(parked) AS parked FROM in_flight \
+               GROUP BY priority), \
              levels AS (SELECT priority, count(*) AS groups FROM {g} GROUP BY priority) \
              SELECT NULL, (SELECT count(*) FROM {m}), (SELECT count(*) FROM {d}), NULL, \
                (SELECT min(lock_expiry) FROM in_flight), \
@@ -33,8 +38,10 @@ impl Statements {
     /// A page of groups in group_id order, after group ?1 when `after` (the first page
     /// otherwise), ?2 + 1 rows; with a state, only groups in it at now (?3). Columns:
     /// group_id, priority, routing_key, the head's seq, locked_by, lock_expiry, attempts,
-    /// enqueued_at, and the group's depth. Leased and parked groups are found through the
-    /// in-flight index (few, even among many groups); ready ones by walking the groups.
+    /// enqueued_at, and the group's depth. Every head shown is checked. Leased and parked
+    /// groups of ours lie past now in the groups index (see `stats`), so those listings
+    /// walk only that range (and a head leased by harel's Python transports is not listed
+    /// as leased); ready ones walk the groups.
     pub fn groups_page(&self, state: Option<GroupState>, after: bool) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
         let columns = format!(
@@ -51,9 +58,10 @@ impl Statements {
             Some(held) => {
                 let parked = if held == GroupState::Parked { "=" } else { "!=" };
                 (
-                    format!("{m} h JOIN {g} g ON g.group_id = h.group_id"),
+                    format!("{g} g JOIN {m} h ON {head}"),
                     format!(
-                        " AND h.locked_by IS NOT NULL AND h.lock_expiry >= {now} AND h.locked_by {parked} '{PARKED}'"
+                        " AND g.last_claimed_at > {now} AND h.locked_by IS NOT NULL AND h.lock_expiry >= {now} \
+                         AND h.locked_by {parked} '{PARKED}'"
                     ),
                 )
             }

@@ -262,7 +262,7 @@ impl Statements {
     }
 
     fn our_indexes(&self) -> Vec<String> {
-        let (g, m, d) = (&self.groups_table, &self.messages_table, &self.dead_table);
+        let (g, d) = (&self.groups_table, &self.dead_table);
         vec![
             // partial: groups without a key (most) cost it nothing when they move; a
             // claim's `routing_key = ?` implies the condition, so it still serves them
@@ -276,10 +276,6 @@ impl Statements {
                 "CREATE INDEX IF NOT EXISTS {g}_by_priority ON {g} (priority, last_claimed_at) \
                  WHERE priority > 0"
             ),
-            // the messages in flight (only heads): what stats and the leased and parked
-            // listings read, without visiting every group; partial, so a queued message
-            // costs it nothing
-            format!("CREATE INDEX IF NOT EXISTS {m}_in_flight ON {m} (lock_expiry) WHERE locked_by IS NOT NULL"),
             format!("CREATE INDEX IF NOT EXISTS {d}_by_group ON {d} (group_id, seq)"),
         ]
     }
