@@ -3,7 +3,8 @@
 The Python face of libharel_transport (its C ABI, through ctypes):
 
 - `Transport` / `AsyncTransport`: the native API (publish, publish_many, claim, ack,
-  ack_and_claim, nack, close), sync and async;
+  ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
+  stats, groups, peek, dead_letters, close), sync and async;
 - `harel_transport.harel`: transports for harel 0.9's workers (`SqliteTransport`,
   `AsyncSqliteTransport`, harel's own signatures, `Lease` and `Event`);
 - one exception class per status of the ABI, all under `HarelError`.
@@ -27,8 +28,10 @@ from ._errors import (
     UnknownStatusError,
     error_for_status,
 )
+from ._inspect import GROUP_STATES, MAX_PAGE, DeadLetter, GroupInfo, MessageInfo, Page, PriorityStats, Stats
 from ._transport import (
     DEFAULT_VISIBILITY,
+    MAX_ATTEMPTS_MAX,
     MAX_PREFIX_LEN,
     MAX_PRIORITY,
     Lease,
@@ -48,6 +51,15 @@ __all__ = [
     "AsyncTransport",
     "Lease",
     "Message",
+    "Stats",
+    "PriorityStats",
+    "GroupInfo",
+    "MessageInfo",
+    "DeadLetter",
+    "Page",
+    "GROUP_STATES",
+    "MAX_PAGE",
+    "MAX_ATTEMPTS_MAX",
     "DEFAULT_VISIBILITY",
     "MAX_PRIORITY",
     "MAX_PREFIX_LEN",

@@ -15,6 +15,7 @@ import functools
 from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, TypeVar, Union
 
+from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
 from ._transport import DEFAULT_VISIBILITY, EventType, Lease, Message, PathType, Transport
 
 __all__ = ["AsyncTransport"]
@@ -102,6 +103,55 @@ class AsyncTransport:
         """`Transport.nack`, off the loop."""
         await self._run(self._t.nack, lease, delay)
 
+    async def dead_letter(self, lease: Lease, reason: str) -> None:
+        """`Transport.dead_letter`, off the loop."""
+        await self._run(self._t.dead_letter, lease, reason)
+
+    async def redrive(
+        self, *, all: bool = False, group_id: Optional[str] = None, seqs: Optional[Iterable[int]] = None
+    ) -> int:
+        """`Transport.redrive`, off the loop: exactly one of ``all=True``, `group_id` or
+        `seqs`; how many moved."""
+        return await self._run(self._t.redrive, all=all, group_id=group_id, seqs=seqs)
+
+    async def purge_dead(
+        self, *, all: bool = False, group_id: Optional[str] = None, seqs: Optional[Iterable[int]] = None
+    ) -> int:
+        """`Transport.purge_dead`, off the loop; how many were deleted."""
+        return await self._run(self._t.purge_dead, all=all, group_id=group_id, seqs=seqs)
+
+    async def purge_group(self, group_id: str) -> int:
+        """`Transport.purge_group`, off the loop; how many messages were deleted."""
+        return await self._run(self._t.purge_group, group_id)
+
+    async def purge(self) -> int:
+        """`Transport.purge`, off the loop; how many messages were deleted."""
+        return await self._run(self._t.purge)
+
+    async def release(self, group_id: str) -> bool:
+        """`Transport.release`, off the loop; False when nothing was held."""
+        return await self._run(self._t.release, group_id)
+
+    async def stats(self) -> Stats:
+        """`Transport.stats`, off the loop."""
+        return await self._run(self._t.stats)
+
+    async def groups(
+        self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
+    ) -> Page[GroupInfo]:
+        """`Transport.groups`, off the loop."""
+        return await self._run(self._t.groups, state, cursor, limit)
+
+    async def peek(self, group_id: str, cursor: Optional[str] = None, limit: int = 100) -> Page[MessageInfo]:
+        """`Transport.peek`, off the loop."""
+        return await self._run(self._t.peek, group_id, cursor, limit)
+
+    async def dead_letters(
+        self, group_id: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
+    ) -> Page[DeadLetter]:
+        """`Transport.dead_letters`, off the loop."""
+        return await self._run(self._t.dead_letters, group_id, cursor, limit)
+
     async def close(self) -> None:
         """Closes the transport once the calls in flight have returned (waiting off the
         loop); closing again does nothing."""
@@ -115,3 +165,4 @@ class AsyncTransport:
 
     def __repr__(self) -> str:
         return f"<harel_transport.AsyncTransport {self._t.path!r}{' closed' if self._t.closed else ''}>"
+

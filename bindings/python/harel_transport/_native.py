@@ -27,11 +27,14 @@ from ctypes import (
     c_int32,
     c_int64,
     c_size_t,
+    c_uint32,
+    c_uint64,
     c_void_p,
 )
 from typing import Any, List, Optional, Tuple
 
 from ._errors import LibraryLoadError
+from ._version import __version__
 
 #: The ABI this package is written for: the soname's number (docs/abi.md, "Versioning").
 ABI_VERSION = 1
@@ -55,6 +58,121 @@ class HarelLease(Structure):
         ("event_len", c_size_t),
         ("worker_id", c_char_p),
         ("lock_expiry", c_double),
+        ("attempts", c_int64),
+    ]
+
+
+# The looks (harel_transport_stats and the pages). Strings with a length beside them may
+# hold NUL bytes: raw pointers, read with their lengths; the others are NUL-terminated
+# (c_char_p: ctypes copies them into bytes, None for NULL). Numbers the ABI may not have
+# are -1 there (every such number is >= 0 otherwise).
+
+
+class HarelPriorityStats(Structure):
+    """struct harel_priority_stats."""
+
+    _fields_ = [
+        ("priority", c_int32),
+        ("groups", c_uint64),
+        ("ready", c_uint64),
+        ("leased", c_uint64),
+        ("parked", c_uint64),
+    ]
+
+
+class HarelStats(Structure):
+    """struct harel_stats."""
+
+    _fields_ = [
+        ("now", c_double),
+        ("messages", c_uint64),
+        ("groups", c_uint64),
+        ("ready", c_uint64),
+        ("leased", c_uint64),
+        ("parked", c_uint64),
+        ("dead", c_uint64),
+        ("oldest_ready_age", c_double),
+        ("next_release_at", c_double),
+        ("by_priority", POINTER(HarelPriorityStats)),
+        ("n_priorities", c_size_t),
+    ]
+
+
+class HarelGroupInfo(Structure):
+    """struct harel_group_info; `state` is an enum harel_group_state (an int)."""
+
+    _fields_ = [
+        ("group_id", c_void_p),
+        ("group_id_len", c_size_t),
+        ("state", c_int32),
+        ("depth", c_uint64),
+        ("head_seq", c_int64),
+        ("head_age", c_double),
+        ("holder", c_char_p),
+        ("lock_expiry", c_double),
+        ("priority", c_int32),
+        ("routing_key", c_char_p),
+        ("head_attempts", c_int64),
+    ]
+
+
+class HarelGroupPage(Structure):
+    """struct harel_group_page."""
+
+    _fields_ = [
+        ("groups", POINTER(HarelGroupInfo)),
+        ("n_groups", c_size_t),
+        ("next_cursor", c_char_p),
+    ]
+
+
+class HarelMessageInfo(Structure):
+    """struct harel_message_info."""
+
+    _fields_ = [
+        ("seq", c_int64),
+        ("event", c_void_p),
+        ("event_len", c_size_t),
+        ("attempts", c_int64),
+        ("locked_by", c_char_p),
+        ("lock_expiry", c_double),
+        ("published_at", c_double),
+    ]
+
+
+class HarelMessagePage(Structure):
+    """struct harel_message_page."""
+
+    _fields_ = [
+        ("messages", POINTER(HarelMessageInfo)),
+        ("n_messages", c_size_t),
+        ("next_cursor", c_char_p),
+    ]
+
+
+class HarelDeadLetter(Structure):
+    """struct harel_dead_letter."""
+
+    _fields_ = [
+        ("seq", c_int64),
+        ("group_id", c_void_p),
+        ("group_id_len", c_size_t),
+        ("event", c_void_p),
+        ("event_len", c_size_t),
+        ("attempts", c_int64),
+        ("last_worker", c_char_p),
+        ("reason", c_char_p),
+        ("dead_at", c_double),
+    ]
+
+
+class HarelDeadPage(Structure):
+    """struct harel_dead_page."""
+
+    _fields_ = [
+        ("letters", POINTER(HarelDeadLetter)),
+        ("n_letters", c_size_t),
+        ("next_cursor", c_char_p),
     ]
 
 
@@ -75,6 +193,12 @@ CLOCK = CFUNCTYPE(c_double, c_void_p)
 _status = c_int32  # enum harel_status: an int in C
 _ERR = POINTER(c_void_p)  # harel_error **err
 _LEASE_P = POINTER(HarelLease)
+_STATS_P = POINTER(HarelStats)
+_GROUP_PAGE_P = POINTER(HarelGroupPage)
+_MESSAGE_PAGE_P = POINTER(HarelMessagePage)
+_DEAD_PAGE_P = POINTER(HarelDeadPage)
+_SEQS = POINTER(c_int64)  # const int64_t *seqs
+_COUNT = POINTER(c_uint64)  # uint64_t *moved, *purged
 
 # name: (restype, argtypes)
 _PROTOTYPES = {
@@ -93,6 +217,7 @@ _PROTOTYPES = {
     "harel_options_set_sync_interval": (_status, [c_void_p, c_double, _ERR]),
     "harel_options_set_busy_timeout": (_status, [c_void_p, c_double, _ERR]),
     "harel_options_set_synchronous_full": (_status, [c_void_p, c_bool, _ERR]),
+    "harel_options_set_max_attempts": (_status, [c_void_p, c_uint32, _ERR]),
     "harel_options_set_clock": (_status, [c_void_p, CLOCK, c_void_p, _ERR]),
     "harel_transport_open": (_status, [c_char_p, c_void_p, POINTER(c_void_p), _ERR]),
     "harel_transport_publish": (_status, [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _ERR]),
@@ -109,6 +234,23 @@ _PROTOTYPES = {
         [c_void_p, c_void_p, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t, POINTER(_LEASE_P), _ERR],
     ),
     "harel_transport_nack": (_status, [c_void_p, c_void_p, c_double, _ERR]),
+    "harel_transport_dead_letter": (_status, [c_void_p, c_void_p, c_char_p, _ERR]),
+    # (t, all, group_id, seqs, n_seqs, moved / purged, err)
+    "harel_transport_redrive": (_status, [c_void_p, c_bool, c_char_p, _SEQS, c_size_t, _COUNT, _ERR]),
+    "harel_transport_purge_dead": (_status, [c_void_p, c_bool, c_char_p, _SEQS, c_size_t, _COUNT, _ERR]),
+    "harel_transport_purge_group": (_status, [c_void_p, c_char_p, _COUNT, _ERR]),
+    "harel_transport_purge": (_status, [c_void_p, _COUNT, _ERR]),
+    "harel_transport_release": (_status, [c_void_p, c_char_p, POINTER(c_bool), _ERR]),
+    "harel_transport_stats": (_status, [c_void_p, POINTER(_STATS_P), _ERR]),
+    "harel_stats_free": (None, [_STATS_P]),
+    # (t, state, cursor, limit, out, err)
+    "harel_transport_groups": (_status, [c_void_p, c_int32, c_char_p, c_size_t, POINTER(_GROUP_PAGE_P), _ERR]),
+    "harel_group_page_free": (None, [_GROUP_PAGE_P]),
+    # (t, group_id, cursor, limit, out, err)
+    "harel_transport_peek": (_status, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(_MESSAGE_PAGE_P), _ERR]),
+    "harel_message_page_free": (None, [_MESSAGE_PAGE_P]),
+    "harel_transport_dead_letters": (_status, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(_DEAD_PAGE_P), _ERR]),
+    "harel_dead_page_free": (None, [_DEAD_PAGE_P]),
     "harel_transport_close": (None, [c_void_p]),
     "harel_lease_free": (None, [_LEASE_P]),
     "harel_schema_sql": (_status, [c_char_p, POINTER(c_void_p), _ERR]),
@@ -176,7 +318,10 @@ def _load() -> Library:
         try:
             library = Library(cdll, _path_of(cdll, where))
         except AttributeError as e:
-            failures.append(f"{what} ({where}): {e} (a libharel_transport older than ABI {ABI_VERSION}?)")
+            failures.append(
+                f"{what} ({where}): {e} (a libharel_transport older than ABI {ABI_VERSION}, "
+                f"or older than this package's {__version__}?)"
+            )
             continue
         return library
     raise LibraryLoadError(

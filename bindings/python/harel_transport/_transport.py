@@ -13,11 +13,36 @@ import json
 import math
 import os
 import threading
-from ctypes import POINTER, Structure, byref, c_char_p, c_double, c_int64, c_size_t, c_void_p, string_at
+from ctypes import (
+    POINTER,
+    Structure,
+    byref,
+    c_bool,
+    c_char_p,
+    c_double,
+    c_int64,
+    c_size_t,
+    c_uint64,
+    c_void_p,
+    string_at,
+)
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
+from ._inspect import (
+    GROUP_STATES,
+    MAX_PAGE,
+    DeadLetter,
+    GroupInfo,
+    MessageInfo,
+    Page,
+    Stats,
+    copy_dead_page,
+    copy_group_page,
+    copy_message_page,
+    copy_stats,
+)
 from ._errors import (
     ArgumentError,
     PanicError,
@@ -32,6 +57,7 @@ __all__ = [
     "DEFAULT_VISIBILITY",
     "MAX_PRIORITY",
     "MAX_PREFIX_LEN",
+    "MAX_ATTEMPTS_MAX",
     "version",
     "library_path",
     "schema_sql",
@@ -46,7 +72,12 @@ MAX_PRIORITY = 4
 #: A table prefix is at most this many characters (HAREL_MAX_PREFIX_LEN).
 MAX_PREFIX_LEN = 30
 
+#: The largest `max_attempts` (a uint32_t in C); 0 is "no limit".
+MAX_ATTEMPTS_MAX = 2**32 - 1
+
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_SIZE_MAX = 2**64 - 1
 
 Clock = Callable[[], float]
 PathType = Union[str, "os.PathLike[str]"]
@@ -75,6 +106,9 @@ class Lease:
     worker_id: str
     #: Epoch seconds the lease runs to.
     lock_expiry: float
+    #: How many times the message has been claimed, this claim included (1 on its first).
+    #: A `Lease` built by hand may leave it 0: ack, nack and dead_letter do not read it.
+    attempts: int = 0
 
     def json(self) -> Any:
         """The event parsed (`json.loads`)."""
@@ -162,6 +196,70 @@ def _seconds(name: str, value: Any) -> float:
         raise ArgumentError(f"{name} is too large: {value}") from None
 
 
+def _uint32(name: str, value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"{name} must be an int, got {_describe(value)}")
+    if not 0 <= value <= MAX_ATTEMPTS_MAX:
+        raise ArgumentError(f"{name} must be 0..{MAX_ATTEMPTS_MAX} ({what}), got {value}")
+    return value
+
+
+def _limit(value: Any) -> int:
+    """A listing's page size, for a size_t: a negative int or one past size_t is ours to
+    refuse (ctypes would wrap it); 0 and past MAX_PAGE are the library's."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"limit must be an int, got {_describe(value)}")
+    if not 0 <= value <= _SIZE_MAX:
+        raise ArgumentError(f"limit is {value}; it must be 1..{MAX_PAGE}")
+    return value
+
+
+def _seqs(value: Any) -> Tuple[Any, int]:
+    """(a const int64_t* array, its length) of dead letters' seqs."""
+    if isinstance(value, (str, bytes, bytearray)) or isinstance(value, int):
+        raise ArgumentError(f"seqs must be a sequence of int, got {_describe(value)}")
+    try:
+        seqs = list(value)
+    except TypeError:
+        raise ArgumentError(f"seqs must be a sequence of int, got {_describe(value)}") from None
+    if not seqs:
+        raise ArgumentError("seqs is empty: name at least one dead letter")
+    for i, seq in enumerate(seqs):
+        if isinstance(seq, bool) or not isinstance(seq, int) or not _INT64_MIN <= seq <= _INT64_MAX:
+            raise ArgumentError(f"seqs[{i}] must be an int64, got {_describe(seq)}")
+    return (c_int64 * len(seqs))(*seqs), len(seqs)
+
+
+def _dead_selection(all: Any, group_id: Any, seqs: Any) -> Tuple[bool, Optional[bytes], Any, int]:
+    """(all, group_id, seqs, n_seqs) for redrive and purge_dead: exactly one selection."""
+    given = (
+        ("all", all is not False and all is not None),
+        ("group_id", group_id is not None),
+        ("seqs", seqs is not None),
+    )
+    chosen = [name for name, yes in given if yes]
+    if len(chosen) != 1:
+        said = f"got {' and '.join(chosen)}" if chosen else "got none"
+        raise ArgumentError(f"say which dead letters: exactly one of all=True, group_id or seqs ({said})")
+    if chosen == ["all"]:
+        if all is not True:
+            raise ArgumentError(f"all must be True or False, got {_describe(all)}")
+        return True, None, None, 0
+    if chosen == ["group_id"]:
+        return False, _text("group_id", group_id), None, 0
+    array, n = _seqs(seqs)
+    return False, None, array, n
+
+
+def _group_state(state: Any) -> int:
+    """groups()'s state filter, as the ABI's int32: -1 for any, else harel_group_state."""
+    if state is None:
+        return -1
+    if isinstance(state, str) and state in GROUP_STATES:
+        return GROUP_STATES.index(state)
+    raise ArgumentError(f"state must be None, 'ready', 'leased' or 'parked', got {_describe(state)}")
+
+
 def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ArgumentError(f"{name} must be a bool, got {_describe(value)}")
@@ -205,6 +303,7 @@ class _LeaseArg(Structure):
         ("event_len", c_size_t),
         ("worker_id", c_char_p),
         ("lock_expiry", c_double),
+        ("attempts", c_int64),
     ]
 
 
@@ -239,6 +338,7 @@ def _copy_lease(ptr: Any) -> Lease:
         event=string_at(c.event, c.event_len).decode("utf-8", "surrogateescape"),
         worker_id=(c.worker_id or b"").decode("utf-8", "surrogateescape"),
         lock_expiry=c.lock_expiry,
+        attempts=c.attempts,
     )
 
 
@@ -308,6 +408,9 @@ class Transport:
     - `sync_url`, `auth_token` (str), `sync_interval` (seconds): a libSQL server.
     - `busy_timeout` (seconds): how long a write waits for the lock (default 5).
     - `synchronous_full` (bool): fsync at every commit (default) or not (NORMAL).
+    - `max_attempts` (int, 0..2**32-1): how many times a message may be claimed; the claim
+      that would hand it out once more moves it to the dead letters instead (default 0:
+      no limit).
     - `clock` (callable returning epoch seconds): where "now" comes from (default: the
       system clock, read by the library).
 
@@ -327,6 +430,7 @@ class Transport:
         sync_interval: Optional[float] = None,
         busy_timeout: Optional[float] = None,
         synchronous_full: Optional[bool] = None,
+        max_attempts: Optional[int] = None,
         clock: Optional[Clock] = None,
     ) -> None:
         self._handle: Optional[int] = None  # set last: __del__ of a failed open has nothing to close
@@ -349,6 +453,8 @@ class Transport:
             setters.append((lib.harel_options_set_busy_timeout, _seconds("busy_timeout", busy_timeout)))
         if synchronous_full is not None:
             setters.append((lib.harel_options_set_synchronous_full, _flag("synchronous_full", synchronous_full)))
+        if max_attempts is not None:
+            setters.append((lib.harel_options_set_max_attempts, _uint32("max_attempts", max_attempts, "0: no limit")))
         if clock is not None and not callable(clock):
             raise ArgumentError(f"clock must be a callable returning epoch seconds, got {_describe(clock)}")
         self._clock: Optional[_ClockCell] = _ClockCell(clock) if clock is not None else None
@@ -596,6 +702,136 @@ class Transport:
             self._leave()
         if status < 0:
             _raise(self._lib, status, err, self._clock)
+
+    # -- dead letters and administration ----------------------------------------------
+
+    def _call(self, what: str, fn: Any, *args: Any) -> None:
+        """Calls ``fn(handle, *args, &err)``; raises on a negative status."""
+        if self._clock is not None:
+            self._clock.take()  # clear what an earlier call on this thread left
+        handle = self._enter(what)
+        try:
+            err = c_void_p()
+            status = fn(handle, *args, byref(err))
+        finally:
+            self._leave()
+        if status < 0:
+            _raise(self._lib, status, err, self._clock)
+
+    def dead_letter(self, lease: Lease, reason: str) -> None:
+        """Moves the leased message to the dead letters with `reason` (not empty), for a
+        worker that knows it will never succeed; its group goes on with its next message
+        at once. The lease is over, as after `ack`; `LeaseLostError` as for `ack`."""
+        arg = _lease_arg(lease)
+        r = _text("reason", reason)
+        self._call("dead_letter", self._lib.harel_transport_dead_letter, byref(arg), r)
+
+    def redrive(
+        self, *, all: bool = False, group_id: Optional[str] = None, seqs: Optional[Iterable[int]] = None
+    ) -> int:
+        """Moves dead letters back into their groups as the newest messages, in the order
+        they had, claimed 0 times (a group they bring back gets its old priority and
+        routing key); returns how many moved. Say which with exactly one of ``all=True``,
+        `group_id` (that group's) or `seqs` (`DeadLetter.seq` values; unknown ones are
+        passed over); otherwise `ArgumentError`."""
+        a, g, array, n = _dead_selection(all, group_id, seqs)
+        moved = c_uint64()
+        self._call("redrive", self._lib.harel_transport_redrive, a, g, array, n, byref(moved))
+        return moved.value
+
+    def purge_dead(
+        self, *, all: bool = False, group_id: Optional[str] = None, seqs: Optional[Iterable[int]] = None
+    ) -> int:
+        """Deletes dead letters, chosen as for `redrive` (exactly one of ``all=True``,
+        `group_id`, `seqs`); returns how many."""
+        a, g, array, n = _dead_selection(all, group_id, seqs)
+        purged = c_uint64()
+        self._call("purge_dead", self._lib.harel_transport_purge_dead, a, g, array, n, byref(purged))
+        return purged.value
+
+    def purge_group(self, group_id: str) -> int:
+        """Deletes `group_id`'s messages and the group (a lease on one of them is lost);
+        returns how many messages. An unknown group: 0."""
+        g = _text("group_id", group_id)
+        purged = c_uint64()
+        self._call("purge_group", self._lib.harel_transport_purge_group, g, byref(purged))
+        return purged.value
+
+    def purge(self) -> int:
+        """Deletes every message and group (the dead letters stay); returns how many
+        messages."""
+        purged = c_uint64()
+        self._call("purge", self._lib.harel_transport_purge, byref(purged))
+        return purged.value
+
+    def release(self, group_id: str) -> bool:
+        """Ends the lease or park on `group_id`'s head now, so a stuck group is served at
+        once (its holder's ack or nack then raises `LeaseLostError`); False when nothing
+        was held (an unknown group included)."""
+        g = _text("group_id", group_id)
+        released = c_bool()
+        self._call("release", self._lib.harel_transport_release, g, byref(released))
+        return released.value
+
+    # -- a look inside -----------------------------------------------------------------
+
+    def _look(self, what: str, fn: Any, free: Any, out: Any, copy: Any, *args: Any) -> Any:
+        """Calls ``fn(handle, *args, &out, &err)``, copies ``out`` with `copy`, and frees
+        it with `free` whatever happens."""
+        try:
+            self._call(what, fn, *args, byref(out))
+            return copy(out.contents)
+        finally:
+            free(out)  # NULL (after an error) does nothing
+
+    def stats(self) -> Stats:
+        """Exact counts of the queue now: messages, groups ready, leased and parked, dead
+        letters, the oldest ready message's age, the next release, and the same per
+        priority level. One read: it takes no write lock and holds up no claim."""
+        out = POINTER(_native.HarelStats)()
+        lib = self._lib
+        return self._look("stats", lib.harel_transport_stats, lib.harel_stats_free, out, copy_stats)
+
+    def groups(
+        self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
+    ) -> Page[GroupInfo]:
+        """A page of groups in group id order, claiming nothing: every group (`state`
+        None) or only those ``"ready"``, ``"leased"`` or ``"parked"``. `cursor`: None for
+        the first page, else the `Page.next` of the page before; `limit`: 1..10000."""
+        s = _group_state(state)
+        c = _optional_text("cursor", cursor)
+        n = _limit(limit)
+        out = POINTER(_native.HarelGroupPage)()
+        lib = self._lib
+        return self._look(
+            "groups", lib.harel_transport_groups, lib.harel_group_page_free, out, copy_group_page, s, c, n
+        )
+
+    def peek(self, group_id: str, cursor: Optional[str] = None, limit: int = 100) -> Page[MessageInfo]:
+        """A page of `group_id`'s messages, oldest first, claiming nothing (an unknown
+        group: an empty page). `cursor` and `limit` as for `groups`."""
+        g = _text("group_id", group_id)
+        c = _optional_text("cursor", cursor)
+        n = _limit(limit)
+        out = POINTER(_native.HarelMessagePage)()
+        lib = self._lib
+        return self._look(
+            "peek", lib.harel_transport_peek, lib.harel_message_page_free, out, copy_message_page, g, c, n
+        )
+
+    def dead_letters(
+        self, group_id: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
+    ) -> Page[DeadLetter]:
+        """A page of dead letters in the order they had in the queue: `group_id`'s only, or
+        every group's (None). `cursor` and `limit` as for `groups`."""
+        g = _optional_text("group_id", group_id)
+        c = _optional_text("cursor", cursor)
+        n = _limit(limit)
+        out = POINTER(_native.HarelDeadPage)()
+        lib = self._lib
+        return self._look(
+            "dead_letters", lib.harel_transport_dead_letters, lib.harel_dead_page_free, out, copy_dead_page, g, c, n
+        )
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,281 @@
+"""What a look inside the queue returns: `Stats` (with `PriorityStats`), and pages
+(`Page`) of `GroupInfo`, `MessageInfo` and `DeadLetter`, copied out of the structs the
+library hands out (`harel_stats`, `harel_group_page`, `harel_message_page`,
+`harel_dead_page`).
+
+Text with a length beside it in C (group ids, events) is read with that length (it may
+hold NUL bytes) and decoded with ``surrogateescape``, as a `Lease`'s is. The ABI's -1 for
+a number it does not have (an age whose writer stamped no time, a lease end of a ready
+group) is None here.
+"""
+
+from __future__ import annotations
+
+import json
+from ctypes import string_at
+from dataclasses import dataclass
+from typing import Any, Generic, Iterator, List, Optional, TypeVar
+
+__all__ = [
+    "Stats",
+    "PriorityStats",
+    "GroupInfo",
+    "MessageInfo",
+    "DeadLetter",
+    "Page",
+    "GROUP_STATES",
+    "MAX_PAGE",
+]
+
+#: A listing's `limit` is 1..MAX_PAGE (the header's MAX_PAGE).
+MAX_PAGE = 10000
+
+#: The group states, in the order of the ABI's harel_group_state (0, 1, 2).
+GROUP_STATES = ("ready", "leased", "parked")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PriorityStats:
+    """The group counts of one priority level (`Stats.by_priority`)."""
+
+    priority: int
+    #: Groups of this level.
+    groups: int
+    #: Groups whose head can be claimed now.
+    ready: int
+    #: Groups whose head is leased.
+    leased: int
+    #: Groups whose head is parked (a nack with a delay).
+    parked: int
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Exact counts of the queue at one instant (`Transport.stats`)."""
+
+    #: When the counts were taken, epoch seconds (the transport's clock).
+    now: float
+    #: Messages in the queue (the dead letters not counted).
+    messages: int
+    #: Groups in the queue.
+    groups: int
+    #: Groups whose head can be claimed now.
+    ready: int
+    #: Groups whose head is leased.
+    leased: int
+    #: Groups whose head is parked.
+    parked: int
+    #: Messages in the dead-letter table.
+    dead: int
+    #: Seconds since the oldest message of a ready group was published; None when no
+    #: group is ready, or that message's writer does not stamp the time (harel's own
+    #: Python transports).
+    oldest_ready_age: Optional[float]
+    #: The soonest end of a lease or a park, epoch seconds; None when nothing is in flight.
+    next_release_at: Optional[float]
+    #: One entry per priority level that has groups, lowest first.
+    by_priority: List[PriorityStats]
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """One group, as `Transport.groups` lists it."""
+
+    group_id: str
+    #: "ready", "leased" or "parked": where the group's head stands.
+    state: str
+    #: How many messages the group holds.
+    depth: int
+    #: The seq of the group's head (its oldest message).
+    head_seq: int
+    #: Seconds since the head was published; None when its writer does not stamp the time.
+    head_age: Optional[float]
+    #: The worker holding the head's lease; None when the group is ready or parked.
+    holder: Optional[str]
+    #: When the lease or park ends, epoch seconds; None when the group is ready.
+    lock_expiry: Optional[float]
+    priority: int
+    #: None: the group has no routing key.
+    routing_key: Optional[str]
+    #: How many times the head has been claimed.
+    head_attempts: int
+
+
+@dataclass(frozen=True)
+class MessageInfo:
+    """One message of a group, as `Transport.peek` shows it (nothing claimed)."""
+
+    seq: int
+    #: The event: the JSON text, byte for byte as published.
+    event: str
+    #: How many times it has been claimed.
+    attempts: int
+    #: The worker holding it, or ``"__parked__"``; None when it is free.
+    locked_by: Optional[str]
+    #: When its lease or park ends, epoch seconds; None when it is free.
+    lock_expiry: Optional[float]
+    #: When it was published, epoch seconds; None when its writer does not stamp the time.
+    published_at: Optional[float]
+
+    def json(self) -> Any:
+        """The event parsed (`json.loads`)."""
+        return json.loads(self.event)
+
+    @property
+    def event_bytes(self) -> bytes:
+        """The event's bytes as stored."""
+        return self.event.encode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message moved out of its group (`Transport.dead_letters`): by `max_attempts`, by a
+    worker's `Transport.dead_letter`, or by the library."""
+
+    #: Its seq in the queue before it died (what `redrive(seqs=...)` and
+    #: `purge_dead(seqs=...)` take).
+    seq: int
+    group_id: str
+    #: The event: the JSON text, byte for byte as published.
+    event: str
+    #: How many times it had been claimed.
+    attempts: int
+    #: The worker that held it last; None when it was parked or never claimed.
+    last_worker: Optional[str]
+    #: Why it died: the worker's reason, or the library's (``"... max_attempts is 3"``).
+    reason: str
+    #: When it was moved, epoch seconds.
+    dead_at: float
+
+    def json(self) -> Any:
+        """The event parsed (`json.loads`)."""
+        return json.loads(self.event)
+
+    @property
+    def event_bytes(self) -> bytes:
+        """The event's bytes as stored."""
+        return self.event.encode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing: its `items`, and `next`, the cursor of the next page (pass
+    it back unchanged as ``cursor=``), None when this page is the last."""
+
+    items: List[T]
+    next: Optional[str]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+# ---------------------------------------------------------------------------------------
+# Copying out of C (the caller frees the struct after)
+
+
+def _bytes_text(ptr: Any, length: int) -> str:
+    return string_at(ptr, length).decode("utf-8", "surrogateescape") if length else ""
+
+
+def _c_text(value: Optional[bytes]) -> Optional[str]:
+    return None if value is None else value.decode("utf-8", "surrogateescape")
+
+
+def _optional_number(x: float) -> Optional[float]:
+    """The ABI's -1 (any negative) is "none"."""
+    return None if x < 0 else x
+
+
+def _next(cursor: Optional[bytes]) -> Optional[str]:
+    return None if cursor is None else cursor.decode("utf-8")
+
+
+def copy_stats(c: Any) -> Stats:
+    """A `Stats` from a harel_stats (``ptr.contents``)."""
+    levels = [
+        PriorityStats(p.priority, p.groups, p.ready, p.leased, p.parked)
+        for p in (c.by_priority[i] for i in range(c.n_priorities))
+    ]
+    return Stats(
+        now=c.now,
+        messages=c.messages,
+        groups=c.groups,
+        ready=c.ready,
+        leased=c.leased,
+        parked=c.parked,
+        dead=c.dead,
+        oldest_ready_age=_optional_number(c.oldest_ready_age),
+        next_release_at=_optional_number(c.next_release_at),
+        by_priority=levels,
+    )
+
+
+def _state(value: int) -> str:
+    try:
+        return GROUP_STATES[value]
+    except IndexError:  # a newer library's state
+        return f"unknown({value})"
+
+
+def copy_group_page(c: Any) -> Page[GroupInfo]:
+    """A `Page` of `GroupInfo` from a harel_group_page (``ptr.contents``)."""
+    items = []
+    for i in range(c.n_groups):
+        g = c.groups[i]
+        items.append(
+            GroupInfo(
+                group_id=_bytes_text(g.group_id, g.group_id_len),
+                state=_state(g.state),
+                depth=g.depth,
+                head_seq=g.head_seq,
+                head_age=_optional_number(g.head_age),
+                holder=_c_text(g.holder),
+                lock_expiry=_optional_number(g.lock_expiry),
+                priority=g.priority,
+                routing_key=_c_text(g.routing_key),
+                head_attempts=g.head_attempts,
+            )
+        )
+    return Page(items, _next(c.next_cursor))
+
+
+def copy_message_page(c: Any) -> Page[MessageInfo]:
+    """A `Page` of `MessageInfo` from a harel_message_page (``ptr.contents``)."""
+    items = []
+    for i in range(c.n_messages):
+        m = c.messages[i]
+        items.append(
+            MessageInfo(
+                seq=m.seq,
+                event=_bytes_text(m.event, m.event_len),
+                attempts=m.attempts,
+                locked_by=_c_text(m.locked_by),
+                lock_expiry=_optional_number(m.lock_expiry),
+                published_at=_optional_number(m.published_at),
+            )
+        )
+    return Page(items, _next(c.next_cursor))
+
+
+def copy_dead_page(c: Any) -> Page[DeadLetter]:
+    """A `Page` of `DeadLetter` from a harel_dead_page (``ptr.contents``)."""
+    items = []
+    for i in range(c.n_letters):
+        d = c.letters[i]
+        items.append(
+            DeadLetter(
+                seq=d.seq,
+                group_id=_bytes_text(d.group_id, d.group_id_len),
+                event=_bytes_text(d.event, d.event_len),
+                attempts=d.attempts,
+                last_worker=_c_text(d.last_worker),
+                reason=_c_text(d.reason) or "",
+                dead_at=d.dead_at,
+            )
+        )
+    return Page(items, _next(c.next_cursor))
