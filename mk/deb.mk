@@ -1,0 +1,44 @@
+# The Debian packages (issue #18): libharel-transport<ABI>, libharel-transport-dev and, when
+# the tree has the ops CLI, harel-transport-tools (packaging/packages.sh). `make deb` builds
+# them from the release build into $(DEB_DIR) (packaging/build-deb.sh: dpkg-dev's tools, no
+# debhelper) and runs lintian on them, failing on any error; `make test-deb` installs them
+# with dpkg -i, builds and runs the C example (pkg-config), a C++ program (CMake
+# find_package), the Go binding (-tags harel_pkgconfig) and the CLI against the installed
+# files alone, then purges the packages and checks nothing of them is left
+# (packaging/test-deb.sh). Installing needs root: as another user test-deb says it is skipped.
+.PHONY: deb test-deb deb-tools
+test: test-deb
+
+DEB_DIR      := $(BUILD)/deb
+DEB_REVISION ?= 1
+DEB_ENV       = MAKE='$(MAKE)' DEB_REVISION='$(DEB_REVISION)' $(if $(DEB_MAINTAINER),DEB_MAINTAINER='$(DEB_MAINTAINER)')
+
+deb: lib $(if $(wildcard cli/Cargo.toml),cli) deb-tools
+	$(DEB_ENV) bash packaging/build-deb.sh $(DEB_DIR)
+	lintian --fail-on error --display-info $(DEB_DIR)/*_$(VERSION)-$(DEB_REVISION)_*.deb
+
+test-deb:
+	@if [ "$$(id -u)" != 0 ]; then \
+	  echo "test-deb: skipped: it installs and removes the packages with dpkg, which needs root" \
+	    "(run make test-deb as root on a machine you can change)"; \
+	else \
+	  $(MAKE) --no-print-directory deb && $(MAKE) --no-print-directory cpp-tools && \
+	  $(DEB_ENV) GO='$(GO)' CC='$(CC)' CXX='$(CXX)' bash packaging/test-deb.sh $(DEB_DIR); \
+	fi
+
+# What building and checking the packages takes: dpkg-dev (dpkg-shlibdeps, dpkg-gencontrol,
+# dpkg-architecture), help2man (the CLI's man page) and lintian; installed from Debian's packages when missing and we are
+# root, otherwise named.
+deb-tools:
+	@for need in dpkg-shlibdeps:dpkg-dev dpkg-gencontrol:dpkg-dev help2man:help2man lintian:lintian; do \
+	  tool=$${need%%:*}; package=$${need##*:}; \
+	  command -v $$tool >/dev/null && continue; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "$$tool is missing: installing the Debian package $$package"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$package \
+	      || exit 1; \
+	  else \
+	    echo "$$tool is missing: install the Debian package $$package" >&2; \
+	    exit 1; \
+	  fi; \
+	done
