@@ -331,7 +331,8 @@ typedef struct harel_dead_letter {
    */
   int64_t attempts;
   /**
-   * The worker that held it last; NULL when it was parked or never claimed.
+   * The worker whose lease it was under when it moved (a worker's dead_letter, or a
+   * lease that lapsed); NULL when it was free or parked then (a nack clears the holder).
    */
   const char *last_worker;
   const char *reason;

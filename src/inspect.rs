@@ -103,7 +103,8 @@ pub struct DeadLetter {
     pub event: String,
     /// How many times it had been claimed.
     pub attempts: i64,
-    /// The worker that held it last (None: it was parked, or never claimed).
+    /// The worker whose lease it was under when it moved (a worker's dead_letter, or a
+    /// lease that lapsed); None when it was free or parked then (a nack clears the holder).
     pub last_worker: Option<String>,
     pub reason: String,
     /// When it was moved, epoch seconds.

@@ -126,7 +126,8 @@ pub struct harel_dead_letter {
     pub event_len: usize,
     /// How many times it had been claimed.
     pub attempts: i64,
-    /// The worker that held it last; NULL when it was parked or never claimed.
+    /// The worker whose lease it was under when it moved (a worker's dead_letter, or a
+    /// lease that lapsed); NULL when it was free or parked then (a nack clears the holder).
     pub last_worker: *const c_char,
     pub reason: *const c_char,
     /// When it was moved, epoch seconds.
