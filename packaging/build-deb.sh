@@ -139,6 +139,6 @@ for package in "${PACKAGES[@]}"; do
   (cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
     xargs -0r md5sum >DEBIAN/md5sums)
   chmod 644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
-  dpkg-deb --root-owner-group -Zxz --build "$root" "$out/${package}_${debversion}_$arch.deb" >/dev/null
+  dpkg-deb --root-owner-group -Zxz -z1 --build "$root" "$out/${package}_${debversion}_$arch.deb" >/dev/null
   echo "built $out/${package}_${debversion}_$arch.deb"
 done
