@@ -249,14 +249,9 @@ pub(crate) async fn groups(
     now: f64,
 ) -> Result<Page<GroupInfo>> {
     db.catch_up().await?;
-    let after = match &page_request.after {
-        Some(bytes) => Some(String::from_utf8(bytes.clone()).map_err(|_| {
-            Error::Argument("cursor is not a cursor of this listing".into())
-        })?),
-        None => None,
-    };
+    let after = page_request.after.clone();
     let statement = sql.groups_page(state, after.is_some());
-    let mut params: Vec<Value> = vec![after.map_or(Value::Null, Value::from), page_limit(page_request).into()];
+    let mut params: Vec<Value> = vec![after.map_or(Value::Null, Value::Blob), page_limit(page_request).into()];
     if state.is_some() {
         params.push(now.into());
     }
@@ -265,8 +260,9 @@ pub(crate) async fn groups(
             let locked_by = row.get::<Option<String>>(4)?;
             let lock_expiry = row.get::<Option<f64>>(5)?;
             let state = state_of(locked_by.as_deref(), lock_expiry, now);
-            Ok(GroupInfo {
-                group_id: text(row.get::<Vec<u8>>(0)?)?,
+            let stored = row.get::<Vec<u8>>(0)?;
+            let info = GroupInfo {
+                group_id: text(stored.clone())?,
                 state,
                 depth: count(row.get::<i64>(8)?),
                 head_seq: row.get::<i64>(3)?,
@@ -276,10 +272,13 @@ pub(crate) async fn groups(
                 priority: row.get::<i32>(1)?,
                 routing_key: row.get::<Option<String>>(2)?,
                 head_attempts: row.get::<i64>(6)?,
-            })
+            };
+            Ok((info, stored))
         })
         .await?;
-    Ok(page(rows, page_request.limit, 'g', |g| g.group_id.as_bytes().to_vec()))
+    // The cursor holds the stored bytes, not the text shown (which may carry U+FFFD).
+    let Page { items, next } = page(rows, page_request.limit, 'g', |(_, stored)| stored.clone());
+    Ok(Page { items: items.into_iter().map(|(info, _)| info).collect(), next })
 }
 
 pub(crate) async fn peek(

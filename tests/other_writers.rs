@@ -202,3 +202,29 @@ fn a_look_inside_does_not_wait_for_the_write_lock() {
     assert!(started.elapsed() < std::time::Duration::from_secs(1), "no wait: {:?}", started.elapsed());
     holder.wait().unwrap();
 }
+
+#[test]
+fn groups_page_on_past_a_group_id_that_is_not_utf8() {
+    // Shown with U+FFFD, such an id once made a cursor of the replaced text, which sorts
+    // before the stored bytes: every page after it was the same page.
+    let (_dir, path) = queue_file();
+    python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
+         for g in (\"'a'\", \"CAST(x'ff' AS TEXT)\", \"CAST(x'fefe' AS TEXT)\"):\n\
+         \x20   c.execute(f'INSERT INTO harel_transport_messages (group_id, event) VALUES ({g}, \\'{{}}\\')')\n\
+         \x20   c.execute(f'INSERT INTO harel_transport_groups (group_id) VALUES ({g})')\n\
+         c.commit()\n",
+        &[&path],
+    );
+    let t = Transport::open(&path, &TestClock::at(1000.0).options()).unwrap();
+    let (mut seen, mut cursor) = (Vec::new(), None::<String>);
+    for _ in 0..10 {
+        let page = t.groups(None, cursor.as_deref(), 1).unwrap();
+        seen.extend(page.items.into_iter().map(|g| g.group_id));
+        cursor = page.next;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, ["a", "\u{fffd}\u{fffd}", "\u{fffd}"], "every group once, in byte order, and an end");
+}

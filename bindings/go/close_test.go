@@ -6,6 +6,7 @@ package harel_test
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,7 +30,18 @@ func TestUseAfterClose(t *testing.T) {
 	if next != nil {
 		t.Errorf("ack_and_claim after close returned %+v", next)
 	}
+	discard := func(_ any, err error) error { return err }
 	for name, err := range map[string]error{
+		"dead_letter":   tr.DeadLetter(lease, "r"),
+		"redrive":       discard(tr.Redrive(harel.AllDeadLetters())),
+		"purge_dead":    discard(tr.PurgeDead(harel.AllDeadLetters())),
+		"purge_group":   discard(tr.PurgeGroup("g")),
+		"purge":         discard(tr.Purge()),
+		"release":       discard(tr.Release("g")),
+		"stats":         discard(tr.Stats()),
+		"groups":        discard(tr.Groups(harel.GroupAny, "", 10)),
+		"peek":          discard(tr.Peek("g", "", 10)),
+		"dead_letters":  discard(tr.DeadLetters("", "", 10)),
 		"publish":       tr.Publish("g", event(2)),
 		"publish many":  tr.PublishMany([]harel.Message{{GroupID: "g", Event: event(2)}}),
 		"claim":         claimErr,
@@ -45,14 +57,18 @@ func TestUseAfterClose(t *testing.T) {
 func TestCloseWaitsForTheCallInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
+	var armed atomic.Bool // publish asks the clock too: only the claim stops
 	tr, err := harel.Open(":memory:", harel.WithClock(func() time.Time {
-		once.Do(func() { close(entered); <-release }) // the first claim stops inside the library
+		if armed.Load() {
+			once.Do(func() { close(entered); <-release }) // the claim stops inside the library
+		}
 		return time.Unix(1000, 0)
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	publish(t, tr, "g", event(1))
+	armed.Store(true)
 	type result struct {
 		lease *harel.Lease
 		err   error

@@ -16,6 +16,30 @@
 //		err = t.Ack(lease)                          // or t.Nack(lease, delay) to retry
 //	}
 //
+// # When a message keeps failing
+//
+// Every claim counts: [Lease].Attempts is how many times the message was handed out, this
+// claim included. With [WithMaxAttempts] a claim that would hand a message out once more
+// moves it to the dead letters instead, and its group goes on with its next message; a
+// worker that knows a message will never succeed moves it there itself with
+// [Transport.DeadLetter]. A claim also moves there a head another program stored as text
+// that is not UTF-8, so nothing blocks the queue. An operator lists them
+// ([Transport.DeadLetters]), puts them back ([Transport.Redrive]) or deletes them
+// ([Transport.PurgeDead]), choosing with [AllDeadLetters], [DeadLettersOfGroup] or
+// [DeadLettersBySeq]; [Transport.PurgeGroup] and [Transport.Purge] delete messages, and
+// [Transport.Release] ends the lease or park of a stuck group at once.
+//
+// # Looking inside
+//
+// [Transport.Stats] counts the queue; [Transport.Groups], [Transport.Peek] and
+// [Transport.DeadLetters] list pages of groups, of one group's messages and of dead letters.
+// Each is one read without the write lock and claims nothing. A page's Next is the cursor
+// of the next page ("" on the last), which only the same listing takes.
+//
+// Values the library may not have are absent in one of two ways: a time or a duration is
+// a nil pointer (*time.Time, *time.Duration), since their zero is a real value (an age of
+// 0); a string is "" (the library never stores an empty worker id or routing key).
+//
 // # Errors
 //
 // Every error is an [*Error] holding the library's status and message. Match kinds with

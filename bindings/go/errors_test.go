@@ -222,14 +222,20 @@ func TestTheLibrarysMessagesReachTheError(t *testing.T) {
 
 func TestClockErrors(t *testing.T) {
 	t.Run("a time before the epoch", func(t *testing.T) {
-		tr := open(t, ":memory:", harel.WithClock(func() time.Time { return time.Time{} }))
-		publish(t, tr, "g", event(1)) // publish does not ask the clock
+		now := time.Unix(1000, 0) // the clock runs on the goroutine of the call: no race
+		tr := open(t, ":memory:", harel.WithClock(func() time.Time { return now }))
+		publish(t, tr, "g", event(1))
+		now = time.Time{}
 		_, err := tr.Claim("w", visibility)
 		wantError(t, "claim", err, harel.ErrArgument, "clock")
+		// publish asks the clock too: it stamps the message with its publish time
+		wantError(t, "publish", tr.Publish("g", event(2)), harel.ErrArgument, "clock")
+		_, err = tr.Stats()
+		wantError(t, "stats", err, harel.ErrArgument, "clock")
 	})
 	t.Run("a clock that panics", func(t *testing.T) {
 		clock := newClock()
-		panicking := true // the clock runs on the goroutine of the call: no race
+		panicking := false // the clock runs on the goroutine of the call: no race
 		tr := open(t, ":memory:", harel.WithClock(func() time.Time {
 			if panicking {
 				panic("clock broke")
@@ -237,6 +243,7 @@ func TestClockErrors(t *testing.T) {
 			return clock.Now()
 		}))
 		publish(t, tr, "g", event(1))
+		panicking = true
 		_, err := tr.Claim("w", visibility)
 		wantError(t, "claim", err, harel.ErrArgument, "the clock (WithClock) panicked: clock broke")
 		panicking = false

@@ -264,3 +264,101 @@ func ExampleError() {
 	// HAREL_ERR_ARGUMENT
 	// harel: HAREL_ERR_ARGUMENT: visibility is 0; it must be a finite number of seconds > 0
 }
+
+// Stats counts the queue in one read that takes no write lock (it never holds up a claim).
+func ExampleTransport_Stats() {
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	t, err := harel.Open(":memory:", harel.WithClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+	_ = t.Publish("order-1", json.RawMessage(`{"kind":"paid"}`), harel.WithPriority(2))
+	_ = t.Publish("order-2", json.RawMessage(`{"kind":"created"}`))
+	_, _ = t.Claim("worker-1", time.Minute) // order-1's
+	mu.Lock()
+	now = now.Add(3 * time.Second)
+	mu.Unlock()
+
+	s, err := t.Stats()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d messages in %d groups: %d ready, %d leased, %d parked; %d dead\n",
+		s.Messages, s.Groups, s.Ready, s.Leased, s.Parked, s.Dead)
+	fmt.Println("oldest ready:", *s.OldestReadyAge)             // nil when nothing is ready
+	fmt.Println("next release in:", s.NextReleaseAt.Sub(s.Now)) // nil when nothing is in flight
+	for _, p := range s.ByPriority {
+		fmt.Printf("priority %d: %d ready, %d leased\n", p.Priority, p.Ready, p.Leased)
+	}
+	// Output:
+	// 2 messages in 2 groups: 1 ready, 1 leased, 0 parked; 0 dead
+	// oldest ready: 3s
+	// next release in: 57s
+	// priority 0: 1 ready, 0 leased
+	// priority 2: 0 ready, 1 leased
+}
+
+// A worker moves a message it will never handle to the dead letters, and its group goes
+// on; once the cause is fixed, an operator lists the dead letters and redrives them.
+func ExampleTransport_DeadLetter() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+	_ = t.Publish("order-7", json.RawMessage(`{"kind":"paid","amount":"oops"}`))
+	_ = t.Publish("order-7", json.RawMessage(`{"kind":"shipped"}`))
+
+	lease, _ := t.Claim("worker-1", time.Minute)
+	if err := t.DeadLetter(lease, "amount is not a number"); err != nil {
+		log.Fatal(err)
+	}
+	next, _ := t.Claim("worker-1", time.Minute) // the group goes on at once
+	fmt.Println(string(next.Event))
+	_ = t.Ack(next)
+
+	page, err := t.DeadLetters("", "", 100) // every group's, the first page
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range page.Letters {
+		fmt.Printf("%s %s: %s\n", d.GroupID, d.Event, d.Reason)
+	}
+	moved, err := t.Redrive(harel.AllDeadLetters()) // or DeadLettersOfGroup, DeadLettersBySeq
+	fmt.Println("redriven:", moved, err)
+	again, _ := t.Claim("worker-2", time.Minute)
+	fmt.Println(string(again.Event), "attempt", again.Attempts)
+	// Output:
+	// {"kind":"shipped"}
+	// order-7 {"kind":"paid","amount":"oops"}: amount is not a number
+	// redriven: 1 <nil>
+	// {"kind":"paid","amount":"oops"} attempt 1
+}
+
+// WithMaxAttempts moves a message claimed that many times to the dead letters, so one that
+// keeps failing (or keeps killing its worker) does not block its group.
+func ExampleWithMaxAttempts() {
+	t, err := harel.Open(":memory:", harel.WithMaxAttempts(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+	_ = t.Publish("g", json.RawMessage(`{"n":1}`))
+	_ = t.Publish("g", json.RawMessage(`{"n":2}`))
+
+	for i := 0; i < 3; i++ {
+		lease, _ := t.Claim("w", time.Minute)
+		fmt.Println(string(lease.Event), "attempt", lease.Attempts)
+		_ = t.Nack(lease, 0) // failed: give it back
+	}
+	page, _ := t.DeadLetters("g", "", 10)
+	fmt.Println(page.Letters[0].Reason)
+	// Output:
+	// {"n":1} attempt 1
+	// {"n":1} attempt 2
+	// {"n":2} attempt 1
+	// claimed 2 times: max_attempts is 2
+}

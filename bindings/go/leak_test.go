@@ -1,7 +1,8 @@
 package harel_test
 
 // Lifetimes: what the binding allocates in C for a call (string copies, the lease and the
-// error the library hands out, a schema string, a whole handle) is freed. Measured as the
+// error the library hands out, a schema string, the stats and the pages, a whole handle) is
+// freed. Measured as the
 // process's resident memory over many rounds of every kind of call, after a first batch of
 // rounds has warmed every cache: a leak of even the smallest string per round would add
 // megabytes, since the strings here are 8 KiB long.
@@ -45,6 +46,64 @@ func TestCallsFreeWhatTheyAllocate(t *testing.T) {
 	big := strings.Repeat("x", 8192)
 	group, worker := "group-"+big, "worker-"+big
 	ev := json.RawMessage(`{"data":"` + big + `"}`)
+	// The dead letters, the operator's calls and the looks: pages and stats full of the
+	// kilobytes of strings, each copied out and freed; errors that quote a long cursor.
+	looks := func() {
+		for i := 0; i < 3; i++ {
+			if err := tr.Publish(group, ev, harel.WithRoutingKey(big)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lease, err := tr.Claim(worker, visibility)
+		if err != nil || lease == nil {
+			t.Fatalf("claim: %v, %v", lease, err)
+		}
+		if err := tr.DeadLetter(lease, "reason-"+big); err != nil {
+			t.Fatal(err)
+		}
+		held, err := tr.Claim(worker, visibility)
+		if err != nil || held == nil {
+			t.Fatalf("claim: %v, %v", held, err)
+		}
+		if s, err := tr.Stats(); err != nil || s.Dead != 1 || len(s.ByPriority) != 1 {
+			t.Fatalf("stats: %+v, %v", s, err)
+		}
+		if p, err := tr.Groups(harel.GroupAny, "", 100); err != nil || len(p.Groups) != 1 || p.Groups[0].Holder != worker {
+			t.Fatalf("groups: %+v, %v", p, err)
+		}
+		if p, err := tr.Peek(group, "", 100); err != nil || len(p.Messages) != 2 || p.Messages[0].LockedBy != worker {
+			t.Fatalf("peek: %v", err)
+		}
+		dead, err := tr.DeadLetters(group, "", 100)
+		if err != nil || len(dead.Letters) != 1 || len(dead.Letters[0].Reason) != len(big)+7 {
+			t.Fatalf("dead letters: %v", err)
+		}
+		if _, err := tr.DeadLetters("", "d1."+big, 10); err == nil || len(err.Error()) < len(big) {
+			t.Fatalf("a made-up cursor: %v", err)
+		}
+		if released, err := tr.Release(group); err != nil || !released {
+			t.Fatalf("release: %v, %v", released, err)
+		}
+		if n, err := tr.Redrive(harel.DeadLettersBySeq(dead.Letters[0].Seq)); err != nil || n != 1 {
+			t.Fatalf("redrive: %d, %v", n, err)
+		}
+		lease, err = tr.Claim(worker, visibility)
+		if err != nil || lease == nil {
+			t.Fatalf("claim: %v, %v", lease, err)
+		}
+		if err := tr.DeadLetter(lease, big); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := tr.PurgeGroup(group); err != nil || n != 2 {
+			t.Fatalf("purge_group: %d, %v", n, err)
+		}
+		if n, err := tr.PurgeDead(harel.DeadLettersOfGroup(group)); err != nil || n != 1 {
+			t.Fatalf("purge_dead: %d, %v", n, err)
+		}
+		if n, err := tr.Purge(); err != nil || n != 0 {
+			t.Fatalf("purge: %d, %v", n, err)
+		}
+	}
 	round := func() {
 		if err := tr.Publish(group, ev, harel.WithRoutingKey(big)); err != nil {
 			t.Fatal(err)
@@ -78,6 +137,7 @@ func TestCallsFreeWhatTheyAllocate(t *testing.T) {
 		if _, err := harel.SchemaUpgradeSQL("bad prefix"); err == nil {
 			t.Fatal("a bad prefix was taken")
 		}
+		looks()
 	}
 	openClose := func() {
 		tr, err := harel.Open(":memory:", harel.WithPrefix("p"), harel.WithClock(newClock().Now))

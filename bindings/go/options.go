@@ -15,6 +15,7 @@ type config struct {
 	syncInterval    *time.Duration
 	busyTimeout     *time.Duration
 	synchronousFull *bool
+	maxAttempts     *uint32
 	clock           func() time.Time
 }
 
@@ -47,9 +48,17 @@ func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTi
 // before a power loss may be lost, a process crash loses nothing).
 func WithSynchronousFull(full bool) Option { return func(c *config) { c.synchronousFull = &full } }
 
-// WithClock replaces the system clock as the "now" of claim, ack and nack: lease expiry,
-// parking and round-robin order follow it, so tests can move time by hand. nil keeps the
-// system clock.
+// WithMaxAttempts limits how many times a message is handed out: a claim that would hand
+// it out once more (it was claimed n times already, by any worker) moves it to the dead
+// letters instead, with a reason that says so, and its group goes on with its next
+// message. Every claim counts, lapsed leases and nacks included (Lease.Attempts). 0, the
+// default, is no limit. See DeadLetters, Redrive and PurgeDead for what to do with them.
+func WithMaxAttempts(n uint32) Option { return func(c *config) { c.maxAttempts = &n } }
+
+// WithClock replaces the system clock as the library's "now": of claim, ack and nack (lease
+// expiry, parking and round-robin order follow it), of publish (a message's publish time),
+// and of DeadLetter, Redrive, Release, Stats and Groups; so tests can move time by hand.
+// nil keeps the system clock.
 //
 // The library calls now on the goroutine that is making a Transport call, while that
 // Transport's lock is held: it must be safe for concurrent use, must not call the same

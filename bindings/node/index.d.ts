@@ -41,6 +41,12 @@ export declare const STATUS: Readonly<{
 /** The visibility a claim uses when none is given: 30 seconds. */
 export declare const DEFAULT_VISIBILITY: 30;
 
+/** The limit a listing (groups, peek, deadLetters) uses when none is given. */
+export declare const DEFAULT_LIMIT: 100;
+
+/** The largest limit a listing takes. */
+export declare const MAX_PAGE: 10000;
+
 export interface OpenOptions {
   /** Table-name prefix: a letter or '_', then letters, digits or '_', at most 30. Default 'harel'. */
   prefix?: string;
@@ -57,9 +63,15 @@ export interface OpenOptions {
   /** Local files: durable commits (synchronous FULL, the default) or faster NORMAL (false). */
   synchronousFull?: boolean;
   /**
+   * How many times a message may be claimed (0..2^32-1; 0, the default: no limit): a claim
+   * that would hand it out once more moves it to the dead letters, and its group goes on.
+   */
+  maxAttempts?: number;
+  /**
    * "Now" as epoch seconds (not milliseconds), for tests that move time. Called on the main
-   * thread at open and just before each claim, ack, nack and ackAndClaim; those calls then
-   * run one at a time on this transport, in call order (publishes stay concurrent). Default:
+   * thread at open and just before each call that asks the library for the time (publish,
+   * publishMany, claim, ack, nack, ackAndClaim, deadLetter, redrive, release, stats,
+   * groups); those calls then run one at a time on this transport, in call order. Default:
    * the system clock, and every call concurrent.
    */
   clock?: () => number;
@@ -115,6 +127,127 @@ export interface Lease<E = unknown> {
   readonly attempts: number;
 }
 
+/** Which dead letters redrive and purgeDead take: exactly one of these (the library checks). */
+export type DeadLetterSelection =
+  | { readonly all: true }
+  | { readonly groupId: string }
+  | { readonly seqs: readonly (number | bigint)[] };
+
+/** A group's state, from its head. */
+export type GroupState = 'ready' | 'leased' | 'parked';
+
+/** The counts of one priority level of Stats. */
+export interface PriorityStats {
+  readonly priority: number;
+  readonly groups: number;
+  readonly ready: number;
+  readonly leased: number;
+  readonly parked: number;
+}
+
+/** Exact counts of the queue at one instant. A frozen copy. */
+export interface Stats {
+  /** When they were taken: epoch seconds, by the transport's clock. */
+  readonly now: number;
+  readonly messages: number;
+  readonly groups: number;
+  /** Groups whose head can be claimed now. */
+  readonly ready: number;
+  /** Groups whose head is leased. */
+  readonly leased: number;
+  /** Groups whose head is parked (a nack with a delay). */
+  readonly parked: number;
+  /** Messages in the dead letters. */
+  readonly dead: number;
+  /** Seconds since the oldest message of a ready group was published; null when none is ready or its writer stamps no time. */
+  readonly oldestReadyAge: number | null;
+  /** The soonest end of a lease or park, epoch seconds; null when nothing is in flight. */
+  readonly nextReleaseAt: number | null;
+  /** One entry per priority level that has groups, lowest first. */
+  readonly byPriority: readonly PriorityStats[];
+}
+
+/** One group of a groups() page. */
+export interface GroupInfo {
+  readonly groupId: string;
+  readonly state: GroupState;
+  /** How many messages it holds. */
+  readonly depth: number;
+  readonly headSeq: number | bigint;
+  /** Seconds since the head was published; null when its writer stamps no time. */
+  readonly headAge: number | null;
+  /** The worker holding the head's lease; null when ready or parked. */
+  readonly holder: string | null;
+  /** When the lease or park ends, epoch seconds; null when ready. */
+  readonly lockExpiry: number | null;
+  readonly priority: number;
+  readonly routingKey: string | null;
+  /** How many times the head has been claimed. */
+  readonly headAttempts: number;
+}
+
+/** One message of a peek() page. */
+export interface MessageInfo<E = unknown> {
+  readonly seq: number | bigint;
+  /** JSON.parse(eventJson); undefined when that text isn't JSON JavaScript parses. */
+  readonly event: E;
+  readonly eventJson: string;
+  readonly attempts: number;
+  /** The worker holding it, or '__parked__'; null when free. */
+  readonly lockedBy: string | null;
+  /** When its lease or park ends, epoch seconds; null when free. */
+  readonly lockExpiry: number | null;
+  /** When it was published, epoch seconds; null when its writer stamps no time. */
+  readonly publishedAt: number | null;
+}
+
+/** A message moved out of its group because it kept failing. */
+export interface DeadLetter<E = unknown> {
+  /** Its seq in the queue before it died. */
+  readonly seq: number | bigint;
+  readonly groupId: string;
+  readonly event: E;
+  readonly eventJson: string;
+  /** How many times it had been claimed. */
+  readonly attempts: number;
+  /** The worker that held it last; null when it was parked or never claimed. */
+  readonly lastWorker: string | null;
+  readonly reason: string;
+  /** When it was moved, epoch seconds. */
+  readonly deadAt: number;
+}
+
+export interface PageOptions {
+  /** The `next` of the page before; absent or null for the first page. */
+  cursor?: string | null;
+  /** At most this many items, 1..10000. Default 100. */
+  limit?: number;
+}
+
+export interface GroupsOptions extends PageOptions {
+  /** Only the groups in this state; absent, null or 'any': every group. */
+  state?: GroupState | 'any' | null;
+}
+
+export interface DeadLettersOptions extends PageOptions {
+  /** Only this group's dead letters; absent or null: every group's. */
+  groupId?: string | null;
+}
+
+/** A page of a listing: its items, and the cursor of the next page (null on the last). */
+export interface GroupPage {
+  readonly groups: readonly GroupInfo[];
+  readonly next: string | null;
+}
+export interface MessagePage<E = unknown> {
+  readonly messages: readonly MessageInfo<E>[];
+  readonly next: string | null;
+}
+export interface DeadLetterPage<E = unknown> {
+  readonly letters: readonly DeadLetter<E>[];
+  readonly next: string | null;
+}
+
 /** What ack and nack need of a lease (a Lease, or the same fields copied elsewhere). */
 export interface LeaseRef {
   readonly seq: number | bigint;
@@ -146,7 +279,9 @@ export declare class Transport {
   /**
    * Appends `event` (an object to JSON.stringify, or a JSON text) to the group's FIFO.
    * Publishes in flight together that reach the library while another commits share its
-   * next commit (the library's group commit); each promise settles with its own outcome.
+   * next commit (the library's group commit; not on a transport with a JS clock, whose
+   * publishes go one at a time: see OpenOptions.clock); each promise settles with its own
+   * outcome.
    * No NUL character in groupId, event or routingKey (the C call takes NUL-terminated text).
    */
   publish(groupId: string, event: unknown, options?: PublishOptions): Promise<void>;
@@ -174,6 +309,42 @@ export declare class Transport {
 
   /** Gives the message back, at once or after `delay` seconds. Same HAREL_ERR_LEASE_LOST rule. */
   nack(lease: LeaseRef, options?: NackOptions): Promise<void>;
+
+  /**
+   * Moves the leased message to the dead letters with `reason` (not empty): the worker's
+   * verdict that it will never succeed. Its group goes on at once. Same HAREL_ERR_LEASE_LOST rule.
+   */
+  deadLetter(lease: LeaseRef, reason: string): Promise<void>;
+
+  /**
+   * Moves dead letters back into their groups as the newest messages (claimed 0 times, the
+   * group remade with its old priority and routing key). Resolves how many moved.
+   */
+  redrive(which: DeadLetterSelection): Promise<number>;
+
+  /** Deletes dead letters. Resolves how many. */
+  purgeDead(which: DeadLetterSelection): Promise<number>;
+
+  /** Deletes a group's messages and the group (a lease on one is lost). Resolves how many messages. */
+  purgeGroup(groupId: string): Promise<number>;
+
+  /** Deletes every message and group; dead letters stay. Resolves how many messages. */
+  purge(): Promise<number>;
+
+  /** Ends the lease or park on a group's head now. Resolves false when nothing was held. */
+  release(groupId: string): Promise<boolean>;
+
+  /** Exact counts of the queue now: one read without the write lock. */
+  stats(): Promise<Stats>;
+
+  /** A page of groups in group id order, claiming nothing. */
+  groups(options?: GroupsOptions): Promise<GroupPage>;
+
+  /** A page of a group's messages, oldest first, claiming nothing (an unknown group: empty). */
+  peek<E = unknown>(groupId: string, options?: PageOptions): Promise<MessagePage<E>>;
+
+  /** A page of dead letters in the order they had in the queue. */
+  deadLetters<E = unknown>(options?: DeadLettersOptions): Promise<DeadLetterPage<E>>;
 
   /**
    * Closes once the calls already made have finished (a handle is never closed under a call);

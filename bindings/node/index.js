@@ -3,11 +3,13 @@
 // through koffi. CommonJS; `import { Transport } from 'harel-transport'` works too.
 //
 // Threading: every call that touches the database (open, publish, publishMany, claim, ack,
-// ackAndClaim, nack, close) runs on the libuv thread pool through koffi's `.async()`, so the
-// event loop keeps running while a call waits. The calls of one Transport go to the pool
-// concurrently: each reads its own error from its `harel_error **err` out-parameter, and
-// the library runs them on the handle (publishes arriving while another commits share its
-// next commit). The one exception is a Transport with a JS clock (see ClockCell).
+// ackAndClaim, nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release, stats,
+// groups, peek, deadLetters, close) runs on the libuv thread pool through koffi's
+// `.async()`, so the event loop keeps running while a call waits. The calls of one
+// Transport go to the pool concurrently: each reads its own error from its
+// `harel_error **err` out-parameter, and the library runs them on the handle (publishes
+// arriving while another commits share its next commit). The one exception is a Transport
+// with a JS clock (see ClockCell).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -71,6 +73,9 @@ function libraryCandidates() {
   const env = process.env.HAREL_TRANSPORT_LIB;
   if (env) return [env];
   const candidates = [];
+  // The npm package's own copy (scripts/prebuild.js stages it when packing): linux-x64-gnu only.
+  const prebuilt = path.join(__dirname, 'prebuilds', `${process.platform}-${process.arch}-gnu`, 'libharel_transport.so.1');
+  if (fs.existsSync(prebuilt)) candidates.push(prebuilt);
   const repoBuild = path.join(__dirname, '..', '..', 'target', 'release', 'libharel_transport.so');
   if (fs.existsSync(repoBuild)) candidates.push(repoBuild);
   candidates.push('libharel_transport.so.1'); // installed (ABI 1): the dynamic loader's search path
@@ -119,6 +124,63 @@ const LeaseType = koffi.struct({
   lock_expiry: 'double',
   attempts: 'int64_t',
 });
+// The looks: the stats and the pages. Strings read by length are raw pointers, as in the
+// lease; the others are NUL-terminated (koffi copies them into JS strings), NULL for none.
+const PriorityStatsType = koffi.struct({
+  priority: 'int32_t',
+  groups: 'uint64_t',
+  ready: 'uint64_t',
+  leased: 'uint64_t',
+  parked: 'uint64_t',
+});
+const StatsType = koffi.struct({
+  now: 'double',
+  messages: 'uint64_t',
+  groups: 'uint64_t',
+  ready: 'uint64_t',
+  leased: 'uint64_t',
+  parked: 'uint64_t',
+  dead: 'uint64_t',
+  oldest_ready_age: 'double',
+  next_release_at: 'double',
+  by_priority: 'void *',
+  n_priorities: 'size_t',
+});
+const GroupInfoType = koffi.struct({
+  group_id: 'void *',
+  group_id_len: 'size_t',
+  state: 'int', // enum harel_group_state
+  depth: 'uint64_t',
+  head_seq: 'int64_t',
+  head_age: 'double',
+  holder: 'const char *',
+  lock_expiry: 'double',
+  priority: 'int32_t',
+  routing_key: 'const char *',
+  head_attempts: 'int64_t',
+});
+const MessageInfoType = koffi.struct({
+  seq: 'int64_t',
+  event: 'void *',
+  event_len: 'size_t',
+  attempts: 'int64_t',
+  locked_by: 'const char *',
+  lock_expiry: 'double',
+  published_at: 'double',
+});
+const DeadLetterType = koffi.struct({
+  seq: 'int64_t',
+  group_id: 'void *',
+  group_id_len: 'size_t',
+  event: 'void *',
+  event_len: 'size_t',
+  attempts: 'int64_t',
+  last_worker: 'const char *',
+  reason: 'const char *',
+  dead_at: 'double',
+});
+// harel_group_page, harel_message_page and harel_dead_page: items, count, next_cursor.
+const PageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *' });
 const MessageType = koffi.struct({
   group_id: 'const char *',
   event_json: 'const char *',
@@ -132,6 +194,8 @@ const L = koffi.pointer(LeaseType); // harel_lease *
 const M = koffi.pointer(MessageType); // const harel_message *: koffi copies a JS array in
 // harel_error **err: in-out, so that koffi writes the NULL the library requires on entry.
 const ERR = koffi.inout(koffi.pointer(E));
+const COUNT = koffi.out(koffi.pointer('uint64_t')); // uint64_t *moved, *purged
+const OUT = koffi.out(koffi.pointer('void *')); // harel_stats **, harel_*_page **
 
 function bind(lib, where) {
   const status = 'int32_t';
@@ -174,6 +238,22 @@ function bind(lib, where) {
     leaseFree: fn('harel_lease_free', 'void', [L]),
     schemaSql: fn('harel_schema_sql', status, ['const char *', koffi.out(koffi.pointer('void *')), ERR]),
     schemaUpgradeSql: fn('harel_schema_upgrade_sql', status, ['const char *', koffi.out(koffi.pointer('void *')), ERR]),
+    // when a message keeps failing (issue #14)
+    setMaxAttempts: fn('harel_options_set_max_attempts', status, [O, 'uint32_t', ERR]),
+    deadLetter: fn('harel_transport_dead_letter', status, [T, L, 'const char *', ERR]),
+    redrive: fn('harel_transport_redrive', status, [T, 'bool', 'const char *', 'const int64_t *', 'size_t', COUNT, ERR]),
+    purgeDead: fn('harel_transport_purge_dead', status, [T, 'bool', 'const char *', 'const int64_t *', 'size_t', COUNT, ERR]),
+    purgeGroup: fn('harel_transport_purge_group', status, [T, 'const char *', COUNT, ERR]),
+    purge: fn('harel_transport_purge', status, [T, COUNT, ERR]),
+    release: fn('harel_transport_release', status, [T, 'const char *', koffi.out(koffi.pointer('bool')), ERR]),
+    stats: fn('harel_transport_stats', status, [T, OUT, ERR]),
+    groups: fn('harel_transport_groups', status, [T, 'int32_t', 'const char *', 'size_t', OUT, ERR]),
+    peek: fn('harel_transport_peek', status, [T, 'const char *', 'const char *', 'size_t', OUT, ERR]),
+    deadLetters: fn('harel_transport_dead_letters', status, [T, 'const char *', 'const char *', 'size_t', OUT, ERR]),
+    statsFree: fn('harel_stats_free', 'void', ['void *']),
+    groupPageFree: fn('harel_group_page_free', 'void', ['void *']),
+    messagePageFree: fn('harel_message_page_free', 'void', ['void *']),
+    deadPageFree: fn('harel_dead_page_free', 'void', ['void *']),
   };
 }
 
@@ -201,6 +281,37 @@ function checkInteger(name, value) {
 
 function checkNumber(name, value) {
   if (typeof value !== 'number') throw argumentError(`${name} must be a number of seconds, got ${describe(value)}`);
+  return value;
+}
+
+/** A count the C side takes as uint32_t: an integer 0..2^32-1 (koffi would wrap others). */
+function checkUint32(name, value) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value >= 2 ** 32) {
+    throw argumentError(`${name} must be an integer 0..4294967295, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** A seq: a safe integer Number, or a BigInt within int64. */
+function checkSeq(name, seq) {
+  if (!((typeof seq === 'number' && Number.isSafeInteger(seq)) || typeof seq === 'bigint')) {
+    throw argumentError(`${name} must be an integer (number or bigint), got ${describe(seq)}`);
+  }
+  if (typeof seq === 'bigint' && (seq < -(2n ** 63n) || seq >= 2n ** 63n)) {
+    throw argumentError(`${name} is outside int64: ${seq}`);
+  }
+  return seq;
+}
+
+/**
+ * A page's limit, as the C size_t: an integer >= 0 (koffi would turn -1 into 2^64 - 1 and
+ * 1.5 into 1). The range, 1..10000, is the library's to check.
+ */
+function checkLimit(value) {
+  if (value === undefined) return DEFAULT_LIMIT;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw argumentError(`limit must be an integer (1..${MAX_PAGE}), got ${describe(value)}`);
+  }
   return value;
 }
 
@@ -286,13 +397,7 @@ function leaseStruct(lease) {
   if (lease === null || typeof lease !== 'object') {
     throw argumentError(`lease must be a lease object from claim(), got ${describe(lease)}`);
   }
-  const { seq } = lease;
-  if (!((typeof seq === 'number' && Number.isSafeInteger(seq)) || typeof seq === 'bigint')) {
-    throw argumentError(`lease.seq must be an integer (number or bigint), got ${describe(seq)}`);
-  }
-  if (typeof seq === 'bigint' && (seq < -(2n ** 63n) || seq >= 2n ** 63n)) {
-    throw argumentError(`lease.seq is outside int64: ${seq}`);
-  }
+  const seq = checkSeq('lease.seq', lease.seq);
   const groupId = Buffer.from(checkString('lease.groupId', lease.groupId, { nul: true }) + '\0', 'utf8');
   return {
     seq,
@@ -304,6 +409,34 @@ function leaseStruct(lease) {
     lock_expiry: 0,
     attempts: 0,
   };
+}
+
+/**
+ * The dead letters redrive and purgeDead take, as the C arguments all, group_id, seqs and
+ * their count: `{ all: true }`, `{ groupId }` or `{ seqs: [...] }`. That exactly one is
+ * given is the library's to check (its message says so).
+ */
+function selection(which) {
+  if (which === null || typeof which !== 'object' || Array.isArray(which)) {
+    throw argumentError(`which must be { all: true }, { groupId } or { seqs }, got ${describe(which)}`);
+  }
+  const o = checkOptions('which', which, SELECTION);
+  const all = o.all === undefined ? false : checkBoolean('all', o.all);
+  const groupId = checkString('groupId', o.groupId, { nullable: true });
+  const seqs = o.seqs === undefined || o.seqs === null ? [] : o.seqs;
+  if (!Array.isArray(seqs)) throw argumentError(`seqs must be an array of integers, got ${describe(seqs)}`);
+  const array = BigInt64Array.from(seqs, (seq, i) => BigInt(checkSeq(`seqs[${i}]`, seq)));
+  return [all, groupId, array.length ? array : null, array.length];
+}
+
+/** The `state` of groups(): a harel_group_state, or -1 for any. */
+function groupStateArg(state) {
+  if (state === undefined || state === null || state === 'any') return -1;
+  const i = GROUP_STATES.indexOf(state);
+  if (i < 0) {
+    throw argumentError(`state must be 'ready', 'leased', 'parked', 'any' or null, got ${describe(state)}`);
+  }
+  return i;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -419,16 +552,25 @@ function bytesText(ptr, len) {
   return n === 0 ? '' : Buffer.from(koffi.view(ptr, n)).toString('utf8');
 }
 
+/** JSON.parse(text), or undefined for text that isn't JSON JavaScript parses. */
+function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined; // e.g. NaN from another producer
+  }
+}
+
+/** The ABI's optional numbers: -1 (any negative) is absent, null. */
+function optionalNumber(x) {
+  return x < 0 ? null : x;
+}
+
 /** A lease the library handed out, copied into a frozen JS object (the caller frees `ptr`). */
 function makeLease(f, ptr) {
   const raw = koffi.decode(ptr, f.Lease);
   const eventJson = bytesText(raw.event, raw.event_len);
-  let event;
-  try {
-    event = JSON.parse(eventJson);
-  } catch {
-    event = undefined; // not JSON that JavaScript parses (e.g. NaN from another producer)
-  }
+  const event = parsed(eventJson);
   return Object.freeze({
     seq: raw.seq,
     groupId: bytesText(raw.group_id, raw.group_id_len),
@@ -440,12 +582,119 @@ function makeLease(f, ptr) {
   });
 }
 
-const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'clock'];
+/** The stats the library handed out, copied into frozen JS objects; `ptr` is freed. */
+function takeStats(f, ptr) {
+  try {
+    const raw = koffi.decode(ptr, StatsType);
+    const n = Number(raw.n_priorities);
+    const levels = n ? koffi.decode(raw.by_priority, PriorityStatsType, n) : [];
+    return Object.freeze({
+      now: raw.now,
+      messages: Number(raw.messages),
+      groups: Number(raw.groups),
+      ready: Number(raw.ready),
+      leased: Number(raw.leased),
+      parked: Number(raw.parked),
+      dead: Number(raw.dead),
+      oldestReadyAge: optionalNumber(raw.oldest_ready_age),
+      nextReleaseAt: optionalNumber(raw.next_release_at),
+      byPriority: Object.freeze(levels.map((p) => Object.freeze({
+        priority: p.priority,
+        groups: Number(p.groups),
+        ready: Number(p.ready),
+        leased: Number(p.leased),
+        parked: Number(p.parked),
+      }))),
+    });
+  } finally {
+    f.statsFree(ptr);
+  }
+}
+
+/**
+ * A page the library handed out: its items (of C type `type`) copied by `item` into frozen
+ * JS objects, and its next cursor (null on the last page); `ptr` is freed with `free`.
+ */
+function takePage(ptr, type, free, item) {
+  try {
+    const page = koffi.decode(ptr, PageType);
+    const n = Number(page.n_items);
+    const raws = n ? koffi.decode(page.items, type, n) : [];
+    return [Object.freeze(raws.map(item)), page.next_cursor || null];
+  } finally {
+    free(ptr);
+  }
+}
+
+function groupInfo(g) {
+  return Object.freeze({
+    groupId: bytesText(g.group_id, g.group_id_len),
+    state: GROUP_STATES[g.state] || `unknown(${g.state})`,
+    depth: Number(g.depth),
+    headSeq: g.head_seq,
+    headAge: optionalNumber(g.head_age),
+    holder: g.holder || null,
+    lockExpiry: optionalNumber(g.lock_expiry),
+    priority: g.priority,
+    routingKey: g.routing_key || null,
+    headAttempts: Number(g.head_attempts),
+  });
+}
+
+function messageInfo(m) {
+  const eventJson = bytesText(m.event, m.event_len);
+  return Object.freeze({
+    seq: m.seq,
+    event: parsed(eventJson),
+    eventJson,
+    attempts: Number(m.attempts),
+    lockedBy: m.locked_by || null,
+    lockExpiry: optionalNumber(m.lock_expiry),
+    publishedAt: optionalNumber(m.published_at),
+  });
+}
+
+function deadLetter(d) {
+  const eventJson = bytesText(d.event, d.event_len);
+  return Object.freeze({
+    seq: d.seq,
+    groupId: bytesText(d.group_id, d.group_id_len),
+    event: parsed(eventJson),
+    eventJson,
+    attempts: Number(d.attempts),
+    lastWorker: d.last_worker || null,
+    reason: d.reason,
+    deadAt: d.dead_at,
+  });
+}
+
+/** Runs a call that writes a uint64_t count into its out argument; resolves it as a Number. */
+async function countOf(f, what, call, args) {
+  const out = [0];
+  await callChecked(f, what, call, [...args, out]);
+  return Number(out[0]);
+}
+
+/** Runs a look that hands out `*out`; resolves what `take` makes of it (and frees). */
+async function lookOf(f, what, call, args, take) {
+  const out = [null];
+  await callChecked(f, what, call, [...args, out]);
+  return take(out[0]);
+}
+
+const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'clock'];
 const PUBLISH_OPTIONS = ['priority', 'routingKey'];
 const MESSAGE_FIELDS = ['groupId', 'event', ...PUBLISH_OPTIONS];
 const CLAIM_OPTIONS = ['visibility', 'minPriority', 'routingKeys'];
 const NACK_OPTIONS = ['delay'];
+const SELECTION = ['all', 'groupId', 'seqs'];
+const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
+const PEEK_OPTIONS = ['cursor', 'limit'];
+const DEAD_OPTIONS = ['groupId', 'cursor', 'limit'];
+const GROUP_STATES = ['ready', 'leased', 'parked']; // harel_group_state's values, in order
 const DEFAULT_VISIBILITY = 30;
+const DEFAULT_LIMIT = 100;
+const MAX_PAGE = 10000;
 
 const PRIVATE = Symbol('harel-transport constructor');
 
@@ -494,6 +743,7 @@ class Transport {
     if (o.synchronousFull !== undefined) {
       set.push([f.setSynchronousFull, checkBoolean('synchronousFull', o.synchronousFull)]);
     }
+    if (o.maxAttempts !== undefined) set.push([f.setMaxAttempts, checkUint32('maxAttempts', o.maxAttempts)]);
     if (o.clock !== undefined && typeof o.clock !== 'function') {
       throw argumentError(`clock must be a function returning epoch seconds, got ${describe(o.clock)}`);
     }
@@ -533,7 +783,7 @@ class Transport {
 
   /** Appends `event` (an object, serialized with JSON.stringify, or a JSON text) to the group's FIFO. */
   publish(groupId, event, options = {}) {
-    return this.#call('publish', false, () => {
+    return this.#call('publish', true, () => {
       const m = messageStruct('', groupId, event, checkOptions('options', options, PUBLISH_OPTIONS));
       return async (f, handle) => {
         await callChecked(f, 'publish', f.publish, [handle, m.group_id, m.event_json, m.priority, m.routing_key]);
@@ -546,7 +796,7 @@ class Transport {
    * them) in order, in one transaction: all of them or none, with one commit for the batch.
    */
   publishMany(messages) {
-    return this.#call('publishMany', false, () => {
+    return this.#call('publishMany', true, () => {
       if (!Array.isArray(messages)) throw argumentError(`messages must be an array, got ${describe(messages)}`);
       const structs = messages.map(batchElement);
       return async (f, handle) => {
@@ -595,6 +845,115 @@ class Transport {
       return async (f, handle) => {
         await callChecked(f, 'nack', f.nack, [handle, struct, delay]);
       };
+    });
+  }
+
+  /**
+   * Moves the leased message to the dead letters with `reason` (a worker's verdict: it will
+   * never succeed); its group goes on at once. HAREL_ERR_LEASE_LOST as for ack.
+   */
+  deadLetter(lease, reason) {
+    return this.#call('deadLetter', true, () => {
+      const struct = leaseStruct(lease);
+      const text = checkString('reason', reason);
+      return async (f, handle) => {
+        await callChecked(f, 'dead_letter', f.deadLetter, [handle, struct, text]);
+      };
+    });
+  }
+
+  /**
+   * Moves dead letters back into their groups as the newest messages, claimed 0 times:
+   * `{ all: true }`, `{ groupId }` or `{ seqs: [...] }`. Resolves how many moved.
+   */
+  redrive(which) {
+    return this.#call('redrive', true, () => {
+      const args = selection(which);
+      return (f, handle) => countOf(f, 'redrive', f.redrive, [handle, ...args]);
+    });
+  }
+
+  /** Deletes dead letters, chosen as for redrive. Resolves how many. */
+  purgeDead(which) {
+    return this.#call('purgeDead', false, () => {
+      const args = selection(which);
+      return (f, handle) => countOf(f, 'purge_dead', f.purgeDead, [handle, ...args]);
+    });
+  }
+
+  /** Deletes a group's messages and the group (a lease on one is lost). Resolves how many messages. */
+  purgeGroup(groupId) {
+    return this.#call('purgeGroup', false, () => {
+      const group = checkString('groupId', groupId);
+      return (f, handle) => countOf(f, 'purge_group', f.purgeGroup, [handle, group]);
+    });
+  }
+
+  /** Deletes every message and group; dead letters stay. Resolves how many messages. */
+  purge() {
+    return this.#call('purge', false, () => (f, handle) => countOf(f, 'purge', f.purge, [handle]));
+  }
+
+  /** Ends the lease or park on a group's head now. Resolves false when nothing was held. */
+  release(groupId) {
+    return this.#call('release', true, () => {
+      const group = checkString('groupId', groupId);
+      return async (f, handle) => {
+        const out = [false];
+        await callChecked(f, 'release', f.release, [handle, group, out]);
+        return Boolean(out[0]);
+      };
+    });
+  }
+
+  /** Exact counts of the queue now; one read without the write lock. */
+  stats() {
+    return this.#call('stats', true, () => (f, handle) => lookOf(f, 'stats', f.stats, [handle], (ptr) => takeStats(f, ptr)));
+  }
+
+  /**
+   * A page of groups in group id order: `state` ('ready', 'leased', 'parked'; any when
+   * absent), `cursor` (the `next` of the page before; none for the first), `limit`
+   * (1..10000, default 100). Resolves `{ groups, next }`, `next` null on the last page.
+   */
+  groups(options = {}) {
+    return this.#call('groups', true, () => {
+      const o = checkOptions('options', options, GROUPS_OPTIONS);
+      const state = groupStateArg(o.state);
+      const cursor = checkString('cursor', o.cursor, { nullable: true });
+      const limit = checkLimit(o.limit);
+      return (f, handle) => lookOf(f, 'groups', f.groups, [handle, state, cursor, limit], (ptr) => {
+        const [groups, next] = takePage(ptr, GroupInfoType, f.groupPageFree, groupInfo);
+        return Object.freeze({ groups, next });
+      });
+    });
+  }
+
+  /** A page of a group's messages, oldest first, claiming none. Resolves `{ messages, next }`. */
+  peek(groupId, options = {}) {
+    return this.#call('peek', false, () => {
+      const group = checkString('groupId', groupId);
+      const o = checkOptions('options', options, PEEK_OPTIONS);
+      const cursor = checkString('cursor', o.cursor, { nullable: true });
+      const limit = checkLimit(o.limit);
+      return (f, handle) => lookOf(f, 'peek', f.peek, [handle, group, cursor, limit], (ptr) => {
+        const [messages, next] = takePage(ptr, MessageInfoType, f.messagePageFree, messageInfo);
+        return Object.freeze({ messages, next });
+      });
+    });
+  }
+
+  /** A page of dead letters in queue order (one group's with `groupId`). Resolves `{ letters, next }`. */
+  deadLetters(options = {}) {
+    return this.#call('deadLetters', false, () => {
+      const o = checkOptions('options', options, DEAD_OPTIONS);
+      const group = checkString('groupId', o.groupId, { nullable: true });
+      const cursor = checkString('cursor', o.cursor, { nullable: true });
+      const limit = checkLimit(o.limit);
+      return (f, handle) => lookOf(f, 'dead_letters', f.deadLetters, [handle, group, cursor, limit], (ptr) => {
+        const [letters, next] = takePage(ptr, DeadLetterType, f.deadPageFree, deadLetter);
+        return Object.freeze({ letters, next });
+      });
     });
   }
 
@@ -690,10 +1049,12 @@ async function leaseOf(f, what, call, args) {
  * double as an integer with an exponent ("17000000005e-1"), which strtod rounds back to
  * the same double, and no decimal point, so no locale can change it.
  *
- * One buffer per transport, so the calls that read the clock (claim, ackAndClaim, ack,
- * nack) go one at a time on a transport with a JS clock: were two in flight, writing the
- * second's time on the main thread could tear the first's read of it on a pool thread,
- * and the first could read the second's time. Publishes never read the clock: they stay
+ * One buffer per transport, so the calls that read the clock (publish, publishMany, claim,
+ * ackAndClaim, ack, nack, deadLetter, redrive, release, stats, groups) go one at a time on a
+ * transport with a JS clock: were two in flight, writing the second's time on the main
+ * thread could tear the first's read of it on a pool thread, and the first could read the
+ * second's time. (A publish reads it too: the library stamps each message with its publish
+ * time.) purgeDead, purgeGroup, purge, peek and deadLetters never read it: they stay
  * concurrent. Without a JS clock every call is concurrent.
  */
 const CELL_SIZE = 48;
@@ -768,6 +1129,8 @@ module.exports = {
   HarelError,
   STATUS,
   DEFAULT_VISIBILITY,
+  DEFAULT_LIMIT,
+  MAX_PAGE,
   version,
   libraryInfo,
   schemaSql,

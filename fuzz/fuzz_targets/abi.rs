@@ -1,8 +1,9 @@
 //! Fuzzing the C ABI (issue #7): each input is a program, a sequence of calls on up to two
-//! option sets, two open transports and four claimed leases, with arbitrary bytes for every
-//! string (invalid UTF-8 included; a C string simply ends at the first NUL) and arbitrary
-//! numbers (raw bit patterns, or picks from a table of edge values). Every call is checked
-//! against ABI.md's conventions, and a broken one aborts the run as a finding:
+//! option sets, two open transports and four claimed leases (issue #14's dead letters,
+//! operator's calls and looks are op 19's), with arbitrary bytes for every string (invalid
+//! UTF-8 included; a C string simply ends at the first NUL) and arbitrary numbers (raw bit
+//! patterns, or picks from a table of edge values). Every call is checked against ABI.md's
+//! conventions, and a broken one aborts the run as a finding:
 //!
 //! - no status but the eight of the header; never HAREL_ERR_PANIC (a caught bug);
 //! - harel_last_error() is NULL after HAREL_OK/HAREL_EMPTY, a non-empty UTF-8 message after an
@@ -13,7 +14,9 @@
 //!   failure; or pointing to an error an earlier call handed out, when the call must be
 //!   refused with HAREL_ERR_ARGUMENT, that error untouched and nothing handed out;
 //! - an out-pointer is set on HAREL_OK and NULL otherwise; a claimed lease has its strings,
-//!   each NUL-terminated at its length;
+//!   each NUL-terminated at its length, and attempts within 1..=max_attempts; the stats add
+//!   up and a page is whole, ordered and within its limit (see `stats`, `groups`, `peek`,
+//!   `dead_letters`);
 //! - an argument the ABI calls bad gets HAREL_ERR_ARGUMENT (a caller-filled lease's
 //!   group_id_len 0 included; its group id is bytes of any kind, NULs too, read by length);
 //! - AddressSanitizer (the build's -Zsanitizer=address) for memory errors and leaks; every
@@ -359,7 +362,14 @@ struct State {
     options: [Option<*mut harel_options>; 2],
     /// A sync_url is set on these options: open must not reach anything but the loopback.
     sync_url: [bool; 2],
+    /// The max_attempts set on these options (0: none), and of the handle opened with them:
+    /// no lease a handle hands out has been claimed more often.
+    max_attempts: [u32; 2],
     handles: [Option<*mut harel_transport>; 2],
+    handle_max_attempts: [u32; 2],
+    /// The last next_cursor of each listing (groups, peek, dead_letters), to pass back to it
+    /// or to another listing (which must refuse it).
+    cursors: [Option<CString>; 3],
     leases: [Option<*mut harel_lease>; 4],
     /// An error handed out by a failed call and not freed until the input ends: the `*err`
     /// of the calls made with ErrArg::Stale, and its message.
@@ -378,6 +388,15 @@ impl State {
             return ptr::null_mut();
         }
         self.handles[sel as usize % 2].unwrap_or(ptr::null_mut())
+    }
+
+    /// The max_attempts of the handle `sel` picks (0 for NULL).
+    fn max_attempts_of(&self, sel: u8) -> u32 {
+        if sel % 4 == 3 || self.handles[sel as usize % 2].is_none() {
+            0
+        } else {
+            self.handle_max_attempts[sel as usize % 2]
+        }
     }
 
     fn clear(&mut self) {
@@ -462,6 +481,7 @@ fn open(input: &mut Input, state: &mut State, arg: ErrArg) {
             if let Some(old) = state.handles[slot].replace(out) {
                 harel_transport_close(old);
             }
+            state.handle_max_attempts[slot] = if options.is_null() { 0 } else { state.max_attempts[opt_sel as usize % 2] };
         } else {
             // refused for its *err, the call did nothing: *out NULL or as it was
             assert!(out.is_null() || (refused && out as usize == 0x1), "open: {status:?} but *out is set");
@@ -556,7 +576,17 @@ impl ClaimArgs {
 
 /// What a claim (or ack_and_claim) handed out through `out`: a lease checked and kept in
 /// `slot` on HAREL_OK, nothing otherwise.
-fn take_lease(what: &str, status: harel_status, out: *mut harel_lease, refused: bool, c: &ClaimArgs, state: &mut State, slot: usize) {
+#[allow(clippy::too_many_arguments)]
+fn take_lease(
+    what: &str,
+    status: harel_status,
+    out: *mut harel_lease,
+    refused: bool,
+    c: &ClaimArgs,
+    state: &mut State,
+    slot: usize,
+    max_attempts: u32,
+) {
     if status != harel_status::HAREL_OK {
         assert!(out.is_null() || (refused && out as usize == 0x1), "{what}: {status:?} but *out is set");
         return;
@@ -577,6 +607,12 @@ fn take_lease(what: &str, status: harel_status, out: *mut harel_lease, refused: 
         assert_eq!(len, at, "{what}: lease.{name}'s length is not its string's");
     }
     assert!(lease.group_id_len > 0, "{what}: an empty group id");
+    assert!(lease.attempts >= 1, "{what}: lease.attempts is {}, counting this claim it is at least 1", lease.attempts);
+    assert!(
+        max_attempts == 0 || lease.attempts <= i64::from(max_attempts),
+        "{what}: a lease claimed {} times from a handle with max_attempts {max_attempts}",
+        lease.attempts
+    );
     assert_eq!(
         // SAFETY: checked non-NULL above.
         unsafe { CStr::from_ptr(lease.worker_id) }.to_bytes(),
@@ -589,7 +625,8 @@ fn take_lease(what: &str, status: harel_status, out: *mut harel_lease, refused: 
 }
 
 fn claim(input: &mut Input, state: &mut State, arg: ErrArg) {
-    let t = state.handle(input.byte());
+    let sel = input.byte();
+    let (t, max_attempts) = (state.handle(sel), state.max_attempts_of(sel));
     let c = ClaimArgs::read(input);
     let slot = input.byte() as usize % 4;
     let use_out = input.byte() % 16 != 0;
@@ -611,56 +648,83 @@ fn claim(input: &mut Input, state: &mut State, arg: ErrArg) {
         expect_argument("claim", status);
     }
     if use_out {
-        take_lease("claim", status, out, refused, &c, state, slot);
+        take_lease("claim", status, out, refused, &c, state, slot, max_attempts);
     }
 }
 
-/// ack, nack or ack_and_claim: of a lease the library handed out, one the caller built, or
-/// NULL. A built lease's group id is bytes of any kind (NULs too), with a group_id_len of
-/// all of them, 0, or fewer (chosen by the kind byte's high bits). ack_and_claim keeps the
-/// lease it hands out in the slot of the one it acked.
+/// A lease for ack, nack, ack_and_claim or dead_letter: one the library handed out, one the
+/// caller built, or NULL. A built lease's group id is bytes of any kind (NULs too), with a
+/// group_id_len of all of them, 0, or fewer (chosen by the kind byte's high bits).
+struct LeaseArg {
+    kind: u8,
+    slot: usize,
+    /// the group's bytes and a NUL after them, as C code would have it (not read: the length is)
+    group: Option<Vec<u8>>,
+    group_len: usize,
+    worker: Option<CString>,
+    forged: harel_lease,
+}
+
+impl LeaseArg {
+    /// Reads what finish always read, in its order: the kind byte, the slot, then the
+    /// forged lease's fields.
+    fn read(input: &mut Input) -> LeaseArg {
+        let kind_byte = input.byte();
+        let (kind, len_choice) = (kind_byte % 4, (kind_byte / 4) % 4);
+        let slot = input.byte() as usize % 4;
+        let seq = if input.bool() { input.u64() as i64 } else { (input.byte() % 8) as i64 };
+        let group: Option<Vec<u8>> = input.optional_bytes().map(|mut g| {
+            g.push(0);
+            g
+        });
+        let worker = input.optional_cstring();
+        let expiry = input.f64();
+        let whole = group.as_ref().map_or(0, |g| g.len() - 1);
+        let group_len = match len_choice {
+            0 => 0,
+            1 => (kind_byte as usize / 16) % (whole + 1),
+            _ => whole,
+        };
+        let forged = harel_lease {
+            seq,
+            group_id: group.as_ref().map_or(ptr::null_mut(), |g| g.as_ptr() as *mut c_char),
+            group_id_len: group_len,
+            event: ptr::null_mut(),
+            event_len: 0,
+            worker_id: ptr_of(&worker) as *mut c_char,
+            lock_expiry: expiry,
+            // what else a lease holds, ack and nack never read: zeros, as a C caller's memset
+            // SAFETY: a harel_lease is integers, floats and raw pointers; all zeros is valid.
+            ..unsafe { std::mem::zeroed() }
+        };
+        LeaseArg { kind, slot, group, group_len, worker, forged }
+    }
+
+    /// The lease to pass, and whether the ABI calls it bad.
+    fn get(&self, state: &State) -> (*const harel_lease, bool) {
+        let group_bad =
+            self.group.as_ref().is_none_or(|g| self.group_len == 0 || std::str::from_utf8(&g[..self.group_len]).is_err());
+        match (self.kind, state.leases[self.slot]) {
+            (0 | 1, Some(l)) => (l, false),
+            (3, _) => (ptr::null(), true),
+            _ => {
+                let reserved = self.worker.as_ref().is_some_and(|w| w.as_bytes() == b"__parked__");
+                (&self.forged, group_bad || bad_string(&self.worker) || reserved)
+            }
+        }
+    }
+}
+
+/// ack, nack or ack_and_claim (see LeaseArg). ack_and_claim keeps the lease it hands out in
+/// the slot of the one it acked.
 fn finish(input: &mut Input, state: &mut State, nack: bool, and_claim: bool, arg: ErrArg) {
-    let t = state.handle(input.byte());
-    let kind_byte = input.byte();
-    let (kind, len_choice) = (kind_byte % 4, (kind_byte / 4) % 4);
-    let slot = input.byte() as usize % 4;
-    let seq = if input.bool() { input.u64() as i64 } else { (input.byte() % 8) as i64 };
-    // the group's bytes and a NUL after them, as C code would have it (not read: the length is)
-    let group: Option<Vec<u8>> = input.optional_bytes().map(|mut g| {
-        g.push(0);
-        g
-    });
-    let worker = input.optional_cstring();
-    let expiry = input.f64();
+    let sel = input.byte();
+    let (t, max_attempts) = (state.handle(sel), state.max_attempts_of(sel));
+    let la = LeaseArg::read(input);
     let delay = if nack { input.f64() } else { 0.0 };
     let next = and_claim.then(|| ClaimArgs::read(input));
-    let whole = group.as_ref().map_or(0, |g| g.len() - 1);
-    let group_len = match len_choice {
-        0 => 0,
-        1 => (kind_byte as usize / 16) % (whole + 1),
-        _ => whole,
-    };
-    let forged = harel_lease {
-        seq,
-        group_id: group.as_ref().map_or(ptr::null_mut(), |g| g.as_ptr() as *mut c_char),
-        group_id_len: group_len,
-        event: ptr::null_mut(),
-        event_len: 0,
-        worker_id: ptr_of(&worker) as *mut c_char,
-        lock_expiry: expiry,
-        // what else a lease holds, ack and nack never read: zeros, as a C caller's memset
-        // SAFETY: a harel_lease is integers, floats and raw pointers; all zeros is valid.
-        ..unsafe { std::mem::zeroed() }
-    };
-    let group_bad = group.as_ref().is_none_or(|g| group_len == 0 || std::str::from_utf8(&g[..group_len]).is_err());
-    let (lease, forged_bad): (*const harel_lease, bool) = match (kind, state.leases[slot]) {
-        (0 | 1, Some(l)) => (l, false),
-        (3, _) => (ptr::null(), true),
-        _ => {
-            let reserved = worker.as_ref().is_some_and(|w| w.as_bytes() == b"__parked__");
-            (&forged, group_bad || bad_string(&worker) || reserved)
-        }
-    };
+    let (lease, forged_bad) = la.get(state);
+    let slot = la.slot;
     let mut err = CallErr::new(arg, state);
     if let Some(c) = next {
         let mut out: *mut harel_lease = 0x1 as *mut _;
@@ -679,7 +743,7 @@ fn finish(input: &mut Input, state: &mut State, nack: bool, and_claim: bool, arg
         if t.is_null() || forged_bad || c.bad() {
             expect_argument("ack_and_claim", status);
         }
-        take_lease("ack_and_claim", status, out, refused, &c, state, slot);
+        take_lease("ack_and_claim", status, out, refused, &c, state, slot, max_attempts);
         return;
     }
     let status =
@@ -732,6 +796,391 @@ fn schema(input: &mut Input, state: &State, arg: ErrArg) {
     }
 }
 
+// ---- when a message keeps failing (issue #14): dead letters, the operator's calls, looks ----
+
+/// A count out-parameter: NULL one time in eight, else a value the call must overwrite on
+/// HAREL_OK.
+const COUNT_SENTINEL: u64 = 0xdead_beef_dead_beef;
+
+fn dead_letter(input: &mut Input, state: &mut State, arg: ErrArg) {
+    let t = state.handle(input.byte());
+    let la = LeaseArg::read(input);
+    let reason = input.optional_cstring();
+    let (lease, lease_bad) = la.get(state);
+    let mut err = CallErr::new(arg, state);
+    let status = harel_transport_dead_letter(t, lease, ptr_of(&reason), err.ptr());
+    check("dead_letter", status, err, state);
+    if t.is_null() || lease_bad || bad_string(&reason) {
+        expect_argument("dead_letter", status);
+    }
+}
+
+/// redrive or purge_dead: a selection of any shape, exactly one of all / group_id / seqs or
+/// not; seqs small (this input's queue has small seqs) or any.
+fn dead_selection(input: &mut Input, state: &mut State, arg: ErrArg, purge: bool) {
+    let t = state.handle(input.byte());
+    let all = input.bool();
+    let group = if input.byte() % 2 == 0 { None } else { input.optional_cstring() };
+    let n = input.byte() as usize % 6;
+    let seqs: Vec<i64> = (0..n).map(|_| if input.bool() { input.u64() as i64 } else { (input.byte() % 16) as i64 }).collect();
+    let null_array = n > 0 && input.byte() % 16 == 0;
+    let use_out = input.byte() % 8 != 0;
+    let mut count = COUNT_SENTINEL;
+    let out = if use_out { &mut count as *mut u64 } else { ptr::null_mut() };
+    let array = if null_array { ptr::null() } else { seqs.as_ptr() };
+    let mut err = CallErr::new(arg, state);
+    let (what, status) = if purge {
+        ("purge_dead", harel_transport_purge_dead(t, all, ptr_of(&group), array, n, out, err.ptr()))
+    } else {
+        ("redrive", harel_transport_redrive(t, all, ptr_of(&group), array, n, out, err.ptr()))
+    };
+    let refused = check(what, status, err, state);
+    let chosen = usize::from(all) + usize::from(group.is_some()) + usize::from(n > 0);
+    if t.is_null() || chosen != 1 || null_array || (group.is_some() && bad_string(&group)) {
+        expect_argument(what, status);
+    }
+    if status == harel_status::HAREL_OK && use_out {
+        assert_ne!(count, COUNT_SENTINEL, "{what}: HAREL_OK but *out was not set");
+        if n > 0 {
+            assert!(count <= n as u64, "{what}: {count} dead letters of {n} seqs");
+        }
+    } else if refused {
+        assert_eq!(count, COUNT_SENTINEL, "{what}: refused, but *out was written");
+    }
+}
+
+/// purge_group, purge and release.
+fn purge_or_release(input: &mut Input, state: &mut State, arg: ErrArg, which: u8) {
+    let t = state.handle(input.byte());
+    let group = input.optional_cstring();
+    let use_out = input.byte() % 8 != 0;
+    let mut count = COUNT_SENTINEL;
+    let out = if use_out { &mut count as *mut u64 } else { ptr::null_mut() };
+    let mut released = input.bool();
+    let released_out = if use_out { &mut released as *mut bool } else { ptr::null_mut() };
+    let mut err = CallErr::new(arg, state);
+    let (what, status, group_taken) = match which {
+        0 => ("purge_group", harel_transport_purge_group(t, ptr_of(&group), out, err.ptr()), true),
+        1 => ("purge", harel_transport_purge(t, out, err.ptr()), false),
+        _ => ("release", harel_transport_release(t, ptr_of(&group), released_out, err.ptr()), true),
+    };
+    check(what, status, err, state);
+    if t.is_null() || (group_taken && bad_string(&group)) {
+        expect_argument(what, status);
+    }
+    if status == harel_status::HAREL_OK && use_out && which != 2 {
+        assert_ne!(count, COUNT_SENTINEL, "{what}: HAREL_OK but *out was not set");
+    }
+}
+
+/// A listing's cursor argument: NULL, a cursor some listing handed out (this one's or
+/// another's), or fuzzed text; and the kind of the one handed out (0 groups, 1 peek,
+/// 2 dead_letters), whose cursors no other listing takes.
+fn cursor_arg(input: &mut Input, state: &State) -> (Option<CString>, Option<usize>) {
+    let sel = input.byte();
+    match sel % 4 {
+        0 | 1 => (None, None),
+        2 => {
+            let kind = (sel as usize / 4) % 3;
+            match &state.cursors[kind] {
+                Some(c) => (Some(c.clone()), Some(kind)),
+                None => (None, None),
+            }
+        }
+        _ => (input.optional_cstring(), None),
+    }
+}
+
+/// A page's limit: an edge, a small number, or any.
+fn limit_arg(input: &mut Input) -> usize {
+    const LIMITS: [usize; 8] = [0, 1, 2, 3, 10, 10_000, 10_001, usize::MAX];
+    let sel = input.byte();
+    if sel < 224 {
+        LIMITS[sel as usize % LIMITS.len()]
+    } else {
+        input.u64() as usize
+    }
+}
+
+/// What the ABI says of a listing's arguments: true when they are bad.
+fn bad_page_args(cursor: &Option<CString>, saved: Option<usize>, kind: usize, limit: usize) -> bool {
+    let foreign = saved.is_some_and(|k| k != kind);
+    let not_utf8 = cursor.as_ref().is_some_and(|c| c.to_str().is_err());
+    !(1..=10_000).contains(&limit) || foreign || not_utf8
+}
+
+/// A string the library handed out inside a page: not NULL, UTF-8 (this fuzzer's strings
+/// are C strings, so hold no NUL), NUL-terminated at `len` when a length is given.
+fn page_string(what: &str, field: &str, p: *const c_char, len: Option<usize>) -> String {
+    assert!(!p.is_null(), "{what}: {field} is NULL");
+    // SAFETY: non-NULL, a C string the page owns.
+    let s = unsafe { CStr::from_ptr(p) };
+    if let Some(len) = len {
+        assert_eq!(s.to_bytes().len(), len, "{what}: {field}'s length is not its string's");
+    }
+    s.to_str().unwrap_or_else(|_| panic!("{what}: {field} is not UTF-8")).to_owned()
+}
+
+/// A page's next_cursor: NULL, or a UTF-8 string kept for later calls.
+fn keep_cursor(what: &str, next: *const c_char, kind: usize, state: &mut State) {
+    if !next.is_null() {
+        page_string(what, "next_cursor", next, None);
+        // SAFETY: checked non-NULL.
+        state.cursors[kind] = Some(unsafe { CStr::from_ptr(next) }.to_owned());
+    }
+}
+
+fn out_after(what: &str, status: harel_status, out: *mut c_void) {
+    if status == harel_status::HAREL_OK {
+        assert!(!out.is_null(), "{what}: HAREL_OK but *out is NULL");
+    } else {
+        assert!(out.is_null(), "{what}: {status:?} but *out is set (*out is NULL on every error)");
+    }
+}
+
+fn stats(input: &mut Input, state: &mut State, arg: ErrArg) {
+    let t = state.handle(input.byte());
+    let use_out = input.byte() % 16 != 0;
+    let mut out: *mut harel_stats = 0x1 as *mut _;
+    let out_ptr = if use_out { &mut out as *mut _ } else { ptr::null_mut() };
+    let mut err = CallErr::new(arg, state);
+    let status = harel_transport_stats(t, out_ptr, err.ptr());
+    check("stats", status, err, state);
+    if t.is_null() || !use_out {
+        expect_argument("stats", status);
+    }
+    if !use_out {
+        return;
+    }
+    out_after("stats", status, out.cast());
+    if status != harel_status::HAREL_OK {
+        return;
+    }
+    // SAFETY: the library's stats, until freed below.
+    let s = unsafe { &*out };
+    assert_eq!(s.ready + s.leased + s.parked, s.groups, "stats: the states do not add up to the groups");
+    assert!(s.messages >= s.groups, "stats: {} groups but {} messages (a group has at least one)", s.groups, s.messages);
+    assert!(s.oldest_ready_age == -1.0 || s.oldest_ready_age >= 0.0, "stats: oldest_ready_age {}", s.oldest_ready_age);
+    assert!(s.n_priorities <= 5, "stats: {} priority levels", s.n_priorities);
+    let levels = if s.n_priorities == 0 {
+        &[][..]
+    } else {
+        // SAFETY: n_priorities entries, per the header.
+        unsafe { std::slice::from_raw_parts(s.by_priority, s.n_priorities) }
+    };
+    let mut groups = 0;
+    for (i, p) in levels.iter().enumerate() {
+        assert!((0..=4).contains(&p.priority), "stats: priority level {}", p.priority);
+        assert!(i == 0 || levels[i - 1].priority < p.priority, "stats: the levels are not lowest first");
+        assert!(p.groups > 0 && p.ready + p.leased + p.parked == p.groups, "stats: level {} does not add up", p.priority);
+        groups += p.groups;
+    }
+    assert_eq!(groups, s.groups, "stats: the levels do not add up to the groups");
+    harel_stats_free(out);
+}
+
+fn groups(input: &mut Input, state: &mut State, arg: ErrArg) {
+    let t = state.handle(input.byte());
+    let filter = match input.byte() % 8 {
+        0..=1 => -1,
+        k @ 2..=4 => i32::from(k) - 2,
+        5 => 3,
+        6 => -2,
+        _ => input.i32(),
+    };
+    let (cursor, saved) = cursor_arg(input, state);
+    let limit = limit_arg(input);
+    let use_out = input.byte() % 16 != 0;
+    let mut out: *mut harel_group_page = 0x1 as *mut _;
+    let out_ptr = if use_out { &mut out as *mut _ } else { ptr::null_mut() };
+    let mut err = CallErr::new(arg, state);
+    let status = harel_transport_groups(t, filter, ptr_of(&cursor), limit, out_ptr, err.ptr());
+    check("groups", status, err, state);
+    if t.is_null() || !use_out || !(-1..=2).contains(&filter) || bad_page_args(&cursor, saved, 0, limit) {
+        expect_argument("groups", status);
+    }
+    if !use_out {
+        return;
+    }
+    out_after("groups", status, out.cast());
+    if status != harel_status::HAREL_OK {
+        return;
+    }
+    // SAFETY: the library's page, until freed below.
+    let page = unsafe { &*out };
+    assert!(page.n_groups <= limit, "groups: {} groups in a page of {limit}", page.n_groups);
+    let items = if page.n_groups == 0 {
+        &[][..]
+    } else {
+        // SAFETY: n_groups entries, per the header.
+        unsafe { std::slice::from_raw_parts(page.groups, page.n_groups) }
+    };
+    let mut last: Option<String> = None;
+    for g in items {
+        let id = page_string("groups", "group_id", g.group_id, Some(g.group_id_len));
+        assert!(!id.is_empty(), "groups: an empty group id");
+        assert!(last.as_ref().is_none_or(|l| l.as_bytes() < id.as_bytes()), "groups: not in group id order");
+        let state_value = g.state as i32;
+        assert!((0..=2).contains(&state_value), "groups: state {state_value}");
+        assert!(filter == -1 || filter == state_value, "groups: a group of state {state_value} listed for {filter}");
+        assert!(g.depth >= 1 && g.head_attempts >= 0 && (0..=4).contains(&g.priority), "groups: depth, attempts, priority");
+        assert_eq!(g.holder.is_null(), g.state != harel_group_state::HAREL_GROUP_LEASED, "groups: a holder iff leased");
+        if !g.holder.is_null() {
+            page_string("groups", "holder", g.holder, None);
+        }
+        assert_eq!(g.lock_expiry == -1.0, g.state == harel_group_state::HAREL_GROUP_READY, "groups: a lock end iff not ready");
+        if !g.routing_key.is_null() {
+            page_string("groups", "routing_key", g.routing_key, None);
+        }
+        last = Some(id);
+    }
+    keep_cursor("groups", page.next_cursor, 0, state);
+    harel_group_page_free(out);
+}
+
+fn peek(input: &mut Input, state: &mut State, arg: ErrArg) {
+    let t = state.handle(input.byte());
+    let group = input.optional_cstring();
+    let (cursor, saved) = cursor_arg(input, state);
+    let limit = limit_arg(input);
+    let use_out = input.byte() % 16 != 0;
+    let mut out: *mut harel_message_page = 0x1 as *mut _;
+    let out_ptr = if use_out { &mut out as *mut _ } else { ptr::null_mut() };
+    let mut err = CallErr::new(arg, state);
+    let status = harel_transport_peek(t, ptr_of(&group), ptr_of(&cursor), limit, out_ptr, err.ptr());
+    check("peek", status, err, state);
+    if t.is_null() || !use_out || bad_string(&group) || bad_page_args(&cursor, saved, 1, limit) {
+        expect_argument("peek", status);
+    }
+    if !use_out {
+        return;
+    }
+    out_after("peek", status, out.cast());
+    if status != harel_status::HAREL_OK {
+        return;
+    }
+    // SAFETY: the library's page, until freed below.
+    let page = unsafe { &*out };
+    assert!(page.n_messages <= limit, "peek: {} messages in a page of {limit}", page.n_messages);
+    let items = if page.n_messages == 0 {
+        &[][..]
+    } else {
+        // SAFETY: n_messages entries, per the header.
+        unsafe { std::slice::from_raw_parts(page.messages, page.n_messages) }
+    };
+    for (i, m) in items.iter().enumerate() {
+        assert!(i == 0 || items[i - 1].seq < m.seq, "peek: not oldest first");
+        page_string("peek", "event", m.event, Some(m.event_len));
+        assert!(m.attempts >= 0, "peek: attempts {}", m.attempts);
+        assert_eq!(m.locked_by.is_null(), m.lock_expiry == -1.0, "peek: a lock end iff locked");
+        if !m.locked_by.is_null() {
+            page_string("peek", "locked_by", m.locked_by, None);
+        }
+    }
+    keep_cursor("peek", page.next_cursor, 1, state);
+    harel_message_page_free(out);
+}
+
+fn dead_letters(input: &mut Input, state: &mut State, arg: ErrArg) {
+    let t = state.handle(input.byte());
+    let group = if input.byte() % 2 == 0 { None } else { input.optional_cstring() };
+    let (cursor, saved) = cursor_arg(input, state);
+    let limit = limit_arg(input);
+    let use_out = input.byte() % 16 != 0;
+    let mut out: *mut harel_dead_page = 0x1 as *mut _;
+    let out_ptr = if use_out { &mut out as *mut _ } else { ptr::null_mut() };
+    let mut err = CallErr::new(arg, state);
+    let status = harel_transport_dead_letters(t, ptr_of(&group), ptr_of(&cursor), limit, out_ptr, err.ptr());
+    check("dead_letters", status, err, state);
+    let bad_group = group.is_some() && bad_string(&group);
+    if t.is_null() || !use_out || bad_group || bad_page_args(&cursor, saved, 2, limit) {
+        expect_argument("dead_letters", status);
+    }
+    if !use_out {
+        return;
+    }
+    out_after("dead_letters", status, out.cast());
+    if status != harel_status::HAREL_OK {
+        return;
+    }
+    // SAFETY: the library's page, until freed below.
+    let page = unsafe { &*out };
+    assert!(page.n_letters <= limit, "dead_letters: {} letters in a page of {limit}", page.n_letters);
+    let items = if page.n_letters == 0 {
+        &[][..]
+    } else {
+        // SAFETY: n_letters entries, per the header.
+        unsafe { std::slice::from_raw_parts(page.letters, page.n_letters) }
+    };
+    let wanted = group.as_ref().map(|g| g.to_str().unwrap_or_default().to_owned());
+    for (i, d) in items.iter().enumerate() {
+        assert!(i == 0 || items[i - 1].seq < d.seq, "dead_letters: not in queue order");
+        let id = page_string("dead_letters", "group_id", d.group_id, Some(d.group_id_len));
+        assert!(wanted.as_ref().is_none_or(|w| *w == id), "dead_letters: another group's letter");
+        page_string("dead_letters", "event", d.event, Some(d.event_len));
+        assert!(!page_string("dead_letters", "reason", d.reason, None).is_empty(), "dead_letters: an empty reason");
+        assert!(d.attempts >= 0, "dead_letters: attempts {}", d.attempts);
+        if !d.last_worker.is_null() {
+            page_string("dead_letters", "last_worker", d.last_worker, None);
+        }
+    }
+    keep_cursor("dead_letters", page.next_cursor, 2, state);
+    harel_dead_page_free(out);
+}
+
+/// Op 19: the calls of issue #14, and (3 in 16) the checks of the functions that cannot
+/// fail with the status names, version, NULL errors and frees, and set_synchronous_full.
+fn more(input: &mut Input, state: &mut State, arg: ErrArg) {
+    let sel = input.byte();
+    match sel % 16 {
+        0..=2 => {
+            let mut err = CallErr::new(arg, state);
+            let name = harel_status_name(input.i32());
+            assert!(!name.is_null());
+            assert!(message(name).starts_with("HAREL_"));
+            assert!(!harel_version().is_null());
+            // the error's functions and the frees accept NULL
+            assert_eq!(harel_error_status(ptr::null()), harel_status::HAREL_OK);
+            assert!(harel_error_message(ptr::null()).is_null());
+            harel_error_free(ptr::null_mut());
+            harel_stats_free(ptr::null_mut());
+            harel_group_page_free(ptr::null_mut());
+            harel_message_page_free(ptr::null_mut());
+            harel_dead_page_free(ptr::null_mut());
+            let o = state.option_ptr(input.byte());
+            let status = harel_options_set_synchronous_full(o, input.bool(), err.ptr());
+            check("set_synchronous_full", status, err, state);
+        }
+        3 => {
+            let slot = input.byte();
+            let o = state.option_ptr(slot);
+            let n = match input.byte() % 4 {
+                0 => 0,
+                1 | 2 => u32::from(input.byte() % 4) + 1,
+                _ => input.u64() as u32,
+            };
+            let mut err = CallErr::new(arg, state);
+            let status = harel_options_set_max_attempts(o, n, err.ptr());
+            check("set_max_attempts", status, err, state);
+            if o.is_null() {
+                expect_argument("set_max_attempts", status);
+            } else if status == harel_status::HAREL_OK {
+                state.max_attempts[slot as usize % 2] = n;
+            }
+        }
+        4 | 5 => dead_letter(input, state, arg),
+        6 => dead_selection(input, state, arg, false),
+        7 => dead_selection(input, state, arg, true),
+        8 => purge_or_release(input, state, arg, 0),
+        9 => purge_or_release(input, state, arg, 1),
+        10 => purge_or_release(input, state, arg, 2),
+        11 => stats(input, state, arg),
+        12 | 13 => groups(input, state, arg),
+        14 => peek(input, state, arg),
+        _ => dead_letters(input, state, arg),
+    }
+}
+
 fn step(input: &mut Input, state: &mut State) {
     let op_byte = input.byte();
     let (op, arg) = (op_byte % 20, ErrArg::of(op_byte));
@@ -745,6 +1194,7 @@ fn step(input: &mut Input, state: &mut State) {
                 harel_options_free(old);
             }
             state.sync_url[slot] = false;
+            state.max_attempts[slot] = 0;
         }
         1 => {
             let slot = input.byte() as usize % 2;
@@ -828,19 +1278,7 @@ fn step(input: &mut Input, state: &mut State) {
             harel_lease_free(state.leases[slot].take().unwrap_or(ptr::null_mut()));
         }
         18 => schema(input, state, arg),
-        _ => {
-            let name = harel_status_name(input.i32());
-            assert!(!name.is_null());
-            assert!(message(name).starts_with("HAREL_"));
-            assert!(!harel_version().is_null());
-            // the error's functions accept NULL
-            assert_eq!(harel_error_status(ptr::null()), harel_status::HAREL_OK);
-            assert!(harel_error_message(ptr::null()).is_null());
-            harel_error_free(ptr::null_mut());
-            let o = state.option_ptr(input.byte());
-            let status = harel_options_set_synchronous_full(o, input.bool(), err.ptr());
-            check("set_synchronous_full", status, err, state);
-        }
+        _ => more(input, state, arg),
     }
 }
 

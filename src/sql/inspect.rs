@@ -66,7 +66,9 @@ impl Statements {
                 )
             }
         };
-        let after = if after { "g.group_id > ?1" } else { "?1 IS NULL" };
+        // The cursor's bytes as a BLOB, read as TEXT: a group id another program stored
+        // that is not UTF-8 still compares byte for byte.
+        let after = if after { "g.group_id > CAST(?1 AS TEXT)" } else { "?1 IS NULL" };
         format!("SELECT {columns} FROM {from} WHERE {after}{held} ORDER BY g.group_id LIMIT ?2 + 1")
     }
 

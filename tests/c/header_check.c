@@ -17,6 +17,8 @@ typedef harel_status (*setter_str)(harel_options *, const char *, harel_error **
 typedef harel_status (*setter_double)(harel_options *, double, harel_error **);
 typedef harel_status (*setter_bool)(harel_options *, bool, harel_error **);
 typedef harel_status (*schema_fn)(const char *, char **, harel_error **);
+typedef harel_status (*dead_selection)(harel_transport *, bool, const char *, const int64_t *,
+                                       size_t, uint64_t *, harel_error **);
 
 int main(void) {
   /* the static strings and the thread's last error */
@@ -39,6 +41,8 @@ int main(void) {
   setter_bool set_synchronous_full = harel_options_set_synchronous_full;
   harel_status (*set_clock)(harel_options *, double (*)(void *), void *, harel_error **) =
       harel_options_set_clock;
+  harel_status (*set_max_attempts)(harel_options *, uint32_t, harel_error **) =
+      harel_options_set_max_attempts;
   /* the transport */
   harel_status (*transport_open)(const char *, const harel_options *, harel_transport **,
                                  harel_error **) = harel_transport_open;
@@ -56,6 +60,29 @@ int main(void) {
   harel_status (*nack)(harel_transport *, const harel_lease *, double, harel_error **) =
       harel_transport_nack;
   void (*close_fn)(harel_transport *) = harel_transport_close; /* closing cannot fail */
+  /* when a message keeps failing: dead letters and the operator's calls */
+  harel_status (*dead_letter)(harel_transport *, const harel_lease *, const char *,
+                              harel_error **) = harel_transport_dead_letter;
+  dead_selection redrive = harel_transport_redrive;
+  dead_selection purge_dead = harel_transport_purge_dead;
+  harel_status (*purge_group)(harel_transport *, const char *, uint64_t *, harel_error **) =
+      harel_transport_purge_group;
+  harel_status (*purge)(harel_transport *, uint64_t *, harel_error **) = harel_transport_purge;
+  harel_status (*release)(harel_transport *, const char *, bool *, harel_error **) =
+      harel_transport_release;
+  /* the looks, and what frees what they hand out */
+  harel_status (*stats)(harel_transport *, harel_stats **, harel_error **) =
+      harel_transport_stats;
+  harel_status (*groups)(harel_transport *, int32_t, const char *, size_t, harel_group_page **,
+                         harel_error **) = harel_transport_groups;
+  harel_status (*peek)(harel_transport *, const char *, const char *, size_t,
+                       harel_message_page **, harel_error **) = harel_transport_peek;
+  harel_status (*dead_letters)(harel_transport *, const char *, const char *, size_t,
+                               harel_dead_page **, harel_error **) = harel_transport_dead_letters;
+  void (*stats_free)(harel_stats *) = harel_stats_free;
+  void (*group_page_free)(harel_group_page *) = harel_group_page_free;
+  void (*message_page_free)(harel_message_page *) = harel_message_page_free;
+  void (*dead_page_free)(harel_dead_page *) = harel_dead_page_free;
   /* what the library hands out, freed by its own functions */
   void (*lease_free)(harel_lease *) = harel_lease_free;
   void (*string_free)(char *) = harel_string_free;
@@ -69,13 +96,49 @@ int main(void) {
   char **strings[3] = {&lease.group_id, &lease.event, &lease.worker_id};
   size_t *lengths[2] = {&lease.group_id_len, &lease.event_len};
   double *lock_expiry = &lease.lock_expiry;
+  int64_t *attempts = &lease.attempts;
   int lease_order = offsetof(harel_lease, seq) == 0 &&
                     offsetof(harel_lease, seq) < offsetof(harel_lease, group_id) &&
                     offsetof(harel_lease, group_id) < offsetof(harel_lease, group_id_len) &&
                     offsetof(harel_lease, group_id_len) < offsetof(harel_lease, event) &&
                     offsetof(harel_lease, event) < offsetof(harel_lease, event_len) &&
                     offsetof(harel_lease, event_len) < offsetof(harel_lease, worker_id) &&
-                    offsetof(harel_lease, worker_id) < offsetof(harel_lease, lock_expiry);
+                    offsetof(harel_lease, worker_id) < offsetof(harel_lease, lock_expiry) &&
+                    offsetof(harel_lease, lock_expiry) < offsetof(harel_lease, attempts);
+  /* the looks' structs: the fields by name and type */
+  harel_stats st;
+  harel_priority_stats ps;
+  harel_group_info gi;
+  harel_message_info mi;
+  harel_dead_letter dl;
+  harel_group_page gp;
+  harel_message_page mp;
+  harel_dead_page dp;
+  double *stats_doubles[3] = {&st.now, &st.oldest_ready_age, &st.next_release_at};
+  uint64_t *stats_counts[7] = {&st.messages, &st.groups, &st.ready, &st.leased,
+                               &st.parked, &st.dead, &ps.groups};
+  const harel_priority_stats **levels = &st.by_priority;
+  size_t *n_levels = &st.n_priorities;
+  int32_t *ints[3] = {&ps.priority, &gi.priority, NULL};
+  uint64_t *level_counts[3] = {&ps.ready, &ps.leased, &ps.parked};
+  const char **info_strings[8] = {&gi.group_id,   &gi.holder,    &gi.routing_key, &mi.event,
+                                  &mi.locked_by,  &dl.group_id,  &dl.event,       &dl.reason};
+  const char **more_strings[4] = {&dl.last_worker, &gp.next_cursor, &mp.next_cursor,
+                                  &dp.next_cursor};
+  size_t *info_lengths[6] = {&gi.group_id_len, &mi.event_len,    &dl.group_id_len,
+                             &dl.event_len,    &gp.n_groups,     &mp.n_messages};
+  size_t *n_letters = &dp.n_letters;
+  int64_t *info_ints[6] = {&gi.head_seq, &gi.head_attempts, &mi.seq, &mi.attempts, &dl.seq,
+                           &dl.attempts};
+  double *info_doubles[5] = {&gi.head_age, &gi.lock_expiry, &mi.lock_expiry, &mi.published_at,
+                             &dl.dead_at};
+  harel_group_state *state = &gi.state;
+  uint64_t *depth = &gi.depth;
+  const harel_group_info **group_items = &gp.groups;
+  const harel_message_info **message_items = &mp.messages;
+  const harel_dead_letter **dead_items = &dp.letters;
+  int group_states = HAREL_GROUP_READY == 0 && HAREL_GROUP_LEASED == 1 &&
+                     HAREL_GROUP_PARKED == 2 && MAX_PAGE == 10000;
   /* the message's fields, by name and type */
   harel_message message = {"g", "{}", 0, NULL};
   const char **message_strings[3] = {&message.group_id, &message.event_json, &message.routing_key};
@@ -94,7 +157,14 @@ int main(void) {
             set_synchronous_full && set_clock && transport_open && publish && publish_many &&
             claim && ack && ack_and_claim && nack && close_fn && lease_free && string_free &&
             schema_sql && schema_upgrade_sql && seq && strings[2] && lengths[1] &&
-            lock_expiry && lease_order && message_strings[2] && message_priority &&
+            lock_expiry && attempts && lease_order && message_strings[2] && message_priority &&
+            set_max_attempts && dead_letter && redrive && purge_dead && purge_group && purge &&
+            release && stats && groups && peek && dead_letters && stats_free &&
+            group_page_free && message_page_free && dead_page_free && stats_doubles[2] &&
+            stats_counts[6] && levels && n_levels && ints[1] && level_counts[2] &&
+            info_strings[7] && more_strings[3] && info_lengths[5] && n_letters &&
+            info_ints[5] && info_doubles[4] && state && depth && group_items &&
+            message_items && dead_items && group_states &&
             statuses[7] == -99 && limits && null_error;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",

@@ -96,7 +96,13 @@ test('Promise.all of 4,000 publishes: each lands once, and the library shares co
 test('with a JS clock, concurrent calls still each get the time read for them', async () => {
   let now = 1000;
   const t = await Transport.open(box.db(), { clock: () => (now += 1) });
+  const atOpen = now;
   await Promise.all(Array.from({ length: 30 }, (_, g) => t.publish(`g${g}`, { g })));
+  // Publishes read it too (the library stamps each message with its publish time): each
+  // its own read, one at a time. peek reads no clock.
+  const pages = await Promise.all(Array.from({ length: 30 }, (_, g) => t.peek(`g${g}`)));
+  const stamps = pages.map((page) => page.messages[0].publishedAt).sort((a, b) => a - b);
+  assert.deepEqual(stamps, Array.from({ length: 30 }, (_, i) => atOpen + 1 + i));
   const before = now;
   const leases = await Promise.all(Array.from({ length: 30 }, (_, i) => t.claim(`w${i}`, { visibility: 100 })));
   // Each claim's clock read was its own: 30 distinct times, each read before its call.

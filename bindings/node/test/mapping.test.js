@@ -29,7 +29,8 @@ test('a lease is a frozen copy of every field; the event text comes back byte fo
   const text = ' {"kind": "x",  "data": [1, 2.50, "é", "🦀"]} ';
   await t.publish('group-ü-漢字', text);
   const lease = await t.claim('worker-7', { visibility: 12.5 });
-  assert.deepEqual(Object.keys(lease).sort(), ['event', 'eventJson', 'groupId', 'lockExpiry', 'seq', 'workerId']);
+  assert.deepEqual(Object.keys(lease).sort(), ['attempts', 'event', 'eventJson', 'groupId', 'lockExpiry', 'seq', 'workerId']);
+  assert.equal(lease.attempts, 1, 'its first claim');
   assert.equal(typeof lease.seq, 'number', 'seq is a Number while it is a safe integer');
   assert.ok(Number.isSafeInteger(lease.seq) && lease.seq > 0);
   assert.equal(lease.groupId, 'group-ü-漢字');
@@ -51,7 +52,7 @@ test('a lease is a frozen copy of every field; the event text comes back byte fo
   await t.close();
 });
 
-test('the JS clock is read for claim, ack, nack and ackAndClaim, never for publish', async () => {
+test('the JS clock is read for every call that asks the library for the time', async () => {
   const clock = manualClock(5000);
   let reads = 0;
   const t = await Transport.open(box.db(), {
@@ -62,8 +63,10 @@ test('the JS clock is read for claim, ack, nack and ackAndClaim, never for publi
   });
   const atOpen = reads;
   await t.publish('g', { n: 1 });
+  clock.now = 5001;
   await t.publishMany([{ groupId: 'g', event: { n: 2 } }]);
-  assert.equal(reads, atOpen, 'publishing needs no time');
+  assert.equal(reads, atOpen + 2, 'a publish stamps its messages with the time');
+  assert.deepEqual((await t.peek('g')).messages.map((m) => m.publishedAt), [5000, 5001]);
   const first = await t.claim('w', { visibility: 1 });
   clock.now = 10; // backwards: the library takes what the clock says
   await t.nack(first);
@@ -72,7 +75,15 @@ test('the JS clock is read for claim, ack, nack and ackAndClaim, never for publi
   const second = await t.ackAndClaim(again, 'w', { visibility: 2 });
   assert.equal(second.lockExpiry, 12);
   await t.ack(second);
-  assert.equal(reads, atOpen + 5);
+  assert.equal(reads, atOpen + 2 + 5);
+  // the calls that do not ask for the time, and those that do
+  await Promise.all([t.purgeDead({ all: true }), t.purgeGroup('x'), t.purge(), t.peek('g'), t.deadLetters()]);
+  assert.equal(reads, atOpen + 7, 'purgeDead, purgeGroup, purge, peek and deadLetters read no clock');
+  await Promise.all([t.stats(), t.groups(), t.release('g'), t.redrive({ all: true })]);
+  assert.equal(reads, atOpen + 11);
+  await t.publish('g', {});
+  await t.deadLetter(await t.claim('w'), 'r');
+  assert.equal(reads, atOpen + 14);
   await t.close();
 });
 

@@ -6,6 +6,8 @@ import {
   HarelError,
   STATUS,
   DEFAULT_VISIBILITY,
+  DEFAULT_LIMIT,
+  MAX_PAGE,
   version,
   libraryInfo,
   schemaSql,
@@ -15,6 +17,14 @@ import {
   type OpenOptions,
   type HarelErrorCode,
   type Message,
+  type Stats,
+  type GroupInfo,
+  type GroupPage,
+  type GroupState,
+  type MessagePage,
+  type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterSelection,
 } from 'harel-transport';
 
 interface OrderPlaced {
@@ -29,6 +39,7 @@ async function usage(): Promise<void> {
     createSchema: true,
     busyTimeout: 5,
     synchronousFull: false,
+    maxAttempts: 5,
     clock: () => Date.now() / 1000,
   };
   const t: Transport = await Transport.open('queue.db', options);
@@ -66,6 +77,57 @@ async function usage(): Promise<void> {
   }
   const unknownEvent: unknown = untyped?.event;
   void unknownEvent;
+
+  // when a message keeps failing
+  const failing = await t.claim<OrderPlaced>('worker-3');
+  if (failing !== null) {
+    const attempts: number = failing.attempts;
+    void attempts;
+    await t.deadLetter(failing, 'total is negative');
+  }
+  const selections: DeadLetterSelection[] = [{ all: true }, { groupId: 'order-17' }, { seqs: [1, 2n] }];
+  for (const which of selections) {
+    const moved: number = await t.redrive(which);
+    const purged: number = await t.purgeDead(which);
+    void [moved, purged];
+  }
+  const purgedGroup: number = await t.purgeGroup('order-18');
+  const purgedAll: number = await t.purge();
+  const released: boolean = await t.release('order-19');
+  void [purgedGroup, purgedAll, released];
+
+  const stats: Stats = await t.stats();
+  const age: number | null = stats.oldestReadyAge;
+  const nextRelease: number | null = stats.nextReleaseAt;
+  const levels: number[] = stats.byPriority.map((p) => p.priority + p.ready + p.leased + p.parked + p.groups);
+  void [stats.now, stats.messages, stats.dead, age, nextRelease, levels];
+
+  let cursor: string | null = null;
+  do {
+    const page: GroupPage = await t.groups({ state: 'leased', cursor, limit: MAX_PAGE });
+    for (const g of page.groups) {
+      const state: GroupState = g.state;
+      const holder: string | null = g.holder;
+      const until: number | null = g.lockExpiry;
+      const key: string | null = g.routingKey;
+      const headSeq: number | bigint = g.headSeq;
+      void [state, holder, until, key, headSeq, g.depth, g.headAge, g.priority, g.headAttempts, g.groupId];
+    }
+    cursor = page.next;
+  } while (cursor !== null);
+  const all: GroupInfo[] = [...(await t.groups()).groups, ...(await t.groups({ state: null, limit: DEFAULT_LIMIT })).groups];
+  const messages: MessagePage<OrderPlaced> = await t.peek<OrderPlaced>('order-17', { limit: 10 });
+  for (const m of messages.messages) {
+    const total: number = m.event.data.total;
+    const lockedBy: string | null = m.lockedBy;
+    const publishedAt: number | null = m.publishedAt;
+    void [total, lockedBy, publishedAt, m.seq, m.eventJson, m.attempts, m.lockExpiry];
+  }
+  const dead: DeadLetterPage = await t.deadLetters({ groupId: 'order-17', cursor: messages.next, limit: 5 });
+  const letter: DeadLetter | undefined = dead.letters[0];
+  const lastWorker: string | null | undefined = letter?.lastWorker;
+  const reasons: string[] = (await t.deadLetters()).letters.map((d) => `${d.reason} ${d.deadAt} ${d.attempts}`);
+  void [all, lastWorker, reasons];
 
   const closed: boolean = t.closed;
   const where: string = t.path;
@@ -105,6 +167,20 @@ async function usage(): Promise<void> {
   // @ts-expect-error not a known code
   const bad: HarelErrorCode = 'HAREL_ERR_NOPE';
   void bad;
+  // @ts-expect-error a selection is one of { all: true }, { groupId }, { seqs }
+  await t.redrive({ all: false });
+  // @ts-expect-error seqs are numbers or bigints
+  await t.purgeDead({ seqs: ['1'] });
+  // @ts-expect-error not a group state
+  await t.groups({ state: 'stuck' });
+  // @ts-expect-error peek takes the group id first
+  await t.peek({ groupId: 'g' });
+  // @ts-expect-error the reason is a string
+  await t.deadLetter({ seq: 1, groupId: 'g', workerId: 'w' }, 42);
+  // @ts-expect-error maxAttempts is a number
+  await Transport.open('q.db', { maxAttempts: '5' });
+  // @ts-expect-error a page's items are read only
+  (await t.groups()).groups.push(all[0]);
 }
 
 void usage;

@@ -1,0 +1,134 @@
+package harel
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// When a message keeps failing: the dead letters (a table beside the queue), what a worker
+// and an operator do with them, and the operator's purges and release. Each method is one
+// transaction of the library.
+
+// DeadLetters says which dead letters Redrive or PurgeDead takes: exactly one of all of
+// them (AllDeadLetters), one group's (DeadLettersOfGroup) or some by seq
+// (DeadLettersBySeq). The zero value selects nothing, which the library refuses with
+// ErrArgument, as it does DeadLettersBySeq() with no seqs.
+type DeadLetters struct {
+	all     bool
+	byGroup bool
+	group   string
+	seqs    []int64
+}
+
+// AllDeadLetters selects every dead letter.
+func AllDeadLetters() DeadLetters { return DeadLetters{all: true} }
+
+// DeadLettersOfGroup selects the dead letters of groupID (not empty).
+func DeadLettersOfGroup(groupID string) DeadLetters {
+	return DeadLetters{byGroup: true, group: groupID}
+}
+
+// DeadLettersBySeq selects the dead letters with these seqs (DeadLetter.Seq); seqs that
+// are not dead letters are passed over. The seqs are copied.
+func DeadLettersBySeq(seqs ...int64) DeadLetters {
+	return DeadLetters{seqs: append([]int64(nil), seqs...)}
+}
+
+// DeadLetter is a message moved out of its group: by WithMaxAttempts, by a worker's
+// DeadLetter, or by a claim that met text another program stored that is not UTF-8 (its
+// invalid bytes show as U+FFFD here).
+type DeadLetter struct {
+	// Seq is the message's seq in the queue before it died.
+	Seq int64
+	// GroupID is its group, every byte of it.
+	GroupID string
+	// Event is its JSON text, byte for byte.
+	Event json.RawMessage
+	// Attempts is how many times it had been claimed.
+	Attempts int
+	// LastWorker is the worker that held it last; "" when it was parked or never claimed.
+	LastWorker string
+	// Reason says why it died: the worker's reason, or the library's.
+	Reason string
+	// DeadAt is when it was moved, by the Transport's clock.
+	DeadAt time.Time
+}
+
+// DeadLetter moves the leased message to the dead letters with reason (not empty), for a
+// worker that knows the message will never succeed; its group goes on with the next
+// message at once. The lease is over, as after Ack. It reads the lease as Ack does.
+//
+// Errors: ErrLeaseLost (as Ack's; nothing changed), ErrArgument (as Ack's, or reason empty,
+// holding a NUL byte or invalid UTF-8), ErrBusy, ErrDatabase, ErrClosed.
+func (t *Transport) DeadLetter(lease *Lease, reason string) error {
+	return t.call(func(h cTransport) error { return h.deadLetter(lease, reason) })
+}
+
+// Redrive moves the selected dead letters back into their groups as the newest messages
+// (after what each group holds now), in the order they had, claimed 0 times; a group they
+// bring back is made with its old priority and routing key. It returns how many moved.
+//
+// Errors: ErrArgument (not exactly one selection, an empty group id, a NUL byte or invalid
+// UTF-8 in it; nothing changed), ErrBusy, ErrDatabase, ErrClosed.
+func (t *Transport) Redrive(which DeadLetters) (uint64, error) {
+	var moved uint64
+	err := t.call(func(h cTransport) (err error) {
+		moved, err = h.selectDead(which, false)
+		return err
+	})
+	return moved, err
+}
+
+// PurgeDead deletes the selected dead letters and returns how many.
+//
+// Errors: as Redrive's.
+func (t *Transport) PurgeDead(which DeadLetters) (uint64, error) {
+	var purged uint64
+	err := t.call(func(h cTransport) (err error) {
+		purged, err = h.selectDead(which, true)
+		return err
+	})
+	return purged, err
+}
+
+// PurgeGroup deletes groupID's messages and the group, and returns how many messages; a
+// lease on one of them is lost (its Ack is ErrLeaseLost). An unknown group is 0.
+//
+// Errors: ErrArgument (groupID empty, holding a NUL byte or invalid UTF-8), ErrBusy,
+// ErrDatabase, ErrClosed.
+func (t *Transport) PurgeGroup(groupID string) (uint64, error) {
+	var purged uint64
+	err := t.call(func(h cTransport) (err error) {
+		purged, err = h.purgeGroup(groupID)
+		return err
+	})
+	return purged, err
+}
+
+// Purge deletes every message and group (the dead letters stay) and returns how many
+// messages.
+//
+// Errors: ErrBusy, ErrDatabase, ErrClosed.
+func (t *Transport) Purge() (uint64, error) {
+	var purged uint64
+	err := t.call(func(h cTransport) (err error) {
+		purged, err = h.purge()
+		return err
+	})
+	return purged, err
+}
+
+// Release ends the lease or park on groupID's head now, so a stuck group is served at once
+// (the holder's Ack or Nack then finds its lease lost). It returns false when nothing was
+// held (the group is ready, or unknown).
+//
+// Errors: ErrArgument (groupID empty, holding a NUL byte or invalid UTF-8), ErrBusy,
+// ErrDatabase, ErrClosed.
+func (t *Transport) Release(groupID string) (bool, error) {
+	var released bool
+	err := t.call(func(h cTransport) (err error) {
+		released, err = h.release(groupID)
+		return err
+	})
+	return released, err
+}

@@ -1,0 +1,185 @@
+package harel
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// A look inside the queue: counts (Stats) and pages of groups, of a group's messages and of
+// dead letters. Each is one read of the library that takes no write lock, so it never
+// holds up a claim, and claims nothing.
+//
+// Absent values: a time or a duration the library does not have is nil (a *time.Time or
+// *time.Duration: 0 would be a real age); a string it does not have is "" (the library
+// never stores an empty holder, worker or routing key). A page's Next is "" on the last
+// page.
+
+// MaxPage is the largest limit a listing takes (Groups, Peek, DeadLetters: 1..MaxPage).
+const MaxPage = 10000
+
+// Stats are exact counts of the queue at one instant.
+type Stats struct {
+	// Now is when the counts were taken, by the Transport's clock.
+	Now time.Time
+	// Messages and Groups in the queue (the dead letters not counted).
+	Messages, Groups uint64
+	// Ready, Leased and Parked count the groups whose head is claimable now, leased to a
+	// worker, parked by a Nack with a delay: together, Groups.
+	Ready, Leased, Parked uint64
+	// Dead is how many dead letters there are.
+	Dead uint64
+	// OldestReadyAge is how long ago the oldest message of a ready group was published;
+	// nil when no group is ready, or that message's writer does not stamp the time
+	// (harel's Python transports).
+	OldestReadyAge *time.Duration
+	// NextReleaseAt is the soonest end of a lease or a park; nil when nothing is in flight.
+	NextReleaseAt *time.Time
+	// ByPriority has the group counts of each priority level that has groups, lowest first.
+	ByPriority []PriorityStats
+}
+
+// PriorityStats are the group counts of one priority level.
+type PriorityStats struct {
+	Priority                      int
+	Groups, Ready, Leased, Parked uint64
+}
+
+// GroupState is where a group stands, from its head (only a head is ever leased). Groups
+// takes one to list only those groups, or GroupAny.
+type GroupState int32
+
+// The group states, the values of the C ABI's harel_group_state; GroupAny (-1) lists every
+// group.
+const (
+	GroupAny    GroupState = -1
+	GroupReady  GroupState = 0 // the head can be claimed now
+	GroupLeased GroupState = 1 // the head is leased to a worker
+	GroupParked GroupState = 2 // the head is parked by a Nack with a delay
+)
+
+// String is "any", "ready", "leased" or "parked" (GroupState(n) for another value).
+func (s GroupState) String() string {
+	switch s {
+	case GroupAny:
+		return "any"
+	case GroupReady:
+		return "ready"
+	case GroupLeased:
+		return "leased"
+	case GroupParked:
+		return "parked"
+	}
+	return "GroupState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// GroupInfo is one group of a GroupPage.
+type GroupInfo struct {
+	GroupID string
+	State   GroupState
+	// Depth is how many messages the group holds.
+	Depth   uint64
+	HeadSeq int64
+	// HeadAge is how long ago the head was published; nil when its writer does not stamp
+	// the time.
+	HeadAge *time.Duration
+	// Holder is the worker holding the head's lease; "" when ready or parked.
+	Holder string
+	// LockExpiry is when the lease or park ends; nil when ready.
+	LockExpiry *time.Time
+	Priority   int
+	// RoutingKey is the group's routing key; "" for none.
+	RoutingKey string
+	// HeadAttempts is how many times the head has been claimed.
+	HeadAttempts int
+}
+
+// GroupPage is a page of groups in group id order. Pass Next to Groups for the next page;
+// it is "" on the last.
+type GroupPage struct {
+	Groups []GroupInfo
+	Next   string
+}
+
+// MessageInfo is one message of a MessagePage.
+type MessageInfo struct {
+	Seq int64
+	// Event is the JSON text, byte for byte as published.
+	Event json.RawMessage
+	// Attempts is how many times it has been claimed.
+	Attempts int
+	// LockedBy is the worker holding it, or "__parked__" while it is parked; "" when free.
+	LockedBy string
+	// LockExpiry is when its lease or park ends; nil when free.
+	LockExpiry *time.Time
+	// PublishedAt is when it was published; nil when its writer does not stamp the time.
+	PublishedAt *time.Time
+}
+
+// MessagePage is a page of a group's messages, oldest first; Next as for GroupPage.
+type MessagePage struct {
+	Messages []MessageInfo
+	Next     string
+}
+
+// DeadLetterPage is a page of dead letters in the order they had in the queue; Next as for
+// GroupPage.
+type DeadLetterPage struct {
+	Letters []DeadLetter
+	Next    string
+}
+
+// Stats counts the queue now: messages, groups by state, dead letters, the oldest ready
+// message's age, the next release, and the same per priority level.
+//
+// Errors: ErrDatabase, ErrClosed (and ErrArgument from a WithClock clock before the epoch).
+func (t *Transport) Stats() (*Stats, error) {
+	var s *Stats
+	err := t.call(func(h cTransport) (err error) {
+		s, err = h.stats()
+		return err
+	})
+	return s, err
+}
+
+// Groups lists a page of groups in group id order, at most limit (1..MaxPage) of them:
+// every group (GroupAny) or those in state. cursor is "" for the first page, else the
+// Next of the page before (only a Groups page's: another listing's cursor is refused).
+//
+// Errors: ErrArgument (state not GroupAny..GroupParked, limit outside 1..MaxPage, a cursor
+// this listing did not hand out, or holding a NUL byte), ErrDatabase, ErrClosed.
+func (t *Transport) Groups(state GroupState, cursor string, limit int) (*GroupPage, error) {
+	var page *GroupPage
+	err := t.call(func(h cTransport) (err error) {
+		page, err = h.groups(state, cursor, limit)
+		return err
+	})
+	return page, err
+}
+
+// Peek lists a page of groupID's messages, oldest first, without claiming them; cursor
+// and limit as for Groups. An unknown group is an empty page.
+//
+// Errors: ErrArgument (groupID empty, a bad cursor or limit, a NUL byte or invalid UTF-8
+// in a string), ErrDatabase, ErrClosed.
+func (t *Transport) Peek(groupID, cursor string, limit int) (*MessagePage, error) {
+	var page *MessagePage
+	err := t.call(func(h cTransport) (err error) {
+		page, err = h.peek(groupID, cursor, limit)
+		return err
+	})
+	return page, err
+}
+
+// DeadLetters lists a page of dead letters in the order they had in the queue: groupID's,
+// or every group's for ""; cursor and limit as for Groups.
+//
+// Errors: as Peek's.
+func (t *Transport) DeadLetters(groupID, cursor string, limit int) (*DeadLetterPage, error) {
+	var page *DeadLetterPage
+	err := t.call(func(h cTransport) (err error) {
+		page, err = h.deadLetters(groupID, cursor, limit)
+		return err
+	})
+	return page, err
+}
