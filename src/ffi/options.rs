@@ -178,7 +178,8 @@ pub extern "C" fn harel_options_set_max_attempts(
     })
 }
 
-/// The function a claim, ack or nack asks for "now": epoch seconds, called with `ctx`.
+/// The function every call that writes or looks asks for "now" (a publish stamps its
+/// messages with it; a claim, ack or nack reads it under the write lock): epoch seconds, called with `ctx`.
 /// NULL restores the system clock. It is called on the thread that makes the call, while
 /// the transport's lock is held, so it must not call back into the same transport; it
 /// must be safe to call from every thread that uses the transport. `ctx` stays the
