@@ -2158,7 +2158,7 @@ static int cursors_of_each_listing(cursors *c) {
 
 static void bad_arguments_of_the_looks(void) {
   static const char *const made_up[] = {"", "x", "g", "g1", "g1.f", "g1.zz", "m1.00",
-                                        "d1.0000", "m2.0000000000000001", "g1.ff"};
+                                        "d1.0000", "m2.0000000000000001"};
   const int32_t bad_state[] = {3, -2, INT32_MIN, INT32_MAX};
   const size_t bad_limit[] = {0, MAX_PAGE + 1, SIZE_MAX};
   fixture fx;
@@ -2195,6 +2195,10 @@ static void bad_arguments_of_the_looks(void) {
     DEAD_FAILS(HAREL_ERR_ARGUMENT, "limit", fx.t, "d1", NULL, bad_limit[i]);
   DEAD_FAILS(HAREL_ERR_ARGUMENT, "cursor", fx.t, NULL, c.groups, 10);
   DEAD_FAILS(HAREL_ERR_ARGUMENT, "cursor", fx.t, NULL, c.messages, 10);
+  /* "after the bytes ff" is a groups cursor (a stored group id need not be UTF-8), and
+     no other listing's */
+  PEEK_FAILS(HAREL_ERR_ARGUMENT, "cursor", fx.t, "g1", "g1.ff", 10);
+  DEAD_FAILS(HAREL_ERR_ARGUMENT, "cursor", fx.t, NULL, "g1.ff", 10);
   /* made-up cursors, and strings that are not UTF-8 */
   for (i = 0; i < N_OF(made_up); i++) {
     GROUPS_FAILS(HAREL_ERR_ARGUMENT, "cursor", fx.t, -1, made_up[i], 10);
