@@ -31,15 +31,4 @@ test-c: lib c-tools
 # What the C tests run besides the compilers: pkg-config (tests/install.sh) and valgrind.
 # Installed from Debian's packages when missing and we are root; otherwise named.
 c-tools:
-	@for need in pkg-config:pkgconf valgrind:valgrind; do \
-	  tool=$${need%%:*}; package=$${need##*:}; \
-	  command -v $$tool >/dev/null && continue; \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "$$tool is missing: installing the Debian package $$package"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$package \
-	      || exit 1; \
-	  else \
-	    echo "$$tool is missing: install the Debian package $$package" >&2; \
-	    exit 1; \
-	  fi; \
-	done
+	@bash mk/need.sh pkg-config:pkgconf valgrind:valgrind

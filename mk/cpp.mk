@@ -38,15 +38,4 @@ test-cpp: lib cpp-tools examples-cpp
 # package test builds with them too). Installed from Debian's packages when missing and we
 # are root; otherwise named.
 cpp-tools:
-	@for need in c++:g++ cmake:cmake pkg-config:pkgconf; do \
-	  tool=$${need%%:*}; package=$${need##*:}; \
-	  command -v $$tool >/dev/null && continue; \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "$$tool is missing: installing the Debian package $$package"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$package \
-	      || exit 1; \
-	  else \
-	    echo "$$tool is missing: install the Debian package $$package" >&2; \
-	    exit 1; \
-	  fi; \
-	done
+	@bash mk/need.sh c++:g++ cmake:cmake pkg-config:pkgconf

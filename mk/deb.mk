@@ -30,15 +30,4 @@ test-deb:
 # dpkg-architecture), help2man (the CLI's man page) and lintian; installed from Debian's packages when missing and we are
 # root, otherwise named.
 deb-tools:
-	@for need in dpkg-shlibdeps:dpkg-dev dpkg-gencontrol:dpkg-dev help2man:help2man lintian:lintian; do \
-	  tool=$${need%%:*}; package=$${need##*:}; \
-	  command -v $$tool >/dev/null && continue; \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "$$tool is missing: installing the Debian package $$package"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$package \
-	      || exit 1; \
-	  else \
-	    echo "$$tool is missing: install the Debian package $$package" >&2; \
-	    exit 1; \
-	  fi; \
-	done
+	@bash mk/need.sh dpkg-shlibdeps:dpkg-dev dpkg-gencontrol:dpkg-dev help2man:help2man lintian:lintian

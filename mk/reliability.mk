@@ -46,13 +46,7 @@ FUZZ_RUSTFLAGS    := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-leve
 FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1
 
 fuzz-tools:
-	@command -v c++ >/dev/null && exit 0; \
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "c++ is missing (libFuzzer is C++): installing the Debian package g++"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ || exit 1; \
-	else \
-	  echo "c++ is missing: install the Debian package g++" >&2; exit 1; \
-	fi
+	@bash mk/need.sh c++:g++
 
 # The build's own helpers (a parser generator in libsql) are compiled with ASan too, and
 # leak on purpose at exit: leak detection is off while building.
