@@ -19,20 +19,8 @@ GROUPS_N=5
 PER_GROUP=9
 TOTAL=$((GROUPS_N * PER_GROUP))
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1
-  shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
-}
-finish() {
-  echo "deb: $passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-  exit
-}
+SUITE=deb
+. tests/checks.sh
 
 if [ "$(id -u)" != 0 ]; then
   echo "deb: skipped: installing packages needs root (dpkg -i)"

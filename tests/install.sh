@@ -11,20 +11,8 @@ GROUPS_N=5
 PER_GROUP=9
 TOTAL=$((GROUPS_N * PER_GROUP))
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1
-  shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
-}
-finish() {
-  echo "install: $passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-  exit
-}
+SUITE=install
+. tests/checks.sh
 
 if ! command -v pkg-config >/dev/null; then
   echo "pkg-config is missing: install the Debian package pkgconf (make c-tools does as root)" >&2

@@ -14,20 +14,8 @@ cd "$(dirname "$0")/../.."
 MAKE=${MAKE:-make}
 CMAKE=${CMAKE:-cmake}
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
-check() { # check NAME COMMAND...: passes when the command succeeds
-  local name=$1
-  shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
-}
-finish() {
-  echo "cmake: $passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-  exit
-}
+SUITE=cmake
+. tests/checks.sh
 
 if ! command -v "$CMAKE" >/dev/null; then
   echo "cmake is missing: install the Debian package cmake (make cpp-tools does as root)" >&2
