@@ -1,13 +1,18 @@
-//! Part 5 (issue #8): the queue on a libSQL server. One sqld on loopback (the tests'
-//! harness, tests/common/sqld.rs: found through `HAREL_SQLD` or `sqld` on PATH), and the
-//! same work in three modes: a local file (our default, synchronous FULL) for reference,
-//! remote (a URL: every statement a round trip to the server) and embedded replicas (a
-//! local file per worker with `sync_url`: reads local, writes and every statement inside a
-//! transaction go to the primary). Per mode: one thread publishes a backlog, then 8
-//! worker threads, each with its own transport (for replicas, its own file, as workers on
-//! separate hosts would have), claim and ack until it is drained; every message must be
-//! acked exactly once. Also the same number of messages through `publish_many`, 100 per
-//! call, into tables of their own (prefix `batch`).
+//! Part 5 (issues #8 and #16): the queue on a libSQL server. One sqld on loopback (the
+//! tests' harness, tests/common/sqld.rs: found through `HAREL_SQLD` or `sqld` on PATH),
+//! reached directly and through a loopback proxy that adds 2 ms to every round trip (a real
+//! network; tests/common/http_proxy.rs), in three modes: a local file (synchronous FULL)
+//! for reference, remote (a URL) and embedded replicas (a local file per worker with
+//! `sync_url`, as workers on separate hosts would have). Each server mode runs twice in the
+//! same run: the operations as one request each (now) and as before issue 16, a round trip
+//! per statement inside the server's write lock (`Options::one_request_on_server(false)`).
+//!
+//! Per mode: publishes from one thread and from 8 threads sharing one transport (shared
+//! commits), `publish_many` 100 per call, and claim+ack cycles (claim, then ack: two calls)
+//! with 1 and with 8 workers, each worker its own transport, and with 1 worker through
+//! `ack_and_claim` (one call a message), every message acked once. Each figure runs until
+//! its work is done or `CAP` is over (the rate is over what was done). With 2 ms added,
+//! one worker's cycle costs (its time with 2 ms added − its time without) ÷ 2 ms round trips.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,17 +22,20 @@ use std::time::{Duration, Instant};
 use harel_transport::{Message, Options, Transport};
 use serde_json::{json, Value};
 
+use harel_transport_testkit::http_proxy::CountingProxy;
 use harel_transport_testkit::sqld::Sqld;
 
-const MESSAGES: usize = 1_000;
-const GROUPS: usize = 200;
+const MESSAGES: usize = 4_000;
+const GROUPS: usize = 400;
 const BATCH: usize = 100;
-const WORKERS: usize = 8;
-/// A drain stops after this long even if unfinished (the rate is over what was done).
-const DRAIN_CAP: Duration = Duration::from_secs(30);
+const THREADS: usize = 8;
+/// Each figure stops after this long even if unfinished.
+const CAP: Duration = Duration::from_secs(3);
 const VISIBILITY: f64 = 30.0;
+/// What the proxy adds to each round trip.
+const ADDED: Duration = Duration::from_millis(2);
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Mode {
     File,
     Remote,
@@ -44,152 +52,268 @@ impl Mode {
     }
 }
 
+/// Where a measurement's transports go, and how they run their operations.
 struct Place<'a> {
     mode: Mode,
     url: String,
+    one_request: bool,
     dir: &'a Path,
     opened: AtomicUsize,
 }
 
 impl Place<'_> {
-    /// A new transport: for a replica, on a file of its own.
-    fn open(&self) -> Result<Transport, String> {
-        self.open_with(Options::new())
-    }
-
-    fn open_with(&self, mut options: Options) -> Result<Transport, String> {
+    /// A new transport on tables under `prefix`: for a replica, on a file of its own.
+    fn open(&self, prefix: &str) -> Result<Transport, String> {
+        let mut options = Options::new();
+        options.prefix(prefix).map_err(|e| format!("{e:?}"))?;
+        options.one_request_on_server(self.one_request);
         let n = self.opened.fetch_add(1, Ordering::SeqCst);
-        let file = |name: &str| self.dir.join(format!("{name}-{n}.db")).to_string_lossy().into_owned();
         let opened = match self.mode {
             Mode::File => Transport::open(&self.dir.join("server-part.db").to_string_lossy(), &options),
             Mode::Remote => Transport::open(&self.url, &options),
             Mode::Replica => {
                 options.sync_url(Some(&self.url)).map_err(|e| format!("{e:?}"))?;
-                Transport::open(&file("replica"), &options)
+                Transport::open(&self.dir.join(format!("replica-{n}.db")).to_string_lossy(), &options)
             }
         };
         opened.map_err(|e| format!("open ({}): {e:?}", self.mode.name()))
     }
 }
 
-/// Runs the three modes against one fresh sqld; a table on stdout, the figures as JSON.
+/// One row of the table: a mode, its path, its network.
+struct Run {
+    mode: Mode,
+    one_request: bool,
+    added: bool,
+    figures: Result<Value, String>,
+}
+
+/// Runs every mode against one fresh sqld; a table on stdout, the figures as JSON.
 pub fn run(binary: &Path, work: &Path) -> Value {
     let server = Sqld::start(binary, false);
-    let mut results = Vec::new();
-    for (n, mode) in [Mode::File, Mode::Remote, Mode::Replica].into_iter().enumerate() {
-        crate::progress(&format!("server part: {}", mode.name()));
-        let dir = work.join(format!("server-{n}"));
-        let figures = std::fs::create_dir_all(&dir)
-            .map_err(|e| e.to_string())
-            .and_then(|()| measure(&Place { mode, url: server.url(), dir: &dir, opened: AtomicUsize::new(0) }));
-        let _ = std::fs::remove_dir_all(&dir);
-        results.push((mode, figures));
+    let slow = CountingProxy::start(server.port(), ADDED);
+    let mut runs = Vec::new();
+    let mut plan = vec![(Mode::File, true, false)];
+    for mode in [Mode::Remote, Mode::Replica] {
+        for added in [false, true] {
+            for one_request in [false, true] {
+                plan.push((mode, one_request, added));
+            }
+        }
     }
-    print(&results);
+    for (n, (mode, one_request, added)) in plan.into_iter().enumerate() {
+        let path = if one_request { "one request" } else { "before" };
+        let network = if added { ", +2 ms" } else { "" };
+        crate::progress(&format!("server part: {} ({path}{network})", mode.name()));
+        let dir = work.join(format!("server-{n}"));
+        let url = if added { slow.url() } else { server.url() };
+        let place = Place { mode, url, one_request, dir: &dir, opened: AtomicUsize::new(0) };
+        let figures = std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).and_then(|()| measure(&place, n));
+        let _ = std::fs::remove_dir_all(&dir);
+        runs.push(Run { mode, one_request, added, figures });
+    }
+    print(&runs);
     Value::Array(
-        results
-            .iter()
-            .map(|(mode, r)| match r {
-                Ok(v) => json!({"mode": mode.name(), "figures": v}),
-                Err(e) => json!({"mode": mode.name(), "error": e}),
+        runs.iter()
+            .map(|r| {
+                let mut v = json!({"mode": r.mode.name(), "one_request": r.one_request, "added_ms": if r.added { 2 } else { 0 }});
+                match &r.figures {
+                    Ok(f) => v["figures"] = f.clone(),
+                    Err(e) => v["error"] = e.clone().into(),
+                }
+                v
             })
             .collect(),
     )
 }
 
-fn measure(place: &Place) -> Result<Value, String> {
-    let producer = place.open()?;
+fn per_s(done: usize, took: Duration) -> f64 {
+    (done as f64 / took.as_secs_f64() * 10.0).round() / 10.0
+}
+
+fn measure(place: &Place, n: usize) -> Result<Value, String> {
+    let publisher = place.open(&format!("p{n}"))?;
     let started = Instant::now();
-    for i in 0..MESSAGES {
-        let event = format!("{{\"n\":{i}}}");
-        producer.publish(&format!("g{}", i % GROUPS), &event, 0, None).map_err(|e| format!("publish: {e:?}"))?;
+    let mut published = 0;
+    while published < MESSAGES && started.elapsed() < CAP {
+        let event = format!("{{\"n\":{published}}}");
+        publisher
+            .publish(&format!("g{}", published % GROUPS), &event, 0, None)
+            .map_err(|e| format!("publish: {e:?}"))?;
+        published += 1;
     }
-    let publish_s = started.elapsed().as_secs_f64();
-    let mut options = Options::new();
-    options.prefix("batch").map_err(|e| format!("{e:?}"))?;
-    let batcher = place.open_with(options)?;
-    let events: Vec<(String, String)> =
-        (0..MESSAGES).map(|i| (format!("g{}", i % GROUPS), format!("{{\"n\":{i}}}"))).collect();
-    let started = Instant::now();
-    for chunk in events.chunks(BATCH) {
-        let batch: Vec<Message> =
-            chunk.iter().map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None }).collect();
-        batcher.publish_many(&batch).map_err(|e| format!("publish_many: {e:?}"))?;
-    }
-    let publish_many_s = started.elapsed().as_secs_f64();
-    let workers = (0..WORKERS).map(|_| place.open()).collect::<Result<Vec<_>, _>>()?;
-    let acked = AtomicUsize::new(0);
-    let empty = AtomicUsize::new(0);
+    let publish = per_s(published, started.elapsed());
+    let shared = AtomicUsize::new(0);
     let failure = Mutex::new(None);
     let started = Instant::now();
     std::thread::scope(|s| {
-        for (w, t) in workers.iter().enumerate() {
-            let (acked, empty, failure) = (&acked, &empty, &failure);
-            s.spawn(move || {
-                let worker = format!("w{w}");
-                while acked.load(Ordering::SeqCst) < MESSAGES && started.elapsed() < DRAIN_CAP {
-                    let step = t.claim(&worker, VISIBILITY, 0, &[]).and_then(|claimed| match claimed {
-                        Some(lease) => t.ack(&lease).map(|()| acked.fetch_add(1, Ordering::SeqCst)).map(drop),
-                        None => {
-                            empty.fetch_add(1, Ordering::SeqCst);
-                            std::thread::sleep(Duration::from_millis(1));
-                            Ok(())
-                        }
-                    });
-                    if let Err(e) = step {
-                        failure.lock().unwrap().get_or_insert(format!("{worker}: {e:?}"));
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                while shared.load(Ordering::SeqCst) < MESSAGES && started.elapsed() < CAP {
+                    let i = shared.fetch_add(1, Ordering::SeqCst);
+                    if let Err(e) = publisher.publish(&format!("g{}", i % GROUPS), &format!("{{\"t\":{i}}}"), 0, None) {
+                        failure.lock().unwrap().get_or_insert(format!("publish from threads: {e:?}"));
                         return;
                     }
                 }
             });
         }
     });
-    let drain_s = started.elapsed().as_secs_f64();
+    let publish_threads = per_s(shared.load(Ordering::SeqCst).min(MESSAGES), started.elapsed());
     if let Some(e) = failure.into_inner().unwrap() {
         return Err(e);
     }
-    let acked = acked.into_inner();
-    // Left over: nothing when every message was acked exactly once (a double delivery
-    // would have been acked twice and the count would pass MESSAGES with messages left).
-    let left = (0..).map_while(|_| producer.claim("check", VISIBILITY, 0, &[]).ok().flatten()).count();
-    if acked != MESSAGES || left != 0 {
-        return Err(format!("{acked} acked of {MESSAGES}, {left} left in the queue"));
-    }
+    publisher.purge().map_err(|e| format!("purge: {e:?}"))?;
+    let started = Instant::now();
+    let batched = fill(&publisher, Some(CAP))?;
+    let publish_many = per_s(batched, started.elapsed());
+    publisher.purge().map_err(|e| format!("purge: {e:?}"))?;
+    let one = drain(place, &publisher, &format!("p{n}"), 1, false)?;
+    let fused = drain(place, &publisher, &format!("p{n}"), 1, true)?;
+    let eight = drain(place, &publisher, &format!("p{n}"), THREADS, false)?;
     Ok(json!({
-        "publish_per_s": (MESSAGES as f64 / publish_s).round(),
-        "publish_many_per_s": (MESSAGES as f64 / publish_many_s).round(),
-        "batch": BATCH,
-        "drain_claims_per_s": (acked as f64 / drain_s).round(),
-        "empty_claims": empty.into_inner(),
-        "messages": MESSAGES, "groups": GROUPS, "workers": WORKERS,
+        "publish_per_s": publish,
+        "publish_8_threads_per_s": publish_threads,
+        "publish_many_per_s": publish_many,
+        "cycles_1_worker_per_s": one,
+        "ack_and_claim_1_worker_per_s": fused,
+        "cycles_8_workers_per_s": eight,
+        "messages": MESSAGES, "groups": GROUPS, "batch": BATCH, "cap_s": CAP.as_secs_f64(),
     }))
 }
 
-fn print(results: &[(Mode, Result<Value, String>)]) {
-    let rate = |r: &Result<Value, String>, key: &str| r.as_ref().ok().and_then(|v| v[key].as_f64());
-    let base = results.first().map(|(_, r)| r);
+/// Publishes the backlog through `publish_many` (until `cap`, if given); how many went in.
+fn fill(t: &Transport, cap: Option<Duration>) -> Result<usize, String> {
+    let started = Instant::now();
+    let events: Vec<(String, String)> =
+        (0..MESSAGES).map(|i| (format!("g{}", i % GROUPS), format!("{{\"n\":{i}}}"))).collect();
+    let mut done = 0;
+    for chunk in events.chunks(BATCH) {
+        if cap.is_some_and(|cap| started.elapsed() >= cap) {
+            break;
+        }
+        let batch: Vec<Message> =
+            chunk.iter().map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None }).collect();
+        t.publish_many(&batch).map_err(|e| format!("publish_many: {e:?}"))?;
+        done += batch.len();
+    }
+    Ok(done)
+}
+
+/// Claim+ack cycles a second: `workers` threads, each its own transport, on a full
+/// backlog, until it is drained or `CAP` is over; `fused`: `ack_and_claim`. What is left
+/// is purged after.
+fn drain(place: &Place, filler: &Transport, prefix: &str, workers: usize, fused: bool) -> Result<f64, String> {
+    fill(filler, None)?;
+    let transports = (0..workers).map(|_| place.open(prefix)).collect::<Result<Vec<_>, _>>()?;
+    let acked = AtomicUsize::new(0);
+    let failure = Mutex::new(None);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for (w, t) in transports.iter().enumerate() {
+            let (acked, failure) = (&acked, &failure);
+            s.spawn(move || {
+                let worker = format!("w{w}");
+                let mut held = None;
+                while acked.load(Ordering::SeqCst) < MESSAGES && started.elapsed() < CAP {
+                    // (whether a message was acked, the next lease)
+                    let step = match held.take() {
+                        Some(lease) if fused => t.ack_and_claim(&lease, &worker, VISIBILITY, 0, &[]).map(|l| (true, l)),
+                        Some(lease) => {
+                            t.ack(&lease).and_then(|()| t.claim(&worker, VISIBILITY, 0, &[])).map(|l| (true, l))
+                        }
+                        None => t.claim(&worker, VISIBILITY, 0, &[]).map(|l| (false, l)),
+                    };
+                    match step {
+                        Ok((one_more, next)) => {
+                            acked.fetch_add(usize::from(one_more), Ordering::SeqCst);
+                            if next.is_none() {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                            held = next;
+                        }
+                        Err(e) => {
+                            failure.lock().unwrap().get_or_insert(format!("{worker}: {e:?}"));
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let took = started.elapsed();
+    if let Some(e) = failure.into_inner().unwrap() {
+        return Err(e);
+    }
+    filler.purge().map_err(|e| format!("purge: {e:?}"))?;
+    Ok(per_s(acked.into_inner(), took))
+}
+
+fn print(runs: &[Run]) {
+    let figure = |r: &Run, key: &str| r.figures.as_ref().ok().and_then(|v| v[key].as_f64());
+    let find = |mode: Mode, one_request: bool, added: bool| {
+        runs.iter().find(|r| r.mode == mode && r.one_request == one_request && r.added == added)
+    };
+    const KEYS: [(&str, &str); 6] = [
+        ("publish_per_s", "publish/s"),
+        ("publish_8_threads_per_s", "publish/s 8 thr"),
+        ("publish_many_per_s", "publish_many msg/s"),
+        ("cycles_1_worker_per_s", "cycles/s 1 wkr"),
+        ("cycles_8_workers_per_s", "cycles/s 8 wkr"),
+        ("ack_and_claim_1_worker_per_s", "a&c cycles/s 1 wkr"),
+    ];
     println!();
     println!(
-        "On a libSQL server (sqld on loopback): {MESSAGES} messages over {GROUPS} groups published by one \
-         thread, then drained by {WORKERS} workers (claim, ack), each its own transport; and {MESSAGES} \
-         more through publish_many, {BATCH} per call. × = the local file's rate ÷ this one's."
+        "On a libSQL server (sqld on loopback; +2 ms: through a proxy adding 2 ms per round trip): \
+         publishes from 1 thread and from {THREADS} sharing one transport, publish_many ({BATCH} per call), \
+         claim+ack cycles with 1 and {THREADS} workers (each its own transport) and ack_and_claim with 1, \
+         each over {MESSAGES} messages in {GROUPS} groups or {} s. (×) = this ÷ the same mode before issue 16, \
+         in this run.",
+        CAP.as_secs()
     );
-    println!("{:<22} {:>16} {:>22} {:>22}", "mode", "publish/s (×)", "publish_many msgs/s (×)", "drain claims/s (×)");
-    for (mode, r) in results {
-        let cell = |key: &str| match (rate(r, key), base.and_then(|b| rate(b, key))) {
-            (Some(v), Some(b)) => format!("{v:.0} ({:.1})", b / v),
-            (Some(v), None) => format!("{v:.0}"),
-            _ => "failed".to_owned(),
+    print!("{:<34}", "mode");
+    for (_, title) in KEYS {
+        print!(" {title:>20}");
+    }
+    println!();
+    for r in runs {
+        let path = match (r.mode, r.one_request) {
+            (Mode::File, _) => "",
+            (_, true) => ", one request",
+            (_, false) => ", before",
         };
-        println!(
-            "{:<22} {:>16} {:>22} {:>22}",
-            mode.name(),
-            cell("publish_per_s"),
-            cell("publish_many_per_s"),
-            cell("drain_claims_per_s")
-        );
-        if let Err(e) = r {
-            println!("  {}: {e}", mode.name());
+        print!("{:<34}", format!("{}{path}{}", r.mode.name(), if r.added { ", +2 ms" } else { "" }));
+        let before = find(r.mode, false, r.added).filter(|_| r.one_request && r.mode != Mode::File);
+        for (key, _) in KEYS {
+            let cell = match (figure(r, key), before.and_then(|b| figure(b, key))) {
+                (Some(v), Some(b)) => format!("{v:.0} (×{:.1})", v / b),
+                (Some(v), None) => format!("{v:.0}"),
+                (None, _) => "failed".to_owned(),
+            };
+            print!(" {cell:>20}");
+        }
+        println!();
+        if let Err(e) = &r.figures {
+            println!("  {e}");
+        }
+    }
+    // What 2 ms more per round trip costs one worker's cycle, in round trips.
+    for mode in [Mode::Remote, Mode::Replica] {
+        for one_request in [false, true] {
+            let (Some(near), Some(far)) = (find(mode, one_request, false), find(mode, one_request, true)) else {
+                continue;
+            };
+            let trips = |key: &str| match (figure(near, key), figure(far, key)) {
+                (Some(a), Some(b)) => format!("{:.2}", (1.0 / b - 1.0 / a) / ADDED.as_secs_f64()),
+                _ => "failed".to_owned(),
+            };
+            println!(
+                "{} ({}): round trips per cycle, claim+ack {}, ack_and_claim {}",
+                mode.name(),
+                if one_request { "one request" } else { "before" },
+                trips("cycles_1_worker_per_s"),
+                trips("ack_and_claim_1_worker_per_s")
+            );
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::lock_wait::LockWait;
 use crate::mode::Mode;
 use crate::options::{Options, Synchronous};
+use crate::server_ops::OneRequest;
 
 /// How long `open` may spend reaching a server before it reports `Error::Connect`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -18,6 +19,8 @@ pub struct Connected {
     pub database: Database,
     pub connection: Connection,
     pub mode: Mode,
+    /// On a server: where the worker's operations go, one request each.
+    pub one_request: Option<OneRequest>,
 }
 
 pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Connected> {
@@ -57,7 +60,18 @@ pub async fn connect(database: &str, options: &Options, mode: Mode) -> Result<Co
             }
         }
     }
-    Ok(Connected { database: db, connection: conn, mode })
+    let token = options.auth_token.as_deref().unwrap_or_default();
+    let one_request = match mode {
+        _ if !options.one_request => None,
+        Mode::Remote => Some(OneRequest::new(database, token, options.busy_timeout)?),
+        Mode::Replica => {
+            // Its writes go to the primary: the replica is kept for reads.
+            let url = options.sync_url.as_deref().unwrap_or_default();
+            Some(OneRequest::new(url, token, options.busy_timeout)?)
+        }
+        Mode::Memory | Mode::File => None,
+    };
+    Ok(Connected { database: db, connection: conn, mode, one_request })
 }
 
 async fn journal_mode(conn: &Connection, pragma: &str) -> libsql::Result<String> {

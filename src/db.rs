@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::local_lock::{Held, LocalLock};
 use crate::mode::Mode;
 use crate::other_sqlite::FileWatch;
+use crate::server_ops::OneRequest;
 use crate::server_session::ServerSession;
 use crate::statement_cache::StatementCache;
 
@@ -35,11 +36,13 @@ impl Db {
     /// The connection to `path` (a file, ":memory:", a URL) that `connect` opened; a
     /// local file's `watch` was taken before it was opened.
     pub fn new(connected: Connected, path: &str, busy_timeout: Duration, watch: Option<FileWatch>) -> Db {
-        let Connected { database, connection, mode } = connected;
+        let Connected { database, connection, mode, one_request } = connected;
         let place = match mode {
             Mode::File => Place::Local { lock: LocalLock::file(path, busy_timeout), watch, _database: database },
             Mode::Memory => Place::Local { lock: LocalLock::memory(busy_timeout), watch: None, _database: database },
-            Mode::Remote | Mode::Replica => Place::Server(ServerSession::new(database, mode, busy_timeout)),
+            Mode::Remote | Mode::Replica => {
+                Place::Server(ServerSession::new(database, mode, busy_timeout, one_request))
+            }
         };
         Db { conn: connection, statements: StatementCache::new(mode.prepares_statements()), place }
     }
@@ -75,6 +78,14 @@ impl Db {
     ) -> Result<Vec<T>> {
         let outcome = self.statements.query_all(&self.conn, sql, params, read).await;
         outcome.map_err(|e| self.failed(e))
+    }
+
+    /// On a server: the worker's operations as one request each (server_ops.rs).
+    pub fn one_request(&self) -> Option<&OneRequest> {
+        match &self.place {
+            Place::Server(session) => session.one_request(),
+            Place::Local { .. } => None,
+        }
     }
 
     /// Before a look inside the queue (see ServerSession::catch_up).

@@ -63,6 +63,25 @@ impl Error {
     }
 }
 
+impl Error {
+    /// An error a libSQL server reported for a statement of a one-request operation
+    /// (server_ops.rs), sorted as `from_libsql` sorts them; the code is SQLite's name for
+    /// it (`SQLITE_BUSY`, ...) or sqld's (`TRANSACTION_TIMEOUT`, ...).
+    pub(crate) fn from_server(code: &str, message: &str) -> Error {
+        let text = format!("{message} ({code})");
+        if code.contains("SQLITE_BUSY") || code.contains("SQLITE_LOCKED") || text.contains("database is locked") {
+            Error::Busy(format!("{text} (the write lock was not had within the busy timeout)"))
+        } else if is_transaction_timeout(&text) {
+            Error::Database(format!(
+                "{text} (the libSQL server rolled the transaction back: it was held over 5 s while \
+                 another writer waited; nothing of it was applied)"
+            ))
+        } else {
+            Error::Database(text)
+        }
+    }
+}
+
 /// sqld's 5 s rule: a write transaction held that long while another writer waits is rolled
 /// back, and the next statement on its connection fails with this.
 fn is_transaction_timeout(text: &str) -> bool {

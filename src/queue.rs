@@ -1,4 +1,5 @@
-//! The queue's operations, each one write transaction over the tables of docs/queue.md.
+//! The queue's operations, each one write transaction over the tables of docs/queue.md
+//! (on a libSQL server, one request each: server_ops.rs).
 //! Arguments arrive checked, as the requests of request.rs. "Now" is read from the transport's clock only once the write lock is
 //! held: a time read before waiting for the lock would be older than what other
 //! processes wrote meanwhile, and the claim would not see the groups they released.
@@ -17,6 +18,7 @@ use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::request::{Claim, Finish, Nack, Publish};
+use crate::server_ops;
 use crate::sql::Statements;
 use crate::validate::PARKED;
 
@@ -29,6 +31,9 @@ pub type Now<'a> = &'a (dyn Fn() -> Result<f64> + Send + Sync);
 /// server a few round trips rather than two per message. An empty batch writes nothing
 /// and opens no transaction.
 pub async fn publish(db: &mut Db, sql: &Statements, request: &Publish<'_, '_>, now: Now<'_>) -> Result<()> {
+    if let Some(server) = db.one_request() {
+        return server_ops::publish(server, sql, request, now).await;
+    }
     let messages = request.messages();
     if messages.is_empty() {
         return Ok(());
@@ -52,6 +57,9 @@ pub async fn publish(db: &mut Db, sql: &Statements, request: &Publish<'_, '_>, n
 }
 
 pub async fn claim(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Option<Lease>> {
+    if let Some(server) = db.one_request() {
+        return server_ops::claim(server, sql, c, now).await;
+    }
     db.write_transaction(async |db| claim_within(db, sql, c, now()?).await).await
 }
 
@@ -59,6 +67,9 @@ pub async fn claim(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -
 /// dead-letter table with `reason`, as an ack would remove it (its group goes on with the
 /// next message); `Error::LeaseLost` as for ack.
 pub async fn dead_letter(db: &mut Db, sql: &Statements, finish: Finish<'_>, reason: &str, now: Now<'_>) -> Result<()> {
+    if let Some(server) = db.one_request() {
+        return server_ops::dead_letter(server, sql, finish, reason, now).await;
+    }
     let lease = finish.lease;
     db.write_transaction(async |db| {
         let now = now()?;
@@ -73,6 +84,9 @@ pub async fn dead_letter(db: &mut Db, sql: &Statements, finish: Finish<'_>, reas
 }
 
 pub async fn ack(db: &mut Db, sql: &Statements, finish: Finish<'_>, now: Now<'_>) -> Result<()> {
+    if let Some(server) = db.one_request() {
+        return server_ops::ack(server, sql, finish, now).await;
+    }
     db.write_transaction(async |db| ack_within(db, sql, finish.lease, now()?).await).await
 }
 
@@ -84,6 +98,9 @@ pub async fn ack_and_claim(
     c: &Claim<'_>,
     now: Now<'_>,
 ) -> Result<Option<Lease>> {
+    if let Some(server) = db.one_request() {
+        return server_ops::ack_and_claim(server, sql, finish, c, now).await;
+    }
     db.write_transaction(async |db| {
         let now = now()?;
         ack_within(db, sql, finish.lease, now).await?;
@@ -147,6 +164,9 @@ async fn group_goes_on(db: &mut Db, sql: &Statements, group_id: &str, now: f64) 
 
 /// `delay` 0 frees the message now; more parks it (and its group) until now + delay.
 pub async fn nack(db: &mut Db, sql: &Statements, request: &Nack<'_>, now: Now<'_>) -> Result<()> {
+    if let Some(server) = db.one_request() {
+        return server_ops::nack(server, sql, request, now).await;
+    }
     let (lease, delay) = (request.finish.lease, request.delay);
     db.write_transaction(async |db| {
         let now = now()?;
@@ -166,7 +186,7 @@ pub async fn nack(db: &mut Db, sql: &Statements, request: &Nack<'_>, now: Now<'_
     .await
 }
 
-fn lease_lost(lease: &Lease) -> Error {
+pub(crate) fn lease_lost(lease: &Lease) -> Error {
     Error::LeaseLost(format!(
         "message {} of group {:?} is no longer leased to worker {:?}: it was acked or nacked \
          already, or its lease lapsed and another worker claimed it",

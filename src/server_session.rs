@@ -19,11 +19,12 @@ use crate::connect;
 use crate::error::{is_connection_error, Error, Result};
 use crate::lock_wait::LockWait;
 use crate::mode::Mode;
+use crate::server_ops::OneRequest;
 
 /// How long a transaction on a server may take, `BEGIN` to `COMMIT`, beyond the busy
 /// timeout: past it the call fails with `Error::Connect` instead of hanging on a server
 /// that stopped answering. (sqld ends a transaction held 5 s while another writer waits.)
-const SERVER_ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const SERVER_ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub struct ServerSession {
     /// What connections come from. It also keeps a replica's background sync alive.
@@ -32,14 +33,26 @@ pub struct ServerSession {
     busy_timeout: Duration,
     /// The connection may be unusable: re-opened before the next transaction.
     stale: bool,
+    /// The worker's operations, which do not use the connection (None: the benchmark's
+    /// comparison with the statement-per-round-trip transactions).
+    one_request: Option<OneRequest>,
 }
 
 impl ServerSession {
-    pub fn new(database: Database, mode: Mode, busy_timeout: Duration) -> ServerSession {
+    pub fn new(
+        database: Database,
+        mode: Mode,
+        busy_timeout: Duration,
+        one_request: Option<OneRequest>,
+    ) -> ServerSession {
         // A remote connection's reads outside a transaction (open's checks) leave a server
         // stream open, which expires after 10 s idle: the first transaction starts on a
         // new connection.
-        ServerSession { database, mode, busy_timeout, stale: mode == Mode::Remote }
+        ServerSession { database, mode, busy_timeout, stale: mode == Mode::Remote, one_request }
+    }
+
+    pub fn one_request(&self) -> Option<&OneRequest> {
+        self.one_request.as_ref()
     }
 
     /// Notes a failure that leaves the connection unusable.

@@ -684,9 +684,11 @@ fn replica_server_killed_and_restarted_mid_run() {
 // ---------------------------------------------------------------------------------------
 // sqld's clocks. A write transaction held more than 5 s while another writer waits is
 // rolled back by the server; a remote stream (a connection's server-side session) idle for
-// 10 s expires. A client stalled in the middle of a claim (a proxy holds back its UPDATE)
-// must come out of it with an error and nothing half-done, the waiting client must get
-// the message, and the stalled transport's next call must succeed.
+// 10 s expires. A client stalled with a claim on its way (a proxy holds back the request
+// with its UPDATE) must come out of it with an error or a whole lease, nothing half-done,
+// the other client must get a message, and the stalled transport's next call must
+// succeed. (Since a claim is one request, the stall comes before the server's transaction:
+// the other client no longer waits for the lock.)
 
 /// The first UPDATE of a claim: the group's turn.
 const CLAIM_UPDATE: &str = "SET last_claimed_at";

@@ -19,13 +19,29 @@ pub(super) fn table(d: &str) -> String {
 /// byte; `guard` narrows it to the message of a lease (`{guard}` uses ?4 and ?5). Then
 /// `delete_message` removes it.
 fn bury(m: &str, g: &str, d: &str, guard: &str) -> String {
+    let which = format!("e.seq = ?1{guard}");
+    bury_as(m, g, d, Buried { attempts: "e.attempts", reason: "?2", dead_at: "?3", which: &which })
+}
+
+/// What a bury writes, as SQL expressions over the message `e` and its group `g`, and
+/// which message it takes.
+pub(super) struct Buried<'a> {
+    pub attempts: &'a str,
+    pub reason: &'a str,
+    pub dead_at: &'a str,
+    pub which: &'a str,
+}
+
+/// Copies the messages `buried.which` takes into the dead-letter table, byte for byte.
+pub(super) fn bury_as(m: &str, g: &str, d: &str, buried: Buried<'_>) -> String {
+    let Buried { attempts, reason, dead_at, which } = buried;
     format!(
         "INSERT INTO {d} (seq, group_id, event, attempts, last_worker, reason, dead_at, priority, \
          routing_key, enqueued_at) \
-         SELECT e.seq, e.group_id, e.event, e.attempts, NULLIF(e.locked_by, '{PARKED}'), ?2, ?3, \
+         SELECT e.seq, e.group_id, e.event, {attempts}, NULLIF(e.locked_by, '{PARKED}'), {reason}, {dead_at}, \
          g.priority, g.routing_key, e.enqueued_at \
          FROM {m} e JOIN {g} g ON g.group_id = e.group_id \
-         WHERE e.seq = ?1{guard}"
+         WHERE {which}"
     )
 }
 

@@ -12,8 +12,10 @@ use crate::validate::{MAX_PRIORITY, PARKED};
 
 mod dead_letters;
 mod inspect;
+mod one_request;
 
 pub use dead_letters::DeadFilter;
+pub use one_request::LEASE_LOST;
 
 /// Above this many routing keys a claim uses one candidate query with `IN` instead of one
 /// per key (SQLite caps a compound SELECT at 500 parts).
@@ -155,8 +157,12 @@ impl Statements {
     /// ones; a last candidate takes priorities above 4, which harel's Python publish does not
     /// reject (few groups, so it may sort them).
     fn build_unrouted_claim(&self, min_priority: i32) -> String {
+        self.best_candidate(self.unrouted_candidates(min_priority))
+    }
+
+    fn unrouted_candidates(&self, min_priority: i32) -> Vec<String> {
         if min_priority == 0 {
-            return self.best_candidate(vec![self.candidate("1", "g.last_claimed_at")]);
+            return vec![self.candidate("1", "g.last_claimed_at")];
         }
         // "priority > 0" lets SQLite use the partial index.
         let mut candidates: Vec<String> = (min_priority..=MAX_PRIORITY)
@@ -164,7 +170,7 @@ impl Statements {
             .collect();
         candidates
             .push(self.candidate(&format!("g.priority > {MAX_PRIORITY} AND g.priority > 0"), "+g.last_claimed_at"));
-        self.best_candidate(candidates)
+        candidates
     }
 
     /// The claim statement and its parameters: ?1 now; with routing keys, ?2 min_priority
@@ -174,6 +180,15 @@ impl Statements {
     pub fn claim(&self, now: f64, min_priority: i32, routing_keys: &[&str]) -> (Cow<'_, str>, Vec<Value>) {
         if routing_keys.is_empty() {
             return (self.unrouted_claims[min_priority as usize].as_str().into(), vec![now.into()]);
+        }
+        let (candidates, params) = self.claim_candidates(now, min_priority, routing_keys);
+        (self.best_candidate(candidates).into(), params)
+    }
+
+    /// The candidates of `claim` (see `candidate`) and their parameters, as `claim`'s.
+    fn claim_candidates(&self, now: f64, min_priority: i32, routing_keys: &[&str]) -> (Vec<String>, Vec<Value>) {
+        if routing_keys.is_empty() {
+            return (self.unrouted_candidates(min_priority), vec![now.into()]);
         }
         let mut params = vec![now.into(), min_priority.into()];
         let candidates = if routing_keys.len() <= MAX_ROUTING_CANDIDATES {
@@ -190,7 +205,7 @@ impl Statements {
                 "g.last_claimed_at",
             )]
         };
-        (self.best_candidate(candidates).into(), params)
+        (candidates, params)
     }
 
     /// The idempotent statements of a fresh schema: tables, then indexes.

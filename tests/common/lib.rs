@@ -1,7 +1,8 @@
 //! What the integration tests share (tests/*.rs take it as `use harel_transport_testkit
 //! as common;`): a hand-moved clock, temp files, a raw libsql view of a file, running this
 //! test binary again as a child process; and, by module, the contract checks, the drain
-//! ledger, the reliability tests' process helpers and a real sqld server.
+//! ledger, hostile strings, the reliability tests' process helpers, a real sqld server
+//! and a request-counting proxy in front of it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,6 +11,8 @@ use harel_transport::{Options, Transport};
 
 pub mod contract;
 pub mod drain;
+pub mod hostile;
+pub mod http_proxy;
 pub mod procs;
 pub mod sqld;
 

@@ -1,0 +1,188 @@
+//! The statements of an operation sent to a libSQL server as one request (server_ops.rs):
+//! a chain that runs inside one transaction on the server with no value from the client
+//! between two statements. What one statement found, the next one finds again in the
+//! database itself:
+//!
+//! - A claim marks the group it serves with a sentinel turn (`MARK`, negative: no turn is
+//!   ever below 0, the clock is checked to be >= 0), leases that group's head, then gives
+//!   the group its real turn. The mark lives only inside the transaction.
+//! - A head over `max_attempts` is buried first (up to `BURY_ROUNDS` of them per request):
+//!   the statements after the INSERT act only when the one before changed a row
+//!   (`changes()`), on the dead letter just written (`last_insert_rowid()`, its seq).
+//! - An ack, nack or dead_letter is followed by `lease_guard`, which fails the chain when
+//!   the statement before it changed nothing (the lease is lost), so nothing is applied.
+
+use libsql::Value;
+
+use super::dead_letters::{bury_as, Buried};
+use super::Statements;
+
+/// The text of the error `lease_guard` raises; the chain knows its guard by it.
+pub const LEASE_LOST: &str = "harel-transport: the lease is lost";
+
+/// The turn a claim gives the group it is serving until its head is leased.
+const MARK: &str = "-1.0";
+
+/// How many heads over `max_attempts` one claim request buries before it leases; a claim
+/// that finds more sends another request.
+const BURY_ROUNDS: usize = 2;
+
+/// A claim's statements with their parameters, and which of them say what it found.
+pub struct ClaimStatements {
+    pub statements: Vec<(String, Vec<Value>)>,
+    /// The lease's UPDATE: it returns the leased head (seq, group_id and event as BLOBs,
+    /// attempts with this claim), or no row.
+    pub lease: usize,
+    /// With `max_attempts`: a row when a head over it is still next (more to bury).
+    pub more: Option<usize>,
+}
+
+impl Statements {
+    /// Fails the chain (raises an error whose message holds `LEASE_LOST`) when the
+    /// statement before it changed no row. The bad JSON path is chosen at run time, so
+    /// SQLite cannot evaluate it ahead.
+    pub fn lease_guard() -> String {
+        format!("SELECT json_extract('{{}}', CASE changes() WHEN 0 THEN '{LEASE_LOST}' ELSE '$' END)")
+    }
+
+    /// The claim of `Statements::claim` as a chain (see the module's doc): leases to
+    /// `worker_id` until `lock_expiry`; `max_attempts` 0 means no limit.
+    pub fn one_request_claim(
+        &self,
+        now: f64,
+        (min_priority, routing_keys): (i32, &[&str]),
+        max_attempts: u32,
+        (worker_id, lock_expiry): (&str, f64),
+    ) -> ClaimStatements {
+        let (m, g) = (&self.messages_table, &self.groups_table);
+        let (candidates, params) = self.claim_candidates(now, min_priority, routing_keys);
+        // The rowid of the group served next: the best candidate of `best_candidate`.
+        let next_group = format!(
+            "SELECT c.arrival FROM ({}) c ORDER BY c.ready_at, c.arrival LIMIT 1",
+            candidates.join(" UNION ALL ")
+        );
+        let head_of = |group: &str| format!("(SELECT MIN(seq) FROM {m} WHERE group_id = {group})");
+        let limit = format!("?{}", params.len() + 1);
+        let with_limit = || params.iter().cloned().chain([Value::from(max_attempts)]).collect::<Vec<_>>();
+        let mut statements = Vec::new();
+        let mut under_limit = String::new();
+        if max_attempts > 0 {
+            for _ in 0..BURY_ROUNDS {
+                statements.push((self.bury_next_over_limit(&next_group, &limit, &head_of("g.group_id")), with_limit()));
+                statements.push((format!("DELETE FROM {m} WHERE seq = last_insert_rowid() AND changes() > 0"), vec![]));
+                statements.push((self.drop_buried_group_if_now_empty(), vec![]));
+            }
+            under_limit =
+                format!(" AND (SELECT attempts FROM {m} WHERE seq = {}) < {limit}", head_of(&format!("{g}.group_id")));
+        }
+        let mark = format!("UPDATE {g} SET last_claimed_at = {MARK} WHERE rowid = ({next_group}){under_limit}");
+        statements.push((mark, if max_attempts > 0 { with_limit() } else { params.clone() }));
+        let lease = statements.len();
+        statements.push((
+            format!(
+                "UPDATE {m} SET locked_by = ?1, lock_expiry = ?2, attempts = attempts + 1 \
+                 WHERE seq = {} RETURNING seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts",
+                head_of(&format!("(SELECT group_id FROM {g} WHERE last_claimed_at = {MARK})"))
+            ),
+            vec![worker_id.into(), lock_expiry.into()],
+        ));
+        statements.push((
+            format!("UPDATE {g} SET last_claimed_at = ?1 WHERE last_claimed_at = {MARK}"),
+            vec![lock_expiry.into()],
+        ));
+        let more = (max_attempts > 0).then(|| {
+            statements.push((next_group, params));
+            statements.len() - 1
+        });
+        ClaimStatements { statements, lease, more }
+    }
+
+    /// The next group's head into the dead-letter table if it was claimed `limit` times
+    /// already, with today's reason; ?1 is now.
+    fn bury_next_over_limit(&self, next_group: &str, limit: &str, head: &str) -> String {
+        let reason = format!("'claimed ' || e.attempts || ' times: max_attempts is ' || {limit}");
+        let which = format!("g.rowid = ({next_group}) AND e.seq = {head} AND e.attempts >= {limit}");
+        let buried = Buried { attempts: "e.attempts", reason: &reason, dead_at: "?1", which: &which };
+        bury_as(&self.messages_table, &self.groups_table, &self.dead_table, buried)
+    }
+
+    /// After the DELETE of a message just buried: its group goes if that was its last.
+    fn drop_buried_group_if_now_empty(&self) -> String {
+        let (m, g, d) = (&self.messages_table, &self.groups_table, &self.dead_table);
+        format!(
+            "DELETE FROM {g} WHERE group_id = (SELECT group_id FROM {d} WHERE seq = last_insert_rowid()) \
+             AND changes() > 0 AND NOT EXISTS (SELECT 1 FROM {m} WHERE group_id = {g}.group_id)"
+        )
+    }
+
+    /// A head a claim leased but cannot hand out (not UTF-8) into the dead-letter table,
+    /// counted as it was before that claim: message ?1 if still leased to worker ?4 until
+    /// ?5, reason ?2, now ?3. Then `delete_buried` and the group's turn.
+    pub fn bury_claimed(&self) -> String {
+        let which = "e.seq = ?1 AND e.locked_by = ?4 AND e.lock_expiry = ?5";
+        let buried = Buried { attempts: "e.attempts - 1", reason: "?2", dead_at: "?3", which };
+        bury_as(&self.messages_table, &self.groups_table, &self.dead_table, buried)
+    }
+
+    /// Deletes message ?1 if it is in the dead-letter table too: it was just buried.
+    pub fn delete_buried(&self) -> String {
+        let (m, d) = (&self.messages_table, &self.dead_table);
+        format!("DELETE FROM {m} WHERE seq = ?1 AND EXISTS (SELECT 1 FROM {d} WHERE seq = ?1)")
+    }
+
+    /// After the dead letter ?1 was taken out of its group: the group is ready again at ?2
+    /// if it has messages left (`drop_buried_group_if_empty` drops it otherwise).
+    pub fn requeue_buried_group(&self) -> String {
+        let (m, g, d) = (&self.messages_table, &self.groups_table, &self.dead_table);
+        format!(
+            "UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = (SELECT group_id FROM {d} WHERE seq = ?1) \
+             AND EXISTS (SELECT 1 FROM {m} WHERE group_id = {g}.group_id)"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(max_attempts: u32, keys: &[&str]) -> ClaimStatements {
+        Statements::new("t").one_request_claim(1000.0, (0, keys), max_attempts, ("w", 1030.0))
+    }
+
+    /// Every statement has exactly the parameters it names (a libSQL server refuses extra ones).
+    fn highest_parameter(sql: &str) -> usize {
+        let mut highest = 0;
+        let mut rest = sql;
+        while let Some(at) = rest.find('?') {
+            rest = &rest[at + 1..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            highest = highest.max(digits.parse().expect("numbered parameters only"));
+        }
+        highest
+    }
+
+    #[test]
+    fn a_claim_marks_leases_and_stamps_with_exactly_its_parameters() {
+        for (max_attempts, keys) in [(0, &[][..]), (3, &[][..]), (0, &["a", "b"][..]), (5, &["k"; 40][..])] {
+            let c = claim(max_attempts, keys);
+            for (sql, params) in &c.statements {
+                assert_eq!(highest_parameter(sql), params.len(), "{sql}");
+            }
+            let expected = if max_attempts > 0 { 3 * BURY_ROUNDS + 4 } else { 3 };
+            assert_eq!(c.statements.len(), expected);
+            assert!(c.statements[c.lease].0.contains("RETURNING"));
+            assert_eq!(c.more, (max_attempts > 0).then_some(expected - 1));
+            assert!(c.statements[c.lease - 1].0.contains(&format!("last_claimed_at = {MARK}")));
+            assert!(c.statements[c.lease + 1].0.ends_with(&format!("WHERE last_claimed_at = {MARK}")));
+        }
+    }
+
+    #[test]
+    fn the_statements_of_a_bury_name_their_parameters() {
+        let sql = Statements::new("t");
+        assert_eq!(highest_parameter(&sql.bury_claimed()), 5);
+        assert_eq!(highest_parameter(&sql.delete_buried()), 1);
+        assert_eq!(highest_parameter(&sql.requeue_buried_group()), 2);
+        assert!(Statements::lease_guard().contains(LEASE_LOST));
+    }
+}
