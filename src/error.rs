@@ -16,6 +16,9 @@ pub enum Error {
     LeaseLost(String),
     /// A libSQL server could not be reached or refused the token.
     Connect(String),
+    /// A waiting claim was cancelled (its `Cancel` fired) or its transport interrupted;
+    /// it claimed nothing.
+    Interrupted(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -23,7 +26,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn message(&self) -> &str {
         match self {
-            Error::Argument(m) | Error::Database(m) | Error::Busy(m) | Error::LeaseLost(m) | Error::Connect(m) => m,
+            Error::Argument(m) | Error::Database(m) | Error::Busy(m) | Error::LeaseLost(m) | Error::Connect(m) | Error::Interrupted(m) => m,
         }
     }
 
@@ -36,6 +39,7 @@ impl Error {
             Error::Busy(m) => Error::Busy(prefixed(m)),
             Error::LeaseLost(m) => Error::LeaseLost(prefixed(m)),
             Error::Connect(m) => Error::Connect(prefixed(m)),
+            Error::Interrupted(m) => Error::Interrupted(prefixed(m)),
         }
     }
 

@@ -1681,7 +1681,7 @@ static void groups_pages_and_the_state_filter(void) {
   if (EXPECT(page != NULL)) EXPECT(page->n_groups == 1 && page->next_cursor != NULL);
   harel_group_page_free(page);
   page = NULL;
-  EXPECT_CALL(harel_transport_groups(t, -1, NULL, MAX_PAGE, &page, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_groups(t, -1, NULL, HAREL_MAX_PAGE, &page, &e), &e, HAREL_OK);
   if (EXPECT(page != NULL)) EXPECT(page->n_groups == 6 && page->next_cursor == NULL);
   harel_group_page_free(page);
   /* nothing was claimed: e still w1's, d parked, c (next to arrive) served */
@@ -2015,7 +2015,7 @@ static void big_pages_are_whole_and_freed(void) {
     EXPECT_STATUS(harel_transport_claim(t, worker, VIS, 0, NULL, 0, &l, NULL), HAREL_OK);
     harel_lease_free(l);
   }
-  EXPECT_CALL(harel_transport_groups(t, -1, NULL, MAX_PAGE, &gp, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_groups(t, -1, NULL, HAREL_MAX_PAGE, &gp, &e), &e, HAREL_OK);
   if (EXPECT(gp != NULL) && EXPECT(gp->n_groups == GROUPS)) {
     size_t leased = 0;
     for (i = 0; i < gp->n_groups; i++) {
@@ -2027,12 +2027,12 @@ static void big_pages_are_whole_and_freed(void) {
     EXPECT(leased == GROUPS / 2);
   }
   harel_group_page_free(gp);
-  EXPECT_CALL(harel_transport_peek(t, groups[0], NULL, MAX_PAGE, &mp, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_peek(t, groups[0], NULL, HAREL_MAX_PAGE, &mp, &e), &e, HAREL_OK);
   if (EXPECT(mp != NULL) && EXPECT(mp->n_messages == PER_GROUP - 1))
     for (i = 0; i < mp->n_messages; i++)
       EXPECT(mp->messages[i].event_len == BIG + 2 && strlen(mp->messages[i].event) == BIG + 2);
   harel_message_page_free(mp);
-  EXPECT_CALL(harel_transport_dead_letters(t, NULL, NULL, MAX_PAGE, &dp, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_dead_letters(t, NULL, NULL, HAREL_MAX_PAGE, &dp, &e), &e, HAREL_OK);
   if (EXPECT(dp != NULL) && EXPECT(dp->n_letters == GROUPS / 2))
     for (i = 0; i < dp->n_letters; i++) {
       const harel_dead_letter *d = &dp->letters[i];
@@ -2160,7 +2160,7 @@ static void bad_arguments_of_the_looks(void) {
   static const char *const made_up[] = {"", "x", "g", "g1", "g1.f", "g1.zz", "m1.00",
                                         "d1.0000", "m2.0000000000000001"};
   const int32_t bad_state[] = {3, -2, INT32_MIN, INT32_MAX};
-  const size_t bad_limit[] = {0, MAX_PAGE + 1, SIZE_MAX};
+  const size_t bad_limit[] = {0, HAREL_MAX_PAGE + 1, SIZE_MAX};
   fixture fx;
   cursors c;
   size_t i;
