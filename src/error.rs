@@ -4,7 +4,9 @@
 use std::fmt;
 
 /// What went wrong, with a message for people. Programs match on the variant.
+/// New kinds may come in minor versions (as new statuses do in the C ABI).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// A bad argument; the message names the parameter. Nothing was changed.
     Argument(String),

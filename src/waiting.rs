@@ -25,9 +25,11 @@ const HEARD_POLL: Duration = Duration::from_secs(1);
 const UNHEARD_POLL: Duration = Duration::from_millis(50);
 /// A server: polls from this interval, doubling up to `HEARD_POLL`, back to this after a wake.
 const SERVER_FIRST_POLL: Duration = Duration::from_millis(20);
-/// After a WAL write whose commit is not visible yet (data_version unchanged), looks again
-/// after 1, 2, 4, ... ms, this many times.
-const SETTLE_LOOKS: u32 = 7;
+/// After a WAL write whose commit is not visible yet (data_version unchanged: the writer is
+/// still syncing, which under load can take long), looks again after 1, 2, 4, ... ms, at
+/// most `SETTLE_STEP_MAX` apart, this many times (about a second in all, as `HEARD_POLL`).
+const SETTLE_LOOKS: u32 = 20;
+const SETTLE_STEP_MAX: Duration = Duration::from_millis(64);
 
 pub struct Waiter<'a> {
     deadline: Instant,
@@ -81,7 +83,7 @@ impl<'a> Waiter<'a> {
         }
         match &mut self.settling {
             Some((before, looks)) if *before == seen.data_version && *looks < SETTLE_LOOKS => {
-                sleep = sleep.min(Duration::from_millis(1 << *looks));
+                sleep = sleep.min(Duration::from_millis(1 << (*looks).min(16)).min(SETTLE_STEP_MAX));
                 *looks += 1;
             }
             _ => self.settling = None,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::procs::{env, nanos, tagged};
 use common::{event, expect_success, temp_db, this_test_binary, ChildGuard};
-use harel_transport::{Options, Transport, Wait};
+use harel_transport::{AsyncTransport, Message, Options, Transport, Wait};
 
 const V: f64 = 30.0;
 
@@ -88,4 +88,43 @@ fn idle_waiters_take_no_write_lock_and_commit_nothing() {
     let took = started.elapsed();
     assert!(outcomes.iter().all(|o| matches!(o, Ok(v) if v.is_empty())), "{:?}", outcomes.iter().filter(|o| o.is_err()).collect::<Vec<_>>());
     assert!(took < Duration::from_millis(4500), "every waiter returned at its deadline, none held by the lock: {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_async_wait_leaves_nothing_behind_and_async_waiters_share_a_transport() {
+    let (_dir, path) = temp_db();
+    let t = std::sync::Arc::new(AsyncTransport::open(&path, &Options::new()).await.unwrap());
+    let wait = Wait::up_to(Duration::from_secs(30));
+    let dropped = tokio::time::timeout(Duration::from_millis(300), t.claim_wait("w", V, 0, &[], &wait)).await;
+    assert!(dropped.is_err(), "the future was dropped while it waited");
+    let waiters: Vec<_> = (0..4)
+        .map(|i| {
+            let (t, wait) = (t.clone(), wait.clone());
+            tokio::spawn(async move { t.claim_many(&format!("w{i}"), V, 0, &[], 10, &wait).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    t.publish_many(&[Message { group_id: "a", event_json: &event(0), priority: 0, routing_key: None }, Message {
+        group_id: "b",
+        event_json: &event(1),
+        priority: 0,
+        routing_key: None,
+    }])
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    t.interrupt();
+    let mut claimed = 0;
+    for w in waiters {
+        match tokio::time::timeout(Duration::from_secs(10), w).await.expect("interrupted at once").unwrap() {
+            Ok(leases) => claimed += leases.len(),
+            Err(harel_transport::Error::Interrupted(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(claimed, 2, "both messages claimed, each once");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let s = t.stats().await.unwrap();
+    assert_eq!(s.leased, 2, "the dropped wait left no lease of its own");
 }
