@@ -42,9 +42,11 @@ pub extern "C" fn harel_transport_claim_many(
     n_out: *mut usize,
     err: *mut *mut harel_error,
 ) -> harel_status {
+    // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+    let n_out = unsafe { count_out(n_out) };
     on_handle(t, err, |t| {
+        let n_out = n_out?;
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let n_out = unsafe { count_out(n_out)? };
         let (worker_id, keys, wait) = unsafe {
             (
                 args::string(worker_id, "worker_id")?,
@@ -109,9 +111,11 @@ pub extern "C" fn harel_transport_ack_and_claim_many(
     n_out: *mut usize,
     err: *mut *mut harel_error,
 ) -> harel_status {
+    // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+    let n_out = unsafe { count_out(n_out) };
     on_handle(t, err, |t| {
+        let n_out = n_out?;
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let n_out = unsafe { count_out(n_out)? };
         let (leases, outcomes, worker_id, keys) = unsafe {
             (
                 leases_of(leases, n_leases)?,
@@ -128,7 +132,8 @@ pub extern "C" fn harel_transport_ack_and_claim_many(
     })
 }
 
-/// `*n_out`, set to 0 first thing.
+/// `*n_out`, set to 0 first thing: before `t` and `err` are looked at, so it is 0 on every
+/// error (as `*out` is for the single claims).
 ///
 /// # Safety
 /// `n_out` is NULL or valid for writes.
