@@ -1,5 +1,5 @@
-//! Part 5 (issues #8 and #16): the queue on a libSQL server. One sqld on loopback (the
-//! tests' harness, tests/common/sqld.rs: found through `HAREL_SQLD` or `sqld` on PATH),
+//! Part 5 (issues #8 and #16): the queue on a libSQL server. A fresh sqld on loopback for
+//! each row (the tests' harness, tests/common/sqld.rs: found through `HAREL_SQLD` or `sqld` on PATH),
 //! reached directly and through a loopback proxy that adds 2 ms to every round trip (a real
 //! network; tests/common/http_proxy.rs), in three modes: a local file (synchronous FULL)
 //! for reference, remote (a URL) and embedded replicas (a local file per worker with
@@ -90,8 +90,6 @@ struct Run {
 
 /// Runs every mode against one fresh sqld; a table on stdout, the figures as JSON.
 pub fn run(binary: &Path, work: &Path) -> Value {
-    let server = Sqld::start(binary, false);
-    let slow = CountingProxy::start(server.port(), ADDED);
     let mut runs = Vec::new();
     let mut plan = vec![(Mode::File, true, false)];
     for mode in [Mode::Remote, Mode::Replica] {
@@ -105,6 +103,9 @@ pub fn run(binary: &Path, work: &Path) -> Value {
         let path = if one_request { "one request" } else { "before" };
         let network = if added { ", +2 ms" } else { "" };
         crate::progress(&format!("server part: {} ({path}{network})", mode.name()));
+        // A fresh server each time: a replica's open downloads the primary's whole log.
+        let server = Sqld::start(binary, false);
+        let slow = CountingProxy::start(server.port(), ADDED);
         let dir = work.join(format!("server-{n}"));
         let url = if added { slow.url() } else { server.url() };
         let place = Place { mode, url, one_request, dir: &dir, opened: AtomicUsize::new(0) };

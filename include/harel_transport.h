@@ -34,18 +34,23 @@
 
 /* The library's version, Cargo.toml's; harel_version() returns it at run time. */
 #define HAREL_TRANSPORT_VERSION_MAJOR 0
-#define HAREL_TRANSPORT_VERSION_MINOR 2
+#define HAREL_TRANSPORT_VERSION_MINOR 3
 #define HAREL_TRANSPORT_VERSION_PATCH 0
-#define HAREL_TRANSPORT_VERSION "0.2.0"
+#define HAREL_TRANSPORT_VERSION "0.3.0"
 
 /**
  * The largest page a listing hands out.
  */
-#define MAX_PAGE 10000
+#define HAREL_MAX_PAGE 10000
 
 #define HAREL_MAX_PRIORITY 4
 
 #define HAREL_MAX_PREFIX_LEN 30
+
+/**
+ * The most leases one `claim_many` hands out.
+ */
+#define HAREL_MAX_CLAIM 1000
 
 /**
  * What a call did. `HAREL_OK` is 0, "nothing to do" is positive, every error is
@@ -86,6 +91,11 @@ typedef enum harel_status {
    */
   HAREL_ERR_CONNECT = -5,
   /**
+   * A waiting claim: its `harel_cancel` fired, or `harel_transport_interrupt` was called
+   * on its handle, while it waited. Nothing was claimed.
+   */
+  HAREL_ERR_INTERRUPTED = -6,
+  /**
    * A bug, caught at the boundary; close the handle.
    */
   HAREL_ERR_PANIC = -99,
@@ -99,6 +109,14 @@ typedef enum harel_group_state {
   HAREL_GROUP_LEASED = 1,
   HAREL_GROUP_PARKED = 2,
 } harel_group_state;
+
+/**
+ * Ends the waits of the calls it is passed to (opaque). Made by `harel_cancel_new`, fired
+ * with `harel_cancel_fire` from any thread (a signal handler excepted), freed with
+ * `harel_cancel_free` once no call that was given it is still running. Firing is final:
+ * a call given a fired cancel returns HAREL_ERR_INTERRUPTED at once.
+ */
+typedef struct harel_cancel harel_cancel;
 
 /**
  * The error of one failed call (opaque): its status and its message. A call that takes
@@ -466,6 +484,79 @@ enum harel_status harel_transport_release(struct harel_transport *t,
                                           const char *group_id,
                                           bool *released,
                                           struct harel_error **err);
+
+/**
+ * Leases up to `max` messages (1..1000), each the head of a different group, in the
+ * order `harel_transport_claim` would hand them out one after another, in one
+ * transaction; the claim's arguments and rules are those of `harel_transport_claim`.
+ * While nothing is deliverable it waits as `harel_transport_claim_wait` does (`wait`
+ * seconds, 0: not at all; `cancel` may be NULL).
+ *
+ * `leases_out` is the caller's array of at least `max` elements: on HAREL_OK its first
+ * `*n_out` (1..max) elements are leases the caller owns, each freed with
+ * `harel_lease_free`; the rest of the array is not written. On HAREL_EMPTY and on error
+ * `*n_out` is 0.
+ *
+ * Returns HAREL_OK; HAREL_EMPTY (nothing came within the wait); HAREL_ERR_ARGUMENT (as
+ * for claim, or leases_out or n_out NULL, max outside 1..1000, wait not finite or < 0);
+ * HAREL_ERR_INTERRUPTED (see harel_transport_claim_wait); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_claim_many(struct harel_transport *t,
+                                             const char *worker_id,
+                                             double visibility,
+                                             int32_t min_priority,
+                                             const char *const *routing_keys,
+                                             size_t n_routing_keys,
+                                             size_t max,
+                                             double wait,
+                                             const struct harel_cancel *cancel,
+                                             struct harel_lease **leases_out,
+                                             size_t *n_out,
+                                             struct harel_error **err);
+
+/**
+ * Acks `n_leases` leases in one transaction (one commit), in array order, each read as
+ * by `harel_transport_ack`, with an outcome per lease in the caller's array `outcomes`
+ * (`n_leases` elements): HAREL_OK (acked) or HAREL_ERR_LEASE_LOST (lost as ack would
+ * report it; nothing of it changed) — the others are acked all the same. The leases stay
+ * the caller's. `leases` and `outcomes` may be NULL only when `n_leases` is 0 (nothing is
+ * written).
+ *
+ * Returns HAREL_OK (the transaction committed: read `outcomes`); HAREL_ERR_ARGUMENT (t
+ * NULL; leases or outcomes NULL with n_leases > 0; an element NULL or as for ack, named
+ * by index: nothing was acked); HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT
+ * (nothing was acked; `outcomes` is not written).
+ */
+enum harel_status harel_transport_ack_many(struct harel_transport *t,
+                                           const struct harel_lease *const *leases,
+                                           size_t n_leases,
+                                           enum harel_status *outcomes,
+                                           struct harel_error **err);
+
+/**
+ * `harel_transport_ack_many` and then `harel_transport_claim_many` without waiting, in
+ * one transaction: a batch worker's loop with one commit per batch. `outcomes` as for
+ * ack_many (a lost lease does not stop the claim); `leases_out` and `*n_out` as for
+ * claim_many.
+ *
+ * Returns HAREL_OK (acked, and `*n_out` leases claimed); HAREL_EMPTY (acked, nothing
+ * deliverable); HAREL_ERR_ARGUMENT (as for both calls: nothing acked or claimed);
+ * HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (nothing acked or claimed).
+ */
+enum harel_status harel_transport_ack_and_claim_many(struct harel_transport *t,
+                                                     const struct harel_lease *const *leases,
+                                                     size_t n_leases,
+                                                     enum harel_status *outcomes,
+                                                     const char *worker_id,
+                                                     double visibility,
+                                                     int32_t min_priority,
+                                                     const char *const *routing_keys,
+                                                     size_t n_routing_keys,
+                                                     size_t max,
+                                                     struct harel_lease **leases_out,
+                                                     size_t *n_out,
+                                                     struct harel_error **err);
 
 /**
  * The status of `e`: a negative harel_status. HAREL_OK for NULL.
@@ -860,6 +951,23 @@ enum harel_status harel_transport_ack_and_claim(struct harel_transport *t,
                                                 struct harel_error **err);
 
 /**
+ * The lease now runs to now + `visibility` seconds (finite, > 0), and `lease->lock_expiry`
+ * is set to the new end; nothing else of the lease is written. Reads `seq`, `group_id`
+ * (`group_id_len` bytes) and `worker_id` as ack does. A handler that runs longer than its
+ * visibility extends its lease while it works; the group stays out of claims until the
+ * new end.
+ *
+ * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (acked or nacked already, or the lease lapsed and
+ * another worker claimed the message; a lapsed lease no one claimed since is still this
+ * worker's and is extended; on LEASE_LOST nothing changed); HAREL_ERR_ARGUMENT (as for
+ * ack, or visibility not finite or <= 0); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_extend(struct harel_transport *t,
+                                         struct harel_lease *lease,
+                                         double visibility,
+                                         struct harel_error **err);
+
+/**
  * Gives a leased message back: `delay` 0 makes it claimable at once; `delay` > 0 parks
  * it, blocking its group, for `delay` seconds. The lease is over either way. Reads only
  * lease->seq, lease->group_id (lease->group_id_len bytes) and lease->worker_id; the lease
@@ -886,6 +994,57 @@ void harel_transport_close(struct harel_transport *t);
  * free it.
  */
 const char *harel_version(void);
+
+/**
+ * A new cancel, not fired; the caller owns it.
+ */
+struct harel_cancel *harel_cancel_new(void);
+
+/**
+ * Fires `cancel`: every call waiting with it returns HAREL_ERR_INTERRUPTED, having
+ * claimed nothing (a call that had already claimed returns its leases). Safe from any
+ * thread, any number of times. NULL does nothing.
+ */
+void harel_cancel_fire(const struct harel_cancel *cancel);
+
+/**
+ * Frees a cancel. NULL does nothing. Never free one that a running call was given.
+ */
+void harel_cancel_free(struct harel_cancel *cancel);
+
+/**
+ * `harel_transport_claim`, waiting up to `wait` seconds (finite, >= 0; 0 looks once)
+ * for something deliverable. It returns as soon as a lease is had. While it waits it
+ * holds no lock of the database and other threads' calls on this handle go ahead; it
+ * wakes at once on a commit by any handle of this process on the same queue, within a
+ * few ms of another process's commit to a local file (Linux; elsewhere it polls every
+ * 50 ms), at the end of a lease or park, and on a libSQL server it polls (20 ms doubling
+ * to 1 s). `cancel` (NULL: none) or `harel_transport_interrupt` ends the wait early.
+ *
+ * `*out` as for harel_transport_claim.
+ *
+ * Returns HAREL_OK; HAREL_EMPTY (nothing came within `wait`); HAREL_ERR_INTERRUPTED
+ * (`cancel` fired, or the handle was interrupted, during the wait: nothing claimed);
+ * HAREL_ERR_ARGUMENT (as for claim, or wait not finite or < 0); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_claim_wait(struct harel_transport *t,
+                                             const char *worker_id,
+                                             double visibility,
+                                             int32_t min_priority,
+                                             const char *const *routing_keys,
+                                             size_t n_routing_keys,
+                                             double wait,
+                                             const struct harel_cancel *cancel,
+                                             struct harel_lease **out,
+                                             struct harel_error **err);
+
+/**
+ * Ends every claim waiting on `t` now (harel_transport_claim_wait, harel_transport_claim_many):
+ * each returns HAREL_ERR_INTERRUPTED. Later calls wait as usual. Safe from any thread
+ * while other threads use `t` (unlike close). NULL does nothing.
+ */
+void harel_transport_interrupt(struct harel_transport *t);
 
 #ifdef __cplusplus
 }  // extern "C"

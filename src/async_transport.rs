@@ -3,6 +3,8 @@
 //! one value run one at a time (one connection, and claims serialize on the database's
 //! write lock anyway).
 
+use std::sync::Arc;
+
 use tokio::sync::Mutex;
 
 use crate::connect;
@@ -16,10 +18,13 @@ use crate::mode::Mode;
 use crate::options::{Clock, Options};
 use crate::other_sqlite::FileWatch;
 use crate::queue;
-use crate::request::{Claim, DeadSelection, Finish, Nack, PageRequest, Publish};
+use crate::request::{Claim, DeadSelection, Extend, Finish, FinishMany, Nack, PageRequest, Publish};
 use crate::schema;
 use crate::sql::Statements;
 use crate::validate;
+use crate::wait::{Interrupts, Wait};
+use crate::waiting::Waiter;
+use crate::wake::{self, Signal};
 
 pub struct AsyncTransport {
     /// The connection and the `Database` it came from (a replica's background sync lives
@@ -29,6 +34,9 @@ pub struct AsyncTransport {
     clock: Clock,
     mode: Mode,
     max_attempts: u32,
+    /// What wakes this queue's waiting claims in this process (shared with its other transports).
+    wake: Arc<Signal>,
+    interrupts: Interrupts,
 }
 
 impl AsyncTransport {
@@ -42,7 +50,9 @@ impl AsyncTransport {
         let mut db = Db::new(connected, database, options.busy_timeout, watch);
         let sql = Statements::new(&options.prefix);
         schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
-        Ok(AsyncTransport { db: Mutex::new(db), sql, clock: options.clock.clone(), mode, max_attempts: options.max_attempts })
+        let wake = wake::for_queue(database, options, mode);
+        let (clock, max_attempts, interrupts) = (options.clock.clone(), options.max_attempts, Interrupts::default());
+        Ok(AsyncTransport { db: Mutex::new(db), sql, clock, mode, max_attempts, wake, interrupts })
     }
 
     /// Where the queue lives: a local file, memory, a server, or a replica of one.
@@ -75,7 +85,9 @@ impl AsyncTransport {
     /// The write of `publish` and `publish_many`, and of the blocking face's group commits.
     pub(crate) async fn append(&self, request: &Publish<'_, '_>) -> Result<()> {
         let mut db = self.db.lock().await;
-        queue::publish(&mut db, &self.sql, request, &|| self.now()).await
+        queue::publish(&mut db, &self.sql, request, &|| self.now()).await?;
+        self.wake.notify();
+        Ok(())
     }
 
     /// Leases the head of the group that has waited longest among those with nothing in
@@ -88,9 +100,82 @@ impl AsyncTransport {
         min_priority: i32,
         routing_keys: &[&str],
     ) -> Result<Option<Lease>> {
+        self.claim_wait(worker_id, visibility, min_priority, routing_keys, &Wait::none()).await
+    }
+
+    /// `claim`, waiting up to `wait`'s timeout for something deliverable: it returns as
+    /// soon as a lease is had, `None` once the timeout passed, `Error::Interrupted` when
+    /// `wait`'s cancel fires or `interrupt` is called meanwhile. While it waits it holds no
+    /// lock and lets other calls on this transport run. It wakes at once on a commit by any
+    /// transport of this process on this queue; on a local file within a few ms of another
+    /// process's commit (Linux: the WAL's writes are watched; elsewhere it polls every
+    /// 50 ms); at the end of a lease or park; on a server it polls, from 20 ms up to 1 s.
+    /// Dropping the future ends the wait; on a server, dropped during the claim's own round
+    /// trips, a lease may be left to lapse.
+    pub async fn claim_wait(
+        &self,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+        wait: &Wait,
+    ) -> Result<Option<Lease>> {
         let request = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
-        let mut db = self.db.lock().await;
-        queue::claim(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("claim"))
+        let leases = self.claim_waiting(&request, wait).await.map_err(|e| e.during("claim"))?;
+        Ok(leases.into_iter().next())
+    }
+
+    /// Up to `max` (1..=MAX_CLAIM) leases, as `claim` would hand them out one after
+    /// another — each the head of a different group, in serving order — in one
+    /// transaction; waits as `claim_wait` does while there is none. Empty when nothing
+    /// came within the wait.
+    pub async fn claim_many(
+        &self,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+        max: usize,
+        wait: &Wait,
+    ) -> Result<Vec<Lease>> {
+        let request = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
+        self.claim_waiting(&request, wait).await.map_err(|e| e.during("claim_many"))
+    }
+
+    /// Claims, then while nothing came and the wait lasts: pauses (waiting.rs) and looks
+    /// without the write lock, claiming once a look finds a deliverable head.
+    async fn claim_waiting(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
+        let mut waiter = Waiter::new(wait, &self.interrupts, &self.wake, self.mode)?;
+        let local = self.mode.prepares_statements();
+        let mut looked = false;
+        loop {
+            let woken = self.wake.armed();
+            let mut db = self.db.lock().await;
+            let now = self.now()?;
+            let mut readiness = match looked {
+                true => Some(queue::readiness(&mut db, &self.sql, request, now, local).await?),
+                false => None,
+            };
+            if readiness.as_ref().is_none_or(|r| r.deliverable) {
+                let leases = queue::claim(&mut db, &self.sql, request, &|| self.now()).await?;
+                if !leases.is_empty() || waiter.is_over() {
+                    return Ok(leases);
+                }
+                readiness = Some(queue::readiness(&mut db, &self.sql, request, now, local).await?);
+            }
+            drop(db);
+            let readiness = readiness.expect("a look or a claim came first");
+            if !waiter.pause(woken, &readiness, now).await? {
+                return Ok(Vec::new());
+            }
+            looked = true;
+        }
+    }
+
+    /// Ends every wait of a claim on this transport that is in progress (they return
+    /// `Error::Interrupted`); later claims wait as usual.
+    pub fn interrupt(&self) {
+        self.interrupts.interrupt();
     }
 
     /// Deletes the leased message (and its group when it was the last). `Error::LeaseLost`
@@ -98,7 +183,55 @@ impl AsyncTransport {
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         let request = Finish::new(lease)?;
         let mut db = self.db.lock().await;
-        queue::ack(&mut db, &self.sql, request, &|| self.now()).await.map_err(|e| e.during("ack"))
+        queue::ack(&mut db, &self.sql, request, &|| self.now()).await.map_err(|e| e.during("ack"))?;
+        self.wake.notify();
+        Ok(())
+    }
+
+    /// Acks every lease in one transaction (one commit), in order, with an outcome per
+    /// lease: `Err(Error::LeaseLost)` for one that was lost (nothing of it changed) while
+    /// the others are acked. An error of the whole call (`Busy`, ...) acks none. Each lease
+    /// is checked as for `ack` first; an argument error names it ("leases[2].worker_id ...").
+    pub async fn ack_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        let request = FinishMany::new(leases)?;
+        let mut db = self.db.lock().await;
+        let outcomes = queue::ack_many(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("ack_many"))?;
+        self.wake.notify();
+        Ok(outcomes)
+    }
+
+    /// `ack_many`, then `claim_many` without waiting, in one transaction: a batch worker's
+    /// loop with one commit per batch. A lost lease is reported in its outcome and does not
+    /// stop the claim.
+    pub async fn ack_and_claim_many(
+        &self,
+        leases: &[Lease],
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+        max: usize,
+    ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
+        let finish = FinishMany::new(leases)?;
+        let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
+        let mut db = self.db.lock().await;
+        let done = queue::ack_and_claim_many(&mut db, &self.sql, &finish, &claim, &|| self.now())
+            .await
+            .map_err(|e| e.during("ack_and_claim_many"))?;
+        self.wake.notify();
+        Ok(done)
+    }
+
+    /// The lease now runs to now + `visibility` seconds (> 0), and `lease.lock_expiry`
+    /// says so. `Error::LeaseLost` as for `ack` (then the lease is unchanged): acked, nacked,
+    /// or lapsed and claimed by another worker; a lease that lapsed and that no one
+    /// claimed since is still this worker's and is extended.
+    pub async fn extend(&self, lease: &mut Lease, visibility: f64) -> Result<()> {
+        let request = Extend::new(lease, visibility)?;
+        let mut db = self.db.lock().await;
+        let lock_expiry = queue::extend(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("extend"))?;
+        lease.lock_expiry = lock_expiry;
+        Ok(())
     }
 
     /// Acks `lease` and claims the next message for `worker_id`, in one transaction: a
@@ -115,9 +248,11 @@ impl AsyncTransport {
         let finish = Finish::new(lease)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
         let mut db = self.db.lock().await;
-        queue::ack_and_claim(&mut db, &self.sql, finish, &claim, &|| self.now())
+        let next = queue::ack_and_claim(&mut db, &self.sql, finish, &claim, &|| self.now())
             .await
-            .map_err(|e| e.during("ack_and_claim"))
+            .map_err(|e| e.during("ack_and_claim"))?;
+        self.wake.notify();
+        Ok(next)
     }
 
     /// Gives the message back: claimable at once with `delay` 0, parked (its group
@@ -125,7 +260,9 @@ impl AsyncTransport {
     pub async fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
         let request = Nack::new(lease, delay)?;
         let mut db = self.db.lock().await;
-        queue::nack(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("nack"))
+        queue::nack(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("nack"))?;
+        self.wake.notify();
+        Ok(())
     }
 
     /// Moves the leased message to the dead-letter table with `reason` (a worker that
@@ -135,7 +272,11 @@ impl AsyncTransport {
         let finish = Finish::new(lease)?;
         validate::non_empty("reason", reason)?;
         let mut db = self.db.lock().await;
-        queue::dead_letter(&mut db, &self.sql, finish, reason, &|| self.now()).await.map_err(|e| e.during("dead_letter"))
+        queue::dead_letter(&mut db, &self.sql, finish, reason, &|| self.now())
+            .await
+            .map_err(|e| e.during("dead_letter"))?;
+        self.wake.notify();
+        Ok(())
     }
 
     /// Exact counts of the queue now, read without the write lock (see `Stats`).
@@ -178,7 +319,9 @@ impl AsyncTransport {
     pub async fn redrive(&self, which: DeadLetters<'_>) -> Result<u64> {
         let selection = DeadSelection::new(which)?;
         let mut db = self.db.lock().await;
-        admin::redrive(&mut db, &self.sql, &selection, &|| self.now()).await.map_err(|e| e.during("redrive"))
+        let moved = admin::redrive(&mut db, &self.sql, &selection, &|| self.now()).await.map_err(|e| e.during("redrive"))?;
+        self.wake.notify();
+        Ok(moved)
     }
 
     /// Deletes dead letters; the number deleted.
@@ -206,7 +349,9 @@ impl AsyncTransport {
     pub async fn release(&self, group_id: &str) -> Result<bool> {
         validate::non_empty("group_id", group_id)?;
         let mut db = self.db.lock().await;
-        admin::release(&mut db, &self.sql, group_id, &|| self.now()).await.map_err(|e| e.during("release"))
+        let released = admin::release(&mut db, &self.sql, group_id, &|| self.now()).await.map_err(|e| e.during("release"))?;
+        self.wake.notify();
+        Ok(released)
     }
 
     /// Closes the connection; it cannot fail. Dropping the transport does the same.

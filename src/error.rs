@@ -4,7 +4,9 @@
 use std::fmt;
 
 /// What went wrong, with a message for people. Programs match on the variant.
+/// New kinds may come in minor versions (as new statuses do in the C ABI).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// A bad argument; the message names the parameter. Nothing was changed.
     Argument(String),
@@ -16,6 +18,9 @@ pub enum Error {
     LeaseLost(String),
     /// A libSQL server could not be reached or refused the token.
     Connect(String),
+    /// A waiting claim was cancelled (its `Cancel` fired) or its transport interrupted;
+    /// it claimed nothing.
+    Interrupted(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -23,7 +28,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn message(&self) -> &str {
         match self {
-            Error::Argument(m) | Error::Database(m) | Error::Busy(m) | Error::LeaseLost(m) | Error::Connect(m) => m,
+            Error::Argument(m) | Error::Database(m) | Error::Busy(m) | Error::LeaseLost(m) | Error::Connect(m) | Error::Interrupted(m) => m,
         }
     }
 
@@ -36,6 +41,7 @@ impl Error {
             Error::Busy(m) => Error::Busy(prefixed(m)),
             Error::LeaseLost(m) => Error::LeaseLost(prefixed(m)),
             Error::Connect(m) => Error::Connect(prefixed(m)),
+            Error::Interrupted(m) => Error::Interrupted(prefixed(m)),
         }
     }
 

@@ -35,6 +35,10 @@ mod sql;
 mod statement_cache;
 mod transport;
 mod validate;
+mod wait;
+mod waiting;
+mod wake;
+mod wal_events;
 
 pub use async_transport::AsyncTransport;
 pub use error::{Error, Result};
@@ -44,7 +48,8 @@ pub use message::Message;
 pub use mode::Mode;
 pub use options::{system_clock, Clock, Options, Synchronous};
 pub use transport::Transport;
-pub use validate::{MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
+pub use validate::{MAX_CLAIM, MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
+pub use wait::{Cancel, Wait};
 
 /// The statements that create a fresh schema under `prefix`, for a migration tool:
 /// idempotent, one per line, each ending in ';'.

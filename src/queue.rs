@@ -17,7 +17,7 @@ use libsql::Value;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
-use crate::request::{Claim, Finish, Nack, Publish};
+use crate::request::{Claim, Extend, Finish, FinishMany, Nack, Publish};
 use crate::server_ops;
 use crate::sql::Statements;
 use crate::validate::PARKED;
@@ -56,11 +56,46 @@ pub async fn publish(db: &mut Db, sql: &Statements, request: &Publish<'_, '_>, n
     .await
 }
 
-pub async fn claim(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Option<Lease>> {
+/// Up to `c.max` leases, each the head of a different group, in serving order, in one
+/// transaction. Each claim stamps its group with the lease's end, past `now`, so the next
+/// look of the same transaction finds the next group.
+pub async fn claim(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Vec<Lease>> {
     if let Some(server) = db.one_request() {
         return server_ops::claim(server, sql, c, now).await;
     }
-    db.write_transaction(async |db| claim_within(db, sql, c, now()?).await).await
+    db.write_transaction(async |db| claim_many_within(db, sql, c, now()?).await).await
+}
+
+async fn claim_many_within(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: f64) -> Result<Vec<Lease>> {
+    let mut leases = Vec::new();
+    while leases.len() < c.max {
+        match claim_within(db, sql, c, now).await? {
+            Some(lease) => leases.push(lease),
+            None => break,
+        }
+    }
+    Ok(leases)
+}
+
+/// What a waiting claim reads, without the write lock, to know whether to claim or how
+/// long to sleep (waiting.rs).
+pub struct Readiness {
+    /// A head the claim would take (or bury) now.
+    pub deliverable: bool,
+    /// The earliest time after now that a group is next ready: a lease's or park's end.
+    pub next_ready_at: Option<f64>,
+    /// `PRAGMA data_version` on a local database: changes once another connection's commit is visible.
+    pub data_version: Option<i64>,
+}
+
+pub async fn readiness(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: f64, local: bool) -> Result<Readiness> {
+    db.catch_up().await?;
+    let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
+    let deliverable = db.query_one(&claim, params, |_| Ok(())).await?.is_some();
+    let next_ready_at = db.query_one(&sql.next_ready_at, [now], |row| row.get::<Option<f64>>(0)).await?.flatten();
+    let data_version =
+        if local { db.query_one("PRAGMA data_version", (), |row| row.get::<i64>(0)).await? } else { None };
+    Ok(Readiness { deliverable, next_ready_at, data_version })
 }
 
 /// A worker's verdict on a message it holds: it will never succeed. Moved to the
@@ -88,6 +123,71 @@ pub async fn ack(db: &mut Db, sql: &Statements, finish: Finish<'_>, now: Now<'_>
         return server_ops::ack(server, sql, finish, now).await;
     }
     db.write_transaction(async |db| ack_within(db, sql, finish.lease, now()?).await).await
+}
+
+/// Acks every lease in one transaction, in order; an outcome per lease: `Error::LeaseLost`
+/// for one that was lost (nothing of it changed), while the others are acked. Any other
+/// error fails the whole call and acks nothing. No leases: nothing is written.
+pub async fn ack_many(db: &mut Db, sql: &Statements, finish: &FinishMany<'_>, now: Now<'_>) -> Result<Vec<Result<()>>> {
+    if finish.leases.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(server) = db.one_request() {
+        return server_ops::ack_many(server, sql, finish, now).await;
+    }
+    db.write_transaction(async |db| ack_many_within(db, sql, finish, now()?).await).await
+}
+
+async fn ack_many_within(db: &mut Db, sql: &Statements, finish: &FinishMany<'_>, now: f64) -> Result<Vec<Result<()>>> {
+    let mut outcomes = Vec::with_capacity(finish.leases.len());
+    for lease in finish.leases {
+        match ack_within(db, sql, lease, now).await {
+            Err(Error::LeaseLost(m)) => outcomes.push(Err(Error::LeaseLost(m))),
+            other => outcomes.push(Ok(other?)),
+        }
+    }
+    Ok(outcomes)
+}
+
+/// `ack_many` and then `claim`, in one transaction: a batch worker's loop with one commit
+/// per batch. A lost lease is reported in its outcome and does not stop the claim.
+pub async fn ack_and_claim_many(
+    db: &mut Db,
+    sql: &Statements,
+    finish: &FinishMany<'_>,
+    c: &Claim<'_>,
+    now: Now<'_>,
+) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
+    if let Some(server) = db.one_request() {
+        return server_ops::ack_and_claim_many(server, sql, finish, c, now).await;
+    }
+    db.write_transaction(async |db| {
+        let now = now()?;
+        let outcomes = ack_many_within(db, sql, finish, now).await?;
+        Ok((outcomes, claim_many_within(db, sql, c, now).await?))
+    })
+    .await
+}
+
+/// The lease now runs to now + visibility; `lease.lock_expiry` shows it. Its group's
+/// serving stamp moves with it, so claims keep passing over the group in one index range.
+/// `Error::LeaseLost` as for ack: a lease that lapsed and that no one claimed since is
+/// still the worker's, as its ack would be.
+pub async fn extend(db: &mut Db, sql: &Statements, request: &Extend<'_>, now: Now<'_>) -> Result<f64> {
+    if let Some(server) = db.one_request() {
+        return server_ops::extend(server, sql, request, now).await;
+    }
+    let lease = request.finish.lease;
+    db.write_transaction(async |db| {
+        let lock_expiry = now()? + request.visibility;
+        let params = (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str(), lock_expiry);
+        if db.execute(&sql.extend_lease, params).await? == 0 {
+            return Err(lease_lost(lease));
+        }
+        db.execute(&sql.set_group_ready_at, (lease.group_id.as_str(), lock_expiry)).await?;
+        Ok(lock_expiry)
+    })
+    .await
 }
 
 /// Both in one transaction: one commit per message handled instead of two.

@@ -38,13 +38,15 @@ impl<'m, 'a> Publish<'m, 'a> {
     }
 }
 
-/// What a claim asks for, and the transport's `max_attempts` (0: no limit).
+/// What a claim asks for, and the transport's `max_attempts` (0: no limit). `max`: how
+/// many leases at most (1 for `claim`).
 pub struct Claim<'a> {
     pub worker_id: &'a str,
     pub visibility: f64,
     pub min_priority: i32,
     pub routing_keys: &'a [&'a str],
     pub max_attempts: u32,
+    pub max: usize,
 }
 
 impl<'a> Claim<'a> {
@@ -59,7 +61,13 @@ impl<'a> Claim<'a> {
         validate::positive_seconds("visibility", visibility)?;
         validate::priority("min_priority", min_priority)?;
         validate::routing_keys(routing_keys)?;
-        Ok(Claim { worker_id, visibility, min_priority, routing_keys, max_attempts })
+        Ok(Claim { worker_id, visibility, min_priority, routing_keys, max_attempts, max: 1 })
+    }
+
+    /// The same claim for up to `max` leases (1..=MAX_CLAIM).
+    pub fn up_to(self, max: usize) -> Result<Claim<'a>> {
+        validate::claim_max(max)?;
+        Ok(Claim { max, ..self })
     }
 }
 
@@ -74,6 +82,35 @@ impl<'a> Finish<'a> {
         validate::non_empty("lease.group_id", &lease.group_id)?;
         validate::worker_id(&lease.worker_id).map_err(|e| Error::Argument(format!("lease.{e}")))?;
         Ok(Finish { lease })
+    }
+}
+
+/// Leases to finish in one transaction, each checked; an error names the lease by index
+/// ("leases[2].worker_id is empty").
+pub struct FinishMany<'a> {
+    pub leases: &'a [Lease],
+}
+
+impl<'a> FinishMany<'a> {
+    pub fn new(leases: &'a [Lease]) -> Result<FinishMany<'a>> {
+        for (i, lease) in leases.iter().enumerate() {
+            Finish::new(lease).map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))?;
+        }
+        Ok(FinishMany { leases })
+    }
+}
+
+/// An extension: the lease, and how long from now it is to run.
+pub struct Extend<'a> {
+    pub finish: Finish<'a>,
+    pub visibility: f64,
+}
+
+impl<'a> Extend<'a> {
+    pub fn new(lease: &'a Lease, visibility: f64) -> Result<Extend<'a>> {
+        let finish = Finish::new(lease)?;
+        validate::positive_seconds("visibility", visibility)?;
+        Ok(Extend { finish, visibility })
     }
 }
 

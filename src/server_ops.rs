@@ -24,7 +24,7 @@ use crate::hrana_pipeline::{Failure, HranaPipeline};
 use crate::lease::Lease;
 use crate::lock_wait::LockWait;
 use crate::queue::{lease_lost, Now};
-use crate::request::{Claim, Finish, Nack, Publish};
+use crate::request::{Claim, Extend, Finish, FinishMany, Nack, Publish};
 use crate::server_batch::{Chain, Failed, Outcome};
 use crate::server_session::SERVER_ANSWER_TIMEOUT;
 use crate::sql::Statements;
@@ -124,8 +124,9 @@ pub async fn publish(server: &OneRequest, sql: &Statements, request: &Publish<'_
         .map(drop)
 }
 
-pub async fn claim(server: &OneRequest, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Option<Lease>> {
-    claim_after(server, sql, c, now, None).await
+/// Up to `c.max` leases, all claimed in one request when nothing is to be buried.
+pub async fn claim(server: &OneRequest, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Vec<Lease>> {
+    claim_after(server, sql, (c, c.max), now, None).await.map(|(_, leases)| leases)
 }
 
 pub async fn ack(server: &OneRequest, sql: &Statements, finish: Finish<'_>, now: Now<'_>) -> Result<()> {
@@ -142,8 +143,76 @@ pub async fn ack_and_claim(
     c: &Claim<'_>,
     now: Now<'_>,
 ) -> Result<Option<Lease>> {
-    let ack = |chain: Chain, now: f64| push_ack(chain, sql, finish.lease, now);
-    claim_after(server, sql, c, now, Some(&ack)).await
+    let ack = |chain: Chain, now: f64| Ok((push_ack(chain, sql, finish.lease, now)?, Vec::new()));
+    let (_, leases) = claim_after(server, sql, (c, 1), now, Some(&ack)).await?;
+    Ok(leases.into_iter().next())
+}
+
+/// Acks every lease in one request, in order; an outcome per lease (`Error::LeaseLost`
+/// for one that was lost, nothing of it changed), as `queue::ack_many`.
+pub async fn ack_many(
+    server: &OneRequest,
+    sql: &Statements,
+    finish: &FinishMany<'_>,
+    now: Now<'_>,
+) -> Result<Vec<Result<()>>> {
+    let (results, deletes) = server
+        .run(|| {
+            let (chain, deletes) = push_ack_many(Chain::new(), sql, finish.leases, now()?)?;
+            Ok((chain, deletes))
+        })
+        .await?;
+    Ok(outcomes(finish.leases, deletes.iter().map(|&i| results[i].affected_row_count)))
+}
+
+/// `ack_many` and then a claim of up to `c.max`, in one request.
+pub async fn ack_and_claim_many(
+    server: &OneRequest,
+    sql: &Statements,
+    finish: &FinishMany<'_>,
+    c: &Claim<'_>,
+    now: Now<'_>,
+) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
+    let acks = |chain: Chain, now: f64| push_ack_many(chain, sql, finish.leases, now);
+    let (deleted, leases) = claim_after(server, sql, (c, c.max), now, Some(&acks)).await?;
+    Ok((outcomes(finish.leases, deleted.into_iter()), leases))
+}
+
+/// The lease now runs to now + visibility (returned), its group's turn with it.
+pub async fn extend(server: &OneRequest, sql: &Statements, request: &Extend<'_>, now: Now<'_>) -> Result<f64> {
+    let lease = request.finish.lease;
+    let (_, lock_expiry) = server
+        .run(|| {
+            let lock_expiry = now()? + request.visibility;
+            let mut chain = Chain::new();
+            let (seq, group_id, worker_id) = (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str());
+            chain.push(&sql.extend_lease, vec![seq.into(), group_id.into(), worker_id.into(), lock_expiry.into()])?;
+            chain.guard(&Statements::lease_guard(), lease_lost(lease));
+            chain.push(&sql.set_group_ready_at, vec![group_id.into(), lock_expiry.into()])?;
+            Ok((chain, lock_expiry))
+        })
+        .await?;
+    Ok(lock_expiry)
+}
+
+/// Each lease's ack, without a guard: a lost one changes nothing (its group's turn moves
+/// only when its DELETE deleted) and does not stop the others. The DELETEs' indexes.
+fn push_ack_many(mut chain: Chain, sql: &Statements, leases: &[Lease], now: f64) -> Result<(Chain, Vec<usize>)> {
+    let mut deletes = Vec::with_capacity(leases.len());
+    for lease in leases {
+        let group_id = lease.group_id.as_str();
+        deletes.push(
+            chain.push(&sql.ack_message, vec![lease.seq.into(), group_id.into(), lease.worker_id.as_str().into()])?,
+        );
+        chain.push(&sql.requeue_group_if_acked(), vec![group_id.into(), now.into()])?;
+        chain.push(&sql.drop_group_if_empty, vec![group_id.into()])?;
+    }
+    Ok((chain, deletes))
+}
+
+/// An outcome per lease from the rows its DELETE deleted.
+fn outcomes(leases: &[Lease], deleted: impl Iterator<Item = u64>) -> Vec<Result<()>> {
+    leases.iter().zip(deleted).map(|(lease, n)| if n == 0 { Err(lease_lost(lease)) } else { Ok(()) }).collect()
 }
 
 pub async fn nack(server: &OneRequest, sql: &Statements, request: &Nack<'_>, now: Now<'_>) -> Result<()> {
@@ -208,8 +277,9 @@ fn push_group_goes_on(mut chain: Chain, sql: &Statements, group_id: &str, now: f
     Ok(chain)
 }
 
-/// What comes before a claim in its first request (an ack's statements).
-type Before<'a> = &'a (dyn Fn(Chain, f64) -> Result<Chain> + Sync);
+/// What comes before a claim in its first request (an ack's statements), and the indexes
+/// of those whose changed rows the caller wants back.
+type Before<'a> = &'a (dyn Fn(Chain, f64) -> Result<(Chain, Vec<usize>)> + Sync);
 
 /// A head the last request leased and cannot hand out.
 struct Undeliverable {
@@ -227,46 +297,62 @@ enum Found {
     Undeliverable(Undeliverable),
 }
 
+/// Claims up to `want` leases after `before`'s statements, in one request unless heads are
+/// to be buried; the rows `before`'s marked statements changed, and the leases.
 async fn claim_after(
     server: &OneRequest,
     sql: &Statements,
-    c: &Claim<'_>,
+    (c, want): (&Claim<'_>, usize),
     now: Now<'_>,
-    mut before: Option<Before<'_>>,
-) -> Result<Option<Lease>> {
-    let mut undeliverable: Option<Undeliverable> = None;
+    before: Option<Before<'_>>,
+) -> Result<(Vec<u64>, Vec<Lease>)> {
+    let mut before_changed: Option<Vec<u64>> = None;
+    let mut leases = Vec::new();
+    let mut undeliverable: Vec<Undeliverable> = Vec::new();
     loop {
-        let (results, (lease_at, more_at, lock_expiry)) = server
+        let (results, (marked, claims, lock_expiry)) = server
             .run(|| {
                 let now = now()?;
                 let mut chain = Chain::new();
-                if let Some(before) = before {
-                    chain = before(chain, now)?;
+                let mut marked = Vec::new();
+                if let (Some(before), None) = (before, &before_changed) {
+                    (chain, marked) = before(chain, now)?;
                 }
-                if let Some(u) = &undeliverable {
+                for u in &undeliverable {
                     chain = push_bury_claimed(chain, sql, u, c.worker_id, now)?;
                 }
                 let lock_expiry = now + c.visibility;
-                let statements = sql.one_request_claim(
-                    now,
-                    (c.min_priority, c.routing_keys),
-                    c.max_attempts,
-                    (c.worker_id, lock_expiry),
-                );
-                let mut at = Vec::new();
-                for (statement, params) in statements.statements {
-                    at.push(chain.push(&statement, params)?);
+                let mut claims = Vec::new();
+                for _ in leases.len()..want {
+                    let statements = sql.one_request_claim(
+                        now,
+                        (c.min_priority, c.routing_keys),
+                        c.max_attempts,
+                        (c.worker_id, lock_expiry),
+                    );
+                    let mut at = Vec::new();
+                    for (statement, params) in statements.statements {
+                        at.push(chain.push(&statement, params)?);
+                    }
+                    claims.push((at[statements.lease], statements.more.map(|i| at[i])));
                 }
-                Ok((chain, (at[statements.lease], statements.more.map(|i| at[i]), lock_expiry)))
+                Ok((chain, (marked, claims, lock_expiry)))
             })
             .await?;
-        before = None;
-        undeliverable = None;
-        match found(&results[lease_at], more_at.map(|i| &results[i]), c.worker_id, lock_expiry)? {
-            Found::Lease(lease) => return Ok(Some(lease)),
-            Found::Nothing => return Ok(None),
-            Found::MoreToBury => {}
-            Found::Undeliverable(u) => undeliverable = Some(u),
+        before_changed.get_or_insert_with(|| marked.iter().map(|&i| results[i].affected_row_count).collect());
+        undeliverable.clear();
+        let mut again = false;
+        // Every claim of the chain was committed: each lease is kept, whatever came before it.
+        for (lease_at, more_at) in claims {
+            match found(&results[lease_at], more_at.map(|i| &results[i]), c.worker_id, lock_expiry)? {
+                Found::Lease(lease) => leases.push(lease),
+                Found::Nothing => {}
+                Found::MoreToBury => again = true,
+                Found::Undeliverable(u) => undeliverable.push(u),
+            }
+        }
+        if leases.len() >= want || (!again && undeliverable.is_empty()) {
+            return Ok((before_changed.unwrap_or_default(), leases));
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::message::Message;
 use crate::mode::Mode;
 use crate::options::Options;
 use crate::request::Publish;
+use crate::wait::Wait;
 
 pub struct Transport {
     /// Always `Some` until `close` or drop takes it.
@@ -74,9 +75,64 @@ impl Transport {
         self.runtime.block_on(self.inner().claim(worker_id, visibility, min_priority, routing_keys))
     }
 
+    /// See [`AsyncTransport::claim_wait`]. While it waits, other threads' calls on this
+    /// transport go ahead.
+    pub fn claim_wait(
+        &self,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+        wait: &Wait,
+    ) -> Result<Option<Lease>> {
+        self.runtime.block_on(self.inner().claim_wait(worker_id, visibility, min_priority, routing_keys, wait))
+    }
+
+    /// See [`AsyncTransport::claim_many`].
+    pub fn claim_many(
+        &self,
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+        max: usize,
+        wait: &Wait,
+    ) -> Result<Vec<Lease>> {
+        self.runtime.block_on(self.inner().claim_many(worker_id, visibility, min_priority, routing_keys, max, wait))
+    }
+
+    /// See [`AsyncTransport::interrupt`]; from any thread.
+    pub fn interrupt(&self) {
+        self.inner().interrupt()
+    }
+
     /// See [`AsyncTransport::ack`].
     pub fn ack(&self, lease: &Lease) -> Result<()> {
         self.runtime.block_on(self.inner().ack(lease))
+    }
+
+    /// See [`AsyncTransport::ack_many`].
+    pub fn ack_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        self.runtime.block_on(self.inner().ack_many(leases))
+    }
+
+    /// See [`AsyncTransport::ack_and_claim_many`].
+    pub fn ack_and_claim_many(
+        &self,
+        leases: &[Lease],
+        worker_id: &str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &[&str],
+        max: usize,
+    ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
+        let inner = self.inner();
+        self.runtime.block_on(inner.ack_and_claim_many(leases, worker_id, visibility, min_priority, routing_keys, max))
+    }
+
+    /// See [`AsyncTransport::extend`].
+    pub fn extend(&self, lease: &mut Lease, visibility: f64) -> Result<()> {
+        self.runtime.block_on(self.inner().extend(lease, visibility))
     }
 
     /// See [`AsyncTransport::ack_and_claim`].

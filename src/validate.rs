@@ -8,6 +8,8 @@ use crate::message::Message;
 pub const PARKED: &str = "__parked__";
 pub const MAX_PRIORITY: i32 = 4;
 pub const MAX_PREFIX_LEN: usize = 30;
+/// The most leases one `claim_many` hands out.
+pub const MAX_CLAIM: usize = 1000;
 
 fn arg(message: String) -> Error {
     Error::Argument(message)
@@ -89,6 +91,14 @@ pub fn messages(batch: &[Message]) -> Result<()> {
 /// "messages[3].event_json ...".
 pub fn in_batch(i: usize, e: Error) -> Error {
     arg(format!("messages[{i}].{e}"))
+}
+
+/// How many leases a batch claim may hand out: 1..=MAX_CLAIM.
+pub fn claim_max(max: usize) -> Result<()> {
+    if !(1..=MAX_CLAIM).contains(&max) {
+        return Err(arg(format!("max is {max}; it must be 1..{MAX_CLAIM}")));
+    }
+    Ok(())
 }
 
 pub fn routing_keys<S: AsRef<str>>(keys: &[S]) -> Result<()> {

@@ -80,6 +80,7 @@ fn worker() {
             Error::LeaseLost(_) => "LeaseLost",
             Error::Argument(_) => "Argument",
             Error::Connect(_) => "Connect",
+            _ => "Other",
         };
         log.push(format!("E {kind} {}", e.message().replace('\n', " ")));
     };

@@ -65,6 +65,18 @@ local!(
     peek_shows_a_groups_messages_without_claiming,
     purge_empties_a_group_or_the_queue,
     release_frees_a_stuck_group_now,
+    claim_many_hands_out_distinct_groups_in_serving_order,
+    claim_many_keeps_the_floor_and_routing_keys,
+    ack_many_reports_a_lost_lease_and_acks_the_others,
+    ack_and_claim_many_acks_a_batch_then_claims_the_next,
+    extend_moves_the_lease_end_and_keeps_the_group_out,
+    extend_after_a_lapse_no_one_claimed_keeps_the_lease,
+    a_waiting_claim_returns_as_soon_as_another_transport_publishes,
+    a_waiting_claim_lets_other_calls_on_its_transport_run,
+    a_waiting_claim_wakes_when_a_park_ends,
+    a_waiting_claim_returns_nothing_when_its_wait_is_over,
+    a_cancelled_or_interrupted_wait_claims_nothing,
+    eight_waiters_one_publish_exactly_one_gets_it,
 );
 
 #[test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::http_proxy::{CountingProxy, RequestCounter};
 use common::sqld::{self, ServerSql, Sqld};
 use common::{event, hostile, TestClock};
-use harel_transport::{Error, Lease, Message, Options, Transport};
+use harel_transport::{Error, Lease, Message, Options, Transport, Wait};
 
 const V: f64 = 30.0;
 
@@ -155,6 +155,22 @@ fn each_operation_is_one_request() {
             count("nack with a delay", requests(&proxy, || t.nack(&lease, 5.0).is_ok()));
             let lease = t.claim("w", V, 0, &[]).unwrap().unwrap();
             count("dead_letter", requests(&proxy, || t.dead_letter(&lease, "no good").is_ok()));
+            // The worker loop's batch operations.
+            let (n, batch) = requests(&proxy, || t.claim_many("w", V, 0, &[], 2, &Wait::none()).unwrap());
+            count("claim_many (2)", (n, batch.len() == 2));
+            let mut lost = batch.clone();
+            lost[1].worker_id = "someone-else".into();
+            let (n, outcomes) = requests(&proxy, || t.ack_many(&lost[..2]).unwrap());
+            count("ack_many (2, one lost)", (n, matches!(outcomes[..], [Ok(()), Err(Error::LeaseLost(_))])));
+            let (n, acked_and_claimed) =
+                requests(&proxy, || t.ack_and_claim_many(&batch[1..], "w", V, 0, &[], 2).unwrap());
+            count(
+                "ack_and_claim_many (2, 2)",
+                (n, acked_and_claimed.0.iter().all(Result::is_ok) && acked_and_claimed.1.len() == 2),
+            );
+            let mut extended = acked_and_claimed.1[0].clone();
+            let (n, ok) = requests(&proxy, || t.extend(&mut extended, 2.0 * V).is_ok());
+            count("extend", (n, ok && extended.lock_expiry == acked_and_claimed.1[0].lock_expiry + V));
             let (n, routed) = requests(&proxy, || t.claim("w", V, 0, &["nowhere"]).unwrap());
             count("claim (nothing)", (n, routed.is_none()));
             // A head claimed max_attempts times is buried by the claim that finds it.

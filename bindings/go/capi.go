@@ -8,7 +8,8 @@ package harel
 // Memory: C never sees Go memory that holds a Go pointer, and keeps nothing past a call.
 // Strings in are C copies (C.CString) freed when the call returns; the Go values passed
 // by address (&cerr, &out, a harel_lease, an array of routing keys, an array of seqs, a
-// count) hold no Go pointers. What C hands out (a lease, a schema string, an error, the
+// count, an array of lease pointers in or out, an array of outcomes) hold no Go pointers
+// (the leases an array points to are in C memory). What C hands out (a lease, a schema string, an error, the
 // stats, a page) is copied into Go values and freed at once.
 
 /*
@@ -27,10 +28,12 @@ static enum harel_status hgo_set_clock(harel_options *o, uintptr_t handle, harel
 import "C"
 
 import (
+	"context"
 	"math"
 	"runtime/cgo"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -75,6 +78,13 @@ func (a *cStrings) add(param, s string) (*C.char, error) {
 func (a *cStrings) addWhole(s string) *C.char {
 	p := C.CString(s)
 	*a = append(*a, p)
+	return p
+}
+
+// alloc is size bytes of C memory, freed with the strings.
+func (a *cStrings) alloc(size C.size_t) unsafe.Pointer {
+	p := C.malloc(size)
+	*a = append(*a, (*C.char)(p))
 	return p
 }
 
@@ -287,17 +297,20 @@ func (a *claimArgs) keysPtr() **C.char {
 // lease is a harel_lease of the fields ack and nack read: seq, the group id whole (NUL
 // bytes included, as a lease claimed from another writer's message may hold them) with
 // its length, and the worker id.
-func (strs *cStrings) lease(l *Lease) (cl C.harel_lease, err error) {
+func (strs *cStrings) lease(l *Lease) (C.harel_lease, error) { return strs.leaseNamed("lease", l) }
+
+// leaseNamed is lease for the parameter name ("lease", "leases[2]") in errors.
+func (strs *cStrings) leaseNamed(name string, l *Lease) (cl C.harel_lease, err error) {
 	if l == nil {
-		return cl, argumentError("lease is nil")
+		return cl, argumentError(name + " is nil")
 	}
 	if l.GroupID == "" { // C would read it as a lease whose group_id_len was never set
-		return cl, argumentError("lease.group_id is empty")
+		return cl, argumentError(name + ".group_id is empty")
 	}
 	cl.seq = C.int64_t(l.Seq)
 	cl.group_id = strs.addWhole(l.GroupID)
 	cl.group_id_len = C.size_t(len(l.GroupID))
-	cl.worker_id, err = strs.add("lease.worker_id", l.WorkerID)
+	cl.worker_id, err = strs.add(name+".worker_id", l.WorkerID)
 	return cl, err
 }
 
@@ -307,6 +320,11 @@ func claimed(status C.enum_harel_status, l *C.harel_lease, err errOut) (*Lease, 
 	if err := check(status, err); err != nil || l == nil {
 		return nil, err
 	}
+	return goLease(l), nil
+}
+
+// goLease is a Go copy of l.
+func goLease(l *C.harel_lease) *Lease {
 	return &Lease{
 		Seq:        int64(l.seq),
 		GroupID:    C.GoStringN(l.group_id, C.int(l.group_id_len)),
@@ -314,7 +332,7 @@ func claimed(status C.enum_harel_status, l *C.harel_lease, err errOut) (*Lease, 
 		WorkerID:   C.GoString(l.worker_id),
 		LockExpiry: fromEpochSeconds(float64(l.lock_expiry)),
 		Attempts:   int(l.attempts),
-	}, nil
+	}
 }
 
 // claim returns nil, nil when nothing is deliverable (HAREL_EMPTY).
@@ -662,4 +680,219 @@ func (t cTransport) deadLetters(groupID, cursor string, limit int) (*DeadLetterP
 		})
 	}
 	return page, nil
+}
+
+// ---- the worker loop: waiting claims, batches, extend -------------------------------------
+
+// cCancel is the harel_cancel of one waiting call, fired when any of its contexts is done
+// (the call's own, the Transport's closing). nil passes NULL: no cancel.
+type cCancel struct {
+	p      *C.harel_cancel
+	stops  []func() bool
+	firing sync.WaitGroup // one per AfterFunc that may still fire p
+}
+
+func newCancel(ctxs ...context.Context) (*cCancel, error) {
+	c := &cCancel{p: C.harel_cancel_new()}
+	if c.p == nil {
+		return nil, &Error{Status: StatusPanic, Message: "harel_cancel_new failed"}
+	}
+	for _, ctx := range ctxs {
+		c.firing.Add(1)
+		c.stops = append(c.stops, context.AfterFunc(ctx, func() {
+			defer c.firing.Done()
+			C.harel_cancel_fire(c.p)
+		}))
+	}
+	return c, nil
+}
+
+// free frees the cancel once the call it was given has returned, and once no AfterFunc
+// can fire it any more: those stopped in time never run, those that started are waited for.
+func (c *cCancel) free() {
+	for _, stop := range c.stops {
+		if stop() {
+			c.firing.Done()
+		}
+	}
+	c.firing.Wait()
+	C.harel_cancel_free(c.p)
+}
+
+func (c *cCancel) ptr() *C.harel_cancel {
+	if c == nil {
+		return nil
+	}
+	return c.p
+}
+
+func (t cTransport) interrupt() { C.harel_transport_interrupt(t.p) }
+
+// claimWait returns nil, nil when nothing came within wait (HAREL_EMPTY).
+func (t cTransport) claimWait(workerID string, visibility time.Duration, minPriority int, routingKeys []string,
+	wait time.Duration, cancel *cCancel) (*Lease, error) {
+	var strs cStrings
+	defer strs.free()
+	a, err := strs.claimArgs(workerID, visibility, minPriority, routingKeys)
+	if err != nil {
+		return nil, err
+	}
+	var out *C.harel_lease
+	var cerr *C.harel_error
+	s := C.harel_transport_claim_wait(t.p, a.worker, a.visibility, a.minPriority, a.keysPtr(), C.size_t(len(a.keys)),
+		seconds(wait), cancel.ptr(), &out, &cerr)
+	return claimed(s, out, &cerr)
+}
+
+// maxParam is a claim's max as a size_t, and the array its leases come in: max elements,
+// or HAREL_MAX_CLAIM for a larger max (which the library refuses before writing any), at
+// least one (the library refuses 0; the array's address must exist). Go memory holding
+// only the C pointers the library writes into it.
+func maxParam(n int) (C.size_t, []*C.harel_lease, error) {
+	if n < 0 { // a size_t cannot carry it; the library checks the range
+		return 0, nil, argumentError("max is " + strconv.Itoa(n) + "; it must be 1.." + strconv.Itoa(MaxClaim))
+	}
+	return C.size_t(n), make([]*C.harel_lease, min(max(n, 1), C.HAREL_MAX_CLAIM)), nil
+}
+
+// claimedMany copies out and frees the n leases a batch claim wrote into out; none on
+// HAREL_EMPTY and on error (n is 0 then).
+func claimedMany(status C.enum_harel_status, out []*C.harel_lease, n C.size_t, err errOut) ([]*Lease, error) {
+	got := out[:n]
+	defer func() {
+		for _, l := range got {
+			C.harel_lease_free(l)
+		}
+	}()
+	if err := check(status, err); err != nil {
+		return nil, err
+	}
+	leases := make([]*Lease, len(got))
+	for i, l := range got {
+		leases[i] = goLease(l)
+	}
+	return leases, nil
+}
+
+func (t cTransport) claimMany(workerID string, visibility time.Duration, minPriority int, routingKeys []string,
+	max int, wait time.Duration, cancel *cCancel) ([]*Lease, error) {
+	var strs cStrings
+	defer strs.free()
+	cmax, out, err := maxParam(max)
+	if err != nil {
+		return nil, err
+	}
+	a, err := strs.claimArgs(workerID, visibility, minPriority, routingKeys)
+	if err != nil {
+		return nil, err
+	}
+	var n C.size_t
+	var cerr *C.harel_error
+	s := C.harel_transport_claim_many(t.p, a.worker, a.visibility, a.minPriority, a.keysPtr(), C.size_t(len(a.keys)),
+		cmax, seconds(wait), cancel.ptr(), &out[0], &n, &cerr)
+	return claimedMany(s, out, n, &cerr)
+}
+
+// leases is ls as the batch calls take them: harel_leases in C memory (freed with strs)
+// and a Go array of pointers to them. A nil lease is a NULL element, which the library
+// refuses naming its index.
+func (strs *cStrings) leases(ls []*Lease) ([]*C.harel_lease, error) {
+	if len(ls) == 0 {
+		return nil, nil
+	}
+	block := unsafe.Slice((*C.harel_lease)(strs.alloc(C.size_t(len(ls))*C.sizeof_harel_lease)), len(ls))
+	ptrs := make([]*C.harel_lease, len(ls))
+	for i, l := range ls {
+		if l == nil {
+			continue
+		}
+		cl, err := strs.leaseNamed("leases["+strconv.Itoa(i)+"]", l)
+		if err != nil {
+			return nil, err
+		}
+		block[i] = cl
+		ptrs[i] = &block[i]
+	}
+	return ptrs, nil
+}
+
+// firstOf is the address of a slice's first element, NULL for an empty one.
+func firstOf[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// outcomeErrors turns a batch ack's outcomes into nil (acked) or an *Error per lease.
+func outcomeErrors(ls []*Lease, outcomes []C.enum_harel_status) []error {
+	errs := make([]error, len(ls))
+	for i, s := range outcomes {
+		if s < 0 {
+			errs[i] = &Error{Status: Status(s), Message: "leases[" + strconv.Itoa(i) + "]: message " +
+				strconv.FormatInt(ls[i].Seq, 10) + " of group " + strconv.Quote(ls[i].GroupID) +
+				" is no longer leased to " + strconv.Quote(ls[i].WorkerID) +
+				" (acked or nacked already, or it lapsed and another worker claimed it); nothing of it changed"}
+		}
+	}
+	return errs
+}
+
+func (t cTransport) ackMany(ls []*Lease) ([]error, error) {
+	var strs cStrings
+	defer strs.free()
+	ptrs, err := strs.leases(ls)
+	if err != nil {
+		return nil, err
+	}
+	outcomes := make([]C.enum_harel_status, len(ls))
+	var cerr *C.harel_error
+	if err := check(C.harel_transport_ack_many(t.p, firstOf(ptrs), C.size_t(len(ls)), firstOf(outcomes), &cerr), &cerr); err != nil {
+		return nil, err
+	}
+	return outcomeErrors(ls, outcomes), nil
+}
+
+func (t cTransport) ackAndClaimMany(ls []*Lease, workerID string, visibility time.Duration, minPriority int,
+	routingKeys []string, max int) ([]*Lease, []error, error) {
+	var strs cStrings
+	defer strs.free()
+	ptrs, err := strs.leases(ls)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmax, out, err := maxParam(max)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := strs.claimArgs(workerID, visibility, minPriority, routingKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	outcomes := make([]C.enum_harel_status, len(ls))
+	var n C.size_t
+	var cerr *C.harel_error
+	s := C.harel_transport_ack_and_claim_many(t.p, firstOf(ptrs), C.size_t(len(ls)), firstOf(outcomes),
+		a.worker, a.visibility, a.minPriority, a.keysPtr(), C.size_t(len(a.keys)), cmax, &out[0], &n, &cerr)
+	next, err := claimedMany(s, out, n, &cerr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return next, outcomeErrors(ls, outcomes), nil
+}
+
+// extend sets l.LockExpiry to the lease's new end.
+func (t cTransport) extend(l *Lease, visibility time.Duration) error {
+	var strs cStrings
+	defer strs.free()
+	cl, err := strs.lease(l)
+	if err != nil {
+		return err
+	}
+	var cerr *C.harel_error
+	if err := check(C.harel_transport_extend(t.p, &cl, seconds(visibility), &cerr), &cerr); err != nil {
+		return err
+	}
+	l.LockExpiry = fromEpochSeconds(float64(cl.lock_expiry))
+	return nil
 }

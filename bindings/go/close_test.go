@@ -4,6 +4,7 @@ package harel_test
 // nil, and Close waits for the calls in flight.
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -49,9 +50,22 @@ func TestUseAfterClose(t *testing.T) {
 		"ack_and_claim": ackAndClaimErr,
 		"nack":          tr.Nack(lease, 0),
 		"ack nil":       tr.Ack(nil),
+		"claim_wait":    discard(tr.ClaimWait(context.Background(), "w", visibility, time.Second)),
+		"claim_many":    discard(tr.ClaimMany(context.Background(), "w", visibility, 10, time.Second)),
+		"ack_many":      discard(tr.AckMany([]*harel.Lease{lease})),
+		"ack_and_claim_many": func() error {
+			_, _, err := tr.AckAndClaimMany([]*harel.Lease{lease}, "w", visibility, 10)
+			return err
+		}(),
+		"extend": tr.Extend(lease, visibility),
 	} {
 		wantError(t, name+" after close", err, harel.ErrClosed)
 	}
+	tr.Interrupt() // does nothing on a closed Transport
+	kept, stop := tr.KeepAlive(context.Background(), lease, 30*time.Millisecond)
+	<-kept.Done() // its first extension fails
+	wantError(t, "keep_alive after close", stop(), harel.ErrClosed)
+	wantError(t, "keep_alive's cause", context.Cause(kept), harel.ErrClosed)
 }
 
 func TestCloseWaitsForTheCallInFlight(t *testing.T) {

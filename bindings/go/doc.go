@@ -16,6 +16,32 @@
 //		err = t.Ack(lease)                          // or t.Nack(lease, delay) to retry
 //	}
 //
+// # The worker loop
+//
+// A worker waits for work rather than polling: [Transport.ClaimWait] and
+// [Transport.ClaimMany] take a context and a wait, and return as soon as something is
+// deliverable (woken at once by a commit of this process, within a few milliseconds by
+// another process's commit to the same file, at a lease's or park's end). They hold no
+// lock while they wait. Cancelling the context ends the wait with an error matching both
+// ctx.Err() and [ErrInterrupted], having claimed nothing (a lease had in the same instant is
+// returned instead: a cancelled wait never leaves one behind); a deadline before the wait's
+// end shortens it. ClaimMany leases up to [MaxClaim] messages of different groups in one
+// transaction; [Transport.AckMany] acks a batch in one commit, each lease with its own
+// outcome, and [Transport.AckAndClaimMany] acks one batch and leases the next in the same
+// commit. A handler that runs longer than its visibility keeps its lease with
+// [Transport.Extend], or [Transport.KeepAlive], which extends it periodically and cancels
+// the handler's context if the lease is lost:
+//
+//	for ctx.Err() == nil {
+//		leases, err := t.ClaimMany(ctx, "worker-1", 30*time.Second, 10, 20*time.Second)
+//		if err != nil { ... }             // ctx's end: errors.Is(err, context.Canceled)
+//		for len(leases) > 0 && err == nil {
+//			for _, lease := range leases { /* handle lease.Event */ }
+//			var acked []error                // per lease: nil, or ErrLeaseLost
+//			leases, acked, err = t.AckAndClaimMany(leases, "worker-1", 30*time.Second, 10)
+//		}
+//	}
+//
 // # When a message keeps failing
 //
 // Every claim counts: [Lease].Attempts is how many times the message was handed out, this
@@ -44,7 +70,7 @@
 //
 // Every error is an [*Error] holding the library's status and message. Match kinds with
 // errors.Is and the sentinels ([ErrArgument], [ErrDatabase], [ErrBusy], [ErrLeaseLost],
-// [ErrConnect], [ErrPanic], [ErrClosed]). Each C call hands its own error back (the ABI's
+// [ErrConnect], [ErrInterrupted], [ErrPanic], [ErrClosed]). Each C call hands its own error back (the ABI's
 // `harel_error **err`), which the binding reads and frees before the method returns, so
 // the message is the call's own whichever OS thread the goroutine ran on.
 //
@@ -61,14 +87,17 @@
 // one commits are written together in the next transaction (one fsync for all at
 // synchronous FULL), each call still returning its own error, and only once its messages
 // are committed. So many goroutines publishing through one Transport is the fast way. To
-// claim in parallel open one Transport per goroutine or process on the same file. Close
-// waits for the calls in flight; afterwards every method returns ErrClosed. Closing cannot
-// fail: Close always returns nil (its error result makes a Transport an io.Closer).
+// claim in parallel open one Transport per goroutine or process on the same file. A claim
+// that waits lets the Transport's other calls run meanwhile. Close waits for the calls in
+// flight, except for waiting claims, whose waits it ends (they return an error matching
+// ErrClosed); afterwards every method returns ErrClosed. Closing cannot fail: Close always
+// returns nil (its error result makes a Transport an io.Closer).
 //
 // # Linking
 //
 // The package links the C library with cgo (CGO_ENABLED=1 and a C compiler are needed),
-// ABI version 1 of it (libharel_transport.so.1, library version 0.2.0 on).
+// ABI version 1 of it (libharel_transport.so.1), library version 0.3.0 on (the worker
+// loop's functions came in 0.3.0).
 // By default it uses -lharel_transport and expects the header and library where the C
 // toolchain finds them: in its default paths (the library installed under /usr/local), or
 // through the environment, e.g. for a build tree of the repository:

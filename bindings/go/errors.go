@@ -8,14 +8,15 @@ type Status int32
 
 // The status codes. Only the negative ones appear in an [*Error].
 const (
-	StatusOK        Status = 0   // HAREL_OK
-	StatusEmpty     Status = 1   // HAREL_EMPTY: claim found nothing deliverable (Claim returns nil, nil)
-	StatusArgument  Status = -1  // HAREL_ERR_ARGUMENT: a bad argument; nothing changed
-	StatusDatabase  Status = -2  // HAREL_ERR_DATABASE: I/O, not a database, schema missing, SQL error
-	StatusBusy      Status = -3  // HAREL_ERR_BUSY: the write lock was not had within the busy timeout
-	StatusLeaseLost Status = -4  // HAREL_ERR_LEASE_LOST: ack/nack of a message gone or leased to another worker
-	StatusConnect   Status = -5  // HAREL_ERR_CONNECT: a libSQL server can't be reached or refused the token
-	StatusPanic     Status = -99 // HAREL_ERR_PANIC: a bug in the library, caught at its boundary; close the Transport
+	StatusOK          Status = 0   // HAREL_OK
+	StatusEmpty       Status = 1   // HAREL_EMPTY: claim found nothing deliverable (Claim returns nil, nil)
+	StatusArgument    Status = -1  // HAREL_ERR_ARGUMENT: a bad argument; nothing changed
+	StatusDatabase    Status = -2  // HAREL_ERR_DATABASE: I/O, not a database, schema missing, SQL error
+	StatusBusy        Status = -3  // HAREL_ERR_BUSY: the write lock was not had within the busy timeout
+	StatusLeaseLost   Status = -4  // HAREL_ERR_LEASE_LOST: ack/nack of a message gone or leased to another worker
+	StatusConnect     Status = -5  // HAREL_ERR_CONNECT: a libSQL server can't be reached or refused the token
+	StatusInterrupted Status = -6  // HAREL_ERR_INTERRUPTED: a claim's wait ended early (its context, Interrupt); nothing claimed
+	StatusPanic       Status = -99 // HAREL_ERR_PANIC: a bug in the library, caught at its boundary; close the Transport
 
 	// StatusClosed is the binding's own: the Transport was closed before the call.
 	StatusClosed Status = -1000
@@ -39,6 +40,8 @@ func (s Status) String() string {
 		return "HAREL_ERR_LEASE_LOST"
 	case StatusConnect:
 		return "HAREL_ERR_CONNECT"
+	case StatusInterrupted:
+		return "HAREL_ERR_INTERRUPTED"
 	case StatusPanic:
 		return "HAREL_ERR_PANIC"
 	case StatusClosed:
@@ -82,13 +85,14 @@ func (e *Error) Is(target error) bool {
 // The sentinels, one per error status, for errors.Is. Each matches any *Error with its
 // Status; never compare errors with == (the errors returned carry their own message).
 var (
-	ErrArgument  = &Error{Status: StatusArgument}
-	ErrDatabase  = &Error{Status: StatusDatabase}
-	ErrBusy      = &Error{Status: StatusBusy}
-	ErrLeaseLost = &Error{Status: StatusLeaseLost}
-	ErrConnect   = &Error{Status: StatusConnect}
-	ErrPanic     = &Error{Status: StatusPanic}
-	ErrClosed    = &Error{Status: StatusClosed, Message: "the transport is closed"}
+	ErrArgument    = &Error{Status: StatusArgument}
+	ErrDatabase    = &Error{Status: StatusDatabase}
+	ErrBusy        = &Error{Status: StatusBusy}
+	ErrLeaseLost   = &Error{Status: StatusLeaseLost}
+	ErrConnect     = &Error{Status: StatusConnect}
+	ErrInterrupted = &Error{Status: StatusInterrupted} // also matched, with ctx.Err(), by a wait its context ended
+	ErrPanic       = &Error{Status: StatusPanic}
+	ErrClosed      = &Error{Status: StatusClosed, Message: "the transport is closed"}
 )
 
 // argumentError is an ErrArgument found by the binding before the C call.

@@ -6,13 +6,14 @@ package harel_test
 // Error.Message.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,13 +36,17 @@ func TestEveryStatusMapsToItsSentinel(t *testing.T) {
 		wantError(t, "open without the schema", err, harel.ErrDatabase)
 	})
 	t.Run("BUSY", func(t *testing.T) {
-		// A claim holds the file's write lock while it asks its clock for "now": this one
-		// waits there until the other Transport's publish gave up.
+		// A claim asks its clock for "now" twice: before its transaction (to know whether
+		// to wait) and inside it, holding the file's write lock. This one stops at the
+		// second until the other Transport's publish gave up.
 		path := tempDB(t)
 		entered, release := make(chan struct{}), make(chan struct{})
-		var once sync.Once
+		var calls atomic.Int32
 		holder := open(t, path, harel.WithClock(func() time.Time {
-			once.Do(func() { close(entered); <-release })
+			if calls.Add(1) == 2 {
+				close(entered)
+				<-release
+			}
 			return time.Unix(1000, 0)
 		}))
 		waiter := open(t, path, harel.WithBusyTimeout(50*time.Millisecond))
@@ -76,6 +81,17 @@ func TestEveryStatusMapsToItsSentinel(t *testing.T) {
 		l.Close()
 		_, err = harel.Open(url, harel.WithAuthToken("token"))
 		wantError(t, "open of a server URL", err, harel.ErrConnect, "Connection refused")
+	})
+	t.Run("INTERRUPTED", func(t *testing.T) {
+		tr := memory(t, newClock())
+		claimed := make(chan error)
+		go func() {
+			_, err := tr.ClaimWait(context.Background(), "w", visibility, time.Minute)
+			claimed <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // the claim is waiting
+		tr.Interrupt()
+		wantError(t, "a waiting claim interrupted", <-claimed, harel.ErrInterrupted, "interrupted")
 	})
 	t.Run("CLOSED", func(t *testing.T) {
 		tr, err := harel.Open(":memory:")
@@ -112,6 +128,34 @@ func TestWhatTheBindingChecks(t *testing.T) {
 		}
 		return err
 	}
+	ackMany := func(ls ...*harel.Lease) error {
+		acked, err := tr.AckMany(ls)
+		if acked != nil {
+			t.Errorf("a refused ack_many returned outcomes %v", acked)
+		}
+		return err
+	}
+	ackAndClaimMany := func(ls []*harel.Lease, worker string, max int) error {
+		next, acked, err := tr.AckAndClaimMany(ls, worker, visibility, max)
+		if next != nil || acked != nil {
+			t.Errorf("a refused ack_and_claim_many returned %v, %v", next, acked)
+		}
+		return err
+	}
+	claimMany := func(worker string, max int) error {
+		leases, err := tr.ClaimMany(context.Background(), worker, visibility, max, time.Second)
+		if leases != nil {
+			t.Errorf("a refused claim_many returned %v", leases)
+		}
+		return err
+	}
+	claimWait := func(worker string, opts ...harel.ClaimOption) error {
+		l, err := tr.ClaimWait(context.Background(), worker, visibility, time.Second, opts...)
+		if l != nil {
+			t.Errorf("a refused claim_wait returned %+v", l)
+		}
+		return err
+	}
 	batch := func(bad harel.Message) error {
 		return tr.PublishMany([]harel.Message{{GroupID: "new", Event: ok}, bad})
 	}
@@ -141,6 +185,15 @@ func TestWhatTheBindingChecks(t *testing.T) {
 		{"nack: NUL in lease.worker_id", tr.Nack(withWorker("w\x00"), 0), []string{"lease.worker_id", nul}},
 		{"ack_and_claim: NUL in worker_id", ackAndClaim(lease, "w\x00"), []string{"worker_id", nul}},
 		{"ack_and_claim: NUL in a routing key", ackAndClaim(lease, "w", harel.WithRoutingKeys("\x00")), []string{"routing_keys[0]", nul}},
+		{"ack_many: NUL in leases[1].worker_id", ackMany(lease, withWorker("w\x00")), []string{"leases[1].worker_id", nul}},
+		{"ack_many: empty leases[0].group_id", ackMany(withGroup("")), []string{"leases[0].group_id is empty"}},
+		{"ack_and_claim_many: NUL in worker_id", ackAndClaimMany([]*harel.Lease{lease}, "w\x00", 1), []string{"worker_id", nul}},
+		{"ack_and_claim_many: max -1", ackAndClaimMany([]*harel.Lease{lease}, "w", -1), []string{"max is -1"}},
+		{"claim_many: max -1", claimMany("w", -1), []string{"max is -1; it must be 1..1000"}},
+		{"claim_many: NUL in worker_id", claimMany("w\x00", 1), []string{"worker_id", nul}},
+		{"claim_wait: NUL in a routing key", claimWait("w", harel.WithRoutingKeys("\x00")), []string{"routing_keys[0]", nul}},
+		{"extend nil", tr.Extend(nil, visibility), []string{"lease is nil"}},
+		{"extend: NUL in lease.worker_id", tr.Extend(withWorker("w\x00"), visibility), []string{"lease.worker_id", nul}},
 		{"schema: NUL in prefix", schemaErr(harel.SchemaSQL("app\x00")), []string{"prefix", nul}},
 		{"upgrade: NUL in prefix", schemaErr(harel.SchemaUpgradeSQL("app\x00")), []string{"prefix", nul}},
 	} {

@@ -1,10 +1,12 @@
 package harel_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"sync"
 	"time"
 
@@ -361,4 +363,93 @@ func ExampleWithMaxAttempts() {
 	// {"n":1} attempt 2
 	// {"n":2} attempt 1
 	// claimed 2 times: max_attempts is 2
+}
+
+// ClaimWait waits for work instead of polling: it returns as soon as a message is
+// published (here by another goroutine), or, when nothing comes, at the end of its wait or
+// of its context, whichever is first.
+func ExampleTransport_ClaimWait() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = t.Publish("g", json.RawMessage(`{"n":1}`))
+	}()
+
+	lease, err := t.ClaimWait(context.Background(), "w", time.Minute, 10*time.Second)
+	fmt.Println(string(lease.Event), err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	lease, err = t.ClaimWait(ctx, "w", time.Minute, 10*time.Second) // g's only message is in flight
+	fmt.Println(lease == nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, harel.ErrInterrupted))
+	// Output:
+	// {"n":1} <nil>
+	// true true true
+}
+
+// A batch worker: ClaimMany waits for work and leases up to 10 messages, each of a
+// different group; AckAndClaimMany acks a batch and leases the next in one commit. When it
+// finds nothing, a real worker goes back to ClaimMany's wait.
+func ExampleTransport_ClaimMany() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+	for n, group := range []string{"order-1", "order-2", "order-1", "order-3", "order-1"} {
+		_ = t.Publish(group, json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)))
+	}
+
+	ctx := context.Background()
+	leases, err := t.ClaimMany(ctx, "worker-1", 30*time.Second, 10, 5*time.Second)
+	for err == nil && len(leases) > 0 {
+		var handled []string
+		for _, lease := range leases {
+			handled = append(handled, lease.GroupID+" "+string(lease.Event)) // handle it
+		}
+		fmt.Println(strings.Join(handled, ", "))
+		var acked []error
+		leases, acked, err = t.AckAndClaimMany(leases, "worker-1", 30*time.Second, 10)
+		for _, lost := range acked {
+			if lost != nil {
+				log.Print(lost) // ErrLeaseLost: it lapsed and another worker has it
+			}
+		}
+	}
+	fmt.Println(err)
+	// Output:
+	// order-1 {"n":0}, order-2 {"n":1}, order-3 {"n":3}
+	// order-1 {"n":2}
+	// order-1 {"n":4}
+	// <nil>
+}
+
+// KeepAlive extends a lease while its handler runs longer than the visibility, and stop
+// tells whether the lease was kept throughout.
+func ExampleTransport_KeepAlive() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+	_ = t.Publish("g", json.RawMessage(`{"slow":true}`))
+	lease, _ := t.Claim("w", 200*time.Millisecond)
+
+	ctx, stop := t.KeepAlive(context.Background(), lease, 200*time.Millisecond)
+	select { // a handler that takes 2.5 visibilities, and stops if the lease is lost
+	case <-time.After(500 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	other, _ := t.Claim("w2", time.Minute)
+	fmt.Println("another worker got it:", other != nil)
+	fmt.Println("lost:", stop())
+	fmt.Println(t.Ack(lease))
+	// Output:
+	// another worker got it: false
+	// lost: <nil>
+	// <nil>
 }

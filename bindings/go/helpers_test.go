@@ -108,7 +108,7 @@ func ack(t *testing.T, tr *harel.Transport, lease *harel.Lease) {
 
 // sentinels are every error kind's sentinel.
 var sentinels = []*harel.Error{harel.ErrArgument, harel.ErrDatabase, harel.ErrBusy,
-	harel.ErrLeaseLost, harel.ErrConnect, harel.ErrPanic, harel.ErrClosed}
+	harel.ErrLeaseLost, harel.ErrConnect, harel.ErrInterrupted, harel.ErrPanic, harel.ErrClosed}
 
 // wantError fails unless err is an *harel.Error of want's status that matches want and
 // no other sentinel with errors.Is, and its message contains each of parts.

@@ -9,13 +9,17 @@ package harel_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	harel "github.com/harel-transport/harel-transport/bindings/go"
 )
@@ -168,5 +172,114 @@ func TestCallsFreeWhatTheyAllocate(t *testing.T) {
 	// A leak of one string per round would be 8 MiB; of a handle, far more.
 	if grown > 4<<20 {
 		t.Fatalf("resident memory grew by %d KiB over %d rounds and %d open/close: a leak", grown/1024, rounds, opens)
+	}
+}
+
+// The worker loop's calls: waits ended by each of their ways (each a harel_cancel made,
+// fired and freed, and AfterFuncs stopped), batches of leases in and out, extensions and
+// their errors, with kilobytes of strings. Neither memory nor goroutines may grow.
+func TestWaitsAndBatchesFreeWhatTheyAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	path := tempDB(t)
+	tr := open(t, path, harel.WithSynchronousFull(false))
+	big := strings.Repeat("x", 8192)
+	worker := "worker-" + big
+	ev := json.RawMessage(`{"data":"` + big + `"}`)
+	background := context.Background()
+	round := func(n int) {
+		// Waits that end: by a cancel, by a deadline, by their own end, by Interrupt.
+		ctx, cancel := context.WithCancel(background)
+		time.AfterFunc(time.Millisecond, cancel)
+		if _, err := tr.ClaimWait(ctx, worker, visibility, time.Minute); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled: %v", err)
+		}
+		ctx, cancel = context.WithTimeout(background, time.Millisecond)
+		if _, err := tr.ClaimMany(ctx, worker, visibility, 10, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("deadline: %v", err)
+		}
+		cancel()
+		if leases, err := tr.ClaimMany(background, worker, visibility, 10, time.Millisecond); err != nil || len(leases) != 0 {
+			t.Fatalf("a wait that ends: %v, %v", leases, err)
+		}
+		if n%10 == 0 {
+			waiting := make(chan error)
+			go func() { _, err := tr.ClaimWait(background, worker, visibility, time.Minute); waiting <- err }()
+			time.Sleep(time.Millisecond)
+			for {
+				tr.Interrupt()
+				select {
+				case err := <-waiting:
+					if !errors.Is(err, harel.ErrInterrupted) {
+						t.Fatalf("interrupted: %v", err)
+					}
+				case <-time.After(time.Millisecond):
+					continue // not waiting yet when interrupted
+				}
+				break
+			}
+		}
+		// Batches: three groups of kilobyte ids out and back in, one lease lost.
+		for g := 0; g < 3; g++ {
+			if err := tr.Publish(fmt.Sprintf("%d-%s", g, big), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		leases, err := tr.ClaimMany(background, worker, visibility, 10, time.Second, harel.WithRoutingKeys())
+		if err != nil || len(leases) != 3 || !bytes.Equal(leases[2].Event, ev) {
+			t.Fatalf("claim_many: %d leases, %v", len(leases), err)
+		}
+		if err := tr.Extend(leases[0], time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Ack(leases[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Extend(leases[0], time.Minute); err == nil || len(err.Error()) < len(big) {
+			t.Fatalf("extend of an acked lease: %v", err)
+		}
+		next, acked, err := tr.AckAndClaimMany(leases[:2], worker, visibility, 10)
+		if err != nil || len(next) != 0 || acked[0] == nil || len(acked[0].Error()) < len(big) {
+			t.Fatalf("ack_and_claim_many: %v, %v, %v", next, acked, err)
+		}
+		if acked, err := tr.AckMany(leases[1:]); err != nil || acked[0] == nil || acked[1] != nil {
+			t.Fatalf("ack_many: %v, %v", acked, err)
+		}
+		if _, err := tr.AckMany([]*harel.Lease{leases[0], nil}); err == nil {
+			t.Fatal("a nil lease was acked")
+		}
+	}
+	// Many short waits on one long-lived context: a cancel not freed (about 110 bytes), or
+	// an AfterFunc not stopped (kept in the context's children), of each would add megabytes.
+	const shortWaitCount = 50000
+	live, stopLive := context.WithCancel(background)
+	defer stopLive()
+	shortWaits := func() {
+		for i := 0; i < shortWaitCount; i++ {
+			if lease, err := tr.ClaimWait(live, worker, visibility, time.Microsecond); lease != nil || err != nil {
+				t.Fatalf("a short wait: %v, %v", lease, err)
+			}
+		}
+	}
+	const rounds = 300
+	for i := 0; i < rounds; i++ {
+		round(i)
+	}
+	shortWaits()
+	goroutines := runtime.NumGoroutine()
+	before := residentBytes(t)
+	for i := 0; i < rounds; i++ {
+		round(i)
+	}
+	shortWaits()
+	grown := residentBytes(t) - before
+	t.Logf("resident memory grew by %d KiB over %d rounds of waits and batches and %d short waits", grown/1024, rounds, shortWaitCount)
+	if grown > 3<<20 {
+		t.Fatalf("resident memory grew by %d KiB over %d rounds of waits and batches: a leak", grown/1024, rounds)
+	}
+	time.Sleep(10 * time.Millisecond) // the last AfterFunc goroutines finish
+	if now := runtime.NumGoroutine(); now > goroutines+2 {
+		t.Fatalf("%d goroutines after the rounds, %d before: a leak", now, goroutines)
 	}
 }

@@ -8,7 +8,7 @@ import (
 // The Status constants are the C enum's: each Go name is the library's name of its value.
 func TestStatusesAreTheLibrarys(t *testing.T) {
 	known := []Status{StatusOK, StatusEmpty, StatusArgument, StatusDatabase, StatusBusy,
-		StatusLeaseLost, StatusConnect, StatusPanic}
+		StatusLeaseLost, StatusConnect, StatusInterrupted, StatusPanic}
 	for _, s := range known {
 		if got, want := s.String(), cStatusName(s); got != want {
 			t.Errorf("Status(%d).String() = %q, the library names it %q", int32(s), got, want)

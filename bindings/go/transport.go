@@ -1,6 +1,7 @@
 package harel
 
 import (
+	"context"
 	"encoding/json"
 	"runtime/cgo"
 	"sync"
@@ -9,8 +10,10 @@ import (
 
 // Transport is an open queue. It is safe for concurrent use by multiple goroutines: the
 // library runs one call at a time per Transport, except that concurrent publishes share
-// commits (see the package doc); to claim in parallel open one Transport per goroutine
-// (or process) on the same database file; the database's write lock keeps them correct.
+// commits (see the package doc) and that a claim waiting for work (ClaimWait, ClaimMany)
+// lets the other calls run while it waits; to claim in parallel open one Transport per
+// goroutine (or process) on the same database file; the database's write lock keeps them
+// correct.
 //
 // Close it when done. After Close every method returns ErrClosed.
 type Transport struct {
@@ -20,6 +23,10 @@ type Transport struct {
 	handle cTransport // zero once closed
 	clock  *clock     // nil: the system clock
 	ref    cgo.Handle // the handle of clock, deleted at Close; 0 without a clock
+	// closing is done once Close has begun: it fires the cancel of every waiting claim,
+	// those in flight and any that starts before Close has the lock.
+	closing    context.Context
+	beginClose context.CancelFunc
 }
 
 // Open opens the queue at database: a file path (a local libSQL file in WAL mode),
@@ -35,6 +42,7 @@ func Open(database string, opts ...Option) (*Transport, error) {
 		opt(&cfg)
 	}
 	t := &Transport{}
+	t.closing, t.beginClose = context.WithCancel(context.Background())
 	if cfg.clock != nil {
 		t.clock = &clock{now: cfg.clock}
 		t.ref = cgo.NewHandle(t.clock)
@@ -45,6 +53,7 @@ func Open(database string, opts ...Option) (*Transport, error) {
 			err = t.clock.explain(err)
 			t.ref.Delete()
 		}
+		t.beginClose()
 		return nil, err
 	}
 	t.handle = handle
@@ -109,6 +118,8 @@ func (t *Transport) PublishMany(msgs []Message) error {
 //	if err != nil { return err }
 //	if lease == nil { time.Sleep(poll); continue }
 //
+// To wait for work instead of polling, use ClaimWait or ClaimMany.
+//
 // Errors: ErrArgument (workerID empty or "__parked__", visibility <= 0, a bad priority or
 // routing key, a NUL byte or invalid UTF-8 in a string), ErrBusy, ErrDatabase, ErrClosed.
 func (t *Transport) Claim(workerID string, visibility time.Duration, opts ...ClaimOption) (*Lease, error) {
@@ -159,10 +170,16 @@ func (t *Transport) Nack(lease *Lease, delay time.Duration) error {
 }
 
 // Close waits for the calls in flight, closes the connection and frees the handle. Calls
-// after it return ErrClosed; closing again does nothing. Closing cannot fail (the C
-// library's harel_transport_close returns nothing): the error is always nil, there so that
-// a Transport is an io.Closer.
+// after it return ErrClosed; closing again does nothing. A claim waiting for work
+// (ClaimWait, ClaimMany) does not hold it up: its wait ends at once, and it returns an
+// error matching ErrClosed, having claimed nothing. Closing cannot fail (the C library's
+// harel_transport_close returns nothing): the error is always nil, there so that a
+// Transport is an io.Closer.
 func (t *Transport) Close() error {
+	// Each waiting claim holds mu shared until its wait ends: end the waits first. This
+	// fires the claims' own cancels rather than harel_transport_interrupt, which only
+	// reaches the waits already begun in the library, not one whose call is just entering it.
+	t.beginClose()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.handle.p == nil {

@@ -1,5 +1,8 @@
-// Command worker is the Go worker of the cross-language demo: it claims, handles and acks
-// messages until the queue has stayed empty for a number of polls in a row, then prints
+// Command worker is the Go worker of the cross-language demo, written as the binding's
+// worker loop: a claim of up to -batch messages that waits for work (ClaimMany), each
+// message handled under KeepAlive (its lease extended while it runs), and one commit that
+// acks the batch and claims the next (AckAndClaimMany). Once a claim has waited -idle and
+// nothing came, or on SIGINT/SIGTERM (which end the wait at once), it prints
 //
 //	go WORKER_ID: processed N
 //
@@ -10,15 +13,16 @@
 //	claimed_ns acking_ns seq group_id
 //
 // epoch nanoseconds stamped after the claim returned and before the ack was sent, so the
-// interval lies inside the lease.
+// interval lies inside the lease. A message whose lease was lost (it lapsed and another
+// worker has it) is not logged.
 //
 // Usage:
 //
 //	worker [flags] DATABASE WORKER_ID      (flags may also follow the arguments)
 //	worker -db DATABASE -worker WORKER_ID [flags]
 //
-//	-idle N         stop after N empty polls in a row (default 200)
-//	-poll D         wait D between empty polls (default 5ms)
+//	-idle D         stop once a claim waited D and nothing came (default 1s)
+//	-batch N        claim up to N messages at a time, 1..1000 (default 10)
 //	-visibility D   lease length (default 30s)
 //	-log FILE       the order log; "-" writes it to stdout
 //	-v              one line per message on stderr
@@ -28,12 +32,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	harel "github.com/harel-transport/harel-transport/bindings/go"
@@ -54,12 +61,12 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("need DATABASE and WORKER_ID (arguments or -db/-worker), nothing more, and -idle >= 1")
+var errUsage = errors.New("need DATABASE and WORKER_ID (arguments or -db/-worker), nothing more, and -idle >= 0")
 
 type settings struct {
 	database, worker string
-	idle             int
-	poll, visibility time.Duration
+	idle, visibility time.Duration
+	batch            int
 	log              string
 	verbose          bool
 }
@@ -75,8 +82,8 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	}
 	fs.StringVar(&s.database, "db", "", "the queue's database (instead of the DATABASE argument)")
 	fs.StringVar(&s.worker, "worker", "", "this worker's id (instead of the WORKER_ID argument)")
-	fs.IntVar(&s.idle, "idle", 200, "stop after this many empty polls in a row")
-	fs.DurationVar(&s.poll, "poll", 5*time.Millisecond, "wait between empty polls")
+	fs.DurationVar(&s.idle, "idle", time.Second, "stop once a claim waited this long and nothing came")
+	fs.IntVar(&s.batch, "batch", 10, "claim up to this many messages at a time (1..1000)")
 	fs.DurationVar(&s.visibility, "visibility", 30*time.Second, "lease length")
 	fs.StringVar(&s.log, "log", "", `write "claimed_ns acking_ns seq group_id" per message to this file ("-": stdout)`)
 	fs.BoolVar(&s.verbose, "v", false, "print one line per message on stderr")
@@ -99,7 +106,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 			*p, positional = positional[0], positional[1:]
 		}
 	}
-	if s.database == "" || s.worker == "" || len(positional) > 0 || s.idle < 1 {
+	if s.database == "" || s.worker == "" || len(positional) > 0 || s.idle < 0 {
 		fs.Usage()
 		return s, errUsage
 	}
@@ -130,38 +137,57 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer t.Close()
+	// A signal ends a claim's wait at once (it returns having claimed nothing) and the
+	// worker stops after the batch in hand.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 
 	processed := 0
-	for idle := 0; idle < s.idle; {
-		lease, err := t.Claim(s.worker, s.visibility)
-		if errors.Is(err, harel.ErrBusy) { // another process held the write lock: try again
+claiming:
+	for ctx.Err() == nil {
+		leases, err := t.ClaimMany(ctx, s.worker, s.visibility, s.batch, s.idle)
+		switch {
+		case errors.Is(err, harel.ErrBusy): // another process held the write lock: try again
 			fmt.Fprintln(stderr, "worker:", err)
-			time.Sleep(s.poll)
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, context.Canceled): // a signal
+			break claiming
+		case err != nil:
 			return err
+		case len(leases) == 0: // nothing came within -idle
+			break claiming
 		}
-		if lease == nil {
-			idle++
-			time.Sleep(s.poll)
-			continue
-		}
-		idle = 0
-		claimed := time.Now().UnixNano()
-		handle(lease, s, stderr)
-		acking := time.Now().UnixNano()
-		if err := t.Ack(lease); err != nil {
-			if errors.Is(err, harel.ErrLeaseLost) { // it lapsed: another worker has it now
-				fmt.Fprintln(stderr, "worker:", err)
-				continue
+		for len(leases) > 0 {
+			claimed := time.Now().UnixNano()
+			done := make([]*harel.Lease, 0, len(leases))
+			for _, lease := range leases {
+				if handle(ctx, t, lease, s, stderr) {
+					done = append(done, lease)
+				}
 			}
-			return err
+			acking := time.Now().UnixNano()
+			next := ctx.Err() == nil // after a signal, ack what is done and claim nothing
+			var acked []error
+			if next {
+				leases, acked, err = t.AckAndClaimMany(done, s.worker, s.visibility, s.batch)
+			} else {
+				leases = nil
+				acked, err = t.AckMany(done)
+			}
+			if err != nil {
+				return err // nothing was acked: the leases lapse and other workers redo them
+			}
+			for i, lease := range done {
+				if acked[i] != nil { // it lapsed: another worker has it now
+					fmt.Fprintln(stderr, "worker:", acked[i])
+					continue
+				}
+				if orderLog != nil {
+					fmt.Fprintf(orderLog, "%d %d %d %s\n", claimed, acking, lease.Seq, lease.GroupID)
+				}
+				processed++
+			}
 		}
-		if orderLog != nil {
-			fmt.Fprintf(orderLog, "%d %d %d %s\n", claimed, acking, lease.Seq, lease.GroupID)
-		}
-		processed++
 	}
 	if orderLog != nil {
 		if err := orderLog.Flush(); err != nil {
@@ -173,8 +199,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// handle is the work: here, reading the event's kind and id.
-func handle(lease *harel.Lease, s settings, stderr io.Writer) {
+// handle is the work, here reading the event's kind and id, under KeepAlive: the lease is
+// extended while it runs (a third of the visibility at a time), and a lease lost meanwhile
+// is not acked (false).
+func handle(ctx context.Context, t *harel.Transport, lease *harel.Lease, s settings, stderr io.Writer) bool {
+	_, stop := t.KeepAlive(ctx, lease, s.visibility) // the work below would watch its context
 	var ev struct {
 		Kind string `json:"kind"`
 		ID   string `json:"id"`
@@ -183,4 +212,9 @@ func handle(lease *harel.Lease, s settings, stderr io.Writer) {
 	if s.verbose {
 		fmt.Fprintf(stderr, "go %s: %s seq %d %s %s\n", s.worker, lease.GroupID, lease.Seq, ev.Kind, ev.ID)
 	}
+	if err := stop(); err != nil {
+		fmt.Fprintln(stderr, "worker:", err)
+		return false
+	}
+	return true
 }

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	harel "github.com/harel-transport/harel-transport/bindings/go"
 )
@@ -43,7 +47,7 @@ func TestTwoWorkersDrainTheQueue(t *testing.T) {
 			defer wg.Done()
 			var stderr bytes.Buffer
 			// flags on both sides of the arguments, as the Rust worker takes --log
-			args := []string{"-idle", "40", path, fmt.Sprintf("go-%d", n), "--log", "-"}
+			args := []string{"-idle", "300ms", path, fmt.Sprintf("go-%d", n), "--log", "-", "-batch", strconv.Itoa(1 + 3*n)}
 			if err := run(args, &outs[n], &stderr); err != nil {
 				t.Errorf("worker %d: %v (%s)", n, err, stderr.String())
 			}
@@ -82,14 +86,14 @@ func TestTwoWorkersDrainTheQueue(t *testing.T) {
 func TestQuietWithoutFlags(t *testing.T) {
 	path := queue(t, 2, 2)
 	var stdout, stderr bytes.Buffer
-	if err := run([]string{"-db", path, "-worker", "w", "-idle", "3", "-poll", "1ms"}, &stdout, &stderr); err != nil {
+	if err := run([]string{"-db", path, "-worker", "w", "-idle", "50ms"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	if stdout.String() != "go w: processed 4\n" || stderr.Len() != 0 {
 		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
 	}
 	stdout.Reset()
-	if err := run([]string{"-v", path, "w2", "-idle", "1"}, &stdout, &stderr); err != nil {
+	if err := run([]string{"-v", path, "w2", "-idle", "0s"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	if stdout.String() != "go w2: processed 0\n" {
@@ -98,10 +102,91 @@ func TestQuietWithoutFlags(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{{}, {"only-db"}, {"db", "w", "extra"}, {"-idle", "0", "db", "w"}, {"-nope", "db", "w"}} {
+	for _, args := range [][]string{{}, {"only-db"}, {"db", "w", "extra"}, {"-idle", "-1s", "db", "w"}, {"-idle", "3", "db", "w"}, {"-nope", "db", "w"}} {
 		var stdout, stderr bytes.Buffer
 		if err := run(args, &stdout, &stderr); !errors.Is(err, errUsage) {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// The worker waits for work: messages published after it started are processed as they
+// come, and it stops once a claim has waited -idle with nothing.
+func TestWaitsForWork(t *testing.T) {
+	path := queue(t, 0, 0)
+	tr, err := harel.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var stdout, stderr bytes.Buffer
+	done := make(chan error)
+	start := time.Now()
+	go func() { done <- run([]string{path, "w", "-idle", "500ms", "-log", "-"}, &stdout, &stderr) }()
+	for i := 0; i < 5; i++ {
+		time.Sleep(100 * time.Millisecond)
+		if err := tr.Publish(fmt.Sprintf("g%d", i%2), json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("worker: %v (%s)", err, stderr.String())
+	}
+	took := time.Since(start)
+	if lines := strings.Split(strings.TrimSpace(stdout.String()), "\n"); len(lines) != 6 || lines[5] != "go w: processed 5" {
+		t.Fatalf("stdout %q", stdout.String())
+	}
+	if took < time.Second || took > 3*time.Second {
+		t.Fatalf("5 messages 100 ms apart, then 500 ms idle: the worker ran %v", took)
+	}
+}
+
+// The library's refusal of a bad -batch is the worker's error.
+func TestBadBatch(t *testing.T) {
+	path := queue(t, 1, 1)
+	var stdout, stderr bytes.Buffer
+	for _, batch := range []string{"0", "1001"} {
+		if err := run([]string{path, "w", "-batch", batch}, &stdout, &stderr); !errors.Is(err, harel.ErrArgument) {
+			t.Errorf("-batch %s: %v", batch, err)
+		}
+	}
+}
+
+// workerChildEnv runs the test binary as the worker itself (TestSignalEndsTheWait).
+const workerChildEnv = "HAREL_GO_WORKER_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerChildEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// SIGTERM ends a waiting worker at once, cleanly: its report, exit 0.
+func TestSignalEndsTheWait(t *testing.T) {
+	path := queue(t, 2, 1)
+	child := exec.Command(os.Args[0], path, "w", "-idle", "1h")
+	child.Env = append(os.Environ(), workerChildEnv+"=1")
+	var stdout, stderr bytes.Buffer
+	child.Stdout, child.Stderr = &stdout, &stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // drained, and waiting
+	signalled := time.Now()
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Wait(); err != nil {
+		t.Fatalf("worker: %v (%s)", err, stderr.String())
+	}
+	took := time.Since(signalled)
+	t.Logf("stopped %v after SIGTERM", took)
+	if took > 2*time.Second {
+		t.Fatalf("the worker took %v to stop after SIGTERM", took)
+	}
+	if stdout.String() != "go w: processed 2\n" {
+		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
 	}
 }

@@ -14,6 +14,7 @@
 
 mod admin;
 mod args;
+mod batch;
 mod error;
 mod inspect;
 mod lease;
@@ -24,8 +25,10 @@ mod status;
 mod strings_out;
 mod transport;
 mod version;
+mod waiting;
 
 pub use admin::*;
+pub use batch::*;
 pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};
 pub use inspect::*;
 pub use lease::{harel_lease, harel_lease_free};
@@ -35,6 +38,7 @@ pub use schema::*;
 pub use status::{harel_status, harel_status_name};
 pub use transport::*;
 pub use version::*;
+pub use waiting::*;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -30,6 +30,9 @@ pub enum harel_status {
     /// commit that got no answer, the call may have been applied). The next call opens a
     /// new connection.
     HAREL_ERR_CONNECT = -5,
+    /// A waiting claim: its `harel_cancel` fired, or `harel_transport_interrupt` was called
+    /// on its handle, while it waited. Nothing was claimed.
+    HAREL_ERR_INTERRUPTED = -6,
     /// A bug, caught at the boundary; close the handle.
     HAREL_ERR_PANIC = -99,
 }
@@ -42,6 +45,7 @@ impl From<&Error> for harel_status {
             Error::Busy(_) => harel_status::HAREL_ERR_BUSY,
             Error::LeaseLost(_) => harel_status::HAREL_ERR_LEASE_LOST,
             Error::Connect(_) => harel_status::HAREL_ERR_CONNECT,
+            Error::Interrupted(_) => harel_status::HAREL_ERR_INTERRUPTED,
         }
     }
 }
@@ -63,6 +67,7 @@ fn status_name(status: i32) -> &'static str {
         -3 => "HAREL_ERR_BUSY\0",
         -4 => "HAREL_ERR_LEASE_LOST\0",
         -5 => "HAREL_ERR_CONNECT\0",
+        -6 => "HAREL_ERR_INTERRUPTED\0",
         -99 => "HAREL_ERR_PANIC\0",
         _ => "HAREL_UNKNOWN\0",
     }

@@ -171,7 +171,7 @@ pub extern "C" fn harel_transport_claim(
 
 /// The frame of the calls that hand out a lease: `*out` is NULL on every error (a NULL
 /// `t` included) and on HAREL_EMPTY.
-fn claim_into(
+pub(crate) fn claim_into(
     out: *mut *mut harel_lease,
     t: *mut harel_transport,
     err: *mut *mut harel_error,
@@ -182,7 +182,7 @@ fn claim_into(
 }
 
 /// Hands a claimed lease to the caller: HAREL_OK with `*out` set, or HAREL_EMPTY.
-fn lease_out(out: &mut *mut harel_lease, claimed: Option<crate::Lease>) -> crate::Result<harel_status> {
+pub(crate) fn lease_out(out: &mut *mut harel_lease, claimed: Option<crate::Lease>) -> crate::Result<harel_status> {
     match claimed {
         Some(lease) => {
             *out = harel_lease::into_raw(lease);
@@ -247,6 +247,33 @@ pub extern "C" fn harel_transport_ack_and_claim(
             )
         };
         lease_out(out, t.ack_and_claim(&lease, worker_id, visibility, min_priority, &keys)?)
+    })
+}
+
+/// The lease now runs to now + `visibility` seconds (finite, > 0), and `lease->lock_expiry`
+/// is set to the new end; nothing else of the lease is written. Reads `seq`, `group_id`
+/// (`group_id_len` bytes) and `worker_id` as ack does. A handler that runs longer than its
+/// visibility extends its lease while it works; the group stays out of claims until the
+/// new end.
+///
+/// Returns HAREL_OK; HAREL_ERR_LEASE_LOST (acked or nacked already, or the lease lapsed and
+/// another worker claimed the message; a lapsed lease no one claimed since is still this
+/// worker's and is extended; on LEASE_LOST nothing changed); HAREL_ERR_ARGUMENT (as for
+/// ack, or visibility not finite or <= 0); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+#[no_mangle]
+pub extern "C" fn harel_transport_extend(
+    t: *mut harel_transport,
+    lease: *mut harel_lease,
+    visibility: f64,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let lease = unsafe { args::mutable(lease, "lease")? };
+        let mut extended = lease.to_lease()?;
+        t.extend(&mut extended, visibility)?;
+        lease.lock_expiry = extended.lock_expiry;
+        Ok(HAREL_OK)
     })
 }
 

@@ -43,6 +43,9 @@ pub struct Statements {
     pub requeue_group_if_not_empty: String,
     pub drop_group_if_empty: String,
     pub release_message: String,
+    pub extend_lease: String,
+    /// The earliest instant after ?1 that a group is next ready (a lease's or park's end).
+    pub next_ready_at: String,
     /// Moving a message into the dead-letter table (see dead_letters.rs).
     pub bury_leased: String,
     pub bury_head: String,
@@ -75,6 +78,10 @@ impl Statements {
                 "UPDATE {m} SET locked_by = ?4, lock_expiry = ?5 \
                  WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
+            extend_lease: format!(
+                "UPDATE {m} SET lock_expiry = ?4 WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
+            ),
+            next_ready_at: format!("SELECT MIN(last_claimed_at) FROM {g} WHERE last_claimed_at > ?1"),
             bury_leased: dead_letters::bury_leased(&m, &g, &d),
             bury_head: dead_letters::bury_head(&m, &g, &d),
             drop_buried_group_if_empty: dead_letters::drop_buried_group_if_empty(&m, &g, &d),

@@ -60,6 +60,25 @@ int main(void) {
   harel_status (*nack)(harel_transport *, const harel_lease *, double, harel_error **) =
       harel_transport_nack;
   void (*close_fn)(harel_transport *) = harel_transport_close; /* closing cannot fail */
+  /* the worker loop: waiting claims, batches, extend, and what ends a wait */
+  harel_status (*claim_wait)(harel_transport *, const char *, double, int32_t,
+                             const char *const *, size_t, double, const harel_cancel *,
+                             harel_lease **, harel_error **) = harel_transport_claim_wait;
+  harel_status (*claim_many)(harel_transport *, const char *, double, int32_t,
+                             const char *const *, size_t, size_t, double, const harel_cancel *,
+                             harel_lease **, size_t *, harel_error **) = harel_transport_claim_many;
+  harel_status (*ack_many)(harel_transport *, const harel_lease *const *, size_t, harel_status *,
+                           harel_error **) = harel_transport_ack_many;
+  harel_status (*ack_and_claim_many)(harel_transport *, const harel_lease *const *, size_t,
+                                     harel_status *, const char *, double, int32_t,
+                                     const char *const *, size_t, size_t, harel_lease **,
+                                     size_t *, harel_error **) = harel_transport_ack_and_claim_many;
+  harel_status (*extend)(harel_transport *, harel_lease *, double, harel_error **) =
+      harel_transport_extend;
+  harel_cancel *(*cancel_new)(void) = harel_cancel_new;
+  void (*cancel_fire)(const harel_cancel *) = harel_cancel_fire;
+  void (*cancel_free)(harel_cancel *) = harel_cancel_free;
+  void (*interrupt)(harel_transport *) = harel_transport_interrupt;
   /* when a message keeps failing: dead letters and the operator's calls */
   harel_status (*dead_letter)(harel_transport *, const harel_lease *, const char *,
                               harel_error **) = harel_transport_dead_letter;
@@ -138,15 +157,17 @@ int main(void) {
   const harel_message_info **message_items = &mp.messages;
   const harel_dead_letter **dead_items = &dp.letters;
   int group_states = HAREL_GROUP_READY == 0 && HAREL_GROUP_LEASED == 1 &&
-                     HAREL_GROUP_PARKED == 2 && MAX_PAGE == 10000;
+                     HAREL_GROUP_PARKED == 2 && HAREL_MAX_PAGE == 10000;
   /* the message's fields, by name and type */
   harel_message message = {"g", "{}", 0, NULL};
   const char **message_strings[3] = {&message.group_id, &message.event_json, &message.routing_key};
   int32_t *message_priority = &message.priority;
   harel_status statuses[] = {HAREL_OK,         HAREL_EMPTY,          HAREL_ERR_ARGUMENT,
                              HAREL_ERR_DATABASE, HAREL_ERR_BUSY,     HAREL_ERR_LEASE_LOST,
-                             HAREL_ERR_CONNECT, HAREL_ERR_PANIC};
-  int limits = HAREL_MAX_PRIORITY == 4 && HAREL_MAX_PREFIX_LEN == 30;
+                             HAREL_ERR_CONNECT, HAREL_ERR_INTERRUPTED, HAREL_ERR_PANIC};
+  int limits = HAREL_MAX_PRIORITY == 4 && HAREL_MAX_PREFIX_LEN == 30 && HAREL_MAX_CLAIM == 1000;
+  /* an opaque cancel, declared as a user would */
+  const harel_cancel *no_cancel = NULL;
   /* an opaque error, declared as a user would, and the NULL the functions accept */
   harel_error *err = NULL;
   int null_error = error_status(err) == HAREL_OK && error_message(err) == NULL;
@@ -164,8 +185,10 @@ int main(void) {
             stats_counts[6] && levels && n_levels && ints[1] && level_counts[2] &&
             info_strings[7] && more_strings[3] && info_lengths[5] && n_letters &&
             info_ints[5] && info_doubles[4] && state && depth && group_items &&
-            message_items && dead_items && group_states &&
-            statuses[7] == -99 && limits && null_error;
+            message_items && dead_items && group_states && claim_wait && claim_many &&
+            ack_many && ack_and_claim_many && extend && cancel_new && cancel_fire &&
+            cancel_free && interrupt && no_cancel == NULL && statuses[7] == -6 &&
+            statuses[8] == -99 && limits && null_error;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -14,20 +14,29 @@
  * same: each one's outputs field by field, pages followed by their next_cursor, pages of
  * many strings freed, and their bad arguments (cursors of another listing or made up, a
  * selection that is not exactly one) refused with the fixture unchanged.
+ * The worker loop's calls (issue #15: claim_wait, claim_many, ack_many, ack_and_claim_many,
+ * extend, harel_cancel, interrupt) have the same, and their waits ended from elsewhere: a
+ * cancel or an interrupt from another thread, a commit by another handle, by another process
+ * (this program run again as a child, `--publish`), a lease's or a park's end, and one message
+ * among eight waiting threads.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harel_test.h"
@@ -36,6 +45,8 @@
 #define T0 1000.0 /* where the test clock starts */
 
 static char temp_dir[256];
+static const char *self_path; /* argv[0]: run again as a child that publishes (--publish) */
+extern char **environ;
 
 static const char *const BAD_UTF8[] = {
     "\xff",         /* never valid */
@@ -44,6 +55,7 @@ static const char *const BAD_UTF8[] = {
     "\xed\xa0\x80", /* a UTF-16 surrogate */
 };
 #define N_BAD_UTF8 (sizeof BAD_UTF8 / sizeof BAD_UTF8[0])
+#define N_OF(a) (sizeof a / sizeof a[0])
 #define PREFIX_31 "ppppppppppppppppppppppppppppppp" /* one character too long */
 
 /* Where an out-pointer starts, so a test sees the call set it to NULL. */
@@ -201,6 +213,81 @@ static harel_lease *claim_at(harel_transport *t, const char *worker, const char 
                                                        &purged_, ERR));                    \
     EXPECT(purged_ == NOT_SET_COUNT);                                                      \
   } while (0)
+
+/* The worker loop's calls (issue #15) refused with `want`, naming `parameter` (NULL: any):
+ * claim_wait's *out NULL after it; claim_many's and ack_and_claim_many's *n_out 0 and their
+ * leases_out not written; extend's lease->lock_expiry as it was. The leases_out of a refused
+ * call is `many_out`, as long as the largest max a call may be given. */
+static harel_lease *many_out[HAREL_MAX_CLAIM + 1];
+static void many_out_reset(void) {
+  size_t i;
+  for (i = 0; i < N_OF(many_out); i++) many_out[i] = NOT_SET_LEASE;
+}
+static int many_out_untouched(void) {
+  size_t i;
+  for (i = 0; i < N_OF(many_out); i++)
+    if (many_out[i] != NOT_SET_LEASE) return 0;
+  return 1;
+}
+#define CLAIM_WAIT_FAILS(want, parameter, t, worker, visibility, min_priority, keys, n, wait, \
+                         cancel)                                                              \
+  do {                                                                                        \
+    harel_lease *out_ = NOT_SET_LEASE;                                                        \
+    EXPECT_FAILS((want), (parameter),                                                         \
+                 (out_ = NOT_SET_LEASE,                                                       \
+                  harel_transport_claim_wait((t), (worker), (visibility), (min_priority),     \
+                                             (keys), (n), (wait), (cancel), &out_, ERR)));    \
+    EXPECT(out_ == NULL);                                                                     \
+  } while (0)
+/* Both runs of the call (err NULL, err given) are checked: `kept_` counts those that left
+ * *n_out 0 and leases_out as it was. */
+#define CLAIM_MANY_FAILS(want, parameter, t, worker, visibility, min_priority, keys, n, max,  \
+                         wait, cancel)                                                        \
+  do {                                                                                        \
+    size_t n_out_ = NOT_SET_COUNT;                                                            \
+    int kept_ = 0;                                                                            \
+    harel_status s_;                                                                          \
+    EXPECT_FAILS((want), (parameter),                                                         \
+                 (many_out_reset(), n_out_ = NOT_SET_COUNT,                                   \
+                  s_ = harel_transport_claim_many((t), (worker), (visibility), (min_priority), \
+                                                  (keys), (n), (max), (wait), (cancel),       \
+                                                  many_out, &n_out_, ERR),                    \
+                  kept_ += n_out_ == 0 && many_out_untouched(), s_));                         \
+    EXPECT(kept_ == 2);                                                                       \
+  } while (0)
+#define ACK_MANY_FAILS(want, parameter, t, leases, n)                                        \
+  do {                                                                                        \
+    harel_status outcomes_[4];                                                                \
+    EXPECT_FAILS((want), (parameter),                                                         \
+                 harel_transport_ack_many((t), (leases), (n), outcomes_, ERR));               \
+  } while (0)
+#define ACK_AND_CLAIM_MANY_FAILS(want, parameter, t, leases, n_leases, worker, visibility,   \
+                                 min_priority, keys, n, max)                                  \
+  do {                                                                                        \
+    harel_status outcomes_[4];                                                                \
+    size_t n_out_ = NOT_SET_COUNT;                                                            \
+    int kept_ = 0;                                                                            \
+    harel_status s_;                                                                          \
+    EXPECT_FAILS((want), (parameter),                                                         \
+                 (many_out_reset(), n_out_ = NOT_SET_COUNT,                                   \
+                  s_ = harel_transport_ack_and_claim_many(                                    \
+                      (t), (leases), (n_leases), outcomes_, (worker), (visibility),           \
+                      (min_priority), (keys), (n), (max), many_out, &n_out_, ERR),            \
+                  kept_ += n_out_ == 0 && many_out_untouched(), s_));                         \
+    EXPECT(kept_ == 2);                                                                       \
+  } while (0)
+#define EXTEND_FAILS(want, parameter, t, lease, visibility)                                  \
+  do {                                                                                        \
+    harel_lease *l_ = (lease);                                                                \
+    double was_ = l_ != NULL ? l_->lock_expiry : 0.0;                                         \
+    EXPECT_FAILS((want), (parameter), harel_transport_extend((t), l_, (visibility), ERR));    \
+    if (l_ != NULL) EXPECT(l_->lock_expiry == was_);                                          \
+  } while (0)
+#define CLAIM_WAIT_BAD(parameter, ...) CLAIM_WAIT_FAILS(HAREL_ERR_ARGUMENT, parameter, __VA_ARGS__)
+#define CLAIM_MANY_BAD(parameter, ...) CLAIM_MANY_FAILS(HAREL_ERR_ARGUMENT, parameter, __VA_ARGS__)
+#define ACK_AND_CLAIM_MANY_BAD(parameter, ...) \
+  ACK_AND_CLAIM_MANY_FAILS(HAREL_ERR_ARGUMENT, parameter, __VA_ARGS__)
+#define EXTEND_BAD(parameter, ...) EXTEND_FAILS(HAREL_ERR_ARGUMENT, parameter, __VA_ARGS__)
 
 /* Every look answers HAREL_OK with a page or counts (the write lock is not needed). */
 static void looks_answer(harel_transport *t, uint64_t groups, const char *file, int line) {
@@ -462,9 +549,10 @@ static void status_names(void) {
   EXPECT_STR(harel_status_name(HAREL_ERR_BUSY), "HAREL_ERR_BUSY");
   EXPECT_STR(harel_status_name(HAREL_ERR_LEASE_LOST), "HAREL_ERR_LEASE_LOST");
   EXPECT_STR(harel_status_name(HAREL_ERR_CONNECT), "HAREL_ERR_CONNECT");
+  EXPECT_STR(harel_status_name(HAREL_ERR_INTERRUPTED), "HAREL_ERR_INTERRUPTED");
   EXPECT_STR(harel_status_name(HAREL_ERR_PANIC), "HAREL_ERR_PANIC");
   EXPECT_STR(harel_status_name(2), "HAREL_UNKNOWN");
-  EXPECT_STR(harel_status_name(-6), "HAREL_UNKNOWN");
+  EXPECT_STR(harel_status_name(-7), "HAREL_UNKNOWN");
   EXPECT_STR(harel_status_name(-98), "HAREL_UNKNOWN");
   EXPECT_STR(harel_status_name(INT32_MIN), "HAREL_UNKNOWN");
   EXPECT_STR(harel_status_name(INT32_MAX), "HAREL_UNKNOWN");
@@ -472,7 +560,8 @@ static void status_names(void) {
   /* the values docs/abi.md fixes */
   EXPECT(HAREL_OK == 0 && HAREL_EMPTY == 1 && HAREL_ERR_ARGUMENT == -1 &&
          HAREL_ERR_DATABASE == -2 && HAREL_ERR_BUSY == -3 && HAREL_ERR_LEASE_LOST == -4 &&
-         HAREL_ERR_CONNECT == -5 && HAREL_ERR_PANIC == -99);
+         HAREL_ERR_CONNECT == -5 && HAREL_ERR_INTERRUPTED == -6 && HAREL_ERR_PANIC == -99);
+  EXPECT(HAREL_MAX_CLAIM == 1000);
 }
 
 /* Every accessor and every free function accepts NULL. */
@@ -488,6 +577,9 @@ static void null_is_fine_for_accessors_and_frees(void) {
   harel_group_page_free(NULL);
   harel_message_page_free(NULL);
   harel_dead_page_free(NULL);
+  harel_cancel_fire(NULL);
+  harel_cancel_free(NULL);
+  harel_transport_interrupt(NULL);
   EXPECT(harel_last_error() == NULL);
 }
 
@@ -794,8 +886,11 @@ static void invalid_utf8_written_by_another_process(void) {
 static void status_empty(void) {
   double now = T0;
   harel_transport *t = open_at(":memory:", &now);
-  harel_lease *l = NOT_SET_LEASE, *held;
+  harel_lease *l = NOT_SET_LEASE, *held, *got[2] = {NOT_SET_LEASE, NOT_SET_LEASE};
+  const harel_lease *done[1];
+  harel_status outcomes[1] = {HAREL_ERR_PANIC};
   harel_error *e = NULL;
+  size_t n = NOT_SET_COUNT;
   if (t == NULL) return;
   EXPECT_STATUS(harel_transport_claim(t, "w", VIS, 0, NULL, 0, &l, NULL), HAREL_EMPTY);
   EXPECT(l == NULL);
@@ -811,13 +906,37 @@ static void status_empty(void) {
     EXPECT(l == NULL);
   }
   harel_lease_free(held);
+  /* the worker loop's: nothing within the wait (0: one look), *out NULL, *n_out 0 */
+  l = NOT_SET_LEASE;
+  EXPECT_CALL(harel_transport_claim_wait(t, "w", VIS, 0, NULL, 0, 0.0, NULL, &l, &e), &e,
+              HAREL_EMPTY);
+  EXPECT(l == NULL);
+  EXPECT_CALL(harel_transport_claim_many(t, "w", VIS, 0, NULL, 0, 2, 0.0, NULL, got, &n, &e), &e,
+              HAREL_EMPTY);
+  EXPECT(n == 0 && got[0] == NOT_SET_LEASE && got[1] == NOT_SET_LEASE);
+  PUBLISH(t, "h", "2");
+  held = CLAIM(t, "w", "2");
+  if (held != NULL) {
+    done[0] = held;
+    n = NOT_SET_COUNT;
+    EXPECT_CALL(harel_transport_ack_and_claim_many(t, done, 1, outcomes, "w", VIS, 0, NULL, 0, 2,
+                                                   got, &n, &e),
+                &e, HAREL_EMPTY);
+    EXPECT(outcomes[0] == HAREL_OK && n == 0 && got[0] == NOT_SET_LEASE); /* acked */
+  }
+  harel_lease_free(held);
+  CLAIM_EMPTY(t);
   harel_transport_close(t);
 }
 
 static void status_lease_lost(void) {
   double now = T0;
   harel_transport *t = open_at(":memory:", &now);
-  harel_lease *l;
+  harel_lease *l, *got[1];
+  const harel_lease *lost[1];
+  harel_status outcomes[1];
+  harel_error *e = NULL;
+  size_t n = NOT_SET_COUNT;
   if (t == NULL) return;
   PUBLISH(t, "g", "1");
   l = CLAIM(t, "w", "1");
@@ -827,6 +946,16 @@ static void status_lease_lost(void) {
     EXPECT_FAILS(HAREL_ERR_LEASE_LOST, NULL, harel_transport_nack(t, l, 0.0, ERR));
     EXPECT_FAILS(HAREL_ERR_LEASE_LOST, NULL, harel_transport_nack(t, l, 5.0, ERR));
     ACK_AND_CLAIM_FAILS(HAREL_ERR_LEASE_LOST, NULL, t, l, "w", VIS, 0, NULL, 0);
+    EXTEND_FAILS(HAREL_ERR_LEASE_LOST, NULL, t, l, VIS);
+    /* the batch calls report it per lease, and the call is HAREL_OK */
+    lost[0] = l;
+    EXPECT_CALL(harel_transport_ack_many(t, lost, 1, outcomes, &e), &e, HAREL_OK);
+    EXPECT(outcomes[0] == HAREL_ERR_LEASE_LOST);
+    outcomes[0] = HAREL_OK;
+    EXPECT_CALL(harel_transport_ack_and_claim_many(t, lost, 1, outcomes, "w", VIS, 0, NULL, 0, 1,
+                                                   got, &n, &e),
+                &e, HAREL_EMPTY);
+    EXPECT(outcomes[0] == HAREL_ERR_LEASE_LOST && n == 0);
   }
   harel_lease_free(l);
   harel_transport_close(t);
@@ -849,6 +978,8 @@ static void status_database(void) {
   harel_options *o = harel_options_new();
   harel_transport *held_on;
   harel_lease *held;
+  const harel_lease *batch_of_held[1];
+  harel_status outcomes[1] = {HAREL_ERR_PANIC};
   FILE *f = fopen(new_path(path, sizeof path), "wb");
   int i;
   if (!EXPECT(f != NULL && o != NULL)) {
@@ -891,6 +1022,16 @@ static void status_database(void) {
     GROUPS_FAILS(HAREL_ERR_DATABASE, NULL, held_on, -1, NULL, 10);
     PEEK_FAILS(HAREL_ERR_DATABASE, NULL, held_on, "g", NULL, 10);
     DEAD_FAILS(HAREL_ERR_DATABASE, NULL, held_on, NULL, NULL, 10);
+    /* the worker loop's: a wait does not wait past a failed claim; outcomes not written */
+    batch_of_held[0] = held;
+    CLAIM_WAIT_FAILS(HAREL_ERR_DATABASE, NULL, held_on, "w", VIS, 0, NULL, 0, 30.0, NULL);
+    CLAIM_MANY_FAILS(HAREL_ERR_DATABASE, NULL, held_on, "w", VIS, 0, NULL, 0, 3, 30.0, NULL);
+    EXPECT_FAILS(HAREL_ERR_DATABASE, NULL,
+                 harel_transport_ack_many(held_on, batch_of_held, 1, outcomes, ERR));
+    EXPECT(outcomes[0] == HAREL_ERR_PANIC);
+    ACK_AND_CLAIM_MANY_FAILS(HAREL_ERR_DATABASE, NULL, held_on, batch_of_held, 1, "w", VIS, 0,
+                             NULL, 0, 3);
+    EXTEND_FAILS(HAREL_ERR_DATABASE, NULL, held_on, held, VIS);
   }
   harel_lease_free(held);
   harel_transport_close(held_on);
@@ -906,6 +1047,8 @@ static void status_busy(void) {
   harel_options *o = harel_options_new();
   harel_transport *t = NULL;
   harel_lease *held = NULL;
+  const harel_lease *batch_of_held[1];
+  harel_status outcomes[1] = {HAREL_ERR_PANIC};
   harel_error *e = NULL;
   FILE *holder;
   if (!EXPECT(o != NULL)) return;
@@ -942,6 +1085,14 @@ static void status_busy(void) {
     EXPECT_FAILS(HAREL_ERR_BUSY, NULL, harel_transport_purge_group(t, "h", NULL, ERR));
     EXPECT_FAILS(HAREL_ERR_BUSY, NULL, harel_transport_purge(t, NULL, ERR));
     EXPECT_FAILS(HAREL_ERR_BUSY, NULL, harel_transport_release(t, "g", NULL, ERR));
+    /* the worker loop's: a wait does not wait past a busy claim; outcomes not written */
+    batch_of_held[0] = held;
+    CLAIM_WAIT_FAILS(HAREL_ERR_BUSY, NULL, t, "w2", VIS, 0, NULL, 0, 30.0, NULL);
+    CLAIM_MANY_FAILS(HAREL_ERR_BUSY, NULL, t, "w2", VIS, 0, NULL, 0, 3, 30.0, NULL);
+    EXPECT_FAILS(HAREL_ERR_BUSY, NULL, harel_transport_ack_many(t, batch_of_held, 1, outcomes, ERR));
+    EXPECT(outcomes[0] == HAREL_ERR_PANIC);
+    ACK_AND_CLAIM_MANY_FAILS(HAREL_ERR_BUSY, NULL, t, batch_of_held, 1, "w1", VIS, 0, NULL, 0, 3);
+    EXTEND_FAILS(HAREL_ERR_BUSY, NULL, t, held, VIS);
     looks_answer(t, 2, __FILE__, __LINE__);
   }
   if (holder != NULL) EXPECT(release_write_lock(holder, release));
@@ -1131,7 +1282,6 @@ static void bad_arguments_of_publish_many(void) {
 
 static const double BAD_VISIBILITY[] = {0.0, -0.0, -1.0, NAN, INFINITY, -INFINITY};
 static const int32_t BAD_MIN_PRIORITY[] = {-1, 5, INT32_MIN, INT32_MAX};
-#define N_OF(a) (sizeof a / sizeof a[0])
 
 static void bad_arguments_of_claim(void) {
   const char *const with_null[] = {"k", NULL};
@@ -1243,9 +1393,11 @@ static void bad_arguments_of_ack_and_claim(void) {
  * every call that asks for "now". */
 static void a_clock_that_is_not_a_time(void) {
   const double bad[] = {NAN, INFINITY, -INFINITY, -1.0};
+  const harel_lease *batch_of_held[1];
   fixture fx;
   size_t i;
   if (!fixture_open(&fx)) return;
+  batch_of_held[0] = fx.held;
   for (i = 0; i < N_OF(bad); i++) {
     fx.now = bad[i];
     CLAIM_BAD("clock", fx.t, "w", VIS, 0, NULL, 0);
@@ -1258,6 +1410,12 @@ static void a_clock_that_is_not_a_time(void) {
     EXPECT_BAD("clock", harel_transport_release(fx.t, "g1", NULL, ERR));
     STATS_FAILS(HAREL_ERR_ARGUMENT, "clock", fx.t);
     GROUPS_FAILS(HAREL_ERR_ARGUMENT, "clock", fx.t, -1, NULL, 10);
+    /* and the worker loop's (a wait ends at the first bad time) */
+    CLAIM_WAIT_BAD("clock", fx.t, "w", VIS, 0, NULL, 0, 30.0, NULL);
+    CLAIM_MANY_BAD("clock", fx.t, "w", VIS, 0, NULL, 0, 2, 30.0, NULL);
+    ACK_MANY_FAILS(HAREL_ERR_ARGUMENT, "clock", fx.t, batch_of_held, 1);
+    ACK_AND_CLAIM_MANY_BAD("clock", fx.t, batch_of_held, 1, "w1", VIS, 0, NULL, 0, 2);
+    EXTEND_BAD("clock", fx.t, fx.held, VIS);
   }
   FIXTURE_CLOSE(&fx);
 }
@@ -1681,7 +1839,7 @@ static void groups_pages_and_the_state_filter(void) {
   if (EXPECT(page != NULL)) EXPECT(page->n_groups == 1 && page->next_cursor != NULL);
   harel_group_page_free(page);
   page = NULL;
-  EXPECT_CALL(harel_transport_groups(t, -1, NULL, MAX_PAGE, &page, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_groups(t, -1, NULL, HAREL_MAX_PAGE, &page, &e), &e, HAREL_OK);
   if (EXPECT(page != NULL)) EXPECT(page->n_groups == 6 && page->next_cursor == NULL);
   harel_group_page_free(page);
   /* nothing was claimed: e still w1's, d parked, c (next to arrive) served */
@@ -2015,7 +2173,7 @@ static void big_pages_are_whole_and_freed(void) {
     EXPECT_STATUS(harel_transport_claim(t, worker, VIS, 0, NULL, 0, &l, NULL), HAREL_OK);
     harel_lease_free(l);
   }
-  EXPECT_CALL(harel_transport_groups(t, -1, NULL, MAX_PAGE, &gp, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_groups(t, -1, NULL, HAREL_MAX_PAGE, &gp, &e), &e, HAREL_OK);
   if (EXPECT(gp != NULL) && EXPECT(gp->n_groups == GROUPS)) {
     size_t leased = 0;
     for (i = 0; i < gp->n_groups; i++) {
@@ -2027,12 +2185,12 @@ static void big_pages_are_whole_and_freed(void) {
     EXPECT(leased == GROUPS / 2);
   }
   harel_group_page_free(gp);
-  EXPECT_CALL(harel_transport_peek(t, groups[0], NULL, MAX_PAGE, &mp, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_peek(t, groups[0], NULL, HAREL_MAX_PAGE, &mp, &e), &e, HAREL_OK);
   if (EXPECT(mp != NULL) && EXPECT(mp->n_messages == PER_GROUP - 1))
     for (i = 0; i < mp->n_messages; i++)
       EXPECT(mp->messages[i].event_len == BIG + 2 && strlen(mp->messages[i].event) == BIG + 2);
   harel_message_page_free(mp);
-  EXPECT_CALL(harel_transport_dead_letters(t, NULL, NULL, MAX_PAGE, &dp, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_dead_letters(t, NULL, NULL, HAREL_MAX_PAGE, &dp, &e), &e, HAREL_OK);
   if (EXPECT(dp != NULL) && EXPECT(dp->n_letters == GROUPS / 2))
     for (i = 0; i < dp->n_letters; i++) {
       const harel_dead_letter *d = &dp->letters[i];
@@ -2160,7 +2318,7 @@ static void bad_arguments_of_the_looks(void) {
   static const char *const made_up[] = {"", "x", "g", "g1", "g1.f", "g1.zz", "m1.00",
                                         "d1.0000", "m2.0000000000000001"};
   const int32_t bad_state[] = {3, -2, INT32_MIN, INT32_MAX};
-  const size_t bad_limit[] = {0, MAX_PAGE + 1, SIZE_MAX};
+  const size_t bad_limit[] = {0, HAREL_MAX_PAGE + 1, SIZE_MAX};
   fixture fx;
   cursors c;
   size_t i;
@@ -2307,6 +2465,723 @@ static void a_set_err_is_refused_by_the_new_functions(void) {
   CLAIM_EMPTY(t);
   ACK(t, held);
   CLAIM_EMPTY(t);
+  harel_transport_close(t);
+  harel_error_free(stale);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The worker loop (issue #15): claims that wait (claim_wait, claim_many with a wait) and
+ * what ends a wait (a commit in this process or another, a lease's or park's end, a cancel,
+ * an interrupt); the batches (claim_many, ack_many, ack_and_claim_many); extend. What they
+ * do to the queue is the Rust contract's; here, each call's mapping: its outputs, who owns
+ * what, its statuses and bad arguments, and waits ended from other threads and processes.
+ */
+
+/* Seconds on a clock that only goes forward, to time the calls that wait. */
+static double monotonic(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static void pause_for(double seconds) {
+  struct timespec left;
+  left.tv_sec = (time_t)seconds;
+  left.tv_nsec = (long)((seconds - (double)left.tv_sec) * 1e9);
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
+/* Entries of a leases_out the call did not write become NULL, so the test may free them
+ * all; how many it had written past `n` (0 when the call kept to its *n_out). */
+static size_t unwritten_to_null(harel_lease **leases, size_t size, size_t n) {
+  size_t i, written_past = 0;
+  for (i = 0; i < size; i++) {
+    if (leases[i] == NOT_SET_LEASE) leases[i] = NULL;
+    else if (i >= n) written_past++;
+  }
+  return written_past;
+}
+
+/* The same message, leased to the same worker until the same end, on two queues. */
+#define SAME_LEASE(got, want) same_lease((got), (want), __FILE__, __LINE__)
+static void same_lease(const harel_lease *got, const harel_lease *want, const char *file,
+                       int line) {
+  if (got == NULL || want == NULL) {
+    test_fail(file, line, "a lease is missing (%s)", got == NULL ? "claim_many's" : "claim's");
+    return;
+  }
+  if (got->seq != want->seq || got->group_id_len != want->group_id_len ||
+      strcmp(got->group_id, want->group_id) != 0 || strcmp(got->event, want->event) != 0 ||
+      got->event_len != want->event_len || strcmp(got->worker_id, want->worker_id) != 0 ||
+      got->lock_expiry != want->lock_expiry || got->attempts != want->attempts)
+    test_fail(file, line, "claim_many gave %s #%lld, claim gave %s #%lld", got->group_id,
+              (long long)got->seq, want->group_id, (long long)want->seq);
+}
+
+static void claim_wait_maps_the_claim(void) {
+  double now = T0, started;
+  const char *const keys[] = {"k"};
+  harel_transport *t = open_at(":memory:", &now);
+  harel_lease *l = NOT_SET_LEASE;
+  harel_error *e = NULL;
+  if (t == NULL) return;
+  /* nothing deliverable: wait 0 looks once; a wait returns HAREL_EMPTY once it has passed */
+  EXPECT_CALL(harel_transport_claim_wait(t, "w", VIS, 0, NULL, 0, 0.0, NULL, &l, &e), &e,
+              HAREL_EMPTY);
+  EXPECT(l == NULL);
+  l = NOT_SET_LEASE;
+  started = monotonic();
+  EXPECT_CALL(harel_transport_claim_wait(t, "w", VIS, 0, NULL, 0, 0.3, NULL, &l, &e), &e,
+              HAREL_EMPTY);
+  EXPECT(l == NULL && monotonic() - started >= 0.25);
+  /* something deliverable: a lease at once, by the claim's arguments */
+  PUBLISH(t, "plain", "1");
+  EXPECT_STATUS(harel_transport_publish(t, "keyed", "2", 1, "k", NULL), HAREL_OK);
+  started = monotonic();
+  EXPECT_CALL(harel_transport_claim_wait(t, "w1", VIS, 1, keys, 1, 30.0, NULL, &l, &e), &e,
+              HAREL_OK);
+  EXPECT(monotonic() - started < 15.0);
+  if (EXPECT(l != NULL)) {
+    EXPECT(l->group_id_len == 5 && strcmp(l->group_id, "keyed") == 0);
+    EXPECT(l->event_len == 1 && strcmp(l->event, "2") == 0);
+    EXPECT_STR(l->worker_id, "w1");
+    EXPECT(l->lock_expiry == T0 + VIS && l->attempts == 1);
+  }
+  ACK(t, l);
+  l = NOT_SET_LEASE; /* "plain" has neither the priority nor the key */
+  EXPECT_CALL(harel_transport_claim_wait(t, "w1", VIS, 1, keys, 1, 0.0, NULL, &l, &e), &e,
+              HAREL_EMPTY);
+  EXPECT(l == NULL);
+  ACK(t, CLAIM(t, "w", "1"));
+  harel_transport_close(t);
+}
+
+/* claim_many hands out what claim would, one call after another: the same heads, in the
+ * same order, each group once; the rest of leases_out is not written. Two queues with the
+ * same messages, one drained by claim_many, one by claim; twice, the second time after the
+ * first round's claims changed who waited longest. */
+static void claim_many_hands_out_what_claims_would(void) {
+  static const struct {
+    const char *group;
+    int32_t priority;
+  } groups[] = {{"a", 0}, {"b", 2}, {"c", 0}, {"d", 4}, {"e", 1}};
+  double now = T0;
+  const char *const keys[] = {"k", "other"};
+  harel_transport *many = open_at(":memory:", &now), *one = open_at(":memory:", &now), *keyed;
+  harel_lease *got[8], *want[8];
+  harel_error *e = NULL;
+  size_t n = NOT_SET_COUNT, i, j;
+  char event[32];
+  int round;
+  if (many == NULL || one == NULL) {
+    harel_transport_close(many);
+    harel_transport_close(one);
+    return;
+  }
+  for (i = 0; i < 2; i++)
+    for (j = 0; j < N_OF(groups); j++) {
+      snprintf(event, sizeof event, "\"%s%d\"", groups[j].group, (int)i + 1);
+      EXPECT_STATUS(harel_transport_publish(many, groups[j].group, event, groups[j].priority,
+                                            NULL, NULL), HAREL_OK);
+      EXPECT_STATUS(harel_transport_publish(one, groups[j].group, event, groups[j].priority,
+                                            NULL, NULL), HAREL_OK);
+    }
+  for (round = 0; round < 2; round++) {
+    for (i = 0; i < N_OF(got); i++) got[i] = NOT_SET_LEASE, want[i] = NULL;
+    EXPECT_CALL(harel_transport_claim_many(many, "w", VIS, 0, NULL, 0, 4, 0.0, NULL, got, &n, &e),
+                &e, HAREL_OK);
+    EXPECT(n == 4);
+    for (i = 0; i < 4; i++) want[i] = CLAIM(one, "w", NULL);
+    /* max above what there is: the one group left with nothing in flight */
+    EXPECT_CALL(harel_transport_claim_many(many, "w", VIS, 0, NULL, 0, 3, 0.0, NULL, got + 4, &n,
+                                           &e),
+                &e, HAREL_OK);
+    EXPECT(n == 1);
+    want[4] = CLAIM(one, "w", NULL);
+    /* every group in flight now */
+    EXPECT_CALL(harel_transport_claim_many(many, "w", VIS, 0, NULL, 0, 1, 0.0, NULL, got + 5, &n,
+                                           &e),
+                &e, HAREL_EMPTY);
+    EXPECT(n == 0);
+    EXPECT(unwritten_to_null(got, N_OF(got), 5) == 0);
+    for (i = 0; i < 5; i++) {
+      SAME_LEASE(got[i], want[i]);
+      for (j = 0; j < i; j++)
+        if (got[i] != NULL && got[j] != NULL) EXPECT(strcmp(got[i]->group_id, got[j]->group_id) != 0);
+    }
+    /* each one the caller's: acked and freed on its own */
+    for (i = 0; i < 5; i++) {
+      ACK(many, got[i]);
+      ACK(one, want[i]);
+    }
+    now += 10;
+  }
+  CLAIM_EMPTY(one);
+  EXPECT_STATUS(harel_transport_claim_many(many, "w", VIS, 0, NULL, 0, 5, 0.0, NULL, got, &n, NULL),
+                HAREL_EMPTY);
+  harel_transport_close(many);
+  harel_transport_close(one);
+
+  /* the claim's arguments reach it: a priority floor, routing keys */
+  keyed = open_at(":memory:", &now);
+  if (keyed == NULL) return;
+  EXPECT_STATUS(harel_transport_publish(keyed, "x", "1", 0, "k", NULL), HAREL_OK);
+  EXPECT_STATUS(harel_transport_publish(keyed, "y", "2", 3, "k", NULL), HAREL_OK);
+  EXPECT_STATUS(harel_transport_publish(keyed, "z", "3", 3, NULL, NULL), HAREL_OK);
+  EXPECT_STATUS(harel_transport_publish(keyed, "v", "4", 3, "other", NULL), HAREL_OK);
+  for (i = 0; i < N_OF(got); i++) got[i] = NOT_SET_LEASE;
+  EXPECT_CALL(harel_transport_claim_many(keyed, "w", VIS, 1, keys, 1, 8, 0.0, NULL, got, &n, &e),
+              &e, HAREL_OK);
+  if (EXPECT(n == 1)) EXPECT_STR(got[0]->group_id, "y");
+  EXPECT_CALL(harel_transport_claim_many(keyed, "w", VIS, 3, keys, 2, 8, 0.0, NULL, got + 1, &n,
+                                         &e),
+              &e, HAREL_OK);
+  if (EXPECT(n == 1)) EXPECT_STR(got[1]->group_id, "v");
+  EXPECT(unwritten_to_null(got, N_OF(got), 2) == 0);
+  ACK(keyed, got[0]);
+  ACK(keyed, got[1]);
+  harel_transport_close(keyed);
+}
+
+/* HAREL_EMPTY with *n_out 0 (at once with wait 0, after the wait otherwise); and a batch of
+ * HAREL_MAX_CLAIM leases, each the caller's, acked in one ack_many and freed one by one (the
+ * leak checkers see each). */
+static void claim_many_empty_and_a_full_batch(void) {
+  double now = T0, started;
+  static char groups[HAREL_MAX_CLAIM + 1][16];
+  static harel_message batch[HAREL_MAX_CLAIM + 1];
+  static harel_lease *got[HAREL_MAX_CLAIM + 1];
+  static const harel_lease *done[HAREL_MAX_CLAIM];
+  static harel_status outcomes[HAREL_MAX_CLAIM];
+  harel_transport *t = open_at(":memory:", &now);
+  harel_lease *first = NOT_SET_LEASE;
+  harel_error *e = NULL;
+  size_t n = NOT_SET_COUNT, i, distinct = 1;
+  if (t == NULL) return;
+  EXPECT_CALL(harel_transport_claim_many(t, "w", VIS, 0, NULL, 0, 3, 0.0, NULL, &first, &n, &e),
+              &e, HAREL_EMPTY);
+  EXPECT(n == 0 && first == NOT_SET_LEASE);
+  n = NOT_SET_COUNT;
+  started = monotonic();
+  EXPECT_CALL(harel_transport_claim_many(t, "w", VIS, 0, NULL, 0, 3, 0.3, NULL, &first, &n, &e),
+              &e, HAREL_EMPTY);
+  EXPECT(n == 0 && first == NOT_SET_LEASE && monotonic() - started >= 0.25);
+
+  for (i = 0; i < N_OF(batch); i++) {
+    snprintf(groups[i], sizeof groups[i], "g%d", (int)i);
+    batch[i].group_id = groups[i];
+    batch[i].event_json = "{}";
+    batch[i].priority = 0;
+    batch[i].routing_key = NULL;
+  }
+  EXPECT_STATUS(harel_transport_publish_many(t, batch, N_OF(batch), NULL), HAREL_OK);
+  for (i = 0; i < N_OF(got); i++) got[i] = NOT_SET_LEASE;
+  EXPECT_CALL(harel_transport_claim_many(t, "w", VIS, 0, NULL, 0, HAREL_MAX_CLAIM, 0.0, NULL, got,
+                                         &n, &e),
+              &e, HAREL_OK);
+  EXPECT(n == HAREL_MAX_CLAIM);
+  EXPECT(unwritten_to_null(got, N_OF(got), n) == 0);
+  for (i = 0; i < n && i < HAREL_MAX_CLAIM; i++) {
+    done[i] = got[i];
+    outcomes[i] = HAREL_ERR_PANIC;
+    if (got[i] == NULL || strcmp(got[i]->worker_id, "w") != 0 || got[i]->group_id[0] != 'g')
+      distinct = 0;
+    else if (i > 0 && got[i - 1] != NULL && got[i]->seq == got[i - 1]->seq)
+      distinct = 0;
+  }
+  EXPECT(distinct);
+  EXPECT_CALL(harel_transport_ack_many(t, done, n, outcomes, &e), &e, HAREL_OK);
+  for (i = 0; i < n && i < HAREL_MAX_CLAIM; i++) {
+    if (outcomes[i] != HAREL_OK)
+      test_fail(__FILE__, __LINE__, "outcomes[%d] is %s", (int)i, harel_status_name(outcomes[i]));
+    harel_lease_free(got[i]);
+  }
+  ACK(t, CLAIM(t, "w", "{}")); /* the one past max */
+  CLAIM_EMPTY(t);
+  harel_transport_close(t);
+}
+
+/* One outcome per lease: HAREL_OK, or HAREL_ERR_LEASE_LOST for one acked already (before,
+ * or earlier in the same call) or lapsed and claimed by another worker, while the others
+ * are acked all the same; a caller-filled lease is read by its lengths. */
+static void ack_many_reports_each_outcome(void) {
+  double now = T0;
+  harel_transport *t = open_at(":memory:", &now);
+  harel_lease *got[3] = {NULL, NULL, NULL}, *by_group[3] = {NULL, NULL, NULL}, *lapsed, *again;
+  harel_lease mine;
+  const harel_lease *leases[4];
+  harel_status outcomes[4];
+  harel_error *e = NULL;
+  harel_stats *s;
+  char group[2] = {'a', 'X'}; /* "a" with no NUL after it */
+  size_t n = 0, i;
+  if (t == NULL) return;
+  PUBLISH(t, "a", "\"a1\"");
+  PUBLISH(t, "b", "\"b1\"");
+  PUBLISH(t, "c", "\"c1\"");
+  PUBLISH(t, "a", "\"a2\"");
+  EXPECT_CALL(harel_transport_claim_many(t, "w", VIS, 0, NULL, 0, 3, 0.0, NULL, got, &n, &e), &e,
+              HAREL_OK);
+  for (i = 0; i < n && i < 3; i++)
+    if (got[i] != NULL && got[i]->group_id[0] >= 'a' && got[i]->group_id[0] <= 'c')
+      by_group[got[i]->group_id[0] - 'a'] = got[i];
+  if (!EXPECT(n == 3 && by_group[0] && by_group[1] && by_group[2])) {
+    for (i = 0; i < n && i < 3; i++) harel_lease_free(got[i]);
+    harel_transport_close(t);
+    return;
+  }
+  EXPECT_STATUS(harel_transport_ack(t, by_group[1], NULL), HAREL_OK); /* b's, before */
+  leases[0] = by_group[0];
+  leases[1] = by_group[1];
+  leases[2] = by_group[2];
+  leases[3] = by_group[0]; /* a's again, in the same call */
+  for (i = 0; i < 4; i++) outcomes[i] = HAREL_ERR_PANIC;
+  EXPECT_CALL(harel_transport_ack_many(t, leases, 4, outcomes, &e), &e, HAREL_OK);
+  EXPECT(outcomes[0] == HAREL_OK && outcomes[1] == HAREL_ERR_LEASE_LOST &&
+         outcomes[2] == HAREL_OK && outcomes[3] == HAREL_ERR_LEASE_LOST);
+  for (i = 0; i < 3; i++) harel_lease_free(got[i]);
+  /* a2: its lease lapses and another worker has it; that worker's, copied by a binding */
+  lapsed = CLAIM(t, "w", "\"a2\"");
+  now += VIS + 1;
+  again = CLAIM(t, "w2", "\"a2\"");
+  if (lapsed != NULL && again != NULL) {
+    mine = *again;
+    mine.group_id = group;
+    mine.group_id_len = 1;
+    mine.event = NULL; /* not read */
+    leases[0] = lapsed;
+    leases[1] = &mine;
+    outcomes[0] = outcomes[1] = HAREL_ERR_PANIC;
+    EXPECT_CALL(harel_transport_ack_many(t, leases, 2, outcomes, &e), &e, HAREL_OK);
+    EXPECT(outcomes[0] == HAREL_ERR_LEASE_LOST && outcomes[1] == HAREL_OK);
+  }
+  harel_lease_free(lapsed);
+  harel_lease_free(again);
+  s = STATS(t);
+  if (s != NULL) EXPECT(s->messages == 0 && s->groups == 0);
+  harel_stats_free(s);
+  /* none: nothing read, nothing written */
+  EXPECT_CALL(harel_transport_ack_many(t, NULL, 0, NULL, &e), &e, HAREL_OK);
+  outcomes[0] = HAREL_ERR_PANIC;
+  EXPECT_CALL(harel_transport_ack_many(t, leases, 0, outcomes, &e), &e, HAREL_OK);
+  EXPECT(outcomes[0] == HAREL_ERR_PANIC);
+  harel_transport_close(t);
+}
+
+/* The acks, then a claim of the next batch in the same transaction: a lost lease reported
+ * and not stopping the claim; the groups just acked served again; HAREL_EMPTY (acked,
+ * nothing deliverable) with *n_out 0; no leases at all: a claim_many that does not wait. */
+static void ack_and_claim_many_acks_then_claims(void) {
+  double now = T0;
+  harel_transport *t = open_at(":memory:", &now);
+  harel_lease *first[2] = {NOT_SET_LEASE, NOT_SET_LEASE}, *next[4], *last[2];
+  const harel_lease *leases[3];
+  harel_status outcomes[3];
+  harel_error *e = NULL;
+  size_t n = NOT_SET_COUNT, i;
+  int seen_a2 = 0, seen_b2 = 0, seen_c1 = 0;
+  if (t == NULL) return;
+  PUBLISH(t, "a", "\"a1\"");
+  PUBLISH(t, "b", "\"b1\"");
+  PUBLISH(t, "c", "\"c1\"");
+  PUBLISH(t, "a", "\"a2\"");
+  PUBLISH(t, "b", "\"b2\"");
+  /* no leases to ack: claims, as claim_many with wait 0 */
+  EXPECT_CALL(harel_transport_ack_and_claim_many(t, NULL, 0, NULL, "w", VIS, 0, NULL, 0, 2, first,
+                                                 &n, &e),
+              &e, HAREL_OK);
+  EXPECT(n == 2 && unwritten_to_null(first, 2, n) == 0);
+  if (n != 2 || first[0] == NULL || first[1] == NULL) {
+    harel_lease_free(first[0]);
+    harel_lease_free(first[1]);
+    harel_transport_close(t);
+    return;
+  }
+  EXPECT_STATUS(harel_transport_ack(t, first[1], NULL), HAREL_OK); /* lost to the batch */
+  leases[0] = first[0];
+  leases[1] = first[1];
+  for (i = 0; i < N_OF(next); i++) next[i] = NOT_SET_LEASE;
+  outcomes[0] = outcomes[1] = HAREL_ERR_PANIC;
+  now += 1;
+  EXPECT_CALL(harel_transport_ack_and_claim_many(t, leases, 2, outcomes, "w2", VIS, 0, NULL, 0, 4,
+                                                 next, &n, &e),
+              &e, HAREL_OK);
+  EXPECT(outcomes[0] == HAREL_OK && outcomes[1] == HAREL_ERR_LEASE_LOST);
+  /* a1's and b1's groups are served again: every head there is, each of its own group */
+  EXPECT(n == 3 && unwritten_to_null(next, N_OF(next), n) == 0);
+  for (i = 0; i < n && i < N_OF(next); i++) {
+    if (next[i] == NULL) continue;
+    seen_a2 += strcmp(next[i]->event, "\"a2\"") == 0;
+    seen_b2 += strcmp(next[i]->event, "\"b2\"") == 0;
+    seen_c1 += strcmp(next[i]->event, "\"c1\"") == 0;
+    EXPECT_STR(next[i]->worker_id, "w2");
+    EXPECT(next[i]->lock_expiry == T0 + 1 + VIS);
+  }
+  EXPECT(seen_a2 == 1 && seen_b2 == 1 && seen_c1 == 1);
+  harel_lease_free(first[0]);
+  harel_lease_free(first[1]);
+  /* all three acked; nothing left: acked, HAREL_EMPTY, *n_out 0, leases_out not written */
+  for (i = 0; i < 3; i++) leases[i] = next[i];
+  last[0] = last[1] = NOT_SET_LEASE;
+  n = NOT_SET_COUNT;
+  EXPECT_CALL(harel_transport_ack_and_claim_many(t, leases, 3, outcomes, "w2", VIS, 0, NULL, 0, 2,
+                                                 last, &n, &e),
+              &e, HAREL_EMPTY);
+  EXPECT(outcomes[0] == HAREL_OK && outcomes[1] == HAREL_OK && outcomes[2] == HAREL_OK);
+  EXPECT(n == 0 && last[0] == NOT_SET_LEASE && last[1] == NOT_SET_LEASE);
+  for (i = 0; i < N_OF(next); i++) harel_lease_free(next[i]);
+  CLAIM_EMPTY(t);
+  harel_transport_close(t);
+}
+
+/* extend: the lease runs to now + visibility, and lease->lock_expiry says so; the group
+ * stays out of claims until then; a lapsed lease nobody claimed since is still the worker's
+ * and is extended; HAREL_ERR_LEASE_LOST (nothing written) once another worker claimed it,
+ * after an ack, and for a parked message; a caller-filled lease is read by its lengths. */
+static void extend_moves_the_end_of_the_lease(void) {
+  double now = T0;
+  harel_transport *t = open_at(":memory:", &now);
+  harel_lease *l, *other, mine;
+  harel_error *e = NULL;
+  char group[2] = {'g', 'X'}; /* "g" with no NUL after it */
+  if (t == NULL) return;
+  PUBLISH(t, "g", "1");
+  PUBLISH(t, "g", "2");
+  l = CLAIM(t, "w1", "1");
+  if (l == NULL) {
+    harel_transport_close(t);
+    return;
+  }
+  now = T0 + 10;
+  EXPECT_CALL(harel_transport_extend(t, l, 60.0, &e), &e, HAREL_OK);
+  EXPECT(l->lock_expiry == T0 + 70 && l->seq == 1 && l->attempts == 1);
+  EXPECT_STR(l->worker_id, "w1");
+  now = T0 + 69; /* past the first end, before the new one */
+  CLAIM_EMPTY(t);
+  now = T0 + 71; /* lapsed, and no one claimed it since: still w1's */
+  EXPECT_CALL(harel_transport_extend(t, l, VIS, &e), &e, HAREL_OK);
+  EXPECT(l->lock_expiry == T0 + 71 + VIS);
+  now = T0 + 71 + VIS + 1; /* lapsed again, and claimed by w2 */
+  other = CLAIM(t, "w2", "1");
+  EXTEND_FAILS(HAREL_ERR_LEASE_LOST, NULL, t, l, VIS);
+  EXPECT_FAILS(HAREL_ERR_LEASE_LOST, NULL, harel_transport_ack(t, l, ERR));
+  if (other != NULL) {
+    EXPECT(other->attempts == 2);
+    /* w2's lease as a binding copies it: extended in the copy */
+    mine = *other;
+    mine.group_id = group;
+    mine.group_id_len = 1;
+    mine.event = NULL;
+    now += 5;
+    EXPECT_CALL(harel_transport_extend(t, &mine, 45.0, &e), &e, HAREL_OK);
+    EXPECT(mine.lock_expiry == now + 45.0 && other->lock_expiry == now - 5 + VIS);
+    EXPECT_STATUS(harel_transport_ack(t, other, NULL), HAREL_OK);
+    EXTEND_FAILS(HAREL_ERR_LEASE_LOST, NULL, t, other, VIS); /* acked */
+  }
+  harel_lease_free(other);
+  harel_lease_free(l);
+  /* parked by its nack: no lease to extend */
+  l = CLAIM(t, "w1", "2");
+  if (l != NULL) {
+    EXPECT_STATUS(harel_transport_nack(t, l, 100.0, NULL), HAREL_OK);
+    EXTEND_FAILS(HAREL_ERR_LEASE_LOST, NULL, t, l, VIS);
+    now += 101;
+    ACK(t, CLAIM(t, "w1", "2"));
+  }
+  harel_lease_free(l);
+  CLAIM_EMPTY(t);
+  harel_transport_close(t);
+}
+
+/* A cancel: not fired, it changes nothing; fired (once or twice: firing is final) before
+ * the call, the call returns HAREL_ERR_INTERRUPTED at once, having claimed nothing, even
+ * with something deliverable; each cancel its own. */
+static void a_cancel_fired_before_the_call(void) {
+  double now = T0, started;
+  harel_transport *t = open_at(":memory:", &now);
+  harel_cancel *fired = harel_cancel_new(), *unfired = harel_cancel_new();
+  harel_lease *l = NOT_SET_LEASE, *got[2] = {NOT_SET_LEASE, NOT_SET_LEASE};
+  harel_error *e = NULL;
+  size_t n = NOT_SET_COUNT;
+  if (!EXPECT(fired != NULL && unfired != NULL && fired != unfired) || t == NULL) {
+    harel_cancel_free(fired);
+    harel_cancel_free(unfired);
+    harel_transport_close(t);
+    return;
+  }
+  PUBLISH(t, "g", "1");
+  EXPECT_CALL(harel_transport_claim_wait(t, "w", VIS, 0, NULL, 0, 0.0, unfired, &l, &e), &e,
+              HAREL_OK);
+  ACK(t, l);
+  PUBLISH(t, "g", "2");
+  harel_cancel_fire(fired);
+  harel_cancel_fire(fired);
+  started = monotonic();
+  l = NOT_SET_LEASE;
+  EXPECT_CALL_NAMING(harel_transport_claim_wait(t, "w", VIS, 0, NULL, 0, 30.0, fired, &l, &e), &e,
+                     HAREL_ERR_INTERRUPTED, "cancelled");
+  EXPECT(l == NULL);
+  EXPECT_CALL_NAMING(harel_transport_claim_many(t, "w", VIS, 0, NULL, 0, 2, 30.0, fired, got, &n,
+                                                &e),
+                     &e, HAREL_ERR_INTERRUPTED, "cancelled");
+  EXPECT(n == 0 && got[0] == NOT_SET_LEASE);
+  /* wait 0 too, and err NULL */
+  CLAIM_WAIT_FAILS(HAREL_ERR_INTERRUPTED, "cancelled", t, "w", VIS, 0, NULL, 0, 0.0, fired);
+  CLAIM_MANY_FAILS(HAREL_ERR_INTERRUPTED, "cancelled", t, "w", VIS, 0, NULL, 0, 2, 0.0, fired);
+  EXPECT(monotonic() - started < 10.0);
+  /* nothing was claimed: "2" is there for a call with no cancel, or the other one */
+  EXPECT_CALL(harel_transport_claim_many(t, "w", VIS, 0, NULL, 0, 2, 0.0, unfired, got, &n, &e),
+              &e, HAREL_OK);
+  EXPECT(n == 1 && unwritten_to_null(got, 2, n) == 0);
+  if (got[0] != NULL) EXPECT_STR(got[0]->event, "2");
+  ACK(t, got[0]);
+  CLAIM_EMPTY(t);
+  harel_cancel_free(fired);
+  harel_cancel_free(unfired);
+  harel_transport_close(t);
+}
+
+static const double BAD_WAIT[] = {-1.0, -1e-9, NAN, INFINITY, -INFINITY, 1e30};
+static const size_t BAD_MAX[] = {0, HAREL_MAX_CLAIM + 1, SIZE_MAX};
+
+static void bad_arguments_of_claim_wait(void) {
+  const char *const with_null[] = {"k", NULL};
+  const char *const with_empty[] = {"k", ""};
+  harel_cancel *cancel = harel_cancel_new();
+  fixture fx;
+  size_t i;
+  if (!fixture_open(&fx)) {
+    harel_cancel_free(cancel);
+    return;
+  }
+  CLAIM_WAIT_BAD("t", NULL, "w", VIS, 0, NULL, 0, 0.0, NULL);
+  CLAIM_WAIT_BAD("worker_id", fx.t, NULL, VIS, 0, NULL, 0, 0.0, NULL);
+  CLAIM_WAIT_BAD("worker_id", fx.t, "", VIS, 0, NULL, 0, 0.0, NULL);
+  CLAIM_WAIT_BAD("worker_id", fx.t, "__parked__", VIS, 0, NULL, 0, 0.0, NULL);
+  CLAIM_WAIT_BAD("routing_keys", fx.t, "w", VIS, 0, NULL, 1, 0.0, NULL);
+  CLAIM_WAIT_BAD("routing_keys", fx.t, "w", VIS, 0, NULL, SIZE_MAX, 0.0, NULL);
+  CLAIM_WAIT_BAD("routing_keys", fx.t, "w", VIS, 0, with_null, 2, 0.0, NULL);
+  CLAIM_WAIT_BAD("routing_keys", fx.t, "w", VIS, 0, with_empty, 2, 0.0, NULL);
+  EXPECT_BAD("out", harel_transport_claim_wait(fx.t, "w", VIS, 0, NULL, 0, 0.0, NULL, NULL, ERR));
+  for (i = 0; i < N_OF(BAD_VISIBILITY); i++)
+    CLAIM_WAIT_BAD("visibility", fx.t, "w", BAD_VISIBILITY[i], 0, NULL, 0, 0.0, NULL);
+  for (i = 0; i < N_OF(BAD_MIN_PRIORITY); i++)
+    CLAIM_WAIT_BAD("min_priority", fx.t, "w", VIS, BAD_MIN_PRIORITY[i], NULL, 0, 0.0, NULL);
+  for (i = 0; i < N_OF(BAD_WAIT); i++) {
+    CLAIM_WAIT_BAD("wait", fx.t, "w", VIS, 0, NULL, 0, BAD_WAIT[i], NULL);
+    CLAIM_WAIT_BAD("wait", fx.t, "w", VIS, 0, NULL, 0, BAD_WAIT[i], cancel);
+  }
+  for (i = 0; i < N_BAD_UTF8; i++) {
+    const char *const keys[] = {"k", BAD_UTF8[i]};
+    CLAIM_WAIT_BAD("worker_id", fx.t, BAD_UTF8[i], VIS, 0, NULL, 0, 0.0, NULL);
+    CLAIM_WAIT_BAD("routing_keys", fx.t, "w", VIS, 0, keys, 2, 0.0, NULL);
+  }
+  FIXTURE_CLOSE(&fx);
+  harel_cancel_free(cancel);
+}
+
+static void bad_arguments_of_claim_many(void) {
+  const char *const with_null[] = {"k", NULL};
+  const char *const with_empty[] = {"k", ""};
+  size_t n = NOT_SET_COUNT;
+  fixture fx;
+  size_t i;
+  if (!fixture_open(&fx)) return;
+  CLAIM_MANY_BAD("t", NULL, "w", VIS, 0, NULL, 0, 2, 0.0, NULL);
+  CLAIM_MANY_BAD("worker_id", fx.t, NULL, VIS, 0, NULL, 0, 2, 0.0, NULL);
+  CLAIM_MANY_BAD("worker_id", fx.t, "", VIS, 0, NULL, 0, 2, 0.0, NULL);
+  CLAIM_MANY_BAD("worker_id", fx.t, "__parked__", VIS, 0, NULL, 0, 2, 0.0, NULL);
+  CLAIM_MANY_BAD("routing_keys", fx.t, "w", VIS, 0, NULL, 1, 2, 0.0, NULL);
+  CLAIM_MANY_BAD("routing_keys", fx.t, "w", VIS, 0, NULL, SIZE_MAX, 2, 0.0, NULL);
+  CLAIM_MANY_BAD("routing_keys", fx.t, "w", VIS, 0, with_null, 2, 2, 0.0, NULL);
+  CLAIM_MANY_BAD("routing_keys", fx.t, "w", VIS, 0, with_empty, 2, 2, 0.0, NULL);
+  EXPECT_BAD("leases_out",
+             harel_transport_claim_many(fx.t, "w", VIS, 0, NULL, 0, 2, 0.0, NULL, NULL, &n, ERR));
+  EXPECT(n == 0);
+  many_out_reset();
+  EXPECT_BAD("n_out", harel_transport_claim_many(fx.t, "w", VIS, 0, NULL, 0, 2, 0.0, NULL,
+                                                 many_out, NULL, ERR));
+  EXPECT(many_out_untouched());
+  for (i = 0; i < N_OF(BAD_MAX); i++)
+    CLAIM_MANY_BAD("max", fx.t, "w", VIS, 0, NULL, 0, BAD_MAX[i], 0.0, NULL);
+  for (i = 0; i < N_OF(BAD_VISIBILITY); i++)
+    CLAIM_MANY_BAD("visibility", fx.t, "w", BAD_VISIBILITY[i], 0, NULL, 0, 2, 0.0, NULL);
+  for (i = 0; i < N_OF(BAD_MIN_PRIORITY); i++)
+    CLAIM_MANY_BAD("min_priority", fx.t, "w", VIS, BAD_MIN_PRIORITY[i], NULL, 0, 2, 0.0, NULL);
+  for (i = 0; i < N_OF(BAD_WAIT); i++)
+    CLAIM_MANY_BAD("wait", fx.t, "w", VIS, 0, NULL, 0, 2, BAD_WAIT[i], NULL);
+  for (i = 0; i < N_BAD_UTF8; i++) {
+    const char *const keys[] = {"k", BAD_UTF8[i]};
+    CLAIM_MANY_BAD("worker_id", fx.t, BAD_UTF8[i], VIS, 0, NULL, 0, 2, 0.0, NULL);
+    CLAIM_MANY_BAD("routing_keys", fx.t, "w", VIS, 0, keys, 2, 2, 0.0, NULL);
+  }
+  FIXTURE_CLOSE(&fx);
+}
+
+/* A bad element of a batch is named by its index ("leases[1].group_id_len"); the good one
+ * beside it is not acked either (the fixture's lease is still w1's at the end). */
+static const char *element(char *buf, size_t size, int i, const char *parameter) {
+  if (strcmp(parameter, "lease") == 0) snprintf(buf, size, "leases[%d]", i);
+  else snprintf(buf, size, "leases[%d].%s", i, parameter);
+  return buf;
+}
+
+static void bad_arguments_of_ack_many(void) {
+  harel_status outcomes[2];
+  const harel_lease *leases[2];
+  char name[64];
+  fixture fx;
+  if (!fixture_open(&fx)) return;
+  leases[0] = fx.held;
+  leases[1] = NULL;
+  EXPECT_BAD("t", harel_transport_ack_many(NULL, leases, 1, outcomes, ERR));
+  EXPECT_BAD("leases", harel_transport_ack_many(fx.t, NULL, 1, outcomes, ERR));
+  EXPECT_BAD("leases", harel_transport_ack_many(fx.t, NULL, SIZE_MAX, outcomes, ERR));
+  EXPECT_BAD("outcomes", harel_transport_ack_many(fx.t, leases, 1, NULL, ERR));
+  EXPECT_BAD("leases[1]", harel_transport_ack_many(fx.t, leases, 2, outcomes, ERR));
+  leases[0] = NULL;
+  leases[1] = fx.held;
+  EXPECT_BAD("leases[0]", harel_transport_ack_many(fx.t, leases, 2, outcomes, ERR));
+  leases[0] = fx.held;
+#define ACK_MANY_LEASE_BAD(parameter)                                                      \
+  do {                                                                                     \
+    leases[1] = bad;                                                                       \
+    EXPECT_BAD(element(name, sizeof name, 1, parameter),                                   \
+               harel_transport_ack_many(fx.t, leases, 2, outcomes, ERR));                  \
+  } while (0)
+  EACH_BAD_LEASE(fx, ACK_MANY_LEASE_BAD);
+#undef ACK_MANY_LEASE_BAD
+  FIXTURE_CLOSE(&fx);
+}
+
+static void bad_arguments_of_ack_and_claim_many(void) {
+  const char *const with_null[] = {"k", NULL};
+  harel_status outcomes[2];
+  const harel_lease *leases[2];
+  size_t n = NOT_SET_COUNT;
+  char name[64];
+  fixture fx;
+  size_t i;
+  if (!fixture_open(&fx)) return;
+  leases[0] = fx.held;
+  leases[1] = NULL;
+  ACK_AND_CLAIM_MANY_BAD("t", NULL, leases, 1, "w1", VIS, 0, NULL, 0, 2);
+  ACK_AND_CLAIM_MANY_BAD("leases", fx.t, NULL, 1, "w1", VIS, 0, NULL, 0, 2);
+  ACK_AND_CLAIM_MANY_BAD("leases[1]", fx.t, leases, 2, "w1", VIS, 0, NULL, 0, 2);
+#define ACK_AND_CLAIM_MANY_LEASE_BAD(parameter)                                              \
+  do {                                                                                       \
+    leases[1] = bad;                                                                         \
+    ACK_AND_CLAIM_MANY_BAD(element(name, sizeof name, 1, parameter), fx.t, leases, 2, "w1", \
+                           VIS, 0, NULL, 0, 2);                                             \
+  } while (0)
+  EACH_BAD_LEASE(fx, ACK_AND_CLAIM_MANY_LEASE_BAD);
+#undef ACK_AND_CLAIM_MANY_LEASE_BAD
+  EXPECT_BAD("outcomes", harel_transport_ack_and_claim_many(fx.t, leases, 1, NULL, "w1", VIS, 0,
+                                                            NULL, 0, 2, many_out, &n, ERR));
+  EXPECT(n == 0);
+  ACK_AND_CLAIM_MANY_BAD("worker_id", fx.t, leases, 1, NULL, VIS, 0, NULL, 0, 2);
+  ACK_AND_CLAIM_MANY_BAD("worker_id", fx.t, leases, 1, "", VIS, 0, NULL, 0, 2);
+  ACK_AND_CLAIM_MANY_BAD("worker_id", fx.t, leases, 1, "__parked__", VIS, 0, NULL, 0, 2);
+  ACK_AND_CLAIM_MANY_BAD("routing_keys", fx.t, leases, 1, "w1", VIS, 0, NULL, 3, 2);
+  ACK_AND_CLAIM_MANY_BAD("routing_keys", fx.t, leases, 1, "w1", VIS, 0, with_null, 2, 2);
+  n = NOT_SET_COUNT;
+  EXPECT_BAD("leases_out", harel_transport_ack_and_claim_many(fx.t, leases, 1, outcomes, "w1",
+                                                              VIS, 0, NULL, 0, 2, NULL, &n, ERR));
+  EXPECT(n == 0);
+  many_out_reset();
+  EXPECT_BAD("n_out", harel_transport_ack_and_claim_many(fx.t, leases, 1, outcomes, "w1", VIS, 0,
+                                                         NULL, 0, 2, many_out, NULL, ERR));
+  EXPECT(many_out_untouched());
+  for (i = 0; i < N_OF(BAD_MAX); i++)
+    ACK_AND_CLAIM_MANY_BAD("max", fx.t, leases, 1, "w1", VIS, 0, NULL, 0, BAD_MAX[i]);
+  for (i = 0; i < N_OF(BAD_VISIBILITY); i++)
+    ACK_AND_CLAIM_MANY_BAD("visibility", fx.t, leases, 1, "w1", BAD_VISIBILITY[i], 0, NULL, 0, 2);
+  for (i = 0; i < N_OF(BAD_MIN_PRIORITY); i++)
+    ACK_AND_CLAIM_MANY_BAD("min_priority", fx.t, leases, 1, "w1", VIS, BAD_MIN_PRIORITY[i], NULL,
+                           0, 2);
+  for (i = 0; i < N_BAD_UTF8; i++) {
+    const char *const keys[] = {BAD_UTF8[i]};
+    ACK_AND_CLAIM_MANY_BAD("worker_id", fx.t, leases, 1, BAD_UTF8[i], VIS, 0, NULL, 0, 2);
+    ACK_AND_CLAIM_MANY_BAD("routing_keys", fx.t, leases, 1, "w1", VIS, 0, keys, 1, 2);
+  }
+  FIXTURE_CLOSE(&fx);
+}
+
+static void bad_arguments_of_extend(void) {
+  fixture fx;
+  size_t i;
+  if (!fixture_open(&fx)) return;
+  EXTEND_BAD("t", NULL, fx.held, VIS);
+  /* the lease is the caller's, not the library's: a built one is written only on success */
+#define EXTEND_LEASE_BAD(parameter) EXTEND_BAD(parameter, fx.t, (harel_lease *)bad, VIS)
+  EACH_BAD_LEASE(fx, EXTEND_LEASE_BAD);
+#undef EXTEND_LEASE_BAD
+  for (i = 0; i < N_OF(BAD_VISIBILITY); i++)
+    EXTEND_BAD("visibility", fx.t, fx.held, BAD_VISIBILITY[i]);
+  EXPECT(fx.held->lock_expiry == T0 + VIS);
+  FIXTURE_CLOSE(&fx);
+}
+
+/* A `*err` already set: refused, the error untouched, *out NULL, *n_out 0, leases_out and
+ * outcomes not written, the lease not extended, a fired cancel not looked at, and nothing
+ * claimed or acked. */
+static void a_set_err_is_refused_by_the_worker_loop_calls(void) {
+  double now = T0, expiry;
+  char was_text[512];
+  harel_transport *t = open_at(":memory:", &now);
+  harel_cancel *cancel = harel_cancel_new();
+  harel_error *stale = NULL;
+  const harel_error *was;
+  harel_lease *held, *l, *got[2];
+  const harel_lease *batch[1];
+  harel_status outcomes[1] = {HAREL_ERR_PANIC};
+  size_t n;
+  EXPECT(harel_options_set_prefix(NULL, "p", &stale) == HAREL_ERR_ARGUMENT);
+  if (!EXPECT(stale != NULL && t != NULL && cancel != NULL)) {
+    harel_error_free(stale);
+    harel_cancel_free(cancel);
+    harel_transport_close(t);
+    return;
+  }
+  was = stale;
+  snprintf(was_text, sizeof was_text, "%s", harel_error_message(stale));
+  PUBLISH(t, "g", "\"m1\"");
+  PUBLISH(t, "h", "\"h1\"");
+  held = CLAIM(t, "w1", "\"m1\"");
+  if (held != NULL) {
+    batch[0] = held;
+    l = NOT_SET_LEASE;
+    REFUSED(harel_transport_claim_wait(t, "w2", VIS, 0, NULL, 0, 0.0, NULL, &l, &stale));
+    EXPECT(l == NULL);
+    harel_cancel_fire(cancel);
+    l = NOT_SET_LEASE;
+    REFUSED(harel_transport_claim_wait(t, "w2", VIS, 0, NULL, 0, 0.0, cancel, &l, &stale));
+    EXPECT(l == NULL);
+    n = NOT_SET_COUNT;
+    got[0] = got[1] = NOT_SET_LEASE;
+    REFUSED(harel_transport_claim_many(t, "w2", VIS, 0, NULL, 0, 2, 0.0, NULL, got, &n, &stale));
+    EXPECT(n == 0 && got[0] == NOT_SET_LEASE);
+    REFUSED(harel_transport_ack_many(t, batch, 1, outcomes, &stale));
+    EXPECT(outcomes[0] == HAREL_ERR_PANIC);
+    n = NOT_SET_COUNT;
+    REFUSED(harel_transport_ack_and_claim_many(t, batch, 1, outcomes, "w2", VIS, 0, NULL, 0, 2,
+                                               got, &n, &stale));
+    EXPECT(n == 0 && got[0] == NOT_SET_LEASE && outcomes[0] == HAREL_ERR_PANIC);
+    expiry = held->lock_expiry;
+    now = T0 + 5;
+    REFUSED(harel_transport_extend(t, held, 60.0, &stale));
+    EXPECT(held->lock_expiry == expiry);
+    /* h1 was not claimed; m1 is still w1's, until its first end (not extended) */
+    ACK(t, CLAIM(t, "w2", "\"h1\""));
+    CLAIM_EMPTY(t);
+    now = T0 + VIS + 1;
+    ACK(t, CLAIM(t, "w3", "\"m1\""));
+    EXPECT_STATUS(harel_transport_ack(t, held, NULL), HAREL_ERR_LEASE_LOST);
+    CLAIM_EMPTY(t);
+  }
+  harel_lease_free(held);
+  harel_cancel_free(cancel);
   harel_transport_close(t);
   harel_error_free(stale);
 }
@@ -2652,6 +3527,401 @@ static void threads_drain_one_handle(void) {
 }
 
 /* ---------------------------------------------------------------------------------------
+ * Waits ended from elsewhere: a cancel or an interrupt from another thread, a commit by
+ * another handle or another process, the end of a lease or a park; eight waiters and one
+ * message. Timings are loose (a wait of 30 s ends "well under" it), for valgrind's sake.
+ */
+
+/* A test clock that also notes the threads that read it. A waiting claim first reads the
+ * clock once its wait has begun (its cancel, its handle's interrupts and the queue's wake
+ * are armed by then), so a fire, an interrupt or a commit after a thread was seen here
+ * reaches that thread's wait. */
+#define MAX_READERS 16
+typedef struct {
+  double now;
+  pthread_mutex_t lock;
+  pthread_t readers[MAX_READERS];
+  int n_readers;
+} watched_clock;
+
+static double watched_read(void *ctx) {
+  watched_clock *c = ctx;
+  pthread_t me = pthread_self();
+  double now;
+  int i;
+  pthread_mutex_lock(&c->lock);
+  for (i = 0; i < c->n_readers && !pthread_equal(c->readers[i], me); i++) {
+  }
+  if (i == c->n_readers && i < MAX_READERS) c->readers[c->n_readers++] = me;
+  now = c->now;
+  pthread_mutex_unlock(&c->lock);
+  return now;
+}
+
+static void watched_init(watched_clock *c) {
+  memset(c, 0, sizeof *c);
+  c->now = T0;
+  pthread_mutex_init(&c->lock, NULL);
+}
+
+/* Forgets the readers (a joined thread's id may be a new thread's). */
+static void watched_forget(watched_clock *c) {
+  pthread_mutex_lock(&c->lock);
+  c->n_readers = 0;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* Waits until `n` threads have read the clock; false if they did not within a minute. */
+#define WATCHED_WAIT(c, n) EXPECT(watched_wait((c), (n)))
+static int watched_wait(watched_clock *c, int n) {
+  double deadline = monotonic() + 60.0;
+  int seen = 0;
+  while (monotonic() < deadline) {
+    pthread_mutex_lock(&c->lock);
+    seen = c->n_readers;
+    pthread_mutex_unlock(&c->lock);
+    if (seen >= n) return 1;
+    pause_for(0.002);
+  }
+  return 0;
+}
+
+static harel_transport *open_watched(const char *database, watched_clock *c) {
+  harel_options *o = harel_options_new();
+  harel_transport *t = NULL;
+  harel_error *e = NULL;
+  if (!EXPECT(o != NULL)) return NULL;
+  EXPECT_CALL(harel_options_set_clock(o, watched_read, c, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_options_set_synchronous_full(o, false, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_open(database, o, &t, &e), &e, HAREL_OK);
+  harel_options_free(o);
+  return t;
+}
+
+/* One waiting claim on a thread of its own: claim_wait (max 0) or claim_many. */
+#define WAITER_MAX 8
+typedef struct {
+  harel_transport *t;
+  const char *worker;
+  double wait;
+  const harel_cancel *cancel;
+  size_t max;                          /* 0: claim_wait; else claim_many up to max */
+  pthread_t thread;
+  int started;
+  harel_status status;                 /* out */
+  harel_lease *leases[WAITER_MAX];     /* out: the first n */
+  size_t n;                            /* out; NOT_SET_COUNT if claim_wait left *out alone */
+  char message[512];                   /* out: the error's message */
+  double began, ended;                 /* out: monotonic() around the call */
+} waiter;
+
+static void *waiter_run(void *arg) {
+  waiter *w = arg;
+  harel_error *e = NULL;
+  w->began = monotonic();
+  if (w->max == 0) {
+    harel_lease *l = NOT_SET_LEASE;
+    w->status = harel_transport_claim_wait(w->t, w->worker, VIS, 0, NULL, 0, w->wait, w->cancel,
+                                           &l, &e);
+    w->n = l == NOT_SET_LEASE ? NOT_SET_COUNT : l != NULL;
+    w->leases[0] = l == NOT_SET_LEASE ? NULL : l;
+  } else {
+    w->status = harel_transport_claim_many(w->t, w->worker, VIS, 0, NULL, 0, w->max, w->wait,
+                                           w->cancel, w->leases, &w->n, &e);
+  }
+  w->ended = monotonic();
+  snprintf(w->message, sizeof w->message, "%s", e != NULL ? or_null(harel_error_message(e)) : "");
+  harel_error_free(e);
+  return NULL;
+}
+
+static void waiter_start(waiter *w, harel_transport *t, const char *worker, double wait,
+                         const harel_cancel *cancel, size_t max) {
+  memset(w, 0, sizeof *w);
+  w->t = t;
+  w->worker = worker;
+  w->wait = wait;
+  w->cancel = cancel;
+  w->max = max < WAITER_MAX ? max : WAITER_MAX;
+  w->started = EXPECT(pthread_create(&w->thread, NULL, waiter_run, w) == 0);
+}
+
+/* Joins the waiter; its call returned `want`, handing out leases only on HAREL_OK. */
+#define WAITER_ENDS(w, want) waiter_ends((w), (want), __FILE__, __LINE__)
+static int waiter_ends(waiter *w, harel_status want, const char *file, int line) {
+  const char *call = w->max == 0 ? "claim_wait" : "claim_many";
+  if (!w->started) return 0;
+  pthread_join(w->thread, NULL);
+  w->started = 0;
+  if (w->status != want) {
+    test_fail(file, line, "%s's %s returned %s, want %s (%s)", w->worker, call,
+              harel_status_name(w->status), harel_status_name(want), w->message);
+    return 0;
+  }
+  if (want == HAREL_OK ? w->n < 1 || w->n > (w->max ? w->max : 1) : w->n != 0) {
+    test_fail(file, line, "%s's %s: %s with %d leases", w->worker, call,
+              harel_status_name(w->status), (int)w->n);
+    return 0;
+  }
+  if (want < 0 && w->message[0] == '\0') {
+    test_fail(file, line, "%s's %s: %s with no message", w->worker, call, harel_status_name(want));
+    return 0;
+  }
+  return 1;
+}
+
+/* Acks (on the waiter's handle) and frees what the waiter claimed. */
+static void waiter_done(waiter *w) {
+  size_t i;
+  for (i = 0; i < w->n && i < WAITER_MAX; i++) ACK(w->t, w->leases[i]);
+  w->n = 0;
+}
+
+/* A cancel fired on another thread ends the waits given it (two calls share it) at once,
+ * with nothing claimed: the one lease there is, another worker's, stays the only one. */
+static void a_cancel_fired_on_another_thread_ends_the_wait(void) {
+  double now = T0, fired_at;
+  char path[300];
+  harel_transport *t = open_at(new_path(path, sizeof path), &now);
+  harel_cancel *cancel = harel_cancel_new();
+  harel_lease *held;
+  harel_stats *s;
+  waiter one, many;
+  if (t == NULL || !EXPECT(cancel != NULL)) {
+    harel_transport_close(t);
+    harel_cancel_free(cancel);
+    return;
+  }
+  PUBLISH(t, "g", "1");
+  held = CLAIM(t, "w0", "1"); /* nothing deliverable while it is held */
+  waiter_start(&one, t, "w1", 30.0, cancel, 0);
+  waiter_start(&many, t, "w2", 30.0, cancel, 4);
+  pause_for(0.2);
+  fired_at = monotonic();
+  harel_cancel_fire(cancel);
+  if (WAITER_ENDS(&one, HAREL_ERR_INTERRUPTED)) EXPECT(strstr(one.message, "cancelled") != NULL);
+  if (WAITER_ENDS(&many, HAREL_ERR_INTERRUPTED)) EXPECT(strstr(many.message, "cancelled") != NULL);
+  EXPECT(one.ended - fired_at < 10.0 && many.ended - fired_at < 10.0);
+  harel_cancel_free(cancel); /* no call uses it any more */
+  s = STATS(t);
+  if (s != NULL) EXPECT(s->leased == 1 && s->ready == 0 && s->messages == 1);
+  harel_stats_free(s);
+  ACK(t, held);
+  CLAIM_EMPTY(t);
+  harel_transport_close(t);
+}
+
+/* harel_transport_interrupt on another thread ends every wait on that handle (two
+ * threads'), not a wait on another handle of the same queue, nor later waits; while the
+ * threads wait, other calls on the handle go ahead. */
+static void interrupt_ends_every_wait_on_the_handle(void) {
+  double now = T0, started, interrupted_at;
+  char path[300];
+  watched_clock c;
+  harel_transport *t, *u;
+  harel_lease *held = NULL, *l = NOT_SET_LEASE;
+  harel_stats *s;
+  harel_error *e = NULL;
+  waiter one, many, elsewhere;
+  watched_init(&c);
+  t = open_watched(new_path(path, sizeof path), &c);
+  u = open_at(path, &now);
+  if (t != NULL && u != NULL) {
+    PUBLISH(t, "g", "1");
+    held = CLAIM(t, "w0", "1");
+    watched_forget(&c);
+    waiter_start(&one, t, "w1", 30.0, NULL, 0);
+    waiter_start(&many, t, "w2", 30.0, NULL, 3);
+    WATCHED_WAIT(&c, 2);
+    waiter_start(&elsewhere, u, "w3", 1.5, NULL, 0);
+    /* calls on the handle while two of its calls wait: a publish (into g, in flight: the
+     * waiters wake, look, and wait on) and a look */
+    started = monotonic();
+    PUBLISH(t, "g", "2");
+    s = STATS(t);
+    if (s != NULL) EXPECT(s->messages == 2 && s->leased == 1);
+    harel_stats_free(s);
+    EXPECT(monotonic() - started < 10.0);
+    interrupted_at = monotonic();
+    harel_transport_interrupt(t);
+    if (WAITER_ENDS(&one, HAREL_ERR_INTERRUPTED))
+      EXPECT(strstr(one.message, "interrupted") != NULL);
+    if (WAITER_ENDS(&many, HAREL_ERR_INTERRUPTED))
+      EXPECT(strstr(many.message, "interrupted") != NULL);
+    EXPECT(one.ended - interrupted_at < 10.0 && many.ended - interrupted_at < 10.0);
+    if (WAITER_ENDS(&elsewhere, HAREL_EMPTY)) EXPECT(elsewhere.ended - elsewhere.began >= 1.4);
+    /* a later wait waits */
+    started = monotonic();
+    EXPECT_CALL(harel_transport_claim_wait(t, "w1", VIS, 0, NULL, 0, 0.3, NULL, &l, &e), &e,
+                HAREL_EMPTY);
+    EXPECT(l == NULL && monotonic() - started >= 0.25);
+    s = STATS(t); /* nothing claimed but held */
+    if (s != NULL) EXPECT(s->leased == 1);
+    harel_stats_free(s);
+    ACK(t, held);
+    ACK(t, CLAIM(t, "w1", "2"));
+    CLAIM_EMPTY(t);
+  }
+  harel_transport_close(t);
+  harel_transport_close(u);
+  pthread_mutex_destroy(&c.lock);
+}
+
+/* A commit by another handle of this process on the same file wakes a waiter at once; a
+ * claim_many woken by one publish_many takes every group of it. */
+static void a_commit_on_another_handle_wakes_a_waiter(void) {
+  double now = T0, published;
+  char path[300];
+  const harel_message batch[] = {{"x", "\"x\"", 0, NULL}, {"y", "\"y\"", 0, NULL},
+                                 {"z", "\"z\"", 0, NULL}};
+  watched_clock c;
+  harel_transport *t, *other;
+  waiter one, many;
+  watched_init(&c);
+  t = open_watched(new_path(path, sizeof path), &c);
+  other = open_at(path, &now);
+  if (t != NULL && other != NULL) {
+    watched_forget(&c);
+    waiter_start(&one, t, "w1", 30.0, NULL, 0);
+    WATCHED_WAIT(&c, 1);
+    published = monotonic();
+    PUBLISH(other, "g", "\"hello\"");
+    if (WAITER_ENDS(&one, HAREL_OK)) {
+      EXPECT_STR(one.leases[0]->event, "\"hello\"");
+      EXPECT(one.ended - published < 10.0);
+    }
+    waiter_done(&one);
+    watched_forget(&c);
+    waiter_start(&many, t, "w2", 30.0, NULL, 5);
+    WATCHED_WAIT(&c, 1);
+    published = monotonic();
+    EXPECT_STATUS(harel_transport_publish_many(other, batch, 3, NULL), HAREL_OK);
+    if (WAITER_ENDS(&many, HAREL_OK)) {
+      EXPECT(many.n == 3);
+      EXPECT(many.ended - published < 10.0);
+    }
+    waiter_done(&many);
+    CLAIM_EMPTY(other);
+  }
+  harel_transport_close(t);
+  harel_transport_close(other);
+  pthread_mutex_destroy(&c.lock);
+}
+
+/* A commit by another process: this program, run again as a child, publishes. */
+static int publish_from_a_child(const char *database, const char *group, const char *event) {
+  char *argv[6];
+  pid_t pid;
+  int status;
+  argv[0] = (char *)self_path;
+  argv[1] = "--publish";
+  argv[2] = (char *)database;
+  argv[3] = (char *)group;
+  argv[4] = (char *)event;
+  argv[5] = NULL;
+  fflush(NULL);
+  if (posix_spawn(&pid, self_path, NULL, NULL, argv, environ) != 0) return 0;
+  if (waitpid(pid, &status, 0) != pid) return 0;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void a_commit_of_another_process_wakes_a_waiter(void) {
+  char path[300];
+  double spawned;
+  watched_clock c;
+  harel_transport *t;
+  waiter one;
+  watched_init(&c);
+  t = open_watched(new_path(path, sizeof path), &c);
+  if (t != NULL) {
+    watched_forget(&c);
+    waiter_start(&one, t, "w1", 30.0, NULL, 0);
+    WATCHED_WAIT(&c, 1);
+    spawned = monotonic();
+    EXPECT(publish_from_a_child(path, "g", "\"from a child\""));
+    if (WAITER_ENDS(&one, HAREL_OK)) {
+      EXPECT_STR(one.leases[0]->event, "\"from a child\"");
+      EXPECT(one.ended - spawned < 15.0);
+    }
+    waiter_done(&one);
+    CLAIM_EMPTY(t);
+  }
+  harel_transport_close(t);
+  pthread_mutex_destroy(&c.lock);
+}
+
+/* The system clock: a lease of 1 s lapses and a waiting claim takes the message about
+ * then; a park of 1 s ends and the same. */
+static void the_end_of_a_lease_or_a_park_wakes_a_waiter(void) {
+  harel_transport *t = NULL;
+  harel_lease *first = NULL, *next = NULL;
+  harel_error *e = NULL;
+  double started;
+  EXPECT_CALL(harel_transport_open(":memory:", NULL, &t, &e), &e, HAREL_OK);
+  if (t == NULL) return;
+  PUBLISH(t, "g", "1");
+  started = monotonic();
+  EXPECT_CALL(harel_transport_claim(t, "w1", 1.0, 0, NULL, 0, &first, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_transport_claim_wait(t, "w2", VIS, 0, NULL, 0, 20.0, NULL, &next, &e), &e,
+              HAREL_OK);
+  EXPECT(monotonic() - started >= 0.9 && monotonic() - started < 10.0);
+  if (first != NULL && next != NULL) EXPECT(next->seq == first->seq && next->attempts == 2);
+  harel_lease_free(first);
+  first = NULL;
+  if (next != NULL) {
+    started = monotonic();
+    EXPECT_STATUS(harel_transport_nack(t, next, 1.0, NULL), HAREL_OK);
+    EXPECT_CALL(harel_transport_claim_wait(t, "w3", VIS, 0, NULL, 0, 20.0, NULL, &first, &e), &e,
+                HAREL_OK);
+    EXPECT(monotonic() - started >= 0.9 && monotonic() - started < 10.0);
+    if (first != NULL) EXPECT(first->seq == next->seq && first->attempts == 3);
+  }
+  harel_lease_free(next);
+  ACK(t, first);
+  CLAIM_EMPTY(t);
+  harel_transport_close(t);
+}
+
+/* Eight threads wait, each on a handle of its own; one message is published: exactly one
+ * gets it, at once; the others' waits end HAREL_EMPTY. */
+#define WAITERS 8
+static void one_message_for_eight_waiters(void) {
+  static const char *const workers[WAITERS] = {"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"};
+  double now = T0, published;
+  char path[300];
+  watched_clock c;
+  harel_transport *publisher, *handles[WAITERS];
+  waiter w[WAITERS];
+  int i, winners = 0;
+  watched_init(&c);
+  publisher = open_at(new_path(path, sizeof path), &now);
+  for (i = 0; i < WAITERS; i++) handles[i] = open_watched(path, &c);
+  watched_forget(&c);
+  for (i = 0; i < WAITERS; i++) waiter_start(&w[i], handles[i], workers[i], 4.0, NULL, 0);
+  WATCHED_WAIT(&c, WAITERS);
+  published = monotonic();
+  PUBLISH(publisher, "g", "\"the one\"");
+  for (i = 0; i < WAITERS; i++) {
+    pthread_join(w[i].thread, NULL);
+    w[i].started = 0;
+    if (w[i].status == HAREL_OK && w[i].n == 1) {
+      winners++;
+      EXPECT_STR(w[i].leases[0]->event, "\"the one\"");
+      EXPECT(w[i].ended - published < 3.0);
+      waiter_done(&w[i]);
+    } else if (w[i].status != HAREL_EMPTY || w[i].n != 0) {
+      test_fail(__FILE__, __LINE__, "%s: %s with %d leases (%s)", workers[i],
+                harel_status_name(w[i].status), (int)w[i].n, w[i].message);
+    }
+  }
+  EXPECT(winners == 1);
+  CLAIM_EMPTY(publisher);
+  for (i = 0; i < WAITERS; i++) harel_transport_close(handles[i]);
+  harel_transport_close(publisher);
+  pthread_mutex_destroy(&c.lock);
+}
+
+/* ---------------------------------------------------------------------------------------
  */
 
 static void remove_temp_dir(void) {
@@ -2668,8 +3938,24 @@ static void remove_temp_dir(void) {
   rmdir(temp_dir);
 }
 
-int main(void) {
+/* `test_abi --publish DATABASE GROUP EVENT`: the child of
+ * a_commit_of_another_process_wakes_a_waiter, one publish from another process. */
+static int publish_as_the_child(const char *database, const char *group, const char *event) {
+  harel_transport *t = NULL;
+  harel_error *e = NULL;
+  harel_status s = harel_transport_open(database, NULL, &t, &e);
+  if (s == HAREL_OK) s = harel_transport_publish(t, group, event, 0, NULL, &e);
+  if (s != HAREL_OK) fprintf(stderr, "the child's publish: %s\n", or_null(harel_error_message(e)));
+  harel_error_free(e);
+  harel_transport_close(t);
+  return s == HAREL_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
   const char *tmp = getenv("TMPDIR");
+  if (argc == 5 && strcmp(argv[1], "--publish") == 0)
+    return publish_as_the_child(argv[2], argv[3], argv[4]);
+  self_path = argv[0];
   snprintf(temp_dir, sizeof temp_dir, "%s/harel-c-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (mkdtemp(temp_dir) == NULL) {
     perror("mkdtemp");
@@ -2722,8 +4008,27 @@ int main(void) {
   RUN(bad_arguments_of_purge_group_purge_and_release);
   RUN(bad_arguments_of_the_looks);
   RUN(a_set_err_is_refused_by_the_new_functions);
+  RUN(claim_wait_maps_the_claim);
+  RUN(claim_many_hands_out_what_claims_would);
+  RUN(claim_many_empty_and_a_full_batch);
+  RUN(ack_many_reports_each_outcome);
+  RUN(ack_and_claim_many_acks_then_claims);
+  RUN(extend_moves_the_end_of_the_lease);
+  RUN(a_cancel_fired_before_the_call);
+  RUN(bad_arguments_of_claim_wait);
+  RUN(bad_arguments_of_claim_many);
+  RUN(bad_arguments_of_ack_many);
+  RUN(bad_arguments_of_ack_and_claim_many);
+  RUN(bad_arguments_of_extend);
+  RUN(a_set_err_is_refused_by_the_worker_loop_calls);
   RUN(threads_publish_through_one_handle);
   RUN(threads_drain_one_handle);
+  RUN(a_cancel_fired_on_another_thread_ends_the_wait);
+  RUN(interrupt_ends_every_wait_on_the_handle);
+  RUN(a_commit_on_another_handle_wakes_a_waiter);
+  RUN(a_commit_of_another_process_wakes_a_waiter);
+  RUN(the_end_of_a_lease_or_a_park_wakes_a_waiter);
+  RUN(one_message_for_eight_waiters);
 
   remove_temp_dir();
   return SUMMARY();

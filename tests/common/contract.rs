@@ -4,7 +4,9 @@
 //! check's own queue with the options it is given (its clock, say); a second `open`
 //! reaches the same queue (a second connection; on a server, a second client).
 
-use harel_transport::{Error, Lease, Message, Options, Transport};
+use std::time::{Duration, Instant};
+
+use harel_transport::{Cancel, Error, Lease, Message, Options, Transport, Wait};
 
 use super::drain::claim_and_ack_all;
 use super::{event, TestClock};
@@ -52,6 +54,18 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("peek_shows_a_groups_messages_without_claiming", peek_shows_a_groups_messages_without_claiming),
     ("purge_empties_a_group_or_the_queue", purge_empties_a_group_or_the_queue),
     ("release_frees_a_stuck_group_now", release_frees_a_stuck_group_now),
+    ("claim_many_hands_out_distinct_groups_in_serving_order", claim_many_hands_out_distinct_groups_in_serving_order),
+    ("claim_many_keeps_the_floor_and_routing_keys", claim_many_keeps_the_floor_and_routing_keys),
+    ("ack_many_reports_a_lost_lease_and_acks_the_others", ack_many_reports_a_lost_lease_and_acks_the_others),
+    ("ack_and_claim_many_acks_a_batch_then_claims_the_next", ack_and_claim_many_acks_a_batch_then_claims_the_next),
+    ("extend_moves_the_lease_end_and_keeps_the_group_out", extend_moves_the_lease_end_and_keeps_the_group_out),
+    ("extend_after_a_lapse_no_one_claimed_keeps_the_lease", extend_after_a_lapse_no_one_claimed_keeps_the_lease),
+    ("a_waiting_claim_returns_as_soon_as_another_transport_publishes", a_waiting_claim_returns_as_soon_as_another_transport_publishes),
+    ("a_waiting_claim_lets_other_calls_on_its_transport_run", a_waiting_claim_lets_other_calls_on_its_transport_run),
+    ("a_waiting_claim_wakes_when_a_park_ends", a_waiting_claim_wakes_when_a_park_ends),
+    ("a_waiting_claim_returns_nothing_when_its_wait_is_over", a_waiting_claim_returns_nothing_when_its_wait_is_over),
+    ("a_cancelled_or_interrupted_wait_claims_nothing", a_cancelled_or_interrupted_wait_claims_nothing),
+    ("eight_waiters_one_publish_exactly_one_gets_it", eight_waiters_one_publish_exactly_one_gets_it),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -599,4 +613,224 @@ pub fn release_frees_a_stuck_group_now(open: Open<'_>) {
     assert_eq!(again.attempts, 2);
     assert!(matches!(t.ack(&stuck), Err(Error::LeaseLost(_))), "the old holder's lease is lost");
     t.ack(&again).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// The worker loop (issue 15): batches, extension, waiting claims.
+
+fn claim_many(t: &Transport, worker: &str, max: usize) -> Vec<Lease> {
+    t.claim_many(worker, V, 0, &[], max, &Wait::none()).expect("claim_many")
+}
+
+fn groups_of(leases: &[Lease]) -> Vec<&str> {
+    leases.iter().map(|l| l.group_id.as_str()).collect()
+}
+
+pub fn claim_many_hands_out_distinct_groups_in_serving_order(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    for g in ["a", "b", "c", "d", "e"] {
+        t.publish(g, &event(0), 0, None).unwrap();
+        t.publish(g, &event(1), 0, None).unwrap();
+    }
+    let first = claim_many(&t, "w", 3);
+    assert_eq!(groups_of(&first), ["a", "b", "c"], "arrival order, one head per group");
+    assert!(first.iter().all(|l| l.event == event(0) && l.attempts == 1 && l.lock_expiry == 1000.0 + V));
+    let rest = claim_many(&t, "w", 10);
+    assert_eq!(groups_of(&rest), ["d", "e"], "fewer than max: what there is");
+    assert!(claim_many(&t, "w", 10).is_empty(), "every group has its head in flight");
+    t.ack(&first[1]).unwrap();
+    let next = claim_many(&t, "w", 10);
+    assert_eq!((groups_of(&next), next[0].event.as_str()), (vec!["b"], event(1).as_str()));
+    let bad = t.claim_many("w", V, 0, &[], 0, &Wait::none());
+    assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("max is 0")));
+    let bad = t.claim_many("w", V, 0, &[], harel_transport::MAX_CLAIM + 1, &Wait::none());
+    assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("max is 1001")));
+}
+
+pub fn claim_many_keeps_the_floor_and_routing_keys(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    t.publish("low", &event(0), 0, Some("k")).unwrap();
+    t.publish("high", &event(1), 3, Some("k")).unwrap();
+    t.publish("other", &event(2), 4, Some("x")).unwrap();
+    t.publish("high2", &event(3), 2, Some("k")).unwrap();
+    let floor = t.claim_many("w", V, 2, &["k"], 10, &Wait::none()).unwrap();
+    assert_eq!(groups_of(&floor), ["high", "high2"]);
+    let rest = t.claim_many("w", V, 0, &[], 10, &Wait::none()).unwrap();
+    assert_eq!(groups_of(&rest), ["low", "other"]);
+}
+
+pub fn ack_many_reports_a_lost_lease_and_acks_the_others(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    for g in ["a", "b", "c"] {
+        t.publish(g, &event(0), 0, None).unwrap();
+    }
+    t.publish("b", &event(1), 0, None).unwrap();
+    let leases = claim_many(&t, "w", 3);
+    t.ack(&leases[0]).unwrap();
+    let outcomes = t.ack_many(&leases).unwrap();
+    assert!(matches!(&outcomes[0], Err(Error::LeaseLost(m)) if m.contains("no longer leased")), "{outcomes:?}");
+    assert!(outcomes[1].is_ok() && outcomes[2].is_ok());
+    let s = t.stats().unwrap();
+    assert_eq!((s.messages, s.groups), (1, 1), "b's second message is left");
+    assert_eq!(claim(&t, "w").unwrap().event, event(1));
+    assert!(t.ack_many(&[]).unwrap().is_empty());
+    let forged = Lease { worker_id: String::new(), ..leases[1].clone() };
+    let bad = t.ack_many(&[leases[2].clone(), forged]);
+    assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("leases[1].worker_id is empty")), "named by index");
+}
+
+pub fn ack_and_claim_many_acks_a_batch_then_claims_the_next(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    for g in ["a", "b", "c", "d"] {
+        t.publish(g, &event(0), 0, None).unwrap();
+    }
+    t.publish("a", &event(1), 0, None).unwrap();
+    let first = claim_many(&t, "w", 2);
+    let lost = Lease { seq: first[1].seq + 1000, ..first[1].clone() };
+    let (acked, next) = t.ack_and_claim_many(&[first[0].clone(), lost], "w", V, 0, &[], 10).unwrap();
+    assert!(acked[0].is_ok() && matches!(acked[1], Err(Error::LeaseLost(_))), "a lost lease does not stop the batch");
+    assert_eq!(groups_of(&next), ["c", "d", "a"], "a was just served: it goes last");
+    let (acked, none) = t.ack_and_claim_many(&next, "w", V, 0, &[], 10).unwrap();
+    assert!(acked.iter().all(Result::is_ok) && none.is_empty(), "b is still leased");
+    t.ack(&first[1]).unwrap();
+    assert_eq!(t.stats().unwrap().messages, 0);
+}
+
+pub fn extend_moves_the_lease_end_and_keeps_the_group_out(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    t.publish("g", &event(0), 0, None).unwrap();
+    t.publish("h", &event(1), 0, None).unwrap();
+    let mut lease = claim(&t, "w1").unwrap();
+    clock.advance(20.0);
+    t.extend(&mut lease, 100.0).unwrap();
+    assert_eq!(lease.lock_expiry, 1120.0, "the lease value shows the new end");
+    clock.advance(50.0);
+    let h = claim(&t, "w2").unwrap();
+    assert_eq!(h.group_id, "h", "past the old end, g is still held");
+    assert!(claim(&t, "w2").is_none());
+    t.ack(&h).unwrap();
+    clock.advance(51.0);
+    let again = claim(&t, "w2").expect("past the new end the lease lapsed");
+    assert_eq!(again.seq, lease.seq);
+    let stale = lease.lock_expiry;
+    assert!(matches!(t.extend(&mut lease, 10.0), Err(Error::LeaseLost(_))), "claimed by another worker");
+    assert_eq!(lease.lock_expiry, stale, "a failed extend leaves the lease as it was");
+    let bad = t.extend(&mut lease, 0.0);
+    assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("visibility")));
+    t.ack(&again).unwrap();
+    assert!(matches!(t.extend(&mut lease, 10.0), Err(Error::LeaseLost(_))), "acked");
+}
+
+pub fn extend_after_a_lapse_no_one_claimed_keeps_the_lease(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    t.publish("g", &event(0), 0, None).unwrap();
+    let mut lease = claim(&t, "w1").unwrap();
+    clock.advance(V + 5.0);
+    t.extend(&mut lease, 60.0).unwrap();
+    assert_eq!(lease.lock_expiry, 1000.0 + V + 5.0 + 60.0);
+    assert!(claim(&t, "w2").is_none(), "extended: no longer claimable");
+    t.ack(&lease).unwrap();
+}
+
+/// Real time from here on: these checks wait.
+fn elapsed_since(started: Instant) -> Duration {
+    started.elapsed()
+}
+
+pub fn a_waiting_claim_returns_as_soon_as_another_transport_publishes(open: Open<'_>) {
+    let waiter = open(&Options::new());
+    let publisher = open(&Options::new());
+    let started = Instant::now();
+    let leased = std::thread::scope(|s| {
+        let waiting = s.spawn(|| waiter.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_secs(20))));
+        std::thread::sleep(Duration::from_millis(300));
+        publisher.publish("g", &event(7), 0, None).unwrap();
+        waiting.join().unwrap()
+    });
+    let took = elapsed_since(started);
+    assert_eq!(leased.unwrap().expect("woken with the message").event, event(7));
+    assert!(took < Duration::from_secs(10), "woken by the publish, not by the timeout: {took:?}");
+}
+
+pub fn a_waiting_claim_lets_other_calls_on_its_transport_run(open: Open<'_>) {
+    let t = open(&Options::new());
+    let started = Instant::now();
+    let leased = std::thread::scope(|s| {
+        let waiting = s.spawn(|| t.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_secs(20))));
+        std::thread::sleep(Duration::from_millis(300));
+        t.publish("g", &event(1), 0, None).expect("a publish on the waiting transport goes ahead");
+        waiting.join().unwrap()
+    });
+    assert!(leased.unwrap().is_some());
+    assert!(elapsed_since(started) < Duration::from_secs(10));
+}
+
+pub fn a_waiting_claim_wakes_when_a_park_ends(open: Open<'_>) {
+    let t = open(&Options::new());
+    t.publish("g", &event(0), 0, None).unwrap();
+    let lease = t.claim("w", V, 0, &[]).unwrap().unwrap();
+    t.nack(&lease, 1.0).unwrap();
+    let started = Instant::now();
+    let again = t.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_secs(20))).unwrap();
+    let took = elapsed_since(started);
+    assert_eq!(again.expect("served when the park ended").seq, lease.seq);
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "at the park's end: {took:?}");
+}
+
+pub fn a_waiting_claim_returns_nothing_when_its_wait_is_over(open: Open<'_>) {
+    let t = open(&Options::new());
+    let started = Instant::now();
+    assert!(t.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_millis(400))).unwrap().is_none());
+    let took = elapsed_since(started);
+    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(5), "{took:?}");
+    assert!(t.claim_many("w", V, 0, &[], 5, &Wait::up_to(Duration::from_millis(100))).unwrap().is_empty());
+}
+
+pub fn a_cancelled_or_interrupted_wait_claims_nothing(open: Open<'_>) {
+    let t = open(&Options::new());
+    let cancel = Cancel::new();
+    let wait = Wait::up_to(Duration::from_secs(20)).or_until(&cancel);
+    let started = Instant::now();
+    let outcome = std::thread::scope(|s| {
+        let waiting = s.spawn(|| t.claim_many("w", V, 0, &[], 10, &wait));
+        std::thread::sleep(Duration::from_millis(200));
+        cancel.fire();
+        waiting.join().unwrap()
+    });
+    assert!(matches!(outcome, Err(Error::Interrupted(m)) if m.contains("cancelled")), "promptly");
+    assert!(elapsed_since(started) < Duration::from_secs(10));
+    assert!(matches!(t.claim_wait("w", V, 0, &[], &wait), Err(Error::Interrupted(_))), "a fired cancel stays fired");
+    let outcome = std::thread::scope(|s| {
+        let waiting = s.spawn(|| t.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_secs(20))));
+        std::thread::sleep(Duration::from_millis(200));
+        t.interrupt();
+        waiting.join().unwrap()
+    });
+    assert!(matches!(outcome, Err(Error::Interrupted(m)) if m.contains("interrupted")));
+    t.publish("g", &event(0), 0, None).unwrap();
+    let s = t.stats().unwrap();
+    assert_eq!((s.ready, s.leased), (1, 0), "nothing was left leased");
+    assert!(t.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_secs(5))).unwrap().is_some(), "later waits work");
+}
+
+pub fn eight_waiters_one_publish_exactly_one_gets_it(open: Open<'_>) {
+    let waiters: Vec<Transport> = (0..8).map(|_| open(&Options::new())).collect();
+    let publisher = open(&Options::new());
+    let got = std::thread::scope(|s| {
+        let waiting: Vec<_> = waiters
+            .iter()
+            .enumerate()
+            .map(|(i, t)| s.spawn(move || t.claim_wait(&format!("w{i}"), V, 0, &[], &Wait::up_to(Duration::from_secs(3)))))
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        publisher.publish("g", &event(0), 0, None).unwrap();
+        waiting.into_iter().map(|w| w.join().unwrap().unwrap()).filter(Option::is_some).count()
+    });
+    assert_eq!(got, 1);
 }

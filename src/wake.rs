@@ -1,0 +1,119 @@
+//! What wakes a waiting claim: one `Signal` per queue in this process, shared by every
+//! transport on it. A transport notifies it after each commit that can make a message
+//! deliverable (publish, ack, nack, release, redrive); for a local file, while claims
+//! wait, the commits of other processes notify it too (wal_events.rs: each commit writes
+//! to the WAL). Nothing here takes a lock of the database.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
+
+use crate::mode::Mode;
+use crate::options::Options;
+use crate::wal_events;
+
+pub struct Signal {
+    notify: Notify,
+    /// A local file's WAL, watched while claims wait.
+    wal: Option<PathBuf>,
+    watch: Mutex<Watch>,
+}
+
+#[derive(Default)]
+struct Watch {
+    waiting: usize,
+    /// The WAL's watch, while `waiting` > 0; None if it could not be had.
+    id: Option<i32>,
+}
+
+/// One signal per queue and process: a local file by its device and inode (any path to
+/// it), a server by its URL, a replica by its primary's. A memory database is its
+/// transport's own.
+pub fn for_queue(database: &str, options: &Options, mode: Mode) -> Arc<Signal> {
+    let key = match mode {
+        Mode::Memory => return Arc::new(Signal::new(None)),
+        Mode::File => file_key(database),
+        Mode::Remote => Some(database.to_owned()),
+        Mode::Replica => options.sync_url.clone(),
+    };
+    let Some(key) = key else { return Arc::new(Signal::new(None)) };
+    let wal = (mode == Mode::File).then(|| PathBuf::from(format!("{database}-wal")));
+    static SIGNALS: Mutex<Option<HashMap<String, Weak<Signal>>>> = Mutex::new(None);
+    let mut signals = SIGNALS.lock().unwrap_or_else(|e| e.into_inner());
+    let signals = signals.get_or_insert_with(HashMap::new);
+    signals.retain(|_, s| s.strong_count() > 0);
+    if let Some(signal) = signals.get(&key).and_then(Weak::upgrade) {
+        return signal;
+    }
+    let signal = Arc::new(Signal::new(wal));
+    signals.insert(key, Arc::downgrade(&signal));
+    signal
+}
+
+fn file_key(database: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(Path::new(database)).ok()?;
+    Some(format!("file:{}:{}", m.dev(), m.ino()))
+}
+
+impl Signal {
+    fn new(wal: Option<PathBuf>) -> Signal {
+        Signal { notify: Notify::new(), wal, watch: Mutex::new(Watch::default()) }
+    }
+
+    /// Wakes every claim waiting on this queue in this process.
+    pub fn notify(&self) {
+        self.notify.notify_waiters();
+    }
+
+    /// A wake to wait for, armed at once: a notification after this call is not missed,
+    /// even if it comes before the future is awaited.
+    pub fn armed(&self) -> std::pin::Pin<Box<Notified<'_>>> {
+        let mut notified = Box::pin(self.notify.notified());
+        notified.as_mut().enable();
+        notified
+    }
+
+    /// While the guard lives, other processes' commits to a local file wake this signal.
+    /// Whether they do is `Watching::hears_other_processes` (no: not a local file, or the
+    /// system refused a watch).
+    pub fn watching(self: &Arc<Signal>) -> Watching {
+        let Some(wal) = &self.wal else { return Watching { signal: None, heard: false } };
+        let mut watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+        if watch.waiting == 0 {
+            watch.id = wal_events::watch(wal, Arc::downgrade(self));
+        }
+        watch.waiting += 1;
+        let heard = watch.id.is_some();
+        drop(watch);
+        Watching { signal: Some(self.clone()), heard }
+    }
+}
+
+pub struct Watching {
+    /// A local file's signal: the guard ends its share of the watch on drop.
+    signal: Option<Arc<Signal>>,
+    heard: bool,
+}
+
+impl Watching {
+    pub fn hears_other_processes(&self) -> bool {
+        self.heard
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let Some(signal) = &self.signal else { return };
+        let mut watch = signal.watch.lock().unwrap_or_else(|e| e.into_inner());
+        watch.waiting -= 1;
+        if watch.waiting == 0 {
+            if let Some(id) = watch.id.take() {
+                wal_events::unwatch(id);
+            }
+        }
+    }
+}
