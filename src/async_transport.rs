@@ -145,6 +145,10 @@ impl AsyncTransport {
     /// Claims, then while nothing came and the wait lasts: pauses (waiting.rs) and looks
     /// without the write lock, claiming once a look finds a deliverable head.
     async fn claim_waiting(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
+        if wait.timeout.is_zero() && wait.cancel.is_none() {
+            let mut db = self.db.lock().await;
+            return queue::claim(&mut db, &self.sql, request, &|| self.now()).await;
+        }
         let mut waiter = Waiter::new(wait, &self.interrupts, &self.wake, self.mode)?;
         let local = self.mode.prepares_statements();
         let mut looked = false;
