@@ -10,8 +10,8 @@
 //     claim_many/ack_many of 10 (two a batch), ack_and_claim_many of 10 (one a batch);
 //     goqite's Receive+Delete (two); each at FULL and at NORMAL / goqite's default. Ours
 //     has one group per message (goqite has no groups: nothing is held back by our group
-//     rule either); our workers each have a Transport, goqite's share its one connection
-//     as goqite's README sets it up;
+//     rule either); our workers each have a Transport (and, for claim+ack, once more
+//     sharing one), goqite's share its one connection as goqite's README sets it up;
 //   - wake-up latency from a publish in another process (this binary run again) to a
 //     waiting claim's return, p50 and p99: from the send time the publisher writes into
 //     the event (one clock, the machine's), and from its publish's return; goqite's
@@ -154,13 +154,22 @@ func (b *bench) run(publishN, wakeRounds int, idle time.Duration) error {
 				b.sample(&row{id: peer, label: fmt.Sprintf("drain %d worker(s): goqite %s %s", workers, syncName(full, "goqite"), loopReceiveDelete),
 					unit: "msg/s", loop: loopReceiveDelete, limit: limit}, rate)
 				for _, loop := range []string{loopClaimAck, loopAckAndClaim, loopClaimManyAckMany, loopAckAndClaimMany} {
-					rate, err := oursDrain(b.fresh("ours-drain"), full, b.n, workers, loop)
+					rate, err := oursDrain(b.fresh("ours-drain"), full, b.n, workers, loop, false)
 					if err != nil {
 						return err
 					}
 					b.sample(&row{id: fmt.Sprintf("drain.ours.%s.w%d.%s", strings.ToLower(syncName(full, "ours")), workers, loop),
 						label: fmt.Sprintf("drain %d worker(s): ours %s %s", workers, syncName(full, "ours"), loop),
 						unit:  "msg/s", peer: peer, loop: loop, limit: limit}, rate)
+				}
+				if workers > 1 { // goqite's layout: the workers share one connection
+					rate, err := oursDrain(b.fresh("ours-drain"), full, b.n, workers, loopClaimAck, true)
+					if err != nil {
+						return err
+					}
+					b.sample(&row{id: fmt.Sprintf("drain.ours.%s.w%d.shared.%s", strings.ToLower(syncName(full, "ours")), workers, loopClaimAck),
+						label: fmt.Sprintf("drain %d worker(s): ours %s %s, one Transport shared", workers, syncName(full, "ours"), loopClaimAck),
+						unit:  "msg/s", peer: peer, loop: loopClaimAck, limit: limit}, rate)
 				}
 			}
 		}

@@ -75,23 +75,28 @@ func oursPublish(path string, full bool, n int) (float64, error) {
 }
 
 // oursDrain drains n messages with workers goroutines, each on its own Transport (the way
-// to claim in parallel), running loop until nothing is deliverable: messages per second.
-func oursDrain(path string, full bool, n, workers int, loop string) (float64, error) {
+// to claim in parallel), or with shared all on one (as goqite's share one connection),
+// running loop until nothing is deliverable: messages per second.
+func oursDrain(path string, full bool, n, workers int, loop string, shared bool) (float64, error) {
 	if err := oursFill(path, full, n); err != nil {
 		return 0, err
 	}
-	var trs []*harel.Transport
+	var opened, trs []*harel.Transport // opened: to close; trs: each worker's
 	defer func() {
-		for _, tr := range trs {
+		for _, tr := range opened {
 			tr.Close()
 		}
 	}()
 	for w := 0; w < workers; w++ {
+		if shared && w > 0 {
+			trs = append(trs, opened[0])
+			continue
+		}
 		tr, err := oursOpen(path, full)
 		if err != nil {
 			return 0, err
 		}
-		trs = append(trs, tr)
+		opened, trs = append(opened, tr), append(trs, tr)
 	}
 	counts, errs := make([]int, workers), make([]error, workers)
 	var wg sync.WaitGroup

@@ -89,6 +89,9 @@ func (r *report) targets() []target {
 		at("drain FULL "+w+": claim_many/ack_many 10 ÷ ours claim+ack", batched/one, "≥ 5", batched >= 5*one)
 		at("drain FULL "+w+": claim_many/ack_many 10 ÷ disk limit (fdatasync/s × 10 ÷ 2)", batched/limit, "≥ 0.5", batched >= limit/2)
 		at("drain FULL "+w+": ours claim+ack ÷ goqite FULL", one/goq, "≥ 1.2", one >= 1.2*goq)
+		if shared, ok := r.byID["drain.ours.full."+w+".shared."+loopClaimAck]; ok {
+			at("drain FULL "+w+": ours claim+ack, one Transport shared ÷ goqite FULL", shared.value/goq, "≥ 1.2", shared.value >= 1.2*goq)
+		}
 	}
 	wake := r.value("wake.ours.send.p50")
 	at("wake-up p50 after another process's publish (from its send time), ms", wake, "≤ 5", wake <= 5)
