@@ -9,5 +9,9 @@ fn the_library_syncs_with_fdatasync() {
     let library = deps.join("libharel_transport.so");
     let bytes = std::fs::read(&library).unwrap_or_else(|e| panic!("{}: {e}", library.display()));
     let names = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
-    assert!(names(b"fdatasync\0"), "the SQLite in {} does not call fdatasync: built without HAVE_FDATASYNC", library.display());
+    assert!(
+        names(b"fdatasync\0"),
+        "the SQLite in {} does not call fdatasync: built without HAVE_FDATASYNC",
+        library.display()
+    );
 }

@@ -7,7 +7,7 @@ use super::args;
 use super::error::harel_error;
 use super::lease::harel_lease;
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_ERR_LEASE_LOST, HAREL_OK};
-use super::transport::{on_handle, harel_transport};
+use super::transport::{harel_transport, on_handle};
 use super::waiting::{harel_cancel, wait_of};
 use crate::error::{Error, Result};
 use crate::lease::Lease;
@@ -175,7 +175,9 @@ unsafe fn leases_of(leases: *const *const harel_lease, n: usize) -> Result<Vec<L
         .enumerate()
         .map(|(i, &p)| {
             let lease = unsafe { args::reference(p, &name(i)) }?;
-            lease.to_lease().map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))
+            lease
+                .to_lease()
+                .map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))
         })
         .collect()
 }
