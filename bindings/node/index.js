@@ -1132,6 +1132,8 @@ class Transport {
    * later wait as usual.
    */
   interrupt() {
+    // Each claim's own cancel, not harel_transport_interrupt: that ends only the C waits in
+    // progress, and a claim between two turns, or queued for one, would then wait again.
     for (const waiting of this.#waits) fire(waiting, 'interrupt');
   }
 
