@@ -482,7 +482,7 @@ class Transport:
     - `create_schema` (bool): create and upgrade the tables at open (default on).
     - `sync_url`, `auth_token` (str), `sync_interval` (seconds): a libSQL server.
     - `busy_timeout` (seconds): how long a write waits for the lock (default 5).
-    - `synchronous_full` (bool): fsync at every commit (default) or not (NORMAL).
+    - `synchronous_full` (bool): a sync (fdatasync) at every commit (default) or not (NORMAL).
     - `max_attempts` (int, 0..2**32-1): how many times a message may be claimed; the claim
       that would hand it out once more moves it to the dead letters instead (default 0:
       no limit).
