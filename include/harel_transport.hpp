@@ -12,6 +12,14 @@
  *     handle(lease->group_id(), lease->event());  // std::string_view, every byte
  *   }
  *
+ *   // A worker loop in batches: wait up to 5 s for work, ack a batch and claim the next in
+ *   // one transaction; queue.interrupt() from another thread ends the wait.
+ *   for (auto batch = queue.claim_many("worker-1", 30.0, 16, 5.0); !batch.empty();) {
+ *     for (const auto &lease : batch) handle(lease.group_id(), lease.event());
+ *     batch = queue.ack_and_claim_many(batch, "worker-1", 30.0, 16).leases;
+ *     if (batch.empty()) batch = queue.claim_many("worker-1", 30.0, 16, 5.0);
+ *   }
+ *
  * What it is:
  * - harel::Transport owns one harel_transport* and closes it when destroyed (RAII); it is
  *   move-only. A moved-from Transport holds no handle: its calls throw harel::Error with
@@ -23,15 +31,23 @@
  *   (a group id or event written by another program may hold NUL bytes); they live as
  *   long as the Lease. ack and nack take the Lease by reference: it stays yours.
  * - A claim that finds nothing deliverable returns std::nullopt (HAREL_EMPTY is not an
- *   error).
+ *   error); a batch claim, an empty std::vector. A wait ended by a harel::Cancel or by
+ *   Transport::interrupt throws harel::Error with HAREL_ERR_INTERRUPTED, nothing claimed.
+ * - The batch calls take and return std::vector<harel::Lease> (claim_many,
+ *   ack_and_claim_many) and give one outcome per lease (ack_many: HAREL_OK or
+ *   HAREL_ERR_LEASE_LOST). harel::LeaseKeeper extends a lease on a thread of its own while
+ *   it is in scope, for a handler that may outlive its visibility.
  * - Every failed call throws harel::Error, a std::runtime_error carrying the call's
  *   harel_status (status()), its name, and the library's message (what() is
  *   "HAREL_ERR_LEASE_LOST: ..."); code() is the same status as a std::error_code of
  *   harel::category(). Each call passes its own harel_error* and frees it after copying
  *   the message, so errors are right on any thread. Decide on status(), not on the text.
- *   Nothing else is thrown, but std::bad_alloc while an Error is built.
+ *   Nothing else is thrown, but std::bad_alloc while an Error or a batch's std::vector is
+ *   built, and std::system_error when a LeaseKeeper cannot start its thread.
  * - No destructor throws, and nothing allocates on the success path beyond what the C
- *   side allocates (the handle, the options, a lease, a schema string): strings go in as
+ *   side allocates (the handle, the options, a lease, a schema string) and the batch
+ *   calls' std::vectors (the leases, the outcomes, the lease pointers passed to the C
+ *   side): strings go in as
  *   const char* or std::string (harel::CStr, never copied), batches and routing keys as
  *   a pointer and a length (harel::Span, never copied), and harel::Message is laid out as
  *   harel_message so a batch is handed to the C side as it is. An error copies its message
@@ -54,17 +70,23 @@
 
 #include "harel_transport.h"
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #if !defined(HAREL_TRANSPORT_VERSION_MAJOR) || !defined(HAREL_TRANSPORT_VERSION_MINOR) || \
     !defined(HAREL_TRANSPORT_VERSION_PATCH)
@@ -305,6 +327,8 @@ class Options {
 
 // ---- leases ---------------------------------------------------------------------------------
 
+class Transport;
+
 /// A claimed message, owned: the lease is freed when the Lease is destroyed (after ack or
 /// nack, or when giving up on it). Move-only. A moved-from Lease is empty (operator bool
 /// false): its accessors return 0 and empty views, and ack/nack refuse it with
@@ -341,10 +365,45 @@ class Lease {
   harel_lease *release() noexcept { return raw_.release(); }
 
  private:
+  friend class Transport;  // extend writes the lease's lock_expiry
   struct Free {
     void operator()(harel_lease *l) const noexcept { harel_lease_free(l); }
   };
   std::unique_ptr<harel_lease, Free> raw_;
+};
+
+/// What ack_and_claim_many did: an outcome per lease acked (as ack_many's) and the leases
+/// of the next batch (empty: nothing deliverable).
+struct AckedAndClaimed {
+  std::vector<harel_status> outcomes;
+  std::vector<Lease> leases;
+};
+
+// ---- ending a wait --------------------------------------------------------------------------
+
+/// Ends the waits of the calls it is given (harel_cancel), owned: freed when destroyed.
+/// fire() may be called from any thread (not from a signal handler); firing is final: a
+/// call given a fired Cancel throws Error (HAREL_ERR_INTERRUPTED) at once. Destroy it only
+/// once no call given it is still running. Move-only; a moved-from Cancel holds nothing:
+/// fire() does nothing, and a call given it waits with no cancel.
+class Cancel {
+ public:
+  /// A new cancel, not fired. Throws Error (HAREL_ERR_PANIC) if the library could not make one.
+  Cancel() : raw_(harel_cancel_new()) {
+    if (!raw_) throw Error(HAREL_ERR_PANIC, "harel_cancel_new failed");
+  }
+
+  /// Ends every wait given this Cancel: each throws Error (HAREL_ERR_INTERRUPTED), having
+  /// claimed nothing (a call that had claimed already returns its leases). Idempotent.
+  void fire() const noexcept { harel_cancel_fire(raw_.get()); }
+  /// The C cancel (NULL when moved from), for a call this header does not wrap.
+  const harel_cancel *get() const noexcept { return raw_.get(); }
+
+ private:
+  struct Free {
+    void operator()(harel_cancel *c) const noexcept { harel_cancel_free(c); }
+  };
+  std::unique_ptr<harel_cancel, Free> raw_;
 };
 
 // ---- strings the library hands out ----------------------------------------------------------
@@ -457,6 +516,89 @@ class Transport {
     return lease_out(status, out, slot);
   }
 
+  /// claim, waiting up to `wait` seconds (>= 0; 0 looks once) for something deliverable:
+  /// it returns as soon as a lease is had, std::nullopt once the wait passed with nothing.
+  /// While it waits it holds no database lock and other threads' calls on this Transport
+  /// go ahead; a commit to the queue wakes it (harel_transport_claim_wait says when).
+  /// Throws Error: HAREL_ERR_INTERRUPTED (nothing claimed) when `cancel` fires or
+  /// interrupt() is called meanwhile, and the rest as claim.
+  std::optional<Lease> claim_wait(CStr worker_id, double visibility, double wait, const Cancel *cancel = nullptr,
+                                  int32_t min_priority = 0, RoutingKeys routing_keys = {}) {
+    harel_lease *out = nullptr;
+    detail::ErrorSlot slot;
+    harel_status status =
+        harel_transport_claim_wait(raw_.get(), worker_id.c_str(), visibility, min_priority, routing_keys.data(),
+                                   routing_keys.size(), wait, cancel ? cancel->get() : nullptr, &out, slot.out());
+    return lease_out(status, out, slot);
+  }
+
+  /// Up to `max` (1..HAREL_MAX_CLAIM) leases, each the head of a different group, in the
+  /// order claim would hand them out one after another, in one transaction; while nothing
+  /// is deliverable it waits as claim_wait does (`wait` 0: not at all). Empty: nothing came
+  /// within the wait. Throws Error as claim_wait does (HAREL_ERR_ARGUMENT for a max outside
+  /// 1..HAREL_MAX_CLAIM).
+  std::vector<Lease> claim_many(CStr worker_id, double visibility, std::size_t max, double wait = 0.0,
+                                const Cancel *cancel = nullptr, int32_t min_priority = 0,
+                                RoutingKeys routing_keys = {}) {
+    // The library refuses a max above HAREL_MAX_CLAIM before it writes anything, so an
+    // array that long serves every call (on the stack: no allocation for it).
+    harel_lease *out[HAREL_MAX_CLAIM];
+    std::size_t n = 0;
+    detail::ErrorSlot slot;
+    harel_status status = harel_transport_claim_many(
+        raw_.get(), worker_id.c_str(), visibility, min_priority, routing_keys.data(), routing_keys.size(), max, wait,
+        cancel ? cancel->get() : nullptr, out, &n, slot.out());
+    return leases_out(status, out, n, slot);
+  }
+
+  /// Acks `leases` in one transaction (one commit), in order, with an outcome per lease:
+  /// HAREL_OK (acked) or HAREL_ERR_LEASE_LOST (no longer this worker's; nothing of it
+  /// changed), the others acked all the same. The leases stay yours. Throws Error for the
+  /// call as a whole, nothing acked: HAREL_ERR_ARGUMENT (a lease named by its index,
+  /// "leases[2] is NULL" for an empty one), HAREL_ERR_BUSY, HAREL_ERR_DATABASE,
+  /// HAREL_ERR_CONNECT. No leases: nothing is written.
+  std::vector<harel_status> ack_many(Span<Lease> leases) {
+    std::vector<const harel_lease *> raw = raw_leases(leases);
+    std::vector<harel_status> outcomes(leases.size(), HAREL_OK);
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_ack_many(raw_.get(), raw.data(), raw.size(), outcomes.data(), slot.out()), slot);
+    return outcomes;
+  }
+
+  /// ack_many, then claim_many without waiting, in one transaction: a batch worker's loop
+  /// with one commit per batch. A lost lease is reported in its outcome and does not stop
+  /// the claim. Throws Error as both calls do (nothing acked or claimed).
+  AckedAndClaimed ack_and_claim_many(Span<Lease> leases, CStr worker_id, double visibility, std::size_t max,
+                                     int32_t min_priority = 0, RoutingKeys routing_keys = {}) {
+    std::vector<const harel_lease *> raw = raw_leases(leases);
+    AckedAndClaimed done{std::vector<harel_status>(leases.size(), HAREL_OK), {}};
+    harel_lease *out[HAREL_MAX_CLAIM];  // as in claim_many
+    std::size_t n = 0;
+    detail::ErrorSlot slot;
+    harel_status status = harel_transport_ack_and_claim_many(
+        raw_.get(), raw.data(), raw.size(), done.outcomes.data(), worker_id.c_str(), visibility, min_priority,
+        routing_keys.data(), routing_keys.size(), max, out, &n, slot.out());
+    done.leases = leases_out(status, out, n, slot);
+    return done;
+  }
+
+  /// The lease now runs to now + `visibility` seconds, and lease.lock_expiry() says so: a
+  /// handler that runs longer than its visibility extends its lease while it works (or
+  /// keeps a LeaseKeeper). Throws Error: HAREL_ERR_LEASE_LOST when the lease is no longer
+  /// this worker's (acked, nacked, or lapsed and claimed by another; a lapsed lease no one
+  /// claimed since is still yours, and is extended), HAREL_ERR_ARGUMENT (a visibility not
+  /// finite or <= 0, an empty Lease), and the rest as ack; the lease is then unchanged.
+  void extend(Lease &lease, double visibility) {
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_extend(raw_.get(), lease.raw_.get(), visibility, slot.out()), slot);
+  }
+
+  /// Ends every wait in progress on this Transport (claim_wait, claim_many): each throws
+  /// Error (HAREL_ERR_INTERRUPTED). Later calls wait as usual. Unlike close and moves, safe
+  /// from any thread while others use the Transport: interrupt a Transport whose calls may
+  /// be waiting, join those threads, then close it.
+  void interrupt() noexcept { harel_transport_interrupt(raw_.get()); }
+
   /// Gives `lease` back: `delay` 0 makes it claimable at once, > 0 parks its group for
   /// `delay` seconds. Throws Error as ack does (and HAREL_ERR_ARGUMENT for a delay < 0).
   void nack(const Lease &lease, double delay = 0.0) {
@@ -496,7 +638,127 @@ class Transport {
     return std::optional<Lease>(std::move(lease));
   }
 
+  /// The first `n` leases of `out`, owned: each freed by its Lease, or here if the vector
+  /// cannot be made.
+  static std::vector<Lease> leases_out(harel_status status, harel_lease *const *out, std::size_t n,
+                                       const detail::ErrorSlot &slot) {
+    struct Unowned {  // the leases not yet in the vector
+      harel_lease *const *out;
+      std::size_t from, to;
+      ~Unowned() {
+        for (std::size_t i = from; i < to; i++) harel_lease_free(out[i]);
+      }
+    } unowned{out, 0, n};
+    if (status == HAREL_EMPTY) return {};
+    detail::check(status, slot);
+    if (n == 0) throw Error(HAREL_ERR_PANIC, "the claim returned HAREL_OK without a lease");
+    std::vector<Lease> leases;
+    leases.reserve(n);
+    for (; unowned.from < n; unowned.from++) leases.emplace_back(out[unowned.from]);  // reserved: no throw
+    return leases;
+  }
+
+  /// The C leases of a batch, in order (NULL for an empty Lease: the C side names it).
+  static std::vector<const harel_lease *> raw_leases(Span<Lease> leases) {
+    std::vector<const harel_lease *> raw;
+    raw.reserve(leases.size());
+    for (const Lease &lease : leases) raw.push_back(lease.get());
+    return raw;
+  }
+
   std::unique_ptr<harel_transport, Close> raw_;
+};
+
+// ---- keeping a lease ------------------------------------------------------------------------
+
+/// Keeps a lease while it is in scope, for a handler that may run longer than its
+/// visibility: the constructor extends it to now + `visibility` (throwing as
+/// Transport::extend does), then a thread of its own extends it again every third of
+/// `visibility` (at most every minute). It extends a copy of the lease's seq, group and
+/// worker, so the Lease given is not written: lock_expiry() is the lease's latest end. The
+/// thread goes on after HAREL_ERR_BUSY and HAREL_ERR_CONNECT (the next extend tries again)
+/// and stops at any other error, HAREL_ERR_LEASE_LOST above all (another worker has the
+/// message: stop working on it); keeping() and error() tell. stop() or the destructor ends
+/// the thread: do that before ack or nack. The Transport and the Lease must outlive the
+/// LeaseKeeper. Neither copied nor moved (its thread holds `this`).
+class LeaseKeeper {
+ public:
+  LeaseKeeper(Transport &transport, const Lease &lease, double visibility)
+      : transport_(transport.get()), lease_(lease.get() ? *lease.get() : harel_lease{}), visibility_(visibility) {
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_extend(transport_, lease.get() ? &lease_ : nullptr, visibility_, slot.out()), slot);
+    lock_expiry_ = lease_.lock_expiry;
+    thread_ = std::thread([this] { keep(); });
+  }
+  LeaseKeeper(const LeaseKeeper &) = delete;
+  LeaseKeeper &operator=(const LeaseKeeper &) = delete;
+  ~LeaseKeeper() { stop(); }
+
+  /// Ends the extending (the lease then runs to lock_expiry()); waits for the thread.
+  void stop() noexcept {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  /// Whether the thread still extends the lease (false after stop() or an error that
+  /// stopped it).
+  bool keeping() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !stopping_ && !stopped_;
+  }
+  /// Epoch seconds the lease runs to, after the last extend that succeeded.
+  double lock_expiry() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lock_expiry_;
+  }
+  /// The last extend's error, if it failed (HAREL_ERR_LEASE_LOST: the lease is lost).
+  std::optional<Error> error() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_ == HAREL_OK) return std::nullopt;
+    return Error(status_, message_);
+  }
+
+ private:
+  void keep() noexcept {
+    const std::chrono::duration<double> every(std::min(visibility_ / 3.0, 60.0));
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, every, [this] { return stopping_; })) {
+      lock.unlock();
+      detail::ErrorSlot slot;
+      harel_status status = harel_transport_extend(transport_, &lease_, visibility_, slot.out());
+      lock.lock();
+      status_ = status;
+      if (status == HAREL_OK) {
+        lock_expiry_ = lease_.lock_expiry;
+        continue;
+      }
+      try {
+        const char *message = harel_error_message(slot.error);
+        message_ = message ? message : std::string(status_name(status));
+      } catch (...) {  // no memory for the text: the status is kept
+        message_.clear();
+      }
+      if (status != HAREL_ERR_BUSY && status != HAREL_ERR_CONNECT) {
+        stopped_ = true;
+        return;
+      }
+    }
+  }
+
+  harel_transport *const transport_;
+  harel_lease lease_;  // the Lease's fields; its strings stay the Lease's
+  const double visibility_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false, stopped_ = false;
+  double lock_expiry_ = 0.0;
+  harel_status status_ = HAREL_OK;
+  std::string message_;
+  std::thread thread_;  // started last, once the rest is set
 };
 
 }  // namespace harel

@@ -1,8 +1,20 @@
 # The benchmark of issue #6: a release-built harness (the workspace crate bench/, binary
 # `bench`), not a test: `cargo test` never builds it. It prints a table and, last, one line
 # of JSON with every figure. Its Python peers (harel 0.9.0's LibsqlTransport and
-# SqliteTransport, bench/peers.py) run in the venv.
-.PHONY: bench
+# SqliteTransport, bench/peers.py) run in the venv. Then the Go benchmark of issue #15.
+.PHONY: bench bench-goqite
 bench: venv
 	$(CARGO) build --release -p harel-transport-bench
 	$(RELEASE_DIR)/bench --python $(VENV)/bin/python --peers bench/peers.py
+	$(MAKE) --no-print-directory bench-goqite
+
+# The Go binding beside goqite v0.4.0 (bench/goqite, its own Go module: goqite and
+# mattn/go-sqlite3 come from the module proxy), on files under $(BUILD)/bench-goqite: a
+# table, the targets of issue #15, and one line of JSON. A few minutes; not part of `make test`.
+# mattn/go-sqlite3 is built with dbstat, which names the pages a call writes.
+GO_BENCH := $(BUILD)/bench/goqite
+bench-goqite: lib
+	mkdir -p $(dir $(GO_BENCH)) $(BUILD)/bench-goqite
+	cd bench/goqite && $(GO_CGO) $(GO) vet -tags sqlite_dbstat ./... && \
+		$(GO_CGO) $(GO) build -tags sqlite_dbstat -o $(CURDIR)/$(GO_BENCH) .
+	$(GO_BENCH) -dir $(BUILD)/bench-goqite

@@ -142,12 +142,18 @@ impl AsyncTransport {
         self.claim_waiting(&request, wait).await.map_err(|e| e.during("claim_many"))
     }
 
-    /// Claims, then while nothing came and the wait lasts: pauses (waiting.rs) and looks
-    /// without the write lock, claiming once a look finds a deliverable head.
+    /// Looks (without the write lock) and claims once a look finds a deliverable head; while
+    /// nothing came and the wait lasts, pauses between looks (waiting.rs).
     async fn claim_waiting(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
+        if wait.timeout.is_zero() && wait.cancel.is_none() {
+            let mut db = self.db.lock().await;
+            return queue::claim(&mut db, &self.sql, request, &|| self.now()).await;
+        }
         let mut waiter = Waiter::new(wait, &self.interrupts, &self.wake, self.mode)?;
         let local = self.mode.prepares_statements();
-        let mut looked = false;
+        // Locally the first step is a look, so a claim that may wait never waits for the write
+        // lock on an empty queue; on a server the claim's own request is the cheaper first step.
+        let mut looked = local;
         loop {
             let woken = self.wake.armed();
             let mut db = self.db.lock().await;

@@ -90,11 +90,14 @@ pub struct Readiness {
 
 pub async fn readiness(db: &mut Db, sql: &Statements, c: &Claim<'_>, now: f64, local: bool) -> Result<Readiness> {
     db.catch_up().await?;
+    // Each statement reads its own snapshot. The version first: a commit that becomes
+    // visible after it is seen either by the look (deliverable) or, unseen, leaves the
+    // version as it was, so the waiter keeps settling instead of sleeping through it.
+    let data_version =
+        if local { db.query_one("PRAGMA data_version", (), |row| row.get::<i64>(0)).await? } else { None };
     let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
     let deliverable = db.query_one(&claim, params, |_| Ok(())).await?.is_some();
     let next_ready_at = db.query_one(&sql.next_ready_at, [now], |row| row.get::<Option<f64>>(0)).await?.flatten();
-    let data_version =
-        if local { db.query_one("PRAGMA data_version", (), |row| row.get::<i64>(0)).await? } else { None };
     Ok(Readiness { deliverable, next_ready_at, data_version })
 }
 

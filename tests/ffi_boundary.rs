@@ -8,7 +8,7 @@ use std::path::Path;
 /// The ways into the boundary: `boundary` and `boundary_value` themselves, and the FFI
 /// layer's helpers that call `boundary` first thing.
 const ENTRIES: &[&str] =
-    &["boundary(", "boundary_value(", "super::boundary_value(", "on_handle(", "claim_into(", "set(", "string_out(", "look(", "boundary_out("];
+    &["boundary(", "boundary_value(", "super::boundary_value(", "on_handle(", "claim_into(", "batch_into(", "set(", "string_out(", "look(", "boundary_out("];
 
 /// `(name, first line of the body)` of every `pub extern "C" fn` in `source`.
 fn exported_bodies(source: &str) -> Vec<(String, String)> {

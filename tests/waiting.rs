@@ -45,7 +45,10 @@ fn a_waiting_claim_is_woken_by_another_process_publishing() {
         let returned = nanos();
         // libtest writes "test publisher ... " before the line
         let out = expect_success(child, "the publisher");
-        let sent: Vec<u128> = tagged(&out.split("SENT ").skip(1).map(|l| format!("SENT {}", l.lines().next().unwrap_or(""))).collect::<Vec<_>>(), "SENT");
+        let sent: Vec<u128> = tagged(
+            &out.split("SENT ").skip(1).map(|l| format!("SENT {}", l.lines().next().unwrap_or(""))).collect::<Vec<_>>(),
+            "SENT",
+        );
         let lease = lease.expect("woken with the other process's message");
         t.ack(&lease).unwrap();
         let latency_ms = (returned - sent[0]) as f64 / 1e6;
@@ -71,14 +74,19 @@ fn idle_waiters_take_no_write_lock_and_commit_nothing() {
         // Another program takes the write lock and keeps it past the waits' end: a waiter that
         // began a write transaction while idle would be held until after it (busy timeout 10 s).
         let holder = Command::new("python3")
-            .args(["-c", "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); \
-                          c.execute('BEGIN IMMEDIATE'); print('HELD', flush=True); time.sleep(5)", &path])
+            .args([
+                "-c",
+                "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); \
+                          c.execute('BEGIN IMMEDIATE'); print('HELD', flush=True); time.sleep(5)",
+                &path,
+            ])
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs");
         let mut holder = ChildGuard(holder);
         let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.0.stdout.as_mut().unwrap()), &mut line).unwrap();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.0.stdout.as_mut().unwrap()), &mut line)
+            .unwrap();
         assert_eq!(line.trim(), "HELD");
         let outcomes: Vec<_> = waiting.into_iter().map(|w| w.join().unwrap()).collect();
         let wal_after = std::fs::metadata(&wal).map(|m| m.len()).unwrap();
@@ -86,8 +94,15 @@ fn idle_waiters_take_no_write_lock_and_commit_nothing() {
         outcomes
     });
     let took = started.elapsed();
-    assert!(outcomes.iter().all(|o| matches!(o, Ok(v) if v.is_empty())), "{:?}", outcomes.iter().filter(|o| o.is_err()).collect::<Vec<_>>());
-    assert!(took < Duration::from_millis(4500), "every waiter returned at its deadline, none held by the lock: {took:?}");
+    assert!(
+        outcomes.iter().all(|o| matches!(o, Ok(v) if v.is_empty())),
+        "{:?}",
+        outcomes.iter().filter(|o| o.is_err()).collect::<Vec<_>>()
+    );
+    assert!(
+        took < Duration::from_millis(4500),
+        "every waiter returned at its deadline, none held by the lock: {took:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,12 +120,10 @@ async fn a_dropped_async_wait_leaves_nothing_behind_and_async_waiters_share_a_tr
         .collect();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
-    t.publish_many(&[Message { group_id: "a", event_json: &event(0), priority: 0, routing_key: None }, Message {
-        group_id: "b",
-        event_json: &event(1),
-        priority: 0,
-        routing_key: None,
-    }])
+    t.publish_many(&[
+        Message { group_id: "a", event_json: &event(0), priority: 0, routing_key: None },
+        Message { group_id: "b", event_json: &event(1), priority: 0, routing_key: None },
+    ])
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;

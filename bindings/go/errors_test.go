@@ -36,31 +36,51 @@ func TestEveryStatusMapsToItsSentinel(t *testing.T) {
 		wantError(t, "open without the schema", err, harel.ErrDatabase)
 	})
 	t.Run("BUSY", func(t *testing.T) {
-		// A claim asks its clock for "now" twice: before its transaction (to know whether
-		// to wait) and inside it, holding the file's write lock. This one stops at the
-		// second until the other Transport's publish gave up.
+		// A claim asks its clock for "now" inside its transaction, holding the file's write
+		// lock (and maybe before it too). Each call of its clock stops until another
+		// Transport's publish has been tried: the one made inside the transaction makes
+		// that publish give up.
 		path := tempDB(t)
-		entered, release := make(chan struct{}), make(chan struct{})
-		var calls atomic.Int32
+		var armed atomic.Bool
+		calls := make(chan chan struct{})
 		holder := open(t, path, harel.WithClock(func() time.Time {
-			if calls.Add(1) == 2 {
-				close(entered)
+			if armed.Load() {
+				release := make(chan struct{})
+				calls <- release
 				<-release
 			}
 			return time.Unix(1000, 0)
 		}))
 		waiter := open(t, path, harel.WithBusyTimeout(50*time.Millisecond))
+		publish(t, holder, "g", event(1))
+		armed.Store(true)
 		claimed := make(chan error)
 		go func() {
 			_, err := holder.Claim("w", visibility)
 			claimed <- err
 		}()
-		<-entered
-		err := waiter.Publish("g", event(1))
-		close(release)
-		wantError(t, "publish while another Transport holds the write lock", err, harel.ErrBusy)
-		if err := <-claimed; err != nil {
-			t.Fatalf("the holder's claim: %v", err)
+		busy := false
+		for {
+			select {
+			case release := <-calls:
+				err := waiter.Publish("g", event(2))
+				if errors.Is(err, harel.ErrBusy) {
+					wantError(t, "publish while another Transport holds the write lock", err, harel.ErrBusy)
+					busy = true
+					armed.Store(false)
+				} else if err != nil {
+					t.Fatalf("publish: %v", err)
+				}
+				close(release)
+			case err := <-claimed:
+				if err != nil {
+					t.Fatalf("the holder's claim: %v", err)
+				}
+				if !busy {
+					t.Fatal("no publish found the write lock taken while the claim asked its clock")
+				}
+				return
+			}
 		}
 	})
 	t.Run("LEASE_LOST", func(t *testing.T) {

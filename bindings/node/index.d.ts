@@ -8,6 +8,8 @@ export type HarelErrorCode =
   | 'HAREL_ERR_BUSY'
   | 'HAREL_ERR_LEASE_LOST'
   | 'HAREL_ERR_CONNECT'
+  /** A waiting claim ended by Transport.interrupt() or close() (an aborted signal rejects with its reason instead). */
+  | 'HAREL_ERR_INTERRUPTED'
   | 'HAREL_ERR_PANIC'
   /** The binding's: a call on a Transport after close() was called. */
   | 'HAREL_ERR_CLOSED'
@@ -35,6 +37,7 @@ export declare const STATUS: Readonly<{
   HAREL_ERR_BUSY: -3;
   HAREL_ERR_LEASE_LOST: -4;
   HAREL_ERR_CONNECT: -5;
+  HAREL_ERR_INTERRUPTED: -6;
   HAREL_ERR_PANIC: -99;
 }>;
 
@@ -46,6 +49,9 @@ export declare const DEFAULT_LIMIT: 100;
 
 /** The largest limit a listing takes. */
 export declare const MAX_PAGE: 10000;
+
+/** The most leases one claimMany or ackAndClaimMany hands out. */
+export declare const MAX_CLAIM: 1000;
 
 export interface OpenOptions {
   /** Table-name prefix: a letter or '_', then letters, digits or '_', at most 30. Default 'harel'. */
@@ -104,6 +110,65 @@ export interface ClaimOptions {
   routingKeys?: readonly string[] | null;
 }
 
+export interface WaitOptions {
+  /**
+   * How long to wait for something deliverable, in seconds (finite, >= 0). Default 0: look
+   * once. The claim resolves as soon as it has claimed; a commit by any Transport of this
+   * process wakes it at once, another process's commit to a local file within a few ms.
+   */
+  wait?: number;
+  /**
+   * Ends the wait: the claim rejects with `signal.reason` (an AbortError by default) if it
+   * had claimed nothing, and resolves what it claimed otherwise. Already aborted: rejects at
+   * once, calling nothing.
+   */
+  signal?: AbortSignal | null;
+}
+
+export interface WaitingClaimOptions extends ClaimOptions, WaitOptions {}
+
+export interface ClaimManyOptions extends WaitingClaimOptions {
+  /** At most this many leases, each the head of a different group: 1..1000. */
+  max: number;
+}
+
+export interface AckAndClaimManyOptions extends ClaimOptions {
+  /** At most this many new leases: 1..1000. */
+  max: number;
+}
+
+/** One lease's outcome in ackMany and ackAndClaimMany, in the order of the leases given. */
+export type AckOutcome<L extends LeaseRef = LeaseRef> =
+  | { readonly lease: L; readonly ok: true; readonly error: null }
+  /** Not acked: `error.code` is 'HAREL_ERR_LEASE_LOST' (acked or nacked already, or lapsed and claimed by another). */
+  | { readonly lease: L; readonly ok: false; readonly error: HarelError };
+
+export interface AckAndClaimManyResult<L extends LeaseRef = LeaseRef, E = unknown> {
+  readonly acked: readonly AckOutcome<L>[];
+  /** The new leases; empty when nothing is deliverable. */
+  readonly leases: Lease<E>[];
+}
+
+export interface KeepAliveOptions {
+  /** Each extend makes the lease run to now + this many seconds. Default 30. */
+  visibility?: number;
+  /** Seconds between extends (> 0). Default visibility / 3. */
+  every?: number;
+  /** Stops the beats when it aborts (as stop() does). */
+  signal?: AbortSignal | null;
+}
+
+/** The handle of Transport.keepAlive: `using alive = t.keepAlive(lease)` stops it at the end of the scope. */
+export interface KeepAlive {
+  /** Aborts, with the HarelError as its reason, when the lease is lost or can no longer be extended. */
+  readonly signal: AbortSignal;
+  /** True once stopped: by stop(), by the options' signal, or because the lease was lost. */
+  readonly stopped: boolean;
+  /** Stops extending; an extend already on its way lands, and its outcome is ignored. */
+  stop(): void;
+  [Symbol.dispose](): void;
+}
+
 export interface NackOptions {
   /** 0 (the default): claimable at once; > 0: parked (its group blocked) for this many seconds. */
   delay?: number;
@@ -121,7 +186,7 @@ export interface Lease<E = unknown> {
   readonly eventJson: string;
   /** Who holds the lease. */
   readonly workerId: string;
-  /** Epoch seconds the lease runs to. */
+  /** Epoch seconds the lease runs to; Transport.extend moves it. */
   readonly lockExpiry: number;
   /** How many times the message has been claimed, this claim included (1 on its first). */
   readonly attempts: number;
@@ -294,8 +359,57 @@ export declare class Transport {
    */
   publishMany(messages: readonly Message[]): Promise<void>;
 
-  /** Leases the next deliverable message to `workerId`, or resolves null when there is none. */
-  claim<E = unknown>(workerId: string, options?: ClaimOptions): Promise<Lease<E> | null>;
+  /**
+   * Leases the next deliverable message to `workerId`, or resolves null when there is none
+   * (with `wait`: when none came within it). See WaitOptions for `wait` and `signal`.
+   */
+  claim<E = unknown>(workerId: string, options?: WaitingClaimOptions): Promise<Lease<E> | null>;
+
+  /**
+   * Leases up to `max` messages, each the head of a different group, in serving order, in
+   * one transaction; waits up to `wait` seconds while there is none. Resolves them, an empty
+   * array when nothing came within the wait.
+   */
+  claimMany<E = unknown>(workerId: string, options: ClaimManyOptions): Promise<Lease<E>[]>;
+
+  /**
+   * Acks every lease in one transaction (one commit), with an outcome per lease: a lost one
+   * (ok false, HAREL_ERR_LEASE_LOST) does not stop the others. Rejects, acking none, for a
+   * lease the library refuses (HAREL_ERR_ARGUMENT naming its index) or a failed transaction.
+   */
+  ackMany<L extends LeaseRef>(leases: readonly L[]): Promise<AckOutcome<L>[]>;
+
+  /**
+   * ackMany, then claimMany without waiting, in one transaction: a batch worker's loop with
+   * one commit per batch. A lost lease does not stop the claim.
+   */
+  ackAndClaimMany<L extends LeaseRef, E = unknown>(
+    leases: readonly L[],
+    workerId: string,
+    options: AckAndClaimManyOptions,
+  ): Promise<AckAndClaimManyResult<L, E>>;
+
+  /**
+   * Makes the lease run to now + `visibility` seconds; resolves that time, which a Lease
+   * from a claim then reads as its lockExpiry too. HAREL_ERR_LEASE_LOST if it was acked,
+   * nacked, or lapsed and claimed by another worker (a lapsed lease no one claimed since is
+   * still yours and is extended).
+   */
+  extend(lease: LeaseRef, visibility: number): Promise<number>;
+
+  /**
+   * Extends `lease` while its handler runs, until stop(): by `visibility` seconds, every
+   * `every` seconds, the first time once half of what is left of the lease has passed (so a
+   * quick handler costs nothing). Watch the handle's `signal`: it aborts if the lease is
+   * lost. HAREL_ERR_BUSY and HAREL_ERR_CONNECT are retried at the next beat.
+   */
+  keepAlive(lease: LeaseRef, options?: KeepAliveOptions): KeepAlive;
+
+  /**
+   * Ends the waits of the claims made so far on this transport: each rejects with
+   * HAREL_ERR_INTERRUPTED, or resolves what it had claimed. Later claims wait as usual.
+   */
+  interrupt(): void;
 
   /** Deletes the leased message. Rejects with HAREL_ERR_LEASE_LOST if it is no longer this worker's. */
   ack(lease: LeaseRef): Promise<void>;
@@ -347,8 +461,9 @@ export declare class Transport {
   deadLetters<E = unknown>(options?: DeadLettersOptions): Promise<DeadLetterPage<E>>;
 
   /**
-   * Closes once the calls already made have finished (a handle is never closed under a call);
-   * later calls reject with HAREL_ERR_CLOSED. Again: the same promise.
+   * Closes once the calls already made have finished (a handle is never closed under a call),
+   * interrupting the claims that wait first (HAREL_ERR_INTERRUPTED); later calls reject with
+   * HAREL_ERR_CLOSED. Again: the same promise.
    */
   close(): Promise<void>;
 

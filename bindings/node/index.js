@@ -2,17 +2,20 @@
 // harel-transport for Node.js: the C ABI of libharel_transport (see include/harel_transport.h)
 // through koffi. CommonJS; `import { Transport } from 'harel-transport'` works too.
 //
-// Threading: every call that touches the database (open, publish, publishMany, claim, ack,
-// ackAndClaim, nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release, stats,
-// groups, peek, deadLetters, close) runs on the libuv thread pool through koffi's
-// `.async()`, so the event loop keeps running while a call waits. The calls of one
-// Transport go to the pool concurrently: each reads its own error from its
-// `harel_error **err` out-parameter, and the library runs them on the handle (publishes
-// arriving while another commits share its next commit). The one exception is a Transport
-// with a JS clock (see ClockCell).
+// Threading: every call that touches the database (open, publish, publishMany, claim,
+// claimMany, ack, ackMany, ackAndClaim, ackAndClaimMany, extend, nack, deadLetter, redrive,
+// purgeDead, purgeGroup, purge, release, stats, groups, peek, deadLetters, close) runs on
+// the libuv thread pool through koffi's `.async()`, so the event loop keeps running while
+// a call waits. The calls of one Transport go to the pool concurrently: each reads its own
+// error from its `harel_error **err` out-parameter, and the library runs them on the
+// handle (publishes arriving while another commits share its next commit). The one
+// exception is a Transport with a JS clock (see ClockCell). A claim that waits holds a
+// pool thread while it waits: see "Waiting claims" below for how the binding keeps the
+// pool's other work going.
 
 const fs = require('node:fs');
 const path = require('node:path');
+const { inspect } = require('node:util');
 const koffi = require('koffi');
 
 // ---------------------------------------------------------------------------------------
@@ -26,6 +29,7 @@ const STATUS = Object.freeze({
   HAREL_ERR_BUSY: -3,
   HAREL_ERR_LEASE_LOST: -4,
   HAREL_ERR_CONNECT: -5,
+  HAREL_ERR_INTERRUPTED: -6,
   HAREL_ERR_PANIC: -99,
 });
 
@@ -192,6 +196,14 @@ const O = koffi.pointer(koffi.opaque()); // harel_options *
 const E = koffi.pointer(koffi.opaque()); // harel_error *
 const L = koffi.pointer(LeaseType); // harel_lease *
 const M = koffi.pointer(MessageType); // const harel_message *: koffi copies a JS array in
+const C = koffi.pointer(koffi.opaque()); // harel_cancel *
+// const harel_lease *const *leases: koffi copies a JS array of lease structs in, each
+// behind its pointer. LEASES_OUT, harel_lease **leases_out: a JS array of `max` elements
+// that koffi fills with the leases handed out.
+const LEASES = koffi.pointer(L);
+const LEASES_OUT = koffi.out(koffi.pointer(L));
+const OUTCOMES = koffi.out(koffi.pointer('int32_t')); // harel_status *outcomes: an Int32Array
+const SIZE_OUT = koffi.out(koffi.pointer('size_t')); // size_t *n_out
 // harel_error **err: in-out, so that koffi writes the NULL the library requires on entry.
 const ERR = koffi.inout(koffi.pointer(E));
 const COUNT = koffi.out(koffi.pointer('uint64_t')); // uint64_t *moved, *purged
@@ -254,6 +266,22 @@ function bind(lib, where) {
     groupPageFree: fn('harel_group_page_free', 'void', ['void *']),
     messagePageFree: fn('harel_message_page_free', 'void', ['void *']),
     deadPageFree: fn('harel_dead_page_free', 'void', ['void *']),
+    // the worker loop (issue #15)
+    claimWait: fn('harel_transport_claim_wait', status, [
+      T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', 'double', C, koffi.out(koffi.pointer(L)), ERR,
+    ]),
+    claimMany: fn('harel_transport_claim_many', status, [
+      T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', 'size_t', 'double', C, LEASES_OUT, SIZE_OUT, ERR,
+    ]),
+    ackMany: fn('harel_transport_ack_many', status, [T, LEASES, 'size_t', OUTCOMES, ERR]),
+    ackAndClaimMany: fn('harel_transport_ack_and_claim_many', status, [
+      T, LEASES, 'size_t', OUTCOMES, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', 'size_t',
+      LEASES_OUT, SIZE_OUT, ERR,
+    ]),
+    extend: fn('harel_transport_extend', status, [T, koffi.inout(L), 'double', ERR]),
+    cancelNew: fn('harel_cancel_new', C, []),
+    cancelFire: fn('harel_cancel_fire', 'void', [C]),
+    cancelFree: fn('harel_cancel_free', 'void', [C]),
   };
 }
 
@@ -375,9 +403,11 @@ function batchElement(message, i) {
   return messageStruct(`${name}.`, m.groupId, m.event, m);
 }
 
-/** A claim's arguments after the handle, checked: worker, visibility, floor, keys, count. */
-function claimArgs(workerId, options) {
-  const o = checkOptions('options', options, CLAIM_OPTIONS);
+/**
+ * A claim's arguments after the handle, checked: worker, visibility, floor, keys, count.
+ * `o` is the options object, checked by the caller against the options its method takes.
+ */
+function claimArgs(workerId, o) {
   const worker = checkString('workerId', workerId);
   const visibility = checkNumber('visibility', o.visibility === undefined ? DEFAULT_VISIBILITY : o.visibility);
   const minPriority = checkInteger('minPriority', o.minPriority === undefined ? 0 : o.minPriority);
@@ -388,27 +418,72 @@ function claimArgs(workerId, options) {
 }
 
 /**
- * The harel_lease ack, nack and ackAndClaim read (seq, group_id with group_id_len,
- * worker_id). The group id goes as a Buffer of its UTF-8 bytes with its length, so a group
- * id holding NUL bytes (stored by another writer, handed out by a claim) reaches the
- * library whole; the Buffer stays referenced by the struct until the call has ended.
+ * claimMany's `max`, as the C size_t. The range (1..MAX_CLAIM) is the library's to check,
+ * but the binding hands it an out array of `max` elements, so it refuses to make one past
+ * MAX_CLAIM (and what koffi would change: -1, 1.5, NaN).
  */
-function leaseStruct(lease) {
-  if (lease === null || typeof lease !== 'object') {
-    throw argumentError(`lease must be a lease object from claim(), got ${describe(lease)}`);
+function maxArg(value) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > MAX_CLAIM) {
+    throw argumentError(`max must be an integer 1..${MAX_CLAIM}, got ${describe(value)}`);
   }
-  const seq = checkSeq('lease.seq', lease.seq);
-  const groupId = Buffer.from(checkString('lease.groupId', lease.groupId, { nul: true }) + '\0', 'utf8');
+  return value;
+}
+
+/** A wait in seconds (0, looking once, when absent); its range is the library's to check. */
+function waitArg(value) {
+  return value === undefined ? 0 : checkNumber('wait', value);
+}
+
+/** An AbortSignal, or null; anything else is refused (a typo would otherwise never abort). */
+function signalArg(signal) {
+  if (signal === undefined || signal === null) return null;
+  if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+    throw argumentError(`signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  return signal;
+}
+
+/** What a call aborted by `signal` rejects with, as Node's own APIs do: its reason. */
+function abortReason(signal) {
+  return signal.reason !== undefined ? signal.reason : new DOMException('This operation was aborted', 'AbortError');
+}
+
+function interruptedError(what, why) {
+  const cause = why === 'close' ? 'the transport was closed' : 'Transport.interrupt() was called';
+  return new HarelError('HAREL_ERR_INTERRUPTED', `${what}: ${cause} while it waited; nothing was claimed`, {
+    status: STATUS.HAREL_ERR_INTERRUPTED,
+  });
+}
+
+/**
+ * The harel_lease ack, nack, extend and ackAndClaim read (seq, group_id with group_id_len,
+ * worker_id); `name` names it in errors ('leases[2]' in a batch). The group id goes as a
+ * Buffer of its UTF-8 bytes with its length, so a group id holding NUL bytes (stored by
+ * another writer, handed out by a claim) reaches the library whole; the Buffer stays
+ * referenced by the struct until the call has ended.
+ */
+function leaseStruct(lease, name = 'lease') {
+  if (lease === null || typeof lease !== 'object') {
+    throw argumentError(`${name} must be a lease object from claim(), got ${describe(lease)}`);
+  }
+  const seq = checkSeq(`${name}.seq`, lease.seq);
+  const groupId = Buffer.from(checkString(`${name}.groupId`, lease.groupId, { nul: true }) + '\0', 'utf8');
   return {
     seq,
     group_id: groupId,
     group_id_len: groupId.length - 1,
-    event: null, // ack and nack read only seq, group_id and worker_id
+    event: null, // the calls that take a lease read only seq, group_id and worker_id
     event_len: 0,
-    worker_id: checkString('lease.workerId', lease.workerId),
+    worker_id: checkString(`${name}.workerId`, lease.workerId),
     lock_expiry: 0,
     attempts: 0,
   };
+}
+
+/** The lease structs of ackMany's and ackAndClaimMany's array. */
+function leaseStructs(leases) {
+  if (!Array.isArray(leases)) throw argumentError(`leases must be an array of leases, got ${describe(leases)}`);
+  return leases.map((lease, i) => leaseStruct(lease, `leases[${i}]`));
 }
 
 /**
@@ -444,6 +519,54 @@ function groupStateArg(state) {
 
 function noop() {}
 
+/**
+ * At most `slots` of something at once; the rest wait in a FIFO queue. `enter(start)` runs
+ * `start` now, or queues it and returns a ticket `withdraw` can take back out of the queue;
+ * whoever entered calls `leave()` once done, which starts the next in the queue.
+ */
+class Gate {
+  #free;
+  #queue = []; // tickets { start }, start null once withdrawn
+  #head = 0;
+
+  constructor(slots) {
+    this.#free = slots;
+  }
+
+  enter(start) {
+    if (this.#free > 0) {
+      this.#free -= 1;
+      start();
+      return null;
+    }
+    const ticket = { start };
+    this.#queue.push(ticket);
+    return ticket;
+  }
+
+  leave() {
+    while (this.#head < this.#queue.length) {
+      const { start } = this.#queue[this.#head];
+      this.#queue[this.#head++] = undefined;
+      if (this.#head === this.#queue.length) {
+        this.#queue.length = this.#head = 0;
+      } else if (this.#head >= 1024 && 2 * this.#head >= this.#queue.length) {
+        this.#queue.splice(0, this.#head); // a queue that never empties: drop the started
+        this.#head = 0;
+      }
+      if (start) {
+        start();
+        return;
+      }
+    }
+    this.#free += 1;
+  }
+
+  withdraw(ticket) {
+    ticket.start = null;
+  }
+}
+
 // At most this many of the binding's async calls are with koffi at once (for every
 // Transport of the process); the rest wait here, in call order. koffi refuses calls past
 // its own limit (max_async_calls, 256 by default, shared by every module in the process)
@@ -453,28 +576,14 @@ function noop() {}
 // queue behind many of ours.
 const POOL_THREADS = Number.parseInt(process.env.UV_THREADPOOL_SIZE, 10) || 4;
 const MAX_ISSUED = Math.min(128, Math.max(8, 2 * POOL_THREADS));
-let issued = 0;
-const pending = []; // calls waiting for a slot: () => void
-let pendingHead = 0;
+const issuing = new Gate(MAX_ISSUED);
 
 /** Runs `fn.async(...args)` on the pool; resolves its return value. */
 function callAsync(fn, args) {
   return new Promise((resolve, reject) => {
-    const start = () => {
-      issued += 1;
+    issuing.enter(() => {
       const done = (err, result) => {
-        issued -= 1;
-        if (pendingHead < pending.length) {
-          const next = pending[pendingHead];
-          pending[pendingHead++] = undefined;
-          if (pendingHead === pending.length) {
-            pending.length = pendingHead = 0;
-          } else if (pendingHead >= 1024 && 2 * pendingHead >= pending.length) {
-            pending.splice(0, pendingHead); // a queue that never empties: drop the started
-            pendingHead = 0;
-          }
-          next();
-        }
+        issuing.leave();
         if (err) reject(err);
         else resolve(result);
       };
@@ -483,11 +592,22 @@ function callAsync(fn, args) {
       } catch (e) {
         done(e);
       }
-    };
-    if (issued < MAX_ISSUED) start();
-    else pending.push(start);
+    });
   });
 }
+
+// Waiting claims. A C call that waits holds its pool thread for as long as it waits: with
+// the default pool of 4, four waiting claims stopped every fs call, dns lookup and publish
+// of the process until their waits ended (measured: an fs.promises.stat took the whole
+// 3 s wait of 4 claims, and the publish that would have woken them waited behind them).
+// So the binding (1) lets at most POOL_THREADS - 1 waits be on the pool at once (at least
+// one), keeping a thread for everything else, and (2) makes each C wait at most
+// WAIT_SLICE seconds: a claim that waits longer calls the same C function again with the
+// time left and the same harel_cancel, after the others queued for a wait slot have had
+// a turn. The waiting itself (what wakes a claim, when it looks) stays the library's.
+const WAIT_SLOTS = Math.max(1, POOL_THREADS - 1);
+const WAIT_SLICE = 1;
+const waitGate = new Gate(WAIT_SLOTS);
 
 function statusName(status) {
   return load().statusName(status);
@@ -566,19 +686,66 @@ function optionalNumber(x) {
   return x < 0 ? null : x;
 }
 
+// A Lease is frozen, but extend() moves its lockExpiry: that is an own enumerable getter
+// (spreads and JSON.stringify carry it) reading a record behind a symbol, which extend()
+// writes. The getter and the inspector are shared by every lease (a closure per lease
+// cost the native heap measurably more in leak.test.js).
+const EXPIRY = Symbol('lockExpiry');
+const LOCK_EXPIRY = {
+  enumerable: true,
+  get: function lockExpiry() {
+    return this[EXPIRY].lockExpiry;
+  },
+};
+const INSPECT = {
+  value: function inspectLease(depth, options, inspectValue) {
+    return inspectValue({ ...this }, options); // the value, not "[Getter]"
+  },
+};
+
 /** A lease the library handed out, copied into a frozen JS object (the caller frees `ptr`). */
 function makeLease(f, ptr) {
   const raw = koffi.decode(ptr, f.Lease);
   const eventJson = bytesText(raw.event, raw.event_len);
-  const event = parsed(eventJson);
-  return Object.freeze({
+  const lease = {
     seq: raw.seq,
     groupId: bytesText(raw.group_id, raw.group_id_len),
-    event,
+    event: parsed(eventJson),
     eventJson,
     workerId: raw.worker_id,
-    lockExpiry: raw.lock_expiry,
+    lockExpiry: undefined, // keeps the key's place; made the getter below
     attempts: Number(raw.attempts),
+  };
+  Object.defineProperty(lease, EXPIRY, { value: { lockExpiry: raw.lock_expiry } });
+  Object.defineProperty(lease, 'lockExpiry', LOCK_EXPIRY);
+  Object.defineProperty(lease, inspect.custom, INSPECT);
+  return Object.freeze(lease);
+}
+
+/** The first `n` leases of an array the library filled, copied out; each one freed. */
+function takeLeases(f, ptrs, n) {
+  try {
+    return ptrs.slice(0, n).map((ptr) => makeLease(f, ptr));
+  } finally {
+    for (let i = 0; i < n; i++) f.leaseFree(ptrs[i]);
+  }
+}
+
+/**
+ * The per-lease outcomes of ackMany and ackAndClaimMany: `{ lease, ok: true, error: null }`,
+ * or `{ lease, ok: false, error }` with a HarelError naming the lease (the library reports
+ * a lost lease by its status alone).
+ */
+function ackOutcomes(what, leases, statuses) {
+  return leases.map((lease, i) => {
+    const status = statuses[i];
+    if (status === STATUS.HAREL_OK) return Object.freeze({ lease, ok: true, error: null });
+    const code = statusName(status);
+    const why = status === STATUS.HAREL_ERR_LEASE_LOST
+      ? `is no longer leased to worker ${JSON.stringify(lease.workerId)}: it was acked or nacked already, or its lease lapsed and another worker claimed it`
+      : `was not acked (${code})`;
+    const error = new HarelError(code, `${what}: leases[${i}], message ${lease.seq} of group ${JSON.stringify(lease.groupId)}, ${why}`, { status });
+    return Object.freeze({ lease, ok: false, error });
   });
 }
 
@@ -686,6 +853,10 @@ const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInt
 const PUBLISH_OPTIONS = ['priority', 'routingKey'];
 const MESSAGE_FIELDS = ['groupId', 'event', ...PUBLISH_OPTIONS];
 const CLAIM_OPTIONS = ['visibility', 'minPriority', 'routingKeys'];
+const WAITING_CLAIM_OPTIONS = [...CLAIM_OPTIONS, 'wait', 'signal'];
+const CLAIM_MANY_OPTIONS = [...WAITING_CLAIM_OPTIONS, 'max'];
+const ACK_AND_CLAIM_MANY_OPTIONS = [...CLAIM_OPTIONS, 'max'];
+const KEEP_ALIVE_OPTIONS = ['visibility', 'every', 'signal'];
 const NACK_OPTIONS = ['delay'];
 const SELECTION = ['all', 'groupId', 'seqs'];
 const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
@@ -695,6 +866,7 @@ const GROUP_STATES = ['ready', 'leased', 'parked']; // harel_group_state's value
 const DEFAULT_VISIBILITY = 30;
 const DEFAULT_LIMIT = 100;
 const MAX_PAGE = 10000;
+const MAX_CLAIM = 1000; // HAREL_MAX_CLAIM: the most leases one claimMany hands out
 
 const PRIVATE = Symbol('harel-transport constructor');
 
@@ -712,6 +884,7 @@ class Transport {
   #inFlight = 0; // calls made and not yet settled; close() waits for them
   #drained = null; // close()'s wake-up, once #inFlight is 0
   #clockTail = Promise.resolve(); // with a JS clock: the end of the calls that read it
+  #waits = new Set(); // the waiting claims in progress (see #waiting)
   #closed = false;
   #closing = null;
 
@@ -805,11 +978,49 @@ class Transport {
     });
   }
 
-  /** Leases the next deliverable message to `workerId`; null when there is none. */
+  /**
+   * Leases the next deliverable message to `workerId`; null when there is none. With
+   * `wait` (seconds) it waits that long for one; `signal` (an AbortSignal) ends the wait:
+   * see #waiting.
+   */
   claim(workerId, options = {}) {
-    return this.#call('claim', true, () => {
-      const args = claimArgs(workerId, options);
-      return (f, handle) => leaseOf(f, 'claim', f.claim, [handle, ...args]);
+    return this.#call('claim', false, () => {
+      const o = checkOptions('options', options, WAITING_CLAIM_OPTIONS);
+      const args = claimArgs(workerId, o);
+      if (o.wait === undefined && o.signal === undefined) {
+        return (f, handle) => this.#clocked(() => leaseOf(f, 'claim', f.claim, [handle, ...args]));
+      }
+      const wait = waitArg(o.wait);
+      const signal = signalArg(o.signal);
+      return async (f, handle) => {
+        const leases = await this.#waiting(f, 'claim', wait, signal, async (seconds, cancel) => {
+          const out = [null];
+          const status = await callChecked(f, 'claim', f.claimWait, [handle, ...args, seconds, cancel, out]);
+          return status === STATUS.HAREL_OK ? takeLeases(f, out, 1) : [];
+        });
+        return leases.length ? leases[0] : null;
+      };
+    });
+  }
+
+  /**
+   * Leases up to `max` (1..1000) messages, each the head of a different group, in serving
+   * order, in one transaction; waits up to `wait` seconds while there is none. Resolves
+   * an array, empty when nothing came within the wait.
+   */
+  claimMany(workerId, options) {
+    return this.#call('claimMany', false, () => {
+      const o = checkOptions('options', options, CLAIM_MANY_OPTIONS);
+      const args = claimArgs(workerId, o);
+      const max = maxArg(o.max);
+      const wait = waitArg(o.wait);
+      const signal = signalArg(o.signal);
+      return (f, handle) => this.#waiting(f, 'claimMany', wait, signal, async (seconds, cancel) => {
+        const out = new Array(max).fill(null);
+        const n = [0];
+        const status = await callChecked(f, 'claim_many', f.claimMany, [handle, ...args, max, seconds, cancel, out, n]);
+        return status === STATUS.HAREL_OK ? takeLeases(f, out, Number(n[0])) : [];
+      });
     });
   }
 
@@ -821,9 +1032,109 @@ class Transport {
   ackAndClaim(lease, workerId, options = {}) {
     return this.#call('ackAndClaim', true, () => {
       const struct = leaseStruct(lease);
-      const args = claimArgs(workerId, options);
+      const args = claimArgs(workerId, checkOptions('options', options, CLAIM_OPTIONS));
       return (f, handle) => leaseOf(f, 'ack_and_claim', f.ackAndClaim, [handle, struct, ...args]);
     });
+  }
+
+  /**
+   * Acks `leases` in one transaction (one commit). Resolves an outcome per lease, in
+   * order: `{ lease, ok: true, error: null }`, or `{ lease, ok: false, error }` for one
+   * that was lost (HAREL_ERR_LEASE_LOST), while the others are acked. It rejects (acking
+   * none) for a bad lease or a failed transaction.
+   */
+  ackMany(leases) {
+    return this.#call('ackMany', true, () => {
+      const structs = leaseStructs(leases);
+      return async (f, handle) => {
+        const statuses = new Int32Array(structs.length);
+        const n = structs.length;
+        await callChecked(f, 'ack_many', f.ackMany, [handle, n ? structs : null, n, n ? statuses : null]);
+        return ackOutcomes('ackMany', leases, statuses);
+      };
+    });
+  }
+
+  /**
+   * ackMany, then claimMany without waiting, in one transaction: a batch worker's loop
+   * with one commit per batch. Resolves `{ acked, leases }`: the outcomes as ackMany's (a
+   * lost lease does not stop the claim), and the new leases (empty when none is
+   * deliverable).
+   */
+  ackAndClaimMany(leases, workerId, options) {
+    return this.#call('ackAndClaimMany', true, () => {
+      const structs = leaseStructs(leases);
+      const o = checkOptions('options', options, ACK_AND_CLAIM_MANY_OPTIONS);
+      const args = claimArgs(workerId, o);
+      const max = maxArg(o.max);
+      return async (f, handle) => {
+        const n = structs.length;
+        const statuses = new Int32Array(n);
+        const out = new Array(max).fill(null);
+        const claimed = [0];
+        const status = await callChecked(f, 'ack_and_claim_many', f.ackAndClaimMany, [
+          handle, n ? structs : null, n, n ? statuses : null, ...args, max, out, claimed,
+        ]);
+        const next = status === STATUS.HAREL_OK ? takeLeases(f, out, Number(claimed[0])) : [];
+        return Object.freeze({ acked: ackOutcomes('ackAndClaimMany', leases, statuses), leases: next });
+      };
+    });
+  }
+
+  /**
+   * Makes `lease` run to now + `visibility` seconds. Resolves the new lock expiry, which a
+   * Lease from this transport's claims then reads as its `lockExpiry` too.
+   * HAREL_ERR_LEASE_LOST if it was acked or nacked, or lapsed and was claimed by another
+   * worker (a lapsed lease no one claimed since is still yours, and is extended).
+   */
+  extend(lease, visibility) {
+    return this.#call('extend', true, () => {
+      const struct = leaseStruct(lease);
+      const seconds = checkNumber('visibility', visibility);
+      return async (f, handle) => {
+        await callChecked(f, 'extend', f.extend, [handle, struct, seconds]);
+        if (Object.hasOwn(lease, EXPIRY)) lease[EXPIRY].lockExpiry = struct.lock_expiry; // a Lease of ours
+        return struct.lock_expiry;
+      };
+    });
+  }
+
+  /**
+   * Keeps `lease` from lapsing while its handler runs: extends it by `visibility` (default
+   * 30) seconds every `every` seconds (default visibility / 3), the first time once half
+   * of what is left of it has passed (at once for a lease without a lockExpiry), until
+   * stop() (or `signal` aborts). A handler quicker than that costs nothing. The handle's
+   * `signal` aborts, with the HarelError as its reason, when the lease is lost or can no
+   * longer be extended.
+   */
+  keepAlive(lease, options = {}) {
+    if (this.#closed) throw closedError('keepAlive');
+    leaseStruct(lease); // checked now, not at the first beat
+    const o = checkOptions('options', options, KEEP_ALIVE_OPTIONS);
+    const visibility = checkNumber('visibility', o.visibility === undefined ? DEFAULT_VISIBILITY : o.visibility);
+    // The beat's interval is the binding's own (a timer): setTimeout would make NaN or a
+    // negative number 1 ms, extending in a hot loop. The visibility is the library's to check.
+    const every = o.every === undefined ? visibility / 3 : checkNumber('every', o.every);
+    if (!(Number.isFinite(every) && every > 0)) {
+      throw argumentError(`every must be a positive number of seconds (default: visibility / 3), got ${describe(every)}`);
+    }
+    const signal = signalArg(o.signal);
+    // "Now" by the clock the library stamped lockExpiry with.
+    const now = this.#clock ? this.#clock.read() : Date.now() / 1000;
+    const left = typeof lease.lockExpiry === 'number' ? lease.lockExpiry - now : 0;
+    const first = Math.min(every, Math.max(0, left / 2)) || 0;
+    return new KeepAlive((l, v) => this.extend(l, v), lease, visibility, every, first, signal);
+  }
+
+  /**
+   * Ends the waits of the claims made so far on this transport: each rejects with
+   * HAREL_ERR_INTERRUPTED (or resolves its leases, had it claimed meanwhile). Claims made
+   * later wait as usual.
+   */
+  interrupt() {
+    // Each claim's own cancel, not harel_transport_interrupt: that ends only the C waits in
+    // progress, and a claim between two turns, or queued for one, would then wait again.
+    for (const waiting of this.#waits) fire(waiting, 'interrupt');
   }
 
   /** Finishes a lease: deletes its message. HAREL_ERR_LEASE_LOST if it is no longer this worker's. */
@@ -958,13 +1269,16 @@ class Transport {
   }
 
   /**
-   * Closes the transport once the calls already made on it have finished: the handle is
-   * never closed while a call uses it. Calls made after close() reject with
-   * HAREL_ERR_CLOSED. Calling close() again returns the same promise.
+   * Closes the transport once the calls already made on it have finished (claims that wait
+   * are interrupted first): the handle is never closed while a call uses it. Calls made
+   * after close() reject with HAREL_ERR_CLOSED. Calling close() again returns the same
+   * promise.
    */
   close() {
     if (this.#closing) return this.#closing;
     this.#closed = true;
+    // Waiting claims would hold the close for the rest of their waits.
+    for (const waiting of this.#waits) fire(waiting, 'close');
     this.#closing = (async () => {
       if (this.#inFlight > 0) await new Promise((resolve) => (this.#drained = resolve));
       const f = load();
@@ -994,7 +1308,8 @@ class Transport {
    * Checks the arguments now (`prepare` throws or returns the call), then runs the call:
    * at once, concurrently with this transport's other calls; or, for a call that reads the
    * clock (`readsClock`) on a transport with a JS clock, once the previous such call has
-   * ended, right after the clock is read (see ClockCell).
+   * ended, right after the clock is read (see ClockCell). A call made of several C calls
+   * (a waiting claim) passes false and puts each of them through #clocked.
    */
   #call(what, readsClock, prepare) {
     let run;
@@ -1007,21 +1322,185 @@ class Transport {
     const f = load();
     const handle = this.#handle;
     this.#inFlight += 1;
-    let result;
-    if (this.#clock && readsClock) {
-      const clock = this.#clock;
-      result = this.#clockTail.then(() => {
-        clock.tick();
-        return run(f, handle);
-      });
-      this.#clockTail = result.then(noop, noop);
-    } else {
-      result = run(f, handle);
-    }
+    const result = readsClock ? this.#clocked(() => run(f, handle)) : run(f, handle);
     return result.finally(() => {
       this.#inFlight -= 1;
       if (this.#inFlight === 0 && this.#drained) this.#drained();
     });
+  }
+
+  /** Runs `step` (a C call that reads the clock): at once, or in turn with a JS clock. */
+  #clocked(step) {
+    if (!this.#clock) return step();
+    const clock = this.#clock;
+    const result = this.#clockTail.then(() => {
+      clock.tick();
+      return step();
+    });
+    this.#clockTail = result.then(noop, noop);
+    return result;
+  }
+
+  /**
+   * A claim that waits up to `wait` seconds, ended early by `signal`, interrupt() or
+   * close(). `issue(seconds, cancel)` makes the C call, waiting up to `seconds` with
+   * `cancel`, and resolves the leases it claimed (none: []). The call gets its own
+   * harel_cancel, fired by all three and freed once its last C call has returned.
+   *
+   * The C wait is cut into slices of WAIT_SLICE seconds, each waiting for a wait slot
+   * (see WAIT_SLOTS); a slice that ends with nothing while time is left is followed by
+   * the same call for the time left. A wait that is not a finite number >= 0 goes to the
+   * library as given, which refuses it.
+   *
+   * Outcomes: leases claimed are resolved, whatever happened meanwhile (a lease is never
+   * left behind). Else, if `signal` aborted: its reason. Else the C call's error, or
+   * HAREL_ERR_INTERRUPTED by interrupt() or close(); else [] once the wait is over.
+   */
+  async #waiting(f, what, wait, signal, issue) {
+    if (signal && signal.aborted) throw abortReason(signal);
+    const cancel = f.cancelNew();
+    if (!cancel) throw new HarelError('HAREL_ERR_PANIC', 'harel_cancel_new failed', { status: STATUS.HAREL_ERR_PANIC });
+    const waiting = { cancel, why: null, withdraw: null };
+    const onAbort = () => fire(waiting, 'abort');
+    this.#waits.add(waiting);
+    if (signal) signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const valid = Number.isFinite(wait) && wait >= 0;
+      const deadline = performance.now() + wait * 1000;
+      const seconds = () => (valid ? Math.min(WAIT_SLICE, Math.max(0, (deadline - performance.now()) / 1000)) : wait);
+      for (;;) {
+        const step = () => this.#clocked(() => issue(seconds(), cancel));
+        let leases = null; // stays null for a slice withdrawn from the wait slots' queue
+        let error = null;
+        try {
+          leases = await (valid && seconds() > 0 ? waitSlot(waiting, step) : step());
+        } catch (e) {
+          error = e;
+        }
+        if (leases && leases.length) return leases;
+        if (signal && signal.aborted) throw abortReason(signal);
+        if (error) throw error.code === 'HAREL_ERR_INTERRUPTED' && waiting.why ? interruptedError(what, waiting.why) : error;
+        if (performance.now() >= deadline) return [];
+        if (waiting.why) throw interruptedError(what, waiting.why);
+      }
+    } finally {
+      if (signal) signal.removeEventListener('abort', onAbort);
+      this.#waits.delete(waiting);
+      f.cancelFree(cancel);
+    }
+  }
+}
+
+/** Fires a waiting claim's cancel (`why`: 'abort', 'interrupt', 'close'); the first reason stays. */
+function fire(waiting, why) {
+  if (waiting.why) return;
+  waiting.why = why;
+  load().cancelFire(waiting.cancel);
+  if (waiting.withdraw) waiting.withdraw();
+}
+
+/**
+ * Runs `step` (one slice of a waiting claim) once it has a wait slot, and gives the slot
+ * back when it ends. While it waits for a slot, firing the claim's cancel takes it out of
+ * the queue: it resolves null without a C call.
+ */
+function waitSlot(waiting, step) {
+  return new Promise((resolve, reject) => {
+    const ticket = waitGate.enter(() => {
+      waiting.withdraw = null;
+      step().then(
+        (leases) => {
+          waitGate.leave();
+          resolve(leases);
+        },
+        (e) => {
+          waitGate.leave();
+          reject(e);
+        },
+      );
+    });
+    if (ticket) {
+      waiting.withdraw = () => {
+        waiting.withdraw = null;
+        waitGate.withdraw(ticket);
+        resolve(null);
+      };
+    }
+  });
+}
+
+/**
+ * Transport.keepAlive's handle: extends a lease `first` seconds from now and then every
+ * `every` seconds until stop(). An extend that fails with HAREL_ERR_BUSY or
+ * HAREL_ERR_CONNECT is tried again at the next beat (the lease may still be had: a lapsed
+ * lease no one claimed is extended); any other failure (HAREL_ERR_LEASE_LOST above all)
+ * ends the beats and aborts `signal` with the error. Until then its timer keeps the
+ * process alive, as the work it stands for does.
+ */
+class KeepAlive {
+  #extend;
+  #lease;
+  #visibility;
+  #every;
+  #lost = new AbortController();
+  #timer = null;
+  #stopped = false;
+  #unlisten = noop;
+
+  constructor(extend, lease, visibility, every, first, signal) {
+    this.#extend = extend;
+    this.#lease = lease;
+    this.#visibility = visibility;
+    this.#every = every;
+    if (signal) {
+      if (signal.aborted) {
+        this.#stopped = true;
+        return;
+      }
+      const stop = () => this.stop();
+      signal.addEventListener('abort', stop, { once: true });
+      this.#unlisten = () => signal.removeEventListener('abort', stop);
+    }
+    this.#schedule(first);
+  }
+
+  /** Aborts, with the HarelError as its reason, when the lease is lost or can't be extended. */
+  get signal() {
+    return this.#lost.signal;
+  }
+
+  /** True once stop() was called (or the caller's signal aborted, or the lease was lost). */
+  get stopped() {
+    return this.#stopped;
+  }
+
+  /** Stops extending. An extend already on its way still lands; its outcome is ignored. */
+  stop() {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#unlisten();
+  }
+
+  [Symbol.dispose || Symbol.for('nodejs.dispose')]() {
+    this.stop();
+  }
+
+  #beat() {
+    this.#extend(this.#lease, this.#visibility).then(
+      () => this.#schedule(this.#every),
+      (e) => {
+        if (this.#stopped) return;
+        if (e.code === 'HAREL_ERR_BUSY' || e.code === 'HAREL_ERR_CONNECT') return this.#schedule(this.#every);
+        this.stop();
+        this.#lost.abort(e);
+      },
+    );
+  }
+
+  #schedule(seconds) {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => this.#beat(), seconds * 1000);
   }
 }
 
@@ -1068,6 +1547,11 @@ class ClockCell {
 
   /** Reads the JS clock and stores its time for the next call. */
   tick() {
+    koffi.encode(this.ptr, CELL_TYPE, numberText(this.read()));
+  }
+
+  /** The JS clock's time, checked to be a number. */
+  read() {
     let now;
     try {
       now = this.clock();
@@ -1077,7 +1561,7 @@ class ClockCell {
     if (typeof now !== 'number') {
       throw argumentError(`the clock returned ${describe(now)}; it must return epoch seconds as a number`);
     }
-    koffi.encode(this.ptr, CELL_TYPE, numberText(now));
+    return now;
   }
 
   free() {
@@ -1131,6 +1615,7 @@ module.exports = {
   DEFAULT_VISIBILITY,
   DEFAULT_LIMIT,
   MAX_PAGE,
+  MAX_CLAIM,
   version,
   libraryInfo,
   schemaSql,

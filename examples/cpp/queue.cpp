@@ -1,7 +1,8 @@
 // queue: the C++ face (harel_transport.hpp) end to end: publishes GROUPS x PER_GROUP events
-// (one batch per group), then drains the queue as one worker with ack_and_claim, giving
-// every 7th event back once (nack) the first time it comes, and checks that each group's
-// events came in order.
+// (one batch per group), then drains the queue as one worker in batches of up to BATCH
+// events of different groups (claim_many, then ack_and_claim_many: one commit per batch),
+// giving every 7th event back once (nack) the first time it comes, and checks that each
+// group's events came in order. It ends once a claim has waited WAIT seconds for nothing.
 //
 //   queue DATABASE [GROUPS [PER_GROUP]]
 //
@@ -13,12 +14,16 @@
 
 #include <harel_transport.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+constexpr std::size_t BATCH = 8;  // events claimed at once, each the head of its own group
+constexpr double WAIT = 0.5;      // seconds a claim waits for something deliverable
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -45,27 +50,34 @@ int main(int argc, char **argv) {
       queue.publish_many(batch);
     }
 
-    // Worker: claim, handle, ack and claim the next in one transaction.
+    // Worker: claim a batch (waiting up to WAIT seconds), handle it, ack what was handled
+    // and claim the next batch in one transaction.
     std::map<std::string, int, std::less<>> next_step;
     std::set<long long> retried_once;
     long acked = 0, retried = 0;
     bool in_order = true;
-    auto lease = queue.claim("cpp-worker", 30.0);
-    while (lease) {
-      if (lease->seq() % 7 == 0 && retried_once.insert(lease->seq()).second) {
-        queue.nack(*lease);  // give it back now; it is the group's head again
-        retried++;
-        lease = queue.claim("cpp-worker", 30.0);
-        continue;
+    std::vector<harel::Lease> batch = queue.claim_many("cpp-worker", 30.0, BATCH, WAIT);
+    while (!batch.empty()) {
+      std::vector<harel::Lease> handled;
+      for (auto &lease : batch) {
+        if (lease.seq() % 7 == 0 && retried_once.insert(lease.seq()).second) {
+          queue.nack(lease);  // give it back now; it is its group's head again
+          retried++;
+          continue;
+        }
+        // The event is {"step":N}; the group's steps must come 0, 1, 2, ...
+        std::string event(lease.event());
+        int step = std::atoi(event.c_str() + event.find(':') + 1);
+        auto &expected = next_step[std::string(lease.group_id())];
+        if (step != expected) in_order = false;
+        expected = step + 1;
+        handled.push_back(std::move(lease));
       }
-      // The event is {"step":N}; the group's steps must come 0, 1, 2, ...
-      std::string event(lease->event());
-      int step = std::atoi(event.c_str() + event.find(':') + 1);
-      auto &expected = next_step[std::string(lease->group_id())];
-      if (step != expected) in_order = false;
-      expected = step + 1;
-      acked++;
-      lease = queue.ack_and_claim(*lease, "cpp-worker", 30.0);
+      harel::AckedAndClaimed done = queue.ack_and_claim_many(handled, "cpp-worker", 30.0, BATCH);
+      // A lost lease (HAREL_ERR_LEASE_LOST) would leave acked short of what was published.
+      acked += std::count(done.outcomes.begin(), done.outcomes.end(), HAREL_OK);
+      batch = std::move(done.leases);
+      if (batch.empty()) batch = queue.claim_many("cpp-worker", 30.0, BATCH, WAIT);
     }
     for (const auto &[group, next] : next_step)
       if (next != per_group) in_order = false;

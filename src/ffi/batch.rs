@@ -7,10 +7,11 @@ use super::args;
 use super::error::harel_error;
 use super::lease::harel_lease;
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_ERR_LEASE_LOST, HAREL_OK};
-use super::transport::{on_handle, harel_transport};
+use super::transport::{harel_transport, on_handle};
 use super::waiting::{harel_cancel, wait_of};
 use crate::error::{Error, Result};
 use crate::lease::Lease;
+use crate::transport::Transport;
 
 /// Leases up to `max` messages (1..1000), each the head of a different group, in the
 /// order `harel_transport_claim` would hand them out one after another, in one
@@ -42,10 +43,7 @@ pub extern "C" fn harel_transport_claim_many(
     n_out: *mut usize,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-    let n_out = unsafe { count_out(n_out) };
-    on_handle(t, err, |t| {
-        let n_out = n_out?;
+    batch_into(n_out, t, err, |t, n_out| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let (worker_id, keys, wait) = unsafe {
             (
@@ -111,10 +109,7 @@ pub extern "C" fn harel_transport_ack_and_claim_many(
     n_out: *mut usize,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-    let n_out = unsafe { count_out(n_out) };
-    on_handle(t, err, |t| {
-        let n_out = n_out?;
+    batch_into(n_out, t, err, |t, n_out| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let (leases, outcomes, worker_id, keys) = unsafe {
             (
@@ -132,15 +127,21 @@ pub extern "C" fn harel_transport_ack_and_claim_many(
     })
 }
 
-/// `*n_out`, set to 0 first thing: before `t` and `err` are looked at, so it is 0 on every
-/// error (as `*out` is for the single claims).
-///
-/// # Safety
-/// `n_out` is NULL or valid for writes.
-unsafe fn count_out<'a>(n_out: *mut usize) -> Result<&'a mut usize> {
-    let n_out = unsafe { args::mutable(n_out, "n_out") }?;
-    *n_out = 0;
-    Ok(n_out)
+/// The frame of the calls that hand out leases into the caller's array: `*n_out` is set to
+/// 0 first thing, before `t` and `err` are looked at, so it is 0 on every error (as `*out`
+/// is for the single claims) and on HAREL_EMPTY.
+fn batch_into(
+    n_out: *mut usize,
+    t: *mut harel_transport,
+    err: *mut *mut harel_error,
+    body: impl FnOnce(&Transport, &mut usize) -> Result<harel_status>,
+) -> harel_status {
+    // SAFETY: the caller passes NULL or a pointer valid for writes, per every contract.
+    let n_out = unsafe { n_out.as_mut() }.map(|n| {
+        *n = 0;
+        n
+    });
+    on_handle(t, err, |t| body(t, n_out.ok_or_else(|| Error::Argument("n_out is NULL".into()))?))
 }
 
 fn out_array(leases_out: *mut *mut harel_lease) -> Result<*mut *mut harel_lease> {
@@ -174,7 +175,9 @@ unsafe fn leases_of(leases: *const *const harel_lease, n: usize) -> Result<Vec<L
         .enumerate()
         .map(|(i, &p)| {
             let lease = unsafe { args::reference(p, &name(i)) }?;
-            lease.to_lease().map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))
+            lease
+                .to_lease()
+                .map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))
         })
         .collect()
 }

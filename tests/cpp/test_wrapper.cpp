@@ -1,17 +1,25 @@
 // The C++ face (include/harel_transport.hpp): every wrapper function, each error the
 // wrapper maps to harel::Error, move semantics of the owning types, an empty claim as
-// std::nullopt, and the header's version macros against harel_version(). Run under
+// std::nullopt, and the header's version macros against harel_version(); the worker loop's
+// (waits ended by a Cancel or interrupt() on other threads, batches as std::vector<Lease>,
+// extend, LeaseKeeper's thread). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -117,6 +125,10 @@ static_assert(!std::is_copy_constructible_v<harel::Options> && std::is_nothrow_m
 static_assert(!std::is_copy_constructible_v<harel::String> && std::is_nothrow_move_constructible_v<harel::String>);
 static_assert(std::is_nothrow_destructible_v<harel::Transport> && std::is_nothrow_destructible_v<harel::Lease> &&
               std::is_nothrow_destructible_v<harel::Options> && std::is_nothrow_destructible_v<harel::String>);
+static_assert(!std::is_copy_constructible_v<harel::Cancel> && std::is_nothrow_move_constructible_v<harel::Cancel> &&
+              std::is_nothrow_destructible_v<harel::Cancel>);
+static_assert(!std::is_copy_constructible_v<harel::LeaseKeeper> && !std::is_move_constructible_v<harel::LeaseKeeper> &&
+              !std::is_move_assignable_v<harel::LeaseKeeper>);
 static_assert(std::is_base_of_v<std::runtime_error, harel::Error>);
 static_assert(sizeof(std::optional<harel::Lease>) <= 2 * sizeof(void *), "an optional lease is a pointer and a flag");
 static_assert(harel::version_major == HAREL_TRANSPORT_VERSION_MAJOR &&
@@ -519,6 +531,298 @@ static void test_threads() {
   CHECK(drain(t, "w") == 50);
 }
 
+// ---- the worker loop: waits, batches, extend, cancel, interrupt, LeaseKeeper ---------------
+
+static double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A fake clock that also notes the threads that read it: a waiting claim reads it once its
+// wait has begun (its cancel and its Transport's interrupts are armed by then).
+struct WatchedClock {
+  double now = 1000.0;
+  std::mutex mutex;
+  std::set<std::thread::id> readers;
+  static double read(void *ctx) {
+    auto *c = static_cast<WatchedClock *>(ctx);
+    std::lock_guard<std::mutex> lock(c->mutex);
+    c->readers.insert(std::this_thread::get_id());
+    return c->now;
+  }
+  bool wait_for_readers(std::size_t n) {
+    for (int i = 0; i < 30000; i++) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (readers.size() >= n) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+};
+
+static void test_claim_wait() {
+  double now = 2000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  CHECK(!t.claim_wait("w", 30.0, 0.0));
+  auto start = std::chrono::steady_clock::now();
+  CHECK(!t.claim_wait("w", 30.0, 0.3));
+  CHECK(seconds_since(start) >= 0.25);
+  t.publish("plain", "1");
+  t.publish("keyed", "2", 1, "k");
+  harel::Cancel unfired;
+  auto lease = t.claim_wait("w1", 30.0, 30.0, &unfired, 1, {"k"});
+  CHECK(lease && lease->group_id() == "keyed" && lease->event() == "2" && lease->worker_id() == "w1");
+  CHECK(lease && lease->lock_expiry() == 2030.0 && lease->attempts() == 1);
+  if (lease) t.ack(*lease);
+  // Each error claim_wait maps.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_wait("w", 30.0, -1.0));
+  CHECK(what.find("wait") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_wait("w", 30.0, std::nan("")));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_wait("", 30.0, 0.0));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_wait("w", 0.0, 0.0));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_wait("w", 30.0, 0.0, nullptr, 5));
+  harel::Cancel fired;
+  fired.fire();
+  fired.fire();
+  what = EXPECT_ERROR(HAREL_ERR_INTERRUPTED, t.claim_wait("w", 30.0, 30.0, &fired));
+  CHECK(what.rfind("HAREL_ERR_INTERRUPTED: ", 0) == 0 && what.find("cancelled") != std::string::npos);
+  // Nothing was claimed: "plain" is there.
+  auto plain = t.claim_wait("w", 30.0, 0.0);
+  CHECK(plain && plain->event() == "1");
+  // A moved-from Cancel is no cancel; a moved-from Transport is refused.
+  harel::Cancel moved = std::move(fired);
+  CHECK(fired.get() == nullptr);  // NOLINT: use after move, on purpose
+  fired.fire();                   // NOLINT: does nothing
+  CHECK(!t.claim_wait("w", 30.0, 0.0, &fired));
+  harel::Transport none;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, none.claim_wait("w", 30.0, 0.0));
+  none.interrupt();  // an empty Transport: nothing
+}
+
+static void test_claim_many() {
+  double now = 3000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  CHECK(t.claim_many("w", 30.0, 4).empty());
+  auto start = std::chrono::steady_clock::now();
+  CHECK(t.claim_many("w", 30.0, 4, 0.3).empty());
+  CHECK(seconds_since(start) >= 0.25);
+  t.publish_many({{"a", "\"a1\""}, {"b", "\"b1\"", 2}, {"a", "\"a2\""}, {"c", "\"c1\"", 0, "k"}});
+  // Distinct groups, as claim would hand them out; each a Lease of its own.
+  std::vector<harel::Lease> batch = t.claim_many("w", 30.0, 2);
+  CHECK(batch.size() == 2);
+  CHECK(batch.size() == 2 && batch[0].group_id() != batch[1].group_id());
+  std::vector<harel::Lease> rest = t.claim_many("w", 30.0, 5, 0.0, nullptr, 0, {"k"});
+  CHECK(rest.size() == 1 && rest[0].group_id() == "c" && rest[0].lock_expiry() == 3030.0);
+  CHECK(t.claim_many("w", 30.0, 5).empty());  // every group in flight
+  for (const auto &lease : batch) t.ack(lease);
+  t.ack(rest[0]);
+  auto last = t.claim_many("w", 30.0, 5);
+  CHECK(last.size() == 1 && last[0].event() == "\"a2\"");
+  t.ack(last[0]);
+  // Each error claim_many maps.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_many("w", 30.0, 0));
+  CHECK(what.find("max") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_many("w", 30.0, HAREL_MAX_CLAIM + 1));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_many("w", 30.0, SIZE_MAX));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_many("w", 30.0, 2, -1.0));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_many("__parked__", 30.0, 2));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.claim_many("w", 30.0, 2, 0.0, nullptr, 0, {""}));
+  harel::Cancel fired;
+  fired.fire();
+  t.publish("d", "1");
+  EXPECT_ERROR(HAREL_ERR_INTERRUPTED, t.claim_many("w", 30.0, 2, 30.0, &fired));
+  // A full batch: HAREL_MAX_CLAIM leases, each freed by its Lease (LeakSanitizer checks).
+  std::vector<std::string> groups;
+  for (int i = 0; i < HAREL_MAX_CLAIM; i++) groups.push_back("g" + std::to_string(i));
+  std::vector<harel::Message> messages;
+  for (const auto &group : groups) messages.emplace_back(group, "{}");
+  t.publish_many(messages);
+  auto full = t.claim_many("w", 30.0, HAREL_MAX_CLAIM);
+  CHECK(full.size() == HAREL_MAX_CLAIM);  // "d" and 999 of the g's
+  auto outcomes = t.ack_many(full);
+  CHECK(outcomes.size() == full.size() &&
+        std::all_of(outcomes.begin(), outcomes.end(), [](harel_status s) { return s == HAREL_OK; }));
+  CHECK(drain(t, "w") == 1);
+}
+
+static void test_ack_many_and_ack_and_claim_many() {
+  double now = 4000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  t.publish_many({{"a", "\"a1\""}, {"b", "\"b1\""}, {"c", "\"c1\""}, {"a", "\"a2\""}, {"b", "\"b2\""}});
+  auto batch = t.claim_many("w", 30.0, 2);
+  CHECK(batch.size() == 2);
+  if (batch.size() != 2) return;
+  t.ack(batch[1]);  // lost to the batch
+  // The acks and the next batch in one transaction; the lost one reported.
+  now += 1.0;
+  harel::AckedAndClaimed done = t.ack_and_claim_many(batch, "w2", 30.0, 4);
+  CHECK(done.outcomes.size() == 2 && done.outcomes[0] == HAREL_OK && done.outcomes[1] == HAREL_ERR_LEASE_LOST);
+  std::set<std::string> events;
+  for (const auto &lease : done.leases) {
+    events.insert(std::string(lease.event()));
+    CHECK(lease.worker_id() == "w2" && lease.lock_expiry() == 4031.0);
+  }
+  CHECK(events == std::set<std::string>({"\"a2\"", "\"b2\"", "\"c1\""}));
+  // ack_many: the leases stay the caller's; acked twice in one call: the second lost.
+  std::vector<harel::Lease> leases = std::move(done.leases);
+  auto outcomes = t.ack_many(leases);
+  CHECK(outcomes == std::vector<harel_status>(3, HAREL_OK));
+  CHECK(leases.size() == 3 && leases[0]);
+  outcomes = t.ack_many(leases);
+  CHECK(outcomes == std::vector<harel_status>(3, HAREL_ERR_LEASE_LOST));
+  CHECK(t.ack_many({}).empty());
+  done = t.ack_and_claim_many({}, "w", 30.0, 3);  // no leases: a claim_many that does not wait
+  CHECK(done.outcomes.empty() && done.leases.empty());
+  // Argument errors: nothing acked.
+  t.publish_many({{"x", "1"}, {"y", "2"}});
+  auto two = t.claim_many("w", 30.0, 2);
+  CHECK(two.size() == 2);
+  harel::Lease taken = std::move(two[1]);
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.ack_many(two));
+  CHECK(what.find("leases[1]") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.ack_and_claim_many(two, "w", 30.0, 2));
+  CHECK(what.find("leases[1]") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.ack_and_claim_many({}, "w", 30.0, 0));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.ack_and_claim_many({}, "", 30.0, 2));
+  two[1] = std::move(taken);
+  outcomes = t.ack_many(two);  // both still the worker's
+  CHECK(outcomes == std::vector<harel_status>(2, HAREL_OK));
+  harel::Transport none;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, none.ack_many({}));
+  CHECK(!t.claim("w", 30.0));
+}
+
+static void test_extend() {
+  double now = 5000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  t.publish("g", "1");
+  auto lease = t.claim("w1", 30.0);
+  CHECK(lease && lease->lock_expiry() == 5030.0);
+  if (!lease) return;
+  now += 10.0;
+  t.extend(*lease, 60.0);
+  CHECK(lease->lock_expiry() == 5070.0);
+  now = 5069.0;
+  CHECK(!t.claim("w2", 30.0));  // still w1's
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.extend(*lease, 0.0));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.extend(*lease, std::nan("")));
+  CHECK(lease->lock_expiry() == 5070.0);  // unchanged
+  now = 5071.0;
+  t.extend(*lease, 30.0);  // lapsed, and no one claimed it since: still w1's
+  CHECK(lease->lock_expiry() == 5101.0);
+  now = 5102.0;
+  auto other = t.claim("w2", 30.0);
+  CHECK(other && other->seq() == lease->seq());
+  std::string what = EXPECT_ERROR(HAREL_ERR_LEASE_LOST, t.extend(*lease, 30.0));
+  CHECK(what.rfind("HAREL_ERR_LEASE_LOST: ", 0) == 0);
+  CHECK(lease->lock_expiry() == 5101.0);
+  harel::Lease empty(nullptr);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.extend(empty, 30.0));
+  if (other) t.ack(*other);
+  EXPECT_ERROR(HAREL_ERR_LEASE_LOST, t.extend(*other, 30.0));
+}
+
+// A Cancel fired on another thread ends a wait; interrupt() ends every wait on its
+// Transport (two threads'), not later ones; other calls go ahead meanwhile.
+static void test_cancel_and_interrupt_from_other_threads() {
+  TempDir dir;
+  WatchedClock clock;
+  auto t = harel::Transport::open(dir.file("q.db"),
+                                  harel::Options().synchronous_full(false).clock(WatchedClock::read, &clock));
+  t.publish("g", "1");
+  auto held = t.claim("w0", 30.0);  // nothing deliverable while it is held
+  std::atomic<int> interrupted{0};
+  std::atomic<int> wrong{0};
+  auto waits = [&](auto call) {
+    return std::thread([&, call] {
+      try {
+        call();
+        wrong++;
+      } catch (const harel::Error &e) {
+        if (e.status() == HAREL_ERR_INTERRUPTED) interrupted++;
+        else wrong++;
+      }
+    });
+  };
+  harel::Cancel cancel;
+  auto start = std::chrono::steady_clock::now();
+  std::thread cancelled = waits([&] { (void)t.claim_wait("w1", 30.0, 30.0, &cancel); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  cancel.fire();
+  cancelled.join();
+  CHECK(interrupted == 1 && wrong == 0 && seconds_since(start) < 15.0);
+  {
+    std::lock_guard<std::mutex> lock(clock.mutex);
+    clock.readers.clear();
+  }
+  start = std::chrono::steady_clock::now();
+  std::thread one = waits([&] { (void)t.claim_wait("w1", 30.0, 30.0); });
+  std::thread many = waits([&] { (void)t.claim_many("w2", 30.0, 3, 30.0); });
+  CHECK(clock.wait_for_readers(2));
+  t.publish("g", "2");  // into g, in flight: the waiters look, and wait on
+  t.interrupt();
+  one.join();
+  many.join();
+  CHECK(interrupted == 3 && wrong == 0 && seconds_since(start) < 15.0);
+  start = std::chrono::steady_clock::now();
+  CHECK(!t.claim_wait("w1", 30.0, 0.3));  // a later wait waits
+  CHECK(seconds_since(start) >= 0.25);
+  if (held) t.ack(*held);
+  CHECK(drain(t, "w") == 1);
+}
+
+// LeaseKeeper: with the system clock, a lease of 1.2 s kept for 2.5 s; stopped, it lapses;
+// a lease lost while kept stops the keeper with HAREL_ERR_LEASE_LOST.
+static void test_lease_keeper() {
+  TempDir dir;
+  auto t = harel::Transport::open(dir.file("q.db"), harel::Options().synchronous_full(false));
+  t.publish("g", "1");
+  auto lease = t.claim("w1", 1.2);
+  CHECK(lease.has_value());
+  if (!lease) return;
+  double first_end = lease->lock_expiry();
+  {
+    harel::LeaseKeeper keeper(t, *lease, 1.2);  // extended every 0.4 s
+    CHECK(keeper.keeping() && !keeper.error() && keeper.lock_expiry() >= first_end);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    CHECK(!t.claim("w2", 30.0));  // kept past its visibility
+    CHECK(keeper.keeping() && keeper.lock_expiry() > first_end + 1.2);
+    CHECK(lease->lock_expiry() == first_end);  // the Lease itself is not written
+    keeper.stop();
+    CHECK(!keeper.keeping());
+    keeper.stop();  // twice: nothing more
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto other = t.claim("w2", 30.0);  // stopped, it lapsed
+  CHECK(other && other->seq() == lease->seq());
+  // The constructor's extend throws as extend does.
+  EXPECT_ERROR(HAREL_ERR_LEASE_LOST, harel::LeaseKeeper(t, *lease, 0.6));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::LeaseKeeper(t, *other, 0.0));
+  harel::Lease empty(nullptr);
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::LeaseKeeper(t, empty, 1.0));
+  CHECK(what.find("lease is NULL") != std::string::npos);
+  // Lost while kept (acked under it): the keeper stops and says so.
+  {
+    harel::LeaseKeeper keeper(t, *other, 0.6);
+    t.ack(*other);
+    for (int i = 0; i < 500 && keeper.keeping(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(!keeper.keeping());
+    auto error = keeper.error();
+    CHECK(error && error->status() == HAREL_ERR_LEASE_LOST && std::string_view(error->what()).find("extend") != std::string_view::npos);
+  }
+  // Destroyed at once, not at its next extend (a third of 30 s away).
+  auto start = std::chrono::steady_clock::now();
+  t.publish("h", "2");
+  auto third = t.claim("w3", 30.0);
+  CHECK(third.has_value());
+  if (third) {
+    { harel::LeaseKeeper keeper(t, *third, 30.0); }
+    CHECK(seconds_since(start) < 5.0);
+    t.ack(*third);
+  }
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -534,6 +838,12 @@ int main() {
   run("Transport: move, moved-from, move-assign, close", test_transport_moves);
   run("schema_sql, schema_upgrade_sql as harel::String", test_schema_strings);
   run("threads sharing a Transport get their own errors", test_threads);
+  run("claim_wait: std::nullopt after the wait, the lease, errors, a fired Cancel", test_claim_wait);
+  run("claim_many: distinct groups, empty, errors, a full batch freed", test_claim_many);
+  run("ack_many and ack_and_claim_many: outcomes, the next batch, errors", test_ack_many_and_ack_and_claim_many);
+  run("extend: lock_expiry, a lapsed lease, lease lost, errors", test_extend);
+  run("a Cancel and interrupt() end waits on other threads", test_cancel_and_interrupt_from_other_threads);
+  run("LeaseKeeper: keeps, stops, lapses, lost while kept, errors", test_lease_keeper);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

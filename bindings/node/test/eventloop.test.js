@@ -2,9 +2,11 @@
 // A call that waits for the database's write lock runs on the thread pool: the event loop
 // goes on meanwhile. Another process (python3's sqlite3) holds the lock for 1.5 s, first
 // while a claim waits, then while an open waits (open sets the schema up in a write
-// transaction).
+// transaction). And claims that wait for messages leave the pool's other work going:
+// the binding keeps a pool thread free of them (index.js, "Waiting claims").
 
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const { test } = require('node:test');
 const { Transport } = require('..');
 const { scratch, holdWriteLock } = require('./helpers');
@@ -58,4 +60,37 @@ test('the event loop keeps running while open waits for the write lock', async (
   await t.publish('g', {});
   assert.equal((await t.claim('w')).groupId, 'g', 'the transport works');
   await t.close();
+});
+
+test('while 8 claims wait for messages, the event loop, fs calls and publishes go on (the default pool of 4)', async () => {
+  assert.equal(process.env.UV_THREADPOOL_SIZE, undefined, 'this test is about the default pool');
+  const db = box.db();
+  const t = await Transport.open(db);
+  const other = await Transport.open(db);
+  const waits = Array.from({ length: 8 }, (_, i) => t.claim(`w${i}`, { wait: 4 }));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const fsTimes = [];
+  const publishTimes = [];
+  const work = await ticking(async () => {
+    for (let i = 0; i < 10; i++) {
+      let started = performance.now();
+      await fs.promises.readFile(__filename);
+      fsTimes.push(performance.now() - started);
+      started = performance.now();
+      await other.publish(`g${i}`, { i }); // wakes a waiter (the first 8 publishes)
+      publishTimes.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+  const worst = (xs) => Math.max(...xs).toFixed(1);
+  console.log(`with 8 claims waiting: fs.promises.readFile at worst ${worst(fsTimes)} ms, a publish ${worst(publishTimes)} ms, ${work.ticks} ticks of 10 ms in ${work.elapsed.toFixed(0)} ms`);
+  assert.ok(Math.max(...fsTimes) < 100, `an fs call waited ${worst(fsTimes)} ms for a pool thread`);
+  assert.ok(Math.max(...publishTimes) < 200, `a publish waited ${worst(publishTimes)} ms`);
+  assert.ok(work.ticks >= 50, `the timer kept firing: ${work.ticks} ticks`);
+  const leases = await Promise.all(waits);
+  assert.equal(new Set(leases.map((l) => l.groupId)).size, 8, 'each waiter got one of the publishes');
+  assert.equal((await t.stats()).ready, 2, 'and two are left');
+  await t.ackMany(leases);
+  await t.close();
+  await other.close();
 });

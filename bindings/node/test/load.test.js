@@ -88,5 +88,5 @@ test("the README's first example runs as written", async () => {
   const db = box.db();
   const code = example.replace("'queue.db'", JSON.stringify(db));
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', code], { cwd: PACKAGE });
-  assert.equal(stdout, 'order-17 order.placed\n');
+  assert.equal(stdout, 'order-17 order.placed\norder-17 order.paid\n', 'in order, one batch after the other');
 });

@@ -188,8 +188,9 @@ test('module functions and constants', () => {
   assert.match(harel.schemaUpgradeSql('app'), /ALTER TABLE app_transport_groups/);
   assert.deepEqual({ ...STATUS }, {
     HAREL_OK: 0, HAREL_EMPTY: 1, HAREL_ERR_ARGUMENT: -1, HAREL_ERR_DATABASE: -2, HAREL_ERR_BUSY: -3,
-    HAREL_ERR_LEASE_LOST: -4, HAREL_ERR_CONNECT: -5, HAREL_ERR_PANIC: -99,
+    HAREL_ERR_LEASE_LOST: -4, HAREL_ERR_CONNECT: -5, HAREL_ERR_INTERRUPTED: -6, HAREL_ERR_PANIC: -99,
   });
   assert.ok(Object.isFrozen(STATUS));
   assert.equal(DEFAULT_VISIBILITY, 30);
+  assert.equal(harel.MAX_CLAIM, 1000, "the header's HAREL_MAX_CLAIM");
 });

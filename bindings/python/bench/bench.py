@@ -4,14 +4,20 @@ own transports, through one harness, with one event size, in one run.
 Peers, each behind harel's sync `Transport` protocol (publish, claim, ack):
 
 - ours: `harel_transport.harel.SqliteTransport` on a local file, at synchronous FULL (its
-  default: an fsync per commit) and at NORMAL (`synchronous_full=False`); FULL also with
-  `defer_ack=False` (each ack a commit of its own, instead of riding on the next claim's);
+  default: an fdatasync per commit) and at NORMAL (`synchronous_full=False`); FULL also
+  with `defer_ack=False` (each ack a commit of its own, instead of riding on the next
+  claim's);
 - harel's `LibsqlTransport` and `SqliteTransport` at their defaults (their settings are
   read back and printed);
 - harel's `RedisTransport` on a real `redis-server` this script starts on loopback, with
   the AOF fsynced at every write (`appendfsync always`) and once a second (`everysec`);
 - harel's `PostgresTransport` on a real PostgreSQL this script starts on loopback
   (`fsync=on`), with `synchronous_commit=on` and `off`.
+
+Besides, not harel's protocol and so not a peer of the others: ours FULL through the
+native API's batch loop, `publish_many` of 10 and a drain by `claim_many(max=10)` then
+`ack_and_claim_many(max=10)` (one commit a batch of 10), to show what the worker loop of
+issue 15 does at the same durability.
 
 Durability tiers for the comparison: "every commit on disk before the call returns" (ours
 FULL, Redis always, Postgres synchronous_commit on) and "a crash of the process loses
@@ -48,6 +54,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 N_MESSAGES = int(os.environ.get("BENCH_MESSAGES", "2000"))
+BATCH = 10  # the native batch loop's batch
 GROUPS = int(os.environ.get("BENCH_GROUPS", "100"))
 CAP_S = float(os.environ.get("BENCH_CAP_S", "8"))
 # Each case is run this many times (from a fresh queue each time) and its median reported:
@@ -226,6 +233,10 @@ def open_peer(spec: Dict[str, Any]):
         from harel_transport.harel import SqliteTransport
 
         return SqliteTransport(spec["path"], synchronous_full=spec["full"], defer_ack=spec["defer_ack"])
+    if kind == "ours-batch":
+        from harel_transport import Transport
+
+        return Transport(spec["path"], synchronous_full=spec["full"])
     if kind == "libsql":
         from harel.engine.transport.libsql import LibsqlTransport
 
@@ -259,15 +270,26 @@ def sqlite_settings(t) -> Dict[str, Any]:
 # Cases
 
 
+def publisher(spec: Dict[str, Any], t: Any) -> Callable[[List[Any]], None]:
+    """How the peer publishes a run of (group, event): one call each, or for the native
+    batch loop one publish_many (a commit) per BATCH."""
+    if spec["kind"] == "ours-batch":
+        return lambda run: t.publish_many([(g, e.model_dump_json()) for g, e in run])
+    return lambda run: [t.publish(g, e) for g, e in run]
+
+
 def case_publish(spec: Dict[str, Any], n: int, first: int = 0) -> Dict[str, Any]:
     t = open_peer(spec)
+    publish = publisher(spec, t)
+    step = BATCH if spec["kind"] == "ours-batch" else 1
     work = [(group(i), event(i)) for i in range(first, first + n)]
     done = 0
     started = time.perf_counter()
-    for g, e in work:
-        t.publish(g, e)
-        done += 1
-        if done % 16 == 0 and time.perf_counter() - started > CAP_S:
+    for k in range(0, len(work), step):
+        run = work[k:k + step]
+        publish(run)
+        done += len(run)
+        if done % 16 < step and time.perf_counter() - started > CAP_S:
             break
     secs = time.perf_counter() - started
     t.close()
@@ -277,12 +299,15 @@ def case_publish(spec: Dict[str, Any], n: int, first: int = 0) -> Dict[str, Any]
 def fill(spec: Dict[str, Any], n: int, first: int) -> int:
     """Publishes n messages, untimed, as fast as the peer goes (within 3 caps)."""
     t = open_peer(spec)
+    publish = publisher(spec, t)
+    step = BATCH if spec["kind"] == "ours-batch" else 1
     started = time.perf_counter()
     done = 0
-    for i in range(first, first + n):
-        t.publish(group(i), event(i))
-        done += 1
-        if done % 16 == 0 and time.perf_counter() - started > 3 * CAP_S:
+    for k in range(first, first + n, step):
+        run = [(group(i), event(i)) for i in range(k, min(k + step, first + n))]
+        publish(run)
+        done += len(run)
+        if done % 16 < step and time.perf_counter() - started > 3 * CAP_S:
             break
     t.close()
     return done
@@ -292,6 +317,8 @@ def drain_worker(spec: Dict[str, Any], name: str, barrier, results) -> None:
     """One worker process (or the caller, for 1 worker): claim then ack until the queue
     stays empty for 0.3 s or the cap passes. Errors (a peer's 'database is locked') are
     counted and retried."""
+    if spec["kind"] == "ours-batch":
+        return batch_worker(spec, name, barrier, results)
     t = open_peer(spec)
     if barrier is not None:
         barrier.wait()
@@ -318,6 +345,40 @@ def drain_worker(spec: Dict[str, Any], name: str, barrier, results) -> None:
             errors += 1
             first_error = first_error or f"{type(e).__name__}: {e}"
             time.sleep(0.001)
+    t.close()
+    results.put({"done": done, "errors": errors, "started": started, "last": last, "first_error": first_error})
+
+
+def batch_worker(spec: Dict[str, Any], name: str, barrier, results) -> None:
+    """drain_worker for the native batch loop: claim_many, then ack_and_claim_many (one
+    commit a batch) until a claim_many waiting 0.3 s finds nothing or the cap passes."""
+    t = open_peer(spec)
+    if barrier is not None:
+        barrier.wait()
+    started = time.time()
+    done = errors = 0
+    last = started
+    first_error = None
+    leases: List[Any] = []
+    while time.time() - started < CAP_S:
+        try:
+            if not leases:
+                leases = t.claim_many(name, VISIBILITY, max=BATCH, wait=0.3)
+                if not leases:
+                    break
+                continue
+            leases, acked = t.ack_and_claim_many(leases, name, VISIBILITY, max=BATCH)
+            done += sum(1 for lost in acked if lost is None)
+            last = time.time()
+        except Exception as e:  # noqa: BLE001 - a figure too
+            errors += 1
+            first_error = first_error or f"{type(e).__name__}: {e}"
+            leases = []
+            time.sleep(0.001)
+    if leases:
+        t.ack_many(leases)
+        done += len(leases)
+        last = time.time()
     t.close()
     results.put({"done": done, "errors": errors, "started": started, "last": last, "first_error": first_error})
 
@@ -451,6 +512,9 @@ def main() -> None:
                         "defer_ack": "on" if defer else "off",
                         "library": harel_transport.library_path().rsplit("/", 1)[-1], "version": harel_transport.version()}
             peers.append(Peer(name, {"kind": "ours", "path": path, "full": full, "defer_ack": defer}, files(path), settings))
+        path = os.path.join(work, "ours-batch.db")
+        settings = {"synchronous": "FULL", "journal_mode": "wal", "batch": BATCH}
+        peers.append(Peer(BATCH_PEER, {"kind": "ours-batch", "path": path, "full": True}, files(path), settings))
         for name, kind, cls in (("harel LibsqlTransport", "libsql", LibsqlTransport),
                                 ("harel SqliteTransport", "sqlite", SqliteTransport)):
             path = os.path.join(work, f"{kind}.db")
@@ -499,6 +563,9 @@ def main() -> None:
     report(summary, size, disk)
 
 
+BATCH_PEER = f"ours FULL, native batch loop of {BATCH} (not harel's protocol)"
+
+
 def figure(peer: Dict[str, Any], case: str) -> Optional[float]:
     r = peer.get("results", {}).get(case)
     return r["per_s"] if r else None
@@ -544,6 +611,10 @@ def report(peers: Dict[str, Dict[str, Any]], size: int, disk: List[int]) -> None
         print(f"- {case}, every commit on disk: ours FULL vs Redis always "
               f"{ratio('ours FULL', 'harel RedisTransport (appendfsync always)', case)}, vs Postgres synchronous_commit on "
               f"{ratio('ours FULL', 'harel PostgresTransport (synchronous_commit on)', case)}")
+        print(f"- {case}, every commit on disk, the native batch loop (not harel's protocol): vs Redis always "
+              f"{ratio(BATCH_PEER, 'harel RedisTransport (appendfsync always)', case)}, vs Postgres synchronous_commit on "
+              f"{ratio(BATCH_PEER, 'harel PostgresTransport (synchronous_commit on)', case)}, vs ours FULL "
+              f"{ratio(BATCH_PEER, 'ours FULL', case)}")
         print(f"- {case}, relaxed: ours NORMAL vs Redis everysec "
               f"{ratio('ours NORMAL', 'harel RedisTransport (appendfsync everysec)', case)}, vs Postgres synchronous_commit off "
               f"{ratio('ours NORMAL', 'harel PostgresTransport (synchronous_commit off)', case)}")

@@ -4,7 +4,9 @@ The Python face of libharel_transport (its C ABI, through ctypes):
 
 - `Transport` / `AsyncTransport`: the native API (publish, publish_many, claim, ack,
   ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
-  stats, groups, peek, dead_letters, close), sync and async;
+  stats, groups, peek, dead_letters, close), sync and async, and the worker loop (claims
+  that wait, with a `Cancel`; claim_many, ack_many, ack_and_claim_many; extend and
+  keep_alive; interrupt);
 - `harel_transport.harel`: transports for harel 0.9's workers (`SqliteTransport`,
   `AsyncSqliteTransport`, harel's own signatures, `Lease` and `Event`);
 - one exception class per status of the ABI, all under `HarelError`.
@@ -26,11 +28,15 @@ from ._errors import (
     PanicError,
     TransportClosedError,
     UnknownStatusError,
+    WaitInterruptedError,
     error_for_status,
 )
 from ._inspect import GROUP_STATES, MAX_PAGE, DeadLetter, GroupInfo, MessageInfo, Page, PriorityStats, Stats
+from ._keepalive import AsyncKeepAlive, KeepAlive
 from ._transport import (
     DEFAULT_VISIBILITY,
+    MAX_CLAIM,
+    AckAndClaimResult,
     MAX_ATTEMPTS_MAX,
     MAX_PREFIX_LEN,
     MAX_PRIORITY,
@@ -44,6 +50,7 @@ from ._transport import (
     version,
 )
 from ._version import __version__
+from ._waiting import Cancel
 
 __all__ = [
     "__version__",
@@ -51,6 +58,10 @@ __all__ = [
     "AsyncTransport",
     "Lease",
     "Message",
+    "AckAndClaimResult",
+    "Cancel",
+    "KeepAlive",
+    "AsyncKeepAlive",
     "Stats",
     "PriorityStats",
     "GroupInfo",
@@ -59,6 +70,7 @@ __all__ = [
     "Page",
     "GROUP_STATES",
     "MAX_PAGE",
+    "MAX_CLAIM",
     "MAX_ATTEMPTS_MAX",
     "DEFAULT_VISIBILITY",
     "MAX_PRIORITY",
@@ -75,6 +87,7 @@ __all__ = [
     "BusyError",
     "LeaseLostError",
     "ConnectError",
+    "WaitInterruptedError",
     "PanicError",
     "UnknownStatusError",
     "TransportClosedError",

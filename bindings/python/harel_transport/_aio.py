@@ -2,10 +2,16 @@
 
 Each call runs the C function off the event loop, on a thread of an executor
 (``loop.run_in_executor``; the loop's default executor unless one is given), so the loop
-keeps running while a call waits for the write lock, an fsync or a server. Calls of one
-transport may be in flight at once, as the ABI allows: each gets its own ``harel_error``
-on its own thread, and publishes that meet in the library share a commit. `close()` waits
-for the calls in flight.
+keeps running while a call waits for the write lock, an fsync, a server or work to claim.
+Calls of one transport may be in flight at once, as the ABI allows: each gets its own
+``harel_error`` on its own thread, and publishes that meet in the library share a commit.
+`close()` waits for the calls in flight.
+
+A claim whose task is cancelled (``task.cancel()``, a timeout of ``asyncio.wait_for`` or
+``asyncio.timeout``) fires its call's ``harel_cancel``, so the thread returns at once, and
+waits for it: the CancelledError is raised only once the C call has returned, and what it
+claimed in that instant, if anything, has been given back (nacked, delay 0). A cancelled
+claim never leaves a lease behind.
 """
 
 from __future__ import annotations
@@ -13,10 +19,24 @@ from __future__ import annotations
 import asyncio
 import functools
 from concurrent.futures import Executor
-from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
+from ._errors import LeaseLostError, TransportClosedError
 from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
-from ._transport import DEFAULT_VISIBILITY, EventType, Lease, Message, PathType, Transport
+from ._keepalive import AsyncKeepAlive, period
+from ._transport import (
+    DEFAULT_VISIBILITY,
+    AckAndClaimResult,
+    EventType,
+    Lease,
+    Message,
+    PathType,
+    Transport,
+    _lease_arg,
+    _leases_in,
+    _seconds,
+)
+from ._waiting import Cancel, cancels_of
 
 __all__ = ["AsyncTransport"]
 
@@ -74,15 +94,81 @@ class AsyncTransport:
         """`Transport.publish_many`, off the loop."""
         await self._run(self._t.publish_many, messages)
 
+    async def _claiming(self, fn: Callable[..., T], *args: Any, caller: Optional[Cancel] = None) -> T:
+        """``fn(*args)``, a call that claims, off the loop. If the task is cancelled
+        meanwhile, `caller` (the Cancel the call was given for this) is fired to end its
+        wait, the call is waited for, what it claimed is given back (nack, delay 0), and
+        the CancelledError re-raised."""
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._executor, functools.partial(fn, *args))
+        try:
+            # shield: a cancelled task must not cancel the future, which would drop its
+            # result (leases) while the thread still runs the call.
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if caller is not None:
+                caller.fire()
+            while not future.done():
+                try:
+                    await asyncio.shield(future)
+                except asyncio.CancelledError:
+                    continue  # cancelled again: the call is ending; wait for it all the same
+                except BaseException:  # noqa: BLE001 - read below
+                    break
+            if future.exception() is None:
+                claimed = _leases_in(future.result())
+                if claimed:
+                    give_back = loop.run_in_executor(self._executor, self._give_back, claimed)
+                    while not give_back.done():
+                        try:
+                            await asyncio.shield(give_back)
+                        except asyncio.CancelledError:
+                            continue
+            raise
+
+    def _give_back(self, leases: List[Lease]) -> None:
+        for lease in leases:
+            try:
+                self._t.nack(lease, 0.0)
+            except Exception:  # noqa: BLE001 - best effort: a lease not nacked lapses at its visibility
+                pass
+
     async def claim(
         self,
         worker_id: str,
         visibility: float = DEFAULT_VISIBILITY,
         min_priority: int = 0,
         routing_keys: Optional[Sequence[str]] = None,
+        *,
+        wait: float = 0.0,
+        cancel: Optional[Cancel] = None,
     ) -> Optional[Lease]:
-        """`Transport.claim`, off the loop."""
-        return await self._run(self._t.claim, worker_id, visibility, min_priority, routing_keys)
+        """`Transport.claim`, off the loop: the wait holds an executor thread, not the
+        loop. Cancelling the task ends the wait (see the module)."""
+        caller = Cancel._for_caller()
+        cancels = cancels_of(cancel) + (caller,)
+        return await self._claiming(
+            self._t._claim, worker_id, visibility, min_priority, routing_keys, wait, cancels, caller=caller
+        )
+
+    async def claim_many(
+        self,
+        worker_id: str,
+        visibility: float = DEFAULT_VISIBILITY,
+        min_priority: int = 0,
+        routing_keys: Optional[Sequence[str]] = None,
+        *,
+        max: int,
+        wait: float = 0.0,
+        cancel: Optional[Cancel] = None,
+    ) -> List[Lease]:
+        """`Transport.claim_many`, off the loop: the wait holds an executor thread, not
+        the loop. Cancelling the task ends the wait (see the module)."""
+        caller = Cancel._for_caller()
+        cancels = cancels_of(cancel) + (caller,)
+        return await self._claiming(
+            self._t._claim_many, worker_id, visibility, min_priority, routing_keys, max, wait, cancels, caller=caller
+        )
 
     async def ack_and_claim(
         self,
@@ -93,7 +179,53 @@ class AsyncTransport:
         routing_keys: Optional[Sequence[str]] = None,
     ) -> Optional[Lease]:
         """`Transport.ack_and_claim`, off the loop."""
-        return await self._run(self._t.ack_and_claim, lease, worker_id, visibility, min_priority, routing_keys)
+        return await self._claiming(self._t.ack_and_claim, lease, worker_id, visibility, min_priority, routing_keys)
+
+    async def ack_many(self, leases: Iterable[Lease]) -> List[Optional[LeaseLostError]]:
+        """`Transport.ack_many`, off the loop."""
+        return await self._run(self._t.ack_many, leases)
+
+    async def ack_and_claim_many(
+        self,
+        leases: Iterable[Lease],
+        worker_id: str,
+        visibility: float = DEFAULT_VISIBILITY,
+        min_priority: int = 0,
+        routing_keys: Optional[Sequence[str]] = None,
+        *,
+        max: int,
+    ) -> AckAndClaimResult:
+        """`Transport.ack_and_claim_many`, off the loop."""
+        return await self._claiming(
+            functools.partial(self._t.ack_and_claim_many, max=max), leases, worker_id, visibility, min_priority,
+            routing_keys,
+        )
+
+    async def extend(self, lease: Lease, visibility: float) -> Lease:
+        """`Transport.extend`, off the loop: the lease with its new `lock_expiry`."""
+        return await self._run(self._t.extend, lease, visibility)
+
+    def keep_alive(self, lease: Lease, visibility: float = DEFAULT_VISIBILITY, *,
+                   every: Optional[float] = None) -> AsyncKeepAlive:
+        """Extends `lease` to now + `visibility` every `every` seconds (by default a third
+        of `visibility`) from a task of the running loop, until ``await alive.stop()`` or
+        the end of its ``async with`` block; see `KeepAlive`::
+
+            async with transport.keep_alive(lease, 30) as alive:
+                await handle(lease)
+            if alive.error is None:
+                await transport.ack(alive.lease)
+        """
+        _lease_arg(lease)
+        v = _seconds("visibility", visibility)
+        beat = period(v, every)
+        if self._t.closed:  # not only at the first beat
+            raise TransportClosedError("keep_alive: the transport is closed")
+        return AsyncKeepAlive(self, lease, v, beat)
+
+    def interrupt(self) -> None:
+        """`Transport.interrupt` (it does not block: called on the loop)."""
+        self._t.interrupt()
 
     async def ack(self, lease: Lease) -> None:
         """`Transport.ack`, off the loop."""

@@ -17,6 +17,7 @@ __all__ = [
     "BusyError",
     "LeaseLostError",
     "ConnectError",
+    "WaitInterruptedError",
     "PanicError",
     "UnknownStatusError",
     "TransportClosedError",
@@ -34,6 +35,7 @@ STATUS_NAMES: Dict[int, str] = {
     -3: "HAREL_ERR_BUSY",
     -4: "HAREL_ERR_LEASE_LOST",
     -5: "HAREL_ERR_CONNECT",
+    -6: "HAREL_ERR_INTERRUPTED",
     -99: "HAREL_ERR_PANIC",
 }
 
@@ -112,6 +114,15 @@ class ConnectError(HarelError):
     STATUS = -5
 
 
+class WaitInterruptedError(HarelError):
+    """HAREL_ERR_INTERRUPTED: a claim's wait was ended early, having claimed nothing: its
+    `Cancel` fired, `Transport.interrupt()` was called, or the transport was closed (the
+    message says which). Not Python's builtin `InterruptedError`, which is an OSError
+    for EINTR."""
+
+    STATUS = -6
+
+
 class PanicError(HarelError):
     """HAREL_ERR_PANIC: a bug in the library, caught at its boundary; close the transport."""
 
@@ -133,7 +144,7 @@ class LibraryLoadError(HarelError, OSError):
 
 _BY_STATUS: Dict[int, Type[HarelError]] = {
     cls.STATUS: cls  # type: ignore[misc]
-    for cls in (ArgumentError, DatabaseError, BusyError, LeaseLostError, ConnectError, PanicError)
+    for cls in (ArgumentError, DatabaseError, BusyError, LeaseLostError, ConnectError, WaitInterruptedError, PanicError)
 }
 
 

@@ -45,6 +45,9 @@ OK = 0
 EMPTY = 1
 ERR_ARGUMENT = -1
 
+#: HAREL_MAX_CLAIM: the most leases one claim_many or ack_and_claim_many hands out.
+MAX_CLAIM = 1000
+
 
 class HarelLease(Structure):
     """struct harel_lease. The group id and event are read with their lengths (they may
@@ -197,6 +200,8 @@ _STATS_P = POINTER(HarelStats)
 _GROUP_PAGE_P = POINTER(HarelGroupPage)
 _MESSAGE_PAGE_P = POINTER(HarelMessagePage)
 _DEAD_PAGE_P = POINTER(HarelDeadPage)
+_LEASES_OUT = POINTER(_LEASE_P)  # harel_lease **leases_out: the caller's array
+_STATUSES = POINTER(c_int32)  # enum harel_status *outcomes
 _SEQS = POINTER(c_int64)  # const int64_t *seqs
 _COUNT = POINTER(c_uint64)  # uint64_t *moved, *purged
 
@@ -234,6 +239,33 @@ _PROTOTYPES = {
         [c_void_p, c_void_p, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t, POINTER(_LEASE_P), _ERR],
     ),
     "harel_transport_nack": (_status, [c_void_p, c_void_p, c_double, _ERR]),
+    # The worker loop. A cancel is a harel_cancel * (c_void_p); the leases ack_many and
+    # ack_and_claim_many read are an array of pointers to _LeaseArg (c_void_p elements);
+    # extend writes lock_expiry into its _LeaseArg.
+    # (t, worker_id, visibility, min_priority, routing_keys, n, wait, cancel, out, err)
+    "harel_transport_claim_wait": (
+        _status,
+        [c_void_p, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t, c_double, c_void_p, POINTER(_LEASE_P), _ERR],
+    ),
+    # (t, worker_id, visibility, min_priority, routing_keys, n, max, wait, cancel, leases_out, n_out, err)
+    "harel_transport_claim_many": (
+        _status,
+        [c_void_p, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t, c_size_t, c_double, c_void_p,
+         _LEASES_OUT, POINTER(c_size_t), _ERR],
+    ),
+    # (t, leases, n_leases, outcomes, err)
+    "harel_transport_ack_many": (_status, [c_void_p, POINTER(c_void_p), c_size_t, _STATUSES, _ERR]),
+    # (t, leases, n_leases, outcomes, worker_id, visibility, min_priority, routing_keys, n, max, leases_out, n_out, err)
+    "harel_transport_ack_and_claim_many": (
+        _status,
+        [c_void_p, POINTER(c_void_p), c_size_t, _STATUSES, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t,
+         c_size_t, _LEASES_OUT, POINTER(c_size_t), _ERR],
+    ),
+    "harel_transport_extend": (_status, [c_void_p, c_void_p, c_double, _ERR]),
+    "harel_transport_interrupt": (None, [c_void_p]),
+    "harel_cancel_new": (c_void_p, []),
+    "harel_cancel_fire": (None, [c_void_p]),
+    "harel_cancel_free": (None, [c_void_p]),
     "harel_transport_dead_letter": (_status, [c_void_p, c_void_p, c_char_p, _ERR]),
     # (t, all, group_id, seqs, n_seqs, moved / purged, err)
     "harel_transport_redrive": (_status, [c_void_p, c_bool, c_char_p, _SEQS, c_size_t, _COUNT, _ERR]),

@@ -26,10 +26,13 @@ from ctypes import (
     c_void_p,
     string_at,
 )
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from ctypes import addressof, c_int32
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _native
+from ._keepalive import KeepAlive, period
+from ._waiting import BY_CALLER, BY_CLOSE, Cancel, _CallCancel, cancels_of, on_main_thread, run_interruptibly
 from ._inspect import (
     GROUP_STATES,
     MAX_PAGE,
@@ -45,8 +48,10 @@ from ._inspect import (
 )
 from ._errors import (
     ArgumentError,
+    LeaseLostError,
     PanicError,
     TransportClosedError,
+    WaitInterruptedError,
     error_for_status,
 )
 
@@ -54,7 +59,9 @@ __all__ = [
     "Transport",
     "Lease",
     "Message",
+    "AckAndClaimResult",
     "DEFAULT_VISIBILITY",
+    "MAX_CLAIM",
     "MAX_PRIORITY",
     "MAX_PREFIX_LEN",
     "MAX_ATTEMPTS_MAX",
@@ -71,6 +78,9 @@ DEFAULT_VISIBILITY = 30.0
 MAX_PRIORITY = 4
 #: A table prefix is at most this many characters (HAREL_MAX_PREFIX_LEN).
 MAX_PREFIX_LEN = 30
+
+#: The most leases one `claim_many` or `ack_and_claim_many` hands out (HAREL_MAX_CLAIM).
+MAX_CLAIM = _native.MAX_CLAIM
 
 #: The largest `max_attempts` (a uint32_t in C); 0 is "no limit".
 MAX_ATTEMPTS_MAX = 2**32 - 1
@@ -118,6 +128,16 @@ class Lease:
     def event_bytes(self) -> bytes:
         """The event's bytes as stored."""
         return self.event.encode("utf-8", "surrogateescape")
+
+
+class AckAndClaimResult(NamedTuple):
+    """What `Transport.ack_and_claim_many` returns: ``leases, acked = ...``."""
+
+    #: The new leases, at most `max`; empty when nothing was deliverable.
+    leases: List[Lease]
+    #: One element per lease given, in order: None (acked) or the `LeaseLostError` of a
+    #: lease that was lost (nothing of it changed).
+    acked: List[Optional[LeaseLostError]]
 
 
 @dataclass(frozen=True)
@@ -214,6 +234,23 @@ def _limit(value: Any) -> int:
     return value
 
 
+def _max(value: Any) -> int:
+    """A batch's max, for a size_t: what ctypes would wrap is ours to refuse; the range
+    1..MAX_CLAIM is the library's."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"max must be an int, got {_describe(value)}")
+    if not 0 <= value <= _SIZE_MAX:
+        raise ArgumentError(f"max is {value}; it must be 1..{MAX_CLAIM}")
+    return value
+
+
+def _leases_out(m: int) -> Any:
+    """The array a batch claim writes its leases into: `m` elements, or MAX_CLAIM for a
+    larger `m` (which the library refuses before writing any), at least one (the library
+    refuses 0; the array must have an address)."""
+    return (POINTER(_native.HarelLease) * max(1, min(m, MAX_CLAIM)))()
+
+
 def _seqs(value: Any) -> Tuple[Any, int]:
     """(a const int64_t* array, its length) of dead letters' seqs."""
     if isinstance(value, (str, bytes, bytearray)) or isinstance(value, int):
@@ -307,26 +344,64 @@ class _LeaseArg(Structure):
     ]
 
 
-def _lease_arg(lease: Any) -> _LeaseArg:
+def _lease_arg(lease: Any, name: str = "lease") -> _LeaseArg:
     if not isinstance(lease, Lease):
-        raise ArgumentError(f"lease must be a Lease from claim(), got {_describe(lease)}")
+        raise ArgumentError(f"{name} must be a Lease from claim(), got {_describe(lease)}")
     seq = lease.seq
     if isinstance(seq, bool) or not isinstance(seq, int) or not -(2**63) <= seq < 2**63:
-        raise ArgumentError(f"lease.seq must be an int64, got {_describe(seq)}")
+        raise ArgumentError(f"{name}.seq must be an int64, got {_describe(seq)}")
     if not isinstance(lease.group_id, str):
-        raise ArgumentError(f"lease.group_id must be a str, got {_describe(lease.group_id)}")
+        raise ArgumentError(f"{name}.group_id must be a str, got {_describe(lease.group_id)}")
     try:
         group = lease.group_id.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as e:
-        raise ArgumentError(f"lease.group_id is not valid Unicode (a lone surrogate at index {e.start})") from None
+        raise ArgumentError(f"{name}.group_id is not valid Unicode (a lone surrogate at index {e.start})") from None
     if not group:  # C would take it for a lease whose group_id_len was never set
-        raise ArgumentError("lease.group_id is empty")
+        raise ArgumentError(f"{name}.group_id is empty")
     arg = _LeaseArg()
     arg.seq = seq
     arg.group_id = group
     arg.group_id_len = len(group)
-    arg.worker_id = _text("lease.worker_id", lease.worker_id)
+    arg.worker_id = _text(f"{name}.worker_id", lease.worker_id)
     return arg
+
+
+def _lease_args(leases: Any) -> Tuple[List[Lease], List[_LeaseArg], Any]:
+    """(the leases, their _LeaseArgs, a const harel_lease *const * array of them) for the
+    batch acks; errors name the element (``leases[2]``)."""
+    if isinstance(leases, (Lease, str, bytes)):
+        raise ArgumentError(f"leases must be an iterable of Lease, not a single {type(leases).__name__}")
+    try:
+        items = list(leases)
+    except TypeError:
+        raise ArgumentError(f"leases must be an iterable of Lease, got {_describe(leases)}") from None
+    args = [_lease_arg(lease, f"leases[{i}]") for i, lease in enumerate(items)]
+    array = (c_void_p * len(args))(*[addressof(a) for a in args]) if args else None
+    return items, args, array
+
+
+def _outcomes(leases: List[Lease], outcomes: Any) -> List[Optional[LeaseLostError]]:
+    """A batch ack's outcomes, each HAREL_OK or HAREL_ERR_LEASE_LOST (the ABI's only two):
+    None (acked) or a LeaseLostError naming the lease."""
+    return [
+        None if status == _native.OK else LeaseLostError(
+            f"leases[{i}]: message {lease.seq} of group {lease.group_id!r} is no longer leased to "
+            f"{lease.worker_id!r} (acked or nacked already, or it lapsed and another worker claimed it); "
+            "nothing of it changed"
+        )
+        for i, (lease, status) in enumerate(zip(leases, outcomes))
+    ]
+
+
+def _leases_in(result: Any) -> List[Lease]:
+    """The leases a claiming call returned (a Lease or None, a list, an AckAndClaimResult)."""
+    if result is None:
+        return []
+    if isinstance(result, Lease):
+        return [result]
+    if isinstance(result, AckAndClaimResult):
+        return result.leases
+    return list(result)
 
 
 def _copy_lease(ptr: Any) -> Lease:
@@ -407,7 +482,7 @@ class Transport:
     - `create_schema` (bool): create and upgrade the tables at open (default on).
     - `sync_url`, `auth_token` (str), `sync_interval` (seconds): a libSQL server.
     - `busy_timeout` (seconds): how long a write waits for the lock (default 5).
-    - `synchronous_full` (bool): fsync at every commit (default) or not (NORMAL).
+    - `synchronous_full` (bool): a sync (fdatasync) at every commit (default) or not (NORMAL).
     - `max_attempts` (int, 0..2**32-1): how many times a message may be claimed; the claim
       that would hand it out once more moves it to the dead letters instead (default 0:
       no limit).
@@ -483,6 +558,7 @@ class Transport:
         self._path = os.fsdecode(database)
         self._state = threading.Condition(threading.Lock())
         self._in_flight = 0
+        self._waits: set = set()  # the _CallCancel of each call that may wait, for close
         self._handle = handle.value
         self._closed = False
 
@@ -503,22 +579,28 @@ class Transport:
         """True once `close()` was called."""
         return self._closed
 
-    def _enter(self, what: str) -> int:
+    def _enter(self, what: str, call: Optional[_CallCancel] = None) -> int:
         with self._state:
             if self._closed:
                 raise TransportClosedError(f"{what}: the transport is closed")
             self._in_flight += 1
+            if call is not None:
+                self._waits.add(call)
             return self._handle  # type: ignore[return-value]
 
-    def _leave(self) -> None:
+    def _leave(self, call: Optional[_CallCancel] = None) -> None:
         with self._state:
             self._in_flight -= 1
+            if call is not None:
+                self._waits.discard(call)
             if self._in_flight == 0:
                 self._state.notify_all()
 
     def close(self) -> None:
         """Closes the transport once the calls in progress (on other threads) have
-        returned; later calls raise `TransportClosedError`. Closing again does nothing."""
+        returned, ending the waits of waiting claims first (they raise
+        `WaitInterruptedError`, having claimed nothing); later calls raise
+        `TransportClosedError`. Closing again does nothing."""
         state = getattr(self, "_state", None)
         if state is None:
             return
@@ -526,6 +608,10 @@ class Transport:
             if self._closed:
                 return
             self._closed = True
+            # Each waiting call's own cancel, rather than harel_transport_interrupt: a call
+            # not yet in its wait then returns as soon as it gets there.
+            for call in self._waits:
+                call.fire(BY_CLOSE)
             while self._in_flight:
                 state.wait()
             handle, self._handle = self._handle, None
@@ -614,24 +700,149 @@ class Transport:
         visibility: float = DEFAULT_VISIBILITY,
         min_priority: int = 0,
         routing_keys: Optional[Sequence[str]] = None,
+        *,
+        wait: float = 0.0,
+        cancel: Optional[Cancel] = None,
     ) -> Optional[Lease]:
         """Leases the next deliverable message to `worker_id` for `visibility` seconds,
         among groups of priority >= `min_priority` and, when `routing_keys` is given, a
-        routing key among them; None when nothing is deliverable now."""
+        routing key among them; None when nothing is deliverable.
+
+        `wait` (seconds, finite, >= 0; 0: look once) waits that long for something
+        deliverable, returning as soon as a lease is had: a commit by any transport of
+        this process on the queue wakes it at once, another process's commit within a few
+        ms, a lease's or park's end at that instant. It holds no lock while it waits, and
+        the transport's other calls go ahead. `cancel` (a `Cancel`), `interrupt()` and
+        `close()` end the wait early: `WaitInterruptedError`, nothing claimed."""
+        return self._claim(worker_id, visibility, min_priority, routing_keys, wait, cancels_of(cancel))
+
+    def _claim(self, worker_id: Any, visibility: Any, min_priority: Any, routing_keys: Any, wait: Any,
+               cancels: Tuple[Cancel, ...]) -> Optional[Lease]:
         w = _text("worker_id", worker_id)
         v = _seconds("visibility", visibility)
         p = _int32("min_priority", min_priority)
         keys, n, _keep = _routing_keys(routing_keys)
-        out = POINTER(_native.HarelLease)()
-        if self._clock is not None:
-            self._clock.take()  # clear what an earlier call on this thread left
-        handle = self._enter("claim")
-        try:
+        seconds = _seconds("wait", wait)
+        lib = self._lib
+
+        def call(handle: int, seconds: float, cancel: Optional[int]) -> Optional[Lease]:
+            out = POINTER(_native.HarelLease)()
+            if self._clock is not None:
+                self._clock.take()  # clear what an earlier call on this thread left
             err = c_void_p()
-            status = self._lib.harel_transport_claim(handle, w, v, p, keys, n, byref(out), byref(err))
+            if seconds == 0 and cancel is None:  # no wait to end: the plain claim
+                status = lib.harel_transport_claim(handle, w, v, p, keys, n, byref(out), byref(err))
+            else:
+                status = lib.harel_transport_claim_wait(handle, w, v, p, keys, n, seconds, cancel, byref(out), byref(err))
+            return self._claimed(status, out, err)
+
+        return self._waiting("claim", seconds, cancels, call)
+
+    def claim_many(
+        self,
+        worker_id: str,
+        visibility: float = DEFAULT_VISIBILITY,
+        min_priority: int = 0,
+        routing_keys: Optional[Sequence[str]] = None,
+        *,
+        max: int,
+        wait: float = 0.0,
+        cancel: Optional[Cancel] = None,
+    ) -> List[Lease]:
+        """Leases up to `max` messages (1..MAX_CLAIM) to `worker_id` in one transaction,
+        each the head of a different group, in the order `claim` would hand them out one
+        after another; an empty list when nothing is deliverable (within `wait`). `wait`
+        and `cancel` as for `claim`. Each lease is finished on its own (`ack`, `nack`) or
+        with the others (`ack_many`, `ack_and_claim_many`)."""
+        return self._claim_many(worker_id, visibility, min_priority, routing_keys, max, wait, cancels_of(cancel))
+
+    def _claim_many(self, worker_id: Any, visibility: Any, min_priority: Any, routing_keys: Any, max: Any,
+                    wait: Any, cancels: Tuple[Cancel, ...]) -> List[Lease]:
+        w = _text("worker_id", worker_id)
+        v = _seconds("visibility", visibility)
+        p = _int32("min_priority", min_priority)
+        keys, n, _keep = _routing_keys(routing_keys)
+        m = _max(max)
+        seconds = _seconds("wait", wait)
+        lib = self._lib
+
+        def call(handle: int, seconds: float, cancel: Optional[int]) -> List[Lease]:
+            out = _leases_out(m)
+            got = c_size_t()
+            if self._clock is not None:
+                self._clock.take()
+            err = c_void_p()
+            status = lib.harel_transport_claim_many(
+                handle, w, v, p, keys, n, m, seconds, cancel, out, byref(got), byref(err)
+            )
+            return self._claimed_many(status, out, got.value, err)
+
+        return self._waiting("claim_many", seconds, cancels, call)
+
+    def _waiting(self, what: str, seconds: float, cancels: Tuple[Cancel, ...],
+                 call: Callable[[int, float, Optional[int]], Any]) -> Any:
+        """Runs ``call(handle, seconds, cancel)``, a claim that may wait `seconds`, with a
+        harel_cancel of its own fired by `cancels` and by close (none when nothing can end
+        its wait). On the main thread a call that waits runs on a helper thread, so that
+        signal handlers (Ctrl-C) run meanwhile; if one raises, the wait is ended, what it
+        claimed given back and the exception re-raised. A wait that close ended gives back
+        what it claimed in that instant (nothing could finish it) and raises."""
+        if seconds == 0 and not cancels:
+            handle = self._enter(what)
+            try:
+                return call(handle, seconds, None)
+            finally:
+                self._leave()
+        wait = _CallCancel(self._lib)
+        # close ends waits; a call that does not wait it lets finish, as any other call.
+        closes = wait if seconds != 0 else None
+        try:
+            handle = self._enter(what, closes)
+            try:
+                for cancel in cancels:
+                    cancel._link(wait)
+                try:
+                    if 0 < seconds < math.inf and on_main_thread():  # (any other value: the library's to refuse)
+                        # A look first, here: a claim that finds work at once costs no thread.
+                        result = call(handle, 0.0, wait.ptr)
+                        if not _leases_in(result):
+                            result = run_interruptibly(
+                                call, (handle, seconds, wait.ptr), wait, lambda r: self._give_back(handle, r)
+                            )
+                    else:
+                        result = call(handle, seconds, wait.ptr)
+                except WaitInterruptedError:
+                    if wait.reason == BY_CLOSE:
+                        raise WaitInterruptedError(
+                            f"{what}: the transport was closed while the claim waited; nothing was claimed"
+                        ) from None
+                    raise
+                finally:
+                    for cancel in cancels:
+                        cancel._unlink(wait)
+                if wait.reason in (BY_CLOSE, BY_CALLER) and _leases_in(result):
+                    # Claimed in the instant the wait was ended, for a caller that cannot
+                    # finish it (closed) or has gone (a cancelled task).
+                    self._give_back(handle, result)
+                    why = "the transport was closed" if wait.reason == BY_CLOSE else "its caller gave up"
+                    raise WaitInterruptedError(
+                        f"{what}: {why} while the claim waited; what it claimed in that instant was given back"
+                    )
+                return result
+            finally:
+                self._leave(closes)
         finally:
-            self._leave()
-        return self._claimed(status, out, err)
+            wait.free()
+
+    def _give_back(self, handle: int, result: Any) -> None:
+        """Nacks (delay 0) the leases of a claim whose caller gave up, on the handle the
+        call still holds. Best effort: a lease that could not be nacked lapses at the end
+        of its visibility, as any lease whose worker went away."""
+        lib = self._lib
+        for lease in _leases_in(result):
+            err = c_void_p()
+            lib.harel_transport_nack(handle, byref(_lease_arg(lease)), 0.0, byref(err))
+            lib.harel_error_free(err)
 
     def ack_and_claim(
         self,
@@ -671,6 +882,120 @@ class Transport:
             return _copy_lease(out)
         finally:
             lib.harel_lease_free(out)
+
+    def _claimed_many(self, status: int, out: Any, n: int, err: c_void_p) -> List[Lease]:
+        """Copies out and frees the `n` leases a batch claim wrote into `out` (none on
+        HAREL_EMPTY and on error)."""
+        lib = self._lib
+        try:
+            if status < 0:
+                _raise(lib, status, err, self._clock)
+            return [_copy_lease(out[i]) for i in range(n)]
+        finally:
+            for i in range(n):
+                lib.harel_lease_free(out[i])
+
+    def ack_many(self, leases: Iterable[Lease]) -> List[Optional[LeaseLostError]]:
+        """Acks `leases` in one transaction (one commit), in order. Returns one element per
+        lease: None when it was acked, or the `LeaseLostError` of a lease that was lost
+        (acked or nacked already, or it lapsed and another worker claimed it; nothing of
+        it changed) while the others were acked all the same. An exception is the whole
+        call's, and then nothing was acked: `ArgumentError` for a lease that is not one
+        (naming it, ``leases[2]``), `BusyError`, `DatabaseError`, `ConnectError`."""
+        items, _args, array = _lease_args(leases)
+        outcomes = (c_int32 * len(items))()
+        if self._clock is not None:
+            self._clock.take()
+        handle = self._enter("ack_many")
+        try:
+            err = c_void_p()
+            status = self._lib.harel_transport_ack_many(handle, array, len(items), outcomes, byref(err))
+        finally:
+            self._leave()
+        if status < 0:
+            _raise(self._lib, status, err, self._clock)
+        return _outcomes(items, outcomes)
+
+    def ack_and_claim_many(
+        self,
+        leases: Iterable[Lease],
+        worker_id: str,
+        visibility: float = DEFAULT_VISIBILITY,
+        min_priority: int = 0,
+        routing_keys: Optional[Sequence[str]] = None,
+        *,
+        max: int,
+    ) -> AckAndClaimResult:
+        """`ack_many(leases)` and then `claim_many(worker_id, ..., max=max)` without
+        waiting, in one transaction: a batch worker's loop with one commit per batch.
+        Returns ``(leases, acked)`` (an `AckAndClaimResult`): the new leases (empty when
+        nothing is deliverable), and `ack_many`'s outcomes (a lost lease does not stop the
+        claim). On an exception nothing was acked or claimed."""
+        items, _args, array = _lease_args(leases)
+        w = _text("worker_id", worker_id)
+        v = _seconds("visibility", visibility)
+        p = _int32("min_priority", min_priority)
+        keys, n, _keep = _routing_keys(routing_keys)
+        m = _max(max)
+        outcomes = (c_int32 * len(items))()
+        out = _leases_out(m)
+        got = c_size_t()
+        if self._clock is not None:
+            self._clock.take()
+        handle = self._enter("ack_and_claim_many")
+        try:
+            err = c_void_p()
+            status = self._lib.harel_transport_ack_and_claim_many(
+                handle, array, len(items), outcomes, w, v, p, keys, n, m, out, byref(got), byref(err)
+            )
+        finally:
+            self._leave()
+        claimed = self._claimed_many(status, out, got.value, err)
+        return AckAndClaimResult(claimed, _outcomes(items, outcomes))
+
+    def extend(self, lease: Lease, visibility: float) -> Lease:
+        """Makes `lease` run to now + `visibility` seconds, so a handler that runs longer
+        than its visibility keeps its message (`keep_alive` does it periodically).
+        Returns the lease with its new `lock_expiry` (a new `Lease`: leases are frozen;
+        the one given still acks and nacks as well). A lease that lapsed but that no other
+        worker claimed since is still this worker's, and is extended. `LeaseLostError`
+        when it was acked or nacked already, or lapsed and another worker claimed it
+        (nothing changed)."""
+        arg = _lease_arg(lease)
+        v = _seconds("visibility", visibility)
+        self._call("extend", self._lib.harel_transport_extend, byref(arg), v)
+        return replace(lease, lock_expiry=arg.lock_expiry)
+
+    def keep_alive(self, lease: Lease, visibility: float = DEFAULT_VISIBILITY, *,
+                   every: Optional[float] = None) -> KeepAlive:
+        """Extends `lease` to now + `visibility` every `every` seconds (by default a third
+        of `visibility`) on a thread of its own, from now until `stop()` or the end of its
+        ``with`` block; see `KeepAlive`::
+
+            with transport.keep_alive(lease, 30) as alive:
+                handle(lease)
+            if alive.error is None:
+                transport.ack(alive.lease)
+        """
+        _lease_arg(lease)
+        v = _seconds("visibility", visibility)
+        beat = period(v, every)
+        if self._closed:  # not only at the first beat
+            raise TransportClosedError("keep_alive: the transport is closed")
+        return KeepAlive(self, lease, v, beat)
+
+    def interrupt(self) -> None:
+        """Ends every claim waiting on this transport now (`claim` and `claim_many` with a
+        wait): each raises `WaitInterruptedError`, having claimed nothing. Claims that
+        start later wait as usual. From any thread; on a closed transport nothing."""
+        try:
+            handle = self._enter("interrupt")
+        except TransportClosedError:
+            return
+        try:
+            self._lib.harel_transport_interrupt(handle)
+        finally:
+            self._leave()
 
     def ack(self, lease: Lease) -> None:
         """Finishes `lease`: deletes its message. `LeaseLostError` if the message is gone or

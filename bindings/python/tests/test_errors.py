@@ -167,6 +167,7 @@ def test_one_class_per_status():
         -3: ht.BusyError,
         -4: ht.LeaseLostError,
         -5: ht.ConnectError,
+        -6: ht.WaitInterruptedError,
         -99: ht.PanicError,
     }
     for status, cls in expected.items():

@@ -245,6 +245,12 @@ def test_close_is_idempotent_and_later_calls_fail(qpath):
         lambda: t.ack(Lease(1, "g", "{}", "w", 0.0)),
         lambda: t.nack(Lease(1, "g", "{}", "w", 0.0)),
         lambda: t.ack_and_claim(Lease(1, "g", "{}", "w", 0.0), "w"),
+        lambda: t.claim("w", wait=1),
+        lambda: t.claim_many("w", max=2, wait=1, cancel=ht.Cancel()),
+        lambda: t.ack_many([Lease(1, "g", "{}", "w", 0.0)]),
+        lambda: t.ack_and_claim_many([], "w", max=2),
+        lambda: t.extend(Lease(1, "g", "{}", "w", 0.0), 5),
+        lambda: t.keep_alive(Lease(1, "g", "{}", "w", 0.0), 5).stop() and None,
     ):
         with pytest.raises(ht.TransportClosedError) as e:
             call()

@@ -2,9 +2,10 @@
 // The npm package's test (make test-npm, mk/npm.mk): given the tarball `npm pack` made,
 // checks its versions and file list, installs it with `npm install <tarball>` into a fresh
 // directory outside the repository (koffi from the registry; no build tree in reach, no
-// HAREL_TRANSPORT_LIB, no LD_LIBRARY_PATH), and runs smoke.js there (publish, claim, ack;
-// the library loaded from the package's prebuilds/) and an ES module import. Prints each
-// check, then "npm: N passed, M failed"; exits 1 if any failed.
+// HAREL_TRANSPORT_LIB, no LD_LIBRARY_PATH), and runs smoke.js there (publish, claim, ack, a
+// waiting claimMany and ackMany; the library loaded from the package's prebuilds/) and an
+// ES module import. Prints each check, then "npm: N passed, M failed"; exits 1 if any
+// failed.
 //
 //   node test/pack/check.js <harel-transport-VERSION.tgz>
 // HAREL_NPM_KEEP=1 keeps the fresh directory (its path is printed).

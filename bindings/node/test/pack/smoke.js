@@ -1,7 +1,8 @@
 'use strict';
 // Run by check.js in a fresh directory outside the repository, where `npm install <tarball>`
 // put harel-transport (and koffi, from the registry) in node_modules: opens a queue file
-// there, publishes, claims and acks, and checks the library came from the package's
+// there, publishes, claims and acks (one by one, then the worker loop: a waiting
+// claimMany woken by a publish, ackMany), and checks the library came from the package's
 // prebuilds/. Prints one line per check ("ok - ..." or "not ok - ..."), then a summary as
 // JSON; exits 1 if a check failed.
 
@@ -40,6 +41,13 @@ async function main() {
   check('claim/ack: order-1 in publish order', order1.join(' ') === 'order-1:1 order-1:3', order1.join(' '));
   const after = await queue.stats();
   check('ack: the queue is empty', after.messages === 0 && after.groups === 0, JSON.stringify(after));
+
+  const waiting = queue.claimMany('worker-1', { max: 10, wait: 10 });
+  setTimeout(() => queue.publishMany([{ groupId: 'order-3', event: { n: 4 } }]), 100);
+  const batch = await waiting;
+  check('claimMany with a wait: woken by the publish', batch.length === 1 && batch[0].event.n === 4, JSON.stringify(batch));
+  const acked = await queue.ackMany(batch);
+  check('ackMany: acked', acked.length === 1 && acked[0].ok && (await queue.stats()).messages === 0, JSON.stringify(acked.map((o) => o.ok)));
   await queue.close();
   check('the queue file is in the fresh directory', fs.existsSync(db), db);
 

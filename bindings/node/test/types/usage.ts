@@ -8,6 +8,7 @@ import {
   DEFAULT_VISIBILITY,
   DEFAULT_LIMIT,
   MAX_PAGE,
+  MAX_CLAIM,
   version,
   libraryInfo,
   schemaSql,
@@ -25,6 +26,10 @@ import {
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterSelection,
+  type AckOutcome,
+  type AckAndClaimManyResult,
+  type ClaimManyOptions,
+  type KeepAlive,
 } from 'harel-transport';
 
 interface OrderPlaced {
@@ -77,6 +82,44 @@ async function usage(): Promise<void> {
   }
   const unknownEvent: unknown = untyped?.event;
   void unknownEvent;
+
+  // the worker loop: waiting claims, batches, extend, keepAlive, interrupt
+  const controller = new AbortController();
+  const waited: Lease<OrderPlaced> | null = await t.claim<OrderPlaced>('worker-4', { wait: 5, signal: controller.signal });
+  if (waited !== null) {
+    const until: number = await t.extend(waited, 60);
+    const moved: number = waited.lockExpiry;
+    void [until, moved];
+  }
+  const manyOptions: ClaimManyOptions = { max: 10, wait: 30, signal: controller.signal, visibility: 60, routingKeys: ['eu'] };
+  let batch2: Lease<OrderPlaced>[] = await t.claimMany<OrderPlaced>('worker-4', manyOptions);
+  for (const leased of batch2) {
+    using alive: KeepAlive = t.keepAlive(leased, { visibility: 60, every: 20, signal: controller.signal });
+    const lost: AbortSignal = alive.signal;
+    const stopped: boolean = alive.stopped;
+    void [lost, stopped, leased.event.data.total];
+    alive.stop();
+  }
+  const outcomes: AckOutcome<Lease<OrderPlaced>>[] = await t.ackMany(batch2);
+  for (const o of outcomes) {
+    if (!o.ok) {
+      const lostCode: HarelErrorCode = o.error.code;
+      const lostSeq: number | bigint = o.lease.seq;
+      void [lostCode, lostSeq];
+    } else {
+      const none: null = o.error;
+      void none;
+    }
+  }
+  const next2: AckAndClaimManyResult<Lease<OrderPlaced>, OrderPlaced> = await t.ackAndClaimMany<Lease<OrderPlaced>, OrderPlaced>(batch2, 'worker-4', { max: MAX_CLAIM });
+  batch2 = next2.leases;
+  const acked: boolean[] = next2.acked.map((o) => o.ok);
+  const refs: AckOutcome[] = await t.ackMany([{ seq: 1, groupId: 'g', workerId: 'w' }]);
+  void [acked, refs];
+  t.interrupt();
+  const interrupted: -6 = STATUS.HAREL_ERR_INTERRUPTED;
+  const interruptedCode: HarelErrorCode = 'HAREL_ERR_INTERRUPTED';
+  void [interrupted, interruptedCode];
 
   // when a message keeps failing
   const failing = await t.claim<OrderPlaced>('worker-3');
@@ -179,8 +222,61 @@ async function usage(): Promise<void> {
   await t.deadLetter({ seq: 1, groupId: 'g', workerId: 'w' }, 42);
   // @ts-expect-error maxAttempts is a number
   await Transport.open('q.db', { maxAttempts: '5' });
+  // @ts-expect-error claimMany needs max
+  await t.claimMany('w', { wait: 5 });
+  // @ts-expect-error wait is in seconds, a number
+  await t.claim('w', { wait: '5s' });
+  // @ts-expect-error signal is an AbortSignal
+  await t.claim('w', { wait: 1, signal: true });
+  // @ts-expect-error ackAndClaimMany does not wait
+  await t.ackAndClaimMany([], 'w', { max: 1, wait: 5 });
+  // @ts-expect-error ackMany takes an array
+  await t.ackMany({ seq: 1, groupId: 'g', workerId: 'w' });
+  // @ts-expect-error extend needs the visibility
+  await t.extend({ seq: 1, groupId: 'g', workerId: 'w' });
+  // @ts-expect-error a lease's lockExpiry is read only (extend moves it)
+  if (waited !== null) waited.lockExpiry = 0;
+  // @ts-expect-error keepAlive returns its handle, not a promise
+  await t.keepAlive({ seq: 1, groupId: 'g', workerId: 'w' }).then(() => {});
   // @ts-expect-error a page's items are read only
   (await t.groups()).groups.push(all[0]);
 }
 
+// The README's worker loop, typed.
+async function workerLoop(queue: Transport, handle: (event: OrderPlaced, signal: AbortSignal) => Promise<void>): Promise<void> {
+  const controller = new AbortController();
+  process.once('SIGTERM', () => controller.abort());
+  const { signal } = controller;
+  let leases: Lease<OrderPlaced>[] = [];
+  while (!signal.aborted) {
+    if (leases.length === 0) {
+      try {
+        leases = await queue.claimMany<OrderPlaced>('worker-1', { max: 20, wait: 30, visibility: 60, signal });
+      } catch (e) {
+        if (signal.aborted) break;
+        throw e;
+      }
+      continue;
+    }
+    const done: Lease<OrderPlaced>[] = [];
+    for (const lease of leases) {
+      const alive = queue.keepAlive(lease, { visibility: 60 });
+      try {
+        await handle(lease.event, alive.signal);
+        done.push(lease);
+      } catch {
+        await queue.nack(lease, { delay: 10 }).catch(() => {});
+      } finally {
+        alive.stop();
+      }
+    }
+    const next = await queue.ackAndClaimMany<Lease<OrderPlaced>, OrderPlaced>(done, 'worker-1', { max: 20, visibility: 60 });
+    for (const { ok, error } of next.acked) if (!ok) console.warn(error.message);
+    leases = next.leases;
+  }
+  for (const lease of leases) await queue.nack(lease);
+  await queue.close();
+}
+
 void usage;
+void workerLoop;

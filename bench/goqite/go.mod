@@ -1,0 +1,11 @@
+module github.com/harel-transport/harel-transport/bench/goqite
+
+go 1.24.0
+
+require (
+	github.com/harel-transport/harel-transport/bindings/go v0.0.0
+	github.com/mattn/go-sqlite3 v1.14.53
+	maragu.dev/goqite v0.4.0
+)
+
+replace github.com/harel-transport/harel-transport/bindings/go => ../../bindings/go
