@@ -24,6 +24,8 @@ pub struct Db {
     place: Place,
 }
 
+// One per connection, made once: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Place {
     /// Memory or a local file (`watch`: see other_sqlite.rs). The `Database` lives as
     /// long as its connection.
