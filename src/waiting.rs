@@ -71,6 +71,7 @@ impl<'a> Waiter<'a> {
     /// Sleeps after a look that found nothing (`seen`, at clock time `now`); `woken` was
     /// armed before that look. True: look again; false: the deadline has passed.
     pub async fn pause(&mut self, woken: Pin<Box<Notified<'_>>>, seen: &Readiness, now: f64) -> Result<bool> {
+        self.not_ended()?;
         if self.mode == Mode::File && self.watching.is_none() {
             // From now on other processes' commits are heard; one more look covers those
             // that came before.
@@ -98,7 +99,11 @@ impl<'a> Waiter<'a> {
                 None => pending().await,
             }
         };
+        // biased: a cancel or an interrupt that came with a wake wins, and no look follows it.
         tokio::select! {
+            biased;
+            _ = cancel => return Err(wait::cancelled()),
+            _ = self.interrupts.after(self.seen) => return Err(wait::interrupted()),
             _ = woken => {
                 if self.settling.is_none() {
                     self.settling = Some((seen.data_version, 0));
@@ -108,10 +113,21 @@ impl<'a> Waiter<'a> {
             _ = tokio::time::sleep(sleep.min(left)) => {
                 self.server_poll = (self.server_poll * 2).min(HEARD_POLL);
             }
-            _ = cancel => return Err(wait::cancelled()),
-            _ = self.interrupts.after(self.seen) => return Err(wait::interrupted()),
         }
+        self.not_ended()?;
         Ok(!self.is_over())
+    }
+
+    /// `Error::Interrupted` once the cancel fired or the transport was interrupted: no look
+    /// (and no claim) follows either.
+    fn not_ended(&self) -> Result<()> {
+        if self.cancel.is_some_and(Cancel::is_fired) {
+            return Err(wait::cancelled());
+        }
+        if self.interrupts.seen() != self.seen {
+            return Err(wait::interrupted());
+        }
+        Ok(())
     }
 
     fn poll(&self) -> Duration {
