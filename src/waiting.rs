@@ -138,3 +138,37 @@ impl<'a> Waiter<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Options;
+    use crate::wake;
+
+    /// A wake and a cancel both pending when the waiter next runs: the cancel wins (a
+    /// `select!` left to choose would look, and claim, half the time).
+    #[test]
+    fn a_cancel_that_came_with_a_wake_ends_the_wait() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let signal = wake::for_queue(":memory:", &Options::new(), Mode::Memory);
+        let interrupts = Interrupts::default();
+        let nothing = Readiness { deliverable: false, next_ready_at: None, data_version: None };
+        for _ in 0..32 {
+            let cancel = Cancel::new();
+            let wait = Wait::up_to(Duration::from_secs(10)).or_until(&cancel);
+            let mut waiter = Waiter::new(&wait, &interrupts, &signal, Mode::Memory).unwrap();
+            let woken = signal.armed();
+            signal.notify();
+            cancel.fire();
+            let paused = runtime.block_on(waiter.pause(woken, &nothing, 0.0));
+            assert!(matches!(paused, Err(crate::Error::Interrupted(_))), "{paused:?}");
+        }
+        let wait = Wait::up_to(Duration::from_secs(10));
+        let mut waiter = Waiter::new(&wait, &interrupts, &signal, Mode::Memory).unwrap();
+        let woken = signal.armed();
+        signal.notify();
+        interrupts.interrupt();
+        let paused = runtime.block_on(waiter.pause(woken, &nothing, 0.0));
+        assert!(matches!(paused, Err(crate::Error::Interrupted(_))), "an interrupt too: {paused:?}");
+    }
+}
