@@ -23,7 +23,9 @@ fn main() {
     config.after_includes = Some(format!(
         "\n/* The library's version, Cargo.toml's; harel_version() returns it at run time. */\n\
          #define HAREL_TRANSPORT_VERSION_MAJOR {}\n#define HAREL_TRANSPORT_VERSION_MINOR {}\n\
-         #define HAREL_TRANSPORT_VERSION_PATCH {}\n#define HAREL_TRANSPORT_VERSION \"{}\"",
+         #define HAREL_TRANSPORT_VERSION_PATCH {}\n#define HAREL_TRANSPORT_VERSION \"{}\"\n\n\
+         /* 0.2.0's name of HAREL_MAX_PAGE, kept so its programs still compile; use HAREL_MAX_PAGE. */\n\
+         #define MAX_PAGE HAREL_MAX_PAGE",
         version("MAJOR"),
         version("MINOR"),
         version("PATCH"),

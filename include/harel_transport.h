@@ -38,6 +38,9 @@
 #define HAREL_TRANSPORT_VERSION_PATCH 0
 #define HAREL_TRANSPORT_VERSION "0.3.0"
 
+/* 0.2.0's name of HAREL_MAX_PAGE, kept so its programs still compile; use HAREL_MAX_PAGE. */
+#define MAX_PAGE HAREL_MAX_PAGE
+
 /**
  * The largest page a listing hands out.
  */

@@ -157,7 +157,7 @@ int main(void) {
   const harel_message_info **message_items = &mp.messages;
   const harel_dead_letter **dead_items = &dp.letters;
   int group_states = HAREL_GROUP_READY == 0 && HAREL_GROUP_LEASED == 1 &&
-                     HAREL_GROUP_PARKED == 2 && HAREL_MAX_PAGE == 10000;
+                     HAREL_GROUP_PARKED == 2 && HAREL_MAX_PAGE == 10000 && MAX_PAGE == HAREL_MAX_PAGE /* 0.2.0's name */;
   /* the message's fields, by name and type */
   harel_message message = {"g", "{}", 0, NULL};
   const char **message_strings[3] = {&message.group_id, &message.event_json, &message.routing_key};
