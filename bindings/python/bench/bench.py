@@ -3,10 +3,12 @@ own transports, through one harness, with one event size, in one run.
 
 Peers, each behind harel's sync `Transport` protocol (publish, claim, ack):
 
-- ours: `harel_transport.harel.SqliteTransport` on a local file, at synchronous FULL (its
-  default: an fdatasync per commit) and at NORMAL (`synchronous_full=False`); FULL also
-  with `defer_ack=False` (each ack a commit of its own, instead of riding on the next
-  claim's);
+- ours: `harel_transport.harel.SqliteTransport` on a local file at its defaults
+  (synchronous FULL: an fdatasync per commit; acks deferred onto the next claim; prefetch
+  "auto": a claim takes a batch of groups' heads when the handler is fast) and at NORMAL
+  (`synchronous_full=False`); FULL also with `prefetch=1` (a lease per claim, an ack riding
+  on the next claim's commit) and with `defer_ack=False, prefetch=1` (each claim and each
+  ack a commit of its own);
 - harel's `LibsqlTransport` and `SqliteTransport` at their defaults (their settings are
   read back and printed);
 - harel's `RedisTransport` on a real `redis-server` this script starts on loopback, with
@@ -232,7 +234,8 @@ def open_peer(spec: Dict[str, Any]):
     if kind == "ours":
         from harel_transport.harel import SqliteTransport
 
-        return SqliteTransport(spec["path"], synchronous_full=spec["full"], defer_ack=spec["defer_ack"])
+        return SqliteTransport(spec["path"], synchronous_full=spec["full"], defer_ack=spec["defer_ack"],
+                               prefetch=spec["prefetch"])
     if kind == "ours-batch":
         from harel_transport import Transport
 
@@ -505,13 +508,15 @@ def main() -> None:
 
     try:
         # One file per peer: this process never has a file open through two SQLite libraries.
-        for name, full, defer in (("ours FULL", True, True), ("ours FULL, defer_ack off", True, False),
-                                  ("ours NORMAL", False, True)):
+        for name, full, defer, prefetch in (("ours FULL", True, True, "auto"), (NO_PREFETCH, True, True, 1),
+                                            ("ours FULL, defer_ack off, prefetch 1", True, False, 1),
+                                            ("ours NORMAL", False, True, "auto")):
             path = os.path.join(work, f"ours-{len(peers)}.db")
             settings = {"synchronous": "FULL" if full else "NORMAL", "journal_mode": "wal",
-                        "defer_ack": "on" if defer else "off",
+                        "defer_ack": "on" if defer else "off", "prefetch": prefetch,
                         "library": harel_transport.library_path().rsplit("/", 1)[-1], "version": harel_transport.version()}
-            peers.append(Peer(name, {"kind": "ours", "path": path, "full": full, "defer_ack": defer}, files(path), settings))
+            spec = {"kind": "ours", "path": path, "full": full, "defer_ack": defer, "prefetch": prefetch}
+            peers.append(Peer(name, spec, files(path), settings))
         path = os.path.join(work, "ours-batch.db")
         settings = {"synchronous": "FULL", "journal_mode": "wal", "batch": BATCH}
         peers.append(Peer(BATCH_PEER, {"kind": "ours-batch", "path": path, "full": True}, files(path), settings))
@@ -564,6 +569,7 @@ def main() -> None:
 
 
 BATCH_PEER = f"ours FULL, native batch loop of {BATCH} (not harel's protocol)"
+NO_PREFETCH = "ours FULL, prefetch 1"
 
 
 def figure(peer: Dict[str, Any], case: str) -> Optional[float]:
@@ -605,12 +611,15 @@ def report(peers: Dict[str, Dict[str, Any]], size: int, disk: List[int]) -> None
 
     print("\nRatios (ours / theirs):")
     for case in ("drain_1", f"drain_{WORKERS}", "publish"):
-        print(f"- {case}: ours FULL vs LibsqlTransport {ratio('ours FULL', 'harel LibsqlTransport', case)}, "
-              f"ours NORMAL vs LibsqlTransport {ratio('ours NORMAL', 'harel LibsqlTransport', case)}")
+        print(f"- {case}: ours FULL vs LibsqlTransport {ratio('ours FULL', 'harel LibsqlTransport', case)} "
+              f"(prefetch 1: {ratio(NO_PREFETCH, 'harel LibsqlTransport', case)}), "
+              f"ours NORMAL vs LibsqlTransport {ratio('ours NORMAL', 'harel LibsqlTransport', case)}, "
+              f"ours FULL vs harel SqliteTransport {ratio('ours FULL', 'harel SqliteTransport', case)}")
     for case in ("drain_1", f"drain_{WORKERS}"):
-        print(f"- {case}, every commit on disk: ours FULL vs Redis always "
-              f"{ratio('ours FULL', 'harel RedisTransport (appendfsync always)', case)}, vs Postgres synchronous_commit on "
-              f"{ratio('ours FULL', 'harel PostgresTransport (synchronous_commit on)', case)}")
+        for ours in ("ours FULL", NO_PREFETCH):
+            print(f"- {case}, every commit on disk: {ours} vs Redis always "
+                  f"{ratio(ours, 'harel RedisTransport (appendfsync always)', case)}, vs Postgres synchronous_commit on "
+                  f"{ratio(ours, 'harel PostgresTransport (synchronous_commit on)', case)}")
         print(f"- {case}, every commit on disk, the native batch loop (not harel's protocol): vs Redis always "
               f"{ratio(BATCH_PEER, 'harel RedisTransport (appendfsync always)', case)}, vs Postgres synchronous_commit on "
               f"{ratio(BATCH_PEER, 'harel PostgresTransport (synchronous_commit on)', case)}, vs ours FULL "

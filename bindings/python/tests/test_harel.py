@@ -127,7 +127,7 @@ def test_a_deferred_ack_of_a_lost_lease_is_dropped_when_it_is_applied(qpath, clo
 
 
 def test_an_ack_rides_on_the_next_claim(qpath):
-    t = SqliteTransport(qpath)
+    t = SqliteTransport(qpath, prefetch=1)  # one lease per claim: test_prefetch.py has batches
     other = ht.Transport(qpath)
     for i in range(3):
         t.publish("g", Event(kind=f"e{i}"))
