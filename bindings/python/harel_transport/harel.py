@@ -45,9 +45,9 @@ commit is a sync of the disk) under a protocol that claims one message a call:
   claims up to a batch of heads of distinct groups in one transaction, hands out the
   first and holds the others for the worker's next claims, so a fast loop makes one
   commit per batch. "auto" (the default) sizes each batch from what it measures, so that
-  a batch is handed out in about four claims' time (at most 16): a handler slower than a
-  claim gets one lease a claim, as with ``prefetch=1``; an int is a fixed batch (1: no
-  prefetch). A held lease is a lease: its group gives nobody else anything until it is
+  a batch is handed out in about four claims' time (at most 16): a handler that takes four
+  claims' time or more gets one lease a claim, as with ``prefetch=1``; an int is a fixed
+  batch (1: no prefetch). A held lease is a lease: its group gives nobody else anything until it is
   handed out and acked, and a worker that dies leaves its held leases to lapse. Handed
   out with less than 90% of the claim's visibility left, a held lease is extended first
   (one commit); one that lapsed while held and was claimed by another worker is skipped.
@@ -61,7 +61,6 @@ commit is a sync of the disk) under a protocol that claims one message a call:
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from concurrent.futures import Executor
 from typing import Any, Callable, List, Optional, Union
