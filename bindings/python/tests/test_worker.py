@@ -6,10 +6,12 @@ lost: logged and dropped, and the worker goes on.
 
 The workers run inline (`execution="inline"`), each in its own thread with its own
 transport and store connection; the store is harel's SqliteStore in its own file (never
-the queue file: README, "The hazard")."""
+the queue file: README, "The hazard"). Besides, harel's AsyncWorker on
+`AsyncSqliteTransport`, with and without the prefetch."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -17,13 +19,15 @@ import time
 import flow_actions
 import pytest
 from harel import SqliteStore, definition_from_dsl
+from harel.engine.aio.distributed import AsyncDistributedRunner, AsyncWorker
+from harel.engine.aio_store.dict import AsyncDictStore
 from harel.engine.distributed import DistributedRunner, Worker
 from harel.engine.execution import Status
 from harel.spec.states import Event
 
 import harel_transport as ht
 from conftest import inspect_db
-from harel_transport.harel import HarelTransport, SqliteTransport
+from harel_transport.harel import AsyncSqliteTransport, HarelTransport, SqliteTransport
 
 FLOW = """
 event Go {}
@@ -217,3 +221,47 @@ def test_a_lost_ack_does_not_kill_the_worker(tmp_path, dropped, transport_class,
         thief.close()
         runner.transport.close()
         worker.worker.transport.close()
+
+
+ONE_STEP = """
+event Go {}
+machine step {
+  initial Waiting
+  state Waiting {}
+  final Done success
+  from Waiting to Done on Go
+}
+"""
+
+
+@pytest.mark.parametrize("prefetch", [1, "auto", 16])
+def test_harels_async_worker_runs_executions_to_the_end(tmp_path, prefetch):
+    """harel's AsyncWorker claims in one loop and handles up to `concurrency` messages at
+    once: with a prefetch its claims are served from the batch, its acks deferred."""
+    queue = str(tmp_path / "queue.db")
+    defn = definition_from_dsl(ONE_STEP, "step")
+    defs = {defn.id: defn}
+
+    async def main():
+        store = AsyncDictStore()
+        sender = await AsyncSqliteTransport.create(queue, prefetch=1)
+        runner = AsyncDistributedRunner(store, sender, defs)
+        ids = []
+        for _ in range(60):
+            exe = await runner.create(defn.id)
+            await runner.send(exe.id, Event(kind="Go"))
+            ids.append(exe.id)
+        await sender.close()
+        transport = await AsyncSqliteTransport.create(queue, prefetch=prefetch)
+        stop = asyncio.Event()
+        run = asyncio.create_task(AsyncWorker(store, transport, defs, worker_id="aw", concurrency=32).run(stop))
+        deadline = time.monotonic() + 20
+        while (statuses := {(await store.load(i)).status for i in ids}) != {Status.DONE}:
+            assert time.monotonic() < deadline, statuses
+            await asyncio.sleep(0.02)
+        stop.set()
+        await run
+        await transport.close()
+
+    asyncio.run(main())
+    assert inspect_db(queue, "SELECT count(*) FROM harel_transport_messages") == [[0]], "every message acked"
