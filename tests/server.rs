@@ -15,112 +15,17 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::drain::{fill, parse_message, GroupLedger, GROUPS, PER_GROUP, TOTAL};
 use common::procs::{env, nanos};
-use common::sqld::{self, ServerSql, Sqld, StallProxy};
+use common::sqld::{self, serial, Client, ServerSql, Sqld, StallProxy, Via};
+use common::sqld_or_skip;
 use common::{contract, event, expect_success, this_test_binary, TestClock};
 use harel_transport::{Error, Lease, Options, Transport};
 
 const V: f64 = 30.0;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// One test of this file at a time; a failed one does not stop the others.
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The sqld binary, or a skip notice and `None`.
-macro_rules! sqld_or_skip {
-    ($test:expr) => {
-        match sqld::binary_or_skip($test) {
-            Some(binary) => binary,
-            None => return,
-        }
-    };
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Via {
-    /// `http://127.0.0.1:PORT` opened as a remote database.
-    Remote,
-    /// A local file of its own with `sync_url` = `http://127.0.0.1:PORT`.
-    Replica,
-}
-
-impl Via {
-    fn name(self) -> &'static str {
-        match self {
-            Via::Remote => "remote",
-            Via::Replica => "replica",
-        }
-    }
-
-    fn parse(s: &str) -> Via {
-        match s {
-            "remote" => Via::Remote,
-            "replica" => Via::Replica,
-            other => panic!("unknown mode {other}"),
-        }
-    }
-}
-
-/// How clients of one test reach its server: every `open` of a replica gets a new local file.
-struct Client {
-    via: Via,
-    url: String,
-    token: Option<String>,
-    dir: PathBuf,
-    replicas: AtomicUsize,
-}
-
-impl Client {
-    fn new(via: Via, url: &str, token: Option<&str>, dir: &std::path::Path) -> Client {
-        Client {
-            via,
-            url: url.to_owned(),
-            token: token.map(str::to_owned),
-            dir: dir.to_owned(),
-            replicas: AtomicUsize::new(0),
-        }
-    }
-
-    fn of(via: Via, server: &Sqld) -> Client {
-        Client::new(via, &server.url(), server.token(), server.scratch())
-    }
-
-    fn next_replica_path(&self) -> String {
-        let n = self.replicas.fetch_add(1, Ordering::SeqCst);
-        self.dir.join(format!("replica-{}-{n}.db", std::process::id())).to_str().unwrap().to_owned()
-    }
-
-    /// Opens a transport with `options` plus this client's server, token and mode.
-    fn try_open(&self, options: &Options) -> harel_transport::Result<Transport> {
-        let mut o = options.clone();
-        o.auth_token(self.token.as_deref());
-        match self.via {
-            Via::Remote => Transport::open(&self.url, &o),
-            Via::Replica => {
-                o.sync_url(Some(&self.url)).unwrap();
-                Transport::open(&self.next_replica_path(), &o)
-            }
-        }
-    }
-
-    fn open(&self, options: &Options) -> Transport {
-        self.try_open(options).unwrap_or_else(|e| panic!("open ({}): {e:?}", self.via.name()))
-    }
-
-    /// A transport on tables under `prefix`, with `options` otherwise.
-    fn with_prefix(&self, prefix: &str, options: &Options) -> Transport {
-        let mut o = options.clone();
-        o.prefix(prefix).unwrap();
-        self.open(&o)
-    }
-}
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
     t.claim(worker, V, 0, &[]).expect("claim")
@@ -449,7 +354,7 @@ fn a_wrong_or_missing_token_is_refused_at_open() {
     let binary = sqld_or_skip!("a_wrong_or_missing_token_is_refused_at_open");
     let _serial = serial();
     let server = Sqld::start(&binary, true);
-    for via in [Via::Remote, Via::Replica] {
+    for via in Via::BOTH {
         let good = Client::of(via, &server);
         let t = good.open(&Options::new());
         t.publish("g", &event(1), 0, None).expect("the right token works");
@@ -477,7 +382,7 @@ fn an_unreachable_server_fails_open_within_seconds() {
             held2.lock().unwrap().push(stream);
         }
     });
-    for via in [Via::Remote, Via::Replica] {
+    for via in Via::BOTH {
         expect_connect_error(&Client::new(via, &nobody, None, dir.path()), "nothing listening");
         expect_connect_error(&Client::new(via, &silent_url, None, dir.path()), "a server that never answers");
     }
@@ -815,7 +720,7 @@ fn a_claim_waits_out_another_clients_abandoned_transaction() {
     let _serial = serial();
     let server = Sqld::start(&binary, false);
     let clock = TestClock::at(1000.0);
-    for via in [Via::Remote, Via::Replica] {
+    for via in Via::BOTH {
         let t = Client::of(via, &server).open(&clock.options());
         t.publish("g", &event(1), 0, None).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -924,7 +829,7 @@ fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
     let mut server = Sqld::start(&binary, false);
     let clock = TestClock::at(1000.0);
     let mut failures = Vec::new();
-    for via in [Via::Remote, Via::Replica] {
+    for via in Via::BOTH {
         let mut o = clock.options();
         o.busy_timeout(1.0).unwrap();
         let t = Client::of(via, &server).open(&o);

@@ -8,52 +8,19 @@
 
 use harel_transport_testkit as common;
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::http_proxy::{CountingProxy, RequestCounter};
-use common::sqld::{self, ServerSql, Sqld};
+use common::sqld::{serial, Client, ServerSql, Sqld, Via};
+use common::sqld_or_skip;
 use common::{event, hostile, TestClock};
 use harel_transport::{Error, Lease, Message, Options, Transport, Wait};
 
 const V: f64 = 30.0;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-macro_rules! sqld_or_skip {
-    ($test:expr) => {
-        match sqld::binary_or_skip($test) {
-            Some(binary) => binary,
-            None => return,
-        }
-    };
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Via {
-    Remote,
-    Replica,
-}
-
-const BOTH: [Via; 2] = [Via::Remote, Via::Replica];
-
-/// A transport on the server at `url` (for a replica, a new file of its own in `server`'s
-/// scratch directory).
+/// A transport on the server (directly or through a proxy) at `url`.
 fn open(via: Via, url: &str, server: &Sqld, options: &Options) -> Transport {
-    let opened = match via {
-        Via::Remote => Transport::open(url, options),
-        Via::Replica => {
-            let mut o = options.clone();
-            o.sync_url(Some(url)).unwrap();
-            let n = server.scratch().read_dir().map_or(0, Iterator::count);
-            Transport::open(&server.scratch().join(format!("replica-{n}.db")).to_string_lossy(), &o)
-        }
-    };
-    opened.unwrap_or_else(|e| panic!("open ({via:?}): {e:?}"))
+    Client::new(via, url, server.token(), server.scratch()).open(options)
 }
 
 fn with_prefix(clock: &TestClock, prefix: &str) -> Options {
@@ -117,7 +84,7 @@ fn each_operation_is_one_request() {
     let proxy = CountingProxy::start(server.port(), Duration::ZERO);
     let clock = TestClock::at(1000.0);
     let mut report = Vec::new();
-    for via in BOTH {
+    for via in Via::BOTH {
         for one_request in [false, true] {
             let mut options = with_prefix(&clock, &format!("r{}", report.len()));
             options.one_request_on_server(one_request);
@@ -215,7 +182,7 @@ fn a_batch_that_fails_half_way_applies_nothing() {
     let server = Sqld::start(&binary, false);
     let sql = ServerSql::new(&server.url(), None);
     let clock = TestClock::at(1000.0);
-    for (n, via) in BOTH.into_iter().enumerate() {
+    for (n, via) in Via::BOTH.into_iter().enumerate() {
         let p = format!("h{n}");
         let t = open(via, &server.url(), &server, &with_prefix(&clock, &p));
         sql.execute(&format!(
@@ -269,7 +236,7 @@ fn hostile_strings_round_trip_on_the_server() {
     let sql = ServerSql::new(&server.url(), None);
     let clock = TestClock::at(1000.0);
     let strings = hostile::strings();
-    for (n, via) in BOTH.into_iter().enumerate() {
+    for (n, via) in Via::BOTH.into_iter().enumerate() {
         let p = format!("x{n}");
         let t = open(via, &server.url(), &server, &with_prefix(&clock, &p));
         t.publish("canary", "{\"canary\":true}", 0, None).unwrap();
@@ -334,7 +301,7 @@ fn an_answer_lost_after_the_commit_is_a_connect_error_and_the_operation_applied(
         Err(Error::Connect(m)) => assert!(m.contains("may have been applied"), "{what}: {m}"),
         other => panic!("{what}: want Error::Connect, got {other:?}"),
     };
-    for (n, via) in BOTH.into_iter().enumerate() {
+    for (n, via) in Via::BOTH.into_iter().enumerate() {
         let p = format!("l{n}");
         let t = open(via, &proxy.url(), &server, &with_prefix(&clock, &p));
         proxy.lose_next_answer();
@@ -365,7 +332,7 @@ fn a_claim_buries_the_heads_it_cannot_hand_out() {
     let proxy = CountingProxy::start(server.port(), Duration::ZERO);
     let sql = ServerSql::new(&server.url(), None);
     let clock = TestClock::at(1000.0);
-    for (n, via) in BOTH.into_iter().enumerate() {
+    for (n, via) in Via::BOTH.into_iter().enumerate() {
         let p = format!("b{n}");
         let mut options = with_prefix(&clock, &p);
         options.max_attempts(1);

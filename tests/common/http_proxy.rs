@@ -10,11 +10,13 @@
 //! before its answer reaches the client.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::sqld::relay;
 
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -32,35 +34,24 @@ struct Shared {
 
 impl CountingProxy {
     pub fn start(upstream: u16, latency: Duration) -> CountingProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
             requests: AtomicUsize::new(0),
             lose_next_answer: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             latency,
         });
-        let accepting = shared.clone();
-        std::thread::spawn(move || {
-            while !accepting.stop.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                            let _ = client.shutdown(Shutdown::Both);
-                            continue;
-                        };
-                        let _ = client.set_nonblocking(false);
-                        let _ = (client.set_nodelay(true), server.set_nodelay(true));
-                        let h2 = Arc::new(AtomicBool::new(false));
-                        let requests = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                        forward_requests(requests, accepting.clone(), h2.clone());
-                        forward_answers(server, client, accepting.clone(), h2);
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
+        let (watched, serving) = (shared.clone(), shared.clone());
+        let port = relay(
+            upstream,
+            move || watched.stop.load(Ordering::SeqCst),
+            move |client, server| {
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let h2 = Arc::new(AtomicBool::new(false));
+                let requests = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                forward_requests(requests, serving.clone(), h2.clone());
+                forward_answers(server, client, serving.clone(), h2);
+            },
+        );
         CountingProxy { port, shared }
     }
 

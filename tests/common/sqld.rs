@@ -7,15 +7,19 @@
 //! sqld is not in any package registry; build it from the public `tursodatabase/libsql`
 //! repository (package `libsql-server`, binary `sqld`) and point `HAREL_SQLD` at it.
 //! Without it every test of tests/server.rs passes as skipped and says so on stderr.
-//! The benchmark's part 5 (bench/server.rs) starts its server with this too.
+//! The benchmark's part 5 (bench/server.rs) starts its server with this too. At the end,
+//! what the server test files share: one test at a time, the skip, and how a transport
+//! reaches the server (remote or replica).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use harel_transport::{Options, Transport};
 
 /// An Ed25519 public key (raw, URL-safe base64) that sqld takes with `--auth-jwt-key-file`,
 /// and tokens for it. The private key was thrown away: these are test fixtures, good only
@@ -286,6 +290,35 @@ impl ServerSql {
     }
 }
 
+/// A loopback listener on a port of its own (returned) that connects each client to
+/// `upstream` and hands both streams (the client's made blocking) to `serve`, until
+/// `stopped()`: the proxies' shared front.
+pub fn relay(
+    upstream: u16,
+    stopped: impl Fn() -> bool + Send + 'static,
+    serve: impl Fn(TcpStream, TcpStream) + Send + 'static,
+) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        while !stopped() {
+            match listener.accept() {
+                Ok((client, _)) => {
+                    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                        let _ = client.shutdown(Shutdown::Both);
+                        continue;
+                    };
+                    let _ = client.set_nonblocking(false);
+                    serve(client, server);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+    });
+    port
+}
+
 /// A loopback TCP proxy in front of a server. It forwards bytes as they come, except that
 /// it can be told to hold back the next client-to-server chunk containing some text (the
 /// SQL of one statement) for a while: a client stalled in the middle of a transaction.
@@ -298,33 +331,22 @@ pub struct StallProxy {
 
 impl StallProxy {
     pub fn start(upstream: u16) -> StallProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
         let stall: Armed = Arc::new(Mutex::new(None));
         let stalled = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let (stall2, stalled2, stop2) = (stall.clone(), stalled.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop2.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                            let _ = client.shutdown(Shutdown::Both);
-                            continue;
-                        };
-                        let _ = client.set_nonblocking(false);
-                        pipe(
-                            client.try_clone().unwrap(),
-                            server.try_clone().unwrap(),
-                            Some((stall2.clone(), stalled2.clone())),
-                        );
-                        pipe(server, client, None);
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
+        let port = relay(
+            upstream,
+            move || stop2.load(Ordering::SeqCst),
+            move |client, server| {
+                pipe(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    Some((stall2.clone(), stalled2.clone())),
+                );
+                pipe(server, client, None);
+            },
+        );
         StallProxy { port, stall, stalled, stop }
     }
 
@@ -391,4 +413,106 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, stall: Option<Stall>) {
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+// ---------------------------------------------------------------------------------------
+// What the server tests of each file share (tests/server.rs, tests/server_requests.rs)
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One test of a file at a time (they share the cores with sqld, and some measure); a failed
+/// one does not stop the others.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The sqld binary, or a skip notice and a return from the test.
+#[macro_export]
+macro_rules! sqld_or_skip {
+    ($test:expr) => {
+        match $crate::sqld::binary_or_skip($test) {
+            Some(binary) => binary,
+            None => return,
+        }
+    };
+}
+
+/// The two ways a transport reaches a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// `http://127.0.0.1:PORT` opened as a remote database.
+    Remote,
+    /// A local file of its own with `sync_url` = `http://127.0.0.1:PORT`.
+    Replica,
+}
+
+impl Via {
+    pub const BOTH: [Via; 2] = [Via::Remote, Via::Replica];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Via::Remote => "remote",
+            Via::Replica => "replica",
+        }
+    }
+
+    pub fn parse(s: &str) -> Via {
+        match s {
+            "remote" => Via::Remote,
+            "replica" => Via::Replica,
+            other => panic!("unknown mode {other}"),
+        }
+    }
+}
+
+/// Numbers the replica files of this process: every `open` of a replica, by any client,
+/// gets a file of its own.
+static REPLICAS: AtomicUsize = AtomicUsize::new(0);
+
+/// How clients of one test reach its server (directly or through a proxy's URL).
+pub struct Client {
+    pub via: Via,
+    url: String,
+    token: Option<String>,
+    dir: PathBuf,
+}
+
+impl Client {
+    pub fn new(via: Via, url: &str, token: Option<&str>, dir: &Path) -> Client {
+        Client { via, url: url.to_owned(), token: token.map(str::to_owned), dir: dir.to_owned() }
+    }
+
+    pub fn of(via: Via, server: &Sqld) -> Client {
+        Client::new(via, &server.url(), server.token(), server.scratch())
+    }
+
+    /// A path for a replica file of its own.
+    pub fn next_replica_path(&self) -> String {
+        let n = REPLICAS.fetch_add(1, Ordering::SeqCst);
+        self.dir.join(format!("replica-{}-{n}.db", std::process::id())).to_str().unwrap().to_owned()
+    }
+
+    /// Opens a transport with `options` plus this client's server, token and mode.
+    pub fn try_open(&self, options: &Options) -> harel_transport::Result<Transport> {
+        let mut o = options.clone();
+        o.auth_token(self.token.as_deref());
+        match self.via {
+            Via::Remote => Transport::open(&self.url, &o),
+            Via::Replica => {
+                o.sync_url(Some(&self.url)).unwrap();
+                Transport::open(&self.next_replica_path(), &o)
+            }
+        }
+    }
+
+    pub fn open(&self, options: &Options) -> Transport {
+        self.try_open(options).unwrap_or_else(|e| panic!("open ({}): {e:?}", self.via.name()))
+    }
+
+    /// A transport on tables under `prefix`, with `options` otherwise.
+    pub fn with_prefix(&self, prefix: &str, options: &Options) -> Transport {
+        let mut o = options.clone();
+        o.prefix(prefix).unwrap();
+        self.open(&o)
+    }
 }
