@@ -14,6 +14,7 @@ mod async_transport;
 mod connect;
 mod db;
 mod error;
+mod file_identity;
 pub mod ffi;
 mod group_commit;
 mod hrana_pipeline;

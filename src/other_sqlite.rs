@@ -30,13 +30,11 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::MetadataExt;
 use std::sync::{Mutex, PoisonError};
 
 use crate::error::{Error, Result};
+use crate::file_identity::{self, Identity};
 
-/// A file's identity: (device, inode).
-type Identity = (u64, u64);
 
 /// Per file: how many connections of ours have it open or are opening it, and the
 /// descriptors the check keeps open (see above); gone with the last connection.
@@ -70,7 +68,7 @@ impl FileWatch {
         // Its identity from its path, without a descriptor; one that does not exist yet is
         // made now (SQLite would make it anyway), and its descriptor kept. If neither
         // works, SQLite's open reports why.
-        let (identity, made) = match identity_at(path) {
+        let (identity, made) = match file_identity::at(path) {
             Ok(identity) => (identity, None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let Ok(file) = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
@@ -104,7 +102,7 @@ impl FileWatch {
     /// Before a write transaction and after its commit: the WAL must be the one our
     /// connection opened. `committed`: the check follows a commit.
     pub fn check_wal(&mut self, committed: bool) -> Result<()> {
-        let now = identity_at(&self.wal_path).ok();
+        let now = file_identity::at(&self.wal_path).ok();
         match (self.wal, now) {
             (None, Some(found)) => self.wal = Some(found),
             (None, None) => {}
@@ -144,30 +142,8 @@ impl Drop for FileWatch {
     }
 }
 
-/// The identity of the file at `path`, asking for nothing else. Asked for its times too
-/// (as `std::fs::metadata` does), Linux 6.13 on stamps the file's next write with a
-/// fine-grained time, a change to its inode, which ext4 then writes within every
-/// fdatasync: checked around each commit, the WAL's syncs cost a quarter more at FULL.
-#[cfg(target_os = "linux")]
-fn identity_at(path: &str) -> std::io::Result<Identity> {
-    let c_path = std::ffi::CString::new(path).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-    // SAFETY: a zeroed statx is a valid value; statx writes it and reads the path.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let done = unsafe { libc::statx(libc::AT_FDCWD, c_path.as_ptr(), 0, libc::STATX_INO, &mut stx) };
-    if done != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((libc::makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn identity_at(path: &str) -> std::io::Result<Identity> {
-    std::fs::metadata(path).map(|m| (m.dev(), m.ino()))
-}
-
 fn identity_of(file: &File) -> Result<Identity> {
-    let m = file.metadata().map_err(|e| Error::Database(format!("could not stat the queue file: {e}")))?;
-    Ok((m.dev(), m.ino()))
+    file_identity::of(file).map_err(|e| Error::Database(format!("could not stat the queue file: {e}")))
 }
 
 impl Watched {
@@ -177,7 +153,7 @@ impl Watched {
             return Some(path.to_owned());
         }
         let shm_path = format!("{path}-shm");
-        let now = identity_at(&shm_path).ok()?;
+        let now = file_identity::at(&shm_path).ok()?;
         if self.shm.as_ref().is_none_or(|(identity, _)| *identity != now) {
             // An older -shm's descriptor may go: that file is gone, and no lock lives on it.
             self.shm = Some((now, File::open(&shm_path).ok()?));
@@ -204,31 +180,4 @@ fn has_own_posix_lock(file: &File) -> bool {
 #[cfg(not(target_os = "linux"))]
 fn has_own_posix_lock(_file: &File) -> bool {
     false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_path_and_its_open_file_have_one_identity() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("q.db");
-        std::fs::write(&path, b"x").unwrap();
-        let path = path.to_str().unwrap();
-        // Both kinds key the open files of ours: they must agree.
-        assert_eq!(identity_at(path).unwrap(), identity_of(&File::open(path).unwrap()).unwrap());
-        let other = dir.path().join("other.db");
-        std::fs::write(&other, b"y").unwrap();
-        assert_ne!(identity_at(path).unwrap(), identity_at(other.to_str().unwrap()).unwrap());
-    }
-
-    #[test]
-    fn a_missing_path_is_not_found() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("none.db");
-        let e = identity_at(missing.to_str().unwrap()).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "FileWatch::open makes the file on NotFound");
-        assert_eq!(identity_at("a\0b").unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
-    }
 }

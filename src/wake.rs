@@ -5,7 +5,7 @@
 //! to the WAL). Nothing here takes a lock of the database.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::futures::Notified;
@@ -54,9 +54,8 @@ pub fn for_queue(database: &str, options: &Options, mode: Mode) -> Arc<Signal> {
 }
 
 fn file_key(database: &str) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(Path::new(database)).ok()?;
-    Some(format!("file:{}:{}", m.dev(), m.ino()))
+    let (dev, ino) = crate::file_identity::at(database).ok()?;
+    Some(format!("file:{dev}:{ino}"))
 }
 
 impl Signal {
