@@ -38,9 +38,10 @@ wheel: lib $(PY_TOOLS)/.ready
 		if [ "$$v" != "$(VERSION)" ]; then \
 			echo "$(PY_DIR)/harel_transport/_version.py has $$v, Cargo.toml $(VERSION): make them agree"; exit 1; fi
 	rm -rf $(PY_STAGE)
-	mkdir -p $(PY_STAGE)/harel_transport/_lib $(PY_DIST)
+	mkdir -p $(PY_STAGE)/harel_transport/_lib $(PY_STAGE)/harel_transport/_methods $(PY_DIST)
 	cp $(PY_DIR)/pyproject.toml $(PY_DIR)/setup.py $(PY_DIR)/README.md $(PY_STAGE)/
 	cp $(PY_DIR)/harel_transport/*.py $(PY_DIR)/harel_transport/py.typed $(PY_STAGE)/harel_transport/
+	cp $(PY_DIR)/harel_transport/_methods/*.py $(PY_STAGE)/harel_transport/_methods/
 	$(STRIP) --strip-unneeded -o $(PY_STAGE)/harel_transport/_lib/libharel_transport.so.$(ABI_VERSION) $(LIB_SO)
 	rm -f $(PY_DIST)/harel_transport-*.whl
 	$(PY_TOOLS)/bin/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(PY_DIST) $(PY_STAGE)

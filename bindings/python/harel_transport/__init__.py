@@ -33,21 +33,17 @@ from ._errors import (
 )
 from ._inspect import GROUP_STATES, MAX_PAGE, DeadLetter, GroupInfo, MessageInfo, Page, PriorityStats, Stats
 from ._keepalive import AsyncKeepAlive, KeepAlive
-from ._transport import (
+from ._library import library_path, schema_sql, schema_upgrade_sql, status_name, version
+from ._transport import Transport
+from ._values import (
     DEFAULT_VISIBILITY,
-    MAX_CLAIM,
-    AckAndClaimResult,
     MAX_ATTEMPTS_MAX,
+    MAX_CLAIM,
     MAX_PREFIX_LEN,
     MAX_PRIORITY,
+    AckAndClaimResult,
     Lease,
     Message,
-    Transport,
-    library_path,
-    schema_sql,
-    schema_upgrade_sql,
-    status_name,
-    version,
 )
 from ._version import __version__
 from ._waiting import Cancel

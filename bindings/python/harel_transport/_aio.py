@@ -21,21 +21,11 @@ import functools
 from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from ._errors import LeaseLostError, TransportClosedError
+from ._errors import LeaseLostError
 from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
-from ._keepalive import AsyncKeepAlive, period
-from ._transport import (
-    DEFAULT_VISIBILITY,
-    AckAndClaimResult,
-    EventType,
-    Lease,
-    Message,
-    PathType,
-    Transport,
-    _lease_arg,
-    _leases_in,
-    _seconds,
-)
+from ._keepalive import AsyncKeepAlive, beats
+from ._transport import Transport
+from ._values import DEFAULT_VISIBILITY, AckAndClaimResult, EventType, Lease, Message, PathType, _leases_in
 from ._waiting import Cancel, cancels_of
 
 __all__ = ["AsyncTransport"]
@@ -216,11 +206,7 @@ class AsyncTransport:
             if alive.error is None:
                 await transport.ack(alive.lease)
         """
-        _lease_arg(lease)
-        v = _seconds("visibility", visibility)
-        beat = period(v, every)
-        if self._t.closed:  # not only at the first beat
-            raise TransportClosedError("keep_alive: the transport is closed")
+        v, beat = beats(lease, visibility, every, self._t.closed)
         return AsyncKeepAlive(self, lease, v, beat)
 
     def interrupt(self) -> None:

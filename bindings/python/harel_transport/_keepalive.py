@@ -7,17 +7,36 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Awaitable, Optional, Protocol, Tuple
 
-from ._errors import ArgumentError, BusyError, ConnectError, HarelError
-
-if TYPE_CHECKING:
-    from ._aio import AsyncTransport
-    from ._transport import Lease, Transport
+from ._args import _seconds
+from ._errors import ArgumentError, BusyError, ConnectError, HarelError, TransportClosedError
+from ._leases import _lease_arg
+from ._values import Lease
 
 # Not the end of a lease: it is still this worker's until its lock_expiry, and the next
 # beat may get through.
 _TRANSIENT = (BusyError, ConnectError)
+
+
+# What the beats call: the transports, seen as protocols because they import this module.
+class _Extends(Protocol):
+    def extend(self, lease: Lease, visibility: float) -> Lease: ...
+
+
+class _ExtendsAsync(Protocol):
+    def extend(self, lease: Lease, visibility: float) -> Awaitable[Lease]: ...
+
+
+def beats(lease: Lease, visibility: Any, every: Any, closed: bool) -> Tuple[float, float]:
+    """`keep_alive`'s arguments checked, before anything starts: (the visibility, the
+    seconds between beats). A closed transport is refused now, not only at the first beat."""
+    _lease_arg(lease)
+    v = _seconds("visibility", visibility)
+    beat = period(v, every)
+    if closed:
+        raise TransportClosedError("keep_alive: the transport is closed")
+    return v, beat
 
 
 def period(visibility: float, every: Optional[float]) -> float:
@@ -45,7 +64,7 @@ class KeepAlive:
     then. `BusyError` and `ConnectError` do not end the beats: the lease is still this
     worker's until its expiry, and the next beat tries again."""
 
-    def __init__(self, transport: "Transport", lease: "Lease", visibility: float, every: float) -> None:
+    def __init__(self, transport: _Extends, lease: Lease, visibility: float, every: float) -> None:
         self._t = transport
         self._lease = lease
         self._visibility = visibility
@@ -59,7 +78,7 @@ class KeepAlive:
         self._thread.start()
 
     @property
-    def lease(self) -> "Lease":
+    def lease(self) -> Lease:
         """The lease, with the `lock_expiry` of its latest extension."""
         return self._lease
 
@@ -98,7 +117,7 @@ class AsyncKeepAlive:
     ``async with transport.keep_alive(lease, 30) as alive:``, or ``await alive.stop()``.
     `lost` is an `asyncio.Event`."""
 
-    def __init__(self, transport: "AsyncTransport", lease: "Lease", visibility: float, every: float) -> None:
+    def __init__(self, transport: _ExtendsAsync, lease: Lease, visibility: float, every: float) -> None:
         self._t = transport
         self._lease = lease
         self._visibility = visibility
@@ -111,7 +130,7 @@ class AsyncKeepAlive:
         self._task = asyncio.get_running_loop().create_task(self._beat())
 
     @property
-    def lease(self) -> "Lease":
+    def lease(self) -> Lease:
         """The lease, with the `lock_expiry` of its latest extension."""
         return self._lease
 

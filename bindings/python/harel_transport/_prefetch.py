@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Tuple, Union
 
 from ._errors import ArgumentError
-from ._transport import MAX_CLAIM
-from ._transport import Lease as NativeLease
+from ._values import MAX_CLAIM
+from ._values import Lease as NativeLease
 
 #: The most an adaptive prefetch (``prefetch="auto"``) claims at once.
 AUTO_MAX = 16

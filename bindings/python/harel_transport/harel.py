@@ -69,12 +69,13 @@ from harel.engine.transport.base import Lease
 from harel.spec.states import Event
 
 from ._aio import AsyncTransport as _NativeAsyncTransport
+from ._args import _int32, _seconds, _text
 from ._errors import ArgumentError, LeaseLostError
 from ._prefetch import Pending as _Pending
 from ._prefetch import Prefetch, fresh, prefetch_size
-from ._transport import MAX_PRIORITY, PathType, _int32, _seconds, _text
-from ._transport import Lease as _NativeLease
 from ._transport import Transport as _NativeTransport
+from ._values import MAX_PRIORITY, PathType
+from ._values import Lease as _NativeLease
 
 __all__ = [
     "HarelTransport",

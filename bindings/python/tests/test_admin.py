@@ -40,7 +40,7 @@ def test_the_structs_have_the_headers_layout():
     assert {s.__name__: ctypes.sizeof(s) for s in sizes} == {s.__name__: n for s, n in sizes.items()}
     assert _native.HarelLease.attempts.offset == 56
     assert _native.HarelGroupInfo.head_attempts.offset == 80
-    from harel_transport._transport import _LeaseArg
+    from harel_transport._leases import _LeaseArg
 
     assert ctypes.sizeof(_LeaseArg) == 64
 

@@ -1,0 +1,181 @@
+"""Arguments: what ctypes would silently change is refused here, as ArgumentError (a NUL
+would cut a C string short, an int past int32 would wrap into range, True would be 1).
+Ranges (priority 0..4, visibility > 0, ...) are the library's to check."""
+
+from __future__ import annotations
+
+import os
+from ctypes import c_char_p, c_int64
+from typing import Any, List, Optional, Tuple
+
+from ._errors import ArgumentError
+from ._inspect import GROUP_STATES, MAX_PAGE
+from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_PRIORITY
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_SIZE_MAX = 2**64 - 1
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        return f"the str {shown!r}"
+    return f"{type(value).__name__} {value!r}" if isinstance(value, (int, float, bytes)) else type(value).__name__
+
+
+def _text(name: str, value: Any) -> bytes:
+    """A NUL-terminated C string's bytes: a str without NUL, encoded as UTF-8."""
+    if not isinstance(value, str):
+        raise ArgumentError(f"{name} must be a str, got {_describe(value)}")
+    i = value.find("\0")
+    if i >= 0:
+        raise ArgumentError(
+            f"{name} holds a NUL character (at index {i}), which a C string cannot carry; "
+            "it would be cut short there"
+        )
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ArgumentError(f"{name} is not valid Unicode (a lone surrogate at index {e.start})") from None
+
+
+def _optional_text(name: str, value: Any) -> Optional[bytes]:
+    return None if value is None else _text(name, value)
+
+
+def _event(name: str, value: Any) -> bytes:
+    """The event's JSON text: a str, or bytes of UTF-8. The library checks it is JSON."""
+    if isinstance(value, str):
+        return _text(name, value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        i = data.find(b"\0")
+        if i >= 0:
+            raise ArgumentError(f"{name} holds a NUL byte (at byte {i}), which a C string cannot carry")
+        return data
+    raise ArgumentError(
+        f"{name} must be JSON text (str or bytes), got {_describe(value)}; "
+        "serialize it first, e.g. json.dumps(value)"
+    )
+
+
+def _int32(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"{name} must be an int, got {_describe(value)}")
+    if not _INT32_MIN <= value <= _INT32_MAX:
+        raise ArgumentError(f"{name} must be 0..{MAX_PRIORITY}, got {value}")
+    return value
+
+
+def _seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(f"{name} must be a number of seconds (int or float), got {_describe(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ArgumentError(f"{name} is too large: {value}") from None
+
+
+def _uint32(name: str, value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"{name} must be an int, got {_describe(value)}")
+    if not 0 <= value <= MAX_ATTEMPTS_MAX:
+        raise ArgumentError(f"{name} must be 0..{MAX_ATTEMPTS_MAX} ({what}), got {value}")
+    return value
+
+
+def _limit(value: Any) -> int:
+    """A listing's page size, for a size_t: a negative int or one past size_t is ours to
+    refuse (ctypes would wrap it); 0 and past MAX_PAGE are the library's."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"limit must be an int, got {_describe(value)}")
+    if not 0 <= value <= _SIZE_MAX:
+        raise ArgumentError(f"limit is {value}; it must be 1..{MAX_PAGE}")
+    return value
+
+
+def _max(value: Any) -> int:
+    """A batch's max, for a size_t: what ctypes would wrap is ours to refuse; the range
+    1..MAX_CLAIM is the library's."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"max must be an int, got {_describe(value)}")
+    if not 0 <= value <= _SIZE_MAX:
+        raise ArgumentError(f"max is {value}; it must be 1..{MAX_CLAIM}")
+    return value
+
+
+def _seqs(value: Any) -> Tuple[Any, int]:
+    """(a const int64_t* array, its length) of dead letters' seqs."""
+    if isinstance(value, (str, bytes, bytearray)) or isinstance(value, int):
+        raise ArgumentError(f"seqs must be a sequence of int, got {_describe(value)}")
+    try:
+        seqs = list(value)
+    except TypeError:
+        raise ArgumentError(f"seqs must be a sequence of int, got {_describe(value)}") from None
+    if not seqs:
+        raise ArgumentError("seqs is empty: name at least one dead letter")
+    for i, seq in enumerate(seqs):
+        if isinstance(seq, bool) or not isinstance(seq, int) or not _INT64_MIN <= seq <= _INT64_MAX:
+            raise ArgumentError(f"seqs[{i}] must be an int64, got {_describe(seq)}")
+    return (c_int64 * len(seqs))(*seqs), len(seqs)
+
+
+def _dead_selection(all: Any, group_id: Any, seqs: Any) -> Tuple[bool, Optional[bytes], Any, int]:
+    """(all, group_id, seqs, n_seqs) for redrive and purge_dead: exactly one selection."""
+    given = (
+        ("all", all is not False and all is not None),
+        ("group_id", group_id is not None),
+        ("seqs", seqs is not None),
+    )
+    chosen = [name for name, yes in given if yes]
+    if len(chosen) != 1:
+        said = f"got {' and '.join(chosen)}" if chosen else "got none"
+        raise ArgumentError(f"say which dead letters: exactly one of all=True, group_id or seqs ({said})")
+    if chosen == ["all"]:
+        if all is not True:
+            raise ArgumentError(f"all must be True or False, got {_describe(all)}")
+        return True, None, None, 0
+    if chosen == ["group_id"]:
+        return False, _text("group_id", group_id), None, 0
+    array, n = _seqs(seqs)
+    return False, None, array, n
+
+
+def _group_state(state: Any) -> int:
+    """groups()'s state filter, as the ABI's int32: -1 for any, else harel_group_state."""
+    if state is None:
+        return -1
+    if isinstance(state, str) and state in GROUP_STATES:
+        return GROUP_STATES.index(state)
+    raise ArgumentError(f"state must be None, 'ready', 'leased' or 'parked', got {_describe(state)}")
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name} must be a bool, got {_describe(value)}")
+    return value
+
+
+def _path(value: Any) -> bytes:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+        if isinstance(value, bytes):
+            value = os.fsdecode(value)
+    return _text("path", value)
+
+
+def _routing_keys(value: Any) -> Tuple[Any, int, List[bytes]]:
+    """(a const char** array or None, its length, the bytes it points to)."""
+    if value is None:
+        return None, 0, []
+    if isinstance(value, (str, bytes)):
+        raise ArgumentError(f"routing_keys must be a sequence of str, not a single {type(value).__name__}")
+    try:
+        keys = list(value)
+    except TypeError:
+        raise ArgumentError(f"routing_keys must be a sequence of str, got {_describe(value)}") from None
+    encoded = [_text(f"routing_keys[{i}]", k) for i, k in enumerate(keys)]
+    if not encoded:
+        return None, 0, encoded
+    return (c_char_p * len(encoded))(*encoded), len(encoded), encoded

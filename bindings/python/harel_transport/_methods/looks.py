@@ -1,0 +1,84 @@
+"""A look inside, claiming nothing: `stats`, and pages of `groups`, `peek` (a group's
+messages) and `dead_letters`, copied out of what the library hands out (`_inspect`)."""
+
+from __future__ import annotations
+
+from ctypes import POINTER, byref
+from typing import Any, Optional
+
+from .. import _native
+from .._args import _group_state, _limit, _optional_text, _text
+from .._handle import _Handle
+from .._inspect import (
+    DeadLetter,
+    GroupInfo,
+    MessageInfo,
+    Page,
+    Stats,
+    copy_dead_page,
+    copy_group_page,
+    copy_message_page,
+    copy_stats,
+)
+
+
+class LookMethods(_Handle):
+    """stats, groups, peek, dead_letters."""
+
+    def _look(self, what: str, fn: Any, free: Any, out: Any, copy: Any, *args: Any) -> Any:
+        """Calls ``fn(handle, *args, &out, &err)``, copies ``out`` with `copy`, and frees
+        it with `free` whatever happens."""
+        try:
+            self._call(what, fn, *args, byref(out))
+            return copy(out.contents)
+        finally:
+            free(out)  # NULL (after an error) does nothing
+
+    def stats(self) -> Stats:
+        """Exact counts of the queue now: messages, groups ready, leased and parked, dead
+        letters, the oldest ready message's age, the next release, and the same per
+        priority level. One read: it takes no write lock and holds up no claim."""
+        out = POINTER(_native.HarelStats)()
+        lib = self._lib
+        return self._look("stats", lib.harel_transport_stats, lib.harel_stats_free, out, copy_stats)
+
+    def groups(
+        self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
+    ) -> Page[GroupInfo]:
+        """A page of groups in group id order, claiming nothing: every group (`state`
+        None) or only those ``"ready"``, ``"leased"`` or ``"parked"``. `cursor`: None for
+        the first page, else the `Page.next` of the page before; `limit`: 1..10000."""
+        s = _group_state(state)
+        c = _optional_text("cursor", cursor)
+        n = _limit(limit)
+        out = POINTER(_native.HarelGroupPage)()
+        lib = self._lib
+        return self._look(
+            "groups", lib.harel_transport_groups, lib.harel_group_page_free, out, copy_group_page, s, c, n
+        )
+
+    def peek(self, group_id: str, cursor: Optional[str] = None, limit: int = 100) -> Page[MessageInfo]:
+        """A page of `group_id`'s messages, oldest first, claiming nothing (an unknown
+        group: an empty page). `cursor` and `limit` as for `groups`."""
+        g = _text("group_id", group_id)
+        c = _optional_text("cursor", cursor)
+        n = _limit(limit)
+        out = POINTER(_native.HarelMessagePage)()
+        lib = self._lib
+        return self._look(
+            "peek", lib.harel_transport_peek, lib.harel_message_page_free, out, copy_message_page, g, c, n
+        )
+
+    def dead_letters(
+        self, group_id: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
+    ) -> Page[DeadLetter]:
+        """A page of dead letters in the order they had in the queue: `group_id`'s only, or
+        every group's (None). `cursor` and `limit` as for `groups`."""
+        g = _optional_text("group_id", group_id)
+        c = _optional_text("cursor", cursor)
+        n = _limit(limit)
+        out = POINTER(_native.HarelDeadPage)()
+        lib = self._lib
+        return self._look(
+            "dead_letters", lib.harel_transport_dead_letters, lib.harel_dead_page_free, out, copy_dead_page, g, c, n
+        )
