@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 'use strict';
 // The prebuilt library the npm package carries: prebuilds/linux-x64-gnu/libharel_transport.so.1
-// (the soname's file name), which index.js loads before a repository build or an installed
-// library. `npm pack` and `npm publish` run this as prepack (`stage`) and postpack (`clean`),
-// so the binary is in the package directory only while npm packs it, and never in git.
+// (the soname's file name), which lib/native.js loads before a repository build or an
+// installed library. `npm pack` and `npm publish` run this as prepack (`stage`) and postpack
+// (`clean`), so the binary is in the package directory only while npm packs it, and never in
+// git.
 //
 //   node scripts/prebuild.js stage   builds the release library (`make lib` in the repository
 //                                    two directories up) and copies it, stripped, to prebuilds/

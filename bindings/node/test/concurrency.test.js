@@ -1,8 +1,8 @@
 'use strict';
 // Concurrency through the binding: the calls of one Transport go to the thread pool at
 // once (each with its own error), and the library's group commit serves the publishes
-// among them. With a JS clock the calls that read it go one at a time (see index.js,
-// ClockCell). And the Node example worker, which `make demo` runs.
+// among them. With a JS clock the calls that read it go one at a time (see lib/clock.js).
+// And the Node example worker, which `make demo` runs.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

@@ -3,7 +3,7 @@
 // goes on meanwhile. Another process (python3's sqlite3) holds the lock for 1.5 s, first
 // while a claim waits, then while an open waits (open sets the schema up in a write
 // transaction). And claims that wait for messages leave the pool's other work going:
-// the binding keeps a pool thread free of them (index.js, "Waiting claims").
+// the binding keeps a pool thread free of them (lib/waiting.js).
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');

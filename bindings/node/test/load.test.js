@@ -55,6 +55,7 @@ test('without the repository build, the installed soname libharel_transport.so.1
   const copy = path.join(box.dir, 'a', 'b', 'harel-transport');
   fs.mkdirSync(copy, { recursive: true });
   for (const file of ['index.js', 'package.json']) fs.copyFileSync(path.join(PACKAGE, file), path.join(copy, file));
+  fs.cpSync(path.join(PACKAGE, 'lib'), path.join(copy, 'lib'), { recursive: true });
   const code = INFO.replace("require('harel-transport')", `require(${JSON.stringify(copy)})`);
   const info = await probe(code, {
     HAREL_TRANSPORT_LIB: '',

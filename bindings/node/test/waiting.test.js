@@ -4,7 +4,7 @@
 // by another process's, by a park's or a lease's end — and end early on an AbortSignal,
 // interrupt() or close(), never leaving a lease behind. The binding cuts each C wait into
 // slices of at most 1 s and lets at most UV_THREADPOOL_SIZE - 1 of them be on the pool at
-// once (index.js, "Waiting claims"); these tests hold with more waiters than that.
+// once (lib/waiting.js); these tests hold with more waiters than that.
 
 const assert = require('node:assert/strict');
 const path = require('node:path');

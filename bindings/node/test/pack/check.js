@@ -18,7 +18,11 @@ const { spawnSync } = require('node:child_process');
 const PACKAGE = path.resolve(__dirname, '..', '..');
 const ROOT = path.resolve(PACKAGE, '..', '..');
 const LIB = 'prebuilds/linux-x64-gnu/libharel_transport.so.1';
-const EXPECTED = ['README.md', 'index.d.ts', 'index.js', LIB, 'package.json'].map((f) => `package/${f}`).sort();
+// index.js's modules: every file of the package's lib/.
+const MODULES = fs.readdirSync(path.join(PACKAGE, 'lib'), { recursive: true })
+  .map((f) => `lib/${f.split(path.sep).join('/')}`)
+  .filter((f) => fs.statSync(path.join(PACKAGE, f)).isFile());
+const EXPECTED = ['README.md', 'index.d.ts', 'index.js', ...MODULES, LIB, 'package.json'].map((f) => `package/${f}`).sort();
 const NPM = process.env.NPM || 'npm';
 const started = Date.now();
 
@@ -64,7 +68,7 @@ function main() {
   const files = run('tar', ['tzf', tarball]).trim().split('\n').sort();
   console.log(`npm: ${path.relative(ROOT, tarball)}: ${size} bytes (${(size / 1048576).toFixed(1)} MiB), ${files.length} files:`);
   for (const line of listing) console.log(`  ${line}`);
-  check('the tarball holds exactly index.js, index.d.ts, README.md, package.json and the library', JSON.stringify(files) === JSON.stringify(EXPECTED), files.join(' '));
+  check('the tarball holds exactly index.js, lib/, index.d.ts, README.md, package.json and the library', JSON.stringify(files) === JSON.stringify(EXPECTED), files.join(' '));
   const packed = JSON.parse(run('tar', ['xzOf', tarball, 'package/package.json']));
   check('its package.json: version, os, cpu, libc, koffi the only dependency',
     packed.version === cargo && JSON.stringify(packed.os) === '["linux"]' && JSON.stringify(packed.cpu) === '["x64"]' &&

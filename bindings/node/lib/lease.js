@@ -1,0 +1,120 @@
+'use strict';
+// The lease both ways: the harel_lease a call takes, made from a lease object, and the
+// frozen Lease made from one the library hands out; the per-lease outcomes of the batch
+// acks.
+
+const { inspect } = require('node:util');
+const koffi = require('koffi');
+const { STATUS, HarelError, argumentError } = require('./errors');
+const { checkString, checkSeq, describe } = require('./args');
+const { statusName, callChecked } = require('./calls');
+const { bytesText, parsed } = require('./decode');
+
+/**
+ * The harel_lease ack, nack, extend and ackAndClaim read (seq, group_id with group_id_len,
+ * worker_id); `name` names it in errors ('leases[2]' in a batch). The group id goes as a
+ * Buffer of its UTF-8 bytes with its length, so a group id holding NUL bytes (stored by
+ * another writer, handed out by a claim) reaches the library whole; the Buffer stays
+ * referenced by the struct until the call has ended.
+ */
+function leaseStruct(lease, name = 'lease') {
+  if (lease === null || typeof lease !== 'object') {
+    throw argumentError(`${name} must be a lease object from claim(), got ${describe(lease)}`);
+  }
+  const seq = checkSeq(`${name}.seq`, lease.seq);
+  const groupId = Buffer.from(checkString(`${name}.groupId`, lease.groupId, { nul: true }) + '\0', 'utf8');
+  return {
+    seq,
+    group_id: groupId,
+    group_id_len: groupId.length - 1,
+    event: null, // the calls that take a lease read only seq, group_id and worker_id
+    event_len: 0,
+    worker_id: checkString(`${name}.workerId`, lease.workerId),
+    lock_expiry: 0,
+    attempts: 0,
+  };
+}
+
+/** The lease structs of ackMany's and ackAndClaimMany's array. */
+function leaseStructs(leases) {
+  if (!Array.isArray(leases)) throw argumentError(`leases must be an array of leases, got ${describe(leases)}`);
+  return leases.map((lease, i) => leaseStruct(lease, `leases[${i}]`));
+}
+
+// A Lease is frozen, but extend() moves its lockExpiry: that is an own enumerable getter
+// (spreads and JSON.stringify carry it) reading a record behind a symbol, which extend()
+// writes. The getter and the inspector are shared by every lease (a closure per lease
+// cost the native heap measurably more in leak.test.js).
+const EXPIRY = Symbol('lockExpiry');
+const LOCK_EXPIRY = {
+  enumerable: true,
+  get: function lockExpiry() {
+    return this[EXPIRY].lockExpiry;
+  },
+};
+const INSPECT = {
+  value: function inspectLease(depth, options, inspectValue) {
+    return inspectValue({ ...this }, options); // the value, not "[Getter]"
+  },
+};
+
+/** A lease the library handed out, copied into a frozen JS object (the caller frees `ptr`). */
+function makeLease(f, ptr) {
+  const raw = koffi.decode(ptr, f.Lease);
+  const eventJson = bytesText(raw.event, raw.event_len);
+  const lease = {
+    seq: raw.seq,
+    groupId: bytesText(raw.group_id, raw.group_id_len),
+    event: parsed(eventJson),
+    eventJson,
+    workerId: raw.worker_id,
+    lockExpiry: undefined, // keeps the key's place; made the getter below
+    attempts: Number(raw.attempts),
+  };
+  Object.defineProperty(lease, EXPIRY, { value: { lockExpiry: raw.lock_expiry } });
+  Object.defineProperty(lease, 'lockExpiry', LOCK_EXPIRY);
+  Object.defineProperty(lease, inspect.custom, INSPECT);
+  return Object.freeze(lease);
+}
+
+/** The first `n` leases of an array the library filled, copied out; each one freed. */
+function takeLeases(f, ptrs, n) {
+  try {
+    return ptrs.slice(0, n).map((ptr) => makeLease(f, ptr));
+  } finally {
+    for (let i = 0; i < n; i++) f.leaseFree(ptrs[i]);
+  }
+}
+
+/**
+ * The per-lease outcomes of ackMany and ackAndClaimMany: `{ lease, ok: true, error: null }`,
+ * or `{ lease, ok: false, error }` with a HarelError naming the lease (the library reports
+ * a lost lease by its status alone).
+ */
+function ackOutcomes(what, leases, statuses) {
+  return leases.map((lease, i) => {
+    const status = statuses[i];
+    if (status === STATUS.HAREL_OK) return Object.freeze({ lease, ok: true, error: null });
+    const code = statusName(status);
+    const why = status === STATUS.HAREL_ERR_LEASE_LOST
+      ? `is no longer leased to worker ${JSON.stringify(lease.workerId)}: it was acked or nacked already, or its lease lapsed and another worker claimed it`
+      : `was not acked (${code})`;
+    const error = new HarelError(code, `${what}: leases[${i}], message ${lease.seq} of group ${JSON.stringify(lease.groupId)}, ${why}`, { status });
+    return Object.freeze({ lease, ok: false, error });
+  });
+}
+
+/** Runs a call that leases a message into its out argument; copies the lease out and frees it. */
+async function leaseOf(f, what, call, args) {
+  const out = [null];
+  const status = await callChecked(f, what, call, [...args, out]);
+  if (status === STATUS.HAREL_EMPTY) return null;
+  const ptr = out[0];
+  try {
+    return makeLease(f, ptr);
+  } finally {
+    f.leaseFree(ptr);
+  }
+}
+
+module.exports = { EXPIRY, leaseStruct, leaseStructs, takeLeases, leaseOf, ackOutcomes };

@@ -1,0 +1,134 @@
+'use strict';
+// Claiming: claim and claimMany, waiting or not, and the worker loop's ackAndClaim and
+// ackAndClaimMany, which ack in the same transaction.
+
+const { STATUS, argumentError } = require('../errors');
+const {
+  DEFAULT_VISIBILITY, MAX_CLAIM, checkString, checkInteger, checkNumber, checkOptions, describe, signalArg,
+} = require('../args');
+const { callChecked } = require('../calls');
+const { leaseStruct, leaseStructs, takeLeases, leaseOf, ackOutcomes } = require('../lease');
+const { call, clocked, waiting } = require('../transport');
+
+const CLAIM_OPTIONS = ['visibility', 'minPriority', 'routingKeys'];
+const WAITING_CLAIM_OPTIONS = [...CLAIM_OPTIONS, 'wait', 'signal'];
+const CLAIM_MANY_OPTIONS = [...WAITING_CLAIM_OPTIONS, 'max'];
+const ACK_AND_CLAIM_MANY_OPTIONS = [...CLAIM_OPTIONS, 'max'];
+
+/**
+ * A claim's arguments after the handle, checked: worker, visibility, floor, keys, count.
+ * `o` is the options object, checked by the caller against the options its method takes.
+ */
+function claimArgs(workerId, o) {
+  const worker = checkString('workerId', workerId);
+  const visibility = checkNumber('visibility', o.visibility === undefined ? DEFAULT_VISIBILITY : o.visibility);
+  const minPriority = checkInteger('minPriority', o.minPriority === undefined ? 0 : o.minPriority);
+  let keys = o.routingKeys === undefined || o.routingKeys === null ? [] : o.routingKeys;
+  if (!Array.isArray(keys)) throw argumentError(`routingKeys must be an array of strings, got ${describe(keys)}`);
+  keys = keys.map((key, i) => checkString(`routingKeys[${i}]`, key));
+  return [worker, visibility, minPriority, keys.length ? keys : null, keys.length];
+}
+
+/**
+ * claimMany's `max`, as the C size_t. The range (1..MAX_CLAIM) is the library's to check,
+ * but the binding hands it an out array of `max` elements, so it refuses to make one past
+ * MAX_CLAIM (and what koffi would change: -1, 1.5, NaN).
+ */
+function maxArg(value) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > MAX_CLAIM) {
+    throw argumentError(`max must be an integer 1..${MAX_CLAIM}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** A wait in seconds (0, looking once, when absent); its range is the library's to check. */
+function waitArg(value) {
+  return value === undefined ? 0 : checkNumber('wait', value);
+}
+
+module.exports = {
+  /**
+   * Leases the next deliverable message to `workerId`; null when there is none. With
+   * `wait` (seconds) it waits that long for one; `signal` (an AbortSignal) ends the wait:
+   * see lib/waiting.js.
+   */
+  claim(workerId, options = {}) {
+    return call(this, 'claim', false, () => {
+      const o = checkOptions('options', options, WAITING_CLAIM_OPTIONS);
+      const args = claimArgs(workerId, o);
+      if (o.wait === undefined && o.signal === undefined) {
+        return (f, handle) => clocked(this, () => leaseOf(f, 'claim', f.claim, [handle, ...args]));
+      }
+      const wait = waitArg(o.wait);
+      const signal = signalArg(o.signal);
+      return async (f, handle) => {
+        const leases = await waiting(this, f, 'claim', wait, signal, async (seconds, cancel) => {
+          const out = [null];
+          const status = await callChecked(f, 'claim', f.claimWait, [handle, ...args, seconds, cancel, out]);
+          return status === STATUS.HAREL_OK ? takeLeases(f, out, 1) : [];
+        });
+        return leases.length ? leases[0] : null;
+      };
+    });
+  },
+
+  /**
+   * Leases up to `max` (1..1000) messages, each the head of a different group, in serving
+   * order, in one transaction; waits up to `wait` seconds while there is none. Resolves
+   * an array, empty when nothing came within the wait.
+   */
+  claimMany(workerId, options) {
+    return call(this, 'claimMany', false, () => {
+      const o = checkOptions('options', options, CLAIM_MANY_OPTIONS);
+      const args = claimArgs(workerId, o);
+      const max = maxArg(o.max);
+      const wait = waitArg(o.wait);
+      const signal = signalArg(o.signal);
+      return (f, handle) => waiting(this, f, 'claimMany', wait, signal, async (seconds, cancel) => {
+        const out = new Array(max).fill(null);
+        const n = [0];
+        const status = await callChecked(f, 'claim_many', f.claimMany, [handle, ...args, max, seconds, cancel, out, n]);
+        return status === STATUS.HAREL_OK ? takeLeases(f, out, Number(n[0])) : [];
+      });
+    });
+  },
+
+  /**
+   * Acks `lease` and claims the next message for `workerId` in one transaction (one commit
+   * instead of two): the worker loop's fast path. Null when the ack succeeded and nothing
+   * is deliverable; if the ack fails, nothing is claimed.
+   */
+  ackAndClaim(lease, workerId, options = {}) {
+    return call(this, 'ackAndClaim', true, () => {
+      const struct = leaseStruct(lease);
+      const args = claimArgs(workerId, checkOptions('options', options, CLAIM_OPTIONS));
+      return (f, handle) => leaseOf(f, 'ack_and_claim', f.ackAndClaim, [handle, struct, ...args]);
+    });
+  },
+
+  /**
+   * ackMany, then claimMany without waiting, in one transaction: a batch worker's loop
+   * with one commit per batch. Resolves `{ acked, leases }`: the outcomes as ackMany's (a
+   * lost lease does not stop the claim), and the new leases (empty when none is
+   * deliverable).
+   */
+  ackAndClaimMany(leases, workerId, options) {
+    return call(this, 'ackAndClaimMany', true, () => {
+      const structs = leaseStructs(leases);
+      const o = checkOptions('options', options, ACK_AND_CLAIM_MANY_OPTIONS);
+      const args = claimArgs(workerId, o);
+      const max = maxArg(o.max);
+      return async (f, handle) => {
+        const n = structs.length;
+        const statuses = new Int32Array(n);
+        const out = new Array(max).fill(null);
+        const claimed = [0];
+        const status = await callChecked(f, 'ack_and_claim_many', f.ackAndClaimMany, [
+          handle, n ? structs : null, n, n ? statuses : null, ...args, max, out, claimed,
+        ]);
+        const next = status === STATUS.HAREL_OK ? takeLeases(f, out, Number(claimed[0])) : [];
+        return Object.freeze({ acked: ackOutcomes('ackAndClaimMany', leases, statuses), leases: next });
+      };
+    });
+  },
+};

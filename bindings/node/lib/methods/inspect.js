@@ -1,0 +1,184 @@
+'use strict';
+// Looking at the queue without changing it: stats, and the pages of groups, peek and
+// deadLetters.
+
+const koffi = require('koffi');
+const { argumentError } = require('../errors');
+const { DEFAULT_LIMIT, MAX_PAGE, checkString, checkOptions, describe } = require('../args');
+const { callChecked } = require('../calls');
+const { bytesText, parsed, optionalNumber } = require('../decode');
+const { PriorityStatsType, StatsType, GroupInfoType, MessageInfoType, DeadLetterType, PageType } = require('../native');
+const { call } = require('../transport');
+
+const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
+const PEEK_OPTIONS = ['cursor', 'limit'];
+const DEAD_OPTIONS = ['groupId', 'cursor', 'limit'];
+const GROUP_STATES = ['ready', 'leased', 'parked']; // harel_group_state's values, in order
+
+/**
+ * A page's limit, as the C size_t: an integer >= 0 (koffi would turn -1 into 2^64 - 1 and
+ * 1.5 into 1). The range, 1..10000, is the library's to check.
+ */
+function checkLimit(value) {
+  if (value === undefined) return DEFAULT_LIMIT;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw argumentError(`limit must be an integer (1..${MAX_PAGE}), got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** The `state` of groups(): a harel_group_state, or -1 for any. */
+function groupStateArg(state) {
+  if (state === undefined || state === null || state === 'any') return -1;
+  const i = GROUP_STATES.indexOf(state);
+  if (i < 0) {
+    throw argumentError(`state must be 'ready', 'leased', 'parked', 'any' or null, got ${describe(state)}`);
+  }
+  return i;
+}
+
+/** Runs a look that hands out `*out`; resolves what `take` makes of it (and frees). */
+async function lookOf(f, what, fn, args, take) {
+  const out = [null];
+  await callChecked(f, what, fn, [...args, out]);
+  return take(out[0]);
+}
+
+/** The stats the library handed out, copied into frozen JS objects; `ptr` is freed. */
+function takeStats(f, ptr) {
+  try {
+    const raw = koffi.decode(ptr, StatsType);
+    const n = Number(raw.n_priorities);
+    const levels = n ? koffi.decode(raw.by_priority, PriorityStatsType, n) : [];
+    return Object.freeze({
+      now: raw.now,
+      messages: Number(raw.messages),
+      groups: Number(raw.groups),
+      ready: Number(raw.ready),
+      leased: Number(raw.leased),
+      parked: Number(raw.parked),
+      dead: Number(raw.dead),
+      oldestReadyAge: optionalNumber(raw.oldest_ready_age),
+      nextReleaseAt: optionalNumber(raw.next_release_at),
+      byPriority: Object.freeze(levels.map((p) => Object.freeze({
+        priority: p.priority,
+        groups: Number(p.groups),
+        ready: Number(p.ready),
+        leased: Number(p.leased),
+        parked: Number(p.parked),
+      }))),
+    });
+  } finally {
+    f.statsFree(ptr);
+  }
+}
+
+/**
+ * A page the library handed out: its items (of C type `type`) copied by `item` into frozen
+ * JS objects, and its next cursor (null on the last page); `ptr` is freed with `free`.
+ */
+function takePage(ptr, type, free, item) {
+  try {
+    const page = koffi.decode(ptr, PageType);
+    const n = Number(page.n_items);
+    const raws = n ? koffi.decode(page.items, type, n) : [];
+    return [Object.freeze(raws.map(item)), page.next_cursor || null];
+  } finally {
+    free(ptr);
+  }
+}
+
+function groupInfo(g) {
+  return Object.freeze({
+    groupId: bytesText(g.group_id, g.group_id_len),
+    state: GROUP_STATES[g.state] || `unknown(${g.state})`,
+    depth: Number(g.depth),
+    headSeq: g.head_seq,
+    headAge: optionalNumber(g.head_age),
+    holder: g.holder || null,
+    lockExpiry: optionalNumber(g.lock_expiry),
+    priority: g.priority,
+    routingKey: g.routing_key || null,
+    headAttempts: Number(g.head_attempts),
+  });
+}
+
+function messageInfo(m) {
+  const eventJson = bytesText(m.event, m.event_len);
+  return Object.freeze({
+    seq: m.seq,
+    event: parsed(eventJson),
+    eventJson,
+    attempts: Number(m.attempts),
+    lockedBy: m.locked_by || null,
+    lockExpiry: optionalNumber(m.lock_expiry),
+    publishedAt: optionalNumber(m.published_at),
+  });
+}
+
+function deadLetter(d) {
+  const eventJson = bytesText(d.event, d.event_len);
+  return Object.freeze({
+    seq: d.seq,
+    groupId: bytesText(d.group_id, d.group_id_len),
+    event: parsed(eventJson),
+    eventJson,
+    attempts: Number(d.attempts),
+    lastWorker: d.last_worker || null,
+    reason: d.reason,
+    deadAt: d.dead_at,
+  });
+}
+
+module.exports = {
+  /** Exact counts of the queue now; one read without the write lock. */
+  stats() {
+    return call(this, 'stats', true, () => (f, handle) => lookOf(f, 'stats', f.stats, [handle], (ptr) => takeStats(f, ptr)));
+  },
+
+  /**
+   * A page of groups in group id order: `state` ('ready', 'leased', 'parked'; any when
+   * absent), `cursor` (the `next` of the page before; none for the first), `limit`
+   * (1..10000, default 100). Resolves `{ groups, next }`, `next` null on the last page.
+   */
+  groups(options = {}) {
+    return call(this, 'groups', true, () => {
+      const o = checkOptions('options', options, GROUPS_OPTIONS);
+      const state = groupStateArg(o.state);
+      const cursor = checkString('cursor', o.cursor, { nullable: true });
+      const limit = checkLimit(o.limit);
+      return (f, handle) => lookOf(f, 'groups', f.groups, [handle, state, cursor, limit], (ptr) => {
+        const [groups, next] = takePage(ptr, GroupInfoType, f.groupPageFree, groupInfo);
+        return Object.freeze({ groups, next });
+      });
+    });
+  },
+
+  /** A page of a group's messages, oldest first, claiming none. Resolves `{ messages, next }`. */
+  peek(groupId, options = {}) {
+    return call(this, 'peek', false, () => {
+      const group = checkString('groupId', groupId);
+      const o = checkOptions('options', options, PEEK_OPTIONS);
+      const cursor = checkString('cursor', o.cursor, { nullable: true });
+      const limit = checkLimit(o.limit);
+      return (f, handle) => lookOf(f, 'peek', f.peek, [handle, group, cursor, limit], (ptr) => {
+        const [messages, next] = takePage(ptr, MessageInfoType, f.messagePageFree, messageInfo);
+        return Object.freeze({ messages, next });
+      });
+    });
+  },
+
+  /** A page of dead letters in queue order (one group's with `groupId`). Resolves `{ letters, next }`. */
+  deadLetters(options = {}) {
+    return call(this, 'deadLetters', false, () => {
+      const o = checkOptions('options', options, DEAD_OPTIONS);
+      const group = checkString('groupId', o.groupId, { nullable: true });
+      const cursor = checkString('cursor', o.cursor, { nullable: true });
+      const limit = checkLimit(o.limit);
+      return (f, handle) => lookOf(f, 'dead_letters', f.deadLetters, [handle, group, cursor, limit], (ptr) => {
+        const [letters, next] = takePage(ptr, DeadLetterType, f.deadPageFree, deadLetter);
+        return Object.freeze({ letters, next });
+      });
+    });
+  },
+};

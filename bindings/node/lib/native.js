@@ -1,0 +1,246 @@
+'use strict';
+// The library: finding and loading libharel_transport, and its C functions and types as
+// koffi declares them (see include/harel_transport.h).
+
+const fs = require('node:fs');
+const path = require('node:path');
+const koffi = require('koffi');
+const { HarelError } = require('./errors');
+
+// The package's directory: index.js and this lib/.
+const PACKAGE = path.join(__dirname, '..');
+
+// Rust code runs on koffi's own stack for the call; koffi's default for async calls is
+// 128 KiB. A claim needs well under 64 KiB today; give it room. koffi only accepts this
+// before its first library load in the process: if another module got there first, the
+// default stays (and still suffices).
+const ASYNC_STACK = 512 * 1024;
+try {
+  const config = koffi.config();
+  if (config.async_stack_size < ASYNC_STACK) koffi.config({ ...config, async_stack_size: ASYNC_STACK });
+} catch {
+  // koffi is already in use by another module; keep its settings.
+}
+
+/** Where the library is looked for, in order (see README "Finding the library"). */
+function libraryCandidates() {
+  const env = process.env.HAREL_TRANSPORT_LIB;
+  if (env) return [env];
+  const candidates = [];
+  // The npm package's own copy (scripts/prebuild.js stages it when packing): linux-x64-gnu only.
+  const prebuilt = path.join(PACKAGE, 'prebuilds', `${process.platform}-${process.arch}-gnu`, 'libharel_transport.so.1');
+  if (fs.existsSync(prebuilt)) candidates.push(prebuilt);
+  const repoBuild = path.join(PACKAGE, '..', '..', 'target', 'release', 'libharel_transport.so');
+  if (fs.existsSync(repoBuild)) candidates.push(repoBuild);
+  candidates.push('libharel_transport.so.1'); // installed (ABI 1): the dynamic loader's search path
+  return candidates;
+}
+
+let native = null;
+
+function load() {
+  if (native) return native;
+  const failures = [];
+  for (const candidate of libraryCandidates()) {
+    let lib;
+    try {
+      lib = koffi.load(candidate);
+    } catch (e) {
+      failures.push(`${candidate}: ${e.message}`);
+      continue;
+    }
+    try {
+      native = bind(lib, candidate);
+    } catch (e) {
+      failures.push(`${candidate}: ${e.message} (a libharel_transport older than this binding?)`);
+      continue;
+    }
+    return native;
+  }
+  throw new HarelError(
+    'HAREL_ERR_LOAD',
+    'libharel_transport could not be loaded (set HAREL_TRANSPORT_LIB to the path of ' +
+      'libharel_transport.so, build it with `make lib`, or install it): ' + failures.join('; '),
+  );
+}
+
+// The C types, anonymous: koffi's type names are global to the process, and another copy of
+// this package (or another binding of the same library) may declare its own. The lease's
+// group id and event are raw pointers, read with their lengths (they may hold NUL bytes);
+// in a lease the binding fills for ack and nack, group_id is a Buffer of its UTF-8 bytes.
+const LeaseType = koffi.struct({
+  seq: 'int64_t',
+  group_id: 'void *',
+  group_id_len: 'size_t',
+  event: 'void *',
+  event_len: 'size_t',
+  worker_id: 'const char *',
+  lock_expiry: 'double',
+  attempts: 'int64_t',
+});
+// The looks: the stats and the pages. Strings read by length are raw pointers, as in the
+// lease; the others are NUL-terminated (koffi copies them into JS strings), NULL for none.
+const PriorityStatsType = koffi.struct({
+  priority: 'int32_t',
+  groups: 'uint64_t',
+  ready: 'uint64_t',
+  leased: 'uint64_t',
+  parked: 'uint64_t',
+});
+const StatsType = koffi.struct({
+  now: 'double',
+  messages: 'uint64_t',
+  groups: 'uint64_t',
+  ready: 'uint64_t',
+  leased: 'uint64_t',
+  parked: 'uint64_t',
+  dead: 'uint64_t',
+  oldest_ready_age: 'double',
+  next_release_at: 'double',
+  by_priority: 'void *',
+  n_priorities: 'size_t',
+});
+const GroupInfoType = koffi.struct({
+  group_id: 'void *',
+  group_id_len: 'size_t',
+  state: 'int', // enum harel_group_state
+  depth: 'uint64_t',
+  head_seq: 'int64_t',
+  head_age: 'double',
+  holder: 'const char *',
+  lock_expiry: 'double',
+  priority: 'int32_t',
+  routing_key: 'const char *',
+  head_attempts: 'int64_t',
+});
+const MessageInfoType = koffi.struct({
+  seq: 'int64_t',
+  event: 'void *',
+  event_len: 'size_t',
+  attempts: 'int64_t',
+  locked_by: 'const char *',
+  lock_expiry: 'double',
+  published_at: 'double',
+});
+const DeadLetterType = koffi.struct({
+  seq: 'int64_t',
+  group_id: 'void *',
+  group_id_len: 'size_t',
+  event: 'void *',
+  event_len: 'size_t',
+  attempts: 'int64_t',
+  last_worker: 'const char *',
+  reason: 'const char *',
+  dead_at: 'double',
+});
+// harel_group_page, harel_message_page and harel_dead_page: items, count, next_cursor.
+const PageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *' });
+const MessageType = koffi.struct({
+  group_id: 'const char *',
+  event_json: 'const char *',
+  priority: 'int32_t',
+  routing_key: 'const char *',
+});
+const T = koffi.pointer(koffi.opaque()); // harel_transport *
+const O = koffi.pointer(koffi.opaque()); // harel_options *
+const E = koffi.pointer(koffi.opaque()); // harel_error *
+const L = koffi.pointer(LeaseType); // harel_lease *
+const M = koffi.pointer(MessageType); // const harel_message *: koffi copies a JS array in
+const C = koffi.pointer(koffi.opaque()); // harel_cancel *
+// const harel_lease *const *leases: koffi copies a JS array of lease structs in, each
+// behind its pointer. LEASES_OUT, harel_lease **leases_out: a JS array of `max` elements
+// that koffi fills with the leases handed out.
+const LEASES = koffi.pointer(L);
+const LEASES_OUT = koffi.out(koffi.pointer(L));
+const OUTCOMES = koffi.out(koffi.pointer('int32_t')); // harel_status *outcomes: an Int32Array
+const SIZE_OUT = koffi.out(koffi.pointer('size_t')); // size_t *n_out
+// harel_error **err: in-out, so that koffi writes the NULL the library requires on entry.
+const ERR = koffi.inout(koffi.pointer(E));
+const COUNT = koffi.out(koffi.pointer('uint64_t')); // uint64_t *moved, *purged
+const OUT = koffi.out(koffi.pointer('void *')); // harel_stats **, harel_*_page **
+
+function bind(lib, where) {
+  const status = 'int32_t';
+  const fn = (name, ret, params) => lib.func(name, ret, params);
+
+  return {
+    where,
+    Lease: LeaseType,
+    // The C clock of a Transport with a JS clock: the C library's atof (a dependency of
+    // libharel_transport, found through it) reading the text of "now" (see ClockCell).
+    atof: lib.symbol('atof'),
+    version: fn('harel_version', 'const char *', []),
+    statusName: fn('harel_status_name', 'const char *', ['int32_t']),
+    errorStatus: fn('harel_error_status', status, [E]),
+    errorMessage: fn('harel_error_message', 'const char *', [E]),
+    errorFree: fn('harel_error_free', 'void', [E]),
+    stringFree: fn('harel_string_free', 'void', ['void *']),
+    optionsNew: fn('harel_options_new', O, []),
+    optionsFree: fn('harel_options_free', 'void', [O]),
+    setPrefix: fn('harel_options_set_prefix', status, [O, 'const char *', ERR]),
+    setCreateSchema: fn('harel_options_set_create_schema', status, [O, 'bool', ERR]),
+    setSyncUrl: fn('harel_options_set_sync_url', status, [O, 'const char *', ERR]),
+    setAuthToken: fn('harel_options_set_auth_token', status, [O, 'const char *', ERR]),
+    setSyncInterval: fn('harel_options_set_sync_interval', status, [O, 'double', ERR]),
+    setBusyTimeout: fn('harel_options_set_busy_timeout', status, [O, 'double', ERR]),
+    setSynchronousFull: fn('harel_options_set_synchronous_full', status, [O, 'bool', ERR]),
+    setClock: fn('harel_options_set_clock', status, [O, 'void *', 'void *', ERR]),
+    open: fn('harel_transport_open', status, ['const char *', O, koffi.out(koffi.pointer(T)), ERR]),
+    publish: fn('harel_transport_publish', status, [T, 'const char *', 'const char *', 'int32_t', 'const char *', ERR]),
+    publishMany: fn('harel_transport_publish_many', status, [T, M, 'size_t', ERR]),
+    claim: fn('harel_transport_claim', status, [
+      T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)), ERR,
+    ]),
+    ack: fn('harel_transport_ack', status, [T, L, ERR]),
+    ackAndClaim: fn('harel_transport_ack_and_claim', status, [
+      T, L, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(L)), ERR,
+    ]),
+    nack: fn('harel_transport_nack', status, [T, L, 'double', ERR]),
+    close: fn('harel_transport_close', 'void', [T]),
+    leaseFree: fn('harel_lease_free', 'void', [L]),
+    schemaSql: fn('harel_schema_sql', status, ['const char *', koffi.out(koffi.pointer('void *')), ERR]),
+    schemaUpgradeSql: fn('harel_schema_upgrade_sql', status, ['const char *', koffi.out(koffi.pointer('void *')), ERR]),
+    // when a message keeps failing (issue #14)
+    setMaxAttempts: fn('harel_options_set_max_attempts', status, [O, 'uint32_t', ERR]),
+    deadLetter: fn('harel_transport_dead_letter', status, [T, L, 'const char *', ERR]),
+    redrive: fn('harel_transport_redrive', status, [T, 'bool', 'const char *', 'const int64_t *', 'size_t', COUNT, ERR]),
+    purgeDead: fn('harel_transport_purge_dead', status, [T, 'bool', 'const char *', 'const int64_t *', 'size_t', COUNT, ERR]),
+    purgeGroup: fn('harel_transport_purge_group', status, [T, 'const char *', COUNT, ERR]),
+    purge: fn('harel_transport_purge', status, [T, COUNT, ERR]),
+    release: fn('harel_transport_release', status, [T, 'const char *', koffi.out(koffi.pointer('bool')), ERR]),
+    stats: fn('harel_transport_stats', status, [T, OUT, ERR]),
+    groups: fn('harel_transport_groups', status, [T, 'int32_t', 'const char *', 'size_t', OUT, ERR]),
+    peek: fn('harel_transport_peek', status, [T, 'const char *', 'const char *', 'size_t', OUT, ERR]),
+    deadLetters: fn('harel_transport_dead_letters', status, [T, 'const char *', 'const char *', 'size_t', OUT, ERR]),
+    statsFree: fn('harel_stats_free', 'void', ['void *']),
+    groupPageFree: fn('harel_group_page_free', 'void', ['void *']),
+    messagePageFree: fn('harel_message_page_free', 'void', ['void *']),
+    deadPageFree: fn('harel_dead_page_free', 'void', ['void *']),
+    // the worker loop (issue #15)
+    claimWait: fn('harel_transport_claim_wait', status, [
+      T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', 'double', C, koffi.out(koffi.pointer(L)), ERR,
+    ]),
+    claimMany: fn('harel_transport_claim_many', status, [
+      T, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', 'size_t', 'double', C, LEASES_OUT, SIZE_OUT, ERR,
+    ]),
+    ackMany: fn('harel_transport_ack_many', status, [T, LEASES, 'size_t', OUTCOMES, ERR]),
+    ackAndClaimMany: fn('harel_transport_ack_and_claim_many', status, [
+      T, LEASES, 'size_t', OUTCOMES, 'const char *', 'double', 'int32_t', 'const char **', 'size_t', 'size_t',
+      LEASES_OUT, SIZE_OUT, ERR,
+    ]),
+    extend: fn('harel_transport_extend', status, [T, koffi.inout(L), 'double', ERR]),
+    cancelNew: fn('harel_cancel_new', C, []),
+    cancelFire: fn('harel_cancel_fire', 'void', [C]),
+    cancelFree: fn('harel_cancel_free', 'void', [C]),
+  };
+}
+
+module.exports = {
+  load,
+  PriorityStatsType,
+  StatsType,
+  GroupInfoType,
+  MessageInfoType,
+  DeadLetterType,
+  PageType,
+};

@@ -1,0 +1,204 @@
+'use strict';
+// The Transport: opening and closing a queue, and what every call goes through (the
+// transport's calls in flight, its JS clock, its waiting claims). Its methods are grouped in
+// lib/methods/, which index.js adds to the class.
+
+const { STATUS, HarelError, argumentError, closedError } = require('./errors');
+const { load } = require('./native');
+const { checkString, checkNumber, checkUint32, checkBoolean, checkOptions, describe } = require('./args');
+const { callChecked, callCheckedHere } = require('./calls');
+const { ClockCell } = require('./clock');
+const { waitingClaim, fire } = require('./waiting');
+
+const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'clock'];
+
+const PRIVATE = Symbol('harel-transport constructor');
+
+// A Transport dropped without close(): close its handle when it is collected. (A Transport
+// with a call in flight is not collected: the call's callback holds it.)
+const finalizer = new FinalizationRegistry((held) => {
+  load().close(held.handle);
+  if (held.clock) held.clock.free();
+});
+
+function noop() {}
+
+// How lib/methods/ reach a Transport's private members, given the transport: call
+// (#call), clocked (#clocked), waiting (a waiting claim on it, lib/waiting.js) and now (the
+// time by its clock). The class's static block sets them.
+let call;
+let clocked;
+let waiting;
+let now;
+
+class Transport {
+  #handle;
+  #clock; // a ClockCell, or null for the system clock
+  #path;
+  #inFlight = 0; // calls made and not yet settled; close() waits for them
+  #drained = null; // close()'s wake-up, once #inFlight is 0
+  #clockTail = Promise.resolve(); // with a JS clock: the end of the calls that read it
+  #waits = new Set(); // the waiting claims in progress (see lib/waiting.js)
+  #closed = false;
+  #closing = null;
+
+  /** Use `await Transport.open(path, options)`. */
+  constructor(token, handle, clock, where) {
+    if (token !== PRIVATE) throw new TypeError('use `await Transport.open(path, options)` to make a Transport');
+    this.#handle = handle;
+    this.#clock = clock;
+    this.#path = where;
+    finalizer.register(this, { handle, clock }, this);
+  }
+
+  /**
+   * Opens (and by default creates) the queue at `path`: a file, ':memory:', or a libsql://,
+   * http:// or https:// URL. Runs on the thread pool, like every call that may wait.
+   */
+  static async open(path, options = {}) {
+    const f = load();
+    checkString('path', path);
+    const o = checkOptions('options', options, OPEN_OPTIONS);
+    // Check every option before anything is allocated.
+    const set = [];
+    if (o.prefix !== undefined) set.push([f.setPrefix, checkString('prefix', o.prefix)]);
+    if (o.createSchema !== undefined) set.push([f.setCreateSchema, checkBoolean('createSchema', o.createSchema)]);
+    if (o.syncUrl !== undefined) set.push([f.setSyncUrl, checkString('syncUrl', o.syncUrl, { nullable: true })]);
+    if (o.authToken !== undefined) set.push([f.setAuthToken, checkString('authToken', o.authToken, { nullable: true })]);
+    if (o.syncInterval !== undefined) set.push([f.setSyncInterval, checkNumber('syncInterval', o.syncInterval)]);
+    if (o.busyTimeout !== undefined) set.push([f.setBusyTimeout, checkNumber('busyTimeout', o.busyTimeout)]);
+    if (o.synchronousFull !== undefined) {
+      set.push([f.setSynchronousFull, checkBoolean('synchronousFull', o.synchronousFull)]);
+    }
+    if (o.maxAttempts !== undefined) set.push([f.setMaxAttempts, checkUint32('maxAttempts', o.maxAttempts)]);
+    if (o.clock !== undefined && typeof o.clock !== 'function') {
+      throw argumentError(`clock must be a function returning epoch seconds, got ${describe(o.clock)}`);
+    }
+
+    const options_ = f.optionsNew();
+    if (!options_) throw new HarelError('HAREL_ERR_PANIC', 'harel_options_new failed', { status: STATUS.HAREL_ERR_PANIC });
+    let clock = null;
+    try {
+      for (const [setter, value] of set) callCheckedHere(f, 'open', setter, [options_, value]);
+      if (o.clock !== undefined) {
+        clock = new ClockCell(o.clock);
+        clock.tick();
+        callCheckedHere(f, 'open', f.setClock, [options_, f.atof, clock.ptr]);
+      }
+      const out = [null];
+      // On the pool: opening waits for the write lock while it sets up the schema, and for
+      // a server's round trips. The options stay allocated until it has returned.
+      await callChecked(f, 'open', f.open, [path, options_, out]);
+      return new Transport(PRIVATE, out[0], clock, path);
+    } catch (e) {
+      if (clock) clock.free();
+      throw e;
+    } finally {
+      f.optionsFree(options_);
+    }
+  }
+
+  /** The path (or URL) this transport was opened with. */
+  get path() {
+    return this.#path;
+  }
+
+  /** True once close() has been called. */
+  get closed() {
+    return this.#closed;
+  }
+
+  /**
+   * Ends the waits of the claims made so far on this transport: each rejects with
+   * HAREL_ERR_INTERRUPTED (or resolves its leases, had it claimed meanwhile). Claims made
+   * later wait as usual.
+   */
+  interrupt() {
+    // Each claim's own cancel, not harel_transport_interrupt: that ends only the C waits in
+    // progress, and a claim between two turns, or queued for one, would then wait again.
+    for (const waiting of this.#waits) fire(waiting, 'interrupt');
+  }
+
+  /**
+   * Closes the transport once the calls already made on it have finished (claims that wait
+   * are interrupted first): the handle is never closed while a call uses it. Calls made
+   * after close() reject with HAREL_ERR_CLOSED. Calling close() again returns the same
+   * promise.
+   */
+  close() {
+    if (this.#closing) return this.#closing;
+    this.#closed = true;
+    // Waiting claims would hold the close for the rest of their waits.
+    for (const waiting of this.#waits) fire(waiting, 'close');
+    this.#closing = (async () => {
+      if (this.#inFlight > 0) await new Promise((resolve) => (this.#drained = resolve));
+      const f = load();
+      const handle = this.#handle;
+      this.#handle = null;
+      finalizer.unregister(this);
+      // On the pool too: the last connection to a file checkpoints its WAL.
+      await new Promise((resolve) => {
+        try {
+          f.close.async(handle, () => resolve());
+        } catch {
+          f.close(handle); // koffi could not queue it
+          resolve();
+        }
+      });
+      if (this.#clock) this.#clock.free();
+      this.#clock = null;
+    })();
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose')]() {
+    await this.close();
+  }
+
+  /**
+   * Checks the arguments now (`prepare` throws or returns the call), then runs the call:
+   * at once, concurrently with this transport's other calls; or, for a call that reads the
+   * clock (`readsClock`) on a transport with a JS clock, once the previous such call has
+   * ended, right after the clock is read (see lib/clock.js). A call made of several C calls
+   * (a waiting claim) passes false and puts each of them through #clocked.
+   */
+  #call(what, readsClock, prepare) {
+    let run;
+    try {
+      if (this.#closed) throw closedError(what);
+      run = prepare();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const f = load();
+    const handle = this.#handle;
+    this.#inFlight += 1;
+    const result = readsClock ? this.#clocked(() => run(f, handle)) : run(f, handle);
+    return result.finally(() => {
+      this.#inFlight -= 1;
+      if (this.#inFlight === 0 && this.#drained) this.#drained();
+    });
+  }
+
+  /** Runs `step` (a C call that reads the clock): at once, or in turn with a JS clock. */
+  #clocked(step) {
+    if (!this.#clock) return step();
+    const clock = this.#clock;
+    const result = this.#clockTail.then(() => {
+      clock.tick();
+      return step();
+    });
+    this.#clockTail = result.then(noop, noop);
+    return result;
+  }
+
+  static {
+    call = (transport, what, readsClock, prepare) => transport.#call(what, readsClock, prepare);
+    clocked = (transport, step) => transport.#clocked(step);
+    waiting = (transport, f, what, wait, signal, issue) =>
+      waitingClaim(transport.#waits, (step) => transport.#clocked(step), f, what, wait, signal, issue);
+    now = (transport) => (transport.#clock ? transport.#clock.read() : Date.now() / 1000);
+  }
+}
+
+module.exports = { Transport, call, clocked, waiting, now };
