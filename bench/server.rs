@@ -3,9 +3,8 @@
 //! reached directly and through a loopback proxy that adds 2 ms to every round trip (a real
 //! network; tests/common/http_proxy.rs), in three modes: a local file (synchronous FULL)
 //! for reference, remote (a URL) and embedded replicas (a local file per worker with
-//! `sync_url`, as workers on separate hosts would have). Each server mode runs twice in the
-//! same run: the operations as one request each (now) and as before issue 16, a round trip
-//! per statement inside the server's write lock (`Options::one_request_on_server(false)`).
+//! `sync_url`, as workers on separate hosts would have). Every operation is one request on a
+//! server.
 //!
 //! Per mode: publishes from one thread and from 8 threads sharing one transport (shared
 //! commits), `publish_many` 100 per call, and claim+ack cycles (claim, then ack: two calls)
@@ -56,7 +55,6 @@ impl Mode {
 struct Place<'a> {
     mode: Mode,
     url: String,
-    one_request: bool,
     dir: &'a Path,
     opened: AtomicUsize,
 }
@@ -66,7 +64,6 @@ impl Place<'_> {
     fn open(&self, prefix: &str) -> Result<Transport, String> {
         let mut options = Options::new();
         options.prefix(prefix).map_err(|e| format!("{e:?}"))?;
-        options.one_request_on_server(self.one_request);
         let n = self.opened.fetch_add(1, Ordering::SeqCst);
         let opened = match self.mode {
             Mode::File => Transport::open(&self.dir.join("server-part.db").to_string_lossy(), &options),
@@ -83,7 +80,6 @@ impl Place<'_> {
 /// One row of the table: a mode, its path, its network.
 struct Run {
     mode: Mode,
-    one_request: bool,
     added: bool,
     figures: Result<Value, String>,
 }
@@ -91,33 +87,30 @@ struct Run {
 /// Runs every mode against one fresh sqld; a table on stdout, the figures as JSON.
 pub fn run(binary: &Path, work: &Path) -> Value {
     let mut runs = Vec::new();
-    let mut plan = vec![(Mode::File, true, false)];
+    let mut plan = vec![(Mode::File, false)];
     for mode in [Mode::Remote, Mode::Replica] {
         for added in [false, true] {
-            for one_request in [false, true] {
-                plan.push((mode, one_request, added));
-            }
+            plan.push((mode, added));
         }
     }
-    for (n, (mode, one_request, added)) in plan.into_iter().enumerate() {
-        let path = if one_request { "one request" } else { "before" };
-        let network = if added { ", +2 ms" } else { "" };
-        crate::progress(&format!("server part: {} ({path}{network})", mode.name()));
+    for (n, (mode, added)) in plan.into_iter().enumerate() {
+        let network = if added { " (+2 ms)" } else { "" };
+        crate::progress(&format!("server part: {}{network}", mode.name()));
         // A fresh server each time: a replica's open downloads the primary's whole log.
         let server = Sqld::start(binary, false);
         let slow = CountingProxy::start(server.port(), ADDED);
         let dir = work.join(format!("server-{n}"));
         let url = if added { slow.url() } else { server.url() };
-        let place = Place { mode, url, one_request, dir: &dir, opened: AtomicUsize::new(0) };
+        let place = Place { mode, url, dir: &dir, opened: AtomicUsize::new(0) };
         let figures = std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).and_then(|()| measure(&place, n));
         let _ = std::fs::remove_dir_all(&dir);
-        runs.push(Run { mode, one_request, added, figures });
+        runs.push(Run { mode, added, figures });
     }
     print(&runs);
     Value::Array(
         runs.iter()
             .map(|r| {
-                let mut v = json!({"mode": r.mode.name(), "one_request": r.one_request, "added_ms": if r.added { 2 } else { 0 }});
+                let mut v = json!({"mode": r.mode.name(), "added_ms": if r.added { 2 } else { 0 }});
                 match &r.figures {
                     Ok(f) => v["figures"] = f.clone(),
                     Err(e) => v["error"] = e.clone().into(),
@@ -252,9 +245,7 @@ fn drain(place: &Place, filler: &Transport, prefix: &str, workers: usize, fused:
 
 fn print(runs: &[Run]) {
     let figure = |r: &Run, key: &str| r.figures.as_ref().ok().and_then(|v| v[key].as_f64());
-    let find = |mode: Mode, one_request: bool, added: bool| {
-        runs.iter().find(|r| r.mode == mode && r.one_request == one_request && r.added == added)
-    };
+    let find = |mode: Mode, added: bool| runs.iter().find(|r| r.mode == mode && r.added == added);
     const KEYS: [(&str, &str); 6] = [
         ("publish_per_s", "publish/s"),
         ("publish_8_threads_per_s", "publish/s 8 thr"),
@@ -268,8 +259,7 @@ fn print(runs: &[Run]) {
         "On a libSQL server (sqld on loopback; +2 ms: through a proxy adding 2 ms per round trip): \
          publishes from 1 thread and from {THREADS} sharing one transport, publish_many ({BATCH} per call), \
          claim+ack cycles with 1 and {THREADS} workers (each its own transport) and ack_and_claim with 1, \
-         each over {MESSAGES} messages in {GROUPS} groups or {} s. (×) = this ÷ the same mode before issue 16, \
-         in this run.",
+         each over {MESSAGES} messages in {GROUPS} groups or {} s.",
         CAP.as_secs()
     );
     print!("{:<34}", "mode");
@@ -278,18 +268,11 @@ fn print(runs: &[Run]) {
     }
     println!();
     for r in runs {
-        let path = match (r.mode, r.one_request) {
-            (Mode::File, _) => "",
-            (_, true) => ", one request",
-            (_, false) => ", before",
-        };
-        print!("{:<34}", format!("{}{path}{}", r.mode.name(), if r.added { ", +2 ms" } else { "" }));
-        let before = find(r.mode, false, r.added).filter(|_| r.one_request && r.mode != Mode::File);
+        print!("{:<34}", format!("{}{}", r.mode.name(), if r.added { ", +2 ms" } else { "" }));
         for (key, _) in KEYS {
-            let cell = match (figure(r, key), before.and_then(|b| figure(b, key))) {
-                (Some(v), Some(b)) => format!("{v:.0} (×{:.1})", v / b),
-                (Some(v), None) => format!("{v:.0}"),
-                (None, _) => "failed".to_owned(),
+            let cell = match figure(r, key) {
+                Some(v) => format!("{v:.0}"),
+                None => "failed".to_owned(),
             };
             print!(" {cell:>20}");
         }
@@ -300,21 +283,18 @@ fn print(runs: &[Run]) {
     }
     // What 2 ms more per round trip costs one worker's cycle, in round trips.
     for mode in [Mode::Remote, Mode::Replica] {
-        for one_request in [false, true] {
-            let (Some(near), Some(far)) = (find(mode, one_request, false), find(mode, one_request, true)) else {
-                continue;
-            };
-            let trips = |key: &str| match (figure(near, key), figure(far, key)) {
-                (Some(a), Some(b)) => format!("{:.2}", (1.0 / b - 1.0 / a) / ADDED.as_secs_f64()),
-                _ => "failed".to_owned(),
-            };
-            println!(
-                "{} ({}): round trips per cycle, claim+ack {}, ack_and_claim {}",
-                mode.name(),
-                if one_request { "one request" } else { "before" },
-                trips("cycles_1_worker_per_s"),
-                trips("ack_and_claim_1_worker_per_s")
-            );
-        }
+        let (Some(near), Some(far)) = (find(mode, false), find(mode, true)) else {
+            continue;
+        };
+        let trips = |key: &str| match (figure(near, key), figure(far, key)) {
+            (Some(a), Some(b)) => format!("{:.2}", (1.0 / b - 1.0 / a) / ADDED.as_secs_f64()),
+            _ => "failed".to_owned(),
+        };
+        println!(
+            "{}: round trips per cycle, claim+ack {}, ack_and_claim {}",
+            mode.name(),
+            trips("cycles_1_worker_per_s"),
+            trips("ack_and_claim_1_worker_per_s")
+        );
     }
 }

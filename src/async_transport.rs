@@ -1,41 +1,36 @@
-//! The async face: the queue's operations as `async fn` over libsql's native async API.
-//! Each method builds its checked request (request.rs) and runs it in `queue`. Calls on
-//! one value run one at a time (one connection, and claims serialize on the database's
-//! write lock anyway).
+//! The async face: the queue's operations as `async fn`. Each method builds its checked
+//! request (request.rs), runs the operation (queue/) on the backend chosen at open
+//! (backend/), and wakes this process's waiting claims after a commit that can make a
+//! message deliverable. Calls on one value run one at a time (one connection, and claims
+//! serialize on the database's write lock anyway).
 
 use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
-use crate::connect;
-use crate::db::Db;
-use crate::admin;
+use crate::backend::{Backend, Opened};
 use crate::error::{Error, Result};
-use crate::inspect::{self, DeadLetter, DeadLetters, GroupInfo, GroupState, MessageInfo, Page, Stats};
-use crate::lease::Lease;
-use crate::message::Message;
 use crate::mode::Mode;
 use crate::options::{Clock, Options};
-use crate::other_sqlite::FileWatch;
-use crate::queue;
+use crate::queue::{admin, looks, schema, work};
 use crate::request::{Claim, DeadSelection, Extend, Finish, FinishMany, Nack, PageRequest, Publish};
-use crate::schema;
 use crate::sql::Statements;
+use crate::types::{DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Stats};
 use crate::validate;
-use crate::wait::{Interrupts, Wait};
-use crate::waiting::Waiter;
-use crate::wake::{self, Signal};
+use crate::waiting::wait::{Interrupts, Wait};
+use crate::waiting::wake::Signal;
+use crate::waiting::{Polling, Waiter};
 
 pub struct AsyncTransport {
-    /// The connection and the `Database` it came from (a replica's background sync lives
-    /// in it; a server connection that went bad is re-opened from it), one call at a time.
-    db: Mutex<Db>,
+    /// Where the queue lives, one call at a time.
+    backend: Mutex<Backend>,
     sql: Statements,
     clock: Clock,
     mode: Mode,
     max_attempts: u32,
     /// What wakes this queue's waiting claims in this process (shared with its other transports).
     wake: Arc<Signal>,
+    polling: Polling,
     interrupts: Interrupts,
 }
 
@@ -44,15 +39,11 @@ impl AsyncTransport {
     /// `http(s)://` URL (remote), or a path with `Options::sync_url` (embedded replica).
     pub async fn open(database: &str, options: &Options) -> Result<AsyncTransport> {
         validate::non_empty("database", database)?;
-        let mode = Mode::of(database, options);
-        let watch = if mode == Mode::File { Some(FileWatch::open(database, options.refuse_other_sqlite)?) } else { None };
-        let connected = connect::connect(database, options, mode).await?;
-        let mut db = Db::new(connected, database, options.busy_timeout, watch);
+        let Opened { mut backend, mode, wake, polling } = Backend::open(database, options).await?;
         let sql = Statements::new(&options.prefix);
-        schema::prepare(&mut db, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
-        let wake = wake::for_queue(database, options, mode);
+        schema::prepare(&mut backend, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
         let (clock, max_attempts, interrupts) = (options.clock.clone(), options.max_attempts, Interrupts::default());
-        Ok(AsyncTransport { db: Mutex::new(db), sql, clock, mode, max_attempts, wake, interrupts })
+        Ok(AsyncTransport { backend: Mutex::new(backend), sql, clock, mode, max_attempts, wake, polling, interrupts })
     }
 
     /// Where the queue lives: a local file, memory, a server, or a replica of one.
@@ -84,8 +75,8 @@ impl AsyncTransport {
 
     /// The write of `publish` and `publish_many`, and of the blocking face's group commits.
     pub(crate) async fn append(&self, request: &Publish<'_, '_>) -> Result<()> {
-        let mut db = self.db.lock().await;
-        queue::publish(&mut db, &self.sql, request, &|| self.now()).await?;
+        let mut backend = self.backend.lock().await;
+        work::publish(&mut backend, &self.sql, request, &|| self.now()).await?;
         self.wake.notify();
         Ok(())
     }
@@ -146,30 +137,29 @@ impl AsyncTransport {
     /// nothing came and the wait lasts, pauses between looks (waiting.rs).
     async fn claim_waiting(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
         if wait.timeout.is_zero() && wait.cancel.is_none() {
-            let mut db = self.db.lock().await;
-            return queue::claim(&mut db, &self.sql, request, &|| self.now()).await;
+            let mut backend = self.backend.lock().await;
+            return work::claim(&mut backend, &self.sql, request, &|| self.now()).await;
         }
-        let mut waiter = Waiter::new(wait, &self.interrupts, &self.wake, self.mode)?;
-        let local = self.mode.prepares_statements();
+        let mut waiter = Waiter::new(wait, &self.interrupts, &self.wake, self.polling)?;
         // Locally the first step is a look, so a claim that may wait never waits for the write
         // lock on an empty queue; on a server the claim's own request is the cheaper first step.
-        let mut looked = local;
+        let mut looked = self.polling == Polling::Local;
         loop {
             let woken = self.wake.armed();
-            let mut db = self.db.lock().await;
+            let mut backend = self.backend.lock().await;
             let now = self.now()?;
             let mut readiness = match looked {
-                true => Some(queue::readiness(&mut db, &self.sql, request, now, local).await?),
+                true => Some(looks::readiness(&mut backend, &self.sql, request, now).await?),
                 false => None,
             };
             if readiness.as_ref().is_none_or(|r| r.deliverable) {
-                let leases = queue::claim(&mut db, &self.sql, request, &|| self.now()).await?;
+                let leases = work::claim(&mut backend, &self.sql, request, &|| self.now()).await?;
                 if !leases.is_empty() || waiter.is_over() {
                     return Ok(leases);
                 }
-                readiness = Some(queue::readiness(&mut db, &self.sql, request, now, local).await?);
+                readiness = Some(looks::readiness(&mut backend, &self.sql, request, now).await?);
             }
-            drop(db);
+            drop(backend);
             let readiness = readiness.expect("a look or a claim came first");
             if !waiter.pause(woken, &readiness, now).await? {
                 return Ok(Vec::new());
@@ -188,8 +178,8 @@ impl AsyncTransport {
     /// if it is gone or leased to another worker; then nothing changes.
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         let request = Finish::new(lease)?;
-        let mut db = self.db.lock().await;
-        queue::ack(&mut db, &self.sql, request, &|| self.now()).await.map_err(|e| e.during("ack"))?;
+        let mut backend = self.backend.lock().await;
+        work::ack(&mut backend, &self.sql, request, &|| self.now()).await.map_err(|e| e.during("ack"))?;
         self.wake.notify();
         Ok(())
     }
@@ -200,8 +190,10 @@ impl AsyncTransport {
     /// is checked as for `ack` first; an argument error names it ("leases[2].worker_id ...").
     pub async fn ack_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         let request = FinishMany::new(leases)?;
-        let mut db = self.db.lock().await;
-        let outcomes = queue::ack_many(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("ack_many"))?;
+        let mut backend = self.backend.lock().await;
+        let outcomes = work::ack_many(&mut backend, &self.sql, &request, &|| self.now())
+            .await
+            .map_err(|e| e.during("ack_many"))?;
         self.wake.notify();
         Ok(outcomes)
     }
@@ -220,8 +212,8 @@ impl AsyncTransport {
     ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
         let finish = FinishMany::new(leases)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
-        let mut db = self.db.lock().await;
-        let done = queue::ack_and_claim_many(&mut db, &self.sql, &finish, &claim, &|| self.now())
+        let mut backend = self.backend.lock().await;
+        let done = work::ack_and_claim_many(&mut backend, &self.sql, &finish, &claim, &|| self.now())
             .await
             .map_err(|e| e.during("ack_and_claim_many"))?;
         self.wake.notify();
@@ -234,8 +226,9 @@ impl AsyncTransport {
     /// claimed since is still this worker's and is extended.
     pub async fn extend(&self, lease: &mut Lease, visibility: f64) -> Result<()> {
         let request = Extend::new(lease, visibility)?;
-        let mut db = self.db.lock().await;
-        let lock_expiry = queue::extend(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("extend"))?;
+        let mut backend = self.backend.lock().await;
+        let lock_expiry =
+            work::extend(&mut backend, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("extend"))?;
         lease.lock_expiry = lock_expiry;
         Ok(())
     }
@@ -253,8 +246,8 @@ impl AsyncTransport {
     ) -> Result<Option<Lease>> {
         let finish = Finish::new(lease)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
-        let mut db = self.db.lock().await;
-        let next = queue::ack_and_claim(&mut db, &self.sql, finish, &claim, &|| self.now())
+        let mut backend = self.backend.lock().await;
+        let next = work::ack_and_claim(&mut backend, &self.sql, finish, &claim, &|| self.now())
             .await
             .map_err(|e| e.during("ack_and_claim"))?;
         self.wake.notify();
@@ -265,8 +258,8 @@ impl AsyncTransport {
     /// blocked) for `delay` seconds otherwise. Same `Error::LeaseLost` rule as `ack`.
     pub async fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
         let request = Nack::new(lease, delay)?;
-        let mut db = self.db.lock().await;
-        queue::nack(&mut db, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("nack"))?;
+        let mut backend = self.backend.lock().await;
+        work::nack(&mut backend, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("nack"))?;
         self.wake.notify();
         Ok(())
     }
@@ -277,8 +270,8 @@ impl AsyncTransport {
     pub async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<()> {
         let finish = Finish::new(lease)?;
         validate::non_empty("reason", reason)?;
-        let mut db = self.db.lock().await;
-        queue::dead_letter(&mut db, &self.sql, finish, reason, &|| self.now())
+        let mut backend = self.backend.lock().await;
+        work::dead_letter(&mut backend, &self.sql, finish, reason, &|| self.now())
             .await
             .map_err(|e| e.during("dead_letter"))?;
         self.wake.notify();
@@ -288,44 +281,56 @@ impl AsyncTransport {
     /// Exact counts of the queue now, read without the write lock (see `Stats`).
     pub async fn stats(&self) -> Result<Stats> {
         let now = self.now()?;
-        let mut db = self.db.lock().await;
-        inspect::stats(&mut db, &self.sql, now).await.map_err(|e| e.during("stats"))
+        let mut backend = self.backend.lock().await;
+        looks::stats(&mut backend, &self.sql, now).await.map_err(|e| e.during("stats"))
     }
 
     /// A page of groups in group id order (only those in `state`, if given), from `cursor`
     /// (None: the first page; else the `next` of the page before), at most `limit`
     /// (1..=MAX_PAGE). Read without the write lock.
-    pub async fn groups(&self, state: Option<GroupState>, cursor: Option<&str>, limit: usize) -> Result<Page<GroupInfo>> {
+    pub async fn groups(
+        &self,
+        state: Option<GroupState>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<GroupInfo>> {
         let page = PageRequest::new('g', cursor, limit)?;
         let now = self.now()?;
-        let mut db = self.db.lock().await;
-        inspect::groups(&mut db, &self.sql, state, &page, now).await.map_err(|e| e.during("groups"))
+        let mut backend = self.backend.lock().await;
+        looks::groups(&mut backend, &self.sql, state, &page, now).await.map_err(|e| e.during("groups"))
     }
 
     /// A page of a group's messages, oldest first, without claiming them.
     pub async fn peek(&self, group_id: &str, cursor: Option<&str>, limit: usize) -> Result<Page<MessageInfo>> {
         validate::non_empty("group_id", group_id)?;
         let page = PageRequest::new('m', cursor, limit)?;
-        let mut db = self.db.lock().await;
-        inspect::peek(&mut db, &self.sql, group_id, &page).await.map_err(|e| e.during("peek"))
+        let mut backend = self.backend.lock().await;
+        looks::peek(&mut backend, &self.sql, group_id, &page).await.map_err(|e| e.during("peek"))
     }
 
     /// A page of dead letters in the order they had in the queue (one group's, if given).
-    pub async fn dead_letters(&self, group_id: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<Page<DeadLetter>> {
+    pub async fn dead_letters(
+        &self,
+        group_id: Option<&str>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<DeadLetter>> {
         if let Some(group_id) = group_id {
             validate::non_empty("group_id", group_id)?;
         }
         let page = PageRequest::new('d', cursor, limit)?;
-        let mut db = self.db.lock().await;
-        inspect::dead_letters(&mut db, &self.sql, group_id, &page).await.map_err(|e| e.during("dead_letters"))
+        let mut backend = self.backend.lock().await;
+        looks::dead_letters(&mut backend, &self.sql, group_id, &page).await.map_err(|e| e.during("dead_letters"))
     }
 
     /// Moves dead letters back into their groups as their newest messages (after what
     /// the groups hold now), in the order they had, claimed 0 times; the number moved.
     pub async fn redrive(&self, which: DeadLetters<'_>) -> Result<u64> {
         let selection = DeadSelection::new(which)?;
-        let mut db = self.db.lock().await;
-        let moved = admin::redrive(&mut db, &self.sql, &selection, &|| self.now()).await.map_err(|e| e.during("redrive"))?;
+        let mut backend = self.backend.lock().await;
+        let moved = admin::redrive(&mut backend, &self.sql, &selection, &|| self.now())
+            .await
+            .map_err(|e| e.during("redrive"))?;
         self.wake.notify();
         Ok(moved)
     }
@@ -333,36 +338,37 @@ impl AsyncTransport {
     /// Deletes dead letters; the number deleted.
     pub async fn purge_dead(&self, which: DeadLetters<'_>) -> Result<u64> {
         let selection = DeadSelection::new(which)?;
-        let mut db = self.db.lock().await;
-        admin::purge_dead(&mut db, &self.sql, &selection).await.map_err(|e| e.during("purge_dead"))
+        let mut backend = self.backend.lock().await;
+        admin::purge_dead(&mut backend, &self.sql, &selection).await.map_err(|e| e.during("purge_dead"))
     }
 
     /// Deletes a group's messages (a lease on one of them is lost); the number deleted.
     pub async fn purge_group(&self, group_id: &str) -> Result<u64> {
         validate::non_empty("group_id", group_id)?;
-        let mut db = self.db.lock().await;
-        admin::purge_group(&mut db, &self.sql, group_id).await.map_err(|e| e.during("purge_group"))
+        let mut backend = self.backend.lock().await;
+        admin::purge_group(&mut backend, &self.sql, group_id).await.map_err(|e| e.during("purge_group"))
     }
 
     /// Deletes every message and group (dead letters stay); the number of messages.
     pub async fn purge(&self) -> Result<u64> {
-        let mut db = self.db.lock().await;
-        admin::purge(&mut db, &self.sql).await.map_err(|e| e.during("purge"))
+        let mut backend = self.backend.lock().await;
+        admin::purge(&mut backend, &self.sql).await.map_err(|e| e.during("purge"))
     }
 
     /// Ends the lease or park on a group's head now (a stuck group is served again at
     /// once; the holder's ack then finds its lease lost); false when nothing was held.
     pub async fn release(&self, group_id: &str) -> Result<bool> {
         validate::non_empty("group_id", group_id)?;
-        let mut db = self.db.lock().await;
-        let released = admin::release(&mut db, &self.sql, group_id, &|| self.now()).await.map_err(|e| e.during("release"))?;
+        let mut backend = self.backend.lock().await;
+        let released =
+            admin::release(&mut backend, &self.sql, group_id, &|| self.now()).await.map_err(|e| e.during("release"))?;
         self.wake.notify();
         Ok(released)
     }
 
     /// Closes the connection; it cannot fail. Dropping the transport does the same.
     pub async fn close(self) {
-        self.db.into_inner().close();
+        self.backend.into_inner().close();
     }
 
     fn now(&self) -> Result<f64> {

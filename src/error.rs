@@ -28,7 +28,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn message(&self) -> &str {
         match self {
-            Error::Argument(m) | Error::Database(m) | Error::Busy(m) | Error::LeaseLost(m) | Error::Connect(m) | Error::Interrupted(m) => m,
+            Error::Argument(m)
+            | Error::Database(m)
+            | Error::Busy(m)
+            | Error::LeaseLost(m)
+            | Error::Connect(m)
+            | Error::Interrupted(m) => m,
         }
     }
 

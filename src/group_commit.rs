@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{Error, Result};
-use crate::message::Message;
+use crate::types::Message;
 
 #[derive(Default)]
 pub struct GroupCommit {

@@ -7,50 +7,37 @@
 //! Python `SqliteTransport`/`LibsqlTransport`, so both can share one queue file.
 //!
 //! [`Transport`] is the blocking face (what the C ABI wraps); [`AsyncTransport`] is the
-//! same queue as `async fn`. Both run the one implementation in `queue`.
+//! same queue as `async fn`. Both run the operations of `queue`, written once, on the
+//! backend chosen at open (`backend`: a local file, or a libSQL server); docs/architecture.md
+//! follows a claim from the C call to the SQL and back.
 
-mod admin;
 mod async_transport;
-mod connect;
-mod db;
+mod backend;
+mod chain;
+mod cursor;
 mod error;
-mod file_identity;
 pub mod ffi;
 mod group_commit;
-mod hrana_pipeline;
-mod inspect;
-mod lease;
-mod local_lock;
-mod lock_wait;
-mod message;
 mod mode;
 mod options;
-mod other_sqlite;
 mod queue;
 mod request;
-mod schema;
-mod server_batch;
-mod server_ops;
-mod server_session;
 mod sql;
-mod statement_cache;
 mod transport;
+mod types;
 mod validate;
-mod wait;
 mod waiting;
-mod wake;
-mod wal_events;
 
 pub use async_transport::AsyncTransport;
 pub use error::{Error, Result};
-pub use inspect::{DeadLetter, DeadLetters, GroupInfo, GroupState, MessageInfo, Page, PriorityStats, Stats, MAX_PAGE};
-pub use lease::Lease;
-pub use message::Message;
 pub use mode::Mode;
 pub use options::{system_clock, Clock, Options, Synchronous};
 pub use transport::Transport;
+pub use types::{
+    DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, PriorityStats, Stats, MAX_PAGE,
+};
 pub use validate::{MAX_CLAIM, MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
-pub use wait::{Cancel, Wait};
+pub use waiting::wait::{Cancel, Wait};
 
 /// The statements that create a fresh schema under `prefix`, for a migration tool:
 /// idempotent, one per line, each ending in ';'.

@@ -20,14 +20,4 @@ impl Mode {
             (false, None) => Mode::File,
         }
     }
-
-    /// Statements are kept prepared only where SQLite compiles them in this process; on
-    /// a server every statement is a round trip anyway.
-    pub fn prepares_statements(self) -> bool {
-        matches!(self, Mode::Memory | Mode::File)
-    }
-
-    pub fn is_networked(self) -> bool {
-        matches!(self, Mode::Remote | Mode::Replica)
-    }
 }

@@ -40,8 +40,6 @@ pub struct Options {
     /// holds (other_sqlite.rs). Set by the C ABI only: in a Rust program the `libsql`
     /// crate shares this library's SQLite, whose own connections are no hazard.
     pub(crate) refuse_other_sqlite: bool,
-    /// On a server, each worker operation is one request (see `one_request_on_server`).
-    pub(crate) one_request: bool,
 }
 
 impl Default for Options {
@@ -57,7 +55,6 @@ impl Default for Options {
             clock: Arc::new(system_clock),
             max_attempts: 0,
             refuse_other_sqlite: false,
-            one_request: true,
         }
     }
 }
@@ -146,15 +143,6 @@ impl Options {
 
     pub fn system_clock(&mut self) -> &mut Self {
         self.clock = Arc::new(system_clock);
-        self
-    }
-
-    /// On (default): on a libSQL server, each publish, claim, ack, nack, ack_and_claim and
-    /// dead_letter is one request. Off: one round trip per statement inside the server's
-    /// write lock, as before; only for the benchmark to compare the two.
-    #[doc(hidden)]
-    pub fn one_request_on_server(&mut self, on: bool) -> &mut Self {
-        self.one_request = on;
         self
     }
 

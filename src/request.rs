@@ -5,9 +5,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::inspect::{self, DeadLetters, MAX_PAGE};
-use crate::lease::Lease;
-use crate::message::Message;
+use crate::types::{DeadLetters, Lease, Message, MAX_PAGE};
 use crate::validate;
 
 /// Messages to append, in order, each checked.
@@ -94,7 +92,8 @@ pub struct FinishMany<'a> {
 impl<'a> FinishMany<'a> {
     pub fn new(leases: &'a [Lease]) -> Result<FinishMany<'a>> {
         for (i, lease) in leases.iter().enumerate() {
-            Finish::new(lease).map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))?;
+            Finish::new(lease)
+                .map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))?;
         }
         Ok(FinishMany { leases })
     }
@@ -137,7 +136,9 @@ impl<'a> DeadSelection<'a> {
     pub fn new(which: DeadLetters<'a>) -> Result<DeadSelection<'a>> {
         match which {
             DeadLetters::Group(group_id) => validate::non_empty("group_id", group_id)?,
-            DeadLetters::Seqs([]) => return Err(Error::Argument("seqs is empty: name at least one dead letter".into())),
+            DeadLetters::Seqs([]) => {
+                return Err(Error::Argument("seqs is empty: name at least one dead letter".into()))
+            }
             DeadLetters::All | DeadLetters::Seqs(_) => {}
         }
         Ok(DeadSelection { which })
@@ -152,11 +153,11 @@ pub struct PageRequest {
 }
 
 impl PageRequest {
-    /// `kind`: the listing's cursor kind (see inspect::cursor).
+    /// `kind`: the listing's cursor kind (see cursor.rs).
     pub fn new(kind: char, cursor: Option<&str>, limit: usize) -> Result<PageRequest> {
         if !(1..=MAX_PAGE).contains(&limit) {
             return Err(Error::Argument(format!("limit is {limit}; it must be 1..{MAX_PAGE}")));
         }
-        Ok(PageRequest { after: cursor.map(|c| inspect::parse_cursor(kind, c)).transpose()?, limit })
+        Ok(PageRequest { after: cursor.map(|c| crate::cursor::parse_cursor(kind, c)).transpose()?, limit })
     }
 }

@@ -3,18 +3,17 @@
 //! calls on one value run one at a time, except that publishes from several threads share
 //! commits (group_commit.rs). Do not call it from async code (use `AsyncTransport` there).
 
-use tokio::runtime::{Builder, Runtime};
+use tokio::runtime::Runtime;
 
 use crate::async_transport::AsyncTransport;
-use crate::error::{Error, Result};
+use crate::backend::Backend;
+use crate::error::Result;
 use crate::group_commit::GroupCommit;
-use crate::inspect::{DeadLetter, DeadLetters, GroupInfo, GroupState, MessageInfo, Page, Stats};
-use crate::lease::Lease;
-use crate::message::Message;
 use crate::mode::Mode;
 use crate::options::Options;
 use crate::request::Publish;
-use crate::wait::Wait;
+use crate::types::{DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Stats};
+use crate::waiting::wait::Wait;
 
 pub struct Transport {
     /// Always `Some` until `close` or drop takes it.
@@ -26,7 +25,7 @@ pub struct Transport {
 impl Transport {
     /// See [`AsyncTransport::open`].
     pub fn open(database: &str, options: &Options) -> Result<Transport> {
-        let runtime = runtime_for(Mode::of(database, options))?;
+        let runtime = Backend::runtime(database, options)?;
         let inner = runtime.block_on(AsyncTransport::open(database, options))?;
         Ok(Transport { inner: Some(inner), runtime, commits: GroupCommit::default() })
     }
@@ -216,17 +215,4 @@ impl Drop for Transport {
             self.runtime.block_on(inner.close());
         }
     }
-}
-
-/// A local database needs no background work: the calling thread runs everything. A
-/// server connection keeps one worker thread for the HTTP client and a replica's sync.
-fn runtime_for(mode: Mode) -> Result<Runtime> {
-    let mut builder = if mode.is_networked() {
-        let mut b = Builder::new_multi_thread();
-        b.worker_threads(1).thread_name("harel-transport");
-        b
-    } else {
-        Builder::new_current_thread()
-    };
-    builder.enable_all().build().map_err(|e| Error::Database(format!("open: could not start the I/O runtime: {e}")))
 }

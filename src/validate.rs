@@ -2,7 +2,7 @@
 //! Each returns `Error::Argument` naming the parameter as the C header names it.
 
 use crate::error::{Error, Result};
-use crate::message::Message;
+use crate::types::Message;
 
 /// The worker id a parked message carries in `locked_by` (docs/queue.md); no worker may use it.
 pub const PARKED: &str = "__parked__";

@@ -14,7 +14,7 @@ use common::http_proxy::{CountingProxy, RequestCounter};
 use common::sqld::{serial, Client, ServerSql, Sqld, Via};
 use common::sqld_or_skip;
 use common::{event, hostile, TestClock};
-use harel_transport::{Error, Lease, Message, Options, Transport, Wait};
+use harel_transport::{DeadLetters, Error, Lease, Message, Options, Transport, Wait};
 
 const V: f64 = 30.0;
 
@@ -73,9 +73,9 @@ fn the_counting_proxy_finds_each_request_however_its_bytes_arrive() {
     assert_eq!(counter.feed(&h2[..split]) + counter.feed(&h2[split..]), 2);
 }
 
-/// Every operation is one request, in both modes; the statement-per-round-trip path of
-/// before is measured alongside for the figures. A time that cannot be sent fails before
-/// any request.
+/// Every operation is one request, in both modes: the worker's, the administration's, and
+/// (remote: a replica reads its local copy after a sync) the looks. A time that cannot be
+/// sent fails before any request.
 #[test]
 fn each_operation_is_one_request() {
     let binary = sqld_or_skip!("each_operation_is_one_request");
@@ -85,9 +85,8 @@ fn each_operation_is_one_request() {
     let clock = TestClock::at(1000.0);
     let mut report = Vec::new();
     for via in Via::BOTH {
-        for one_request in [false, true] {
-            let mut options = with_prefix(&clock, &format!("r{}", report.len()));
-            options.one_request_on_server(one_request);
+        {
+            let options = with_prefix(&clock, &format!("r{}", report.len()));
             let t = open(via, &proxy.url(), &server, &options);
             let mut counts: Vec<(&str, usize)> = Vec::new();
             let mut count = |name, (n, ok): (usize, bool)| {
@@ -142,7 +141,7 @@ fn each_operation_is_one_request() {
             count("claim (nothing)", (n, routed.is_none()));
             // A head claimed max_attempts times is buried by the claim that finds it.
             let mut limited_options = with_prefix(&clock, &format!("r{}m", report.len()));
-            limited_options.max_attempts(1).one_request_on_server(one_request);
+            limited_options.max_attempts(1);
             let limited = open(via, &proxy.url(), &server, &limited_options);
             limited.publish("p", &event(1), 0, None).unwrap();
             assert_eq!(limited.claim("w", V, 0, &[]).unwrap().map(|l| l.attempts), Some(1));
@@ -150,23 +149,34 @@ fn each_operation_is_one_request() {
             limited.publish("q", &event(2), 0, None).unwrap();
             let (n, next) = requests(&proxy, || limited.claim("w", V, 0, &[]).unwrap());
             count("claim burying a head over max_attempts", (n, next.is_some_and(|l| l.group_id == "q")));
-            if one_request {
-                let mut huge = with_prefix(&TestClock::at(1e308), &format!("r{}", report.len()));
-                huge.one_request_on_server(true);
+            // Administration and looks.
+            let (n, released) = requests(&proxy, || limited.release("q").unwrap());
+            count("release", (n, released));
+            count("purge_group", requests(&proxy, || limited.purge_group("q").unwrap() == 1));
+            count("redrive", requests(&proxy, || limited.redrive(DeadLetters::All).unwrap() == 1));
+            count("purge_dead", requests(&proxy, || limited.purge_dead(DeadLetters::All).unwrap() == 0));
+            count("purge", requests(&proxy, || limited.purge().unwrap() == 1));
+            if via == Via::Remote {
+                count("stats", requests(&proxy, || t.stats().unwrap().messages > 0));
+                count("groups", requests(&proxy, || !t.groups(None, None, 10).unwrap().items.is_empty()));
+                count("peek", requests(&proxy, || t.peek("c", None, 10).is_ok()));
+                count("dead_letters", requests(&proxy, || t.dead_letters(None, None, 10).unwrap().items.len() == 1));
+            }
+            {
+                let huge = with_prefix(&TestClock::at(1e308), &format!("r{}", report.len()));
                 let far = open(via, &proxy.url(), &server, &huge);
                 far.publish("far", &event(1), 0, None).unwrap();
                 let (n, refused) = requests(&proxy, || far.claim("w", 1e308, 0, &[]));
                 assert!(matches!(&refused, Err(Error::Argument(m)) if m.contains("finite")), "{refused:?}");
                 assert_eq!(n, 0, "refused before any request");
             }
-            report.push((via, one_request, counts));
+            report.push((via, counts));
         }
     }
-    for (via, one_request, counts) in &report {
-        let path = if *one_request { "one request" } else { "before (a round trip per statement)" };
-        println!("{via:?}, {path}: {counts:?}");
+    for (via, counts) in &report {
+        println!("{via:?}: {counts:?}");
     }
-    for (via, _, counts) in report.iter().filter(|r| r.1) {
+    for (via, counts) in &report {
         let not_one: Vec<_> = counts.iter().filter(|c| c.1 != 1).collect();
         assert!(not_one.is_empty(), "{via:?}: operations that were not one request: {not_one:?}");
     }

@@ -7,9 +7,9 @@ use super::args;
 use super::error::harel_error;
 use super::lease::harel_lease;
 use super::status::harel_status::{self, HAREL_OK};
-use super::transport::{on_handle, harel_transport};
+use super::transport::{harel_transport, on_handle};
 use crate::error::{Error, Result};
-use crate::inspect::DeadLetters;
+use crate::types::DeadLetters;
 
 /// Moves the leased message to the dead-letter table with `reason` (for a worker that
 /// knows the message will never succeed); its group goes on with the next message. Reads
@@ -28,7 +28,8 @@ pub extern "C" fn harel_transport_dead_letter(
 ) -> harel_status {
     on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (lease, reason) = unsafe { (args::reference(lease, "lease")?.to_lease()?, args::string(reason, "reason")?) };
+        let (lease, reason) =
+            unsafe { (args::reference(lease, "lease")?.to_lease()?, args::string(reason, "reason")?) };
         t.dead_letter(&lease, reason)?;
         Ok(HAREL_OK)
     })
@@ -38,7 +39,12 @@ pub extern "C" fn harel_transport_dead_letter(
 ///
 /// # Safety
 /// `group_id` is NULL or NUL-terminated; `seqs` is NULL or points to `n_seqs` values.
-unsafe fn selection<'a>(all: bool, group_id: *const c_char, seqs: *const i64, n_seqs: usize) -> Result<DeadLetters<'a>> {
+unsafe fn selection<'a>(
+    all: bool,
+    group_id: *const c_char,
+    seqs: *const i64,
+    n_seqs: usize,
+) -> Result<DeadLetters<'a>> {
     let group_id = unsafe { args::optional_string(group_id, "group_id") }?;
     let seqs = unsafe { args::slice(seqs, n_seqs, "seqs") }?;
     match (all, group_id, seqs.is_empty()) {
@@ -131,7 +137,11 @@ pub extern "C" fn harel_transport_purge_group(
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL); HAREL_ERR_BUSY; HAREL_ERR_DATABASE;
 /// HAREL_ERR_CONNECT.
 #[no_mangle]
-pub extern "C" fn harel_transport_purge(t: *mut harel_transport, purged: *mut u64, err: *mut *mut harel_error) -> harel_status {
+pub extern "C" fn harel_transport_purge(
+    t: *mut harel_transport,
+    purged: *mut u64,
+    err: *mut *mut harel_error,
+) -> harel_status {
     on_handle(t, err, |t| {
         count_out(purged, t.purge()?);
         Ok(HAREL_OK)

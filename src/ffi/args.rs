@@ -31,9 +31,7 @@ pub unsafe fn string<'a>(ptr: *const c_char, name: &str) -> Result<&'a str> {
     if ptr.is_null() {
         return Err(null(name));
     }
-    unsafe { CStr::from_ptr(ptr) }
-        .to_str()
-        .map_err(|e| Error::Argument(format!("{name} is not valid UTF-8: {e}")))
+    unsafe { CStr::from_ptr(ptr) }.to_str().map_err(|e| Error::Argument(format!("{name} is not valid UTF-8: {e}")))
 }
 
 /// A string where NULL means "none".

@@ -10,8 +10,8 @@ use super::status::harel_status::{self, HAREL_EMPTY, HAREL_ERR_LEASE_LOST, HAREL
 use super::transport::{harel_transport, on_handle};
 use super::waiting::{harel_cancel, wait_of};
 use crate::error::{Error, Result};
-use crate::lease::Lease;
 use crate::transport::Transport;
+use crate::types::Lease;
 
 /// Leases up to `max` messages (1..1000), each the head of a different group, in the
 /// order `harel_transport_claim` would hand them out one after another, in one

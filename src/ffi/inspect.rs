@@ -4,13 +4,13 @@
 use std::ffi::c_char;
 
 use super::args;
-use super::{boundary_out, boundary_value};
 use super::error::harel_error;
 use super::status::harel_status::{self, HAREL_OK};
 use super::strings_out::{or_minus_one, Strings};
 use super::transport::harel_transport;
+use super::{boundary_out, boundary_value};
 use crate::error::{Error, Result};
-use crate::inspect::{GroupState, Page};
+use crate::types::{GroupState, Page};
 
 /// The counts of one priority level (see harel_stats).
 #[repr(C)]
@@ -153,7 +153,11 @@ struct Allocation<Head, Item> {
     strings: Strings,
 }
 
-fn hand_out<Head, Item>(items: Vec<Item>, strings: Strings, head: impl FnOnce(*const Item, usize) -> Head) -> *mut Head {
+fn hand_out<Head, Item>(
+    items: Vec<Item>,
+    strings: Strings,
+    head: impl FnOnce(*const Item, usize) -> Head,
+) -> *mut Head {
     let head = head(items.as_ptr(), items.len());
     Box::into_raw(Box::new(Allocation { head, items, strings })).cast::<Head>()
 }
@@ -199,7 +203,13 @@ pub extern "C" fn harel_transport_stats(
         let levels: Vec<harel_priority_stats> = s
             .by_priority
             .iter()
-            .map(|p| harel_priority_stats { priority: p.priority, groups: p.groups, ready: p.ready, leased: p.leased, parked: p.parked })
+            .map(|p| harel_priority_stats {
+                priority: p.priority,
+                groups: p.groups,
+                ready: p.ready,
+                leased: p.leased,
+                parked: p.parked,
+            })
             .collect();
         Ok(hand_out(levels, Strings::default(), |by_priority, n_priorities| harel_stats {
             now: s.now,

@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use super::args;
 use super::boundary_value;
 use crate::error::{Error, Result};
-use crate::lease::Lease;
+use crate::types::Lease;
 
 /// A claimed message. One returned by a claim belongs to the caller, who frees it with
 /// `harel_lease_free` (after ack or nack, or when giving up on it); never change its

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 
 use super::args;
 use crate::error::Result;
-use crate::message::Message;
+use crate::types::Message;
 use crate::validate;
 
 /// One message for `harel_transport_publish_many`: the arguments of

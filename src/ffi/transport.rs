@@ -3,12 +3,12 @@
 use std::ffi::c_char;
 
 use super::args;
-use super::{boundary, boundary_out};
 use super::error::harel_error;
 use super::lease::harel_lease;
 use super::message::{self, harel_message};
 use super::options::harel_options;
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
+use super::{boundary, boundary_out};
 use crate::options::Options;
 use crate::transport::Transport;
 

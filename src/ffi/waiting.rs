@@ -9,7 +9,7 @@ use super::lease::harel_lease;
 use super::status::harel_status;
 use super::transport::{claim_into, harel_transport, lease_out};
 use crate::error::Result;
-use crate::wait::{self, Cancel, Wait};
+use crate::waiting::wait::{self, Cancel, Wait};
 
 /// Ends the waits of the calls it is passed to (opaque). Made by `harel_cancel_new`, fired
 /// with `harel_cancel_fire` from any thread (a signal handler excepted), freed with

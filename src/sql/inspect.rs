@@ -3,7 +3,7 @@
 //! replica (where it reads the local copy).
 
 use super::{Statements, PARKED};
-use crate::inspect::GroupState;
+use crate::types::GroupState;
 
 impl Statements {
     /// Every count of `Stats` at now (?1). Row 1: NULL, total messages, dead letters, NULL,
@@ -11,7 +11,7 @@ impl Statements {
     /// row per priority level: level, groups, leased, parked, NULL, NULL.
     ///
     /// A group of ours in flight has `last_claimed_at` at its lease's or park's end, after
-    /// now (queue.rs): the groups index's range past now finds exactly those, and their
+    /// now (queue/work.rs): the groups index's range past now finds exactly those, and their
     /// heads say which is which, with no index the claim would have to keep. (A head leased
     /// by one of harel's Python transports, which stamp the claim instant, counts as
     /// ready here; the listings check every head they show.) The oldest ready message is
@@ -96,12 +96,16 @@ impl Statements {
     }
 
     /// Releasing group ?1 now: its head's lease or park ends, whoever holds it (the
-    /// holder's ack or nack then finds its lease lost). Then `set_group_ready_at` with now.
-    pub fn release_head(&self) -> String {
-        let m = &self.messages_table;
-        format!(
-            "UPDATE {m} SET locked_by = NULL, lock_expiry = NULL \
-             WHERE seq = (SELECT MIN(seq) FROM {m} WHERE group_id = ?1) AND locked_by IS NOT NULL"
-        )
+    /// holder's ack or nack then finds its lease lost); then, if it did, the group is ready
+    /// at ?2.
+    pub fn release_head(&self) -> [String; 2] {
+        let (m, g) = (&self.messages_table, &self.groups_table);
+        [
+            format!(
+                "UPDATE {m} SET locked_by = NULL, lock_expiry = NULL \
+                 WHERE seq = (SELECT MIN(seq) FROM {m} WHERE group_id = ?1) AND locked_by IS NOT NULL"
+            ),
+            format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1 AND changes() > 0"),
+        ]
     }
 }

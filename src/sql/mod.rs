@@ -10,21 +10,20 @@ use libsql::Value;
 
 use crate::validate::{MAX_PRIORITY, PARKED};
 
+mod claim;
 mod dead_letters;
 mod inspect;
-mod one_request;
 
+pub use claim::LEASE_LOST;
 pub use dead_letters::DeadFilter;
-pub use one_request::LEASE_LOST;
 
 /// Above this many routing keys a claim uses one candidate query with `IN` instead of one
 /// per key (SQLite caps a compound SELECT at 500 parts).
 const MAX_ROUTING_CANDIDATES: usize = 32;
 
-/// Where statements are kept prepared, a batch is written by multi-row INSERTs of these
-/// many rows, largest first: few statements per batch and few distinct ones to keep. On a
-/// server (nothing prepared, every statement a round trip) one INSERT takes up to the
-/// first of them. Far below SQLite's 32,766 parameters per statement either way.
+/// A batch is written by multi-row INSERTs of these many rows, largest first: few
+/// statements per batch, and few distinct ones for a local connection to keep prepared.
+/// Far below SQLite's 32,766 parameters per statement.
 const INSERT_ROWS: [usize; 8] = [128, 64, 32, 16, 8, 4, 2, 1];
 
 #[derive(Debug, Clone)]
@@ -38,7 +37,6 @@ pub struct Statements {
     /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
     publish_rows: Vec<(String, String)>,
     pub set_group_ready_at: String,
-    pub lease_message: String,
     pub ack_message: String,
     pub requeue_group_if_not_empty: String,
     pub drop_group_if_empty: String,
@@ -48,7 +46,6 @@ pub struct Statements {
     pub next_ready_at: String,
     /// Moving a message into the dead-letter table (see dead_letters.rs).
     pub bury_leased: String,
-    pub bury_head: String,
     pub drop_buried_group_if_empty: String,
     pub delete_message: String,
 }
@@ -63,9 +60,6 @@ impl Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
             set_group_ready_at: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
-            lease_message: format!(
-                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1 WHERE seq = ?1"
-            ),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
             requeue_group_if_not_empty: format!(
                 "UPDATE {g} SET last_claimed_at = ?2 \
@@ -83,7 +77,6 @@ impl Statements {
             ),
             next_ready_at: format!("SELECT MIN(last_claimed_at) FROM {g} WHERE last_claimed_at > ?1"),
             bury_leased: dead_letters::bury_leased(&m, &g, &d),
-            bury_head: dead_letters::bury_head(&m, &g, &d),
             drop_buried_group_if_empty: dead_letters::drop_buried_group_if_empty(&m, &g, &d),
             delete_message: format!("DELETE FROM {m} WHERE seq = ?1"),
             messages_table: m,
@@ -108,20 +101,15 @@ impl Statements {
     }
 
     /// The statements that write the first rows of a batch of `n` (> 0): how many rows,
-    /// the messages' INSERT (now, then group_id, event per row) and the groups' INSERT OR IGNORE
-    /// (group_id, priority, routing_key per row). `prepared`: whether the connection keeps
-    /// statements prepared (see `INSERT_ROWS`).
-    pub fn publish_rows(&self, n: usize, prepared: bool) -> (usize, Cow<'_, str>, Cow<'_, str>) {
-        if !prepared && n < INSERT_ROWS[0] && !INSERT_ROWS.contains(&n) {
-            let (messages, groups) = self.build_publish_rows(n);
-            return (n, messages.into(), groups.into());
-        }
+    /// the messages' INSERT (now, then group_id, event per row) and the groups' INSERT OR
+    /// IGNORE (group_id, priority, routing_key per row).
+    pub fn publish_rows(&self, n: usize) -> (usize, &str, &str) {
         let (rows, (messages, groups)) = INSERT_ROWS
             .iter()
             .zip(&self.publish_rows)
             .find(|(&rows, _)| rows <= n)
             .expect("INSERT_ROWS ends with 1, and a batch is not empty");
-        (*rows, messages.as_str().into(), groups.as_str().into())
+        (*rows, messages, groups)
     }
 
     /// One candidate: the first group, in serving order, that passes `filter` and whose

@@ -9,11 +9,11 @@
 use std::path::Path;
 use std::sync::Weak;
 
-use crate::wake::Signal;
+use tokio::sync::Notify;
 
-/// Starts watching `wal` for writes, notifying `signal`; the watch's id, or None when the
+/// Starts watching `wal` for writes, notifying `signal` (the waiting claims of its queue); the watch's id, or None when the
 /// system refuses (no inotify, its limit reached, no WAL file).
-pub fn watch(wal: &Path, signal: Weak<Signal>) -> Option<i32> {
+pub fn watch(wal: &Path, signal: Weak<Notify>) -> Option<i32> {
     imp::watch(wal, signal)
 }
 
@@ -29,11 +29,11 @@ mod imp {
     use std::path::Path;
     use std::sync::{Mutex, OnceLock, Weak};
 
-    use crate::wake::Signal;
+    use tokio::sync::Notify;
 
     struct Events {
         fd: i32,
-        signals: Mutex<HashMap<i32, Weak<Signal>>>,
+        signals: Mutex<HashMap<i32, Weak<Notify>>>,
     }
 
     fn events() -> Option<&'static Events> {
@@ -79,13 +79,13 @@ mod imp {
                 at += header + event.len as usize;
                 let signal = events.signals.lock().unwrap_or_else(|e| e.into_inner()).get(&event.wd).cloned();
                 if let Some(signal) = signal.and_then(|s| s.upgrade()) {
-                    signal.notify();
+                    signal.notify_waiters();
                 }
             }
         }
     }
 
-    pub fn watch(wal: &Path, signal: Weak<Signal>) -> Option<i32> {
+    pub fn watch(wal: &Path, signal: Weak<Notify>) -> Option<i32> {
         let events = events()?;
         let path = CString::new(wal.as_os_str().as_bytes()).ok()?;
         // SAFETY: a valid descriptor and C string.
@@ -110,9 +110,9 @@ mod imp {
     use std::path::Path;
     use std::sync::Weak;
 
-    use crate::wake::Signal;
+    use tokio::sync::Notify;
 
-    pub fn watch(_wal: &Path, _signal: Weak<Signal>) -> Option<i32> {
+    pub fn watch(_wal: &Path, _signal: Weak<Notify>) -> Option<i32> {
         None
     }
 

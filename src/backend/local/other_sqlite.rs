@@ -32,9 +32,8 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::sync::{Mutex, PoisonError};
 
+use super::file_identity::{self, Identity};
 use crate::error::{Error, Result};
-use crate::file_identity::{self, Identity};
-
 
 /// Per file: how many connections of ours have it open or are opening it, and the
 /// descriptors the check keeps open (see above); gone with the last connection.
@@ -71,8 +70,7 @@ impl FileWatch {
         let (identity, made) = match file_identity::at(path) {
             Ok(identity) => (identity, None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let Ok(file) = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
-                else {
+                let Ok(file) = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path) else {
                     return Ok(FileWatch { file: None, wal_path, wal: None });
                 };
                 (identity_of(&file)?, Some(file))

@@ -1,6 +1,5 @@
-//! Prepared statements kept for reuse, by SQL text, where the connection compiles them in
-//! this process (memory and local files). On a server there is nothing to keep: each
-//! statement is sent as text.
+//! Prepared statements kept for reuse, by SQL text: the connection compiles them in this
+//! process, once each.
 
 use std::collections::HashMap;
 
@@ -8,18 +7,13 @@ use libsql::params::IntoParams;
 use libsql::{Connection, Row, Statement};
 
 pub struct StatementCache {
-    /// None: statements are not kept (a server).
+    /// None once cleared: the connection is closing.
     prepared: Option<HashMap<String, Statement>>,
 }
 
 impl StatementCache {
-    pub fn new(prepares: bool) -> StatementCache {
-        StatementCache { prepared: prepares.then(HashMap::new) }
-    }
-
-    /// Whether statements are kept prepared (see `Statements::publish_rows`).
-    pub fn prepares(&self) -> bool {
-        self.prepared.is_some()
+    pub fn new() -> StatementCache {
+        StatementCache { prepared: Some(HashMap::new()) }
     }
 
     async fn prepared(&mut self, conn: &Connection, sql: &str) -> libsql::Result<Option<&Statement>> {
@@ -45,24 +39,6 @@ impl StatementCache {
         }
     }
 
-    /// The first row of a query, read by `read` before the statement is reset.
-    pub async fn query_one<T>(
-        &mut self,
-        conn: &Connection,
-        sql: &str,
-        params: impl IntoParams,
-        read: impl FnOnce(&Row) -> libsql::Result<T>,
-    ) -> libsql::Result<Option<T>> {
-        match self.prepared(conn, sql).await? {
-            Some(statement) => {
-                let value = first_row(statement.query(params).await, read).await;
-                statement.reset();
-                value
-            }
-            None => first_row(conn.query(sql, params).await, read).await,
-        }
-    }
-
     /// Every row of a query, each read by `read`, before the statement is reset.
     pub async fn query_all<T>(
         &mut self,
@@ -85,16 +61,6 @@ impl StatementCache {
     /// Drops the statements before their connection goes.
     pub fn clear(&mut self) {
         self.prepared = None;
-    }
-}
-
-async fn first_row<T>(
-    rows: libsql::Result<libsql::Rows>,
-    read: impl FnOnce(&Row) -> libsql::Result<T>,
-) -> libsql::Result<Option<T>> {
-    match rows?.next().await? {
-        Some(row) => read(&row).map(Some),
-        None => Ok(None),
     }
 }
 

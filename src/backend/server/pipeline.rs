@@ -1,4 +1,4 @@
-//! One HTTP request to a libSQL server: a Hrana pipeline (`POST {url}/v3/pipeline`, JSON)
+//! One HTTP request to a libSQL server, the only way the library talks to one: a Hrana pipeline (`POST {url}/v3/pipeline`, JSON)
 //! of one batch. The batch ends in COMMIT or ROLLBACK (server_batch.rs), so between
 //! requests the stream holds no transaction, and the next request goes on the same stream
 //! with the baton the server gave back: opening a stream opens a database connection on the
@@ -18,8 +18,7 @@ use hyper::header::{AUTHORIZATION, CONTENT_TYPE};
 use hyper::{Body, Client, Request, StatusCode};
 use hyper_rustls::HttpsConnector;
 use libsql_hrana::proto::{
-    Batch, BatchResult, BatchStreamReq, PipelineReqBody, PipelineRespBody, StreamRequest, StreamResponse,
-    StreamResult,
+    Batch, BatchResult, BatchStreamReq, PipelineReqBody, PipelineRespBody, StreamRequest, StreamResponse, StreamResult,
 };
 
 /// Idle pooled connections are dropped before a server or a load balancer would close
@@ -40,7 +39,7 @@ pub enum Failure {
     Stream { code: String, message: String },
 }
 
-pub struct HranaPipeline {
+pub struct Pipeline {
     client: Client<HttpsConnector<HttpConnector>, Body>,
     url: String,
     auth: String,
@@ -56,9 +55,9 @@ struct Stream {
     url: String,
 }
 
-impl HranaPipeline {
+impl Pipeline {
     /// A client of the server at `url` (`libsql://` is `https://`), sending `token`.
-    pub fn new(url: &str, token: &str) -> Result<HranaPipeline, String> {
+    pub fn new(url: &str, token: &str) -> Result<Pipeline, String> {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -70,7 +69,7 @@ impl HranaPipeline {
             .wrap_connector(http);
         let client = Client::builder().pool_idle_timeout(POOL_IDLE).build(https);
         let (url, auth) = (pipeline_url(url), format!("Bearer {token}"));
-        Ok(HranaPipeline { client, url, auth, stream: Mutex::new(None) })
+        Ok(Pipeline { client, url, auth, stream: Mutex::new(None) })
     }
 
     /// Runs `batch`, in one request: on the stream the last request left, or on a new one
@@ -104,8 +103,10 @@ impl HranaPipeline {
             return Err(Failure::Status(status.as_u16(), text));
         }
         let (result, next) = batch_result(&body?)?;
-        *self.stream.lock().unwrap_or_else(|e| e.into_inner()) =
-            next.map(|(baton, base_url)| Stream { baton, url: base_url.map_or_else(|| self.url.clone(), |u| pipeline_url(&u)) });
+        *self.stream.lock().unwrap_or_else(|e| e.into_inner()) = next.map(|(baton, base_url)| Stream {
+            baton,
+            url: base_url.map_or_else(|| self.url.clone(), |u| pipeline_url(&u)),
+        });
         result
     }
 }
@@ -171,7 +172,8 @@ mod tests {
             stmt.bind(value);
         }
         let batch = Batch { steps: vec![BatchStep { condition: None, stmt }], replication_index: None };
-        let on_a_stream: serde_json::Value = serde_json::from_str(&request_body(batch.clone(), Some("b1".into()))).unwrap();
+        let on_a_stream: serde_json::Value =
+            serde_json::from_str(&request_body(batch.clone(), Some("b1".into()))).unwrap();
         assert_eq!(on_a_stream["baton"], "b1");
         let body = request_body(batch, None);
         let parsed: serde_json::Value = serde_json::from_str(&body).unwrap();

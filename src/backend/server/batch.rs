@@ -1,4 +1,4 @@
-//! A write transaction as one Hrana batch (hrana_pipeline.rs): `BEGIN IMMEDIATE`, the
+//! A chain (chain.rs) as one Hrana batch (pipeline.rs): `BEGIN IMMEDIATE`, the
 //! operation's statements, each run only if the one before it succeeded, `COMMIT` if the
 //! last one did, and `ROLLBACK` unless the COMMIT succeeded. The server runs the batch
 //! without waiting for the client, so its write lock is held for the statements alone,
@@ -7,24 +7,15 @@
 
 use libsql_hrana::proto::{self, Batch, BatchCond, BatchResult, BatchStep, Stmt, StmtResult};
 
+use crate::chain::{Chain, Done, Row};
 use crate::error::{Error, Result};
 use crate::sql::LEASE_LOST;
-
-pub struct Chain {
-    statements: Vec<Link>,
-}
-
-struct Link {
-    stmt: Stmt,
-    /// For a lease guard: the error of the lease it guards.
-    lost: Option<Error>,
-}
 
 /// What the server made of a chain.
 #[derive(Debug)]
 pub enum Outcome {
     /// Committed: each statement's result, in order.
-    Committed(Vec<StmtResult>),
+    Committed(Vec<Done>),
     /// `BEGIN IMMEDIATE` failed: nothing ran.
     NotBegun(proto::Error),
     /// A statement or the COMMIT failed, or a guard found its lease lost (`Error::LeaseLost`):
@@ -38,76 +29,76 @@ pub enum Failed {
     Lost(Error),
 }
 
-impl Chain {
-    pub fn new() -> Chain {
-        Chain { statements: Vec::new() }
-    }
-
-    /// Appends a statement; its index among the chain's statements (`Outcome::Committed`).
-    pub fn push(&mut self, sql: &str, params: Vec<libsql::Value>) -> Result<usize> {
-        let mut stmt = Stmt::new(sql, true);
-        for param in params {
-            stmt.bind(value(param)?);
+/// The batch: BEGIN IMMEDIATE is step 0, statement i step i + 1, then COMMIT and ROLLBACK.
+pub fn batch(chain: &Chain) -> Result<Batch> {
+    let links = chain.links();
+    let n = links.len() as u32;
+    let after = |step: u32| Some(BatchCond::Ok { step });
+    let mut steps = vec![BatchStep { condition: None, stmt: Stmt::new("BEGIN IMMEDIATE", false) }];
+    for (link, i) in links.iter().zip(0..) {
+        let mut stmt = Stmt::new(&link.sql, link.lost.is_none());
+        for param in &link.params {
+            stmt.bind(value(param.clone())?);
         }
-        self.statements.push(Link { stmt, lost: None });
-        Ok(self.statements.len() - 1)
+        steps.push(BatchStep { condition: after(i), stmt });
     }
+    steps.push(BatchStep { condition: after(n), stmt: Stmt::new("COMMIT", false) });
+    let committed = BatchCond::Ok { step: n + 1 };
+    steps.push(BatchStep {
+        condition: Some(BatchCond::Not { cond: Box::new(committed) }),
+        stmt: Stmt::new("ROLLBACK", false),
+    });
+    Ok(Batch { steps, replication_index: None })
+}
 
-    /// Appends `Statements::lease_guard`: when the statement before it changed no row, the
-    /// chain fails with `lost`.
-    pub fn guard(&mut self, sql: &str, lost: Error) {
-        self.statements.push(Link { stmt: Stmt::new(sql, false), lost: Some(lost) });
+/// Reads the server's result of `chain`'s batch.
+pub fn outcome(chain: &Chain, result: BatchResult) -> Outcome {
+    let BatchResult { mut step_results, step_errors, .. } = result;
+    let links = chain.links();
+    let n = links.len();
+    let commit = n + 1;
+    if step_results.get(commit).is_some_and(Option::is_some) {
+        let results: Option<Vec<Done>> = step_results.drain(1..=n).map(|r| r.map(done)).collect();
+        if let Some(results) = results {
+            return Outcome::Committed(results);
+        }
     }
-
-    /// The batch: BEGIN IMMEDIATE is step 0, statement i step i + 1, then COMMIT and ROLLBACK.
-    pub fn batch(&self) -> Batch {
-        let n = self.statements.len() as u32;
-        let after = |step: u32| Some(BatchCond::Ok { step });
-        let mut steps = vec![BatchStep { condition: None, stmt: Stmt::new("BEGIN IMMEDIATE", false) }];
-        steps.extend(
-            self.statements.iter().zip(0..).map(|(link, i)| BatchStep { condition: after(i), stmt: link.stmt.clone() }),
-        );
-        steps.push(BatchStep { condition: after(n), stmt: Stmt::new("COMMIT", false) });
-        let committed = BatchCond::Ok { step: n + 1 };
-        steps.push(BatchStep {
-            condition: Some(BatchCond::Not { cond: Box::new(committed) }),
-            stmt: Stmt::new("ROLLBACK", false),
-        });
-        Batch { steps, replication_index: None }
-    }
-
-    /// Reads the server's result of `batch`.
-    pub fn outcome(&self, result: BatchResult) -> Outcome {
-        let BatchResult { mut step_results, step_errors, .. } = result;
-        let n = self.statements.len();
-        let commit = n + 1;
-        if step_results.get(commit).is_some_and(Option::is_some) {
-            let results: Option<Vec<StmtResult>> = step_results.drain(1..=n).collect();
-            if let Some(results) = results {
-                return Outcome::Committed(results);
+    let first_error = step_errors.into_iter().take(commit + 1).enumerate().find_map(|(step, e)| Some((step, e?)));
+    match first_error {
+        Some((0, error)) => Outcome::NotBegun(error),
+        Some((step, error)) => {
+            let lost = links.get(step - 1).and_then(|link| link.lost.as_ref());
+            match lost {
+                Some(lost) if error.message.contains(LEASE_LOST) => Outcome::Failed(Failed::Lost(lost.clone())),
+                _ => Outcome::Failed(Failed::Server(error)),
             }
         }
-        let first_error = step_errors.into_iter().take(commit + 1).enumerate().find_map(|(step, e)| Some((step, e?)));
-        match first_error {
-            Some((0, error)) => Outcome::NotBegun(error),
-            Some((step, error)) => {
-                let lost = self.statements.get(step - 1).and_then(|link| link.lost.as_ref());
-                match lost {
-                    Some(lost) if error.message.contains(LEASE_LOST) => Outcome::Failed(Failed::Lost(lost.clone())),
-                    _ => Outcome::Failed(Failed::Server(error)),
-                }
-            }
-            None => Outcome::Failed(Failed::Server(proto::Error {
-                message: "the libSQL server ran the batch without a COMMIT and without an error".into(),
-                code: "UNEXPECTED".into(),
-            })),
-        }
+        None => Outcome::Failed(Failed::Server(proto::Error {
+            message: "the libSQL server ran the batch without a COMMIT and without an error".into(),
+            code: "UNEXPECTED".into(),
+        })),
+    }
+}
+
+/// A statement's result as the queue reads it.
+pub fn done(result: StmtResult) -> Done {
+    let rows = result.rows.into_iter().map(|row| row.values.into_iter().map(from_server).collect::<Row>()).collect();
+    Done { rows, changed: result.affected_row_count }
+}
+
+fn from_server(v: proto::Value) -> libsql::Value {
+    match v {
+        proto::Value::Null | proto::Value::None => libsql::Value::Null,
+        proto::Value::Integer { value } => libsql::Value::Integer(value),
+        proto::Value::Float { value } => libsql::Value::Real(value),
+        proto::Value::Text { value } => libsql::Value::Text(value.to_string()),
+        proto::Value::Blob { value } => libsql::Value::Blob(value.to_vec()),
     }
 }
 
 /// A parameter as Hrana sends it. JSON has no infinities: a float that is not finite is
 /// refused here (serde would send it as null).
-fn value(v: libsql::Value) -> Result<proto::Value> {
+pub fn value(v: libsql::Value) -> Result<proto::Value> {
     Ok(match v {
         libsql::Value::Null => proto::Value::Null,
         libsql::Value::Integer(value) => proto::Value::Integer { value },
@@ -152,15 +143,15 @@ mod tests {
     /// Two statements and a guard: steps BEGIN, 0, guard, 1, COMMIT, ROLLBACK.
     fn chain() -> Chain {
         let mut chain = Chain::new();
-        chain.push("DELETE FROM t WHERE id = ?1", vec![1.into()]).unwrap();
+        chain.push("DELETE FROM t WHERE id = ?1", vec![1.into()]);
         chain.guard(&Statements::lease_guard(), Error::LeaseLost("lost".into()));
-        chain.push("UPDATE u SET n = ?1", vec![2.5.into()]).unwrap();
+        chain.push("UPDATE u SET n = ?1", vec![2.5.into()]);
         chain
     }
 
     #[test]
     fn each_step_runs_only_after_the_one_before_and_rollback_unless_committed() {
-        let batch = chain().batch();
+        let batch = batch(&chain()).unwrap();
         let sql: Vec<_> = batch.steps.iter().map(|s| s.stmt.sql.clone().unwrap()).collect();
         assert_eq!(sql[0], "BEGIN IMMEDIATE");
         assert_eq!(&sql[4..], ["COMMIT", "ROLLBACK"]);
@@ -175,18 +166,22 @@ mod tests {
 
     #[test]
     fn a_committed_chain_gives_each_statements_result() {
-        let outcome = chain().outcome(result(vec![ok(0), ok(1), ok(0), ok(3), ok(0), None], vec![None; 6]));
+        let outcome = outcome(&chain(), result(vec![ok(0), ok(1), ok(0), ok(3), ok(0), None], vec![None; 6]));
         let Outcome::Committed(results) = outcome else { panic!("{outcome:?}") };
         assert_eq!(results.iter().map(|r| r.rows.len()).collect::<Vec<_>>(), [1, 0, 3]);
+        assert_eq!(results[2].changed, 3);
     }
 
     #[test]
     fn a_failed_begin_ran_nothing() {
-        let outcome = chain().outcome(result(vec![None; 5].into_iter().chain([ok(0)]).collect(), {
-            let mut errors = vec![None; 6];
-            errors[0] = error("database is locked");
-            errors
-        }));
+        let outcome = outcome(
+            &chain(),
+            result(vec![None; 5].into_iter().chain([ok(0)]).collect(), {
+                let mut errors = vec![None; 6];
+                errors[0] = error("database is locked");
+                errors
+            }),
+        );
         assert!(matches!(outcome, Outcome::NotBegun(e) if e.message == "database is locked"));
     }
 
@@ -197,7 +192,7 @@ mod tests {
             results.extend([None, None, None, None, None, ok(0)].into_iter().take(6 - step));
             let mut errors = vec![None; 6];
             errors[step] = error(message);
-            chain().outcome(result(results, errors))
+            outcome(&chain(), result(results, errors))
         };
         let guard_message = format!("bad JSON path: '{LEASE_LOST}'");
         assert!(
@@ -215,17 +210,19 @@ mod tests {
 
     #[test]
     fn a_batch_with_neither_commit_nor_error_is_a_failure() {
-        let outcome = chain().outcome(result(vec![ok(0), ok(1), None, None, None, ok(0)], vec![None; 6]));
+        let outcome = outcome(&chain(), result(vec![ok(0), ok(1), None, None, None, ok(0)], vec![None; 6]));
         assert!(matches!(outcome, Outcome::Failed(Failed::Server(e)) if e.code == "UNEXPECTED"));
     }
 
     #[test]
     fn only_finite_floats_are_sent() {
         for bad in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
-            assert!(matches!(Chain::new().push("SELECT ?1", vec![bad.into()]), Err(Error::Argument(_))));
+            let mut chain = Chain::new();
+            chain.push("SELECT ?1", vec![bad.into()]);
+            assert!(matches!(batch(&chain), Err(Error::Argument(_))));
         }
         let mut chain = Chain::new();
-        chain.push("SELECT ?1, ?2, ?3", vec![libsql::Value::Null, "x".into(), vec![0u8].into()]).unwrap();
-        assert_eq!(chain.batch().steps[1].stmt.args.len(), 3);
+        chain.push("SELECT ?1, ?2, ?3", vec![libsql::Value::Null, "x".into(), vec![0u8].into()]);
+        assert_eq!(batch(&chain).unwrap().steps[1].stmt.args.len(), 3);
     }
 }

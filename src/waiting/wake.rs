@@ -11,12 +11,11 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
-use crate::mode::Mode;
-use crate::options::Options;
-use crate::wal_events;
+use super::wal_events;
 
 pub struct Signal {
-    notify: Notify,
+    /// Shared with the WAL's watch (wal_events.rs), which notifies it from its thread.
+    notify: Arc<Notify>,
     /// A local file's WAL, watched while claims wait.
     wal: Option<PathBuf>,
     watch: Mutex<Watch>,
@@ -29,18 +28,15 @@ struct Watch {
     id: Option<i32>,
 }
 
-/// One signal per queue and process: a local file by its device and inode (any path to
-/// it), a server by its URL, a replica by its primary's. A memory database is its
-/// transport's own.
-pub fn for_queue(database: &str, options: &Options, mode: Mode) -> Arc<Signal> {
-    let key = match mode {
-        Mode::Memory => return Arc::new(Signal::new(None)),
-        Mode::File => file_key(database),
-        Mode::Remote => Some(database.to_owned()),
-        Mode::Replica => options.sync_url.clone(),
-    };
-    let Some(key) = key else { return Arc::new(Signal::new(None)) };
-    let wal = (mode == Mode::File).then(|| PathBuf::from(format!("{database}-wal")));
+/// A queue no other transport can reach (a memory database): a signal of its own.
+pub fn own() -> Arc<Signal> {
+    Arc::new(Signal::new(None))
+}
+
+/// The signal of the queue known by `key` in this process (a local file by its device and
+/// inode, whatever the path to it; a server by its URL, a replica by its primary's), made
+/// by the first transport on it; `wal`, a local file's WAL, is watched while claims wait.
+pub fn shared(key: String, wal: Option<PathBuf>) -> Arc<Signal> {
     static SIGNALS: Mutex<Option<HashMap<String, Weak<Signal>>>> = Mutex::new(None);
     let mut signals = SIGNALS.lock().unwrap_or_else(|e| e.into_inner());
     let signals = signals.get_or_insert_with(HashMap::new);
@@ -53,14 +49,14 @@ pub fn for_queue(database: &str, options: &Options, mode: Mode) -> Arc<Signal> {
     signal
 }
 
-fn file_key(database: &str) -> Option<String> {
-    let (dev, ino) = crate::file_identity::at(database).ok()?;
-    Some(format!("file:{dev}:{ino}"))
-}
-
 impl Signal {
     fn new(wal: Option<PathBuf>) -> Signal {
-        Signal { notify: Notify::new(), wal, watch: Mutex::new(Watch::default()) }
+        Signal { notify: Arc::new(Notify::new()), wal, watch: Mutex::new(Watch::default()) }
+    }
+
+    /// Whether other processes' commits can be heard at all: the queue is a local file.
+    pub fn watches_a_file(&self) -> bool {
+        self.wal.is_some()
     }
 
     /// Wakes every claim waiting on this queue in this process.
@@ -83,7 +79,7 @@ impl Signal {
         let Some(wal) = &self.wal else { return Watching { signal: None, heard: false } };
         let mut watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
         if watch.waiting == 0 {
-            watch.id = wal_events::watch(wal, Arc::downgrade(self));
+            watch.id = wal_events::watch(wal, Arc::downgrade(&self.notify));
         }
         watch.waiting += 1;
         let heard = watch.id.is_some();

@@ -1,6 +1,6 @@
-//! The statements of an operation sent to a libSQL server as one request (server_ops.rs):
-//! a chain that runs inside one transaction on the server with no value from the client
-//! between two statements. What one statement found, the next one finds again in the
+//! The statements of the worker's operations as chains (chain.rs, queue/work.rs): run
+//! inside one transaction with no value from the client between two statements, on a
+//! local file as on a server. What one statement found, the next one finds again in the
 //! database itself:
 //!
 //! - A claim marks the group it serves with a sentinel turn (`MARK`, negative: no turn is
@@ -23,8 +23,8 @@ pub const LEASE_LOST: &str = "harel-transport: the lease is lost";
 /// The turn a claim gives the group it is serving until its head is leased.
 const MARK: &str = "-1.0";
 
-/// How many heads over `max_attempts` one claim request buries before it leases; a claim
-/// that finds more sends another request.
+/// How many heads over `max_attempts` one claim chain buries before it leases; a claim
+/// that finds more runs another chain.
 const BURY_ROUNDS: usize = 2;
 
 /// A claim's statements with their parameters, and which of them say what it found.
@@ -47,7 +47,7 @@ impl Statements {
 
     /// The claim of `Statements::claim` as a chain (see the module's doc): leases to
     /// `worker_id` until `lock_expiry`; `max_attempts` 0 means no limit.
-    pub fn one_request_claim(
+    pub fn claim_chain(
         &self,
         now: f64,
         (min_priority, routing_keys): (i32, &[&str]),
@@ -157,7 +157,7 @@ mod tests {
     use super::*;
 
     fn claim(max_attempts: u32, keys: &[&str]) -> ClaimStatements {
-        Statements::new("t").one_request_claim(1000.0, (0, keys), max_attempts, ("w", 1030.0))
+        Statements::new("t").claim_chain(1000.0, (0, keys), max_attempts, ("w", 1030.0))
     }
 
     /// Every statement has exactly the parameters it names (a libSQL server refuses extra ones).

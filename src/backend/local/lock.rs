@@ -36,9 +36,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use libsql::Connection;
 
+use super::statement_cache::StatementCache;
+use crate::backend::lock_wait::LockWait;
 use crate::error::{Error, Result};
-use crate::lock_wait::LockWait;
-use crate::statement_cache::StatementCache;
 
 /// The wall-clock period whose first `QUIET` ours leave to other programs. Not a divisor
 /// of SQLite's 100 ms and 50 ms sleeps, so a waiter's tries fall on every phase.

@@ -11,11 +11,21 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::futures::Notified;
 
+use super::wait::{self, Cancel, Interrupts, Wait};
+use super::wake::{Signal, Watching};
+use super::Polling;
 use crate::error::Result;
-use crate::mode::Mode;
-use crate::queue::Readiness;
-use crate::wait::{self, Cancel, Interrupts, Wait};
-use crate::wake::{Signal, Watching};
+
+/// What a waiting claim reads, without the write lock, to know whether to claim or how
+/// long to sleep (queue/looks.rs).
+pub struct Readiness {
+    /// A head the claim would take (or bury) now.
+    pub deliverable: bool,
+    /// The earliest time after now that a group is next ready: a lease's or park's end.
+    pub next_ready_at: Option<f64>,
+    /// `PRAGMA data_version` on a local database: changes once another connection's commit is visible.
+    pub data_version: Option<i64>,
+}
 
 /// Where commits of other processes are heard, a last look this often catches what
 /// nothing announces (a lease taken by harel's Python transports, whose end the queue
@@ -37,7 +47,7 @@ pub struct Waiter<'a> {
     interrupts: &'a Interrupts,
     seen: u64,
     signal: &'a Arc<Signal>,
-    mode: Mode,
+    polling: Polling,
     watching: Option<Watching>,
     server_poll: Duration,
     /// The data_version before the last wake by the signal, while the change it announced
@@ -47,7 +57,12 @@ pub struct Waiter<'a> {
 
 impl<'a> Waiter<'a> {
     /// `Error::Interrupted` if `wait`'s cancel has fired already.
-    pub fn new(wait: &'a Wait, interrupts: &'a Interrupts, signal: &'a Arc<Signal>, mode: Mode) -> Result<Waiter<'a>> {
+    pub fn new(
+        wait: &'a Wait,
+        interrupts: &'a Interrupts,
+        signal: &'a Arc<Signal>,
+        polling: Polling,
+    ) -> Result<Waiter<'a>> {
         if wait.cancel.as_ref().is_some_and(Cancel::is_fired) {
             return Err(wait::cancelled());
         }
@@ -57,7 +72,7 @@ impl<'a> Waiter<'a> {
             interrupts,
             seen: interrupts.seen(),
             signal,
-            mode,
+            polling,
             watching: None,
             server_poll: SERVER_FIRST_POLL,
             settling: None,
@@ -72,7 +87,7 @@ impl<'a> Waiter<'a> {
     /// armed before that look. True: look again; false: the deadline has passed.
     pub async fn pause(&mut self, woken: Pin<Box<Notified<'_>>>, seen: &Readiness, now: f64) -> Result<bool> {
         self.not_ended()?;
-        if self.mode == Mode::File && self.watching.is_none() {
+        if self.signal.watches_a_file() && self.watching.is_none() {
             // From now on other processes' commits are heard; one more look covers those
             // that came before.
             self.watching = Some(self.signal.watching());
@@ -131,10 +146,15 @@ impl<'a> Waiter<'a> {
     }
 
     fn poll(&self) -> Duration {
-        match self.mode {
-            Mode::Remote | Mode::Replica => self.server_poll,
-            Mode::File if !self.watching.as_ref().is_some_and(Watching::hears_other_processes) => UNHEARD_POLL,
-            Mode::File | Mode::Memory => HEARD_POLL,
+        match self.polling {
+            Polling::Server => self.server_poll,
+            Polling::Local
+                if self.signal.watches_a_file()
+                    && !self.watching.as_ref().is_some_and(Watching::hears_other_processes) =>
+            {
+                UNHEARD_POLL
+            }
+            Polling::Local => HEARD_POLL,
         }
     }
 }
@@ -142,21 +162,20 @@ impl<'a> Waiter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::Options;
-    use crate::wake;
+    use crate::waiting::wake;
 
     /// A wake and a cancel both pending when the waiter next runs: the cancel wins (a
     /// `select!` left to choose would look, and claim, half the time).
     #[test]
     fn a_cancel_that_came_with_a_wake_ends_the_wait() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let signal = wake::for_queue(":memory:", &Options::new(), Mode::Memory);
+        let signal = wake::own();
         let interrupts = Interrupts::default();
         let nothing = Readiness { deliverable: false, next_ready_at: None, data_version: None };
         for _ in 0..32 {
             let cancel = Cancel::new();
             let wait = Wait::up_to(Duration::from_secs(10)).or_until(&cancel);
-            let mut waiter = Waiter::new(&wait, &interrupts, &signal, Mode::Memory).unwrap();
+            let mut waiter = Waiter::new(&wait, &interrupts, &signal, Polling::Local).unwrap();
             let woken = signal.armed();
             signal.notify();
             cancel.fire();
@@ -164,7 +183,7 @@ mod tests {
             assert!(matches!(paused, Err(crate::Error::Interrupted(_))), "{paused:?}");
         }
         let wait = Wait::up_to(Duration::from_secs(10));
-        let mut waiter = Waiter::new(&wait, &interrupts, &signal, Mode::Memory).unwrap();
+        let mut waiter = Waiter::new(&wait, &interrupts, &signal, Polling::Local).unwrap();
         let woken = signal.armed();
         signal.notify();
         interrupts.interrupt();

@@ -1,0 +1,117 @@
+//! Where a queue lives, decided once, at open: `Local` (a file or memory: write
+//! transactions under our lock, in this process) or `Server` (a libSQL server or an
+//! embedded replica of one: one request per operation). The queue's operations (queue/)
+//! are written once, as chains of statements (chain.rs) and reads, and call the backend
+//! only to run them; this file is the one place that matches on the kind.
+
+mod connect;
+mod local;
+mod lock_wait;
+mod server;
+
+use std::sync::Arc;
+
+use libsql::Value;
+use tokio::runtime::{Builder, Runtime};
+
+use self::local::Local;
+use self::server::Server;
+use crate::chain::{Chain, Done, Row};
+use crate::error::{Error, Result};
+use crate::mode::Mode;
+use crate::options::Options;
+use crate::waiting::wake::{self, Signal};
+use crate::waiting::Polling;
+
+use self::local::file_identity;
+
+pub enum Backend {
+    Local(Local),
+    Server(Server),
+}
+
+/// An opened backend, and how claims on it wait.
+pub struct Opened {
+    pub backend: Backend,
+    pub mode: Mode,
+    /// What wakes this queue's waiting claims in this process (shared with its other
+    /// transports here).
+    pub wake: Arc<Signal>,
+    pub polling: Polling,
+}
+
+impl Backend {
+    /// Opens the queue at `database` as `Mode::of` reads it.
+    pub async fn open(database: &str, options: &Options) -> Result<Opened> {
+        let mode = Mode::of(database, options);
+        let (backend, wake, polling) = match mode {
+            Mode::Memory => (Backend::Local(Local::memory(options).await?), wake::own(), Polling::Local),
+            Mode::File => {
+                let local = Local::file(database, options).await?;
+                // By device and inode, whatever the path to the file.
+                let key = file_identity::at(database)
+                    .map_or_else(|_| database.to_owned(), |(dev, ino)| format!("file:{dev}:{ino}"));
+                (Backend::Local(local), wake::shared(key, Some(format!("{database}-wal").into())), Polling::Local)
+            }
+            Mode::Remote => {
+                let server = Server::remote(database, options).await?;
+                (Backend::Server(server), wake::shared(database.to_owned(), None), Polling::Server)
+            }
+            Mode::Replica => {
+                let server = Server::replica(database, options).await?;
+                let primary = options.sync_url.clone().unwrap_or_default();
+                (Backend::Server(server), wake::shared(primary, None), Polling::Server)
+            }
+        };
+        Ok(Opened { backend, mode, wake, polling })
+    }
+
+    /// The runtime a blocking transport drives its calls on: the caller's thread for a
+    /// local queue (libsql's local calls run on it anyway), one I/O thread of its own for
+    /// a server's network.
+    pub fn runtime(database: &str, options: &Options) -> Result<Runtime> {
+        let mut builder = match Mode::of(database, options) {
+            Mode::Remote | Mode::Replica => {
+                let mut b = Builder::new_multi_thread();
+                b.worker_threads(1).thread_name("harel-transport");
+                b
+            }
+            Mode::Memory | Mode::File => Builder::new_current_thread(),
+        };
+        builder.enable_all().build().map_err(|e| Error::Database(format!("open: could not start the I/O runtime: {e}")))
+    }
+
+    /// Runs the chain `build` makes as one write transaction, all or nothing: the result
+    /// of each statement, and what `build` wants back. `build` reads the clock, so it runs
+    /// once the write lock is held (and again for each try on a server).
+    pub async fn run<T>(&mut self, build: impl FnMut() -> Result<(Chain, T)>) -> Result<(Vec<Done>, T)> {
+        match self {
+            Backend::Local(local) => local.run(build).await,
+            Backend::Server(server) => server.run(build).await,
+        }
+    }
+
+    /// The rows of each statement, read without the write lock.
+    pub async fn read(&mut self, reads: &[(&str, Vec<Value>)]) -> Result<Vec<Vec<Row>>> {
+        match self {
+            Backend::Local(local) => local.read(reads).await,
+            Backend::Server(server) => server.read(reads).await,
+        }
+    }
+
+    /// A number that changes when another connection's commit becomes visible, where the
+    /// database offers one (a local file); a waiting claim uses it to know when the commit
+    /// it heard of can be seen.
+    pub async fn data_version(&mut self) -> Result<Option<i64>> {
+        match self {
+            Backend::Local(local) => local.data_version().await,
+            Backend::Server(_) => Ok(None),
+        }
+    }
+
+    pub fn close(&mut self) {
+        if let Backend::Local(local) = self {
+            local.close();
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Looks inside the queue: counts (`Stats`), pages of groups, of a group's messages and of
+//! dead letters, each with a cursor for the next page, and what a waiting claim reads
+//! (`Readiness`). Each is read without the write lock (sql/inspect.rs: one SELECT each, one
+//! snapshot), so it never holds up a claim; on an embedded replica the backend syncs first.
+
+use libsql::Value;
+
+use crate::backend::Backend;
+use crate::chain::Row;
+use crate::cursor::cursor;
+use crate::error::{Error, Result};
+use crate::request::{Claim, PageRequest};
+use crate::sql::Statements;
+use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, PriorityStats, Stats};
+use crate::validate::PARKED;
+use crate::waiting::Readiness;
+
+/// Whether the claim `c` would find a head now, and when a group is next released.
+pub async fn readiness(backend: &mut Backend, sql: &Statements, c: &Claim<'_>, now: f64) -> Result<Readiness> {
+    // The version first: a commit that becomes visible after it is seen either by the look
+    // (deliverable) or, unseen, leaves the version as it was, so the waiter keeps settling
+    // instead of sleeping through it.
+    let data_version = backend.data_version().await?;
+    let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
+    let [found, next] = reads::<2>(backend.read(&[(&claim, params), (&sql.next_ready_at, vec![now.into()])]).await?)?;
+    let next_ready_at = next.first().and_then(|row| real(row.first()));
+    Ok(Readiness { deliverable: !found.is_empty(), next_ready_at, data_version })
+}
+
+pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<Stats> {
+    let [rows] = reads::<1>(backend.read(&[(&sql.stats(), vec![now.into()])]).await?)?;
+    let (totals, levels) = rows.split_first().ok_or_else(|| Error::Database("stats: no totals row".into()))?;
+    let (messages, dead) = (count(totals.get(1)), count(totals.get(2)));
+    let (next_release_at, oldest_enqueued_at) = (real(totals.get(4)), real(totals.get(5)));
+    let mut by_priority: Vec<PriorityStats> = levels
+        .iter()
+        .map(|row| {
+            let (groups, leased, parked) = (count(row.get(1)), count(row.get(2)), count(row.get(3)));
+            PriorityStats {
+                priority: int(row.get(0)).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
+                groups,
+                ready: groups.saturating_sub(leased + parked),
+                leased,
+                parked,
+            }
+        })
+        .collect();
+    by_priority.sort_by_key(|p| p.priority);
+    let sum = |f: fn(&PriorityStats) -> u64| by_priority.iter().map(f).sum::<u64>();
+    let ready = sum(|p| p.ready);
+    Ok(Stats {
+        now,
+        messages,
+        groups: sum(|p| p.groups),
+        ready,
+        leased: sum(|p| p.leased),
+        parked: sum(|p| p.parked),
+        dead,
+        oldest_ready_age: oldest_enqueued_at.filter(|_| ready > 0).map(|at| (now - at).max(0.0)),
+        next_release_at,
+        by_priority,
+    })
+}
+
+fn state_of(locked_by: Option<&str>, lock_expiry: Option<f64>, now: f64) -> GroupState {
+    match (locked_by, lock_expiry) {
+        (Some(holder), Some(until)) if until >= now => {
+            if holder == PARKED {
+                GroupState::Parked
+            } else {
+                GroupState::Leased
+            }
+        }
+        _ => GroupState::Ready,
+    }
+}
+
+pub async fn groups(
+    backend: &mut Backend,
+    sql: &Statements,
+    state: Option<GroupState>,
+    page_request: &PageRequest,
+    now: f64,
+) -> Result<Page<GroupInfo>> {
+    let after = page_request.after.clone();
+    let statement = sql.groups_page(state, after.is_some());
+    let mut params: Vec<Value> = vec![after.map_or(Value::Null, Value::Blob), page_limit(page_request).into()];
+    if state.is_some() {
+        params.push(now.into());
+    }
+    let [rows] = reads::<1>(backend.read(&[(&statement, params)]).await?)?;
+    let rows = rows.iter().map(|row| {
+        let locked_by = text(row.get(4));
+        let lock_expiry = real(row.get(5));
+        let state = state_of(locked_by.as_deref(), lock_expiry, now);
+        let stored = bytes(row.get(0));
+        let info = GroupInfo {
+            group_id: lossy(stored.clone()),
+            state,
+            depth: count(row.get(8)),
+            head_seq: int(row.get(3)).unwrap_or(0),
+            head_age: real(row.get(7)).map(|at| (now - at).max(0.0)),
+            holder: locked_by.filter(|_| state == GroupState::Leased),
+            lock_expiry: lock_expiry.filter(|_| state != GroupState::Ready),
+            priority: int(row.get(1)).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
+            routing_key: text(row.get(2)),
+            head_attempts: int(row.get(6)).unwrap_or(0),
+        };
+        (info, stored)
+    });
+    // The cursor holds the stored bytes, not the text shown (which may carry U+FFFD).
+    let Page { items, next } = page(rows.collect(), page_request.limit, 'g', |(_, stored)| stored.clone());
+    Ok(Page { items: items.into_iter().map(|(info, _)| info).collect(), next })
+}
+
+pub async fn peek(
+    backend: &mut Backend,
+    sql: &Statements,
+    group_id: &str,
+    page_request: &PageRequest,
+) -> Result<Page<MessageInfo>> {
+    let params: Vec<Value> = vec![after_seq(page_request)?.into(), page_limit(page_request).into(), group_id.into()];
+    let [rows] = reads::<1>(backend.read(&[(&sql.messages_page(), params)]).await?)?;
+    let messages = rows.iter().map(|row| MessageInfo {
+        seq: int(row.first()).unwrap_or(0),
+        event: lossy(bytes(row.get(1))),
+        attempts: int(row.get(2)).unwrap_or(0),
+        locked_by: text(row.get(3)),
+        lock_expiry: real(row.get(4)),
+        published_at: real(row.get(5)),
+    });
+    Ok(page(messages.collect(), page_request.limit, 'm', |m| m.seq.to_be_bytes().to_vec()))
+}
+
+pub async fn dead_letters(
+    backend: &mut Backend,
+    sql: &Statements,
+    group_id: Option<&str>,
+    page_request: &PageRequest,
+) -> Result<Page<DeadLetter>> {
+    let mut params: Vec<Value> = vec![after_seq(page_request)?.into(), page_limit(page_request).into()];
+    params.extend(group_id.map(Value::from));
+    let [rows] = reads::<1>(backend.read(&[(&sql.dead_page(group_id.is_some()), params)]).await?)?;
+    let letters = rows.iter().map(|row| DeadLetter {
+        seq: int(row.first()).unwrap_or(0),
+        group_id: lossy(bytes(row.get(1))),
+        event: lossy(bytes(row.get(2))),
+        attempts: int(row.get(3)).unwrap_or(0),
+        last_worker: text(row.get(4)),
+        reason: text(row.get(5)).unwrap_or_default(),
+        dead_at: real(row.get(6)).unwrap_or(0.0),
+    });
+    Ok(page(letters.collect(), page_request.limit, 'd', |d| d.seq.to_be_bytes().to_vec()))
+}
+
+/// The rows of `N` reads.
+fn reads<const N: usize>(all: Vec<Vec<Row>>) -> Result<[Vec<Row>; N]> {
+    let got = all.len();
+    all.try_into().map_err(|_| Error::Database(format!("{N} reads came back as {got}")))
+}
+
+fn int(value: Option<&Value>) -> Option<i64> {
+    match value {
+        Some(Value::Integer(n)) => Some(*n),
+        Some(Value::Real(x)) => Some(*x as i64),
+        _ => None,
+    }
+}
+
+/// Times are REAL, but another writer (or a server's JSON) may hand back an integer.
+fn real(value: Option<&Value>) -> Option<f64> {
+    match value {
+        Some(Value::Real(x)) => Some(*x),
+        Some(Value::Integer(n)) => Some(*n as f64),
+        _ => None,
+    }
+}
+
+fn count(value: Option<&Value>) -> u64 {
+    int(value).and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
+}
+
+fn text(value: Option<&Value>) -> Option<String> {
+    match value {
+        Some(Value::Text(s)) => Some(s.clone()),
+        Some(Value::Blob(b)) => Some(lossy(b.clone())),
+        _ => None,
+    }
+}
+
+/// A text column the statements CAST to BLOB (libsql would cut TEXT at a NUL).
+fn bytes(value: Option<&Value>) -> Vec<u8> {
+    match value {
+        Some(Value::Blob(b)) => b.clone(),
+        Some(Value::Text(s)) => s.clone().into_bytes(),
+        _ => Vec::new(),
+    }
+}
+
+/// Text another program stored that is not UTF-8 is shown with U+FFFD in its place: a look
+/// never fails on it.
+fn lossy(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The page of `rows` (one more than the page if another follows) and the next cursor,
+/// made from the last item's key.
+fn page<T>(mut rows: Vec<T>, limit: usize, kind: char, key: impl Fn(&T) -> Vec<u8>) -> Page<T> {
+    let next = (rows.len() > limit).then(|| {
+        rows.truncate(limit);
+        cursor(kind, &key(rows.last().expect("limit is at least 1")))
+    });
+    Page { items: rows, next }
+}
+
+fn after_seq(page: &PageRequest) -> Result<i64> {
+    match &page.after {
+        None => Ok(0),
+        Some(bytes) => <[u8; 8]>::try_from(bytes.as_slice())
+            .map(i64::from_be_bytes)
+            .map_err(|_| Error::Argument("cursor is not a cursor of this listing".into())),
+    }
+}
+
+fn page_limit(page: &PageRequest) -> i64 {
+    i64::try_from(page.limit).unwrap_or(i64::MAX)
+}

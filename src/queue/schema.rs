@@ -1,0 +1,86 @@
+//! Making sure the tables are there at `open`: created and upgraded in place, or, with
+//! `create_schema` off, checked so a missing table or column fails early with a clear message.
+
+use crate::backend::Backend;
+use crate::chain::Chain;
+use crate::error::{Error, Result};
+use crate::sql::Statements;
+
+pub async fn prepare(backend: &mut Backend, sql: &Statements, create: bool) -> Result<()> {
+    if !create {
+        return check(backend, sql).await;
+    }
+    // One write transaction. SQLite has no ADD COLUMN IF NOT EXISTS: the columns a file
+    // lacks are read first; when another process added one in between, the ALTER fails
+    // ("duplicate column name"), nothing of the transaction is kept, and a second look
+    // finds it there.
+    let mut tries = 0;
+    loop {
+        let (_, lacking) = missing(backend, sql).await?;
+        let created = backend
+            .run(|| {
+                let mut chain = Chain::new();
+                for statement in sql.tables() {
+                    chain.push(&statement, Vec::new());
+                }
+                for (_, _, alter) in sql.added_columns().into_iter().filter(|(t, c, _)| lacking.contains(&(*t, *c))) {
+                    chain.push(&alter, Vec::new());
+                }
+                for statement in sql.indexes() {
+                    chain.push(&statement, Vec::new());
+                }
+                Ok((chain, ()))
+            })
+            .await;
+        match created {
+            Err(Error::Database(m)) if m.contains("duplicate column") && tries == 0 => tries += 1,
+            other => return other.map(drop),
+        }
+    }
+}
+
+/// Every table and column a queue needs, or one error naming each that is missing.
+async fn check(backend: &mut Backend, sql: &Statements) -> Result<()> {
+    let (tables, columns) = missing(backend, sql).await?;
+    let mut missing: Vec<String> = tables.iter().map(|t| format!("the table {t}")).collect();
+    missing.extend(columns.iter().map(|(table, column)| format!("the column {table}.{column}")));
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Database(format!(
+        "create_schema is off, and {} missing (a harel 0.9 or older harel-transport file lacks some): \
+         open once with create_schema on, or run harel_schema_sql's statements (a new file) or \
+         harel_schema_upgrade_sql's (an older one)",
+        match missing.as_slice() {
+            [one] => format!("{one} is"),
+            many => format!("{} are", many.join(", ")),
+        }
+    )))
+}
+
+/// The tables that are missing, and the columns of ours that the tables there lack, in
+/// one read.
+async fn missing<'s>(
+    backend: &mut Backend,
+    sql: &'s Statements,
+) -> Result<(Vec<&'s str>, Vec<(&'s str, &'static str)>)> {
+    let tables = [sql.messages_table.as_str(), sql.groups_table.as_str(), sql.dead_table.as_str()];
+    let added = sql.added_columns();
+    let statements: Vec<String> = tables
+        .iter()
+        .map(|t| Statements::has_table(t))
+        .chain(added.iter().map(|(table, column, _)| Statements::has_column(table, column)))
+        .collect();
+    let reads: Vec<(&str, Vec<libsql::Value>)> = statements.iter().map(|s| (s.as_str(), Vec::new())).collect();
+    let found = backend.read(&reads).await?;
+    let (tables_found, columns_found) = found.split_at(tables.len());
+    let gone: Vec<&str> =
+        tables.iter().zip(tables_found).filter(|(_, rows)| rows.is_empty()).map(|(t, _)| *t).collect();
+    let lacking = added
+        .into_iter()
+        .zip(columns_found)
+        .filter(|((table, _, _), rows)| rows.is_empty() && !gone.contains(table))
+        .map(|((table, column, _), _)| (table, column))
+        .collect();
+    Ok((gone, lacking))
+}

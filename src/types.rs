@@ -1,0 +1,156 @@
+//! The values the library hands out and takes: a lease, a message to publish, and what
+//! a look inside the queue returns (counts, pages of groups, of messages, of dead letters).
+
+/// The lease on one message. `ack` and `nack` read only `seq`, `group_id` and `worker_id`,
+/// so a lease rebuilt from those (say, by a binding that copied them) works too.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lease {
+    /// The message's seq: FIFO order and the lease handle.
+    pub seq: i64,
+    pub group_id: String,
+    /// The event, JSON text byte for byte as published.
+    pub event: String,
+    /// Who holds the lease.
+    pub worker_id: String,
+    /// Epoch seconds the lease runs to.
+    pub lock_expiry: f64,
+    /// How many times the message has been claimed, this claim included (1 on its first).
+    /// Claims by harel's Python transports are not counted. Not read by ack and nack.
+    pub attempts: i64,
+}
+
+/// One message for `publish_many`: the arguments of `publish`, borrowed for the call.
+/// The rules are `publish`'s: `group_id` not empty, `event_json` any valid JSON text
+/// (stored byte for byte), `priority` 0..4, `routing_key` not empty when given. The
+/// message that creates a group (earlier in the batch or before it) fixes the group's
+/// priority and routing key; later ones leave both as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message<'a> {
+    /// The group whose FIFO the message joins.
+    pub group_id: &'a str,
+    /// The event, JSON text.
+    pub event_json: &'a str,
+    /// The group's priority (0..4), if this message creates the group.
+    pub priority: i32,
+    /// The group's routing key, if this message creates the group; `None`: no key.
+    pub routing_key: Option<&'a str>,
+}
+
+/// Exact counts at one instant (`now`, the transport's clock).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    /// When the counts were taken, epoch seconds.
+    pub now: f64,
+    pub messages: u64,
+    pub groups: u64,
+    /// Groups whose head can be claimed now.
+    pub ready: u64,
+    /// Groups whose head is leased to a worker.
+    pub leased: u64,
+    /// Groups whose head is parked by a nack with a delay.
+    pub parked: u64,
+    /// Messages in the dead-letter table.
+    pub dead: u64,
+    /// Seconds since the oldest message of a ready group was published; None when no group
+    /// is ready, or that message was published by a writer that does not stamp the time
+    /// (harel's Python transports).
+    pub oldest_ready_age: Option<f64>,
+    /// The soonest end of a lease or a park, epoch seconds; None when nothing is in flight.
+    pub next_release_at: Option<f64>,
+    /// The group counts per priority level, for every level that has groups, lowest first.
+    pub by_priority: Vec<PriorityStats>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PriorityStats {
+    pub priority: i32,
+    pub groups: u64,
+    pub ready: u64,
+    pub leased: u64,
+    pub parked: u64,
+}
+
+/// Where a group stands, from its head (oldest message): only a head is ever leased.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupState {
+    Ready,
+    Leased,
+    Parked,
+}
+
+impl GroupState {
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupState::Ready => "ready",
+            GroupState::Leased => "leased",
+            GroupState::Parked => "parked",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupInfo {
+    pub group_id: String,
+    pub state: GroupState,
+    /// How many messages the group holds.
+    pub depth: u64,
+    pub head_seq: i64,
+    /// Seconds since the head was published (None: its writer does not stamp the time).
+    pub head_age: Option<f64>,
+    /// The worker holding the head's lease (None when ready or parked).
+    pub holder: Option<String>,
+    /// When the lease or park ends (None when ready).
+    pub lock_expiry: Option<f64>,
+    pub priority: i32,
+    pub routing_key: Option<String>,
+    /// How many times the head has been claimed.
+    pub head_attempts: i64,
+}
+
+/// One message of a group, as `peek` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageInfo {
+    pub seq: i64,
+    pub event: String,
+    pub attempts: i64,
+    /// The worker holding it, or "__parked__"; None when free.
+    pub locked_by: Option<String>,
+    pub lock_expiry: Option<f64>,
+    /// When it was published (None: its writer does not stamp the time).
+    pub published_at: Option<f64>,
+}
+
+/// A message moved out of its group because it kept failing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetter {
+    /// Its seq in the queue before it died.
+    pub seq: i64,
+    pub group_id: String,
+    pub event: String,
+    /// How many times it had been claimed.
+    pub attempts: i64,
+    /// The worker whose lease it was under when it moved (a worker's dead_letter, or a
+    /// lease that lapsed); None when it was free or parked then (a nack clears the holder).
+    pub last_worker: Option<String>,
+    pub reason: String,
+    /// When it was moved, epoch seconds.
+    pub dead_at: f64,
+}
+
+/// One page of a listing, and the cursor of the next one (None: this was the last).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+/// Which dead letters a redrive or purge takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadLetters<'a> {
+    All,
+    Group(&'a str),
+    Seqs(&'a [i64]),
+}
+
+/// The largest page a listing hands out.
+pub const MAX_PAGE: usize = 10_000;
