@@ -6,7 +6,7 @@
 
 use libsql::Value;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 
 /// A row a statement returned, column by column.
 pub type Row = Vec<Value>;
@@ -21,13 +21,15 @@ pub struct Done {
 #[derive(Default)]
 pub struct Chain {
     links: Vec<Link>,
-    /// (after link, lease link): see `end_if_empty`.
-    ends: Vec<(usize, usize)>,
 }
 
 pub struct Link {
     pub sql: String,
     pub params: Vec<Value>,
+    /// Whether its rows are wanted (`query`); otherwise only the rows it changed.
+    pub rows: bool,
+    /// It changes nothing when the statement before it changed a row (`push_unless_changed`).
+    pub unless_changed: bool,
     /// A guard (`Statements::lease_guard`): the chain fails with this error, and nothing
     /// of it is kept, when the statement before it changed no row.
     pub lost: Option<Error>,
@@ -38,32 +40,46 @@ impl Chain {
         Chain::default()
     }
 
-    /// Appends a statement; its index (`Done`s come back in this order, guards included).
+    /// Appends a statement whose changed rows are wanted; its index (`Done`s come back in
+    /// this order, guards included).
     pub fn push(&mut self, sql: &str, params: Vec<Value>) -> usize {
-        self.links.push(Link { sql: sql.to_owned(), params, lost: None });
+        self.links.push(Link { sql: sql.to_owned(), params, rows: false, unless_changed: false, lost: None });
+        self.links.len() - 1
+    }
+
+    /// Appends a statement that changes nothing when the one before it changed a row (its
+    /// SQL says so itself: a group's removal after the UPDATE that found it not empty), so
+    /// that a backend that sees each result may skip it; its index.
+    pub fn push_unless_changed(&mut self, sql: &str, params: Vec<Value>) -> usize {
+        let at = self.push(sql, params);
+        self.links[at].unless_changed = true;
+        at
+    }
+
+    /// Appends a statement whose rows are wanted (`RETURNING`, a `SELECT`); its index.
+    pub fn query(&mut self, sql: &str, params: Vec<Value>) -> usize {
+        self.links.push(Link { sql: sql.to_owned(), params, rows: true, unless_changed: false, lost: None });
         self.links.len() - 1
     }
 
     /// Appends `guard` (`Statements::lease_guard`), which fails the chain with `lost` when
     /// the statement before it changed no row.
     pub fn guard(&mut self, guard: &str, lost: Error) {
-        self.links.push(Link { sql: guard.to_owned(), params: Vec::new(), lost: Some(lost) });
-    }
-
-    /// Where what follows only tries again what statement `at` found nothing for (the
-    /// next claims of a batch): a backend may stop here when `at` returned no row. The
-    /// statements it skips report no rows and no changes.
-    pub fn end_if_empty(&mut self, at: usize) {
-        self.ends.push((self.links.len().saturating_sub(1), at));
+        self.links.push(Link {
+            sql: guard.to_owned(),
+            params: Vec::new(),
+            rows: false,
+            unless_changed: false,
+            lost: Some(lost),
+        });
     }
 
     pub fn links(&self) -> &[Link] {
         &self.links
     }
 
-    /// Whether a backend may stop after link `i`, given what the links before found.
-    pub fn ends_after(&self, i: usize, done: &[Done]) -> bool {
-        self.ends.iter().any(|&(after, at)| after == i && done.get(at).is_some_and(|d| d.rows.is_empty()))
+    pub fn into_links(self) -> Vec<Link> {
+        self.links
     }
 }
 
@@ -71,3 +87,7 @@ impl Chain {
 pub fn row_values(row: &libsql::Row) -> libsql::Result<Row> {
     (0..row.column_count()).map(|i| row.get_value(i)).collect()
 }
+
+/// What comes first in a claim's transaction (an ack's statements), given "now": the chain
+/// so far, and the indexes of the statements whose changed rows the caller wants back.
+pub type Before<'a> = &'a (dyn Fn(Chain, f64) -> Result<(Chain, Vec<usize>)> + Sync);

@@ -8,6 +8,9 @@ use crate::error::{Error, Result};
 use crate::types::{DeadLetters, Lease, Message, MAX_PAGE};
 use crate::validate;
 
+/// The transport's clock, checked.
+pub type Now<'a> = &'a (dyn Fn() -> Result<f64> + Send + Sync);
+
 /// Messages to append, in order, each checked.
 pub struct Publish<'m, 'a> {
     messages: Cow<'m, [Message<'a>]>,

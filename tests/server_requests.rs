@@ -153,6 +153,8 @@ fn each_operation_is_one_request() {
             let (n, released) = requests(&proxy, || limited.release("q").unwrap());
             count("release", (n, released));
             count("purge_group", requests(&proxy, || limited.purge_group("q").unwrap() == 1));
+            // p, lapsed and claimed max_attempts times, is buried by the next claim.
+            assert!(limited.claim("w", V, 0, &[]).unwrap().is_none());
             count("redrive", requests(&proxy, || limited.redrive(DeadLetters::All).unwrap() == 1));
             count("purge_dead", requests(&proxy, || limited.purge_dead(DeadLetters::All).unwrap() == 0));
             count("purge", requests(&proxy, || limited.purge().unwrap() == 1));

@@ -2,7 +2,9 @@
 //! transactions under our lock, in this process) or `Server` (a libSQL server or an
 //! embedded replica of one: one request per operation). The queue's operations (queue/)
 //! are written once, as chains of statements (chain.rs) and reads, and call the backend
-//! only to run them; this file is the one place that matches on the kind.
+//! to run them; only the claim's algorithm is the backend's own (a look and two UPDATEs
+//! under the lock locally, one chain per lease on a server). This file is the one place
+//! that matches on the kind.
 
 mod connect;
 mod local;
@@ -16,10 +18,13 @@ use tokio::runtime::{Builder, Runtime};
 
 use self::local::Local;
 use self::server::Server;
-use crate::chain::{Chain, Done, Row};
+use crate::chain::{Before, Chain, Done, Row};
 use crate::error::{Error, Result};
 use crate::mode::Mode;
 use crate::options::Options;
+use crate::request::{Claim, Now};
+use crate::sql::Statements;
+use crate::types::Lease;
 use crate::waiting::wake::{self, Signal};
 use crate::waiting::Polling;
 
@@ -88,6 +93,22 @@ impl Backend {
         match self {
             Backend::Local(local) => local.run(build).await,
             Backend::Server(server) => server.run(build).await,
+        }
+    }
+
+    /// Up to `want` leases for the claim `c`, after `before`'s statements (an ack's) in the
+    /// same transaction: the rows `before`'s marked statements changed, and the leases. The
+    /// one operation whose algorithm each backend chooses (docs/architecture.md).
+    pub async fn claim(
+        &mut self,
+        sql: &Statements,
+        claim: (&Claim<'_>, usize),
+        now: Now<'_>,
+        before: Option<Before<'_>>,
+    ) -> Result<(Vec<u64>, Vec<Lease>)> {
+        match self {
+            Backend::Local(local) => local.claim(sql, claim, now, before).await,
+            Backend::Server(server) => server.claim(sql, claim, now, before).await,
         }
     }
 

@@ -5,11 +5,10 @@
 
 use libsql::Value;
 
-use super::work::Now;
 use crate::backend::Backend;
 use crate::chain::Chain;
 use crate::error::Result;
-use crate::request::DeadSelection;
+use crate::request::{DeadSelection, Now};
 use crate::sql::{DeadFilter, Statements};
 use crate::types::DeadLetters;
 

@@ -50,6 +50,11 @@ pub(super) fn bury_leased(m: &str, g: &str, d: &str) -> String {
     bury(m, g, d, " AND e.group_id = ?4 AND e.locked_by = ?5")
 }
 
+/// A local claim's: the head it just looked up, inside its transaction.
+pub(super) fn bury_head(m: &str, g: &str, d: &str) -> String {
+    bury(m, g, d, "")
+}
+
 /// After a claim buried message ?1: its group's row goes if it has no message left. (By
 /// the dead letter's group id, which the claim may not be able to read as text.)
 pub(super) fn drop_buried_group_if_empty(m: &str, g: &str, d: &str) -> String {

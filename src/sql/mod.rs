@@ -37,6 +37,8 @@ pub struct Statements {
     /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
     publish_rows: Vec<(String, String)>,
     pub set_group_ready_at: String,
+    /// A local claim's lease of the head it looked up (backend/local/claim.rs).
+    pub lease_message: String,
     pub ack_message: String,
     pub requeue_group_if_not_empty: String,
     pub drop_group_if_empty: String,
@@ -46,6 +48,7 @@ pub struct Statements {
     pub next_ready_at: String,
     /// Moving a message into the dead-letter table (see dead_letters.rs).
     pub bury_leased: String,
+    pub bury_head: String,
     pub drop_buried_group_if_empty: String,
     pub delete_message: String,
 }
@@ -60,6 +63,9 @@ impl Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
             set_group_ready_at: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
+            lease_message: format!(
+                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1 WHERE seq = ?1"
+            ),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
             requeue_group_if_not_empty: format!(
                 "UPDATE {g} SET last_claimed_at = ?2 \
@@ -77,6 +83,7 @@ impl Statements {
             ),
             next_ready_at: format!("SELECT MIN(last_claimed_at) FROM {g} WHERE last_claimed_at > ?1"),
             bury_leased: dead_letters::bury_leased(&m, &g, &d),
+            bury_head: dead_letters::bury_head(&m, &g, &d),
             drop_buried_group_if_empty: dead_letters::drop_buried_group_if_empty(&m, &g, &d),
             delete_message: format!("DELETE FROM {m} WHERE seq = ?1"),
             messages_table: m,

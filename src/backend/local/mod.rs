@@ -4,6 +4,7 @@
 //! one this connection writes to (other_sqlite.rs), and always end in COMMIT or an
 //! explicit ROLLBACK.
 
+mod claim;
 pub mod file_identity;
 mod lock;
 mod open;
@@ -30,20 +31,29 @@ pub struct Local {
 }
 
 impl Local {
-    /// Runs the chain `build` makes inside `BEGIN IMMEDIATE`: the write lock is taken
-    /// before anything is read ("now" included, which `build` reads), so what the chain
-    /// reads is still true when it writes. COMMIT when every statement succeeded and every
-    /// guard held; otherwise an explicit ROLLBACK, so nothing half-done is ever kept.
+    /// Runs the chain `build` makes as one write transaction (see `transaction`).
     pub async fn run<T>(&mut self, build: impl FnOnce() -> Result<(Chain, T)>) -> Result<(Vec<Done>, T)> {
+        self.transaction(async |local| {
+            let (chain, extra) = build()?;
+            Ok((local.run_chain(chain).await?, extra))
+        })
+        .await
+    }
+
+    /// Runs `work` inside `BEGIN IMMEDIATE`: the write lock is taken before anything is
+    /// read ("now" included, which `work` reads), so what it reads is still true when it
+    /// writes. COMMIT on success; on any error an explicit ROLLBACK, so nothing half-done
+    /// is ever kept.
+    async fn transaction<T>(&mut self, work: impl AsyncFnOnce(&mut Local) -> Result<T>) -> Result<T> {
         if !self.conn.is_autocommit() {
             // An earlier call was cancelled mid-transaction (its future dropped).
             self.rollback().await;
         }
         self.check_wal(false)?;
         let _slot: Held = self.lock.begin(&self.conn, &mut self.statements).await?;
-        let outcome = match self.run_chain(build).await {
-            Ok(done) => match self.statements.execute(&self.conn, "COMMIT", ()).await {
-                Ok(_) => self.check_wal(true).map(|()| done),
+        let outcome = match work(self).await {
+            Ok(value) => match self.statements.execute(&self.conn, "COMMIT", ()).await {
+                Ok(_) => self.check_wal(true).map(|()| value),
                 Err(e) => Err(e.into()),
             },
             Err(e) => Err(e),
@@ -54,29 +64,36 @@ impl Local {
         outcome
     }
 
-    /// The chain's statements in order; a guard reads the changes of the statement before
-    /// it here instead of asking SQLite. Stops where the chain allows it (`end_if_empty`).
-    async fn run_chain<T>(&mut self, build: impl FnOnce() -> Result<(Chain, T)>) -> Result<(Vec<Done>, T)> {
-        let (chain, extra) = build()?;
-        let links = chain.links();
-        let mut done: Vec<Done> = Vec::with_capacity(links.len());
-        for (i, link) in links.iter().enumerate() {
-            if let Some(lost) = &link.lost {
-                if done.last().is_none_or(|before| before.changed == 0) {
-                    return Err(lost.clone());
+    /// The chain's statements in order, inside a transaction; a guard reads the changes of
+    /// the statement before it here instead of asking SQLite, and a statement that would
+    /// change nothing after a change is skipped.
+    async fn run_chain(&mut self, chain: Chain) -> Result<Vec<Done>> {
+        let mut done: Vec<Done> = Vec::with_capacity(chain.links().len());
+        for link in chain.into_links() {
+            let before_changed = done.last().is_some_and(|before| before.changed > 0);
+            if let Some(lost) = link.lost {
+                if !before_changed {
+                    return Err(lost);
                 }
                 done.push(Done::default());
                 continue;
             }
-            let params = link.params.clone();
-            let rows = self.statements.query_all(&self.conn, &link.sql, params, row_values).await?;
-            done.push(Done { rows, changed: self.conn.changes() });
-            if chain.ends_after(i, &done) {
-                break;
+            if link.unless_changed && before_changed {
+                done.push(Done::default());
+                continue;
             }
+            done.push(match link.rows {
+                true => {
+                    let rows = self.statements.query_all(&self.conn, &link.sql, link.params, row_values).await?;
+                    Done { rows, changed: self.conn.changes() }
+                }
+                false => Done {
+                    rows: Vec::new(),
+                    changed: self.statements.execute(&self.conn, &link.sql, link.params).await?,
+                },
+            });
         }
-        done.resize_with(links.len(), Done::default);
-        Ok((done, extra))
+        Ok(done)
     }
 
     /// The rows of each statement, each its own read (no write lock).

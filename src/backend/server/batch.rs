@@ -36,7 +36,7 @@ pub fn batch(chain: &Chain) -> Result<Batch> {
     let after = |step: u32| Some(BatchCond::Ok { step });
     let mut steps = vec![BatchStep { condition: None, stmt: Stmt::new("BEGIN IMMEDIATE", false) }];
     for (link, i) in links.iter().zip(0..) {
-        let mut stmt = Stmt::new(&link.sql, link.lost.is_none());
+        let mut stmt = Stmt::new(&link.sql, link.rows);
         for param in &link.params {
             stmt.bind(value(param.clone())?);
         }

@@ -10,6 +10,7 @@
 //! is made again (with a new "now") after a pause, until the busy timeout.
 
 mod batch;
+mod claim;
 mod open;
 mod pipeline;
 

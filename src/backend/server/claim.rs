@@ -1,0 +1,175 @@
+//! A claim on a server: the chains of sql/claim.rs (mark the group, lease its head with
+//! `UPDATE … RETURNING`, stamp its turn), as many as leases are wanted, in the request of
+//! what comes first (an ack's statements). Two cases take a further request: a claim that
+//! finds more heads over `max_attempts` than one chain buries (`BURY_ROUNDS`), and a head
+//! that is not UTF-8 (written by another program): it was leased before it could be read,
+//! so the next request buries it (counted as before that claim; its group goes on at once,
+//! as after an ack) and claims again.
+
+use libsql::Value;
+
+use super::Server;
+use crate::chain::{Before, Chain, Done};
+use crate::error::{Error, Result};
+use crate::request::{Claim, Now};
+use crate::sql::Statements;
+use crate::types::Lease;
+
+/// A head the last chain leased and cannot hand out.
+struct Undeliverable {
+    seq: i64,
+    lock_expiry: f64,
+    reason: &'static str,
+}
+
+/// What a claim's request found.
+enum Found {
+    Lease(Lease),
+    Nothing,
+    /// Heads over max_attempts are still next: the next request buries them.
+    MoreToBury,
+    Undeliverable(Undeliverable),
+}
+
+impl Server {
+    /// Claims up to `want` leases after `before`'s statements, in one request unless heads
+    /// are to be buried; the rows `before`'s marked statements changed, and the leases.
+    pub async fn claim(
+        &mut self,
+        sql: &Statements,
+        (c, want): (&Claim<'_>, usize),
+        now: Now<'_>,
+        before: Option<Before<'_>>,
+    ) -> Result<(Vec<u64>, Vec<Lease>)> {
+        let mut before_changed: Option<Vec<u64>> = None;
+        let mut leases = Vec::new();
+        let mut undeliverable: Vec<Undeliverable> = Vec::new();
+        loop {
+            let (results, (marked, claims, lock_expiry)) = self
+                .run(|| {
+                    let now = now()?;
+                    let mut chain = Chain::new();
+                    let mut marked = Vec::new();
+                    if let (Some(before), None) = (before, &before_changed) {
+                        (chain, marked) = before(chain, now)?;
+                    }
+                    for u in &undeliverable {
+                        chain = push_bury_claimed(chain, sql, u, c.worker_id, now);
+                    }
+                    let lock_expiry = now + c.visibility;
+                    let mut claims = Vec::new();
+                    for _ in leases.len()..want {
+                        let statements = sql.claim_chain(
+                            now,
+                            (c.min_priority, c.routing_keys),
+                            c.max_attempts,
+                            (c.worker_id, lock_expiry),
+                        );
+                        let at: Vec<usize> = statements
+                            .statements
+                            .into_iter()
+                            .map(|(statement, params)| chain.query(&statement, params))
+                            .collect();
+                        claims.push((at[statements.lease], statements.more.map(|i| at[i])));
+                    }
+                    Ok((chain, (marked, claims, lock_expiry)))
+                })
+                .await?;
+            before_changed.get_or_insert_with(|| marked.iter().map(|&i| results[i].changed).collect());
+            undeliverable.clear();
+            let mut again = false;
+            // Every claim of the chain was committed: each lease is kept, whatever came before it.
+            for (lease_at, more_at) in claims {
+                match found(&results[lease_at], more_at.map(|i| &results[i]), c.worker_id, lock_expiry)? {
+                    Found::Lease(lease) => leases.push(lease),
+                    Found::Nothing => {}
+                    Found::MoreToBury => again = true,
+                    Found::Undeliverable(u) => undeliverable.push(u),
+                }
+            }
+            if leases.len() >= want || (!again && undeliverable.is_empty()) {
+                return Ok((before_changed.unwrap_or_default(), leases));
+            }
+        }
+    }
+}
+
+/// The undeliverable head into the dead-letter table, if this worker still holds it.
+fn push_bury_claimed(mut chain: Chain, sql: &Statements, u: &Undeliverable, worker_id: &str, now: f64) -> Chain {
+    let params = vec![u.seq.into(), u.reason.into(), now.into(), worker_id.into(), u.lock_expiry.into()];
+    chain.push(&sql.bury_claimed(), params);
+    chain.push(&sql.delete_buried(), vec![u.seq.into()]);
+    chain.push(&sql.requeue_buried_group(), vec![u.seq.into(), now.into()]);
+    chain.push(&sql.drop_buried_group_if_empty, vec![u.seq.into()]);
+    chain
+}
+
+/// Reads the lease's UPDATE ... RETURNING (and the check for more to bury).
+fn found(lease: &Done, more: Option<&Done>, worker_id: &str, lock_expiry: f64) -> Result<Found> {
+    let Some(row) = lease.rows.first() else {
+        return Ok(if more.is_some_and(|m| !m.rows.is_empty()) { Found::MoreToBury } else { Found::Nothing });
+    };
+    let (seq, group_id, event, attempts) = match row.as_slice() {
+        [Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts)] => {
+            (*seq, group_id, event, *attempts)
+        }
+        _ => return Err(Error::Database(format!("a claim's lease came back as an unexpected row: {row:?}"))),
+    };
+    let undeliverable = |reason| Found::Undeliverable(Undeliverable { seq, lock_expiry, reason });
+    Ok(match (String::from_utf8(group_id.to_vec()), String::from_utf8(event.to_vec())) {
+        (Ok(group_id), Ok(event)) => {
+            Found::Lease(Lease { seq, group_id, event, worker_id: worker_id.to_owned(), lock_expiry, attempts })
+        }
+        (Err(_), _) => undeliverable("its group_id is not valid UTF-8 (written by another program)"),
+        (_, Err(_)) => undeliverable("its event is not valid UTF-8 (written by another program)"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(rows: Vec<Vec<Value>>) -> Done {
+        Done { rows, changed: 0 }
+    }
+
+    fn head(group_id: &[u8], event: &[u8]) -> Done {
+        rows(vec![vec![
+            Value::Integer(7),
+            Value::Blob(group_id.to_vec()),
+            Value::Blob(event.to_vec()),
+            Value::Integer(2),
+        ]])
+    }
+
+    #[test]
+    fn a_leased_head_is_a_lease() {
+        let Found::Lease(lease) = found(&head(b"g", b"{}"), None, "w", 1030.0).unwrap() else { panic!() };
+        assert_eq!((lease.seq, lease.group_id.as_str(), lease.event.as_str(), lease.attempts), (7, "g", "{}", 2));
+        assert_eq!((lease.worker_id.as_str(), lease.lock_expiry), ("w", 1030.0));
+    }
+
+    #[test]
+    fn a_head_that_is_not_utf8_is_buried_by_the_next_transaction() {
+        for (group_id, event, what) in [(&b"\xff"[..], &b"{}"[..], "group_id"), (b"g", b"\xc3(", "event")] {
+            let Found::Undeliverable(u) = found(&head(group_id, event), None, "w", 1030.0).unwrap() else { panic!() };
+            assert_eq!((u.seq, u.lock_expiry), (7, 1030.0));
+            assert!(u.reason.contains(what), "{}", u.reason);
+        }
+    }
+
+    #[test]
+    fn no_lease_is_nothing_or_more_to_bury() {
+        let none = rows(vec![]);
+        assert!(matches!(found(&none, None, "w", 1.0).unwrap(), Found::Nothing));
+        assert!(matches!(found(&none, Some(&rows(vec![])), "w", 1.0).unwrap(), Found::Nothing));
+        let next = rows(vec![vec![Value::Integer(1)]]);
+        assert!(matches!(found(&none, Some(&next), "w", 1.0).unwrap(), Found::MoreToBury));
+    }
+
+    #[test]
+    fn an_unexpected_row_is_a_database_error() {
+        let text = rows(vec![vec![Value::Text("7".into())]]);
+        assert!(matches!(found(&text, None, "w", 1.0), Err(Error::Database(_))));
+    }
+}
