@@ -6,10 +6,11 @@ use std::ffi::c_char;
 use super::args;
 use super::error::harel_error;
 use super::lease::harel_lease;
+use super::ownership::try_ref_from_ptr;
 use super::status::harel_status::{self, HAREL_OK};
-use super::transport::{on_handle, harel_transport};
+use super::transport::{harel_transport, on_handle};
 use crate::error::{Error, Result};
-use crate::inspect::DeadLetters;
+use crate::DeadLetters;
 
 /// Moves the leased message to the dead-letter table with `reason` (for a worker that
 /// knows the message will never succeed); its group goes on with the next message. Reads
@@ -27,8 +28,9 @@ pub extern "C" fn harel_transport_dead_letter(
     err: *mut *mut harel_error,
 ) -> harel_status {
     on_handle(t, err, |t| {
-        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (lease, reason) = unsafe { (args::reference(lease, "lease")?.to_lease()?, args::string(reason, "reason")?) };
+        let lease = try_ref_from_ptr!(lease).to_lease()?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string, per this function's contract.
+        let reason = unsafe { args::string(reason, "reason") }?;
         t.dead_letter(&lease, reason)?;
         Ok(HAREL_OK)
     })
@@ -38,7 +40,12 @@ pub extern "C" fn harel_transport_dead_letter(
 ///
 /// # Safety
 /// `group_id` is NULL or NUL-terminated; `seqs` is NULL or points to `n_seqs` values.
-unsafe fn selection<'a>(all: bool, group_id: *const c_char, seqs: *const i64, n_seqs: usize) -> Result<DeadLetters<'a>> {
+unsafe fn selection<'a>(
+    all: bool,
+    group_id: *const c_char,
+    seqs: *const i64,
+    n_seqs: usize,
+) -> Result<DeadLetters<'a>> {
     let group_id = unsafe { args::optional_string(group_id, "group_id") }?;
     let seqs = unsafe { args::slice(seqs, n_seqs, "seqs") }?;
     match (all, group_id, seqs.is_empty()) {
@@ -131,7 +138,11 @@ pub extern "C" fn harel_transport_purge_group(
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL); HAREL_ERR_BUSY; HAREL_ERR_DATABASE;
 /// HAREL_ERR_CONNECT.
 #[no_mangle]
-pub extern "C" fn harel_transport_purge(t: *mut harel_transport, purged: *mut u64, err: *mut *mut harel_error) -> harel_status {
+pub extern "C" fn harel_transport_purge(
+    t: *mut harel_transport,
+    purged: *mut u64,
+    err: *mut *mut harel_error,
+) -> harel_status {
     on_handle(t, err, |t| {
         count_out(purged, t.purge()?);
         Ok(HAREL_OK)

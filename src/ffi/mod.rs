@@ -4,12 +4,14 @@
 //!
 //! Every exported function runs inside [`boundary`] (or [`boundary_value`] for those that
 //! return no status): a panic becomes `HAREL_ERR_PANIC` instead of unwinding into C.
-//! Pointers become references through the helpers in [`args`].
+//! Handles' pointers become references, and values become handles, only through
+//! [`ownership`], where each C type says once how it is owned; other arguments go
+//! through [`args`].
 
 #![allow(non_camel_case_types)]
 // C names
 // The exported functions are safe to call from C with what their doc comments promise;
-// a C caller cannot see `unsafe` anyway, and the pointers are checked in `args`.
+// a C caller cannot see `unsafe` anyway, and the pointers are checked in `ownership` and `args`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod admin;
@@ -20,6 +22,7 @@ mod inspect;
 mod lease;
 mod message;
 mod options;
+mod ownership;
 mod schema;
 mod status;
 mod strings_out;
