@@ -14,18 +14,32 @@
 // a C caller cannot see `unsafe` anyway, and the pointers are checked in `ownership` and `args`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+// cbindgen writes the header's functions module by module, in the order declared here. So
+// that filing a module under a folder (calls/, looks/, errors/, arguments/) cannot reorder
+// the header, the modules stay one flat, alphabetical list (rustfmt keeps it so) and
+// `#[path]` says where each file is.
 mod admin;
+#[path = "arguments/args.rs"]
 mod args;
+#[path = "calls/batch.rs"]
 mod batch;
+#[path = "errors/error.rs"]
 mod error;
+#[path = "looks/inspect.rs"]
 mod inspect;
+#[path = "calls/lease.rs"]
 mod lease;
+#[path = "arguments/message.rs"]
 mod message;
+#[path = "arguments/options.rs"]
 mod options;
 mod ownership;
 mod schema;
+#[path = "errors/status.rs"]
 mod status;
+#[path = "looks/strings_out.rs"]
 mod strings_out;
+#[path = "calls/transport.rs"]
 mod transport;
 mod version;
 mod waiting;
