@@ -1,7 +1,7 @@
 //! Who owns what crosses the boundary, said once per C type ([`Castable`]), and the only
-//! code that turns a value into a pointer for C or a pointer from C back into a value
-//! (rustls-ffi's way). An exported function takes each pointer argument in one line,
-//! `let t = try_ref_from_ptr!(t);`, and a free function is `free_box(p)`.
+//! code that boxes a value for C, takes it back or frees it (rustls-ffi's way). An exported
+//! function takes each handle argument in one line, `let t = try_ref_from_ptr!(t);`, and a
+//! free function is `free_box(p)`.
 
 use std::ffi::{c_char, CString};
 use std::marker::PhantomData;
@@ -51,7 +51,7 @@ where
 ///
 /// # Safety
 /// `ptr` is NULL or came from [`to_boxed_mut_ptr`] (or `_keeping`) and is not used again.
-pub(crate) unsafe fn box_from_ptr<C, Keep>(ptr: *mut C) -> Option<C::RustType>
+pub(crate) unsafe fn take_from_ptr<C, Keep>(ptr: *mut C) -> Option<C::RustType>
 where
     C: Castable<Ownership = Boxed<Keep>>,
 {
@@ -63,12 +63,12 @@ where
 /// Frees what `ptr` points to; NULL does nothing.
 ///
 /// # Safety
-/// As for [`box_from_ptr`].
+/// As for [`take_from_ptr`].
 pub(crate) unsafe fn free_box<C, Keep>(ptr: *mut C)
 where
     C: Castable<Ownership = Boxed<Keep>>,
 {
-    drop(unsafe { box_from_ptr(ptr) });
+    drop(unsafe { take_from_ptr(ptr) });
 }
 
 /// What `ptr` points to, for the call; None for NULL.

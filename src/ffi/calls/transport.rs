@@ -8,7 +8,7 @@ use super::lease::harel_lease;
 use super::message::{self, harel_message};
 use super::options::harel_options;
 use super::ownership::{
-    box_from_ptr, ref_from_ptr, to_boxed_mut_ptr, try_mut_from_ptr, try_ref_from_ptr, Boxed, Castable,
+    ref_from_ptr, take_from_ptr, to_boxed_mut_ptr, try_mut_from_ptr, try_ref_from_ptr, Boxed, Castable,
 };
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
 use super::{boundary, boundary_out};
@@ -301,7 +301,7 @@ pub extern "C" fn harel_transport_nack(
 pub extern "C" fn harel_transport_close(t: *mut harel_transport) {
     super::boundary_value((), || {
         // SAFETY: NULL or from harel_transport_open, closed once (this function's contract).
-        if let Some(t) = unsafe { box_from_ptr(t) } {
+        if let Some(t) = unsafe { take_from_ptr(t) } {
             t.close();
         }
     })
