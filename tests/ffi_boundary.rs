@@ -3,7 +3,7 @@
 //! functions (`harel_status_name`, `harel_version`, ...), so this reads the source: each
 //! `extern "C"` function's body must start with one of the boundary's entries.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The ways into the boundary: `boundary` and `boundary_value` themselves, and the FFI
 /// layer's helpers that call `boundary` first thing.
@@ -32,10 +32,8 @@ fn exported_bodies(source: &str) -> Vec<(String, String)> {
 
 #[test]
 fn every_exported_function_runs_inside_the_panic_boundary() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ffi");
     let mut exported = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("src/ffi") {
-        let path = entry.expect("a file of src/ffi").path();
+    for path in sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ffi")) {
         let source = std::fs::read_to_string(&path).expect("readable");
         for (name, first) in exported_bodies(&source) {
             assert!(
@@ -48,6 +46,20 @@ fn every_exported_function_runs_inside_the_panic_boundary() {
     }
     exported.sort();
     assert_eq!(exported, declared_in_header(), "the source read is the whole ABI");
+}
+
+/// Every file under `dir`, its folders' included.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("a folder of src/ffi") {
+        let path = entry.expect("an entry of src/ffi").path();
+        if path.is_dir() {
+            found.extend(sources(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }
 
 /// The function names the header declares (outside its comments).

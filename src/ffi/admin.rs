@@ -6,10 +6,11 @@ use std::ffi::c_char;
 use super::args;
 use super::error::harel_error;
 use super::lease::harel_lease;
+use super::ownership::try_ref_from_ptr;
 use super::status::harel_status::{self, HAREL_OK};
 use super::transport::{harel_transport, on_handle};
 use crate::error::{Error, Result};
-use crate::types::DeadLetters;
+use crate::DeadLetters;
 
 /// Moves the leased message to the dead-letter table with `reason` (for a worker that
 /// knows the message will never succeed); its group goes on with the next message. Reads
@@ -27,9 +28,9 @@ pub extern "C" fn harel_transport_dead_letter(
     err: *mut *mut harel_error,
 ) -> harel_status {
     on_handle(t, err, |t| {
-        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (lease, reason) =
-            unsafe { (args::reference(lease, "lease")?.to_lease()?, args::string(reason, "reason")?) };
+        let lease = try_ref_from_ptr!(lease).to_lease()?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string, per this function's contract.
+        let reason = unsafe { args::string(reason, "reason") }?;
         t.dead_letter(&lease, reason)?;
         Ok(HAREL_OK)
     })

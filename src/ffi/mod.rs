@@ -4,25 +4,42 @@
 //!
 //! Every exported function runs inside [`boundary`] (or [`boundary_value`] for those that
 //! return no status): a panic becomes `HAREL_ERR_PANIC` instead of unwinding into C.
-//! Pointers become references through the helpers in [`args`].
+//! Handles' pointers become references, and values become handles, only through
+//! [`ownership`], where each C type says once how it is owned; other arguments go
+//! through [`args`].
 
 #![allow(non_camel_case_types)]
 // C names
 // The exported functions are safe to call from C with what their doc comments promise;
-// a C caller cannot see `unsafe` anyway, and the pointers are checked in `args`.
+// a C caller cannot see `unsafe` anyway, and the pointers are checked in `ownership` and `args`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+// cbindgen writes the header's functions module by module, in the order declared here. So
+// that filing a module under a folder (calls/, looks/, errors/, arguments/) cannot reorder
+// the header, the modules stay one flat, alphabetical list (rustfmt keeps it so) and
+// `#[path]` says where each file is.
 mod admin;
+#[path = "arguments/args.rs"]
 mod args;
+#[path = "calls/batch.rs"]
 mod batch;
+#[path = "errors/error.rs"]
 mod error;
+#[path = "looks/inspect.rs"]
 mod inspect;
+#[path = "calls/lease.rs"]
 mod lease;
+#[path = "arguments/message.rs"]
 mod message;
+#[path = "arguments/options.rs"]
 mod options;
+mod ownership;
 mod schema;
+#[path = "errors/status.rs"]
 mod status;
+#[path = "looks/strings_out.rs"]
 mod strings_out;
+#[path = "calls/transport.rs"]
 mod transport;
 mod version;
 mod waiting;

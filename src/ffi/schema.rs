@@ -5,6 +5,7 @@ use std::ffi::{c_char, CString};
 
 use super::args;
 use super::error::harel_error;
+use super::ownership::{free_c_string, to_c_string};
 use super::status::harel_status::{self, HAREL_OK};
 use super::{boundary_out, boundary_value};
 
@@ -12,12 +13,8 @@ use super::{boundary_out, boundary_value};
 /// NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_string_free(s: *mut c_char) {
-    boundary_value((), || {
-        if !s.is_null() {
-            // SAFETY: a non-NULL `s` came from CString::into_raw in this library, freed once.
-            drop(unsafe { CString::from_raw(s) });
-        }
-    })
+    // SAFETY: NULL or a string this library handed out, freed once (this function's contract).
+    boundary_value((), || unsafe { free_c_string(s) })
 }
 
 /// Hands the caller a new string made from `prefix`: HAREL_OK with `*out` set.
@@ -31,7 +28,7 @@ fn string_out(
         // SAFETY: the caller passes NULL or valid pointers, per the function's contract.
         let text = make(unsafe { args::string(prefix, "prefix") }?)?;
         // SQL built from a validated identifier holds no NUL.
-        *out = CString::new(text).unwrap_or_default().into_raw();
+        *out = to_c_string(CString::new(text).unwrap_or_default());
         Ok(HAREL_OK)
     })
 }

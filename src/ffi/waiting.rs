@@ -6,6 +6,7 @@ use std::ffi::c_char;
 use super::args;
 use super::error::harel_error;
 use super::lease::harel_lease;
+use super::ownership::{free_box, ref_from_ptr, to_boxed_mut_ptr, Boxed, Castable};
 use super::status::harel_status;
 use super::transport::{claim_into, harel_transport, lease_out};
 use crate::error::Result;
@@ -16,13 +17,18 @@ use crate::waiting::wait::{self, Cancel, Wait};
 /// `harel_cancel_free` once no call that was given it is still running. Firing is final:
 /// a call given a fired cancel returns HAREL_ERR_INTERRUPTED at once.
 pub struct harel_cancel {
-    inner: Cancel,
+    _private: [u8; 0],
+}
+
+impl Castable for harel_cancel {
+    type Ownership = Boxed;
+    type RustType = Cancel;
 }
 
 /// A new cancel, not fired; the caller owns it.
 #[no_mangle]
 pub extern "C" fn harel_cancel_new() -> *mut harel_cancel {
-    super::boundary_value(std::ptr::null_mut(), || Box::into_raw(Box::new(harel_cancel { inner: Cancel::new() })))
+    super::boundary_value(std::ptr::null_mut(), || to_boxed_mut_ptr(Cancel::new()))
 }
 
 /// Fires `cancel`: every call waiting with it returns HAREL_ERR_INTERRUPTED, having
@@ -32,8 +38,8 @@ pub extern "C" fn harel_cancel_new() -> *mut harel_cancel {
 pub extern "C" fn harel_cancel_fire(cancel: *const harel_cancel) {
     super::boundary_value((), || {
         // SAFETY: NULL or a live cancel from harel_cancel_new.
-        if let Some(cancel) = unsafe { cancel.as_ref() } {
-            cancel.inner.fire();
+        if let Some(cancel) = unsafe { ref_from_ptr(cancel) } {
+            cancel.fire();
         }
     })
 }
@@ -41,12 +47,8 @@ pub extern "C" fn harel_cancel_fire(cancel: *const harel_cancel) {
 /// Frees a cancel. NULL does nothing. Never free one that a running call was given.
 #[no_mangle]
 pub extern "C" fn harel_cancel_free(cancel: *mut harel_cancel) {
-    super::boundary_value((), || {
-        if !cancel.is_null() {
-            // SAFETY: a non-NULL cancel came from harel_cancel_new and is freed once.
-            drop(unsafe { Box::from_raw(cancel) });
-        }
-    })
+    // SAFETY: NULL or from harel_cancel_new, freed once (this function's contract).
+    super::boundary_value((), || unsafe { free_box(cancel) })
 }
 
 /// `harel_transport_claim`, waiting up to `wait` seconds (finite, >= 0; 0 looks once)
@@ -96,8 +98,8 @@ pub extern "C" fn harel_transport_claim_wait(
 pub extern "C" fn harel_transport_interrupt(t: *mut harel_transport) {
     super::boundary_value((), || {
         // SAFETY: NULL or a live handle from harel_transport_open.
-        if let Some(t) = unsafe { t.as_ref() } {
-            t.inner.interrupt();
+        if let Some(t) = unsafe { ref_from_ptr(t) } {
+            t.interrupt();
         }
     })
 }
@@ -108,8 +110,8 @@ pub extern "C" fn harel_transport_interrupt(t: *mut harel_transport) {
 /// `cancel` is NULL or a live harel_cancel.
 pub(crate) unsafe fn wait_of(seconds: f64, cancel: *const harel_cancel) -> Result<Wait> {
     let wait = wait::seconds(seconds)?;
-    Ok(match unsafe { cancel.as_ref() } {
-        Some(cancel) => wait.or_until(&cancel.inner),
+    Ok(match unsafe { ref_from_ptr(cancel) } {
+        Some(cancel) => wait.or_until(cancel),
         None => wait,
     })
 }

@@ -7,10 +7,12 @@ use super::error::harel_error;
 use super::lease::harel_lease;
 use super::message::{self, harel_message};
 use super::options::harel_options;
+use super::ownership::{
+    ref_from_ptr, take_from_ptr, to_boxed_mut_ptr, try_mut_from_ptr, try_ref_from_ptr, Boxed, Castable,
+};
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
 use super::{boundary, boundary_out};
-use crate::options::Options;
-use crate::transport::Transport;
+use crate::{Lease, Options, Transport};
 
 /// An open queue (opaque). Made by `harel_transport_open`, freed by
 /// `harel_transport_close`. One handle may be used from several threads at once (each
@@ -22,7 +24,12 @@ use crate::transport::Transport;
 /// only once its messages are committed. To claim in parallel open one handle per thread
 /// or process on the same database. Never close a handle while another thread is using it.
 pub struct harel_transport {
-    pub(crate) inner: Transport,
+    _private: [u8; 0],
+}
+
+impl Castable for harel_transport {
+    type Ownership = Boxed;
+    type RustType = Transport;
 }
 
 /// Runs a call on handle `t` inside the boundary.
@@ -31,8 +38,7 @@ pub(crate) fn on_handle(
     err: *mut *mut harel_error,
     body: impl FnOnce(&Transport) -> crate::Result<harel_status>,
 ) -> harel_status {
-    // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
-    boundary(err, || body(unsafe { &args::reference(t, "t")?.inner }))
+    boundary(err, || body(try_ref_from_ptr!(t)))
 }
 
 /// Opens the queue at `database`: a file path (a local libSQL file, WAL journal),
@@ -59,15 +65,11 @@ pub extern "C" fn harel_transport_open(
     boundary_out(out, err, |out| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let database = unsafe { args::string(database, "database") }?;
-        let mut options = match unsafe { options.as_ref() } {
-            Some(o) => o.options().clone(),
-            None => Options::new(),
-        };
+        let mut options = unsafe { ref_from_ptr(options) }.map_or_else(Options::new, Options::clone);
         // Through the C ABI, this library's SQLite is its own (its symbols are hidden), so a
         // lock of this process on the file that no transport holds is another copy's.
         options.refuse_other_sqlite = true;
-        let inner = Transport::open(database, &options)?;
-        *out = Box::into_raw(Box::new(harel_transport { inner }));
+        *out = to_boxed_mut_ptr(Transport::open(database, &options)?);
         Ok(HAREL_OK)
     })
 }
@@ -177,15 +179,14 @@ pub(crate) fn claim_into(
     err: *mut *mut harel_error,
     body: impl FnOnce(&Transport, &mut *mut harel_lease) -> crate::Result<harel_status>,
 ) -> harel_status {
-    // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
-    boundary_out(out, err, |out| body(unsafe { &args::reference(t, "t")?.inner }, out))
+    boundary_out(out, err, |out| body(try_ref_from_ptr!(t), out))
 }
 
 /// Hands a claimed lease to the caller: HAREL_OK with `*out` set, or HAREL_EMPTY.
-pub(crate) fn lease_out(out: &mut *mut harel_lease, claimed: Option<crate::Lease>) -> crate::Result<harel_status> {
+pub(crate) fn lease_out(out: &mut *mut harel_lease, claimed: Option<Lease>) -> crate::Result<harel_status> {
     match claimed {
         Some(lease) => {
-            *out = harel_lease::into_raw(lease);
+            *out = harel_lease::hand_out(lease);
             Ok(HAREL_OK)
         }
         None => Ok(HAREL_EMPTY),
@@ -209,8 +210,7 @@ pub extern "C" fn harel_transport_ack(
     err: *mut *mut harel_error,
 ) -> harel_status {
     on_handle(t, err, |t| {
-        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let lease = unsafe { args::reference(lease, "lease")?.to_lease()? };
+        let lease = try_ref_from_ptr!(lease).to_lease()?;
         t.ack(&lease)?;
         Ok(HAREL_OK)
     })
@@ -238,13 +238,10 @@ pub extern "C" fn harel_transport_ack_and_claim(
     err: *mut *mut harel_error,
 ) -> harel_status {
     claim_into(out, t, err, |t, out| {
+        let lease = try_ref_from_ptr!(lease).to_lease()?;
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (lease, worker_id, keys) = unsafe {
-            (
-                args::reference(lease, "lease")?.to_lease()?,
-                args::string(worker_id, "worker_id")?,
-                args::strings(routing_keys, n_routing_keys, "routing_keys")?,
-            )
+        let (worker_id, keys) = unsafe {
+            (args::string(worker_id, "worker_id")?, args::strings(routing_keys, n_routing_keys, "routing_keys")?)
         };
         lease_out(out, t.ack_and_claim(&lease, worker_id, visibility, min_priority, &keys)?)
     })
@@ -268,8 +265,7 @@ pub extern "C" fn harel_transport_extend(
     err: *mut *mut harel_error,
 ) -> harel_status {
     on_handle(t, err, |t| {
-        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let lease = unsafe { args::mutable(lease, "lease")? };
+        let lease = try_mut_from_ptr!(lease);
         let mut extended = lease.to_lease()?;
         t.extend(&mut extended, visibility)?;
         lease.lock_expiry = extended.lock_expiry;
@@ -293,8 +289,7 @@ pub extern "C" fn harel_transport_nack(
     err: *mut *mut harel_error,
 ) -> harel_status {
     on_handle(t, err, |t| {
-        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let lease = unsafe { args::reference(lease, "lease")?.to_lease()? };
+        let lease = try_ref_from_ptr!(lease).to_lease()?;
         t.nack(&lease, delay)?;
         Ok(HAREL_OK)
     })
@@ -305,9 +300,9 @@ pub extern "C" fn harel_transport_nack(
 #[no_mangle]
 pub extern "C" fn harel_transport_close(t: *mut harel_transport) {
     super::boundary_value((), || {
-        if !t.is_null() {
-            // SAFETY: a non-NULL `t` came from harel_transport_open and is closed once.
-            unsafe { Box::from_raw(t) }.inner.close();
+        // SAFETY: NULL or from harel_transport_open, closed once (this function's contract).
+        if let Some(t) = unsafe { take_from_ptr(t) } {
+            t.close();
         }
     })
 }

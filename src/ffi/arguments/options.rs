@@ -5,21 +5,21 @@ use std::ffi::{c_char, c_void};
 
 use super::args;
 use super::error::harel_error;
+use super::ownership::{free_box, to_boxed_mut_ptr, try_mut_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
 use super::{boundary, boundary_value};
-use crate::options::{Options, Synchronous};
+use crate::{Options, Synchronous};
 
 /// Options for `harel_transport_open` (opaque). `harel_options_new` creates one with the
 /// defaults; free it with `harel_options_free`. `open` copies what it needs, so the
 /// options may be freed right after it returns, or reused for another open.
 pub struct harel_options {
-    inner: Options,
+    _private: [u8; 0],
 }
 
-impl harel_options {
-    pub(crate) fn options(&self) -> &Options {
-        &self.inner
-    }
+impl Castable for harel_options {
+    type Ownership = Boxed;
+    type RustType = Options;
 }
 
 /// New options with the defaults: prefix "harel", create_schema on, a local file, busy
@@ -29,18 +29,14 @@ impl harel_options {
 /// library failed internally.
 #[no_mangle]
 pub extern "C" fn harel_options_new() -> *mut harel_options {
-    boundary_value(std::ptr::null_mut(), || Box::into_raw(Box::new(harel_options { inner: Options::new() })))
+    boundary_value(std::ptr::null_mut(), || to_boxed_mut_ptr(Options::new()))
 }
 
 /// Frees options made by `harel_options_new`. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_options_free(o: *mut harel_options) {
-    boundary_value((), || {
-        if !o.is_null() {
-            // SAFETY: a non-NULL `o` came from harel_options_new and is freed once.
-            drop(unsafe { Box::from_raw(o) });
-        }
-    })
+    // SAFETY: NULL or from harel_options_new, freed once (this function's contract).
+    boundary_value((), || unsafe { free_box(o) })
 }
 
 /// Runs one setter on `o`; the shared body of every `harel_options_set_*`.
@@ -50,9 +46,7 @@ fn set(
     apply: impl FnOnce(&mut Options) -> crate::Result<()>,
 ) -> harel_status {
     boundary(err, || {
-        // SAFETY: the caller passes NULL or options from harel_options_new.
-        let o = unsafe { args::mutable(o, "o") }?;
-        apply(&mut o.inner)?;
+        apply(try_mut_from_ptr!(o))?;
         Ok(HAREL_OK)
     })
 }

@@ -5,22 +5,9 @@ use std::ffi::{c_char, CStr};
 
 use crate::error::{Error, Result};
 
-fn null(name: &str) -> Error {
+/// The error of a NULL argument (a handle's pointers go through `ownership`'s macros).
+pub(crate) fn null(name: &str) -> Error {
     Error::Argument(format!("{name} is NULL"))
-}
-
-/// A borrowed reference to a value the caller owns.
-///
-/// # Safety
-/// `ptr` is NULL or points to a live `T` for the duration of the call.
-pub unsafe fn reference<'a, T>(ptr: *const T, name: &str) -> Result<&'a T> {
-    unsafe { ptr.as_ref() }.ok_or_else(|| null(name))
-}
-
-/// # Safety
-/// `ptr` is NULL or points to a live `T` that nothing else uses during the call.
-pub unsafe fn mutable<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T> {
-    unsafe { ptr.as_mut() }.ok_or_else(|| null(name))
 }
 
 /// A NUL-terminated UTF-8 string.

@@ -6,12 +6,12 @@ use std::ffi::c_char;
 use super::args;
 use super::error::harel_error;
 use super::lease::harel_lease;
+use super::ownership::try_ref_from_ptr;
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_ERR_LEASE_LOST, HAREL_OK};
 use super::transport::{harel_transport, on_handle};
 use super::waiting::{harel_cancel, wait_of};
 use crate::error::{Error, Result};
-use crate::transport::Transport;
-use crate::types::Lease;
+use crate::{Lease, Transport};
 
 /// Leases up to `max` messages (1..1000), each the head of a different group, in the
 /// order `harel_transport_claim` would hand them out one after another, in one
@@ -159,7 +159,7 @@ unsafe fn leases_into(out: *mut *mut harel_lease, n_out: &mut usize, leases: Vec
     }
     for (i, lease) in leases.into_iter().enumerate() {
         // SAFETY: i < the array's length, per this function's contract.
-        unsafe { *out.add(i) = harel_lease::into_raw(lease) };
+        unsafe { *out.add(i) = harel_lease::hand_out(lease) };
         *n_out = i + 1;
     }
     Ok(HAREL_OK)
@@ -174,8 +174,7 @@ unsafe fn leases_of(leases: *const *const harel_lease, n: usize) -> Result<Vec<L
         .iter()
         .enumerate()
         .map(|(i, &p)| {
-            let lease = unsafe { args::reference(p, &name(i)) }?;
-            lease
+            try_ref_from_ptr!(p, &name(i))
                 .to_lease()
                 .map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))
         })

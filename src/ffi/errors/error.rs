@@ -9,6 +9,7 @@ use std::ffi::{c_char, CString};
 use std::ptr;
 
 use super::boundary_value;
+use super::ownership::{free_box, ref_from_ptr, to_boxed_mut_ptr, Boxed, Castable};
 use super::status::harel_status;
 use crate::error::Error;
 
@@ -18,6 +19,11 @@ use crate::error::Error;
 pub struct harel_error {
     status: harel_status,
     message: CString,
+}
+
+impl Castable for harel_error {
+    type Ownership = Boxed;
+    type RustType = harel_error;
 }
 
 thread_local! {
@@ -80,7 +86,7 @@ impl ErrorSlot {
         LAST_ERROR.with(|last| *last.borrow_mut() = Some(error.message.clone()));
         // SAFETY: checked in `check`: NULL, or valid for a write.
         if let Some(out) = unsafe { self.0.as_mut() } {
-            *out = Box::into_raw(Box::new(error));
+            *out = to_boxed_mut_ptr(error);
         }
         status
     }
@@ -90,7 +96,9 @@ impl ErrorSlot {
 #[no_mangle]
 pub extern "C" fn harel_error_status(e: *const harel_error) -> harel_status {
     // SAFETY: the caller passes NULL or an error from a harel_* call, not yet freed.
-    boundary_value(harel_status::HAREL_ERR_PANIC, || unsafe { e.as_ref() }.map_or(harel_status::HAREL_OK, |e| e.status))
+    boundary_value(harel_status::HAREL_ERR_PANIC, || {
+        unsafe { ref_from_ptr(e) }.map_or(harel_status::HAREL_OK, |e| e.status)
+    })
 }
 
 /// The message of `e`: which argument, which SQL error, what the caller can do. NULL for
@@ -98,18 +106,14 @@ pub extern "C" fn harel_error_status(e: *const harel_error) -> harel_status {
 #[no_mangle]
 pub extern "C" fn harel_error_message(e: *const harel_error) -> *const c_char {
     // SAFETY: as for harel_error_status.
-    boundary_value(ptr::null(), || unsafe { e.as_ref() }.map_or(ptr::null(), |e| e.message.as_ptr()))
+    boundary_value(ptr::null(), || unsafe { ref_from_ptr(e) }.map_or(ptr::null(), |e| e.message.as_ptr()))
 }
 
 /// Frees an error a call handed out through its `err`. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_error_free(e: *mut harel_error) {
-    boundary_value((), || {
-        if !e.is_null() {
-            // SAFETY: a non-NULL `e` came from ErrorSlot::report and is freed once.
-            drop(unsafe { Box::from_raw(e) });
-        }
-    })
+    // SAFETY: NULL or an error a call handed out, freed once (this function's contract).
+    boundary_value((), || unsafe { free_box(e) })
 }
 
 /// The message of the last failed call on this thread, for callers that passed no `err`:

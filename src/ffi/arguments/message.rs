@@ -4,8 +4,8 @@ use std::ffi::c_char;
 
 use super::args;
 use crate::error::Result;
-use crate::types::Message;
 use crate::validate;
+use crate::Message;
 
 /// One message for `harel_transport_publish_many`: the arguments of
 /// `harel_transport_publish`, as a struct. The caller owns it and its strings; the library

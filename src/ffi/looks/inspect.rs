@@ -5,12 +5,13 @@ use std::ffi::c_char;
 
 use super::args;
 use super::error::harel_error;
+use super::ownership::{free_box, to_boxed_mut_ptr_keeping, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
 use super::strings_out::{or_minus_one, Strings};
 use super::transport::harel_transport;
 use super::{boundary_out, boundary_value};
 use crate::error::{Error, Result};
-use crate::types::{GroupState, Page};
+use crate::{GroupState, Page, Transport};
 
 /// The counts of one priority level (see harel_stats).
 #[repr(C)]
@@ -144,30 +145,36 @@ pub struct harel_dead_page {
     pub next_cursor: *const c_char,
 }
 
-/// What the free functions free: the struct handed out (first, so its pointer is the
-/// allocation's), its items and its strings.
-#[repr(C)]
-struct Allocation<Head, Item> {
-    head: Head,
-    items: Vec<Item>,
-    strings: Strings,
+/// A look's result is boxed with its items and the strings they point to (a Vec's buffer
+/// stays where it is when the Vec moves into the box).
+type Looked<Item> = Boxed<(Vec<Item>, Strings)>;
+
+impl Castable for harel_stats {
+    type Ownership = Looked<harel_priority_stats>;
+    type RustType = harel_stats;
 }
 
-fn hand_out<Head, Item>(
-    items: Vec<Item>,
-    strings: Strings,
-    head: impl FnOnce(*const Item, usize) -> Head,
-) -> *mut Head {
-    let head = head(items.as_ptr(), items.len());
-    Box::into_raw(Box::new(Allocation { head, items, strings })).cast::<Head>()
+impl Castable for harel_group_page {
+    type Ownership = Looked<harel_group_info>;
+    type RustType = harel_group_page;
 }
 
-/// # Safety
-/// `p` is NULL or came from `hand_out` with these types, and is freed once.
-unsafe fn free<Head, Item>(p: *mut Head) {
-    if !p.is_null() {
-        drop(unsafe { Box::from_raw(p.cast::<Allocation<Head, Item>>()) });
-    }
+impl Castable for harel_message_page {
+    type Ownership = Looked<harel_message_info>;
+    type RustType = harel_message_page;
+}
+
+impl Castable for harel_dead_page {
+    type Ownership = Looked<harel_dead_letter>;
+    type RustType = harel_dead_page;
+}
+
+/// `head` made with its items' pointer and count, handed to the caller with them.
+fn hand_out<Head, Item>(items: Vec<Item>, strings: Strings, head: impl FnOnce(*const Item, usize) -> Head) -> *mut Head
+where
+    Head: Castable<Ownership = Looked<Item>, RustType = Head>,
+{
+    to_boxed_mut_ptr_keeping(head(items.as_ptr(), items.len()), (items, strings))
 }
 
 /// Sets `*out` to NULL, then runs a look on handle `t` that hands out `*out`.
@@ -175,11 +182,10 @@ fn look<Out>(
     t: *mut harel_transport,
     out: *mut *mut Out,
     err: *mut *mut harel_error,
-    body: impl FnOnce(&crate::Transport) -> Result<*mut Out>,
+    body: impl FnOnce(&Transport) -> Result<*mut Out>,
 ) -> harel_status {
     boundary_out(out, err, |out| {
-        // SAFETY: the caller passes NULL or a live handle from harel_transport_open.
-        *out = body(unsafe { &args::reference(t, "t")?.inner })?;
+        *out = body(try_ref_from_ptr!(t))?;
         Ok(HAREL_OK)
     })
 }
@@ -230,8 +236,8 @@ pub extern "C" fn harel_transport_stats(
 /// Frees what `harel_transport_stats` handed out. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_stats_free(stats: *mut harel_stats) {
-    // SAFETY: NULL or from harel_transport_stats, freed once.
-    boundary_value((), || unsafe { free::<harel_stats, harel_priority_stats>(stats) })
+    // SAFETY: NULL or from harel_transport_stats, freed once (this function's contract).
+    boundary_value((), || unsafe { free_box(stats) })
 }
 
 fn state_of(state: i32) -> Result<Option<GroupState>> {
@@ -311,8 +317,8 @@ pub extern "C" fn harel_transport_groups(
 /// Frees what `harel_transport_groups` handed out. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_group_page_free(page: *mut harel_group_page) {
-    // SAFETY: NULL or from harel_transport_groups, freed once.
-    boundary_value((), || unsafe { free::<harel_group_page, harel_group_info>(page) })
+    // SAFETY: NULL or from harel_transport_groups, freed once (this function's contract).
+    boundary_value((), || unsafe { free_box(page) })
 }
 
 /// A page of `group_id`'s messages, oldest first, without claiming them: seq, event,
@@ -362,8 +368,8 @@ pub extern "C" fn harel_transport_peek(
 /// Frees what `harel_transport_peek` handed out. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_message_page_free(page: *mut harel_message_page) {
-    // SAFETY: NULL or from harel_transport_peek, freed once.
-    boundary_value((), || unsafe { free::<harel_message_page, harel_message_info>(page) })
+    // SAFETY: NULL or from harel_transport_peek, freed once (this function's contract).
+    boundary_value((), || unsafe { free_box(page) })
 }
 
 /// A page of dead letters in the order they had in the queue: `group_id`'s only, or all
@@ -415,6 +421,6 @@ pub extern "C" fn harel_transport_dead_letters(
 /// Frees what `harel_transport_dead_letters` handed out. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_dead_page_free(page: *mut harel_dead_page) {
-    // SAFETY: NULL or from harel_transport_dead_letters, freed once.
-    boundary_value((), || unsafe { free::<harel_dead_page, harel_dead_letter>(page) })
+    // SAFETY: NULL or from harel_transport_dead_letters, freed once (this function's contract).
+    boundary_value((), || unsafe { free_box(page) })
 }

@@ -4,8 +4,9 @@ use std::ffi::c_char;
 
 use super::args;
 use super::boundary_value;
+use super::ownership::{free_box, to_boxed_mut_ptr_keeping, Boxed, Castable};
 use crate::error::{Error, Result};
-use crate::types::Lease;
+use crate::Lease;
 
 /// A claimed message. One returned by a claim belongs to the caller, who frees it with
 /// `harel_lease_free` (after ack or nack, or when giving up on it); never change its
@@ -35,20 +36,18 @@ pub struct harel_lease {
     pub attempts: i64,
 }
 
-/// What `harel_lease_free` frees: the lease and, in one buffer, its strings. `lease` is
-/// first, so a `*mut harel_lease` handed out is a `*mut Allocation`.
-#[repr(C)]
-struct Allocation {
-    lease: harel_lease,
-    /// group_id, event and worker_id, each followed by a NUL; the lease points into it.
-    /// A Vec's buffer stays where it is when the Allocation moves into its Box.
-    strings: Vec<u8>,
+/// A claim's lease is boxed with its strings: group_id, event and worker_id, each followed
+/// by a NUL, in one buffer the lease points into (a Vec's buffer stays where it is when the
+/// Vec moves into the box). A caller's own lease is only ever borrowed.
+impl Castable for harel_lease {
+    type Ownership = Boxed<Vec<u8>>;
+    type RustType = harel_lease;
 }
 
 impl harel_lease {
-    /// Moves a claimed lease into memory the caller frees with harel_lease_free: one
+    /// Hands a claimed lease to the caller, who frees it with harel_lease_free: one
     /// allocation for the struct and one for its strings, so nothing can be half made.
-    pub(crate) fn into_raw(lease: Lease) -> *mut harel_lease {
+    pub(crate) fn hand_out(lease: Lease) -> *mut harel_lease {
         let (group_id, event, worker_id) =
             (lease.group_id.as_bytes(), lease.event.as_bytes(), lease.worker_id.as_bytes());
         let mut strings = Vec::with_capacity(group_id.len() + event.len() + worker_id.len() + 3);
@@ -60,20 +59,17 @@ impl harel_lease {
         // SAFETY: each offset lies within `strings` (the three strings and their NULs).
         let (event_at, worker_at) =
             unsafe { (base.add(group_id.len() + 1), base.add(group_id.len() + event.len() + 2)) };
-        let allocation = Box::new(Allocation {
-            lease: harel_lease {
-                seq: lease.seq,
-                group_id: base,
-                group_id_len: group_id.len(),
-                event: event_at,
-                event_len: event.len(),
-                worker_id: worker_at,
-                lock_expiry: lease.lock_expiry,
-                attempts: lease.attempts,
-            },
-            strings,
-        });
-        Box::into_raw(allocation).cast::<harel_lease>()
+        let handed = harel_lease {
+            seq: lease.seq,
+            group_id: base,
+            group_id_len: group_id.len(),
+            event: event_at,
+            event_len: event.len(),
+            worker_id: worker_at,
+            lock_expiry: lease.lock_expiry,
+            attempts: lease.attempts,
+        };
+        to_boxed_mut_ptr_keeping(handed, strings)
     }
 
     /// What ack and nack need, read from a lease the library or the caller built.
@@ -113,11 +109,6 @@ unsafe fn group_id_of<'a>(ptr: *const c_char, len: usize) -> Result<&'a str> {
 /// Frees a lease a claim returned, with its strings. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_lease_free(lease: *mut harel_lease) {
-    boundary_value((), || {
-        if !lease.is_null() {
-            // SAFETY: a non-NULL lease came from harel_lease::into_raw (an Allocation) and
-            // is freed once.
-            drop(unsafe { Box::from_raw(lease.cast::<Allocation>()) });
-        }
-    })
+    // SAFETY: NULL or a lease a claim handed out, freed once (this function's contract).
+    boundary_value((), || unsafe { free_box(lease) })
 }
