@@ -134,7 +134,7 @@ impl AsyncTransport {
     }
 
     /// Looks (without the write lock) and claims once a look finds a deliverable head; while
-    /// nothing came and the wait lasts, pauses between looks (waiting.rs).
+    /// nothing came and the wait lasts, pauses between looks (waiting/waiter.rs).
     async fn claim_waiting(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
         if wait.timeout.is_zero() && wait.cancel.is_none() {
             let mut backend = self.backend.lock().await;

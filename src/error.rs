@@ -76,7 +76,7 @@ impl Error {
 
 impl Error {
     /// An error a libSQL server reported for a statement of a one-request operation
-    /// (server_ops.rs), sorted as `from_libsql` sorts them; the code is SQLite's name for
+    /// (backend/server), sorted as `from_libsql` sorts them; the code is SQLite's name for
     /// it (`SQLITE_BUSY`, ...) or sqld's (`TRANSACTION_TIMEOUT`, ...).
     pub(crate) fn from_server(code: &str, message: &str) -> Error {
         let text = format!("{message} ({code})");
@@ -107,7 +107,7 @@ fn is_transaction_timeout(text: &str) -> bool {
 /// own view of the session went wrong. libsql keeps such a connection's stream and fails
 /// every later statement on it, so it must be re-opened. SQL errors (constraint, syntax,
 /// busy) are not connection errors.
-pub(crate) fn is_connection_error(e: &libsql::Error) -> bool {
+fn is_connection_error(e: &libsql::Error) -> bool {
     let text = e.to_string();
     match e {
         // Remote (Hrana over HTTP): SQL errors come as "stream error" (execute) or "cursor

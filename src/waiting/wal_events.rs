@@ -3,7 +3,7 @@
 //! descriptor and one thread per process (started by the first watch), reading events and
 //! notifying the signal of the watched WAL. The event comes with the write, before the
 //! commit is visible (SQLite syncs, then publishes the new frames in the -shm): the waiter
-//! looks again briefly until `PRAGMA data_version` shows the change (see waiting.rs).
+//! looks again briefly until `PRAGMA data_version` shows the change (see waiter.rs).
 //! Elsewhere than Linux nothing is heard, and waiting claims poll.
 
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! A file's identity, (device, inode): what tells two paths to one file apart from two
 //! files, and a file replaced under a path from the one that was there (other_sqlite.rs's
-//! checks, wake.rs's one signal per queue file).
+//! checks, the one waking signal per queue file: backend/mod.rs).
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;

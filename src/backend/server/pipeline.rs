@@ -1,10 +1,11 @@
-//! One HTTP request to a libSQL server, the only way the library talks to one: a Hrana pipeline (`POST {url}/v3/pipeline`, JSON)
-//! of one batch. The batch ends in COMMIT or ROLLBACK (server_batch.rs), so between
-//! requests the stream holds no transaction, and the next request goes on the same stream
-//! with the baton the server gave back: opening a stream opens a database connection on the
-//! server, which costs more than the batch. A stream that expired (10 s idle) or that a
-//! restarted server no longer knows is refused (HTTP 400) before anything of the batch runs,
-//! and the batch is sent again on a new stream. Values travel as the Hrana protocol's typed arguments (libsql-hrana's types,
+//! One HTTP request to a libSQL server, the only way the library talks to one: a Hrana
+//! pipeline (`POST {url}/v3/pipeline`, JSON) of one batch. A write's batch ends in COMMIT
+//! or ROLLBACK (batch.rs), so between requests the stream holds no transaction, and the
+//! next request goes on the same stream with the baton the server gave back: opening a
+//! stream opens a database connection on the server, which costs more than the batch. A
+//! stream that expired (10 s idle) or that a restarted server no longer knows is refused
+//! (HTTP 400) before anything of the batch runs, and the batch is sent again on a new
+//! stream. Values travel as the Hrana protocol's typed arguments (libsql-hrana's types,
 //! serialized by serde), never spliced into SQL.
 //!
 //! The HTTP client is hyper 0.14 over hyper-rustls with the system's roots, as libsql's own
