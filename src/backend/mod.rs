@@ -16,7 +16,7 @@ use std::sync::Arc;
 use libsql::Value;
 use tokio::runtime::{Builder, Runtime};
 
-use self::local::Local;
+use self::local::{file_identity, Local};
 use self::server::Server;
 use crate::chain::{Before, Chain, Done, Row};
 use crate::error::{Error, Result};
@@ -27,8 +27,6 @@ use crate::sql::Statements;
 use crate::types::Lease;
 use crate::waiting::wake::{self, Signal};
 use crate::waiting::Polling;
-
-use self::local::file_identity;
 
 pub enum Backend {
     Local(Local),
