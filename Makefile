@@ -9,6 +9,11 @@ RELEASE_DIR := target/release
 LIB_SO      := $(RELEASE_DIR)/libharel_transport.so
 LIB_A       := $(RELEASE_DIR)/libharel_transport.a
 VENV        := .venv
+# The C and C++ compilers reach every command's environment, cargo's included: the `cc`
+# build scripts of libsql and ring rebuild them whenever CC or CXX differs from the last
+# build, and scripts that run `make install` (tests/install.sh, cmake_check.sh) would
+# otherwise see them when the top-level cargo did not, each rebuild costing minutes.
+export CC CXX
 VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 # The soname's number (docs/abi.md, "Versioning"), kept in build.rs.
 ABI_VERSION := $(shell sed -n 's/^const ABI_VERSION: u32 = \([0-9]*\);/\1/p' build.rs)
