@@ -4,9 +4,13 @@
 //! database (sql/claim.rs). A local file runs the chain under its write lock
 //! (backend/local), a server as one request (backend/server).
 
+use std::borrow::Cow;
+
 use libsql::Value;
 
 use crate::error::{Error, Result};
+use crate::sql::LEASE_GUARD;
+use crate::types::Lease;
 
 /// A row a statement returned, column by column.
 pub type Row = Vec<Value>;
@@ -18,69 +22,80 @@ pub struct Done {
     pub changed: u64,
 }
 
+/// Its statements borrow the queue's SQL (`Statements`) and the leases they guard: a worker
+/// operation builds one per call, so nothing of it is copied that need not be.
 #[derive(Default)]
-pub struct Chain {
-    links: Vec<Link>,
+pub struct Chain<'a> {
+    links: Vec<Link<'a>>,
 }
 
-pub struct Link {
-    pub sql: String,
+pub struct Link<'a> {
+    pub sql: Cow<'a, str>,
     pub params: Vec<Value>,
     /// Whether its rows are wanted (`query`); otherwise only the rows it changed.
     pub rows: bool,
     /// It changes nothing when the statement before it changed a row (`push_unless_changed`).
     pub unless_changed: bool,
-    /// A guard (`Statements::lease_guard`): the chain fails with this error, and nothing
-    /// of it is kept, when the statement before it changed no row.
-    pub lost: Option<Error>,
+    /// A guard (`LEASE_GUARD`): the chain fails with `Error::LeaseLost` for this lease,
+    /// and nothing of it is kept, when the statement before it changed no row.
+    pub lost: Option<&'a Lease>,
 }
 
-impl Chain {
-    pub fn new() -> Chain {
+impl<'a> Chain<'a> {
+    pub fn new() -> Chain<'a> {
         Chain::default()
     }
 
     /// Appends a statement whose changed rows are wanted; its index (`Done`s come back in
     /// this order, guards included).
-    pub fn push(&mut self, sql: &str, params: Vec<Value>) -> usize {
-        self.links.push(Link { sql: sql.to_owned(), params, rows: false, unless_changed: false, lost: None });
+    pub fn push(&mut self, sql: impl Into<Cow<'a, str>>, params: Vec<Value>) -> usize {
+        self.links.push(Link { sql: sql.into(), params, rows: false, unless_changed: false, lost: None });
         self.links.len() - 1
     }
 
     /// Appends a statement that changes nothing when the one before it changed a row (its
     /// SQL says so itself: a group's removal after the UPDATE that found it not empty), so
     /// that a backend that sees each result may skip it; its index.
-    pub fn push_unless_changed(&mut self, sql: &str, params: Vec<Value>) -> usize {
+    pub fn push_unless_changed(&mut self, sql: impl Into<Cow<'a, str>>, params: Vec<Value>) -> usize {
         let at = self.push(sql, params);
         self.links[at].unless_changed = true;
         at
     }
 
     /// Appends a statement whose rows are wanted (`RETURNING`, a `SELECT`); its index.
-    pub fn query(&mut self, sql: &str, params: Vec<Value>) -> usize {
-        self.links.push(Link { sql: sql.to_owned(), params, rows: true, unless_changed: false, lost: None });
+    pub fn query(&mut self, sql: impl Into<Cow<'a, str>>, params: Vec<Value>) -> usize {
+        self.links.push(Link { sql: sql.into(), params, rows: true, unless_changed: false, lost: None });
         self.links.len() - 1
     }
 
-    /// Appends `guard` (`Statements::lease_guard`), which fails the chain with `lost` when
-    /// the statement before it changed no row.
-    pub fn guard(&mut self, guard: &str, lost: Error) {
+    /// Appends the guard of `lease` (`LEASE_GUARD`), which fails the chain with
+    /// `Error::LeaseLost` when the statement before it changed no row.
+    pub fn guard(&mut self, lease: &'a Lease) {
         self.links.push(Link {
-            sql: guard.to_owned(),
+            sql: LEASE_GUARD.into(),
             params: Vec::new(),
             rows: false,
             unless_changed: false,
-            lost: Some(lost),
+            lost: Some(lease),
         });
     }
 
-    pub fn links(&self) -> &[Link] {
+    pub fn links(&self) -> &[Link<'a>] {
         &self.links
     }
 
-    pub fn into_links(self) -> Vec<Link> {
+    pub fn into_links(self) -> Vec<Link<'a>> {
         self.links
     }
+}
+
+/// The error of an operation on `lease` that found it no longer leased.
+pub fn lease_lost(lease: &Lease) -> Error {
+    Error::LeaseLost(format!(
+        "message {} of group {:?} is no longer leased to worker {:?}: it was acked or nacked \
+         already, or its lease lapsed and another worker claimed it",
+        lease.seq, lease.group_id, lease.worker_id
+    ))
 }
 
 /// A libsql row as values (what a local connection and a replica's copy return).
@@ -90,4 +105,4 @@ pub fn row_values(row: &libsql::Row) -> libsql::Result<Row> {
 
 /// What comes first in a claim's transaction (an ack's statements), given "now": the chain
 /// so far, and the indexes of the statements whose changed rows the caller wants back.
-pub type Before<'a> = &'a (dyn Fn(Chain, f64) -> Result<(Chain, Vec<usize>)> + Sync);
+pub type Before<'f, 'a> = &'f (dyn Fn(Chain<'a>, f64) -> Result<(Chain<'a>, Vec<usize>)> + Sync);

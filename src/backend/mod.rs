@@ -87,7 +87,7 @@ impl Backend {
     /// Runs the chain `build` makes as one write transaction, all or nothing: the result
     /// of each statement, and what `build` wants back. `build` reads the clock, so it runs
     /// once the write lock is held (and again for each try on a server).
-    pub async fn run<T>(&mut self, build: impl FnMut() -> Result<(Chain, T)>) -> Result<(Vec<Done>, T)> {
+    pub async fn run<'c, T>(&mut self, build: impl FnMut() -> Result<(Chain<'c>, T)>) -> Result<(Vec<Done>, T)> {
         match self {
             Backend::Local(local) => local.run(build).await,
             Backend::Server(server) => server.run(build).await,
@@ -97,12 +97,12 @@ impl Backend {
     /// Up to `want` leases for the claim `c`, after `before`'s statements (an ack's) in the
     /// same transaction: the rows `before`'s marked statements changed, and the leases. The
     /// one operation whose algorithm each backend chooses (docs/architecture.md).
-    pub async fn claim(
+    pub async fn claim<'a>(
         &mut self,
-        sql: &Statements,
+        sql: &'a Statements,
         claim: (&Claim<'_>, usize),
         now: Now<'_>,
-        before: Option<Before<'_>>,
+        before: Option<Before<'_, 'a>>,
     ) -> Result<(Vec<u64>, Vec<Lease>)> {
         match self {
             Backend::Local(local) => local.claim(sql, claim, now, before).await,

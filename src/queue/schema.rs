@@ -21,13 +21,13 @@ pub async fn prepare(backend: &mut Backend, sql: &Statements, create: bool) -> R
             .run(|| {
                 let mut chain = Chain::new();
                 for statement in sql.tables() {
-                    chain.push(&statement, Vec::new());
+                    chain.push(statement, Vec::new());
                 }
                 for (_, _, alter) in sql.added_columns().into_iter().filter(|(t, c, _)| lacking.contains(&(*t, *c))) {
-                    chain.push(&alter, Vec::new());
+                    chain.push(alter, Vec::new());
                 }
                 for statement in sql.indexes() {
-                    chain.push(&statement, Vec::new());
+                    chain.push(statement, Vec::new());
                 }
                 Ok((chain, ()))
             })

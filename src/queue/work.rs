@@ -19,8 +19,8 @@
 use libsql::Value;
 
 use crate::backend::Backend;
-use crate::chain::Chain;
-use crate::error::{Error, Result};
+use crate::chain::{lease_lost, Chain};
+use crate::error::Result;
 use crate::request::{Claim, Extend, Finish, FinishMany, Nack, Now, Publish};
 use crate::sql::Statements;
 use crate::types::Lease;
@@ -44,10 +44,10 @@ pub async fn publish(backend: &mut Backend, sql: &Statements, request: &Publish<
                 let (rows, insert_messages, insert_groups) = sql.publish_rows(rest.len());
                 let (run, later) = rest.split_at(rows);
                 let values = run.iter().flat_map(|m| [Value::from(m.group_id), Value::from(m.event_json)]);
-                chain.push(&insert_messages, std::iter::once(Value::from(now)).chain(values).collect());
+                chain.push(insert_messages, std::iter::once(Value::from(now)).chain(values).collect());
                 let groups = run.iter().flat_map(|m| [m.group_id.into(), m.priority.into(), m.routing_key.into()]);
                 // OR IGNORE: the first publish into a group fixes its priority and routing key.
-                chain.push(&insert_groups, groups.collect());
+                chain.push(insert_groups, groups.collect());
                 rest = later;
             }
             Ok((chain, ()))
@@ -72,14 +72,14 @@ pub async fn ack(backend: &mut Backend, sql: &Statements, finish: Finish<'_>, no
 
 /// The ack and the claim in one transaction (one commit per message handled instead of
 /// two); nothing is claimed when the ack fails.
-pub async fn ack_and_claim(
+pub async fn ack_and_claim<'a>(
     backend: &mut Backend,
-    sql: &Statements,
-    finish: Finish<'_>,
+    sql: &'a Statements,
+    finish: Finish<'a>,
     c: &Claim<'_>,
     now: Now<'_>,
 ) -> Result<Option<Lease>> {
-    let ack = |chain: Chain, now: f64| Ok((push_ack(chain, sql, finish.lease, now), Vec::new()));
+    let ack = |chain: Chain<'a>, now: f64| Ok((push_ack(chain, sql, finish.lease, now), Vec::new()));
     let (_, leases) = backend.claim(sql, (c, 1), now, Some(&ack)).await?;
     Ok(leases.into_iter().next())
 }
@@ -108,14 +108,14 @@ pub async fn ack_many(
 /// `ack_many` and then a claim of up to `c.max`, in one transaction: a batch worker's loop
 /// with one commit per batch. A lost lease is reported in its outcome and does not stop
 /// the claim.
-pub async fn ack_and_claim_many(
+pub async fn ack_and_claim_many<'a>(
     backend: &mut Backend,
-    sql: &Statements,
-    finish: &FinishMany<'_>,
+    sql: &'a Statements,
+    finish: &FinishMany<'a>,
     c: &Claim<'_>,
     now: Now<'_>,
 ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
-    let acks = |chain: Chain, now: f64| Ok(push_ack_many(chain, sql, finish.leases, now));
+    let acks = |chain: Chain<'a>, now: f64| Ok(push_ack_many(chain, sql, finish.leases, now));
     let (deleted, leases) = backend.claim(sql, (c, c.max), now, Some(&acks)).await?;
     Ok((outcomes(finish.leases, deleted.into_iter()), leases))
 }
@@ -131,7 +131,7 @@ pub async fn extend(backend: &mut Backend, sql: &Statements, request: &Extend<'_
             let mut chain = Chain::new();
             let (seq, group_id, worker_id) = (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str());
             chain.push(&sql.extend_lease, vec![seq.into(), group_id.into(), worker_id.into(), lock_expiry.into()]);
-            chain.guard(&Statements::lease_guard(), lease_lost(lease));
+            chain.guard(lease);
             chain.push(&sql.set_group_ready_at, vec![group_id.into(), lock_expiry.into()]);
             Ok((chain, lock_expiry))
         })
@@ -141,14 +141,19 @@ pub async fn extend(backend: &mut Backend, sql: &Statements, request: &Extend<'_
 
 /// Each lease's ack, without a guard: a lost one changes nothing (its group's turn moves
 /// only when its DELETE deleted) and does not stop the others. The DELETEs' indexes.
-fn push_ack_many(mut chain: Chain, sql: &Statements, leases: &[Lease], now: f64) -> (Chain, Vec<usize>) {
+fn push_ack_many<'a>(
+    mut chain: Chain<'a>,
+    sql: &'a Statements,
+    leases: &'a [Lease],
+    now: f64,
+) -> (Chain<'a>, Vec<usize>) {
     let mut deletes = Vec::with_capacity(leases.len());
     for lease in leases {
         let group_id = lease.group_id.as_str();
         deletes.push(
             chain.push(&sql.ack_message, vec![lease.seq.into(), group_id.into(), lease.worker_id.as_str().into()]),
         );
-        chain.push(&sql.requeue_group_if_acked(), vec![group_id.into(), now.into()]);
+        chain.push(sql.requeue_group_if_acked(), vec![group_id.into(), now.into()]);
         chain.push_unless_changed(&sql.drop_group_if_empty, vec![group_id.into()]);
     }
     (chain, deletes)
@@ -172,7 +177,7 @@ pub async fn nack(backend: &mut Backend, sql: &Statements, request: &Nack<'_>, n
                 &sql.release_message,
                 vec![seq.into(), group_id.into(), worker_id.into(), locked_by.into(), lock_expiry.into()],
             );
-            chain.guard(&Statements::lease_guard(), lease_lost(lease));
+            chain.guard(lease);
             chain.push(&sql.set_group_ready_at, vec![group_id.into(), (now + delay).into()]);
             Ok((chain, ()))
         })
@@ -200,7 +205,7 @@ pub async fn dead_letter(
                 &sql.bury_leased,
                 vec![lease.seq.into(), reason.into(), now.into(), group_id.into(), worker_id.into()],
             );
-            chain.guard(&Statements::lease_guard(), lease_lost(lease));
+            chain.guard(lease);
             chain.push(&sql.delete_message, vec![lease.seq.into()]);
             Ok((push_group_goes_on(chain, sql, group_id, now), ()))
         })
@@ -209,25 +214,17 @@ pub async fn dead_letter(
 }
 
 /// The ack's statements: the message, if still leased to its worker, then its group.
-fn push_ack(mut chain: Chain, sql: &Statements, lease: &Lease, now: f64) -> Chain {
+fn push_ack<'a>(mut chain: Chain<'a>, sql: &'a Statements, lease: &'a Lease, now: f64) -> Chain<'a> {
     let group_id = lease.group_id.as_str();
     chain.push(&sql.ack_message, vec![lease.seq.into(), group_id.into(), lease.worker_id.as_str().into()]);
-    chain.guard(&Statements::lease_guard(), lease_lost(lease));
+    chain.guard(lease);
     push_group_goes_on(chain, sql, group_id, now)
 }
 
 /// After a group's head was removed: ready again now, or gone when it was the last (one of
 /// the two applies).
-fn push_group_goes_on(mut chain: Chain, sql: &Statements, group_id: &str, now: f64) -> Chain {
+fn push_group_goes_on<'a>(mut chain: Chain<'a>, sql: &'a Statements, group_id: &str, now: f64) -> Chain<'a> {
     chain.push(&sql.requeue_group_if_not_empty, vec![group_id.into(), now.into()]);
     chain.push_unless_changed(&sql.drop_group_if_empty, vec![group_id.into()]);
     chain
-}
-
-pub(crate) fn lease_lost(lease: &Lease) -> Error {
-    Error::LeaseLost(format!(
-        "message {} of group {:?} is no longer leased to worker {:?}: it was acked or nacked \
-         already, or its lease lapsed and another worker claimed it",
-        lease.seq, lease.group_id, lease.worker_id
-    ))
 }

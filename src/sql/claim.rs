@@ -9,7 +9,7 @@
 //! - A head over `max_attempts` is buried first (up to `BURY_ROUNDS` of them per request):
 //!   the statements after the INSERT act only when the one before changed a row
 //!   (`changes()`), on the dead letter just written (`last_insert_rowid()`, its seq).
-//! - An ack, nack or dead_letter is followed by `lease_guard`, which fails the chain when
+//! - An ack, nack or dead_letter is followed by `LEASE_GUARD`, which fails the chain when
 //!   the statement before it changed nothing (the lease is lost), so nothing is applied.
 
 use libsql::Value;
@@ -17,8 +17,14 @@ use libsql::Value;
 use super::dead_letters::{bury_as, Buried};
 use super::Statements;
 
-/// The text of the error `lease_guard` raises; the chain knows its guard by it.
+/// The text of the error `LEASE_GUARD` raises; the chain knows its guard by it.
 pub const LEASE_LOST: &str = "harel-transport: the lease is lost";
+
+/// Fails the chain (raises an error whose message holds `LEASE_LOST`) when the statement
+/// before it changed no row. The bad JSON path is chosen at run time, so SQLite cannot
+/// evaluate it ahead.
+pub const LEASE_GUARD: &str =
+    "SELECT json_extract('{}', CASE changes() WHEN 0 THEN 'harel-transport: the lease is lost' ELSE '$' END)";
 
 /// The turn a claim gives the group it is serving until its head is leased.
 const MARK: &str = "-1.0";
@@ -38,13 +44,6 @@ pub struct ClaimStatements {
 }
 
 impl Statements {
-    /// Fails the chain (raises an error whose message holds `LEASE_LOST`) when the
-    /// statement before it changed no row. The bad JSON path is chosen at run time, so
-    /// SQLite cannot evaluate it ahead.
-    pub fn lease_guard() -> String {
-        format!("SELECT json_extract('{{}}', CASE changes() WHEN 0 THEN '{LEASE_LOST}' ELSE '$' END)")
-    }
-
     /// The claim of `Statements::claim` as a chain (see the module's doc): leases to
     /// `worker_id` until `lock_expiry`; `max_attempts` 0 means no limit.
     pub fn claim_chain(
@@ -195,6 +194,6 @@ mod tests {
         assert_eq!(highest_parameter(&sql.delete_buried()), 1);
         assert_eq!(highest_parameter(&sql.requeue_buried_group()), 2);
         assert_eq!(highest_parameter(&sql.requeue_group_if_acked()), 2);
-        assert!(Statements::lease_guard().contains(LEASE_LOST));
+        assert!(LEASE_GUARD.contains(&format!("'{LEASE_LOST}'")));
     }
 }

@@ -14,7 +14,7 @@ mod claim;
 mod dead_letters;
 mod inspect;
 
-pub use claim::LEASE_LOST;
+pub use claim::{LEASE_GUARD, LEASE_LOST};
 pub use dead_letters::DeadFilter;
 
 /// Above this many routing keys a claim uses one candidate query with `IN` instead of one

@@ -22,12 +22,12 @@ use crate::types::Lease;
 impl Local {
     /// Up to `want` leases after `before`'s statements, in one transaction: the rows
     /// `before`'s marked statements changed, and the leases.
-    pub async fn claim(
+    pub async fn claim<'a>(
         &mut self,
-        sql: &Statements,
+        sql: &'a Statements,
         (c, want): (&Claim<'_>, usize),
         now: Now<'_>,
-        before: Option<Before<'_>>,
+        before: Option<Before<'_, 'a>>,
     ) -> Result<(Vec<u64>, Vec<Lease>)> {
         self.transaction(async |local| {
             let now = now()?;
@@ -52,8 +52,9 @@ impl Local {
     async fn claim_one(&mut self, sql: &Statements, c: &Claim<'_>, now: f64) -> Result<Option<Lease>> {
         loop {
             let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
-            let rows = self.statements.query_all(&self.conn, &claim, params, row_values).await?;
-            let Some(row) = rows.into_iter().next() else { return Ok(None) };
+            let Some(row) = self.statements.query_first(&self.conn, &claim, params, row_values).await? else {
+                return Ok(None);
+            };
             let (seq, group_id, event, attempts) = match <[Value; 4]>::try_from(row) {
                 Ok([Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts)]) => {
                     (seq, group_id, event, attempts)

@@ -16,7 +16,7 @@ use libsql::{Connection, Database, Value};
 use self::lock::{Held, LocalLock};
 use self::other_sqlite::FileWatch;
 use self::statement_cache::StatementCache;
-use crate::chain::{row_values, Chain, Done, Row};
+use crate::chain::{lease_lost, row_values, Chain, Done, Row};
 use crate::error::Result;
 
 pub struct Local {
@@ -32,7 +32,7 @@ pub struct Local {
 
 impl Local {
     /// Runs the chain `build` makes as one write transaction (see `transaction`).
-    pub async fn run<T>(&mut self, build: impl FnOnce() -> Result<(Chain, T)>) -> Result<(Vec<Done>, T)> {
+    pub async fn run<'c, T>(&mut self, build: impl FnOnce() -> Result<(Chain<'c>, T)>) -> Result<(Vec<Done>, T)> {
         self.transaction(async |local| {
             let (chain, extra) = build()?;
             Ok((local.run_chain(chain).await?, extra))
@@ -67,13 +67,13 @@ impl Local {
     /// The chain's statements in order, inside a transaction; a guard reads the changes of
     /// the statement before it here instead of asking SQLite, and a statement that would
     /// change nothing after a change is skipped.
-    async fn run_chain(&mut self, chain: Chain) -> Result<Vec<Done>> {
+    async fn run_chain(&mut self, chain: Chain<'_>) -> Result<Vec<Done>> {
         let mut done: Vec<Done> = Vec::with_capacity(chain.links().len());
         for link in chain.into_links() {
             let before_changed = done.last().is_some_and(|before| before.changed > 0);
-            if let Some(lost) = link.lost {
+            if let Some(lease) = link.lost {
                 if !before_changed {
-                    return Err(lost);
+                    return Err(lease_lost(lease));
                 }
                 done.push(Done::default());
                 continue;
@@ -107,8 +107,7 @@ impl Local {
 
     /// `PRAGMA data_version`: changes once another connection's commit is visible.
     pub async fn data_version(&mut self) -> Result<Option<i64>> {
-        let rows = self.statements.query_all(&self.conn, "PRAGMA data_version", (), |row| row.get::<i64>(0)).await?;
-        Ok(rows.first().copied())
+        Ok(self.statements.query_first(&self.conn, "PRAGMA data_version", (), |row| row.get::<i64>(0)).await?)
     }
 
     /// A local file: the WAL must still be the one this connection writes to.

@@ -45,17 +45,40 @@ impl StatementCache {
         conn: &Connection,
         sql: &str,
         params: impl IntoParams,
+        read: impl FnMut(&Row) -> libsql::Result<T>,
+    ) -> libsql::Result<Vec<T>> {
+        self.query(conn, sql, params, usize::MAX, read).await
+    }
+
+    /// The first row of a query, read by `read`: the statement is reset without stepping
+    /// on (one step fewer than reading to its end).
+    pub async fn query_first<T>(
+        &mut self,
+        conn: &Connection,
+        sql: &str,
+        params: impl IntoParams,
+        read: impl FnMut(&Row) -> libsql::Result<T>,
+    ) -> libsql::Result<Option<T>> {
+        Ok(self.query(conn, sql, params, 1, read).await?.pop())
+    }
+
+    async fn query<T>(
+        &mut self,
+        conn: &Connection,
+        sql: &str,
+        params: impl IntoParams,
+        limit: usize,
         mut read: impl FnMut(&Row) -> libsql::Result<T>,
     ) -> libsql::Result<Vec<T>> {
         let rows = match self.prepared(conn, sql).await? {
             Some(statement) => {
-                let all = all_rows(statement.query(params).await, &mut read).await;
+                let read = read_rows(statement.query(params).await, limit, &mut read).await;
                 statement.reset();
-                return all;
+                return read;
             }
             None => conn.query(sql, params).await,
         };
-        all_rows(rows, &mut read).await
+        read_rows(rows, limit, &mut read).await
     }
 
     /// Drops the statements before their connection goes.
@@ -64,14 +87,16 @@ impl StatementCache {
     }
 }
 
-async fn all_rows<T>(
+async fn read_rows<T>(
     rows: libsql::Result<libsql::Rows>,
+    limit: usize,
     read: &mut impl FnMut(&Row) -> libsql::Result<T>,
 ) -> libsql::Result<Vec<T>> {
     let mut rows = rows?;
-    let mut all = Vec::new();
-    while let Some(row) = rows.next().await? {
-        all.push(read(&row)?);
+    let mut found = Vec::new();
+    while found.len() < limit {
+        let Some(row) = rows.next().await? else { break };
+        found.push(read(&row)?);
     }
-    Ok(all)
+    Ok(found)
 }

@@ -7,7 +7,7 @@
 
 use libsql_hrana::proto::{self, Batch, BatchCond, BatchResult, BatchStep, Stmt, StmtResult};
 
-use crate::chain::{Chain, Done, Row};
+use crate::chain::{lease_lost, Chain, Done, Row};
 use crate::error::{Error, Result};
 use crate::sql::LEASE_LOST;
 
@@ -36,7 +36,7 @@ pub fn batch(chain: &Chain) -> Result<Batch> {
     let after = |step: u32| Some(BatchCond::Ok { step });
     let mut steps = vec![BatchStep { condition: None, stmt: Stmt::new("BEGIN IMMEDIATE", false) }];
     for (link, i) in links.iter().zip(0..) {
-        let mut stmt = Stmt::new(&link.sql, link.rows);
+        let mut stmt = Stmt::new(link.sql.as_ref(), link.rows);
         for param in &link.params {
             stmt.bind(value(param.clone())?);
         }
@@ -69,7 +69,7 @@ pub fn outcome(chain: &Chain, result: BatchResult) -> Outcome {
         Some((step, error)) => {
             let lost = links.get(step - 1).and_then(|link| link.lost.as_ref());
             match lost {
-                Some(lost) if error.message.contains(LEASE_LOST) => Outcome::Failed(Failed::Lost(lost.clone())),
+                Some(lease) if error.message.contains(LEASE_LOST) => Outcome::Failed(Failed::Lost(lease_lost(lease))),
                 _ => Outcome::Failed(Failed::Server(error)),
             }
         }
@@ -117,7 +117,7 @@ pub fn value(v: libsql::Value) -> Result<proto::Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::Statements;
+    use crate::types::Lease;
 
     fn ok(rows: usize) -> Option<StmtResult> {
         Some(StmtResult {
@@ -141,10 +141,19 @@ mod tests {
     }
 
     /// Two statements and a guard: steps BEGIN, 0, guard, 1, COMMIT, ROLLBACK.
-    fn chain() -> Chain {
+    static LEASE: Lease = Lease {
+        seq: 7,
+        group_id: String::new(),
+        event: String::new(),
+        worker_id: String::new(),
+        lock_expiry: 0.0,
+        attempts: 1,
+    };
+
+    fn chain() -> Chain<'static> {
         let mut chain = Chain::new();
         chain.push("DELETE FROM t WHERE id = ?1", vec![1.into()]);
-        chain.guard(&Statements::lease_guard(), Error::LeaseLost("lost".into()));
+        chain.guard(&LEASE);
         chain.push("UPDATE u SET n = ?1", vec![2.5.into()]);
         chain
     }
@@ -196,7 +205,7 @@ mod tests {
         };
         let guard_message = format!("bad JSON path: '{LEASE_LOST}'");
         assert!(
-            matches!(failing_at(2, &guard_message), Outcome::Failed(Failed::Lost(Error::LeaseLost(m))) if m == "lost")
+            matches!(failing_at(2, &guard_message), Outcome::Failed(Failed::Lost(Error::LeaseLost(m))) if m.starts_with("message 7 "))
         );
         // The guard's step failing for another reason, or another step with the guard's text.
         assert!(

@@ -34,12 +34,12 @@ enum Found {
 impl Server {
     /// Claims up to `want` leases after `before`'s statements, in one request unless heads
     /// are to be buried; the rows `before`'s marked statements changed, and the leases.
-    pub async fn claim(
+    pub async fn claim<'a>(
         &mut self,
-        sql: &Statements,
+        sql: &'a Statements,
         (c, want): (&Claim<'_>, usize),
         now: Now<'_>,
-        before: Option<Before<'_>>,
+        before: Option<Before<'_, 'a>>,
     ) -> Result<(Vec<u64>, Vec<Lease>)> {
         let mut before_changed: Option<Vec<u64>> = None;
         let mut leases = Vec::new();
@@ -68,7 +68,7 @@ impl Server {
                         let at: Vec<usize> = statements
                             .statements
                             .into_iter()
-                            .map(|(statement, params)| chain.query(&statement, params))
+                            .map(|(statement, params)| chain.query(statement, params))
                             .collect();
                         claims.push((at[statements.lease], statements.more.map(|i| at[i])));
                     }
@@ -95,11 +95,17 @@ impl Server {
 }
 
 /// The undeliverable head into the dead-letter table, if this worker still holds it.
-fn push_bury_claimed(mut chain: Chain, sql: &Statements, u: &Undeliverable, worker_id: &str, now: f64) -> Chain {
+fn push_bury_claimed<'a>(
+    mut chain: Chain<'a>,
+    sql: &'a Statements,
+    u: &Undeliverable,
+    worker_id: &str,
+    now: f64,
+) -> Chain<'a> {
     let params = vec![u.seq.into(), u.reason.into(), now.into(), worker_id.into(), u.lock_expiry.into()];
-    chain.push(&sql.bury_claimed(), params);
-    chain.push(&sql.delete_buried(), vec![u.seq.into()]);
-    chain.push(&sql.requeue_buried_group(), vec![u.seq.into(), now.into()]);
+    chain.push(sql.bury_claimed(), params);
+    chain.push(sql.delete_buried(), vec![u.seq.into()]);
+    chain.push(sql.requeue_buried_group(), vec![u.seq.into(), now.into()]);
     chain.push(&sql.drop_buried_group_if_empty, vec![u.seq.into()]);
     chain
 }

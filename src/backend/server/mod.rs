@@ -52,7 +52,7 @@ impl Server {
 
     /// Runs the chain `build` makes (with what it wants back once the chain has run) as one
     /// request; made again while BEGIN finds the write lock taken.
-    pub async fn run<T>(&mut self, build: impl FnMut() -> Result<(Chain, T)>) -> Result<(Vec<Done>, T)> {
+    pub async fn run<'c, T>(&mut self, build: impl FnMut() -> Result<(Chain<'c>, T)>) -> Result<(Vec<Done>, T)> {
         let limit = self.answer_limit();
         match tokio::time::timeout(limit, self.run_until_begun(build)).await {
             Ok(outcome) => outcome,
@@ -63,7 +63,10 @@ impl Server {
         }
     }
 
-    async fn run_until_begun<T>(&self, mut build: impl FnMut() -> Result<(Chain, T)>) -> Result<(Vec<Done>, T)> {
+    async fn run_until_begun<'c, T>(
+        &self,
+        mut build: impl FnMut() -> Result<(Chain<'c>, T)>,
+    ) -> Result<(Vec<Done>, T)> {
         let mut waiting = LockWait::server(self.busy_timeout);
         loop {
             let (chain, extra) = build()?;
