@@ -1,6 +1,6 @@
-//! Opening a queue on a libSQL server: a remote one is asked once that it answers; an
-//! embedded replica is built (libsql keeps its file synced from the primary) and synced
-//! before the first call.
+//! Opening a queue on a libSQL server: the server is asked once that it answers; an
+//! embedded replica is then built (libsql keeps its file synced from the primary) and
+//! synced before the first call.
 
 use std::time::Duration;
 
@@ -34,6 +34,11 @@ impl Server {
             builder = builder.sync_interval(interval);
         }
         let server = Server::new(&url, options, None)?;
+        // Asked first, the primary says at once why it cannot be used (refused, a bad
+        // token), and one that answers has shown it is there before the download below.
+        if let Err(e) = within_connect_timeout(&url, server.probe()).await {
+            return Err(Error::Connect(format!("open {path:?}: the libSQL server at {url} could not be used: {e}")));
+        }
         let built = within_connect_timeout(path, async { builder.build().await.map_err(|e| e.to_string()) }).await;
         let database = match built {
             Ok(database) => database,
@@ -42,8 +47,13 @@ impl Server {
         let fail = |e: libsql::Error| Error::Connect(format!("open {path:?}: the replica could not be opened: {e}"));
         let conn = database.connect().map_err(fail)?;
         sqlite_busy_timeout(&conn, options.busy_timeout).map_err(fail)?;
-        let synced =
-            within_connect_timeout(path, async { database.sync().await.map(drop).map_err(|e| e.to_string()) }).await;
+        // The first sync downloads the whole database: the primary has answered, so it has
+        // as long as any call (busy timeout + 20 s), not 10 s.
+        let limit = server.answer_limit();
+        let synced = match tokio::time::timeout(limit, database.sync()).await {
+            Ok(synced) => synced.map(drop).map_err(|e| e.to_string()),
+            Err(_) => Err(format!("{path}: the first sync got {NO_ANSWER} {} s", limit.as_secs())),
+        };
         if let Err(e) = synced {
             return Err(server.explained(path, &url, e).await);
         }
