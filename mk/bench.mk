@@ -18,3 +18,11 @@ bench-goqite: lib
 	cd bench/goqite && $(GO_CGO) $(GO) vet -tags sqlite_dbstat ./... && \
 		$(GO_CGO) $(GO) build -tags sqlite_dbstat -o $(CURDIR)/$(GO_BENCH) .
 	$(GO_BENCH) -dir $(BUILD)/bench-goqite
+
+# Instructions per operation of this tree against BASE (a commit), both counted by callgrind
+# in one run (bench/icount/compare.sh): `make bench-icount BASE=<commit>`. Deterministic, so
+# it shows a change of a percent that `make bench`'s timings on a shared machine cannot.
+.PHONY: bench-icount
+bench-icount: lib
+	@test -n "$(BASE)" || { echo "usage: make bench-icount BASE=<commit>"; exit 2; }
+	bash bench/icount/compare.sh $(BASE)
