@@ -36,7 +36,9 @@ median with its range: on a shared disk an fsync's cost moves a lot over minutes
 appending to a file costs several times what overwriting its blocks does. The disk's pace
 (fsyncs a second, appending) is measured at the start of each pass and printed.
 
-As root, redis-server and postgresql are installed with apt-get when missing. A peer that
+As root, redis-server and postgresql are installed with apt-get when missing
+(`BENCH_SERVERS=0` leaves those two peers out; `BENCH_MESSAGES`, `BENCH_GROUPS`,
+`BENCH_CAP_S` and `BENCH_REPEAT` change the sizes). A peer that
 cannot run is reported as such, with the reason. Prints a table, the ratios the issue
 asks for, and a last line of JSON with every figure.
 """
@@ -62,6 +64,8 @@ CAP_S = float(os.environ.get("BENCH_CAP_S", "8"))
 # Each case is run this many times (from a fresh queue each time) and its median reported:
 # on a shared disk the cost of an fsync moves a lot from one second to the next.
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+# BENCH_SERVERS=0 leaves out the Redis and PostgreSQL peers (and their servers).
+SERVERS = os.environ.get("BENCH_SERVERS", "1") != "0"
 WORKERS = 4
 VISIBILITY = 30.0
 
@@ -532,6 +536,8 @@ def main() -> None:
                 remove_db(path)
                 peers.append(Peer(theirs(name, full), spec, files(path), settings))
         try:
+            if not SERVERS:
+                raise RuntimeError("left out (BENCH_SERVERS=0)")
             redis = Redis(work)
             servers.append(redis)
             for fsync in ("always", "everysec"):
@@ -542,6 +548,8 @@ def main() -> None:
             failed["harel RedisTransport"] = f"{type(e).__name__}: {e}"
             log(f"  redis: {e}")
         try:
+            if not SERVERS:
+                raise RuntimeError("left out (BENCH_SERVERS=0)")
             pg = Postgres(work)
             servers.append(pg)
             for sync in ("on", "off"):
