@@ -9,10 +9,12 @@ The one-line swap in a harel program::
     from harel.engine.aio_transport import AsyncSqliteTransport   # before
     from harel_transport.harel import AsyncSqliteTransport        # after
 
-The constructors take harel's arguments (``SqliteTransport(path, clock=..., prefix=...,
-create_schema=...)``, ``await AsyncSqliteTransport.create(path, clock=..., ...)``) and
-this library's options besides (`busy_timeout`, `synchronous_full`, `sync_url`,
-`auth_token`, `sync_interval`). The leases are harel's `Lease`, with harel's `Event`, and
+The constructors take harel's arguments, with harel's meaning (``SqliteTransport(path,
+clock=..., prefix=..., create_schema=...)``, ``await AsyncSqliteTransport.create(path,
+clock=..., ...)``, ``LibsqlTransport(database, clock=..., auth_token=..., sync_url=...,
+sync_interval=...)``, ``AsyncLibsqlTransport(LibsqlTransport(...))``), and this
+library's options besides (`busy_timeout`, `synchronous_full`, and the two below); what
+they cannot honour is refused at construction, naming it. The leases are harel's `Lease`, with harel's `Event`, and
 events are stored as harel's `SqliteTransport` stores them (``event.model_dump_json()``),
 so one file is served by both, in both directions.
 
