@@ -17,9 +17,14 @@ PY_BENCH_VENV := $(PY_BUILD)/bench-venv
 PY_WHEEL     := $(PY_DIST)/harel_transport-$(VERSION)-py3-none-linux_x86_64.whl
 STRIP        ?= strip
 
-# What builds the wheel (setuptools from PyPI), and what the tests run on.
+# What builds the wheel (setuptools from PyPI), and what the tests run on: harel, and what
+# harel's own suite needs (test_harel_suite.py runs it): its libsql extra, its dev group's
+# test packages and the clients of the backends its unit tests fake.
 PY_BUILD_REQS := setuptools==75.8.0
-PY_TEST_REQS  := harel==0.9.0 pytest==8.3.4
+PY_TEST_REQS  := harel==0.9.0 pytest==8.3.4 pytest-asyncio==1.3.0 libsql==0.1.11 \
+	fakeredis==2.41.0 lupa==2.8 redis==8.1.0 mongomock==4.3.0 pymongo==4.20.1 motor==3.7.1 \
+	moto==5.2.4 boto3==1.40.61 aioboto3==15.5.0 aiomoto==0.5.8 "psycopg[binary]==3.3.9" \
+	psycopg-pool==3.3.3 httpx==0.28.1 requests==2.34.2 pygls==1.3.1 textual==8.2.8
 # The bench's peers: harel's LibsqlTransport (libsql), RedisTransport (redis) and
 # PostgresTransport (psycopg), as harel's extras name them.
 PY_BENCH_REQS := harel==0.9.0 libsql==0.1.11 "redis>=5,<9" "psycopg[binary]>=3,<4"
@@ -56,12 +61,13 @@ $(PY_TEST_VENV)/.ready: mk/python.mk
 
 # The suite runs on a copy of bindings/python/tests in a temporary directory: the package
 # comes only from the wheel installed in the venv. HAREL_PY_STRICT=1 makes conftest.py fail
-# a run that collected nothing or skipped anything.
+# a run that collected nothing or skipped anything. pytest-asyncio is harel's suite's
+# (asyncio_mode=auto), which runs in a pytest of its own: ours runs its loops itself.
 test-python: wheel $(PY_TEST_VENV)/.ready
 	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_WHEEL)
 	@run=$$(mktemp -d) && cp -r $(PY_DIR)/tests $$run/tests && cd $$run && \
 		env -u PYTHONPATH -u HAREL_TRANSPORT_LIB HAREL_PY_STRICT=1 \
-		$(CURDIR)/$(PY_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -q tests; \
+		$(CURDIR)/$(PY_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -p no:asyncio -q tests; \
 		status=$$?; cd / && rm -rf $$run; exit $$status
 
 $(PY_BENCH_VENV)/.ready: mk/python.mk

@@ -3,14 +3,14 @@ own transports, through one harness, with one event size, in one run.
 
 Peers, each behind harel's sync `Transport` protocol (publish, claim, ack):
 
-- ours: `harel_transport.harel.SqliteTransport` on a local file at its defaults
-  (synchronous FULL: an fdatasync per commit; acks deferred onto the next claim; prefetch
-  "auto": a claim takes a batch of groups' heads when the handler is fast) and at NORMAL
-  (`synchronous_full=False`); FULL also with `prefetch=1` (a lease per claim, an ack riding
-  on the next claim's commit) and with `defer_ack=False, prefetch=1` (each claim and each
-  ack a commit of its own);
+- ours: `harel_transport.harel.SqliteTransport` on a local file, at synchronous FULL (its
+  default: an fdatasync per commit) and NORMAL (`synchronous_full=False`), each with its
+  defaults (harel's contract: a commit for each claim and each ack) and with each of its
+  speed options, which change what other transports see: `defer_ack=True` (an ack rides
+  on the next claim's commit), `prefetch="auto"` (a claim takes a batch of groups' heads
+  when the handler is fast; acks still a commit each) and both;
 - harel's `LibsqlTransport` and `SqliteTransport` at their defaults (their settings are
-  read back and printed);
+  read back and printed), and at synchronous NORMAL (set on their connection);
 - harel's `RedisTransport` on a real `redis-server` this script starts on loopback, with
   the AOF fsynced at every write (`appendfsync always`) and once a second (`everysec`);
 - harel's `PostgresTransport` on a real PostgreSQL this script starts on loopback
@@ -36,7 +36,9 @@ median with its range: on a shared disk an fsync's cost moves a lot over minutes
 appending to a file costs several times what overwriting its blocks does. The disk's pace
 (fsyncs a second, appending) is measured at the start of each pass and printed.
 
-As root, redis-server and postgresql are installed with apt-get when missing. A peer that
+As root, redis-server and postgresql are installed with apt-get when missing
+(`BENCH_SERVERS=0` leaves those two peers out; `BENCH_MESSAGES`, `BENCH_GROUPS`,
+`BENCH_CAP_S` and `BENCH_REPEAT` change the sizes). A peer that
 cannot run is reported as such, with the reason. Prints a table, the ratios the issue
 asks for, and a last line of JSON with every figure.
 """
@@ -62,6 +64,8 @@ CAP_S = float(os.environ.get("BENCH_CAP_S", "8"))
 # Each case is run this many times (from a fresh queue each time) and its median reported:
 # on a shared disk the cost of an fsync moves a lot from one second to the next.
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+# BENCH_SERVERS=0 leaves out the Redis and PostgreSQL peers (and their servers).
+SERVERS = os.environ.get("BENCH_SERVERS", "1") != "0"
 WORKERS = 4
 VISIBILITY = 30.0
 
@@ -234,20 +238,20 @@ def open_peer(spec: Dict[str, Any]):
     if kind == "ours":
         from harel_transport.harel import SqliteTransport
 
-        return SqliteTransport(spec["path"], synchronous_full=spec["full"], defer_ack=spec["defer_ack"],
-                               prefetch=spec["prefetch"])
+        return SqliteTransport(spec["path"], synchronous_full=spec["full"], **spec["options"])
     if kind == "ours-batch":
         from harel_transport import Transport
 
         return Transport(spec["path"], synchronous_full=spec["full"])
-    if kind == "libsql":
-        from harel.engine.transport.libsql import LibsqlTransport
-
-        return LibsqlTransport(spec["path"])  # its defaults
-    if kind == "sqlite":
-        from harel.engine.transport.sqlite import SqliteTransport
-
-        return SqliteTransport(spec["path"])  # its defaults: WAL, busy_timeout 5000
+    if kind in ("libsql", "sqlite"):
+        if kind == "libsql":
+            from harel.engine.transport.libsql import LibsqlTransport as cls
+        else:
+            from harel.engine.transport.sqlite import SqliteTransport as cls
+        t = cls(spec["path"])  # its defaults (SqliteTransport: WAL, busy_timeout 5000)
+        if not spec["full"]:
+            t._conn.execute("PRAGMA synchronous=NORMAL")  # harel has no option for it
+        return t
     if kind == "redis":
         from harel.engine.transport.redis import RedisTransport
 
@@ -423,8 +427,9 @@ class Peer:
     """One peer: how to open it, how to empty it, what to set before its turn."""
 
     def __init__(self, name: str, spec: Dict[str, Any], reset: Callable[[], None], settings: Dict[str, Any],
-                 prepare: Callable[[], None] = lambda: None) -> None:
+                 prepare: Callable[[], None] = lambda: None, contract: str = "its own") -> None:
         self.name, self.spec, self.reset, self.settings, self.prepare = name, spec, reset, settings, prepare
+        self.contract = contract  # whether the peer keeps harel's contract, for the table
         self.runs: Dict[str, List[Dict[str, Any]]] = {"publish": [], "drain_1": [], f"drain_{WORKERS}": []}
         self.error: Optional[str] = None
 
@@ -447,7 +452,7 @@ class Peer:
             log(f"  {self.name}: {self.error}")
 
     def summary(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"settings": self.settings, "results": {}, "runs": {}}
+        out: Dict[str, Any] = {"settings": self.settings, "contract": self.contract, "results": {}, "runs": {}}
         if self.error:
             out["error"] = self.error
         for case, results in self.runs.items():
@@ -508,27 +513,31 @@ def main() -> None:
 
     try:
         # One file per peer: this process never has a file open through two SQLite libraries.
-        for name, full, defer, prefetch in (("ours FULL", True, True, "auto"), (NO_PREFETCH, True, True, 1),
-                                            ("ours FULL, defer_ack off, prefetch 1", True, False, 1),
-                                            ("ours NORMAL", False, True, "auto")):
-            path = os.path.join(work, f"ours-{len(peers)}.db")
-            settings = {"synchronous": "FULL" if full else "NORMAL", "journal_mode": "wal",
-                        "defer_ack": "on" if defer else "off", "prefetch": prefetch,
-                        "library": harel_transport.library_path().rsplit("/", 1)[-1], "version": harel_transport.version()}
-            spec = {"kind": "ours", "path": path, "full": full, "defer_ack": defer, "prefetch": prefetch}
-            peers.append(Peer(name, spec, files(path), settings))
+        for full in (True, False):
+            for variant, options, contract in OURS:
+                path = os.path.join(work, f"ours-{len(peers)}.db")
+                settings = {"synchronous": "FULL" if full else "NORMAL", "journal_mode": "wal", **options,
+                            "library": harel_transport.library_path().rsplit("/", 1)[-1],
+                            "version": harel_transport.version()}
+                spec = {"kind": "ours", "path": path, "full": full, "options": options}
+                peers.append(Peer(ours(full, variant), spec, files(path), settings, contract=contract))
         path = os.path.join(work, "ours-batch.db")
         settings = {"synchronous": "FULL", "journal_mode": "wal", "batch": BATCH}
-        peers.append(Peer(BATCH_PEER, {"kind": "ours-batch", "path": path, "full": True}, files(path), settings))
-        for name, kind, cls in (("harel LibsqlTransport", "libsql", LibsqlTransport),
-                                ("harel SqliteTransport", "sqlite", SqliteTransport)):
-            path = os.path.join(work, f"{kind}.db")
-            probe = cls(path)
-            settings = sqlite_settings(probe)
-            probe.close()
-            remove_db(path)
-            peers.append(Peer(name, {"kind": kind, "path": path}, files(path), settings))
+        peers.append(Peer(BATCH_PEER, {"kind": "ours-batch", "path": path, "full": True}, files(path), settings,
+                          contract="not harel's protocol"))
+        for full in (True, False):
+            for name, kind, cls in (("harel LibsqlTransport", "libsql", LibsqlTransport),
+                                    ("harel SqliteTransport", "sqlite", SqliteTransport)):
+                path = os.path.join(work, f"{kind}-{len(peers)}.db")
+                spec = {"kind": kind, "path": path, "full": full}
+                probe = open_peer(spec)
+                settings = sqlite_settings(probe)
+                probe.close()
+                remove_db(path)
+                peers.append(Peer(theirs(name, full), spec, files(path), settings))
         try:
+            if not SERVERS:
+                raise RuntimeError("left out (BENCH_SERVERS=0)")
             redis = Redis(work)
             servers.append(redis)
             for fsync in ("always", "everysec"):
@@ -539,6 +548,8 @@ def main() -> None:
             failed["harel RedisTransport"] = f"{type(e).__name__}: {e}"
             log(f"  redis: {e}")
         try:
+            if not SERVERS:
+                raise RuntimeError("left out (BENCH_SERVERS=0)")
             pg = Postgres(work)
             servers.append(pg)
             for sync in ("on", "off"):
@@ -569,7 +580,21 @@ def main() -> None:
 
 
 BATCH_PEER = f"ours FULL, native batch loop of {BATCH} (not harel's protocol)"
-NO_PREFETCH = "ours FULL, prefetch 1"
+#: Ours: (variant, its options, what another transport sees of it).
+OURS = (
+    ("defaults", {}, "exactly"),
+    ("defer_ack", {"defer_ack": True}, "no: an acked group stays leased until the worker's next claim"),
+    ("prefetch auto", {"prefetch": "auto"}, "no: a batch's groups are leased before the worker starts them"),
+    ("prefetch auto + defer_ack", {"prefetch": "auto", "defer_ack": True}, "no: both"),
+)
+
+
+def ours(full: bool, variant: str) -> str:
+    return f"ours {'FULL' if full else 'NORMAL'}, {variant}"
+
+
+def theirs(name: str, full: bool) -> str:
+    return name if full else f"{name} NORMAL"
 
 
 def figure(peer: Dict[str, Any], case: str) -> Optional[float]:
@@ -581,11 +606,11 @@ def report(peers: Dict[str, Dict[str, Any]], size: int, disk: List[int]) -> None
     cases = ("publish", "drain_1", f"drain_{WORKERS}")
     print(f"\nPython-level, harel's Transport protocol; event {size} bytes; {N_MESSAGES} messages over {GROUPS} groups; "
           f"median of {REPEAT} passes (min–max), messages/s; the disk's fsyncs/s (appending) at each pass: {disk}")
-    print(f"| peer | durability | publish /s | drain, 1 worker /s | drain, {WORKERS} workers /s |")
-    print("|---|---|---|---|---|")
+    print(f"| peer | durability | harel's contract | publish /s | drain, 1 worker /s | drain, {WORKERS} workers /s |")
+    print("|---|---|---|---|---|---|")
     for name, p in peers.items():
         if "results" not in p or not p["results"]:
-            print(f"| {name} | - | {p.get('error', 'n/a')} | | |")
+            print(f"| {name} | - | - | {p.get('error', 'n/a')} | | |")
             continue
         s = p["settings"]
         durability = ", ".join(f"{k} {v}" for k, v in s.items() if k not in ("library", "version", "server"))
@@ -603,30 +628,32 @@ def report(peers: Dict[str, Dict[str, Any]], size: int, disk: List[int]) -> None
             if r.get("errors"):
                 cell += f", {r['errors']} errors"
             cells.append(cell)
-        print(f"| {name} | {durability} | " + " | ".join(cells) + " |")
+        print(f"| {name} | {durability} | {p['contract']} | " + " | ".join(cells) + " |")
 
     def ratio(a: str, b: str, case: str) -> str:
         x, y = figure(peers.get(a, {}), case), figure(peers.get(b, {}), case)
-        return f"x{x / y:.1f}" if x and y else "n/a"
+        return f"x{x / y:.2f}" if x and y else "n/a"
 
-    print("\nRatios (ours / theirs):")
-    for case in ("drain_1", f"drain_{WORKERS}", "publish"):
-        print(f"- {case}: ours FULL vs LibsqlTransport {ratio('ours FULL', 'harel LibsqlTransport', case)} "
-              f"(prefetch 1: {ratio(NO_PREFETCH, 'harel LibsqlTransport', case)}), "
-              f"ours NORMAL vs LibsqlTransport {ratio('ours NORMAL', 'harel LibsqlTransport', case)}, "
-              f"ours FULL vs harel SqliteTransport {ratio('ours FULL', 'harel SqliteTransport', case)}")
+    print("\nRatios, the drain (ours / theirs, and each option / ours at its defaults):")
+    for full in (True, False):
+        for case in ("drain_1", f"drain_{WORKERS}"):
+            for variant, _, _ in OURS:
+                mine = ours(full, variant)
+                print(f"- {mine}, {case}: vs {theirs('harel SqliteTransport', full)} "
+                      f"{ratio(mine, theirs('harel SqliteTransport', full), case)}, vs "
+                      f"{theirs('harel LibsqlTransport', full)} {ratio(mine, theirs('harel LibsqlTransport', full), case)}, "
+                      f"vs ours at its defaults {ratio(mine, ours(full, 'defaults'), case)}")
     for case in ("drain_1", f"drain_{WORKERS}"):
-        for ours in ("ours FULL", NO_PREFETCH):
-            print(f"- {case}, every commit on disk: {ours} vs Redis always "
-                  f"{ratio(ours, 'harel RedisTransport (appendfsync always)', case)}, vs Postgres synchronous_commit on "
-                  f"{ratio(ours, 'harel PostgresTransport (synchronous_commit on)', case)}")
-        print(f"- {case}, every commit on disk, the native batch loop (not harel's protocol): vs Redis always "
-              f"{ratio(BATCH_PEER, 'harel RedisTransport (appendfsync always)', case)}, vs Postgres synchronous_commit on "
-              f"{ratio(BATCH_PEER, 'harel PostgresTransport (synchronous_commit on)', case)}, vs ours FULL "
-              f"{ratio(BATCH_PEER, 'ours FULL', case)}")
-        print(f"- {case}, relaxed: ours NORMAL vs Redis everysec "
-              f"{ratio('ours NORMAL', 'harel RedisTransport (appendfsync everysec)', case)}, vs Postgres synchronous_commit off "
-              f"{ratio('ours NORMAL', 'harel PostgresTransport (synchronous_commit off)', case)}")
+        print(f"- {case}, every commit on disk: ours FULL, defaults vs Redis always "
+              f"{ratio(ours(True, 'defaults'), 'harel RedisTransport (appendfsync always)', case)}, "
+              f"vs Postgres synchronous_commit on "
+              f"{ratio(ours(True, 'defaults'), 'harel PostgresTransport (synchronous_commit on)', case)}; "
+              f"the native batch loop (not harel's protocol) vs ours FULL, defaults "
+              f"{ratio(BATCH_PEER, ours(True, 'defaults'), case)}")
+        print(f"- {case}, relaxed: ours NORMAL, defaults vs Redis everysec "
+              f"{ratio(ours(False, 'defaults'), 'harel RedisTransport (appendfsync everysec)', case)}, "
+              f"vs Postgres synchronous_commit off "
+              f"{ratio(ours(False, 'defaults'), 'harel PostgresTransport (synchronous_commit off)', case)}")
     print(json.dumps({"event_bytes": size, "messages": N_MESSAGES, "groups": GROUPS, "cap_s": CAP_S, "repeat": REPEAT,
                       "disk_fsyncs_per_s": disk, "peers": peers}))
 

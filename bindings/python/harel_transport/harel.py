@@ -9,10 +9,12 @@ The one-line swap in a harel program::
     from harel.engine.aio_transport import AsyncSqliteTransport   # before
     from harel_transport.harel import AsyncSqliteTransport        # after
 
-The constructors take harel's arguments (``SqliteTransport(path, clock=..., prefix=...,
-create_schema=...)``, ``await AsyncSqliteTransport.create(path, clock=..., ...)``) and
-this library's options besides (`busy_timeout`, `synchronous_full`, `sync_url`,
-`auth_token`, `sync_interval`). The leases are harel's `Lease`, with harel's `Event`, and
+The constructors take harel's arguments, with harel's meaning (``SqliteTransport(path,
+clock=..., prefix=..., create_schema=...)``, ``await AsyncSqliteTransport.create(path,
+clock=..., ...)``, ``LibsqlTransport(database, clock=..., auth_token=..., sync_url=...,
+sync_interval=...)``, ``AsyncLibsqlTransport(LibsqlTransport(...))``), and this
+library's options besides (`busy_timeout`, `synchronous_full`, and the two below); what
+they cannot honour is refused at construction, naming it. The leases are harel's `Lease`, with harel's `Event`, and
 events are stored as harel's `SqliteTransport` stores them (``event.model_dump_json()``),
 so one file is served by both, in both directions.
 
@@ -30,32 +32,40 @@ Where harel's semantics differ from this library's, these classes follow harel's
 - The lease's `token` carries the worker id the library leased it to (harel's SQL
   transports leave it empty): ack and nack need it to check who holds the message.
 
-Two things are this package's own, both to spend fewer commits (at synchronous FULL, each
-commit is a sync of the disk) under a protocol that claims one message a call:
+By default every call leaves the queue as harel's own transport's call would, so what
+another transport or process observes after each call is what harel's transport leaves:
+a claim leases one message (a commit), an ack deletes it and frees its group before it
+returns (a commit), a nack frees or parks it. Two options are this package's own, each
+trading part of that for fewer commits (at synchronous FULL, each commit is a sync of the
+disk) under a protocol that claims one message a call:
 
-- **Acks are deferred** onto the transport's next claim and applied in its transaction
-  (the library's ``ack_and_claim_many``). `ack` checks its lease and returns at once; the
-  message is deleted by the next claim that claims (not one served by `prefetch`), by an
-  `ack` that finds a batch's worth deferred already (it applies those first), by `flush`
-  or by `close`. Until then the message stays leased to its worker, so its group takes
-  nothing else; a process that dies in between leaves it to be delivered again when its
-  lease lapses, as any lost ack does (harel's workers mark each event handled in the
-  store, and skip it). ``defer_ack=False`` acks at once, in a commit of its own.
-- **Claims prefetch** (``prefetch``): a claim that finds nothing held for its worker
-  claims up to a batch of heads of distinct groups in one transaction, hands out the
-  first and holds the others for the worker's next claims, so a fast loop makes one
-  commit per batch. "auto" (the default) sizes each batch from what it measures, so that
-  a batch is handed out in about four claims' time (at most 16): a handler that takes four
-  claims' time or more gets one lease a claim, as with ``prefetch=1``; an int is a fixed
-  batch (1: no prefetch). A held lease is a lease: its group gives nobody else anything until it is
-  handed out and acked, and a worker that dies leaves its held leases to lapse. Handed
-  out with less than 90% of the claim's visibility left, a held lease is extended first
-  (one commit); one that lapsed while held and was claimed by another worker is skipped.
-  A held lease serves a claim whose floor is at or below the one it was claimed under
-  (the lease does not say its group's priority). Another worker id claiming on the same
-  transport and finding nothing gets what is held for the others (given back, then
-  claimed), and `close` gives back what is held (a nack each, delay 0: claimable at once;
-  each counted in the message's ``attempts``, as every claim is).
+- ``defer_ack=True``: **acks are deferred** onto the transport's next claim and applied in
+  its transaction (the library's ``ack_and_claim_many``). `ack` checks its lease and
+  returns at once; the message is deleted by the next claim that claims (not one served by
+  `prefetch`), by an `ack` that finds a batch's worth deferred already (it applies those
+  first), by `flush` or by `close`. The difference another transport sees: after `ack`
+  returns, the message stays leased to its worker and its group gives nobody else
+  anything until then; a process that dies in between leaves it to be delivered again
+  when its lease lapses, as any lost ack does (harel's workers mark each event handled in
+  the store, and skip it).
+- ``prefetch="auto"`` or an int above 1: **claims prefetch**. A claim that finds nothing
+  held for its worker claims up to a batch of heads of distinct groups in one
+  transaction, hands out the first and holds the others for the worker's next claims, so
+  a fast loop makes one commit per batch of claims (its acks stay a commit each unless
+  `defer_ack`). "auto" sizes each batch from what it measures, so that a batch is handed
+  out in about four claims' time (at most 16): a handler that takes four claims' time or
+  more gets one lease a claim; an int is a fixed batch (1, the default: no prefetch). The
+  difference another transport sees: a held lease is a lease, so the groups of the leases
+  held and not yet handed out give nobody else anything until this transport's claims
+  hand them out and they are acked (or `close` gives them back); a worker that dies
+  leaves its held leases to lapse. Handed out with less than 90% of the claim's
+  visibility left, a held lease is extended first (one commit); one that lapsed while
+  held and was claimed by another worker is skipped. A held lease serves a claim whose
+  floor is at or below the one it was claimed under (the lease does not say its group's
+  priority). Another worker id claiming on the same transport and finding nothing gets
+  what is held for the others (given back, then claimed), and `close` gives back what is
+  held (a nack each, delay 0: claimable at once; each counted in the message's
+  ``attempts``, as every claim is).
 """
 
 from __future__ import annotations
@@ -112,12 +122,14 @@ def _options(
         options["busy_timeout"] = busy_timeout
     if synchronous_full is not None:
         options["synchronous_full"] = synchronous_full
+    # As harel's LibsqlTransport: the token and the interval are the replica's, and
+    # ignored without a sync_url; auth_token="" is none.
     if sync_url is not None:
         options["sync_url"] = sync_url
-        if auth_token:  # harel's LibsqlTransport takes auth_token="" for none
+        if auth_token:
             options["auth_token"] = auth_token
-    if sync_interval is not None:
-        options["sync_interval"] = sync_interval
+        if sync_interval is not None:
+            options["sync_interval"] = sync_interval
     return options
 
 
@@ -187,6 +199,24 @@ def _report(pending: List[_Pending], acked: List[Optional[LeaseLostError]]) -> N
             _dropped("ack", lease, lost)
 
 
+def _not_wrappable(cls: str, transport: Any) -> str:
+    """Why `transport` is not something an async class of this module can run on."""
+    kind = f"{type(transport).__module__}.{type(transport).__qualname__}"
+    if type(transport).__module__.startswith("aiosqlite"):
+        why = (
+            "harel's AsyncSqliteTransport(conn) runs on an aiosqlite connection, which this library cannot use "
+            "(it opens the file with its own SQLite): use `await AsyncSqliteTransport.create(path, ...)`"
+        )
+    elif type(transport).__module__.startswith("harel."):
+        why = f"{kind} is harel's own transport: build the sync one from harel_transport.harel instead"
+    else:
+        why = f"got {kind}"
+    return (
+        f"{cls} runs on a sync transport of harel_transport.harel (as harel's AsyncLibsqlTransport on its "
+        f"LibsqlTransport) or a native harel_transport.AsyncTransport; {why}"
+    )
+
+
 class HarelTransport:
     """harel's sync `Transport` on this library (alias: `SqliteTransport`).
     ``HarelTransport(path, clock=time.time, *, prefix="harel", create_schema=True, ...)``,
@@ -207,8 +237,8 @@ class HarelTransport:
         sync_url: Optional[str] = None,
         auth_token: str = "",
         sync_interval: Optional[float] = None,
-        defer_ack: bool = True,
-        prefetch: Union[int, str] = "auto",
+        defer_ack: bool = False,
+        prefetch: Union[int, str] = 1,
     ) -> None:
         held = Prefetch(prefetch_size(prefetch))  # checked before the file is opened
         self._t = _NativeTransport(
@@ -344,23 +374,44 @@ class AsyncHarelTransport:
     """harel's `AsyncTransport` on this library (alias: `AsyncSqliteTransport`). Build
     with ``await AsyncHarelTransport.create(path, clock=time.time, *, prefix="harel",
     create_schema=True, ...)``, as harel's `AsyncSqliteTransport`, plus this library's
-    options, `defer_ack` and `prefetch` (as for `HarelTransport`) and `executor`. Every
-    call runs off the event loop; calls may overlap (harel's `AsyncWorker` has many in
-    flight), each with its own error."""
+    options, `defer_ack` and `prefetch` (as for `HarelTransport`) and `executor`; or over a
+    sync transport of this module, as harel's `AsyncLibsqlTransport(LibsqlTransport(...))`.
+    Every call runs off the event loop; calls may overlap (harel's `AsyncWorker` has many
+    in flight), each with its own error."""
 
     def __init__(
         self,
-        transport: _NativeAsyncTransport,
-        defer_ack: bool = True,
-        prefetch: Union[int, str] = "auto",
-        clock: Callable[[], float] = time.time,
+        transport: Union[HarelTransport, _NativeAsyncTransport],
+        clock: Optional[Callable[[], float]] = None,
+        *,
+        defer_ack: Optional[bool] = None,
+        prefetch: Union[int, str, None] = None,
     ) -> None:
-        """Wraps an open native `AsyncTransport` (whose clock `clock` is); prefer
-        `create`."""
-        self._held = Prefetch(prefetch_size(prefetch))
+        """Over a sync `HarelTransport` (`SqliteTransport`, `LibsqlTransport`), as harel's
+        `AsyncLibsqlTransport(sync_transport)`: its calls, off the loop, on the same
+        handle, with its clock, `defer_ack` and `prefetch`; closing this closes it.
+
+        Or over an open native `AsyncTransport` (whose clock `clock` is, time.time if
+        None; `defer_ack` and `prefetch` as in `create`, off and 1 if None): what
+        `create` does."""
+        if isinstance(transport, HarelTransport):
+            given = [n for n, v in (("clock", clock), ("defer_ack", defer_ack), ("prefetch", prefetch)) if v is not None]
+            if given:
+                raise ArgumentError(
+                    f"{', '.join(given)}: an {type(self).__name__} over a {type(transport).__name__} takes that "
+                    "transport's; pass them to its constructor"
+                )
+            self._t = _NativeAsyncTransport(transport.transport)
+            self._held = transport._held  # one transport: what it holds is held here
+            self._defer_ack = transport._defer_ack
+            self._clock = transport._clock
+            return
+        if not isinstance(transport, _NativeAsyncTransport):
+            raise ArgumentError(_not_wrappable(type(self).__name__, transport))
+        self._held = Prefetch(prefetch_size(1 if prefetch is None else prefetch))
         self._t = transport
         self._defer_ack = bool(defer_ack)
-        self._clock = clock
+        self._clock = time.time if clock is None else clock
 
     @classmethod
     async def create(
@@ -375,13 +426,14 @@ class AsyncHarelTransport:
         sync_url: Optional[str] = None,
         auth_token: str = "",
         sync_interval: Optional[float] = None,
-        defer_ack: bool = True,
-        prefetch: Union[int, str] = "auto",
+        defer_ack: bool = False,
+        prefetch: Union[int, str] = 1,
         executor: Optional[Executor] = None,
     ) -> "AsyncHarelTransport":
         prefetch = prefetch_size(prefetch)
         options = _options(clock, prefix, create_schema, busy_timeout, synchronous_full, sync_url, auth_token, sync_interval)
-        return cls(await _NativeAsyncTransport.open(path, executor=executor, **options), defer_ack, prefetch, clock)
+        native = await _NativeAsyncTransport.open(path, executor=executor, **options)
+        return cls(native, clock, defer_ack=defer_ack, prefetch=prefetch)
 
     @property
     def transport(self) -> _NativeAsyncTransport:
@@ -524,8 +576,8 @@ class LibsqlTransport(HarelTransport):
         create_schema: bool = True,
         busy_timeout: Optional[float] = None,
         synchronous_full: Optional[bool] = None,
-        defer_ack: bool = True,
-        prefetch: Union[int, str] = "auto",
+        defer_ack: bool = False,
+        prefetch: Union[int, str] = 1,
     ) -> None:
         super().__init__(
             database,
@@ -543,8 +595,9 @@ class LibsqlTransport(HarelTransport):
 
 
 class AsyncLibsqlTransport(AsyncHarelTransport):
-    """The one-line swap for harel's `AsyncLibsqlTransport`: ``await
-    AsyncLibsqlTransport.create(database, *, auth_token="", sync_url=None,
+    """The one-line swap for harel's `AsyncLibsqlTransport`, built as harel's is: over a
+    sync transport, ``AsyncLibsqlTransport(LibsqlTransport(database, clock=...))``, or
+    ``await AsyncLibsqlTransport.create(database, *, auth_token="", sync_url=None,
     sync_interval=None, prefix="harel", create_schema=True)``, plus `clock` and this
     library's options."""
 
@@ -561,10 +614,11 @@ class AsyncLibsqlTransport(AsyncHarelTransport):
         create_schema: bool = True,
         busy_timeout: Optional[float] = None,
         synchronous_full: Optional[bool] = None,
-        defer_ack: bool = True,
-        prefetch: Union[int, str] = "auto",
+        defer_ack: bool = False,
+        prefetch: Union[int, str] = 1,
         executor: Optional[Executor] = None,
     ) -> "AsyncLibsqlTransport":
         prefetch = prefetch_size(prefetch)
         options = _options(clock, prefix, create_schema, busy_timeout, synchronous_full, sync_url, auth_token, sync_interval)
-        return cls(await _NativeAsyncTransport.open(database, executor=executor, **options), defer_ack, prefetch, clock)
+        native = await _NativeAsyncTransport.open(database, executor=executor, **options)
+        return cls(native, clock, defer_ack=defer_ack, prefetch=prefetch)

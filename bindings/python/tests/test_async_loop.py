@@ -254,7 +254,7 @@ def test_the_harel_async_drop_in_leaves_no_lease_behind_a_cancelled_claim(qpath)
     clock = BlockingClock()
 
     async def main():
-        t = await AsyncSqliteTransport.create(qpath, clock=clock)
+        t = await AsyncSqliteTransport.create(qpath, clock=clock, defer_ack=True)
         await t.publish("g", Event(id="e1", kind="k"))
         await t.publish("h", Event(id="e2", kind="k"))
         await t.ack(await t.claim("w", 30))  # deferred onto the next claim

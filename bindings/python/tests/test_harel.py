@@ -7,6 +7,7 @@ import asyncio
 import itertools
 import json
 import logging
+import time
 
 import pytest
 from harel.engine.transport.base import AsyncTransport, Lease, Transport
@@ -86,7 +87,7 @@ def test_events_are_stored_as_harels_sqlite_transport_stores_them(qpath):
 
 
 def test_a_lost_lease_ack_or_nack_is_logged_and_dropped(qpath, clock, caplog):
-    with SqliteTransport(qpath, clock=clock, defer_ack=False) as t:
+    with SqliteTransport(qpath, clock=clock) as t:
         t.publish("g", Event(kind="e1"))
         old = t.claim("w1", 10)
         clock.now += 11
@@ -112,7 +113,7 @@ def test_a_lost_lease_ack_or_nack_is_logged_and_dropped(qpath, clock, caplog):
 
 
 def test_a_deferred_ack_of_a_lost_lease_is_dropped_when_it_is_applied(qpath, clock, caplog):
-    with SqliteTransport(qpath, clock=clock) as t:
+    with SqliteTransport(qpath, clock=clock, defer_ack=True) as t:
         t.publish("g", Event(kind="e1"))
         old = t.claim("w1", 10)
         clock.now += 11
@@ -126,8 +127,8 @@ def test_a_deferred_ack_of_a_lost_lease_is_dropped_when_it_is_applied(qpath, clo
     assert inspect_db(qpath, "SELECT count(*) FROM harel_transport_messages") == [[0]], "close applied the ack"
 
 
-def test_an_ack_rides_on_the_next_claim(qpath):
-    t = SqliteTransport(qpath, prefetch=1)  # one lease per claim: test_prefetch.py has batches
+def test_a_deferred_ack_rides_on_the_next_claim(qpath):
+    t = SqliteTransport(qpath, defer_ack=True)  # one lease per claim: test_prefetch.py has batches
     other = ht.Transport(qpath)
     for i in range(3):
         t.publish("g", Event(kind=f"e{i}"))
@@ -152,8 +153,8 @@ def test_an_ack_rides_on_the_next_claim(qpath):
     third = other.claim("other", 30)
     assert json.loads(third.event)["kind"] == "e2"
     other.ack(third)
-    # defer_ack=False: at once.
-    immediate = SqliteTransport(qpath, defer_ack=False)
+    # The default: at once.
+    immediate = SqliteTransport(qpath)
     immediate.publish("k", Event(kind="k0"))
     k = immediate.claim("w", 30)
     immediate.ack(k)
@@ -165,7 +166,7 @@ def test_an_ack_rides_on_the_next_claim(qpath):
 
 def test_the_async_class_defers_acks_too(qpath):
     async def main():
-        t = await AsyncSqliteTransport.create(qpath)
+        t = await AsyncSqliteTransport.create(qpath, defer_ack=True)
         await t.publish("g", Event(kind="e0"))
         await t.publish("g", Event(kind="e1"))
         a = await t.claim("w", 30)
@@ -181,7 +182,7 @@ def test_the_async_class_defers_acks_too(qpath):
 
 def test_a_lost_lease_is_dropped_by_the_async_class_too(qpath, clock, caplog):
     async def main():
-        t = await AsyncSqliteTransport.create(qpath, clock=clock, defer_ack=False)
+        t = await AsyncSqliteTransport.create(qpath, clock=clock)
         await t.publish("g", Event(kind="e1"))
         old = await t.claim("w1", 10)
         await t.ack(old)
@@ -223,15 +224,96 @@ def test_bad_input_is_our_argument_error(qpath):
 
 
 def test_constructors_take_harels_arguments(tmp_path):
-    t = SqliteTransport(str(tmp_path / "a.db"), prefix="app", create_schema=True, busy_timeout=1.0, synchronous_full=False)
+    """Every constructor and factory of harel 0.9's four classes, with its arguments,
+    positionally and by name (harel passes a Path where its tests do)."""
+    t = SqliteTransport(tmp_path / "a.db", time.time, prefix="app", create_schema=True)
     t.close()
-    t = SqliteTransport(str(tmp_path / "a.db"), prefix="app", create_schema=False, defer_ack=False)
+    t = SqliteTransport(path=str(tmp_path / "a.db"), clock=time.time, prefix="app", create_schema=False)
     t.close()
-    t = LibsqlTransport(database=str(tmp_path / "b.db"), auth_token="", sync_url=None, sync_interval=None, prefix="app")
+    t = LibsqlTransport(
+        database=str(tmp_path / "b.db"),
+        clock=time.time,
+        auth_token="",
+        sync_url=None,
+        sync_interval=None,
+        prefix="app",
+        create_schema=True,
+    )
+    t.close()
+    # As harel's: without sync_url, the token and the interval are ignored.
+    t = LibsqlTransport(str(tmp_path / "b.db"), auth_token="token", sync_interval=0)
     t.close()
 
     async def main():
-        a = await AsyncLibsqlTransport.create(database=str(tmp_path / "c.db"), auth_token="", prefix="app")
+        a = await AsyncSqliteTransport.create(str(tmp_path / "c.db"), time.time, prefix="app", create_schema=True)
+        await a.close()
+        a = await AsyncLibsqlTransport.create(
+            database=str(tmp_path / "d.db"), auth_token="", sync_url=None, sync_interval=None, prefix="app",
+            create_schema=True,
+        )
+        await a.close()
+        a = AsyncLibsqlTransport(LibsqlTransport(str(tmp_path / "e.db"), clock=time.time))
+        assert isinstance(a, AsyncTransport)
         await a.close()
 
     asyncio.run(main())
+
+
+def test_the_async_libsql_class_runs_on_a_sync_transport_as_harels_does(fresh_path, qpath):
+    """harel's `AsyncLibsqlTransport(LibsqlTransport(path, clock=clock))`: harel's async
+    contract (its own test_async_libsql), and the sync transport's options and handle."""
+    asyncio.run(
+        assert_async_transport_contract(
+            lambda clock: AsyncLibsqlTransport(LibsqlTransport(fresh_path(), clock=clock)), timing=True
+        )
+    )
+
+    async def main():
+        sync = LibsqlTransport(qpath, defer_ack=True)
+        t = AsyncLibsqlTransport(sync)
+        await t.publish("g", Event(kind="e0"))
+        await t.publish("g", Event(kind="e1"))
+        await t.ack(await t.claim("w", 30))
+        assert inspect_db(qpath, "SELECT count(*) FROM harel_transport_messages") == [[2]], "the sync's defer_ack"
+        await t.close()
+        assert sync.transport.closed, "closing it closes the transport it runs on, as harel's does"
+
+    asyncio.run(main())
+    assert inspect_db(qpath, "SELECT count(*) FROM harel_transport_messages") == [[1]], "close applied the ack"
+
+
+def test_what_the_async_classes_cannot_run_on_is_refused_at_construction(qpath):
+    from harel.engine.transport import LibsqlTransport as HarelsLibsqlTransport
+
+    async def main():
+        import aiosqlite
+
+        conn = await aiosqlite.connect(":memory:")
+        try:
+            with pytest.raises(
+                ht.ArgumentError,
+                match=r"harel's AsyncSqliteTransport\(conn\) runs on an aiosqlite connection.*"
+                r"AsyncSqliteTransport\.create\(path",
+            ):
+                AsyncSqliteTransport(conn)
+        finally:
+            await conn.close()
+
+    asyncio.run(main())
+    theirs = HarelsLibsqlTransport(":memory:")  # in memory: no file shared by two SQLites
+    with pytest.raises(
+        ht.ArgumentError,
+        match=r"harel\.engine\.transport\.libsql\.LibsqlTransport is harel's own transport: build the sync one "
+        r"from harel_transport\.harel",
+    ):
+        AsyncLibsqlTransport(theirs)
+    theirs.close()
+    with pytest.raises(ht.ArgumentError, match="got builtins.str"):
+        AsyncLibsqlTransport(qpath)
+    with LibsqlTransport(qpath) as sync:
+        with pytest.raises(
+            ht.ArgumentError, match="defer_ack, prefetch: an AsyncLibsqlTransport over a LibsqlTransport takes"
+        ):
+            AsyncLibsqlTransport(sync, defer_ack=True, prefetch=4)
+        with pytest.raises(ht.ArgumentError, match="clock: an AsyncLibsqlTransport over"):
+            AsyncLibsqlTransport(sync, time.time)

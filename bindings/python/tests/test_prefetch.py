@@ -1,8 +1,8 @@
-"""The harel drop-in's prefetch (`prefetch=`): a claim that finds nothing held takes a batch
-of heads of distinct groups in one transaction, with the acks deferred since, and holds
-the rest for the worker's next claims. harel's contract and Worker run on it in
-test_harel.py and test_worker.py (its default, "auto"); here, a fixed prefetch, its rules
-and its failures."""
+"""The harel drop-in's prefetch (`prefetch=`, off by default): a claim that finds nothing
+held takes a batch of heads of distinct groups in one transaction, with the acks deferred
+since (`defer_ack=True`), and holds the rest for the worker's next claims. harel's Worker
+runs on it in test_worker.py; what another transport sees of it, in
+test_harel_options.py; here, a fixed prefetch, its rules and its failures."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_harels_contract_with_a_fixed_prefetch(tmp_path):
 
 
 def test_a_claim_takes_a_batch_and_holds_it_for_the_workers_next_claims(qpath):
-    with SqliteTransport(qpath, prefetch=10) as t:
+    with SqliteTransport(qpath, prefetch=10, defer_ack=True) as t:
         publish(t, ["a", "b", "c", "d"], per_group=2)
         first = t.claim("w", 30)
         assert t.held == 3, "one transaction leased the heads of all four groups"
@@ -142,7 +142,7 @@ def test_close_gives_back_what_is_held_and_applies_the_acks(qpath):
 
 
 def test_deferred_acks_wait_at_most_a_batch(qpath):
-    with SqliteTransport(qpath, prefetch=3) as t, ht.Transport(qpath) as native:
+    with SqliteTransport(qpath, prefetch=3, defer_ack=True) as t, ht.Transport(qpath) as native:
         publish(t, [f"g{i}" for i in range(4)])
         leases = native.claim_many("w", 30, max=4)
         harel_leases = [_harel_lease(lease) for lease in leases]
@@ -156,7 +156,7 @@ def test_deferred_acks_wait_at_most_a_batch(qpath):
 
 
 def test_a_failed_claim_keeps_the_deferred_acks_and_a_failed_extend_the_held_lease(qpath, clock):
-    with SqliteTransport(qpath, clock=clock, prefetch=10) as t:
+    with SqliteTransport(qpath, clock=clock, prefetch=10, defer_ack=True) as t:
         publish(t, ["a", "b"])
         a = t.claim("w", 30)
         t.ack(a)
@@ -209,7 +209,7 @@ def test_the_adaptive_size():
 
 
 def test_auto_holds_nothing_for_a_slow_handler(qpath):
-    with SqliteTransport(qpath, synchronous_full=False) as t:
+    with SqliteTransport(qpath, synchronous_full=False, prefetch="auto") as t:
         publish(t, ["a", "b", "c"], per_group=2)
         for _ in range(4):
             lease = t.claim("w", 30)

@@ -7,7 +7,7 @@ lost: logged and dropped, and the worker goes on.
 The workers run inline (`execution="inline"`), each in its own thread with its own
 transport and store connection; the store is harel's SqliteStore in its own file (never
 the queue file: README, "The hazard"). Besides, harel's AsyncWorker on
-`AsyncSqliteTransport`, with and without the prefetch."""
+`AsyncSqliteTransport`, at its defaults and with its speed options."""
 
 from __future__ import annotations
 
@@ -234,17 +234,20 @@ machine step {
 """
 
 
-@pytest.mark.parametrize("prefetch", [1, "auto", 16])
-def test_harels_async_worker_runs_executions_to_the_end(tmp_path, prefetch):
+@pytest.mark.parametrize(
+    "options", [{}, {"prefetch": "auto"}, {"defer_ack": True}, {"prefetch": 16, "defer_ack": True}], ids=repr
+)
+def test_harels_async_worker_runs_executions_to_the_end(tmp_path, options):
     """harel's AsyncWorker claims in one loop and handles up to `concurrency` messages at
-    once: with a prefetch its claims are served from the batch, its acks deferred."""
+    once: at the defaults, and with a prefetch (its claims served from the batch) and
+    deferred acks."""
     queue = str(tmp_path / "queue.db")
     defn = definition_from_dsl(ONE_STEP, "step")
     defs = {defn.id: defn}
 
     async def main():
         store = AsyncDictStore()
-        sender = await AsyncSqliteTransport.create(queue, prefetch=1)
+        sender = await AsyncSqliteTransport.create(queue)
         runner = AsyncDistributedRunner(store, sender, defs)
         ids = []
         for _ in range(60):
@@ -252,7 +255,7 @@ def test_harels_async_worker_runs_executions_to_the_end(tmp_path, prefetch):
             await runner.send(exe.id, Event(kind="Go"))
             ids.append(exe.id)
         await sender.close()
-        transport = await AsyncSqliteTransport.create(queue, prefetch=prefetch)
+        transport = await AsyncSqliteTransport.create(queue, **options)
         stop = asyncio.Event()
         run = asyncio.create_task(AsyncWorker(store, transport, defs, worker_id="aw", concurrency=32).run(stop))
         deadline = time.monotonic() + 20
