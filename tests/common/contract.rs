@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use harel_transport::{Cancel, Error, Lease, Message, Options, Transport, Wait};
+use harel_transport::{Cancel, Error, GroupState, Lease, Message, Options, Transport, Wait};
 
 use super::drain::claim_and_ack_all;
 use super::{event, TestClock};
@@ -44,8 +44,12 @@ pub const CHECKS: &[(&str, Check)] = &[
     (
         "a_long_batch_keeps_its_order_and_first_messages_across_inserts",
         a_long_batch_keeps_its_order_and_first_messages_across_inserts,
-    ),    ("attempts_count_every_claim", attempts_count_every_claim),
-    ("max_attempts_moves_a_poison_message_out_and_serves_its_group", max_attempts_moves_a_poison_message_out_and_serves_its_group),
+    ),
+    ("attempts_count_every_claim", attempts_count_every_claim),
+    (
+        "max_attempts_moves_a_poison_message_out_and_serves_its_group",
+        max_attempts_moves_a_poison_message_out_and_serves_its_group,
+    ),
     ("a_worker_dead_letters_a_message_it_holds", a_worker_dead_letters_a_message_it_holds),
     ("redrive_moves_dead_letters_back_as_the_newest", redrive_moves_dead_letters_back_as_the_newest),
     ("purge_dead_deletes_what_it_is_asked", purge_dead_deletes_what_it_is_asked),
@@ -60,7 +64,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("ack_and_claim_many_acks_a_batch_then_claims_the_next", ack_and_claim_many_acks_a_batch_then_claims_the_next),
     ("extend_moves_the_lease_end_and_keeps_the_group_out", extend_moves_the_lease_end_and_keeps_the_group_out),
     ("extend_after_a_lapse_no_one_claimed_keeps_the_lease", extend_after_a_lapse_no_one_claimed_keeps_the_lease),
-    ("a_waiting_claim_returns_as_soon_as_another_transport_publishes", a_waiting_claim_returns_as_soon_as_another_transport_publishes),
+    (
+        "a_waiting_claim_returns_as_soon_as_another_transport_publishes",
+        a_waiting_claim_returns_as_soon_as_another_transport_publishes,
+    ),
     ("a_waiting_claim_lets_other_calls_on_its_transport_run", a_waiting_claim_lets_other_calls_on_its_transport_run),
     ("a_waiting_claim_wakes_when_a_park_ends", a_waiting_claim_wakes_when_a_park_ends),
     ("a_waiting_claim_returns_nothing_when_its_wait_is_over", a_waiting_claim_returns_nothing_when_its_wait_is_over),
@@ -515,6 +522,8 @@ pub fn stats_count_every_state(open: Open<'_>) {
     assert_eq!((s.messages, s.groups, s.ready, s.leased, s.parked, s.dead), (4, 3, 1, 1, 1, 1));
     assert_eq!(s.now, clock.now());
     assert_eq!(s.oldest_ready_age, Some(2.0), "the ready group's message was published 2 s ago");
+    let ready_head = t.groups(Some(GroupState::Ready), None, 10).unwrap().items[0].head_seq;
+    assert_eq!(s.oldest_ready_seq, Some(ready_head), "that message is the ready group's head");
     assert_eq!(s.next_release_at, Some(1001.0 + 5.0), "the park ends before the lease");
     let levels: Vec<_> = s.by_priority.iter().map(|p| (p.priority, p.groups, p.ready, p.leased, p.parked)).collect();
     assert_eq!(levels, [(0, 1, 0, 1, 0), (2, 2, 1, 0, 1)]);
@@ -522,6 +531,9 @@ pub fn stats_count_every_state(open: Open<'_>) {
     let later = t.stats().unwrap();
     assert_eq!((later.ready, later.leased, later.parked, later.next_release_at), (3, 0, 0, None), "lapsed: ready");
     assert_eq!(later.oldest_ready_age, Some(22.0 + 1.0), "the leased group's message, now ready, is the oldest");
+    assert_eq!(later.oldest_ready_seq, Some(leased.seq));
+    t.purge().unwrap();
+    assert_eq!(t.stats().unwrap().oldest_ready_seq, None, "nothing is ready");
 }
 
 pub fn groups_are_listed_in_pages_and_by_state(open: Open<'_>) {
@@ -538,22 +550,34 @@ pub fn groups_are_listed_in_pages_and_by_state(open: Open<'_>) {
     let ids: Vec<_> = first.items.iter().map(|g| g.group_id.as_str()).collect();
     assert_eq!(ids, ["a", "b"]);
     let g = &first.items[0];
-    assert_eq!((g.state, g.depth, g.priority, g.routing_key.as_deref(), g.head_attempts), (harel_transport::GroupState::Ready, 2, 1, Some("key"), 0));
+    assert_eq!(
+        (g.state, g.depth, g.priority, g.routing_key.as_deref(), g.head_attempts),
+        (harel_transport::GroupState::Ready, 2, 1, Some("key"), 0)
+    );
     let rest = t.groups(None, first.next.as_deref(), 10).unwrap();
     assert_eq!(rest.items.iter().map(|g| g.group_id.as_str()).collect::<Vec<_>>(), ["c", "d", "e"]);
     assert_eq!(rest.next, None);
     let leased = t.groups(Some(harel_transport::GroupState::Leased), None, 10).unwrap();
     assert_eq!(leased.items.len(), 1);
     let l = &leased.items[0];
-    assert_eq!((l.group_id.as_str(), l.holder.as_deref(), l.lock_expiry, l.head_attempts), (a.group_id.as_str(), Some("w1"), Some(1030.0), 1));
+    assert_eq!(
+        (l.group_id.as_str(), l.holder.as_deref(), l.lock_expiry, l.head_attempts),
+        (a.group_id.as_str(), Some("w1"), Some(1030.0), 1)
+    );
     let parked = t.groups(Some(harel_transport::GroupState::Parked), None, 10).unwrap();
-    assert_eq!(parked.items.iter().map(|g| (g.group_id.as_str(), g.holder.clone(), g.lock_expiry)).collect::<Vec<_>>(), [(b.group_id.as_str(), None, Some(1060.0))]);
+    assert_eq!(
+        parked.items.iter().map(|g| (g.group_id.as_str(), g.holder.clone(), g.lock_expiry)).collect::<Vec<_>>(),
+        [(b.group_id.as_str(), None, Some(1060.0))]
+    );
     let ready = t.groups(Some(harel_transport::GroupState::Ready), None, 2).unwrap();
     assert_eq!(ready.items.len(), 2);
     let more = t.groups(Some(harel_transport::GroupState::Ready), ready.next.as_deref(), 2).unwrap();
     assert_eq!((more.items.len(), more.next), (1, None));
     assert!(matches!(t.groups(None, Some("x1.00"), 10), Err(Error::Argument(m)) if m.contains("cursor")));
-    assert!(matches!(t.groups(None, first.next.as_deref().map(|c| c.replacen('g', "m", 1)).as_deref(), 10), Err(Error::Argument(_))));
+    assert!(matches!(
+        t.groups(None, first.next.as_deref().map(|c| c.replacen('g', "m", 1)).as_deref(), 10),
+        Err(Error::Argument(_))
+    ));
     assert!(matches!(t.groups(None, None, 0), Err(Error::Argument(m)) if m.contains("limit")));
 }
 
@@ -826,7 +850,9 @@ pub fn eight_waiters_one_publish_exactly_one_gets_it(open: Open<'_>) {
         let waiting: Vec<_> = waiters
             .iter()
             .enumerate()
-            .map(|(i, t)| s.spawn(move || t.claim_wait(&format!("w{i}"), V, 0, &[], &Wait::up_to(Duration::from_secs(3)))))
+            .map(|(i, t)| {
+                s.spawn(move || t.claim_wait(&format!("w{i}"), V, 0, &[], &Wait::up_to(Duration::from_secs(3))))
+            })
             .collect();
         std::thread::sleep(Duration::from_millis(300));
         publisher.publish("g", &event(0), 0, None).unwrap();
