@@ -58,11 +58,7 @@ fn a_harel_09_file_is_upgraded_in_place() {
     assert_eq!(columns, ["group_id", "last_claimed_at", "priority", "routing_key"]);
     let columns = raw.columns("harel_transport_messages");
     assert_eq!(columns, ["seq", "group_id", "event", "locked_by", "lock_expiry", "attempts", "enqueued_at"]);
-    assert_eq!(
-        raw.count("SELECT count(*) FROM harel_transport_messages WHERE attempts = 0"),
-        raw.count("SELECT count(*) FROM harel_transport_messages"),
-        "old messages start at 0 claims"
-    );
+    assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages WHERE attempts = 0"), raw.count("SELECT count(*) FROM harel_transport_messages"), "old messages start at 0 claims");
     let index = raw.rows("SELECT name FROM pragma_index_info('harel_transport_groups_by_routing_key') ORDER BY seqno");
     assert_eq!(
         index,
@@ -209,9 +205,7 @@ fn prefixes_are_isolated() {
         Raw::open(&path).objects().into_iter().filter(|(ty, _)| ty == "table").map(|(_, name)| name).collect();
     let mut expected: Vec<String> = ["a", "harel", "tenant_b"]
         .iter()
-        .flat_map(|p| {
-            [format!("{p}_transport_dead"), format!("{p}_transport_groups"), format!("{p}_transport_messages")]
-        })
+        .flat_map(|p| [format!("{p}_transport_dead"), format!("{p}_transport_groups"), format!("{p}_transport_messages")])
         .collect();
     expected.sort();
     assert_eq!(tables, expected);
@@ -247,12 +241,7 @@ fn create_schema_off_on_a_harel_09_file_fails_naming_what_it_lacks() {
     let (_dir, path) = temp_db();
     let raw = harel_09_file(&path, "harel");
     let message = database_error(Transport::open(&path, &no_schema(&TestClock::at(1000.0))));
-    for lacking in [
-        "the table harel_transport_dead",
-        "harel_transport_groups.routing_key",
-        "harel_transport_messages.attempts",
-        "harel_transport_messages.enqueued_at",
-    ] {
+    for lacking in ["the table harel_transport_dead", "harel_transport_groups.routing_key", "harel_transport_messages.attempts", "harel_transport_messages.enqueued_at"] {
         assert!(message.contains(lacking), "names {lacking}: {message}");
     }
     assert_eq!(raw.columns("harel_transport_groups").len(), 3, "nothing was altered");

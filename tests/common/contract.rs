@@ -44,12 +44,8 @@ pub const CHECKS: &[(&str, Check)] = &[
     (
         "a_long_batch_keeps_its_order_and_first_messages_across_inserts",
         a_long_batch_keeps_its_order_and_first_messages_across_inserts,
-    ),
-    ("attempts_count_every_claim", attempts_count_every_claim),
-    (
-        "max_attempts_moves_a_poison_message_out_and_serves_its_group",
-        max_attempts_moves_a_poison_message_out_and_serves_its_group,
-    ),
+    ),    ("attempts_count_every_claim", attempts_count_every_claim),
+    ("max_attempts_moves_a_poison_message_out_and_serves_its_group", max_attempts_moves_a_poison_message_out_and_serves_its_group),
     ("a_worker_dead_letters_a_message_it_holds", a_worker_dead_letters_a_message_it_holds),
     ("redrive_moves_dead_letters_back_as_the_newest", redrive_moves_dead_letters_back_as_the_newest),
     ("purge_dead_deletes_what_it_is_asked", purge_dead_deletes_what_it_is_asked),
@@ -64,10 +60,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("ack_and_claim_many_acks_a_batch_then_claims_the_next", ack_and_claim_many_acks_a_batch_then_claims_the_next),
     ("extend_moves_the_lease_end_and_keeps_the_group_out", extend_moves_the_lease_end_and_keeps_the_group_out),
     ("extend_after_a_lapse_no_one_claimed_keeps_the_lease", extend_after_a_lapse_no_one_claimed_keeps_the_lease),
-    (
-        "a_waiting_claim_returns_as_soon_as_another_transport_publishes",
-        a_waiting_claim_returns_as_soon_as_another_transport_publishes,
-    ),
+    ("a_waiting_claim_returns_as_soon_as_another_transport_publishes", a_waiting_claim_returns_as_soon_as_another_transport_publishes),
     ("a_waiting_claim_lets_other_calls_on_its_transport_run", a_waiting_claim_lets_other_calls_on_its_transport_run),
     ("a_waiting_claim_wakes_when_a_park_ends", a_waiting_claim_wakes_when_a_park_ends),
     ("a_waiting_claim_returns_nothing_when_its_wait_is_over", a_waiting_claim_returns_nothing_when_its_wait_is_over),
@@ -550,34 +543,22 @@ pub fn groups_are_listed_in_pages_and_by_state(open: Open<'_>) {
     let ids: Vec<_> = first.items.iter().map(|g| g.group_id.as_str()).collect();
     assert_eq!(ids, ["a", "b"]);
     let g = &first.items[0];
-    assert_eq!(
-        (g.state, g.depth, g.priority, g.routing_key.as_deref(), g.head_attempts),
-        (harel_transport::GroupState::Ready, 2, 1, Some("key"), 0)
-    );
+    assert_eq!((g.state, g.depth, g.priority, g.routing_key.as_deref(), g.head_attempts), (harel_transport::GroupState::Ready, 2, 1, Some("key"), 0));
     let rest = t.groups(None, first.next.as_deref(), 10).unwrap();
     assert_eq!(rest.items.iter().map(|g| g.group_id.as_str()).collect::<Vec<_>>(), ["c", "d", "e"]);
     assert_eq!(rest.next, None);
     let leased = t.groups(Some(harel_transport::GroupState::Leased), None, 10).unwrap();
     assert_eq!(leased.items.len(), 1);
     let l = &leased.items[0];
-    assert_eq!(
-        (l.group_id.as_str(), l.holder.as_deref(), l.lock_expiry, l.head_attempts),
-        (a.group_id.as_str(), Some("w1"), Some(1030.0), 1)
-    );
+    assert_eq!((l.group_id.as_str(), l.holder.as_deref(), l.lock_expiry, l.head_attempts), (a.group_id.as_str(), Some("w1"), Some(1030.0), 1));
     let parked = t.groups(Some(harel_transport::GroupState::Parked), None, 10).unwrap();
-    assert_eq!(
-        parked.items.iter().map(|g| (g.group_id.as_str(), g.holder.clone(), g.lock_expiry)).collect::<Vec<_>>(),
-        [(b.group_id.as_str(), None, Some(1060.0))]
-    );
+    assert_eq!(parked.items.iter().map(|g| (g.group_id.as_str(), g.holder.clone(), g.lock_expiry)).collect::<Vec<_>>(), [(b.group_id.as_str(), None, Some(1060.0))]);
     let ready = t.groups(Some(harel_transport::GroupState::Ready), None, 2).unwrap();
     assert_eq!(ready.items.len(), 2);
     let more = t.groups(Some(harel_transport::GroupState::Ready), ready.next.as_deref(), 2).unwrap();
     assert_eq!((more.items.len(), more.next), (1, None));
     assert!(matches!(t.groups(None, Some("x1.00"), 10), Err(Error::Argument(m)) if m.contains("cursor")));
-    assert!(matches!(
-        t.groups(None, first.next.as_deref().map(|c| c.replacen('g', "m", 1)).as_deref(), 10),
-        Err(Error::Argument(_))
-    ));
+    assert!(matches!(t.groups(None, first.next.as_deref().map(|c| c.replacen('g', "m", 1)).as_deref(), 10), Err(Error::Argument(_))));
     assert!(matches!(t.groups(None, None, 0), Err(Error::Argument(m)) if m.contains("limit")));
 }
 
@@ -850,9 +831,7 @@ pub fn eight_waiters_one_publish_exactly_one_gets_it(open: Open<'_>) {
         let waiting: Vec<_> = waiters
             .iter()
             .enumerate()
-            .map(|(i, t)| {
-                s.spawn(move || t.claim_wait(&format!("w{i}"), V, 0, &[], &Wait::up_to(Duration::from_secs(3))))
-            })
+            .map(|(i, t)| s.spawn(move || t.claim_wait(&format!("w{i}"), V, 0, &[], &Wait::up_to(Duration::from_secs(3)))))
             .collect();
         std::thread::sleep(Duration::from_millis(300));
         publisher.publish("g", &event(0), 0, None).unwrap();
