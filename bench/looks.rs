@@ -1,8 +1,11 @@
-//! Part 6: a look inside the queue (issue #14). On 100,000 groups holding 1,000,000
-//! messages (1,000 groups leased, 500 parked): `stats`, a page of 100 groups (any, ready,
-//! leased), a page of a group's messages and of dead letters, each the median of several
-//! runs, all taken while another connection holds the write lock (so each provably takes
-//! none: the look's transport has a busy timeout of 0). And the claim with max_attempts on
+//! Part 6: a look inside the queue (issues #14, #25). On 100,000 groups holding 1,000,000
+//! messages (1,000 groups leased and 500 parked by this library, 10,000 more leased as
+//! harel's Python transports leave them: the claim instant as the group's stamp): `stats`,
+//! a page of 100 groups (any, ready, leased), a page of a group's messages and of dead
+//! letters, each the median of several runs, all taken while another connection holds the
+//! write lock (so each provably takes none and never holds up a worker: the look's
+//! transport has a busy timeout of 0). `stats` and the leased listing scan the messages
+//! (every head in flight counts, whoever holds it): their target is 250 ms. And the claim with max_attempts on
 //! (set too high to ever trigger: the check's own cost) beside the claim without it, on
 //! 100 ready groups at NORMAL: the part 2 yardstick.
 
@@ -17,9 +20,13 @@ use crate::states::{fresh_copy, remove_db, State, Style, Templates};
 const STATE: State = State::Backlog { messages: 1_000_000, groups: 100_000 };
 const LEASED: usize = 1_000;
 const PARKED: usize = 500;
+/// Heads leased harel-style (groups 50,000 to 59,999: none of ours claimed them).
+const HAREL_LEASED: usize = 10_000;
 const RUNS: usize = 15;
 /// "Within a few tens of ms on this machine".
 const TARGET_MS: f64 = 50.0;
+/// The looks that scan the messages for heads in flight (issue #25).
+const SCAN_TARGET_MS: f64 = 250.0;
 const CLAIMS: usize = 2_000;
 
 fn median_ms(mut samples: Vec<Duration>) -> f64 {
@@ -57,6 +64,7 @@ pub fn run(work: &Path, templates: &mut Templates) -> Result<Value, String> {
     let held = holder.ok_or("a leased group")?;
     let dead = worker.claim("w", 3600.0, 0, &[]).map_err(|e| e.to_string())?.ok_or("a backlog message")?;
     worker.dead_letter(&dead, "bench").map_err(|e| e.to_string())?;
+    harel_leases(&path)?;
 
     // The write lock, held by another connection for the whole measurement.
     let locker = libsql_locker(&path)?;
@@ -67,7 +75,7 @@ pub fn run(work: &Path, templates: &mut Templates) -> Result<Value, String> {
         return Err("the write lock should be held".into());
     }
     let stats = looker.stats().map_err(|e| e.to_string())?;
-    if (stats.groups, stats.leased, stats.parked) != (100_000, LEASED as u64, PARKED as u64) {
+    if (stats.groups, stats.leased, stats.parked) != (100_000, (LEASED + HAREL_LEASED) as u64, PARKED as u64) {
         return Err(format!("unexpected state: {stats:?}"));
     }
     let figures = [
@@ -84,10 +92,11 @@ pub fn run(work: &Path, templates: &mut Templates) -> Result<Value, String> {
 
     let (without, with) = (claim_us(work, templates, 0)?, claim_us(work, templates, u32::MAX)?);
     println!();
-    println!("6. a look inside: 100,000 groups, 1,000,000 messages ({LEASED} leased, {PARKED} parked), the write lock held by another connection (median of {RUNS})");
+    println!("6. a look inside: 100,000 groups, 1,000,000 messages ({LEASED} leased, {PARKED} parked; {HAREL_LEASED} leased harel-style), the write lock held by another connection (median of {RUNS})");
     for (id, ms) in &figures {
-        let verdict = if *ms <= TARGET_MS { "met" } else { "MISSED" };
-        println!("   {id:<14} {ms:>8.2} ms   target <= {TARGET_MS} ms: {verdict}");
+        let target = if matches!(*id, "stats" | "groups_leased") { SCAN_TARGET_MS } else { TARGET_MS };
+        let verdict = if *ms <= target { "met" } else { "MISSED" };
+        println!("   {id:<14} {ms:>8.2} ms   target <= {target} ms: {verdict}");
     }
     let ratio = with / without;
     println!(
@@ -99,6 +108,31 @@ pub fn run(work: &Path, templates: &mut Templates) -> Result<Value, String> {
     looks.insert("claim_us".into(), json!(crate::measure::round(without, 2)));
     looks.insert("claim_max_attempts_us".into(), json!(crate::measure::round(with, 2)));
     Ok(Value::Object(looks))
+}
+
+/// Leases HAREL_LEASED heads as harel 0.9's SqliteTransport does: the head locked for an
+/// hour, its group stamped with the claim instant (now), which ours never writes.
+fn harel_leases(path: &Path) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let p = path.to_str().unwrap_or_default().to_owned();
+    let now = harel_transport::system_clock();
+    let (first, last) = (50_000, 50_000 + HAREL_LEASED - 1);
+    rt.block_on(async {
+        let db = libsql::Builder::new_local(&p).build().await?;
+        let conn = db.connect()?;
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE;
+             UPDATE harel_transport_messages SET locked_by = 'py-' || (seq % 4), lock_expiry = {expiry}
+               WHERE seq BETWEEN {first} + 1 AND {last} + 1;
+             UPDATE harel_transport_groups SET last_claimed_at = {now}
+               WHERE group_id BETWEEN printf('g-%07d', {first}) AND printf('g-%07d', {last});
+             COMMIT;",
+            expiry = now + 3600.0
+        ))
+        .await?;
+        Ok::<_, libsql::Error>(())
+    })
+    .map_err(|e| format!("leasing heads harel-style: {e}"))
 }
 
 /// Another connection, holding the write lock (BEGIN IMMEDIATE) until dropped.

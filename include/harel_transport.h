@@ -245,6 +245,12 @@ typedef struct harel_stats {
    */
   const struct harel_priority_stats *by_priority;
   size_t n_priorities;
+  /**
+   * The seq of the oldest message of a ready group, whether or not its writer stamped
+   * the time (`oldest_ready_age` is then -1); -1 when no group is ready. Added after 0.4.0:
+   * fields are only ever added at the end of this struct, which the library allocates.
+   */
+  int64_t oldest_ready_seq;
 } harel_stats;
 
 /**

@@ -32,6 +32,8 @@ pub struct AsyncTransport {
     wake: Arc<Signal>,
     polling: Polling,
     interrupts: Interrupts,
+    /// What the queue lacks of ours, opened as it is (`Options::schema_as_is`); empty otherwise.
+    absent: Vec<String>,
 }
 
 impl AsyncTransport {
@@ -40,10 +42,53 @@ impl AsyncTransport {
     pub async fn open(database: &str, options: &Options) -> Result<AsyncTransport> {
         validate::non_empty("database", database)?;
         let Opened { mut backend, mode, wake, polling } = Backend::open(database, options).await?;
-        let sql = Statements::new(&options.prefix);
-        schema::prepare(&mut backend, &sql, options.create_schema).await.map_err(|e| e.during("open"))?;
+        let mut sql = Statements::new(&options.prefix);
+        let absent = if options.schema_as_is {
+            schema::as_is(&mut backend, &mut sql).await
+        } else {
+            schema::prepare(&mut backend, &sql, options.create_schema).await.map(|()| Vec::new())
+        }
+        .map_err(|e| e.during("open"))?;
         let (clock, max_attempts, interrupts) = (options.clock.clone(), options.max_attempts, Interrupts::default());
-        Ok(AsyncTransport { backend: Mutex::new(backend), sql, clock, mode, max_attempts, wake, polling, interrupts })
+        Ok(AsyncTransport {
+            backend: Mutex::new(backend),
+            sql,
+            clock,
+            mode,
+            max_attempts,
+            wake,
+            polling,
+            interrupts,
+            absent,
+        })
+    }
+
+    /// What the queue lacks of this library's schema, each as "the table T" or "the column
+    /// T.C": empty unless opened with `Options::schema_as_is` a file that lacks them (a
+    /// harel 0.9 file). The looks read around them; every write is refused.
+    pub fn absent(&self) -> &[String] {
+        &self.absent
+    }
+
+    /// The backend, for an operation that writes: refused while the queue lacks part of the
+    /// schema, since every write of ours may touch it (a claim counts `attempts`, a publish
+    /// stamps `enqueued_at`) and opened as it is, nothing may upgrade it.
+    async fn writer(&self) -> Result<tokio::sync::MutexGuard<'_, Backend>> {
+        self.writable()?;
+        Ok(self.backend.lock().await)
+    }
+
+    fn writable(&self) -> Result<()> {
+        if !self.absent.is_empty() {
+            return Err(Error::Database(format!(
+                "refused: this queue lacks {} (a harel 0.9 file, opened as it is): it can be looked at, \
+                 not changed, since this library's writes need them. Open it once with create_schema on \
+                 (any worker or producer of this library does; harel's transports keep working on it), or \
+                 run the statements of harel_schema_upgrade_sql",
+                self.absent.join(", ")
+            )));
+        }
+        Ok(())
     }
 
     /// Where the queue lives: a local file, memory, a server, or a replica of one.
@@ -75,7 +120,7 @@ impl AsyncTransport {
 
     /// The write of `publish` and `publish_many`, and of the blocking face's group commits.
     pub(crate) async fn append(&self, request: &Publish<'_, '_>) -> Result<()> {
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await?;
         work::publish(&mut backend, &self.sql, request, &|| self.now()).await?;
         self.wake.notify();
         Ok(())
@@ -136,6 +181,7 @@ impl AsyncTransport {
     /// Looks (without the write lock) and claims once a look finds a deliverable head; while
     /// nothing came and the wait lasts, pauses between looks (waiting/waiter.rs).
     async fn claim_waiting(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
+        self.writable()?;
         if wait.timeout.is_zero() && wait.cancel.is_none() {
             let mut backend = self.backend.lock().await;
             return work::claim(&mut backend, &self.sql, request, &|| self.now()).await;
@@ -178,7 +224,7 @@ impl AsyncTransport {
     /// if it is gone or leased to another worker; then nothing changes.
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         let request = Finish::new(lease)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("ack"))?;
         work::ack(&mut backend, &self.sql, request, &|| self.now()).await.map_err(|e| e.during("ack"))?;
         self.wake.notify();
         Ok(())
@@ -190,7 +236,7 @@ impl AsyncTransport {
     /// is checked as for `ack` first; an argument error names it ("leases[2].worker_id ...").
     pub async fn ack_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         let request = FinishMany::new(leases)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("ack_many"))?;
         let outcomes = work::ack_many(&mut backend, &self.sql, &request, &|| self.now())
             .await
             .map_err(|e| e.during("ack_many"))?;
@@ -212,7 +258,7 @@ impl AsyncTransport {
     ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
         let finish = FinishMany::new(leases)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("ack_and_claim_many"))?;
         let done = work::ack_and_claim_many(&mut backend, &self.sql, &finish, &claim, &|| self.now())
             .await
             .map_err(|e| e.during("ack_and_claim_many"))?;
@@ -226,7 +272,7 @@ impl AsyncTransport {
     /// claimed since is still this worker's and is extended.
     pub async fn extend(&self, lease: &mut Lease, visibility: f64) -> Result<()> {
         let request = Extend::new(lease, visibility)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("extend"))?;
         let lock_expiry =
             work::extend(&mut backend, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("extend"))?;
         lease.lock_expiry = lock_expiry;
@@ -246,7 +292,7 @@ impl AsyncTransport {
     ) -> Result<Option<Lease>> {
         let finish = Finish::new(lease)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("ack_and_claim"))?;
         let next = work::ack_and_claim(&mut backend, &self.sql, finish, &claim, &|| self.now())
             .await
             .map_err(|e| e.during("ack_and_claim"))?;
@@ -258,7 +304,7 @@ impl AsyncTransport {
     /// blocked) for `delay` seconds otherwise. Same `Error::LeaseLost` rule as `ack`.
     pub async fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
         let request = Nack::new(lease, delay)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("nack"))?;
         work::nack(&mut backend, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("nack"))?;
         self.wake.notify();
         Ok(())
@@ -270,7 +316,7 @@ impl AsyncTransport {
     pub async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<()> {
         let finish = Finish::new(lease)?;
         validate::non_empty("reason", reason)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("dead_letter"))?;
         work::dead_letter(&mut backend, &self.sql, finish, reason, &|| self.now())
             .await
             .map_err(|e| e.during("dead_letter"))?;
@@ -327,7 +373,7 @@ impl AsyncTransport {
     /// the groups hold now), in the order they had, claimed 0 times; the number moved.
     pub async fn redrive(&self, which: DeadLetters<'_>) -> Result<u64> {
         let selection = DeadSelection::new(which)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("redrive"))?;
         let moved = admin::redrive(&mut backend, &self.sql, &selection, &|| self.now())
             .await
             .map_err(|e| e.during("redrive"))?;
@@ -338,20 +384,20 @@ impl AsyncTransport {
     /// Deletes dead letters; the number deleted.
     pub async fn purge_dead(&self, which: DeadLetters<'_>) -> Result<u64> {
         let selection = DeadSelection::new(which)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("purge_dead"))?;
         admin::purge_dead(&mut backend, &self.sql, &selection).await.map_err(|e| e.during("purge_dead"))
     }
 
     /// Deletes a group's messages (a lease on one of them is lost); the number deleted.
     pub async fn purge_group(&self, group_id: &str) -> Result<u64> {
         validate::non_empty("group_id", group_id)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("purge_group"))?;
         admin::purge_group(&mut backend, &self.sql, group_id).await.map_err(|e| e.during("purge_group"))
     }
 
     /// Deletes every message and group (dead letters stay); the number of messages.
     pub async fn purge(&self) -> Result<u64> {
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("purge"))?;
         admin::purge(&mut backend, &self.sql).await.map_err(|e| e.during("purge"))
     }
 
@@ -359,7 +405,7 @@ impl AsyncTransport {
     /// once; the holder's ack then finds its lease lost); false when nothing was held.
     pub async fn release(&self, group_id: &str) -> Result<bool> {
         validate::non_empty("group_id", group_id)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.writer().await.map_err(|e| e.during("release"))?;
         let released =
             admin::release(&mut backend, &self.sql, group_id, &|| self.now()).await.map_err(|e| e.during("release"))?;
         self.wake.notify();

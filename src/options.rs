@@ -29,6 +29,7 @@ pub enum Synchronous {
 pub struct Options {
     pub(crate) prefix: String,
     pub(crate) create_schema: bool,
+    pub(crate) schema_as_is: bool,
     pub(crate) sync_url: Option<String>,
     pub(crate) auth_token: Option<String>,
     pub(crate) sync_interval: Option<Duration>,
@@ -47,6 +48,7 @@ impl Default for Options {
         Options {
             prefix: "harel".into(),
             create_schema: true,
+            schema_as_is: false,
             sync_url: None,
             auth_token: None,
             sync_interval: None,
@@ -64,6 +66,7 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("prefix", &self.prefix)
             .field("create_schema", &self.create_schema)
+            .field("schema_as_is", &self.schema_as_is)
             .field("sync_url", &self.sync_url)
             .field("auth_token", &self.auth_token.as_ref().map(|_| "<set>"))
             .field("sync_interval", &self.sync_interval)
@@ -90,6 +93,17 @@ impl Options {
     /// Off: create nothing; a missing table fails `open`.
     pub fn create_schema(&mut self, on: bool) -> &mut Self {
         self.create_schema = on;
+        self
+    }
+
+    /// On: open the tables as they are, for looking inside (the ops CLI): nothing is created
+    /// or upgraded, whatever `create_schema` says. harel's two tables must be there; what a
+    /// harel 0.9 file lacks of ours (the columns `attempts`, `enqueued_at`, `routing_key`,
+    /// the dead-letter table) the looks read around, `Transport::absent` names, and every
+    /// operation that writes is refused while anything is absent. Off (default): as
+    /// `create_schema` says.
+    pub fn schema_as_is(&mut self, on: bool) -> &mut Self {
+        self.schema_as_is = on;
         self
     }
 

@@ -38,6 +38,11 @@ impl Transport {
         self.inner().mode()
     }
 
+    /// See [`AsyncTransport::absent`].
+    pub fn absent(&self) -> &[String] {
+        self.inner().absent()
+    }
+
     /// See [`AsyncTransport::publish`]. Called from several threads at once, the
     /// publishes that arrive while another commits are written together in the next
     /// transaction (one commit for all); each call still returns its own result, once its

@@ -55,6 +55,9 @@ pub struct Stats {
     /// is ready, or that message was published by a writer that does not stamp the time
     /// (harel's Python transports).
     pub oldest_ready_age: Option<f64>,
+    /// The seq of that message (the oldest of a ready group), whether or not its writer
+    /// stamped the time; None when no group is ready.
+    pub oldest_ready_seq: Option<i64>,
     /// The soonest end of a lease or a park, epoch seconds; None when nothing is in flight.
     pub next_release_at: Option<f64>,
     /// The group counts per priority level, for every level that has groups, lowest first.

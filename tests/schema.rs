@@ -351,3 +351,90 @@ fn good_prefixes_are_accepted() {
         schema_upgrade_sql(prefix).unwrap();
     }
 }
+
+fn as_is(clock: &TestClock) -> Options {
+    let mut o = clock.options();
+    o.schema_as_is(true);
+    o
+}
+
+/// `schema_as_is` opens a harel 0.9 file as it is: every look reads what its columns hold
+/// (harel's claim-instant lease and park counted from the rows), `absent` names what it
+/// lacks, and every write is refused naming it, with nothing of the file changed.
+#[test]
+fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
+    let (_dir, path) = temp_db();
+    let raw = harel_09_file(&path, "harel");
+    // As harel's SqliteTransport leaves them at 1000: "old" leased (claim-instant stamp),
+    // "parked" parked, "free" ready.
+    raw.batch(&format!(
+        "UPDATE harel_transport_messages SET locked_by = 'py', lock_expiry = 1600 WHERE group_id = 'old';
+         UPDATE harel_transport_groups SET last_claimed_at = 1000 WHERE group_id = 'old';
+         INSERT INTO harel_transport_messages (group_id, event, locked_by, lock_expiry)
+           VALUES ('parked', '{ev}', '__parked__', 1700), ('free', '{ev}', NULL, NULL), ('free', '{ev}', NULL, NULL);
+         INSERT INTO harel_transport_groups (group_id, last_claimed_at) VALUES ('parked', 990), ('free', 0);",
+        ev = event(1)
+    ));
+    let before = raw.objects();
+    let clock = TestClock::at(1000.0);
+    let t = Transport::open(&path, &as_is(&clock)).expect("opened as it is");
+    assert_eq!(
+        t.absent(),
+        [
+            "the column harel_transport_groups.routing_key",
+            "the column harel_transport_messages.attempts",
+            "the column harel_transport_messages.enqueued_at",
+            "the table harel_transport_dead",
+        ]
+    );
+
+    let s = t.stats().unwrap();
+    assert_eq!((s.messages, s.groups, s.ready, s.leased, s.parked, s.dead), (4, 3, 1, 1, 1, 0), "{s:?}");
+    assert_eq!((s.oldest_ready_age, s.oldest_ready_seq, s.next_release_at), (None, Some(3), Some(1600.0)), "{s:?}");
+    let listed = |state| {
+        let page = t.groups(state, None, 10).unwrap();
+        page.items.iter().map(|g| (g.group_id.clone(), g.state.name(), g.head_attempts)).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        listed(None),
+        [("free".into(), "ready", 0), ("old".into(), "leased", 0), ("parked".into(), "parked", 0)]
+    );
+    assert_eq!(listed(Some(harel_transport::GroupState::Leased)), [("old".to_owned(), "leased", 0)]);
+    assert_eq!(listed(Some(harel_transport::GroupState::Parked)), [("parked".to_owned(), "parked", 0)]);
+    let old = &t.groups(None, None, 10).unwrap().items[1];
+    assert_eq!((old.holder.as_deref(), old.routing_key.as_deref(), old.head_age), (Some("py"), None, None));
+    let peeked = t.peek("free", None, 10).unwrap().items;
+    assert_eq!(peeked.iter().map(|m| (m.attempts, m.published_at)).collect::<Vec<_>>(), [(0, None), (0, None)]);
+    assert!(t.dead_letters(None, None, 10).unwrap().items.is_empty());
+
+    let refused = |what: &str, result: Result<(), Error>| match result {
+        Err(Error::Database(m)) => {
+            assert!(m.starts_with(&format!("{what}: ")), "{what}: {m}");
+            for part in ["harel_transport_messages.attempts", "the table harel_transport_dead", "create_schema on"] {
+                assert!(m.contains(part), "{what} names {part}: {m}");
+            }
+        }
+        other => panic!("{what}: expected Error::Database, got {other:?}"),
+    };
+    refused("publish", t.publish("g", &event(2), 0, None));
+    refused("claim", t.claim("w", V, 0, &[]).map(drop));
+    refused("purge", t.purge().map(drop));
+    refused("purge_group", t.purge_group("free").map(drop));
+    refused("release", t.release("old").map(drop));
+    refused("redrive", t.redrive(harel_transport::DeadLetters::All).map(drop));
+    refused("purge_dead", t.purge_dead(harel_transport::DeadLetters::All).map(drop));
+    drop(t);
+    assert_eq!(raw.objects(), before, "opened as it is, the file is as it was");
+    assert_eq!(raw.rows("SELECT count(*) FROM harel_transport_messages"), [["4"]]);
+
+    // A file without harel's tables is not a queue; one with all of ours lacks nothing.
+    let (_dir2, empty) = temp_db();
+    Raw::open(&empty).batch("CREATE TABLE other (x)");
+    let message = database_error(Transport::open(&empty, &as_is(&clock)));
+    assert!(message.contains("harel_transport_messages") && message.contains("harel_transport_groups"), "{message}");
+    let full = file(&path, &clock);
+    drop(full);
+    let t = Transport::open(&path, &as_is(&clock)).unwrap();
+    assert!(t.absent().is_empty());
+    t.publish("g", &event(3), 0, None).expect("a full schema is written as usual");
+}

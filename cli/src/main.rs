@@ -1,6 +1,6 @@
 //! `harel-transport`: the ops CLI of the queue. It opens a queue (a file, or a libSQL
-//! server's URL) with `create_schema` off, so it never makes tables in a file that is not a
-//! queue, runs one command through the library's inspection and repair calls, and prints a
+//! server's URL) as it is (`schema_as_is`), so it never makes tables in a file that is not a
+//! queue nor upgrades a harel 0.9 one (whose looks show what its columns hold), runs one command through the library's inspection and repair calls, and prints a
 //! table (or, with `--json`, one JSON document). Exit codes: 0 done, 1 the queue or the
 //! library failed (the message on stderr), 2 a usage error (clap's).
 
@@ -25,8 +25,8 @@ const NAME: &str = "harel-transport";
 fn main() -> ExitCode {
     refuse_token_flag();
     let cli = Cli::parse();
-    let out = Out::new(cli.global.json);
-    match run(&cli, &out) {
+    let mut out = Out::new(cli.global.json);
+    match run(&cli, &mut out) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             // stdout first: a table half printed before the failure stays in order.
@@ -58,7 +58,7 @@ fn refuse_token_flag() {
     }
 }
 
-fn run(cli: &Cli, out: &Out) -> Result<(), String> {
+fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
     let database = match cli.global.database.as_deref() {
         Some(d) if !d.is_empty() => d,
         _ => Cli::command()
@@ -70,6 +70,7 @@ fn run(cli: &Cli, out: &Out) -> Result<(), String> {
             .exit(),
     };
     let transport = open(database, &cli.global)?;
+    out.absent = transport.absent().to_vec();
     let result = match &cli.command {
         Command::Stats(a) => stats(&transport, a, out),
         Command::Groups(a) => {
@@ -120,8 +121,9 @@ fn run(cli: &Cli, out: &Out) -> Result<(), String> {
     result
 }
 
-/// Opens the queue without creating anything: a path that does not exist is refused here
-/// (libSQL would make an empty file), and a file without the queue's tables by the library.
+/// Opens the queue as it is, creating and upgrading nothing: a path that does not exist is
+/// refused here (libSQL would make an empty file), a file without harel's tables by the
+/// library; a harel 0.9 file opens, and the library refuses every change to it.
 fn open(database: &str, global: &Global) -> Result<Transport, String> {
     let what = format!("open {database:?}");
     let is_url = ["libsql://", "http://", "https://"].iter().any(|s| database.starts_with(s));
@@ -134,7 +136,7 @@ fn open(database: &str, global: &Global) -> Result<Transport, String> {
     let token = token(global)?;
     let mut options = Options::new();
     options.prefix(&global.prefix).map_err(|e| format!("--prefix: {e}"))?;
-    options.create_schema(false);
+    options.schema_as_is(true);
     if is_url {
         options.auth_token(token.as_deref());
     }
@@ -146,20 +148,10 @@ fn open(database: &str, global: &Global) -> Result<Transport, String> {
             None => format!("{what}: {message}"),
         };
         match e {
-            // The tables are missing (or a harel 0.9 schema): often the prefix is not the queue's.
-            Error::Database(_) if message.contains("create_schema") => {
+            // harel's tables are missing: often the prefix is not the queue's.
+            Error::Database(_) if message.contains("not a queue") => {
                 let prefix = &global.prefix;
-                match message.split_once(" when create_schema is off") {
-                    Some((missing, _)) => format!(
-                        "{missing}: this tool creates no tables (is it a queue of prefix {prefix:?}? see --prefix; \
-                         a queue made by harel 0.9 gets the new tables when a worker or producer of this library \
-                         opens it)"
-                    ),
-                    None if message.contains("routing_key") => {
-                        format!("{message} [this tool changes no schema: a worker or producer upgrades it when it opens the queue]")
-                    }
-                    None => format!("{message} [this tool creates no tables; a queue of prefix {prefix:?}? see --prefix]"),
-                }
+                format!("{message}: this tool creates no tables (is it a queue of prefix {prefix:?}? see --prefix)")
             }
             _ => message,
         }

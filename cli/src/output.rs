@@ -16,11 +16,28 @@ const DEAD_EVENT_CHARS: usize = 60;
 
 pub struct Out {
     pub json: bool,
+    /// What the queue lacks of the library's schema (a harel 0.9 file): each look says so.
+    pub absent: Vec<String>,
 }
 
 impl Out {
     pub fn new(json: bool) -> Out {
-        Out { json }
+        Out { json, absent: Vec::new() }
+    }
+
+    fn lacks(&self, part: &str) -> bool {
+        self.absent.iter().any(|a| a.ends_with(part))
+    }
+
+    /// Under a table: what the queue lacks, and how the looks show it.
+    fn absent_note(&self) {
+        if !self.absent.is_empty() {
+            println!(
+                "\nthis queue lacks {} (a harel 0.9 file): shown as it is, with \"-\" for what it cannot hold; \
+                 nothing here changes it (a worker or producer of harel-transport adds them when it opens it)",
+                self.absent.join(", ")
+            );
+        }
     }
 
     fn print_json(&self, value: &impl Serialize) {
@@ -30,9 +47,10 @@ impl Out {
 
     pub fn stats(&self, s: &Stats) {
         if self.json {
-            self.print_json(&stats_json(s));
+            self.print_json(&self.stats_json(s));
         } else {
-            print!("{}", stats_text(s));
+            print!("{}", self.stats_text(s));
+            self.absent_note();
         }
     }
 
@@ -41,7 +59,7 @@ impl Out {
     pub fn watched_stats(&self, s: &Stats, every: f64, shown: u64, clear: bool) {
         let mut out = std::io::stdout().lock();
         if self.json {
-            let line = serde_json::to_string(&stats_json(s)).expect("a document serializes");
+            let line = serde_json::to_string(&self.stats_json(s)).expect("a document serializes");
             let _ = writeln!(out, "{line}");
         } else {
             if clear {
@@ -50,14 +68,14 @@ impl Out {
                 let _ = writeln!(out);
             }
             let _ = writeln!(out, "{}  (every {}, Ctrl-C to stop)\n", time::utc(s.now), time::seconds(every));
-            let _ = write!(out, "{}", stats_text(s));
+            let _ = write!(out, "{}", self.stats_text(s));
         }
         let _ = out.flush();
     }
 
     pub fn groups(&self, page: &Page<GroupInfo>, state: Option<&str>) {
         if self.json {
-            let groups: Vec<GroupDoc<'_>> = page.items.iter().map(group_json).collect();
+            let groups: Vec<GroupDoc<'_>> = page.items.iter().map(|g| self.group_json(g)).collect();
             return self.print_json(&Listed { groups, next: page.next.as_deref() });
         }
         if page.items.is_empty() {
@@ -85,17 +103,23 @@ impl Out {
                     g.lock_expiry.map_or_else(dash, |at| time::relative(at, now)),
                     g.priority.to_string(),
                     g.routing_key.as_deref().map_or_else(dash, cell),
-                    g.head_attempts.to_string(),
+                    self.attempts(g.head_attempts).map_or_else(dash, |n| n.to_string()),
                 ]);
             }
             print!("{}", t.render());
         }
         next_page(page.next.as_deref());
+        self.absent_note();
+    }
+
+    /// A count of claims, or None where the queue has no column for it.
+    fn attempts(&self, n: i64) -> Option<i64> {
+        (!self.lacks(".attempts")).then_some(n)
     }
 
     pub fn peek(&self, group: &str, page: &Page<MessageInfo>) {
         if self.json {
-            let messages: Vec<MessageDoc<'_>> = page.items.iter().map(message_json).collect();
+            let messages: Vec<MessageDoc<'_>> = page.items.iter().map(|m| self.message_json(m)).collect();
             return self.print_json(&Peeked { group_id: group, messages, next: page.next.as_deref() });
         }
         if page.items.is_empty() {
@@ -113,7 +137,7 @@ impl Out {
             for m in &page.items {
                 t.row(vec![
                     m.seq.to_string(),
-                    m.attempts.to_string(),
+                    self.attempts(m.attempts).map_or_else(dash, |n| n.to_string()),
                     match m.locked_by.as_deref() {
                         None => dash(),
                         Some(PARKED) => "(parked)".to_owned(),
@@ -127,6 +151,7 @@ impl Out {
             print!("{}", t.render());
         }
         next_page(page.next.as_deref());
+        self.absent_note();
     }
 
     pub fn dead_letters(&self, page: &Page<DeadLetter>, group: Option<&str>) {
@@ -134,7 +159,9 @@ impl Out {
             let dead_letters: Vec<DeadDoc<'_>> = page.items.iter().map(dead_json).collect();
             return self.print_json(&DeadListed { dead_letters, next: page.next.as_deref() });
         }
-        if page.items.is_empty() {
+        if self.lacks("_dead") {
+            println!("no dead letters: this queue has no dead-letter table");
+        } else if page.items.is_empty() {
             match group {
                 Some(g) => println!("no dead letters of group {g:?}"),
                 None => println!("no dead letters"),
@@ -164,6 +191,7 @@ impl Out {
             print!("{}", t.render());
         }
         next_page(page.next.as_deref());
+        self.absent_note();
     }
 
     pub fn redriven(&self, n: u64, which: &Selector) {
@@ -259,7 +287,8 @@ struct Released<'a> {
     released: bool,
 }
 
-/// `stats`, one refresh of `stats --watch`.
+/// `stats`, one refresh of `stats --watch`. `dead` is null where the queue has no
+/// dead-letter table; `absent` names what the queue lacks (empty for a queue of ours).
 #[derive(Serialize)]
 struct StatsDoc {
     now: f64,
@@ -268,10 +297,12 @@ struct StatsDoc {
     ready: u64,
     leased: u64,
     parked: u64,
-    dead: u64,
+    dead: Option<u64>,
     oldest_ready_age: Option<f64>,
+    oldest_ready_seq: Option<i64>,
     next_release_at: Option<f64>,
     by_priority: Vec<PriorityDoc>,
+    absent: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -283,59 +314,108 @@ struct PriorityDoc {
     parked: u64,
 }
 
-fn stats_json(s: &Stats) -> StatsDoc {
-    StatsDoc {
-        now: s.now,
-        messages: s.messages,
-        groups: s.groups,
-        ready: s.ready,
-        leased: s.leased,
-        parked: s.parked,
-        dead: s.dead,
-        oldest_ready_age: s.oldest_ready_age,
-        next_release_at: s.next_release_at,
-        by_priority: s
-            .by_priority
-            .iter()
-            .map(|p| PriorityDoc {
-                priority: p.priority,
-                groups: p.groups,
-                ready: p.ready,
-                leased: p.leased,
-                parked: p.parked,
-            })
-            .collect(),
-    }
-}
-
-fn stats_text(s: &Stats) -> String {
-    let lines = [
-        ("messages", s.messages.to_string()),
-        ("groups", format!("{} ({} ready, {} leased, {} parked)", s.groups, s.ready, s.leased, s.parked)),
-        ("dead letters", s.dead.to_string()),
-        ("oldest ready", s.oldest_ready_age.map_or_else(dash, |age| format!("{} old", time::seconds(age)))),
-        ("next release", s.next_release_at.map_or_else(dash, |at| time::relative(at, s.now))),
-    ];
-    let mut t = Table::bare(&[("", L), ("", L)]);
-    for (label, value) in lines {
-        t.row(vec![label.to_owned(), value]);
-    }
-    let mut text = t.render();
-    if !s.by_priority.is_empty() {
-        let mut p = Table::new(&[("PRIORITY", R), ("GROUPS", R), ("READY", R), ("LEASED", R), ("PARKED", R)]);
-        for level in &s.by_priority {
-            p.row(vec![
-                level.priority.to_string(),
-                level.groups.to_string(),
-                level.ready.to_string(),
-                level.leased.to_string(),
-                level.parked.to_string(),
-            ]);
+impl Out {
+    fn stats_json(&self, s: &Stats) -> StatsDoc {
+        StatsDoc {
+            now: s.now,
+            messages: s.messages,
+            groups: s.groups,
+            ready: s.ready,
+            leased: s.leased,
+            parked: s.parked,
+            dead: (!self.lacks("_dead")).then_some(s.dead),
+            oldest_ready_age: s.oldest_ready_age,
+            oldest_ready_seq: s.oldest_ready_seq,
+            next_release_at: s.next_release_at,
+            by_priority: s
+                .by_priority
+                .iter()
+                .map(|p| PriorityDoc {
+                    priority: p.priority,
+                    groups: p.groups,
+                    ready: p.ready,
+                    leased: p.leased,
+                    parked: p.parked,
+                })
+                .collect(),
+            absent: self.absent.clone(),
         }
-        text.push('\n');
-        text.push_str(&p.render());
     }
-    text
+
+    fn stats_text(&self, s: &Stats) -> String {
+        let dead = match self.lacks("_dead") {
+            true => "- (no dead-letter table)".to_owned(),
+            false => s.dead.to_string(),
+        };
+        let lines = [
+            ("messages", s.messages.to_string()),
+            ("groups", format!("{} ({} ready, {} leased, {} parked)", s.groups, s.ready, s.leased, s.parked)),
+            ("dead letters", dead),
+            ("oldest ready", self.oldest_ready(s)),
+            ("next release", s.next_release_at.map_or_else(dash, |at| time::relative(at, s.now))),
+        ];
+        let mut t = Table::bare(&[("", L), ("", L)]);
+        for (label, value) in lines {
+            t.row(vec![label.to_owned(), value]);
+        }
+        let mut text = t.render();
+        if !s.by_priority.is_empty() {
+            let mut p = Table::new(&[("PRIORITY", R), ("GROUPS", R), ("READY", R), ("LEASED", R), ("PARKED", R)]);
+            for level in &s.by_priority {
+                p.row(vec![
+                    level.priority.to_string(),
+                    level.groups.to_string(),
+                    level.ready.to_string(),
+                    level.leased.to_string(),
+                    level.parked.to_string(),
+                ]);
+            }
+            text.push('\n');
+            text.push_str(&p.render());
+        }
+        text
+    }
+
+    /// Its age when its writer stamped the publish time; else which message it is, and why
+    /// its age is not known.
+    fn oldest_ready(&self, s: &Stats) -> String {
+        match (s.oldest_ready_age, s.oldest_ready_seq) {
+            (Some(age), _) => format!("{} old", time::seconds(age)),
+            (None, Some(seq)) if self.lacks(".enqueued_at") => {
+                format!("seq {seq}, age unknown: this queue has no publish times (no enqueued_at column)")
+            }
+            (None, Some(seq)) => {
+                format!("seq {seq}, age unknown: its writer stamped no publish time (harel's Python transports)")
+            }
+            (None, None) => "- (no group is ready)".to_owned(),
+        }
+    }
+
+    fn group_json<'g>(&self, g: &'g GroupInfo) -> GroupDoc<'g> {
+        GroupDoc {
+            group_id: &g.group_id,
+            state: g.state.name(),
+            depth: g.depth,
+            head_seq: g.head_seq,
+            head_age: g.head_age,
+            holder: g.holder.as_deref(),
+            lock_expiry: g.lock_expiry,
+            priority: g.priority,
+            routing_key: g.routing_key.as_deref(),
+            head_attempts: self.attempts(g.head_attempts),
+        }
+    }
+
+    fn message_json<'m>(&self, m: &'m MessageInfo) -> MessageDoc<'m> {
+        MessageDoc {
+            seq: m.seq,
+            event: &m.event,
+            attempts: self.attempts(m.attempts),
+            locked_by: m.locked_by.as_deref(),
+            lock_expiry: m.lock_expiry,
+            published_at: m.published_at,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -349,43 +429,17 @@ struct GroupDoc<'a> {
     lock_expiry: Option<f64>,
     priority: i32,
     routing_key: Option<&'a str>,
-    head_attempts: i64,
-}
-
-fn group_json(g: &GroupInfo) -> GroupDoc<'_> {
-    GroupDoc {
-        group_id: &g.group_id,
-        state: g.state.name(),
-        depth: g.depth,
-        head_seq: g.head_seq,
-        head_age: g.head_age,
-        holder: g.holder.as_deref(),
-        lock_expiry: g.lock_expiry,
-        priority: g.priority,
-        routing_key: g.routing_key.as_deref(),
-        head_attempts: g.head_attempts,
-    }
+    head_attempts: Option<i64>,
 }
 
 #[derive(Serialize)]
 struct MessageDoc<'a> {
     seq: i64,
     event: &'a str,
-    attempts: i64,
+    attempts: Option<i64>,
     locked_by: Option<&'a str>,
     lock_expiry: Option<f64>,
     published_at: Option<f64>,
-}
-
-fn message_json(m: &MessageInfo) -> MessageDoc<'_> {
-    MessageDoc {
-        seq: m.seq,
-        event: &m.event,
-        attempts: m.attempts,
-        locked_by: m.locked_by.as_deref(),
-        lock_expiry: m.lock_expiry,
-        published_at: m.published_at,
-    }
 }
 
 #[derive(Serialize)]

@@ -564,3 +564,114 @@ fn a_server_by_url_with_a_token() {
         ran.stderr
     );
 }
+
+/// The issue-25 queue, made and used by harel 0.9's own SqliteTransport in child processes
+/// (tests/harel/queue.py): 30 messages in g0..g9; g0 leased to w1, g1 to w2, g2 parked, each
+/// for 600 s. None when HAREL_PYTHON is not set (the test then says it skipped).
+fn harel_queue(test: &str) -> Option<Queue> {
+    let python = harel_transport_testkit::procs::harel_python(test)?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("harel.db").to_str().expect("utf-8 path").to_owned();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/harel/queue.py");
+    for step in ["publish", "claim"] {
+        let out = Command::new(&python).args([script, step, &path]).output().expect("run HAREL_PYTHON");
+        assert!(out.status.success(), "queue.py {step}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Some(Queue { _dir: dir, path })
+}
+
+const LACKS: [&str; 4] = [
+    "the column harel_transport_groups.routing_key",
+    "the column harel_transport_messages.attempts",
+    "the column harel_transport_messages.enqueued_at",
+    "the table harel_transport_dead",
+];
+
+/// A harel 0.9 file is read as it is: every look its columns allow, with what it lacks
+/// named; every repair refused naming what it needs; the file unchanged.
+#[test]
+fn a_harel_09_queue_is_read_as_it_is() {
+    let Some(q) = harel_queue("cli::a_harel_09_queue_is_read_as_it_is") else { return };
+    let before = std::fs::read(&q.path).unwrap();
+
+    let text = ok(&q.args(&["stats"]));
+    assert!(line(&text, "messages").ends_with(" 30"), "{text}");
+    assert!(line(&text, "groups").contains("10 (7 ready, 2 leased, 1 parked)"), "{text}");
+    assert!(line(&text, "dead").contains("- (no dead-letter table)"), "{text}");
+    assert!(line(&text, "oldest").contains("seq 4, age unknown") && text.contains("no enqueued_at column"), "{text}");
+    assert!(line(&text, "next").contains("in 9m") || line(&text, "next").contains("in 10m"), "{text}");
+    assert!(LACKS.iter().all(|part| text.contains(part)), "the parts it lacks are named:\n{text}");
+    let s = stats_of(&q);
+    assert_eq!((s["ready"].as_u64(), s["leased"].as_u64(), s["parked"].as_u64()), (Some(7), Some(2), Some(1)), "{s}");
+    assert_eq!(
+        (s["dead"].is_null(), s["oldest_ready_age"].is_null(), s["oldest_ready_seq"].as_i64()),
+        (true, true, Some(4))
+    );
+    assert_eq!(s["absent"], serde_json::json!(LACKS));
+
+    // groups, by state, agree with stats; holders as harel's workers wrote them.
+    let text = ok(&q.args(&["groups"]));
+    for (group, state, holder) in
+        [("g0", "leased", "w1"), ("g1", "leased", "w2"), ("g2", "parked", "-"), ("g3", "ready", "-")]
+    {
+        let cells: Vec<&str> = line(&text, group).split_whitespace().collect();
+        assert_eq!((cells[1], cells[4]), (state, holder), "{text}");
+        assert_eq!(cells.last(), Some(&"-"), "no attempts column: {text}");
+    }
+    let listed = |state: &str| -> Vec<String> {
+        let page = json(&q.args(&["groups", "--state", state]));
+        page["groups"].as_array().unwrap().iter().map(|g| g["group_id"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!((listed("leased"), listed("parked")), (vec!["g0".to_owned(), "g1".to_owned()], vec!["g2".to_owned()]));
+    assert_eq!(listed("ready").len(), 7);
+    let g0 = &json(&q.args(&["groups", "--state", "leased"]))["groups"][0];
+    assert_eq!(
+        (g0["holder"].as_str(), g0["head_attempts"].is_null(), g0["routing_key"].is_null()),
+        (Some("w1"), true, true)
+    );
+    let peeked = json(&q.args(&["peek", "g3"]));
+    let messages = peeked["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3);
+    assert!(messages[0]["event"].as_str().unwrap().contains(r#""id":"e3""#), "{peeked}");
+    assert!(messages.iter().all(|m| m["attempts"].is_null() && m["published_at"].is_null()), "{peeked}");
+    assert!(ok(&q.args(&["peek", "g3"])).contains("this queue lacks"));
+    let dead = ok(&q.args(&["dead", "list"]));
+    assert!(dead.starts_with("no dead letters: this queue has no dead-letter table"), "{dead}");
+    assert_eq!(json(&q.args(&["dead", "list"]))["dead_letters"], serde_json::json!([]));
+
+    // Every repair says what it needs, and changes nothing.
+    for (repair, named) in [
+        (&["purge", "--all"][..], "purge: refused"),
+        (&["purge", "--group", "g3"], "purge_group: refused"),
+        (&["release", "g0"], "release: refused"),
+        (&["dead", "redrive", "--all"], "redrive: refused"),
+        (&["dead", "purge", "--seq", "1"], "purge_dead: refused"),
+    ] {
+        let err = fails(&q.args(repair), 1);
+        assert!(err.starts_with(&format!("harel-transport: {named}: this queue lacks")), "{repair:?}: {err}");
+        assert!(LACKS.iter().all(|part| err.contains(part)) && err.contains("create_schema on"), "{repair:?}: {err}");
+    }
+    assert!(std::fs::read(&q.path).unwrap() == before, "the file is as harel left it");
+    assert_eq!(stats_of(&q)["leased"].as_u64(), Some(2));
+}
+
+/// Once a worker of ours upgraded it, the same queue's harel leases and park still count:
+/// stats and the listings read the rows, not only our stamps.
+#[test]
+fn harel_leases_count_on_an_upgraded_queue() {
+    let Some(q) = harel_queue("cli::harel_leases_count_on_an_upgraded_queue") else { return };
+    q.open().close();
+    let text = ok(&q.args(&["stats"]));
+    assert!(line(&text, "groups").contains("10 (7 ready, 2 leased, 1 parked)"), "{text}");
+    assert!(line(&text, "dead").ends_with(" 0"), "{text}");
+    assert!(line(&text, "oldest").contains("seq 4, age unknown: its writer stamped no publish time"), "{text}");
+    assert!(!text.contains("this queue lacks"), "{text}");
+    let s = stats_of(&q);
+    assert_eq!(s["absent"], serde_json::json!([]));
+    let leased = json(&q.args(&["groups", "--state", "leased"]));
+    assert_eq!(leased["groups"].as_array().unwrap().len(), 2, "{leased}");
+    assert_eq!(leased["groups"][1]["head_attempts"].as_i64(), Some(0), "harel's claims are not counted");
+    // Our own release frees harel's lease; the counts follow.
+    assert!(ok(&q.args(&["release", "g0"])).starts_with("released group \"g0\""));
+    assert!(line(&ok(&q.args(&["stats"])), "groups").contains("10 (8 ready, 1 leased, 1 parked)"));
+}

@@ -31,7 +31,8 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
     let [rows] = reads::<1>(backend.read(&[(&sql.stats(), vec![now.into()])]).await?)?;
     let (totals, levels) = rows.split_first().ok_or_else(|| Error::Database("stats: no totals row".into()))?;
     let (messages, dead) = (count(totals.get(1)), count(totals.get(2)));
-    let (next_release_at, oldest_enqueued_at) = (real(totals.get(4)), real(totals.get(5)));
+    let (next_release_at, oldest_enqueued_at, oldest_seq) =
+        (real(totals.get(4)), real(totals.get(5)), int(totals.get(6)));
     let mut by_priority: Vec<PriorityStats> = levels
         .iter()
         .map(|row| {
@@ -57,6 +58,7 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
         parked: sum(|p| p.parked),
         dead,
         oldest_ready_age: oldest_enqueued_at.filter(|_| ready > 0).map(|at| (now - at).max(0.0)),
+        oldest_ready_seq: oldest_seq.filter(|_| ready > 0),
         next_release_at,
         by_priority,
     })
@@ -138,6 +140,10 @@ pub async fn dead_letters(
     group_id: Option<&str>,
     page_request: &PageRequest,
 ) -> Result<Page<DeadLetter>> {
+    if sql.lacks.dead {
+        // A queue opened as it is without the table (`Transport::absent` says so) has none.
+        return Ok(Page { items: Vec::new(), next: None });
+    }
     let mut params: Vec<Value> = vec![after_seq(page_request)?.into(), page_limit(page_request).into()];
     params.extend(group_id.map(Value::from));
     let [rows] = reads::<1>(backend.read(&[(&sql.dead_page(group_id.is_some()), params)]).await?)?;

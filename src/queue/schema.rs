@@ -4,7 +4,7 @@
 use crate::backend::Backend;
 use crate::chain::Chain;
 use crate::error::{Error, Result};
-use crate::sql::Statements;
+use crate::sql::{Lacks, Statements};
 
 pub async fn prepare(backend: &mut Backend, sql: &Statements, create: bool) -> Result<()> {
     if !create {
@@ -37,6 +37,35 @@ pub async fn prepare(backend: &mut Backend, sql: &Statements, create: bool) -> R
             other => return other.map(drop),
         }
     }
+}
+
+/// The queue as it is (`Options::schema_as_is`): harel's two tables must be there; what a
+/// harel 0.9 file lacks of ours is read around (`Lacks`), and named, each as "the table T"
+/// or "the column T.C", for `AsyncTransport::absent`. Nothing is created or checked beyond.
+pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<String>> {
+    let (tables, columns) = missing(backend, sql).await?;
+    let harels: Vec<&str> = tables.iter().copied().filter(|t| *t != sql.dead_table).collect();
+    if !harels.is_empty() {
+        return Err(Error::Database(format!(
+            "{} missing: not a queue (opened as it is, nothing is created)",
+            match harels.as_slice() {
+                [one] => format!("the table {one} is"),
+                many => format!("the tables {} are", many.join(", ")),
+            }
+        )));
+    }
+    let lacking = |column: &str| columns.iter().any(|(_, c)| *c == column);
+    let lacks = Lacks {
+        attempts: lacking("attempts"),
+        enqueued_at: lacking("enqueued_at"),
+        routing_key: lacking("routing_key"),
+        dead: !tables.is_empty(),
+    };
+    let mut absent: Vec<String> =
+        columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();
+    absent.extend(tables.iter().map(|t| format!("the table {t}")));
+    sql.lacks = lacks;
+    Ok(absent)
 }
 
 /// Every table and column a queue needs, or one error naming each that is missing.

@@ -7,30 +7,35 @@ use crate::types::GroupState;
 
 impl Statements {
     /// Every count of `Stats` at now (?1). Row 1: NULL, total messages, dead letters, NULL,
-    /// the soonest end of a lease or park, the oldest ready message's enqueued_at. Then one
-    /// row per priority level: level, groups, leased, parked, NULL, NULL.
+    /// the soonest end of a lease or park, the oldest ready message's enqueued_at, its seq.
+    /// Then one row per priority level: level, groups, leased, parked, NULL, NULL, NULL.
     ///
-    /// A group of ours in flight has `last_claimed_at` at its lease's or park's end, after
-    /// now (queue/work.rs): the groups index's range past now finds exactly those, and their
-    /// heads say which is which, with no index the claim would have to keep. (A head leased
-    /// by one of harel's Python transports, which stamp the claim instant, counts as
-    /// ready here; the listings check every head they show.) The oldest ready message is
-    /// the first in seq order whose group's head is free.
+    /// Whoever leased or parked a head, its own row says so: the scan of the messages for
+    /// locked rows finds the heads in flight whatever their group's stamp (ours the lease's
+    /// end, harel's Python transports the claim instant), with no index the claim would have
+    /// to keep; a look, not the claim's path, pays for it. Only a head is ever locked; the
+    /// head check keeps a stray row from counting twice. `CROSS JOIN` keeps SQLite on the
+    /// scan (each group's messages by index would read every row). The oldest ready message
+    /// is the first in seq order whose group's head is free.
     pub fn stats(&self) -> String {
-        let (m, g, d) = (&self.messages_table, &self.groups_table, &self.dead_table);
+        let (m, g) = (&self.messages_table, &self.groups_table);
+        let dead = if self.lacks.dead { "0".to_owned() } else { format!("(SELECT count(*) FROM {})", self.dead_table) };
+        let enqueued_at = self.enqueued_at("e");
         format!(
-            "WITH in_flight AS (SELECT g.priority, h.locked_by = '{PARKED}' AS parked, h.lock_expiry \
-               FROM {g} g JOIN {m} h ON h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id) \
-               WHERE g.last_claimed_at > ?1 AND h.locked_by IS NOT NULL AND h.lock_expiry >= ?1), \
+            "WITH in_flight AS MATERIALIZED (SELECT g.priority, h.locked_by = '{PARKED}' AS parked, h.lock_expiry \
+               FROM {m} h CROSS JOIN {g} g ON g.group_id = h.group_id \
+               WHERE h.locked_by IS NOT NULL AND h.lock_expiry >= ?1 \
+                 AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)), \
              held AS (SELECT priority, sum(NOT parked) AS leased, sum(parked) AS parked FROM in_flight \
                GROUP BY priority), \
-             levels AS (SELECT priority, count(*) AS groups FROM {g} GROUP BY priority) \
-             SELECT NULL, (SELECT count(*) FROM {m}), (SELECT count(*) FROM {d}), NULL, \
-               (SELECT min(lock_expiry) FROM in_flight), \
-               (SELECT e.enqueued_at FROM {m} e WHERE (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 \
+             levels AS (SELECT priority, count(*) AS groups FROM {g} GROUP BY priority), \
+             oldest AS (SELECT e.seq, {enqueued_at} AS enqueued_at FROM {m} e \
+               WHERE (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 \
                  FROM {m} h WHERE h.group_id = e.group_id ORDER BY h.seq LIMIT 1) ORDER BY e.seq LIMIT 1) \
+             SELECT NULL, (SELECT count(*) FROM {m}), {dead}, NULL, (SELECT min(lock_expiry) FROM in_flight), \
+               (SELECT enqueued_at FROM oldest), (SELECT seq FROM oldest) \
              UNION ALL \
-             SELECT l.priority, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), NULL, NULL \
+             SELECT l.priority, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), NULL, NULL, NULL \
                FROM levels l LEFT JOIN held h ON h.priority = l.priority"
         )
     }
@@ -38,30 +43,31 @@ impl Statements {
     /// A page of groups in group_id order, after group ?1 when `after` (the first page
     /// otherwise), ?2 + 1 rows; with a state, only groups in it at now (?3). Columns:
     /// group_id, priority, routing_key, the head's seq, locked_by, lock_expiry, attempts,
-    /// enqueued_at, and the group's depth. Every head shown is checked. Leased and parked
-    /// groups of ours lie past now in the groups index (see `stats`), so those listings
-    /// walk only that range (and a head leased by harel's Python transports is not listed
-    /// as leased); ready ones walk the groups.
+    /// enqueued_at, and the group's depth. Every head shown is checked. The leased and
+    /// parked listings scan the messages for locked heads, as `stats` does, so a head
+    /// leased by harel's Python transports is listed too; the others walk the groups.
     pub fn groups_page(&self, state: Option<GroupState>, after: bool) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
         let columns = format!(
-            "CAST(g.group_id AS BLOB), g.priority, g.routing_key, h.seq, h.locked_by, h.lock_expiry, \
-             h.attempts, h.enqueued_at, (SELECT count(*) FROM {m} c WHERE c.group_id = g.group_id)"
+            "CAST(g.group_id AS BLOB), g.priority, {}, h.seq, h.locked_by, h.lock_expiry, {}, {}, \
+             (SELECT count(*) FROM {m} c WHERE c.group_id = g.group_id)",
+            self.routing_key("g"),
+            self.attempts("h"),
+            self.enqueued_at("h")
         );
         let head = format!("h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id)");
-        let now = if state.is_some() { "?3" } else { "" };
         let (from, held) = match state {
             None => (format!("{g} g JOIN {m} h ON {head}"), String::new()),
             Some(GroupState::Ready) => {
-                (format!("{g} g JOIN {m} h ON {head}"), format!(" AND (h.locked_by IS NULL OR h.lock_expiry < {now})"))
+                (format!("{g} g JOIN {m} h ON {head}"), " AND (h.locked_by IS NULL OR h.lock_expiry < ?3)".to_owned())
             }
             Some(held) => {
                 let parked = if held == GroupState::Parked { "=" } else { "!=" };
                 (
-                    format!("{g} g JOIN {m} h ON {head}"),
+                    format!("{m} h CROSS JOIN {g} g ON g.group_id = h.group_id"),
                     format!(
-                        " AND g.last_claimed_at > {now} AND h.locked_by IS NOT NULL AND h.lock_expiry >= {now} \
-                         AND h.locked_by {parked} '{PARKED}'"
+                        " AND h.locked_by IS NOT NULL AND h.lock_expiry >= ?3 AND h.locked_by {parked} '{PARKED}' \
+                         AND {head}"
                     ),
                 )
             }
@@ -76,8 +82,10 @@ impl Statements {
     /// seq, event, attempts, locked_by, lock_expiry, enqueued_at.
     pub fn messages_page(&self) -> String {
         format!(
-            "SELECT seq, CAST(event AS BLOB), attempts, locked_by, lock_expiry, enqueued_at FROM {} \
+            "SELECT seq, CAST(event AS BLOB), {}, locked_by, lock_expiry, {} FROM {} e \
              WHERE group_id = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2 + 1",
+            self.attempts("e"),
+            self.enqueued_at("e"),
             self.messages_table
         )
     }

@@ -26,12 +26,26 @@ const MAX_ROUTING_CANDIDATES: usize = 32;
 /// Far below SQLite's 32,766 parameters per statement.
 const INSERT_ROWS: [usize; 8] = [128, 64, 32, 16, 8, 4, 2, 1];
 
+/// What of ours a queue's tables lack: a harel 0.9 file opened as it is
+/// (`Options::schema_as_is`). The looks read an absent column as what this library would
+/// find there: no claim of ours counted (attempts 0), no publish time, no routing key, no
+/// dead letter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lacks {
+    pub attempts: bool,
+    pub enqueued_at: bool,
+    pub routing_key: bool,
+    pub dead: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct Statements {
     /// The table names under the prefix.
     pub messages_table: String,
     pub groups_table: String,
     pub dead_table: String,
+    /// What the looks must read around (nothing, unless opened as it is).
+    pub lacks: Lacks,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
     unrouted_claims: Vec<String>,
     /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
@@ -89,6 +103,7 @@ impl Statements {
             messages_table: m,
             groups_table: g,
             dead_table: d,
+            lacks: Lacks::default(),
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
         sql.publish_rows = INSERT_ROWS.iter().map(|&n| sql.build_publish_rows(n)).collect();
@@ -208,6 +223,33 @@ impl Statements {
             )]
         };
         (candidates, params)
+    }
+
+    /// The column `attempts` of the message `alias`, or 0 where the table lacks it.
+    fn attempts(&self, alias: &str) -> String {
+        if self.lacks.attempts {
+            "0".to_owned()
+        } else {
+            format!("{alias}.attempts")
+        }
+    }
+
+    /// The column `enqueued_at` of the message `alias`, or NULL where the table lacks it.
+    fn enqueued_at(&self, alias: &str) -> String {
+        if self.lacks.enqueued_at {
+            "NULL".to_owned()
+        } else {
+            format!("{alias}.enqueued_at")
+        }
+    }
+
+    /// The column `routing_key` of the group `alias`, or NULL where the table lacks it.
+    fn routing_key(&self, alias: &str) -> String {
+        if self.lacks.routing_key {
+            "NULL".to_owned()
+        } else {
+            format!("{alias}.routing_key")
+        }
     }
 
     /// The idempotent statements of a fresh schema: tables, then indexes.

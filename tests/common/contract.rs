@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use harel_transport::{Cancel, Error, Lease, Message, Options, Transport, Wait};
+use harel_transport::{Cancel, Error, GroupState, Lease, Message, Options, Transport, Wait};
 
 use super::drain::claim_and_ack_all;
 use super::{event, TestClock};
@@ -515,6 +515,8 @@ pub fn stats_count_every_state(open: Open<'_>) {
     assert_eq!((s.messages, s.groups, s.ready, s.leased, s.parked, s.dead), (4, 3, 1, 1, 1, 1));
     assert_eq!(s.now, clock.now());
     assert_eq!(s.oldest_ready_age, Some(2.0), "the ready group's message was published 2 s ago");
+    let ready_head = t.groups(Some(GroupState::Ready), None, 10).unwrap().items[0].head_seq;
+    assert_eq!(s.oldest_ready_seq, Some(ready_head), "that message is the ready group's head");
     assert_eq!(s.next_release_at, Some(1001.0 + 5.0), "the park ends before the lease");
     let levels: Vec<_> = s.by_priority.iter().map(|p| (p.priority, p.groups, p.ready, p.leased, p.parked)).collect();
     assert_eq!(levels, [(0, 1, 0, 1, 0), (2, 2, 1, 0, 1)]);
@@ -522,6 +524,9 @@ pub fn stats_count_every_state(open: Open<'_>) {
     let later = t.stats().unwrap();
     assert_eq!((later.ready, later.leased, later.parked, later.next_release_at), (3, 0, 0, None), "lapsed: ready");
     assert_eq!(later.oldest_ready_age, Some(22.0 + 1.0), "the leased group's message, now ready, is the oldest");
+    assert_eq!(later.oldest_ready_seq, Some(leased.seq));
+    t.purge().unwrap();
+    assert_eq!(t.stats().unwrap().oldest_ready_seq, None, "nothing is ready");
 }
 
 pub fn groups_are_listed_in_pages_and_by_state(open: Open<'_>) {

@@ -47,6 +47,10 @@ pub struct harel_stats {
     /// One entry per priority level that has groups, lowest first.
     pub by_priority: *const harel_priority_stats,
     pub n_priorities: usize,
+    /// The seq of the oldest message of a ready group, whether or not its writer stamped
+    /// the time (`oldest_ready_age` is then -1); -1 when no group is ready. Added after 0.4.0:
+    /// fields are only ever added at the end of this struct, which the library allocates.
+    pub oldest_ready_seq: i64,
 }
 
 /// A group's state, from its head (see harel_group_info).
@@ -229,6 +233,7 @@ pub extern "C" fn harel_transport_stats(
             next_release_at: or_minus_one(s.next_release_at),
             by_priority,
             n_priorities,
+            oldest_ready_seq: s.oldest_ready_seq.unwrap_or(-1),
         }))
     })
 }
