@@ -569,6 +569,9 @@ func (t cTransport) stats() (*Stats, error) {
 		NextReleaseAt:  optionalTime(out.next_release_at),
 		ByPriority:     make([]PriorityStats, 0, int(out.n_priorities)),
 	}
+	if seq := int64(out.oldest_ready_seq); seq >= 0 {
+		st.OldestReadySeq = &seq
+	}
 	for _, p := range cSlice(out.by_priority, out.n_priorities) {
 		st.ByPriority = append(st.ByPriority, PriorityStats{
 			Priority: int(p.priority),

@@ -206,7 +206,7 @@ func TestStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !s.Now.Equal(at(0)) || s.Messages != 0 || s.Groups != 0 || s.Dead != 0 || s.OldestReadyAge != nil ||
-		s.NextReleaseAt != nil || s.ByPriority == nil || len(s.ByPriority) != 0 {
+		s.OldestReadySeq != nil || s.NextReleaseAt != nil || s.ByPriority == nil || len(s.ByPriority) != 0 {
 		t.Fatalf("empty: %+v", s)
 	}
 	publish(t, tr, "leased", event(0))
@@ -240,6 +240,9 @@ func TestStats(t *testing.T) {
 		t.Fatalf("counts: %+v", s)
 	}
 	wantDuration(t, "oldest ready age", s.OldestReadyAge, 1500*time.Millisecond)
+	if s.OldestReadySeq == nil || *s.OldestReadySeq != 4 {
+		t.Fatalf("oldest ready seq: %v, want 4 (the ready group's message was the fourth published)", s.OldestReadySeq)
+	}
 	wantTime(t, "next release", s.NextReleaseAt, at(6*time.Second))
 	want := []harel.PriorityStats{{Priority: 0, Groups: 1, Leased: 1}, {Priority: 2, Groups: 2, Ready: 1, Parked: 1}}
 	if len(s.ByPriority) != 2 || s.ByPriority[0] != want[0] || s.ByPriority[1] != want[1] {

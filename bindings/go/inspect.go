@@ -33,6 +33,9 @@ type Stats struct {
 	// nil when no group is ready, or that message's writer does not stamp the time
 	// (harel's Python transports).
 	OldestReadyAge *time.Duration
+	// OldestReadySeq is the seq of the oldest message of a ready group, also when its age
+	// is not known (OldestReadyAge nil); nil when no group is ready.
+	OldestReadySeq *int64
 	// NextReleaseAt is the soonest end of a lease or a park; nil when nothing is in flight.
 	NextReleaseAt *time.Time
 	// ByPriority has the group counts of each priority level that has groups, lowest first.

@@ -226,6 +226,8 @@ export interface Stats {
   readonly dead: number;
   /** Seconds since the oldest message of a ready group was published; null when none is ready or its writer stamps no time. */
   readonly oldestReadyAge: number | null;
+  /** The seq of the oldest message of a ready group, also when its age is not known; null when none is ready. */
+  readonly oldestReadySeq: number | null;
   /** The soonest end of a lease or park, epoch seconds; null when nothing is in flight. */
   readonly nextReleaseAt: number | null;
   /** One entry per priority level that has groups, lowest first. */

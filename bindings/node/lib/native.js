@@ -99,6 +99,7 @@ const StatsType = koffi.struct({
   next_release_at: 'double',
   by_priority: 'void *',
   n_priorities: 'size_t',
+  oldest_ready_seq: 'int64_t',
 });
 const GroupInfoType = koffi.struct({
   group_id: 'void *',

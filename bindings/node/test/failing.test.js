@@ -123,7 +123,7 @@ test('stats: every field; null for what is absent', async () => {
   assert.ok(deepFrozen(empty));
   assert.deepEqual({ ...empty, byPriority: [...empty.byPriority] }, {
     now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, dead: 0,
-    oldestReadyAge: null, nextReleaseAt: null, byPriority: [],
+    oldestReadyAge: null, oldestReadySeq: null, nextReleaseAt: null, byPriority: [],
   });
   await t.publish('leased', {});
   clock.advance(1);
@@ -139,6 +139,7 @@ test('stats: every field; null for what is absent', async () => {
   assert.ok(deepFrozen(s));
   assert.deepEqual([s.now, s.messages, s.groups, s.ready, s.leased, s.parked, s.dead], [1002.5, 4, 3, 1, 1, 1, 1]);
   assert.equal(s.oldestReadyAge, 1.5, 'the ready group\'s message was published 1.5 s ago');
+  assert.equal(s.oldestReadySeq, 4, 'the ready group\'s message was the fourth published');
   assert.equal(s.nextReleaseAt, 1006, 'the park ends before the lease');
   assert.deepEqual(s.byPriority.map((p) => ({ ...p })), [
     { priority: 0, groups: 1, ready: 0, leased: 1, parked: 0 },

@@ -77,6 +77,9 @@ class Stats:
     next_release_at: Optional[float]
     #: One entry per priority level that has groups, lowest first.
     by_priority: List[PriorityStats]
+    #: The seq of the oldest message of a ready group, also when its age is not known
+    #: (``oldest_ready_age`` None); None when no group is ready.
+    oldest_ready_seq: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -210,6 +213,7 @@ def copy_stats(c: Any) -> Stats:
         parked=c.parked,
         dead=c.dead,
         oldest_ready_age=_optional_number(c.oldest_ready_age),
+        oldest_ready_seq=None if c.oldest_ready_seq < 0 else c.oldest_ready_seq,
         next_release_at=_optional_number(c.next_release_at),
         by_priority=levels,
     )

@@ -98,6 +98,7 @@ class HarelStats(Structure):
         ("next_release_at", c_double),
         ("by_priority", POINTER(HarelPriorityStats)),
         ("n_priorities", c_size_t),
+        ("oldest_ready_seq", c_int64),
     ]
 
 

@@ -188,7 +188,9 @@ def test_stats_count_every_state(t, clock):
     assert (empty.now, empty.messages, empty.groups, empty.ready, empty.leased, empty.parked, empty.dead) == (
         1000.0, 0, 0, 0, 0, 0, 0,
     )
-    assert (empty.oldest_ready_age, empty.next_release_at, empty.by_priority) == (None, None, [])
+    assert (empty.oldest_ready_age, empty.oldest_ready_seq, empty.next_release_at, empty.by_priority) == (
+        None, None, None, [],
+    )
     t.publish("leased", "0")
     clock.now += 1
     t.publish("parked", "1", priority=2)
@@ -204,6 +206,7 @@ def test_stats_count_every_state(t, clock):
     s = t.stats()
     assert (s.now, s.messages, s.groups, s.ready, s.leased, s.parked, s.dead) == (1003.0, 4, 3, 1, 1, 1, 1)
     assert s.oldest_ready_age == 2.0
+    assert s.oldest_ready_seq == 4, "the ready group's message was the fourth published"
     assert s.next_release_at == 1006.0, "the park ends before the lease"
     assert s.by_priority == [ht.PriorityStats(0, 1, 0, 1, 0), ht.PriorityStats(2, 2, 1, 0, 1)]
     clock.now += 20

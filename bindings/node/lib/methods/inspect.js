@@ -59,6 +59,7 @@ function takeStats(f, ptr) {
       parked: Number(raw.parked),
       dead: Number(raw.dead),
       oldestReadyAge: optionalNumber(raw.oldest_ready_age),
+      oldestReadySeq: optionalNumber(Number(raw.oldest_ready_seq)),
       nextReleaseAt: optionalNumber(raw.next_release_at),
       byPriority: Object.freeze(levels.map((p) => Object.freeze({
         priority: p.priority,

@@ -141,9 +141,10 @@ async function usage(): Promise<void> {
 
   const stats: Stats = await t.stats();
   const age: number | null = stats.oldestReadyAge;
+  const oldestSeq: number | null = stats.oldestReadySeq;
   const nextRelease: number | null = stats.nextReleaseAt;
   const levels: number[] = stats.byPriority.map((p) => p.priority + p.ready + p.leased + p.parked + p.groups);
-  void [stats.now, stats.messages, stats.dead, age, nextRelease, levels];
+  void [stats.now, stats.messages, stats.dead, age, oldestSeq, nextRelease, levels];
 
   let cursor: string | null = null;
   do {
