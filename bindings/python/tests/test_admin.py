@@ -29,7 +29,7 @@ def test_the_structs_have_the_headers_layout():
     sizes = {
         _native.HarelLease: 64,
         _native.HarelPriorityStats: 40,
-        _native.HarelStats: 88,
+        _native.HarelStats: 96,
         _native.HarelGroupInfo: 88,
         _native.HarelGroupPage: 24,
         _native.HarelMessageInfo: 56,
@@ -40,6 +40,7 @@ def test_the_structs_have_the_headers_layout():
     assert {s.__name__: ctypes.sizeof(s) for s in sizes} == {s.__name__: n for s, n in sizes.items()}
     assert _native.HarelLease.attempts.offset == 56
     assert _native.HarelGroupInfo.head_attempts.offset == 80
+    assert _native.HarelStats.oldest_ready_seq.offset == 88, "added at the end: older fields keep their offsets"
     from harel_transport._leases import _LeaseArg
 
     assert ctypes.sizeof(_LeaseArg) == 64
