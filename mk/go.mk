@@ -13,14 +13,17 @@ GO_CGO := CGO_ENABLED=1 CGO_CFLAGS="-I$(CURDIR)/include" \
 # Formatting, vet and the race-checked tests of the binding and the example; then the
 # binding's smoke test, leak test and examples once more the way an installed library is
 # used: -tags harel_pkgconfig against a `make install` into $(GO_PREFIX) (its soname
-# libharel_transport.so.$(ABI_VERSION)).
+# libharel_transport.so.$(ABI_VERSION)). That build has a Go cache of its own: Go's cache key
+# leaves out what pkg-config prints, so a package cached with another prefix's flags (the
+# Debian package's, from test-deb) would be linked without this prefix's -L.
+GO_PKGCONFIG_CACHE := $(BUILD)/go/cache-pkgconfig
 test-go: lib
 	@unformatted="$$(gofmt -l bindings/go examples/go)"; \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	cd bindings/go && $(GO_CGO) $(GO) vet ./... && $(GO_CGO) $(GO) test -race -count=1 ./...
 	cd examples/go && $(GO_CGO) $(GO) vet ./... && $(GO_CGO) $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(GO_PREFIX)
-	cd bindings/go && CGO_ENABLED=1 CGO_CFLAGS= CGO_LDFLAGS= \
+	cd bindings/go && CGO_ENABLED=1 CGO_CFLAGS= CGO_LDFLAGS= GOCACHE=$(CURDIR)/$(GO_PKGCONFIG_CACHE) \
 		PKG_CONFIG_PATH=$(CURDIR)/$(GO_PREFIX)/lib/pkgconfig LD_LIBRARY_PATH=$(CURDIR)/$(GO_PREFIX)/lib \
 		$(GO) test -tags harel_pkgconfig -count=1 -run 'Example|TestSmoke|TestCallsFreeWhatTheyAllocate' ./...
 

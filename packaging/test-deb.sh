@@ -151,7 +151,9 @@ check "the C++ test passes against the package" run_cpp_test
 # ---- Go: -tags harel_pkgconfig ---------------------------------------------------------------
 if command -v "$GO" >/dev/null; then
   go_build() {
-    (cd bindings/go && CGO_ENABLED=1 CGO_CFLAGS= CGO_LDFLAGS= "$GO" test -c -tags harel_pkgconfig \
+    # A Go cache of its own: Go's cache key leaves out pkg-config's output, so flags cached
+    # here (the package's) would otherwise be reused by builds against another prefix.
+    (cd bindings/go && CGO_ENABLED=1 CGO_CFLAGS= CGO_LDFLAGS= GOCACHE="$tmp/gocache" "$GO" test -c -tags harel_pkgconfig \
       -o "$tmp/work/harel.test" . >"$tmp/go-build.log" 2>&1) || { cat "$tmp/go-build.log"; return 1; }
   }
   check "the Go binding's tests build with -tags harel_pkgconfig" go_build
