@@ -27,20 +27,23 @@ async function look(path, params) {
   return body;
 }
 
-// A change: the token from this tab's storage, in the Authorization header.
+// A change: the token from this tab's storage, in the Authorization header. Its outcome is
+// shown once the page has been read again, so what it says and what is shown agree.
 async function change(path, body, done) {
   const token = sessionStorage.getItem(TOKEN_KEY) || "";
   const headers = { "Content-Type": "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
+  let outcome;
   try {
     const response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body) });
     const answer = await response.json();
     if (!response.ok) throw new Error(answer.error || `HTTP ${response.status}`);
-    show(done(answer), false);
+    outcome = [done(answer), false];
   } catch (e) {
-    show(`${path}: ${e.message}`, true);
+    outcome = [`${path}: ${e.message}`, true];
   }
   await Promise.all([refreshStats(), groups.load(), dead.load()]);
+  show(...outcome);
 }
 
 function cell(row, text, className) {
@@ -128,7 +131,7 @@ const groups = pager(
       button(name, g.group_id, () => showMessages(g.group_id), "link");
       row.appendChild(name);
       for (const value of [g.state, g.depth, seconds(g.head_age), g.holder, g.priority]) cell(row, value);
-      const actions = cell(row, "");
+      const actions = cell(row, "", "actions");
       if (g.state !== "ready") {
         button(actions, "release", () =>
           change("/api/release", { group: g.group_id }, (a) =>
@@ -169,7 +172,7 @@ const dead = pager(
       row.dataset.seq = String(d.seq);
       for (const value of [d.seq, d.group_id, d.attempts, d.reason]) cell(row, value);
       cell(row, d.event, "event");
-      const actions = cell(row, "");
+      const actions = cell(row, "", "actions");
       button(actions, "redrive", () =>
         change("/api/dead/redrive", { seqs: [d.seq] }, (a) => `redrove ${a.redriven} (seq ${d.seq})`));
       button(actions, "purge", () =>
