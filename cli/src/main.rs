@@ -1,7 +1,8 @@
 //! `harel-transport`: the ops CLI of the queue. It opens a queue (a file, or a libSQL
 //! server's URL) as it is (`schema_as_is`), so it never makes tables in a file that is not a
 //! queue nor upgrades a harel 0.9 one (whose looks show what its columns hold), runs one command through the library's inspection and repair calls, and prints a
-//! table (or, with `--json`, one JSON document). Exit codes: 0 done, 1 the queue or the
+//! table (or, with `--json`, one JSON document); or, with `serve`, keeps it open and serves
+//! /metrics and a web console over HTTP (serve/). Exit codes: 0 done, 1 the queue or the
 //! library failed (the message on stderr), 2 a usage error (clap's).
 
 mod args;
