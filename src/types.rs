@@ -60,6 +60,10 @@ pub struct Stats {
     pub oldest_ready_seq: Option<i64>,
     /// The soonest end of a lease or a park, epoch seconds; None when nothing is in flight.
     pub next_release_at: Option<f64>,
+    /// Seconds since the oldest lease that lapsed while its worker still holds it ended (a
+    /// worker that died or hung; the next claim takes the head over); None when there is
+    /// none. A park that ended is not a lease and is not counted.
+    pub oldest_overdue_lease: Option<f64>,
     /// The group counts per priority level, for every level that has groups, lowest first.
     pub by_priority: Vec<PriorityStats>,
 }

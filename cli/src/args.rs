@@ -10,7 +10,7 @@ const ABOUT: &str = "Look inside a harel-transport queue and repair it";
 
 const LONG_ABOUT: &str = "\
 Look inside a harel-transport queue and repair it: counts, groups, a group's messages, dead
-letters; purge, redrive, release.
+letters; purge, redrive, release; serve /metrics and a web console.
 
 The queue is a local file or a libSQL server's URL (libsql://, http://, https://), given with
 --database or HAREL_DATABASE. It is opened as it is: nothing is created, and a file without
@@ -54,6 +54,21 @@ One of --all, --group, --seq is required.
 Examples:
   harel-transport -d queue.db dead purge --seq 17
   harel-transport -d queue.db dead purge --all";
+
+const SERVE_ABOUT: &str = "\
+Serve the queue over HTTP until stopped: /metrics in Prometheus' text format (counts per
+priority and state, dead letters, the oldest ready message's age, the oldest overdue lease)
+and a web console at / (stats, groups, a group's messages, dead letters; redrive, purge,
+release). It prints the address it listens on, then one audit line on stderr per change.
+
+Looks are open to whoever reaches the address, so it listens on loopback unless told
+otherwise. Every change needs the admin token, from HAREL_ADMIN_TOKEN or --admin-token-file
+FILE (never an argument): without one the console only looks.";
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  HAREL_ADMIN_TOKEN=$(cat token) harel-transport -d queue.db serve
+  harel-transport -d queue.db serve --listen 0.0.0.0:9464 --admin-token-file /etc/harel/admin-token";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -133,6 +148,10 @@ Free a group's head now: end the lease of the worker holding it (a stuck or dead
 the park of a nack with a delay, so the next claim can take it. The holder's ack or nack then
 finds its lease lost. Prints whether anything was held.")]
     Release(ReleaseArgs),
+
+    /// Serve /metrics (Prometheus) and a web console over HTTP
+    #[command(long_about = SERVE_ABOUT, after_help = SERVE_EXAMPLES)]
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -253,6 +272,17 @@ pub struct PurgeArgs {
     /// Delete every message and group (dead letters are kept)
     #[arg(long)]
     pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Listen on ADDRESS, host:port (port 0: any free port; the address taken is printed)
+    #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:9464")]
+    pub listen: String,
+
+    /// Read the console's admin token from FILE (its first line); else HAREL_ADMIN_TOKEN is used
+    #[arg(long, value_name = "FILE")]
+    pub admin_token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

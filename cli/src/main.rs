@@ -1,11 +1,14 @@
 //! `harel-transport`: the ops CLI of the queue. It opens a queue (a file, or a libSQL
 //! server's URL) as it is (`schema_as_is`), so it never makes tables in a file that is not a
 //! queue nor upgrades a harel 0.9 one (whose looks show what its columns hold), runs one command through the library's inspection and repair calls, and prints a
-//! table (or, with `--json`, one JSON document). Exit codes: 0 done, 1 the queue or the
+//! table (or, with `--json`, one JSON document); or, with `serve`, keeps it open and serves
+//! /metrics and a web console over HTTP (serve/). Exit codes: 0 done, 1 the queue or the
 //! library failed (the message on stderr), 2 a usage error (clap's).
 
 mod args;
 mod output;
+mod secret;
+mod serve;
 mod time;
 
 use std::io::{IsTerminal, Write};
@@ -20,7 +23,7 @@ use args::{Cli, Command, DeadCommand, Global, Listing, PurgeArgs, Selector, Stat
 use output::Out;
 
 /// What the binary prints before every message of its own.
-const NAME: &str = "harel-transport";
+pub const NAME: &str = "harel-transport";
 
 fn main() -> ExitCode {
     refuse_token_flag();
@@ -45,16 +48,22 @@ fn refuse_token_flag() {
         if arg == "--" {
             return;
         }
-        if arg == "--auth-token" || arg.starts_with("--auth-token=") || arg == "--token" || arg.starts_with("--token=")
-        {
-            Cli::command()
-                .error(
-                    ErrorKind::UnknownArgument,
-                    "a token is not taken on the command line, where every user of the machine sees it \
-                     (ps): set HAREL_AUTH_TOKEN, or pass --auth-token-file FILE",
-                )
-                .exit();
-        }
+        let is = |flag: &str| arg == flag || arg.strip_prefix(flag).is_some_and(|rest| rest.starts_with('='));
+        let whose = if is("--admin-token") {
+            "set HAREL_ADMIN_TOKEN, or pass --admin-token-file FILE"
+        } else if is("--auth-token") || is("--token") {
+            "set HAREL_AUTH_TOKEN, or pass --auth-token-file FILE"
+        } else {
+            continue;
+        };
+        Cli::command()
+            .error(
+                ErrorKind::UnknownArgument,
+                format!(
+                    "a token is not taken on the command line, where every user of the machine sees it (ps): {whose}"
+                ),
+            )
+            .exit();
     }
 }
 
@@ -69,6 +78,12 @@ fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
             )
             .exit(),
     };
+    if let Command::Serve(a) = &cli.command {
+        // The token first: a server that cannot take changes as asked does not start.
+        let admin = serve::AdminToken::load(a.admin_token_file.as_deref())?;
+        let transport = open(database, &cli.global)?;
+        return serve::run(transport, admin, a, &cli.global.prefix);
+    }
     let transport = open(database, &cli.global)?;
     out.absent = transport.absent().to_vec();
     let result = match &cli.command {
@@ -116,6 +131,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
             out.released(&a.group, released);
             Ok(())
         }
+        Command::Serve(_) => unreachable!("serve returned above"),
     };
     transport.close();
     result
@@ -133,7 +149,7 @@ fn open(database: &str, global: &Global) -> Result<Transport, String> {
              or give a server's URL)"
         ));
     }
-    let token = token(global)?;
+    let token = secret::read(global.auth_token_file.as_deref(), "--auth-token-file", "HAREL_AUTH_TOKEN")?;
     let mut options = Options::new();
     options.prefix(&global.prefix).map_err(|e| format!("--prefix: {e}"))?;
     options.schema_as_is(true);
@@ -158,22 +174,8 @@ fn open(database: &str, global: &Global) -> Result<Transport, String> {
     })
 }
 
-/// The server's token: from `--auth-token-file` (its first line, the newline trimmed), else
-/// from `HAREL_AUTH_TOKEN`; never from an argument.
-fn token(global: &Global) -> Result<Option<String>, String> {
-    if let Some(path) = &global.auth_token_file {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("--auth-token-file {:?}: {e}", path.display()))?;
-        let token = text.lines().next().unwrap_or("").trim();
-        if token.is_empty() {
-            return Err(format!("--auth-token-file {:?}: the file holds no token", path.display()));
-        }
-        return Ok(Some(token.to_owned()));
-    }
-    Ok(std::env::var("HAREL_AUTH_TOKEN").ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()))
-}
-
 /// The library's message, with the command named first unless it already is.
-fn failed(command: &str, e: &Error) -> String {
+pub fn failed(command: &str, e: &Error) -> String {
     let message = e.message();
     let verb = command.rsplit(' ').next().unwrap_or(command);
     if message.starts_with(command) || message.starts_with(verb) {

@@ -75,8 +75,7 @@ impl Out {
 
     pub fn groups(&self, page: &Page<GroupInfo>, state: Option<&str>) {
         if self.json {
-            let groups: Vec<GroupDoc<'_>> = page.items.iter().map(|g| self.group_json(g)).collect();
-            return self.print_json(&Listed { groups, next: page.next.as_deref() });
+            return self.print_json(&self.groups_json(page));
         }
         if page.items.is_empty() {
             println!("no {}groups", state.map(|s| format!("{s} ")).unwrap_or_default());
@@ -119,8 +118,7 @@ impl Out {
 
     pub fn peek(&self, group: &str, page: &Page<MessageInfo>) {
         if self.json {
-            let messages: Vec<MessageDoc<'_>> = page.items.iter().map(|m| self.message_json(m)).collect();
-            return self.print_json(&Peeked { group_id: group, messages, next: page.next.as_deref() });
+            return self.print_json(&self.peek_json(group, page));
         }
         if page.items.is_empty() {
             println!("group {group:?} holds no messages");
@@ -156,8 +154,7 @@ impl Out {
 
     pub fn dead_letters(&self, page: &Page<DeadLetter>, group: Option<&str>) {
         if self.json {
-            let dead_letters: Vec<DeadDoc<'_>> = page.items.iter().map(dead_json).collect();
-            return self.print_json(&DeadListed { dead_letters, next: page.next.as_deref() });
+            return self.print_json(&dead_letters_json(page));
         }
         if self.lacks("_dead") {
             println!("no dead letters: this queue has no dead-letter table");
@@ -244,35 +241,36 @@ fn next_page(next: Option<&str>) {
     }
 }
 
-// The JSON documents, field by field in this order (README.md, "JSON").
+// The JSON documents, field by field in this order (README.md, "JSON"); `serve`'s API
+// answers with the same ones.
 
 #[derive(Serialize)]
-struct Listed<'a> {
+pub struct Listed<'a> {
     groups: Vec<GroupDoc<'a>>,
     next: Option<&'a str>,
 }
 
 #[derive(Serialize)]
-struct Peeked<'a> {
+pub struct Peeked<'a> {
     group_id: &'a str,
     messages: Vec<MessageDoc<'a>>,
     next: Option<&'a str>,
 }
 
 #[derive(Serialize)]
-struct DeadListed<'a> {
+pub struct DeadListed<'a> {
     dead_letters: Vec<DeadDoc<'a>>,
     next: Option<&'a str>,
 }
 
 #[derive(Serialize)]
-struct Redriven {
-    redriven: u64,
+pub struct Redriven {
+    pub redriven: u64,
 }
 
 #[derive(Serialize)]
-struct DeadPurged {
-    purged: u64,
+pub struct DeadPurged {
+    pub purged: u64,
 }
 
 #[derive(Serialize)]
@@ -282,15 +280,15 @@ struct Purged<'a> {
 }
 
 #[derive(Serialize)]
-struct Released<'a> {
-    group_id: &'a str,
-    released: bool,
+pub struct Released<'a> {
+    pub group_id: &'a str,
+    pub released: bool,
 }
 
 /// `stats`, one refresh of `stats --watch`. `dead` is null where the queue has no
 /// dead-letter table; `absent` names what the queue lacks (empty for a queue of ours).
 #[derive(Serialize)]
-struct StatsDoc {
+pub struct StatsDoc {
     now: f64,
     messages: u64,
     groups: u64,
@@ -301,6 +299,7 @@ struct StatsDoc {
     oldest_ready_age: Option<f64>,
     oldest_ready_seq: Option<i64>,
     next_release_at: Option<f64>,
+    oldest_overdue_lease: Option<f64>,
     by_priority: Vec<PriorityDoc>,
     absent: Vec<String>,
 }
@@ -315,7 +314,7 @@ struct PriorityDoc {
 }
 
 impl Out {
-    fn stats_json(&self, s: &Stats) -> StatsDoc {
+    pub fn stats_json(&self, s: &Stats) -> StatsDoc {
         StatsDoc {
             now: s.now,
             messages: s.messages,
@@ -327,6 +326,7 @@ impl Out {
             oldest_ready_age: s.oldest_ready_age,
             oldest_ready_seq: s.oldest_ready_seq,
             next_release_at: s.next_release_at,
+            oldest_overdue_lease: s.oldest_overdue_lease,
             by_priority: s
                 .by_priority
                 .iter()
@@ -391,6 +391,16 @@ impl Out {
         }
     }
 
+    pub fn groups_json<'p>(&self, page: &'p Page<GroupInfo>) -> Listed<'p> {
+        let groups = page.items.iter().map(|g| self.group_json(g)).collect();
+        Listed { groups, next: page.next.as_deref() }
+    }
+
+    pub fn peek_json<'p>(&self, group: &'p str, page: &'p Page<MessageInfo>) -> Peeked<'p> {
+        let messages = page.items.iter().map(|m| self.message_json(m)).collect();
+        Peeked { group_id: group, messages, next: page.next.as_deref() }
+    }
+
     fn group_json<'g>(&self, g: &'g GroupInfo) -> GroupDoc<'g> {
         GroupDoc {
             group_id: &g.group_id,
@@ -451,6 +461,10 @@ struct DeadDoc<'a> {
     last_worker: Option<&'a str>,
     reason: &'a str,
     dead_at: f64,
+}
+
+pub fn dead_letters_json(page: &Page<DeadLetter>) -> DeadListed<'_> {
+    DeadListed { dead_letters: page.items.iter().map(dead_json).collect(), next: page.next.as_deref() }
 }
 
 fn dead_json(d: &DeadLetter) -> DeadDoc<'_> {

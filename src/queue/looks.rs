@@ -31,8 +31,8 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
     let [rows] = reads::<1>(backend.read(&[(&sql.stats(), vec![now.into()])]).await?)?;
     let (totals, levels) = rows.split_first().ok_or_else(|| Error::Database("stats: no totals row".into()))?;
     let (messages, dead) = (count(totals.get(1)), count(totals.get(2)));
-    let (next_release_at, oldest_enqueued_at, oldest_seq) =
-        (real(totals.get(4)), real(totals.get(5)), int(totals.get(6)));
+    let (next_release_at, oldest_enqueued_at, oldest_seq, overdue_since) =
+        (real(totals.get(4)), real(totals.get(5)), int(totals.get(6)), real(totals.get(7)));
     let mut by_priority: Vec<PriorityStats> = levels
         .iter()
         .map(|row| {
@@ -60,6 +60,7 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
         oldest_ready_age: oldest_enqueued_at.filter(|_| ready > 0).map(|at| (now - at).max(0.0)),
         oldest_ready_seq: oldest_seq.filter(|_| ready > 0),
         next_release_at,
+        oldest_overdue_lease: overdue_since.map(|at| (now - at).max(0.0)),
         by_priority,
     })
 }

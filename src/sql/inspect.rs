@@ -7,8 +7,10 @@ use crate::types::GroupState;
 
 impl Statements {
     /// Every count of `Stats` at now (?1). Row 1: NULL, total messages, dead letters, NULL,
-    /// the soonest end of a lease or park, the oldest ready message's enqueued_at, its seq.
-    /// Then one row per priority level: level, groups, leased, parked, NULL, NULL, NULL.
+    /// the soonest end of a lease or park, the oldest ready message's enqueued_at, its seq,
+    /// the earliest end of a lease that lapsed with its holder still named (a worker that
+    /// died or hung). Then one row per priority level: level, groups, leased, parked, NULL,
+    /// NULL, NULL, NULL.
     ///
     /// Whoever leased or parked a head, its own row says so: the scan of the messages for
     /// locked rows finds the heads in flight whatever their group's stamp (ours the lease's
@@ -33,9 +35,11 @@ impl Statements {
                WHERE (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 \
                  FROM {m} h WHERE h.group_id = e.group_id ORDER BY h.seq LIMIT 1) ORDER BY e.seq LIMIT 1) \
              SELECT NULL, (SELECT count(*) FROM {m}), {dead}, NULL, (SELECT min(lock_expiry) FROM in_flight), \
-               (SELECT enqueued_at FROM oldest), (SELECT seq FROM oldest) \
+               (SELECT enqueued_at FROM oldest), (SELECT seq FROM oldest), \
+               (SELECT min(h.lock_expiry) FROM {m} h WHERE h.locked_by IS NOT NULL AND h.locked_by != '{PARKED}' \
+                 AND h.lock_expiry < ?1 AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)) \
              UNION ALL \
-             SELECT l.priority, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), NULL, NULL, NULL \
+             SELECT l.priority, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), NULL, NULL, NULL, NULL \
                FROM levels l LEFT JOIN held h ON h.priority = l.priority"
         )
     }

@@ -518,6 +518,7 @@ pub fn stats_count_every_state(open: Open<'_>) {
     let ready_head = t.groups(Some(GroupState::Ready), None, 10).unwrap().items[0].head_seq;
     assert_eq!(s.oldest_ready_seq, Some(ready_head), "that message is the ready group's head");
     assert_eq!(s.next_release_at, Some(1001.0 + 5.0), "the park ends before the lease");
+    assert_eq!((empty.oldest_overdue_lease, s.oldest_overdue_lease), (None, None), "no lease has lapsed");
     let levels: Vec<_> = s.by_priority.iter().map(|p| (p.priority, p.groups, p.ready, p.leased, p.parked)).collect();
     assert_eq!(levels, [(0, 1, 0, 1, 0), (2, 2, 1, 0, 1)]);
     clock.advance(20.0);
@@ -525,6 +526,7 @@ pub fn stats_count_every_state(open: Open<'_>) {
     assert_eq!((later.ready, later.leased, later.parked, later.next_release_at), (3, 0, 0, None), "lapsed: ready");
     assert_eq!(later.oldest_ready_age, Some(22.0 + 1.0), "the leased group's message, now ready, is the oldest");
     assert_eq!(later.oldest_ready_seq, Some(leased.seq));
+    assert_eq!(later.oldest_overdue_lease, Some(1023.0 - 1011.0), "the lease lapsed at 1011; the park is not a lease");
     t.purge().unwrap();
     assert_eq!(t.stats().unwrap().oldest_ready_seq, None, "nothing is ready");
 }

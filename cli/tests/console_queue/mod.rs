@@ -1,0 +1,42 @@
+//! The queue `serve` is tested against, built through the library to known counts, with
+//! data that must never turn into markup: a group id holding an HTML tag and a dead letter
+//! whose event holds a `<script>`. Used by tests/serve.rs and, through the example
+//! `console_queue`, by the browser test (tests/console).
+//!
+//! - ready-a: 2 messages, priority 0, ready
+//! - `<img src=x onerror="window.__xss=1">`: 1 message, priority 0, ready
+//! - leased: 2 messages, priority 1, the head leased to "worker-stuck" for 600 s
+//! - parked: 1 message, priority 2, nacked with a delay of 600 s
+//! - overdue: 1 message, priority 2, its lease lapsed (a worker that died): ready
+//! - poison: priority 3, its one message moved to the dead letters (`<script>` in its event,
+//!   markup in its reason), so the group is gone until a redrive brings it back
+
+use harel_transport::Transport;
+
+pub const MARKUP_GROUP: &str = r#"<img src=x onerror="window.__xss=1">"#;
+pub const SCRIPT_EVENT: &str = r#"{"html":"<script>window.__xss=1;alert(1)</script>"}"#;
+/// How long the lease and the park last: longer than any test.
+pub const HELD: f64 = 600.0;
+/// The overdue group's lease: it has lapsed by the time `build` returns.
+const LAPSING: f64 = 0.05;
+
+/// Builds the queue through `t` (a new, empty queue); returns the dead letter's seq.
+pub fn build(t: &Transport) -> i64 {
+    t.publish("ready-a", r#"{"n":1}"#, 0, Some("a")).unwrap();
+    t.publish("ready-a", r#"{"n":2}"#, 0, Some("a")).unwrap();
+    t.publish(MARKUP_GROUP, r#"{"n":3}"#, 0, Some("img")).unwrap();
+    t.publish("leased", r#"{"n":4}"#, 1, Some("leased")).unwrap();
+    t.publish("leased", r#"{"n":5}"#, 1, Some("leased")).unwrap();
+    t.publish("parked", r#"{"n":6}"#, 2, Some("parked")).unwrap();
+    t.publish("overdue", r#"{"n":7}"#, 2, Some("overdue")).unwrap();
+    t.publish("poison", SCRIPT_EVENT, 3, Some("poison")).unwrap();
+
+    let claim = |key: &str, visibility: f64| t.claim("worker-stuck", visibility, 0, &[key]).unwrap().expect(key);
+    claim("leased", HELD);
+    t.nack(&claim("parked", HELD), HELD).unwrap();
+    claim("overdue", LAPSING);
+    let poison = claim("poison", HELD);
+    t.dead_letter(&poison, "<b>bad</b> payload").unwrap();
+    std::thread::sleep(std::time::Duration::from_secs_f64(LAPSING * 2.0));
+    poison.seq
+}

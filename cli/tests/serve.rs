@@ -1,0 +1,372 @@
+//! `harel-transport serve` as an operator runs it: the built binary serving a queue built to
+//! known counts (tests/console_queue), asked over plain HTTP. /metrics is read by a parser
+//! of Prometheus' text format, every number checked; the API's changes need the admin token
+//! and the console's own origin, and each leaves an audit line without the token; it fails
+//! clearly on a bad address or token file, and answers while a server it reads is away.
+
+mod console_queue;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use harel_transport::{Options, Transport};
+use harel_transport_testkit::sqld;
+use prometheus_parse::{Scrape, Value as Metric};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_harel-transport");
+const TOKEN: &str = "admin-token-for-the-test";
+
+/// A running `serve`: its address, and its stderr once stopped.
+struct Serving {
+    child: Child,
+    address: String,
+}
+
+impl Serving {
+    /// Starts `serve` on a free loopback port with `args` and `env` (and no HAREL_* of ours).
+    fn start(database: &str, args: &[&str], env: &[(&str, &str)]) -> Serving {
+        let mut command = Command::new(BIN);
+        command.args(["-d", database, "serve", "--listen", "127.0.0.1:0"]).args(args);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("HAREL_") {
+                command.env_remove(key);
+            }
+        }
+        command.envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn().expect("start harel-transport serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("its first line");
+        let address = line.trim().strip_prefix("listening on http://").unwrap_or_else(|| {
+            let _ = child.kill();
+            let mut err = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("serve did not start: {line:?}\n{err}")
+        });
+        Serving { address: address.to_owned(), child }
+    }
+
+    /// Stops it; its stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let mut err = String::new();
+        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let _ = self.child.wait();
+        err
+    }
+
+    fn get(&self, path: &str) -> Answer {
+        self.request("GET", path, &[], "")
+    }
+
+    /// A change as the console sends it, with `headers` besides Content-Type.
+    fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut all = vec![("Content-Type", "application/json")];
+        all.extend_from_slice(headers);
+        self.request("POST", path, &all, body)
+    }
+
+    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut stream = TcpStream::connect(&self.address).expect("connect to serve");
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.address);
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body.as_bytes()).unwrap();
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).expect("an answer");
+        let (head, body) = raw.split_once("\r\n\r\n").expect("a head and a body");
+        let mut lines = head.lines();
+        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+        let headers = lines
+            .filter_map(|l| l.split_once(": "))
+            .map(|(name, value)| (name.to_ascii_lowercase(), value.to_owned()))
+            .collect();
+        Answer { status, headers, body: body.to_owned() }
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Answer {
+    status: u16,
+    headers: BTreeMap<String, String>,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// A queue file built to known counts; removed at the end of the test.
+struct Queue {
+    _dir: tempfile::TempDir,
+    path: String,
+    dead_seq: i64,
+    built: Instant,
+}
+
+fn queue() -> Queue {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("queue.db").to_str().unwrap().to_owned();
+    let started = Instant::now();
+    let t = Transport::open(&path, &Options::new()).unwrap();
+    let dead_seq = console_queue::build(&t);
+    t.close();
+    Queue { _dir: dir, path, dead_seq, built: started }
+}
+
+/// Every sample of a scrape by name and labels (`queue` first, then the others sorted),
+/// each checked to be a gauge with HELP text.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus' text format");
+    let mut all = BTreeMap::new();
+    for s in &scrape.samples {
+        let Metric::Gauge(value) = s.value else { panic!("{} is not a gauge: {:?}", s.metric, s.value) };
+        assert!(scrape.docs.get(&s.metric).is_some_and(|h| !h.is_empty()), "{} has no HELP", s.metric);
+        let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        labels.sort();
+        assert!(all.insert(format!("{}{{{}}}", s.metric, labels.join(",")), value).is_none(), "a series twice");
+    }
+    all
+}
+
+#[test]
+fn metrics_hold_every_count_of_a_known_queue() {
+    let q = queue();
+    let serving = Serving::start(&q.path, &[], &[]);
+    let before = q.built.elapsed().as_secs_f64();
+    let answer = serving.get("/metrics");
+    let after = q.built.elapsed().as_secs_f64();
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+    assert!(answer.body.contains("# TYPE harel_transport_groups gauge"), "{}", answer.body);
+    let mut got = samples(&answer.body);
+
+    // The ages run from the build: the oldest ready message (ready-a's first) was published
+    // at its start, the overdue lease ended just after it.
+    let age = got.remove("harel_transport_oldest_ready_age_seconds{queue=harel}").expect("the oldest ready age");
+    assert!((before - 0.5..=after).contains(&age), "{age} not within the {before}..{after} s since the build");
+    let overdue = got.remove("harel_transport_oldest_overdue_lease_seconds{queue=harel}").expect("an overdue lease");
+    assert!(overdue > 0.0 && overdue <= after, "{overdue}");
+
+    let mut want = BTreeMap::from([
+        ("harel_transport_up{queue=harel}".to_owned(), 1.0),
+        ("harel_transport_messages{queue=harel}".to_owned(), 7.0),
+        ("harel_transport_dead_letters{queue=harel}".to_owned(), 1.0),
+    ]);
+    // (priority, ready, leased, parked): ready-a and the markup group; leased; parked and
+    // overdue (whose lease lapsed, so it is ready).
+    for (priority, ready, leased, parked) in [(0, 2, 0, 0), (1, 0, 1, 0), (2, 1, 0, 1)] {
+        for (state, n) in [("ready", ready), ("leased", leased), ("parked", parked)] {
+            want.insert(format!("harel_transport_groups{{priority={priority},queue=harel,state={state}}}"), n as f64);
+        }
+    }
+    assert_eq!(got, want);
+
+    // The same through the library, and after a redrive brings the poison group back.
+    let t = Transport::open(&q.path, &Options::new()).unwrap();
+    assert_eq!(t.redrive(harel_transport::DeadLetters::Seqs(&[q.dead_seq])).unwrap(), 1);
+    let s = t.stats().unwrap();
+    let got = samples(&serving.get("/metrics").body);
+    assert_eq!(got["harel_transport_messages{queue=harel}"], s.messages as f64);
+    assert_eq!(got["harel_transport_dead_letters{queue=harel}"], 0.0);
+    assert_eq!(got["harel_transport_groups{priority=3,queue=harel,state=ready}"], 1.0);
+    assert_eq!(
+        got["harel_transport_oldest_overdue_lease_seconds{queue=harel}"] > 0.0,
+        s.oldest_overdue_lease.is_some()
+    );
+    t.close();
+    let err = serving.stop();
+    assert!(!err.contains("/metrics: "), "no read failed:\n{err}");
+}
+
+#[test]
+fn changes_need_the_token_and_the_consoles_own_origin() {
+    let q = queue();
+    let serving = Serving::start(&q.path, &[], &[("HAREL_ADMIN_TOKEN", TOKEN)]);
+    let bearer = format!("Bearer {TOKEN}");
+    let redrive = format!(r#"{{"seqs":[{}]}}"#, q.dead_seq);
+    let dead = || serving.get("/api/dead").json()["dead_letters"].as_array().unwrap().len();
+
+    let refused = [
+        (serving.post("/api/dead/redrive", &[], &redrive), 401, "needs the admin token"),
+        (serving.post("/api/dead/redrive", &[("Authorization", "Bearer nope")], &redrive), 403, "wrong admin token"),
+        (serving.post(&format!("/api/dead/redrive?token={TOKEN}"), &[], &redrive), 401, "needs the admin token"),
+        (
+            serving.post(
+                "/api/dead/redrive",
+                &[("Authorization", &bearer), ("Origin", "http://evil.example")],
+                &redrive,
+            ),
+            403,
+            "cross-site request refused",
+        ),
+        (
+            serving.post(
+                "/api/dead/redrive",
+                &[("Authorization", &bearer), ("Sec-Fetch-Site", "cross-site")],
+                &redrive,
+            ),
+            403,
+            "cross-site request refused",
+        ),
+        (serving.request("POST", "/api/dead/redrive", &[("Authorization", &bearer)], &redrive), 415, "JSON body"),
+        (serving.post("/api/dead/redrive", &[("Authorization", &bearer)], "{}"), 400, "expected one of"),
+    ];
+    for (answer, status, says) in refused {
+        assert_eq!(
+            (answer.status, answer.json()["error"].as_str().unwrap().contains(says)),
+            (status, true),
+            "{}",
+            answer.body
+        );
+    }
+    assert_eq!(dead(), 1, "every refused redrive left the dead letter");
+
+    let origin = format!("http://{}", serving.address);
+    let headers = [("Authorization", bearer.as_str()), ("Origin", origin.as_str()), ("Sec-Fetch-Site", "same-origin")];
+    let answer = serving.post("/api/dead/redrive", &headers, &redrive);
+    assert_eq!((answer.status, answer.json()), (200, serde_json::json!({"redriven": 1})));
+    assert_eq!(dead(), 0);
+    let poison = serving.get("/api/peek?group=poison").json();
+    assert_eq!(poison["messages"][0]["event"], console_queue::SCRIPT_EVENT, "back in its group, as stored");
+
+    let release = serving.post("/api/release", &headers, r#"{"group":"leased"}"#);
+    assert_eq!(release.json(), serde_json::json!({"group_id": "leased", "released": true}));
+    let purge = serving.post("/api/dead/purge", &headers, r#"{"all":true}"#);
+    assert_eq!(purge.json(), serde_json::json!({"purged": 0}));
+
+    let err = serving.stop();
+    let audit: Vec<&str> = err.lines().filter(|l| l.contains(": audit ")).collect();
+    assert_eq!(audit.len(), 10, "one line per change asked for, refused ones too:\n{err}");
+    assert!(!err.contains(TOKEN), "the token is never written:\n{err}");
+    let ok = audit[7];
+    assert!(ok.contains("action=redrive") && ok.contains(&format!("target=\"seqs [{}]\"", q.dead_seq)), "{ok}");
+    assert!(ok.contains("result=\"200 {\\\"redriven\\\":1}\"") && ok.contains("remote=127.0.0.1:"), "{ok}");
+    assert!(audit[0].contains("result=\"401 "), "{}", audit[0]);
+    assert!(audit[8].contains("action=release target=\"group leased\""), "{}", audit[8]);
+}
+
+#[test]
+fn without_an_admin_token_the_console_only_looks() {
+    let q = queue();
+    let serving = Serving::start(&q.path, &[], &[]);
+    let answer = serving.post("/api/release", &[("Authorization", "Bearer anything")], r#"{"group":"leased"}"#);
+    assert_eq!(answer.status, 403);
+    let message = answer.json()["error"].as_str().unwrap().to_owned();
+    assert!(message.contains("HAREL_ADMIN_TOKEN") && message.contains("--admin-token-file"), "{message}");
+    assert_eq!(serving.get("/api/groups?state=leased").json()["groups"][0]["group_id"], "leased", "still held");
+    assert!(serving.stop().contains("no admin token: looks only"));
+}
+
+#[test]
+fn the_token_file_is_read_and_a_missing_one_is_refused() {
+    let q = queue();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    let serving = Serving::start(&q.path, &["--admin-token-file", file.to_str().unwrap()], &[]);
+    let answer = serving.post("/api/release", &[("Authorization", &format!("Bearer {TOKEN}"))], r#"{"group":"x"}"#);
+    assert_eq!((answer.status, answer.json()["released"].as_bool()), (200, Some(false)));
+    drop(serving);
+
+    let missing = dir.path().join("absent");
+    let out = Command::new(BIN)
+        .args(["-d", &q.path, "serve", "--listen", "127.0.0.1:0", "--admin-token-file", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--admin-token-file") && err.contains("No such file"), "{err}");
+    let flag = Command::new(BIN).args(["-d", &q.path, "serve", "--admin-token", TOKEN]).output().unwrap();
+    assert_eq!(flag.status.code(), Some(2));
+    assert!(String::from_utf8(flag.stderr).unwrap().contains("HAREL_ADMIN_TOKEN"));
+}
+
+#[test]
+fn a_bad_address_is_refused_clearly() {
+    let q = queue();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    for (address, says) in [("not-an-address", "invalid socket address"), (taken.as_str(), "in use")] {
+        let out = Command::new(BIN).args(["-d", &q.path, "serve", "--listen", address]).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!((out.status.code(), out.stdout.len()), (Some(1), 0), "{err}");
+        assert!(err.contains(&format!("--listen {address:?}")) && err.contains(says), "{err}");
+    }
+}
+
+#[test]
+fn the_page_and_its_answers_carry_the_security_headers() {
+    let q = queue();
+    let serving = Serving::start(&q.path, &[], &[]);
+    for (path, content_type) in [
+        ("/", "text/html; charset=utf-8"),
+        ("/console.js", "text/javascript; charset=utf-8"),
+        ("/console.css", "text/css; charset=utf-8"),
+        ("/api/stats", "application/json"),
+        ("/api/nothing", "application/json"),
+    ] {
+        let answer = serving.get(path);
+        assert_eq!(answer.headers["content-type"], content_type, "{path}");
+        let csp = &answer.headers["content-security-policy"];
+        assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert_eq!(
+            (answer.headers["x-content-type-options"].as_str(), answer.headers["referrer-policy"].as_str()),
+            ("nosniff", "no-referrer")
+        );
+    }
+    assert_eq!(serving.get("/api/nothing").status, 404);
+    assert_eq!(serving.get("/api/groups?state=stuck").status, 400);
+    assert_eq!(serving.get("/api/peek").status, 400);
+    let group = serving.get("/api/groups?limit=1").json();
+    assert_eq!(
+        group["groups"][0]["group_id"],
+        console_queue::MARKUP_GROUP,
+        "a group id is data, sent as a JSON string"
+    );
+    let next = group["next"].as_str().unwrap();
+    let second = serving.get(&format!("/api/groups?limit=1&cursor={next}")).json();
+    assert_eq!(second["groups"][0]["group_id"], "leased", "the next page, by the library's cursor");
+}
+
+/// sqld killed while `serve` reads it: /metrics answers `harel_transport_up 0` and no
+/// counts; started again, the same serve recovers.
+#[test]
+fn a_server_that_goes_away_and_comes_back() {
+    let Some(binary) = sqld::binary_or_skip("serve::a_server_that_goes_away_and_comes_back") else { return };
+    let mut server = sqld::Sqld::start(&binary, false);
+    let t = Transport::open(&server.url(), &Options::new()).unwrap();
+    t.publish("g", "{}", 0, None).unwrap();
+    t.close();
+    let serving = Serving::start(&server.url(), &[], &[]);
+    let up = |serving: &Serving| {
+        let got = samples(&serving.get("/metrics").body);
+        (got["harel_transport_up{queue=harel}"], got.get("harel_transport_messages{queue=harel}").copied())
+    };
+    assert_eq!(up(&serving), (1.0, Some(1.0)));
+    server.kill();
+    assert_eq!(up(&serving), (0.0, None), "away: no stale counts");
+    server.restart();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while up(&serving).0 == 0.0 {
+        assert!(Instant::now() < deadline, "serve did not recover:\n{}", server.log_tail());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(up(&serving), (1.0, Some(1.0)));
+    let err = serving.stop();
+    assert!(err.contains("/metrics: stats:"), "the failure is on stderr:\n{err}");
+}

@@ -1,0 +1,138 @@
+// The console of `harel-transport serve` in a real browser: headless Chromium (the system's,
+// CHROMIUM, never a downloaded one) through puppeteer-core, against a live queue built to
+// known counts by the example `console_queue` (HAREL_FIXTURE) and served by the CLI
+// (HAREL_BIN). The queue is read here only through the CLI (`stats --json`, `dead list
+// --json`), never through another SQLite in this process. With SCREENSHOT set, the console
+// is saved there as a PNG (docs/console.png).
+"use strict";
+
+const { test, before, after } = require("node:test");
+const assert = require("node:assert/strict");
+const { execFileSync, spawn } = require("node:child_process");
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
+const readline = require("node:readline");
+const puppeteer = require("puppeteer-core");
+
+const BIN = process.env.HAREL_BIN;
+const FIXTURE = process.env.HAREL_FIXTURE;
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const TOKEN = "console-test-token";
+// What tests/console_queue puts in the queue as data that must stay text.
+const SCRIPT_EVENT = '{"html":"<script>window.__xss=1;alert(1)</script>"}';
+const MARKUP_GROUP = '<img src=x onerror="window.__xss=1">';
+
+let dir, queue, serve, serveErr = "", address, browser, page, deadSeq;
+const dialogs = [];
+
+function cli(...args) {
+  return JSON.parse(execFileSync(BIN, ["-d", queue, ...args, "--json"], { encoding: "utf8" }));
+}
+
+before(async () => {
+  assert.ok(BIN && FIXTURE, "HAREL_BIN and HAREL_FIXTURE name the CLI and the example console_queue");
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "harel-console-"));
+  queue = path.join(dir, "queue.db");
+  deadSeq = Number(execFileSync(FIXTURE, [queue], { encoding: "utf8" }).trim());
+  const env = { ...process.env, HAREL_ADMIN_TOKEN: TOKEN };
+  serve = spawn(BIN, ["-d", queue, "serve", "--listen", "127.0.0.1:0"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  serve.stderr.on("data", (chunk) => { serveErr += chunk; });
+  const first = await new Promise((resolve, reject) => {
+    readline.createInterface({ input: serve.stdout }).once("line", resolve);
+    serve.once("exit", (code) => reject(new Error(`serve exited ${code}: ${serveErr}`)));
+  });
+  address = first.replace("listening on ", "");
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  page.on("dialog", async (dialog) => { dialogs.push(dialog.message()); await dialog.dismiss(); });
+  await page.goto(`${address}/`);
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (serve) serve.kill();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const text = (selector) => page.$eval(selector, (e) => e.textContent);
+const deadRows = () => page.$$eval("#dead tbody tr", (rows) => rows.map((r) => r.dataset.seq));
+
+// Waits until the page's stats show what the library counts, then checks every figure.
+async function statsMatchTheLibrary() {
+  const s = cli("stats");
+  await page.waitForFunction(
+    (m, d) => document.getElementById("stat-messages").textContent === m && document.getElementById("stat-dead").textContent === d,
+    { timeout: 10000 }, String(s.messages), String(s.dead));
+  for (const key of ["messages", "groups", "ready", "leased", "parked", "dead"]) {
+    assert.equal(await text(`#stat-${key}`), String(s[key]), key);
+  }
+  const levels = await page.$$eval("#priorities tbody tr", (rows) =>
+    rows.map((r) => [...r.cells].map((c) => Number(c.textContent))));
+  assert.deepEqual(levels, s.by_priority.map((p) => [p.priority, p.groups, p.ready, p.leased, p.parked]));
+  return s;
+}
+
+test("the numbers shown are the library's", async () => {
+  const s = await statsMatchTheLibrary();
+  assert.deepEqual([s.messages, s.dead, s.groups], [7, 1, 5], "the queue console_queue builds");
+});
+
+test("group ids and events are shown as text, never run", async (t) => {
+  await page.waitForSelector("#groups tbody tr");
+  const groups = await page.$$eval("#groups tbody button.link", (bs) => bs.map((b) => b.textContent));
+  assert.ok(groups.includes(MARKUP_GROUP), `the group id as written: ${groups}`);
+  await page.waitForSelector("#dead tbody tr");
+  assert.equal(await text("#dead tbody td.event"), SCRIPT_EVENT);
+  assert.equal(await page.$("main img, main script, main b"), null, "no element came from the data");
+  assert.equal(await page.evaluate(() => window.__xss), undefined, "no script of the data ran");
+  assert.deepEqual(dialogs, []);
+  if (process.env.SCREENSHOT) {
+    await page.screenshot({ path: process.env.SCREENSHOT, fullPage: true });
+    t.diagnostic(`screenshot: ${process.env.SCREENSHOT}`);
+  }
+});
+
+test("a redrive without the token fails and changes nothing", async () => {
+  await page.click(`#dead tbody tr[data-seq="${deadSeq}"] button`);
+  await page.waitForFunction(() => document.getElementById("notice").className === "error");
+  assert.match(await text("#notice"), /needs the admin token/);
+  assert.deepEqual(await deadRows(), [String(deadSeq)]);
+  assert.equal(cli("dead", "list").dead_letters.length, 1);
+});
+
+test("with the token the dead letter goes back into its group", async () => {
+  await page.type("#token", TOKEN);
+  await page.click("#token-form button[type=submit]");
+  await page.click(`#dead tbody tr[data-seq="${deadSeq}"] button`);
+  await page.waitForFunction(() => /redrove 1/.test(document.getElementById("notice").textContent));
+  assert.deepEqual(await deadRows(), []);
+  assert.equal(cli("dead", "list").dead_letters.length, 0);
+  const peek = cli("peek", "poison");
+  assert.deepEqual(peek.messages.map((m) => m.event), [SCRIPT_EVENT]);
+  const s = await statsMatchTheLibrary();
+  assert.deepEqual([s.messages, s.dead], [8, 0]);
+
+  // The group's messages, opened from its row: the event is still text.
+  // The ready groups only, then the poison group's button, found and clicked in one step
+  // (a refresh may replace the rows between two).
+  await page.select("#group-state", "ready");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#groups tbody tr")];
+    return rows.every((r) => r.cells[1].textContent === "ready") && rows.some((r) => r.cells[0].textContent === "poison");
+  });
+  await page.$$eval("#groups tbody button.link", (bs) => bs.find((b) => b.textContent === "poison").click());
+  await page.waitForFunction(() => document.querySelector("#messages td.event"));
+  assert.equal(await text("#messages td.event"), SCRIPT_EVENT);
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  assert.deepEqual(dialogs, []);
+});
+
+test("each change left an audit line, without the token", () => {
+  const audit = serveErr.split("\n").filter((l) => l.includes(": audit "));
+  assert.equal(audit.length, 2, serveErr);
+  assert.match(audit[0], /action=redrive target="-" result="401 /);
+  assert.match(audit[1], new RegExp(`action=redrive target="seqs \\[${deadSeq}\\]" result="200 `));
+  assert.ok(!serveErr.includes(TOKEN));
+});
