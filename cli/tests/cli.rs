@@ -6,6 +6,8 @@
 //! The last test runs it against a sqld server with tokens (HAREL_SQLD, or sqld on PATH;
 //! without one it says it skipped).
 
+mod harel_queue;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -565,18 +567,8 @@ fn a_server_by_url_with_a_token() {
     );
 }
 
-/// The issue-25 queue, made and used by harel 0.9's own SqliteTransport in child processes
-/// (tests/harel/queue.py): 30 messages in g0..g9; g0 leased to w1, g1 to w2, g2 parked, each
-/// for 600 s. None when HAREL_PYTHON is not set (the test then says it skipped).
 fn harel_queue(test: &str) -> Option<Queue> {
-    let python = harel_transport_testkit::procs::harel_python(test)?;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("harel.db").to_str().expect("utf-8 path").to_owned();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/harel/queue.py");
-    for step in ["publish", "claim"] {
-        let out = Command::new(&python).args([script, step, &path]).output().expect("run HAREL_PYTHON");
-        assert!(out.status.success(), "queue.py {step}: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    let (dir, path) = harel_queue::make(test)?;
     Some(Queue { _dir: dir, path })
 }
 

@@ -5,6 +5,7 @@
 //! clearly on a bad address or token file, and answers while a server it reads is away.
 
 mod console_queue;
+mod harel_queue;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -258,6 +259,47 @@ fn changes_need_the_token_and_the_consoles_own_origin() {
     assert!(ok.contains("result=\"200 {\\\"redriven\\\":1}\"") && ok.contains("remote=127.0.0.1:"), "{ok}");
     assert!(audit[0].contains("result=\"401 "), "{}", audit[0]);
     assert!(audit[8].contains("action=release target=\"group leased\""), "{}", audit[8]);
+}
+
+/// A harel 0.9 file is served as it is: /metrics and the looks from its rows (harel's
+/// leases and park counted; no dead-letter series, no age it cannot know), every change
+/// refused with 409 naming what the file lacks, and the file left as harel wrote it.
+#[test]
+fn a_harel_09_queue_is_served_as_it_is() {
+    let Some((_dir, path)) = harel_queue::make("serve::a_harel_09_queue_is_served_as_it_is") else { return };
+    let before = std::fs::read(&path).unwrap();
+    let serving = Serving::start(&path, &[], &[("HAREL_ADMIN_TOKEN", TOKEN)]);
+
+    let mut want = BTreeMap::from([
+        ("harel_transport_up{queue=harel}".to_owned(), 1.0),
+        ("harel_transport_messages{queue=harel}".to_owned(), 30.0),
+        ("harel_transport_oldest_overdue_lease_seconds{queue=harel}".to_owned(), 0.0),
+    ]);
+    for (state, n) in [("ready", 7.0), ("leased", 2.0), ("parked", 1.0)] {
+        want.insert(format!("harel_transport_groups{{priority=0,queue=harel,state={state}}}"), n);
+    }
+    assert_eq!(samples(&serving.get("/metrics").body), want);
+    let stats = serving.get("/api/stats").json();
+    assert_eq!((stats["leased"].as_u64(), stats["dead"].is_null()), (Some(2), true), "{stats}");
+    let leased = serving.get("/api/groups?state=leased").json();
+    let holders: Vec<&str> =
+        leased["groups"].as_array().unwrap().iter().map(|g| g["holder"].as_str().unwrap()).collect();
+    assert_eq!(holders, ["w1", "w2"]);
+
+    let origin = format!("http://{}", serving.address);
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", bearer.as_str()), ("Origin", origin.as_str()), ("Sec-Fetch-Site", "same-origin")];
+    for (path, body) in [("/api/release", r#"{"group":"g0"}"#), ("/api/dead/redrive", r#"{"all":true}"#)] {
+        let answer = serving.post(path, &headers, body);
+        let error = answer.json()["error"].as_str().unwrap().to_owned();
+        assert_eq!(answer.status, 409, "{path}: {error}");
+        assert!(
+            error.contains("refused: this queue lacks") && error.contains("the table harel_transport_dead"),
+            "{error}"
+        );
+    }
+    drop(serving);
+    assert!(std::fs::read(&path).unwrap() == before, "the file is as harel left it");
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use harel_transport::{DeadLetters, Error, GroupState, MAX_PAGE};
+use harel_transport::{DeadLetters, Error, GroupState, Transport, MAX_PAGE};
 use serde::Deserialize;
 use tiny_http::Request;
 
@@ -43,7 +43,7 @@ pub fn look(console: &Console, path: &str, query: &HashMap<String, String>) -> O
         },
         _ => return None,
     };
-    Some(reply.unwrap_or_else(|e| failed(&e)))
+    Some(reply.unwrap_or_else(|e| failed(&console.transport, &e)))
 }
 
 fn state(query: &HashMap<String, String>) -> Result<Option<GroupState>, Reply> {
@@ -66,10 +66,13 @@ fn limit(query: &HashMap<String, String>) -> Result<usize, Reply> {
     }
 }
 
-/// The library's error: the request's fault (400), the queue away or busy (503), else 500.
-fn failed(e: &Error) -> Reply {
+/// The library's error: the request's fault (400), a change the queue cannot take as it is
+/// (409: a harel 0.9 file, served without changing its schema), the queue away or busy
+/// (503), else 500.
+fn failed(t: &Transport, e: &Error) -> Reply {
     let status = match e {
         Error::Argument(_) => 400,
+        Error::Database(_) if !t.absent().is_empty() => 409,
         Error::Busy(_) | Error::Connect(_) => 503,
         _ => 500,
     };
@@ -124,7 +127,7 @@ fn perform(console: &Console, action: &str, bytes: &[u8]) -> (String, Reply) {
             Ok(ReleaseBody { group }) => {
                 let reply = match t.release(&group) {
                     Ok(released) => Reply::json(200, &Released { group_id: &group, released }),
-                    Err(e) => failed(&e),
+                    Err(e) => failed(t, &e),
                 };
                 (format!("group {group}"), reply)
             }
@@ -145,7 +148,7 @@ fn perform(console: &Console, action: &str, bytes: &[u8]) -> (String, Reply) {
     } else {
         which.apply(|w| t.purge_dead(w)).map(|n| Reply::json(200, &DeadPurged { purged: n }))
     };
-    (target, reply.unwrap_or_else(|e| failed(&e)))
+    (target, reply.unwrap_or_else(|e| failed(t, &e)))
 }
 
 /// `DeadLetters`, owning what it names.

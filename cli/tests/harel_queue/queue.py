@@ -1,4 +1,4 @@
-"""The queue of issue 25, made and used by harel 0.9's own SqliteTransport, for cli.rs:
+"""The queue of issue 25, made and used by harel 0.9's own SqliteTransport, for mod.rs here:
 
     python queue.py publish DATABASE   # 30 messages in groups g0..g9 (a harel 0.9 file)
     python queue.py claim DATABASE     # g0 leased to w1, g1 to w2, g2 parked, each 600 s
