@@ -28,14 +28,17 @@
 //!    publish and an 8-worker drain through a local file, a remote URL and embedded
 //!    replicas.
 //!
+//! 7. `harel-transport serve` polled beside 8 worker processes (bench/serve.rs): the
+//!    workers' rate with and without it.
+//!
 //! Ours is measured at synchronous FULL (our default: a committed publish survives
 //! power loss) and NORMAL. A claim latency is the median over many claims, each
 //! followed by an untimed nack(0) that restores the state.
 //!
-//! Usage: bench [--python PATH] [--peers bench/peers.py] [--no-peers] [--no-procs] [--no-server]
+//! Usage: bench [--python PATH] [--peers bench/peers.py] [--cli PATH] [--no-peers] [--no-procs] [--no-server]
 //!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads",
 //!                                      "publish_new_groups", "drain", "drain_fused", "procs",
-//!                                      "server", "looks", or a claim case's id)
+//!                                      "server", "looks", "serve", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
 //!                                     (one queue, one case, for perf/strace; prints its figure)
@@ -47,6 +50,7 @@ mod peers;
 mod procs;
 mod raw;
 mod report;
+mod serve;
 mod server;
 mod states;
 
@@ -143,6 +147,8 @@ pub fn sync_name(s: Synchronous) -> &'static str {
 struct Config {
     python: String,
     peers_script: String,
+    /// The ops CLI, for part 7.
+    cli: String,
     peers: bool,
     procs: bool,
     server: bool,
@@ -154,6 +160,7 @@ impl Config {
         let mut c = Config {
             python: ".venv/bin/python".into(),
             peers_script: "bench/peers.py".into(),
+            cli: "target/release/harel-transport".into(),
             peers: true,
             procs: true,
             server: true,
@@ -164,6 +171,7 @@ impl Config {
             match a.as_str() {
                 "--python" => c.python = it.next().cloned().unwrap_or_default(),
                 "--peers" => c.peers_script = it.next().cloned().unwrap_or_default(),
+                "--cli" => c.cli = it.next().cloned().unwrap_or_default(),
                 "--no-peers" => c.peers = false,
                 "--no-procs" => c.procs = false,
                 "--no-server" => c.server = false,
@@ -416,6 +424,17 @@ fn run(config: &Config) -> Result<(), String> {
         Value::Null
     };
 
+    // Part 7: serve polled beside a fleet.
+    let serve = if config.wants("serve") {
+        progress("serve polled beside 8 worker processes");
+        serve::run(Path::new(&config.cli), work, &mut templates).unwrap_or_else(|e| {
+            println!("\n7. serve beside worker processes: FAILED: {e}");
+            json!({"error": e})
+        })
+    } else {
+        Value::Null
+    };
+
     // Part 5: on a libSQL server.
     let server = match sqld::binary() {
         Ok(binary) if config.server && config.wants("server") => server::run(&binary, work),
@@ -445,6 +464,7 @@ fn run(config: &Config) -> Result<(), String> {
         "peer_settings": peer_settings,
         "server": server,
         "looks": looks,
+        "serve": serve,
         "template_build_s": measure::round(templates.build_secs, 2),
         "total_s": measure::round(started.elapsed().as_secs_f64(), 1),
     });

@@ -4,8 +4,8 @@
 # SqliteTransport, bench/peers.py) run in the venv. Then the Go benchmark of issue #15.
 .PHONY: bench bench-goqite
 bench: venv
-	$(CARGO) build --release -p harel-transport-bench
-	$(RELEASE_DIR)/bench --python $(VENV)/bin/python --peers bench/peers.py
+	$(CARGO) build --release -p harel-transport-bench -p harel-transport-cli
+	$(RELEASE_DIR)/bench --python $(VENV)/bin/python --peers bench/peers.py --cli $(RELEASE_DIR)/harel-transport
 	$(MAKE) --no-print-directory bench-goqite
 
 # The Go binding beside goqite v0.4.0 (bench/goqite, its own Go module: goqite and

@@ -46,10 +46,6 @@ if [ "$latest" != "$debversion" ]; then
   exit 1
 fi
 maintainer=${DEB_MAINTAINER:-$(dpkg-parsechangelog -l packaging/debian/changelog -S Maintainer)}
-# Reproducible: dpkg-deb stamps members and clamps file times to the changelog entry's date.
-SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)}
-export SOURCE_DATE_EPOCH
-
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$out/work
@@ -68,6 +64,13 @@ if ! $MAKE --no-print-directory install DESTDIR="$install" PREFIX=/usr LIBSUBDIR
   cat "$work/install.log" >&2
   exit 1
 fi
+
+# Reproducible: dpkg-deb stamps members and clamps file times to the changelog entry's date.
+# Exported only now: the cc build scripts of ring and libsql watch SOURCE_DATE_EPOCH, so
+# `make install` above with it set would rebuild the release build (and the next build
+# without it would rebuild it again).
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)}
+export SOURCE_DATE_EPOCH
 
 # ---- each package's files, from "$install" into "$root" ---------------------------------------
 
