@@ -42,6 +42,11 @@
 #define MAX_PAGE HAREL_MAX_PAGE
 
 /**
+ * How many latency buckets each histogram has (besides the count, which is `+Inf`'s).
+ */
+#define HAREL_LATENCY_BUCKETS 16
+
+/**
  * The largest page a listing hands out.
  */
 #define HAREL_MAX_PAGE 10000
@@ -383,6 +388,100 @@ typedef struct harel_dead_page {
 } harel_dead_page;
 
 /**
+ * One operation's latency in `harel_metrics`: counts of calls, cumulative as Prometheus
+ * histograms are. Failed calls count; calls refused for a bad argument do not.
+ */
+typedef struct harel_histogram {
+  /**
+   * `buckets[i]`: calls that took at most `harel_metrics.bounds[i]` seconds.
+   */
+  uint64_t buckets[HAREL_LATENCY_BUCKETS];
+  /**
+   * Every call (the `+Inf` bucket).
+   */
+  uint64_t count;
+  /**
+   * Their total time, seconds.
+   */
+  double sum;
+} harel_histogram;
+
+/**
+ * What one transport counted since it was opened, from `harel_transport_metrics`; free
+ * with `harel_metrics_free`. Counters only go up; README.md, "Metrics", explains each.
+ * Fields are only ever added at the end of this struct, which the library allocates.
+ */
+typedef struct harel_metrics {
+  /**
+   * Messages committed by publish and publish_many (messages, not calls).
+   */
+  uint64_t published;
+  /**
+   * Leases handed out, by every kind of claim.
+   */
+  uint64_t claimed;
+  /**
+   * Messages acked (ack, ack_many, the acks of ack_and_claim*).
+   */
+  uint64_t acked;
+  /**
+   * Nacks that gave the message back at once (delay 0).
+   */
+  uint64_t nacked;
+  /**
+   * Nacks that parked the message (delay > 0).
+   */
+  uint64_t parked;
+  /**
+   * Messages a worker moved to the dead letters (harel_transport_dead_letter).
+   */
+  uint64_t dead_lettered;
+  /**
+   * Heads a claim moved to the dead letters instead of handing them out (over
+   * max_attempts, or not UTF-8).
+   */
+  uint64_t dead_lettered_by_claim;
+  /**
+   * Acks, nacks, extends and dead_letters refused with HAREL_ERR_LEASE_LOST (each lost
+   * lease of an ack_many counts once).
+   */
+  uint64_t lost_leases;
+  /**
+   * Pauses after the database answered busy, before trying again.
+   */
+  uint64_t busy_retries;
+  /**
+   * The histograms' bucket bounds, seconds, ascending: 0.0001 0.00025 0.0005 0.001
+   * 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10.
+   */
+  double bounds[HAREL_LATENCY_BUCKETS];
+  /**
+   * publish and publish_many; publishes that shared a commit are one observation.
+   */
+  struct harel_histogram publish;
+  /**
+   * claim, and claim_many with a wait of 0.
+   */
+  struct harel_histogram claim;
+  /**
+   * claim_wait, and claim_many with a wait or a cancel: their waiting included, so kept
+   * out of `claim`.
+   */
+  struct harel_histogram claim_wait;
+  /**
+   * ack and ack_many.
+   */
+  struct harel_histogram ack;
+  /**
+   * ack_and_claim and ack_and_claim_many.
+   */
+  struct harel_histogram ack_and_claim;
+  struct harel_histogram nack;
+  struct harel_histogram extend;
+  struct harel_histogram dead_letter;
+} harel_metrics;
+
+/**
  * One message for `harel_transport_publish_many`: the arguments of
  * `harel_transport_publish`, as a struct. The caller owns it and its strings; the library
  * only reads them during the call and copies what it stores.
@@ -405,6 +504,12 @@ typedef struct harel_message {
    */
   const char *routing_key;
 } harel_message;
+
+/**
+ * The buckets' upper bounds in seconds, inclusive: 100 µs to 10 s, Prometheus's
+ * 1-2.5-5 steps. Fixed: a change would change the C struct `harel_histogram`.
+ */
+#define HAREL_LATENCY_BOUNDS { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, }
 
 #ifdef __cplusplus
 extern "C" {
@@ -684,6 +789,24 @@ void harel_dead_page_free(struct harel_dead_page *page);
  * Frees a lease a claim returned, with its strings. NULL does nothing.
  */
 void harel_lease_free(struct harel_lease *lease);
+
+/**
+ * What handle `t` counted since it was opened: messages published, claimed, acked,
+ * nacked, parked and dead-lettered, lost leases, busy retries, and a latency histogram per
+ * operation. Reads counters in memory: no database access, no lock, never busy.
+ *
+ * On HAREL_OK `*out` is the caller's (free it with `harel_metrics_free`); on error NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL).
+ */
+enum harel_status harel_transport_metrics(struct harel_transport *t,
+                                          struct harel_metrics **out,
+                                          struct harel_error **err);
+
+/**
+ * Frees what `harel_transport_metrics` handed out. NULL does nothing.
+ */
+void harel_metrics_free(struct harel_metrics *metrics);
 
 /**
  * New options with the defaults: prefix "harel", create_schema on, a local file, busy

@@ -372,6 +372,23 @@ class Lease {
   std::unique_ptr<harel_lease, Free> raw_;
 };
 
+/// What a Transport counted since it was opened (harel_transport_metrics), owned: the C
+/// struct's fields through -> (counters; a harel_histogram per operation, cumulative, with
+/// the bounds in `bounds`), freed when the Metrics is destroyed. Move-only.
+class Metrics {
+ public:
+  /// Takes ownership of what harel_transport_metrics handed out.
+  explicit Metrics(harel_metrics *raw) noexcept : raw_(raw) {}
+  const harel_metrics *operator->() const noexcept { return raw_.get(); }
+  const harel_metrics &operator*() const noexcept { return *raw_; }
+
+ private:
+  struct Free {
+    void operator()(harel_metrics *m) const noexcept { harel_metrics_free(m); }
+  };
+  std::unique_ptr<harel_metrics, Free> raw_;
+};
+
 /// What ack_and_claim_many did: an outcome per lease acked (as ack_many's) and the leases
 /// of the next batch (empty: nothing deliverable).
 struct AckedAndClaimed {
@@ -612,6 +629,18 @@ class Transport {
   void dead_letter(const Lease &lease, CStr reason) {
     detail::ErrorSlot slot;
     detail::check(harel_transport_dead_letter(raw_.get(), lease.get(), reason.c_str(), slot.out()), slot);
+  }
+
+  /// What this Transport counted since it was opened: messages published, claimed, acked,
+  /// nacked, parked and dead-lettered, lost leases, busy retries, a latency histogram per
+  /// operation. Reads memory only. Throws Error (HAREL_ERR_ARGUMENT) on an empty Transport.
+  Metrics metrics() const {
+    harel_metrics *out = nullptr;
+    detail::ErrorSlot slot;
+    const harel_status status = harel_transport_metrics(raw_.get(), &out, slot.out());
+    Metrics metrics(out);  // owned from here, whatever happens next
+    detail::check(status, slot);
+    return metrics;
   }
 
   // The ops calls of the C ABI (harel_transport_stats, _groups, _peek, _dead_letters,

@@ -1,5 +1,8 @@
-# The Go binding (bindings/go) and its worker example (examples/go), built with cgo against
-# this tree's library: `make test-go` runs their tests, `make examples-go` builds the worker.
+# The Go binding (bindings/go), its worker example (examples/go) and its Prometheus example
+# (examples/go-prometheus, a module of its own so that the binding does not depend on
+# client_golang, which `go test` fetches through the module proxy as its go.sum pins it),
+# built with cgo against this tree's library: `make test-go` runs their tests, `make
+# examples-go` builds the worker.
 .PHONY: test-go examples-go
 test: test-go
 
@@ -18,10 +21,11 @@ GO_CGO := CGO_ENABLED=1 CGO_CFLAGS="-I$(CURDIR)/include" \
 # Debian package's, from test-deb) would be linked without this prefix's -L.
 GO_PKGCONFIG_CACHE := $(BUILD)/go/cache-pkgconfig
 test-go: lib
-	@unformatted="$$(gofmt -l bindings/go examples/go)"; \
+	@unformatted="$$(gofmt -l bindings/go examples/go examples/go-prometheus)"; \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	cd bindings/go && $(GO_CGO) $(GO) vet ./... && $(GO_CGO) $(GO) test -race -count=1 ./...
 	cd examples/go && $(GO_CGO) $(GO) vet ./... && $(GO_CGO) $(GO) test -race -count=1 ./...
+	cd examples/go-prometheus && $(GO_CGO) $(GO) vet ./... && $(GO_CGO) $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(GO_PREFIX)
 	cd bindings/go && CGO_ENABLED=1 CGO_CFLAGS= CGO_LDFLAGS= GOCACHE=$(CURDIR)/$(GO_PKGCONFIG_CACHE) \
 		PKG_CONFIG_PATH=$(CURDIR)/$(GO_PREFIX)/lib/pkgconfig LD_LIBRARY_PATH=$(CURDIR)/$(GO_PREFIX)/lib \

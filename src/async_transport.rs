@@ -1,15 +1,19 @@
 //! The async face: the queue's operations as `async fn`. Each method builds its checked
 //! request (request.rs), runs the operation (queue/) on the backend chosen at open
 //! (backend/), and wakes this process's waiting claims after a commit that can make a
-//! message deliverable. Calls on one value run one at a time (one connection, and claims
-//! serialize on the database's write lock anyway).
+//! message deliverable, and counts what it did (metrics.rs). Calls on one value run one at
+//! a time (one connection, and claims serialize on the database's write lock anyway).
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::Mutex;
 
 use crate::backend::{Backend, Opened};
+use crate::chain::Claimed;
 use crate::error::{Error, Result};
+use crate::metrics::{Meters, Metrics, Operation};
 use crate::mode::Mode;
 use crate::options::{Clock, Options};
 use crate::queue::{admin, looks, schema, work};
@@ -34,6 +38,7 @@ pub struct AsyncTransport {
     interrupts: Interrupts,
     /// What the queue lacks of ours, opened as it is (`Options::schema_as_is`); empty otherwise.
     absent: Vec<String>,
+    meters: Meters,
 }
 
 impl AsyncTransport {
@@ -41,7 +46,9 @@ impl AsyncTransport {
     /// `http(s)://` URL (remote), or a path with `Options::sync_url` (embedded replica).
     pub async fn open(database: &str, options: &Options) -> Result<AsyncTransport> {
         validate::non_empty("database", database)?;
-        let Opened { mut backend, mode, wake, polling } = Backend::open(database, options).await?;
+        let meters = Meters::default();
+        let Opened { mut backend, mode, wake, polling } =
+            Backend::open(database, options, Arc::clone(&meters.busy_retries)).await?;
         let mut sql = Statements::new(&options.prefix);
         let absent = if options.schema_as_is {
             schema::as_is(&mut backend, &mut sql).await
@@ -60,7 +67,41 @@ impl AsyncTransport {
             polling,
             interrupts,
             absent,
+            meters,
         })
+    }
+
+    /// What this transport counted since it was opened: messages published, claimed,
+    /// acked, nacked and dead-lettered, lost leases, busy retries, and each operation's
+    /// latency (see `Metrics`). Read without a lock; counting costs the calls a few atomic adds.
+    pub fn metrics(&self) -> Metrics {
+        self.meters.snapshot()
+    }
+
+    /// Runs `call` (an operation whose arguments were checked), timing it as `operation`
+    /// whatever its outcome and counting a lost lease.
+    async fn timed<T>(&self, operation: Operation, call: impl Future<Output = Result<T>>) -> Result<T> {
+        let started = Instant::now();
+        let outcome = call.await;
+        self.meters.observe(operation, started.elapsed());
+        if let Err(Error::LeaseLost(_)) = &outcome {
+            self.meters.lost_leases.add(1);
+        }
+        outcome
+    }
+
+    /// The leases of a committed claim, counted with the heads it buried.
+    fn counted(&self, claimed: Claimed) -> Vec<Lease> {
+        self.meters.claimed.add(claimed.leases.len() as u64);
+        self.meters.dead_lettered_by_claim.add(claimed.buried);
+        claimed.leases
+    }
+
+    /// Lost leases among `outcomes` counted, and the acks that were not.
+    fn count_acks(&self, outcomes: &[Result<()>]) {
+        let lost = outcomes.iter().filter(|o| o.is_err()).count() as u64;
+        self.meters.acked.add(outcomes.len() as u64 - lost);
+        self.meters.lost_leases.add(lost);
     }
 
     /// What the queue lacks of this library's schema, each as "the table T" or "the column
@@ -120,8 +161,12 @@ impl AsyncTransport {
 
     /// The write of `publish` and `publish_many`, and of the blocking face's group commits.
     pub(crate) async fn append(&self, request: &Publish<'_, '_>) -> Result<()> {
-        let mut backend = self.writer().await?;
-        work::publish(&mut backend, &self.sql, request, &|| self.now()).await?;
+        self.timed(Operation::Publish, async {
+            let mut backend = self.writer().await?;
+            work::publish(&mut backend, &self.sql, request, &|| self.now()).await
+        })
+        .await?;
+        self.meters.published.add(request.messages().len() as u64);
         self.wake.notify();
         Ok(())
     }
@@ -178,14 +223,25 @@ impl AsyncTransport {
         self.claim_waiting(&request, wait).await.map_err(|e| e.during("claim_many"))
     }
 
-    /// Looks (without the write lock) and claims once a look finds a deliverable head; while
-    /// nothing came and the wait lasts, pauses between looks (waiting/waiter.rs).
+    /// A claim that cannot wait is timed as `Operation::Claim`, one that may as
+    /// `Operation::ClaimWait`: its waiting is not the database's latency.
     async fn claim_waiting(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
         self.writable()?;
         if wait.timeout.is_zero() && wait.cancel.is_none() {
-            let mut backend = self.backend.lock().await;
-            return work::claim(&mut backend, &self.sql, request, &|| self.now()).await;
+            let claimed = self
+                .timed(Operation::Claim, async {
+                    let mut backend = self.backend.lock().await;
+                    work::claim(&mut backend, &self.sql, request, &|| self.now()).await
+                })
+                .await?;
+            return Ok(self.counted(claimed));
         }
+        self.timed(Operation::ClaimWait, self.claim_until(request, wait)).await
+    }
+
+    /// Looks (without the write lock) and claims once a look finds a deliverable head; while
+    /// nothing came and the wait lasts, pauses between looks (waiting/waiter.rs).
+    async fn claim_until(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
         let mut waiter = Waiter::new(wait, &self.interrupts, &self.wake, self.polling)?;
         // Locally the first step is a look, so a claim that may wait never waits for the write
         // lock on an empty queue; on a server the claim's own request is the cheaper first step.
@@ -199,7 +255,7 @@ impl AsyncTransport {
                 false => None,
             };
             if readiness.as_ref().is_none_or(|r| r.deliverable) {
-                let leases = work::claim(&mut backend, &self.sql, request, &|| self.now()).await?;
+                let leases = self.counted(work::claim(&mut backend, &self.sql, request, &|| self.now()).await?);
                 if !leases.is_empty() || waiter.is_over() {
                     return Ok(leases);
                 }
@@ -224,8 +280,13 @@ impl AsyncTransport {
     /// if it is gone or leased to another worker; then nothing changes.
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         let request = Finish::new(lease)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("ack"))?;
-        work::ack(&mut backend, &self.sql, request, &|| self.now()).await.map_err(|e| e.during("ack"))?;
+        self.timed(Operation::Ack, async {
+            let mut backend = self.writer().await?;
+            work::ack(&mut backend, &self.sql, request, &|| self.now()).await
+        })
+        .await
+        .map_err(|e| e.during("ack"))?;
+        self.meters.acked.add(1);
         self.wake.notify();
         Ok(())
     }
@@ -236,10 +297,14 @@ impl AsyncTransport {
     /// is checked as for `ack` first; an argument error names it ("leases[2].worker_id ...").
     pub async fn ack_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         let request = FinishMany::new(leases)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("ack_many"))?;
-        let outcomes = work::ack_many(&mut backend, &self.sql, &request, &|| self.now())
+        let outcomes = self
+            .timed(Operation::Ack, async {
+                let mut backend = self.writer().await?;
+                work::ack_many(&mut backend, &self.sql, &request, &|| self.now()).await
+            })
             .await
             .map_err(|e| e.during("ack_many"))?;
+        self.count_acks(&outcomes);
         self.wake.notify();
         Ok(outcomes)
     }
@@ -258,12 +323,16 @@ impl AsyncTransport {
     ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
         let finish = FinishMany::new(leases)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("ack_and_claim_many"))?;
-        let done = work::ack_and_claim_many(&mut backend, &self.sql, &finish, &claim, &|| self.now())
+        let (outcomes, claimed) = self
+            .timed(Operation::AckAndClaim, async {
+                let mut backend = self.writer().await?;
+                work::ack_and_claim_many(&mut backend, &self.sql, &finish, &claim, &|| self.now()).await
+            })
             .await
             .map_err(|e| e.during("ack_and_claim_many"))?;
+        self.count_acks(&outcomes);
         self.wake.notify();
-        Ok(done)
+        Ok((outcomes, self.counted(claimed)))
     }
 
     /// The lease now runs to now + `visibility` seconds (> 0), and `lease.lock_expiry`
@@ -272,9 +341,13 @@ impl AsyncTransport {
     /// claimed since is still this worker's and is extended.
     pub async fn extend(&self, lease: &mut Lease, visibility: f64) -> Result<()> {
         let request = Extend::new(lease, visibility)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("extend"))?;
-        let lock_expiry =
-            work::extend(&mut backend, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("extend"))?;
+        let lock_expiry = self
+            .timed(Operation::Extend, async {
+                let mut backend = self.writer().await?;
+                work::extend(&mut backend, &self.sql, &request, &|| self.now()).await
+            })
+            .await
+            .map_err(|e| e.during("extend"))?;
         lease.lock_expiry = lock_expiry;
         Ok(())
     }
@@ -292,20 +365,32 @@ impl AsyncTransport {
     ) -> Result<Option<Lease>> {
         let finish = Finish::new(lease)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("ack_and_claim"))?;
-        let next = work::ack_and_claim(&mut backend, &self.sql, finish, &claim, &|| self.now())
+        let claimed = self
+            .timed(Operation::AckAndClaim, async {
+                let mut backend = self.writer().await?;
+                work::ack_and_claim(&mut backend, &self.sql, finish, &claim, &|| self.now()).await
+            })
             .await
             .map_err(|e| e.during("ack_and_claim"))?;
+        self.meters.acked.add(1);
         self.wake.notify();
-        Ok(next)
+        Ok(self.counted(claimed).into_iter().next())
     }
 
     /// Gives the message back: claimable at once with `delay` 0, parked (its group
     /// blocked) for `delay` seconds otherwise. Same `Error::LeaseLost` rule as `ack`.
     pub async fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
         let request = Nack::new(lease, delay)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("nack"))?;
-        work::nack(&mut backend, &self.sql, &request, &|| self.now()).await.map_err(|e| e.during("nack"))?;
+        self.timed(Operation::Nack, async {
+            let mut backend = self.writer().await?;
+            work::nack(&mut backend, &self.sql, &request, &|| self.now()).await
+        })
+        .await
+        .map_err(|e| e.during("nack"))?;
+        match request.delay > 0.0 {
+            true => self.meters.parked.add(1),
+            false => self.meters.nacked.add(1),
+        }
         self.wake.notify();
         Ok(())
     }
@@ -316,10 +401,13 @@ impl AsyncTransport {
     pub async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<()> {
         let finish = Finish::new(lease)?;
         validate::non_empty("reason", reason)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("dead_letter"))?;
-        work::dead_letter(&mut backend, &self.sql, finish, reason, &|| self.now())
-            .await
-            .map_err(|e| e.during("dead_letter"))?;
+        self.timed(Operation::DeadLetter, async {
+            let mut backend = self.writer().await?;
+            work::dead_letter(&mut backend, &self.sql, finish, reason, &|| self.now()).await
+        })
+        .await
+        .map_err(|e| e.during("dead_letter"))?;
+        self.meters.dead_lettered.add(1);
         self.wake.notify();
         Ok(())
     }

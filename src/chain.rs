@@ -103,6 +103,15 @@ pub fn row_values(row: &libsql::Row) -> libsql::Result<Row> {
     (0..row.column_count()).map(|i| row.get_value(i)).collect()
 }
 
+/// What a claim's transaction did: the rows `before`'s marked statements changed, the
+/// leases, and how many heads it moved to the dead letters instead of handing them out.
+#[derive(Debug, Default)]
+pub struct Claimed {
+    pub before: Vec<u64>,
+    pub leases: Vec<Lease>,
+    pub buried: u64,
+}
+
 /// What comes first in a claim's transaction (an ack's statements), given "now": the chain
 /// so far, and the indexes of the statements whose changed rows the caller wants back.
 pub type Before<'f, 'a> = &'f (dyn Fn(Chain<'a>, f64) -> Result<(Chain<'a>, Vec<usize>)> + Sync);

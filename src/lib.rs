@@ -18,6 +18,7 @@ mod cursor;
 mod error;
 pub mod ffi;
 mod group_commit;
+mod metrics;
 mod mode;
 mod options;
 mod queue;
@@ -30,6 +31,7 @@ mod waiting;
 
 pub use async_transport::AsyncTransport;
 pub use error::{Error, Result};
+pub use metrics::{Histogram, Latency, Metrics, LATENCY_BOUNDS, LATENCY_BUCKETS};
 pub use mode::Mode;
 pub use options::{system_clock, Clock, Options, Synchronous};
 pub use transport::Transport;

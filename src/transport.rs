@@ -9,6 +9,7 @@ use crate::async_transport::AsyncTransport;
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::group_commit::GroupCommit;
+use crate::metrics::Metrics;
 use crate::mode::Mode;
 use crate::options::Options;
 use crate::request::Publish;
@@ -36,6 +37,11 @@ impl Transport {
 
     pub fn mode(&self) -> Mode {
         self.inner().mode()
+    }
+
+    /// See [`AsyncTransport::metrics`].
+    pub fn metrics(&self) -> Metrics {
+        self.inner().metrics()
     }
 
     /// See [`AsyncTransport::absent`].

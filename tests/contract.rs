@@ -77,6 +77,7 @@ local!(
     a_waiting_claim_returns_nothing_when_its_wait_is_over,
     a_cancelled_or_interrupted_wait_claims_nothing,
     eight_waiters_one_publish_exactly_one_gets_it,
+    metrics_count_what_the_transport_did,
 );
 
 #[test]

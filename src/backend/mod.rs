@@ -18,13 +18,13 @@ use tokio::runtime::{Builder, Runtime};
 
 use self::local::{file_identity, Local};
 use self::server::Server;
-use crate::chain::{Before, Chain, Done, Row};
+use crate::chain::{Before, Chain, Claimed, Done, Row};
 use crate::error::{Error, Result};
+use crate::metrics::Counter;
 use crate::mode::Mode;
 use crate::options::Options;
 use crate::request::{Claim, Now};
 use crate::sql::Statements;
-use crate::types::Lease;
 use crate::waiting::wake::{self, Signal};
 use crate::waiting::Polling;
 
@@ -44,24 +44,25 @@ pub struct Opened {
 }
 
 impl Backend {
-    /// Opens the queue at `database` as `Mode::of` reads it.
-    pub async fn open(database: &str, options: &Options) -> Result<Opened> {
+    /// Opens the queue at `database` as `Mode::of` reads it; each pause after a busy answer
+    /// is counted in `busy_retries`.
+    pub async fn open(database: &str, options: &Options, busy_retries: Arc<Counter>) -> Result<Opened> {
         let mode = Mode::of(database, options);
         let (backend, wake, polling) = match mode {
-            Mode::Memory => (Backend::Local(Local::memory(options).await?), wake::own(), Polling::Local),
+            Mode::Memory => (Backend::Local(Local::memory(options, busy_retries).await?), wake::own(), Polling::Local),
             Mode::File => {
-                let local = Local::file(database, options).await?;
+                let local = Local::file(database, options, busy_retries).await?;
                 // By device and inode, whatever the path to the file.
                 let key = file_identity::at(database)
                     .map_or_else(|_| database.to_owned(), |(dev, ino)| format!("file:{dev}:{ino}"));
                 (Backend::Local(local), wake::shared(key, Some(format!("{database}-wal").into())), Polling::Local)
             }
             Mode::Remote => {
-                let server = Server::remote(database, options).await?;
+                let server = Server::remote(database, options, busy_retries).await?;
                 (Backend::Server(server), wake::shared(database.to_owned(), None), Polling::Server)
             }
             Mode::Replica => {
-                let server = Server::replica(database, options).await?;
+                let server = Server::replica(database, options, busy_retries).await?;
                 let primary = options.sync_url.clone().unwrap_or_default();
                 (Backend::Server(server), wake::shared(primary, None), Polling::Server)
             }
@@ -95,15 +96,15 @@ impl Backend {
     }
 
     /// Up to `want` leases for the claim `c`, after `before`'s statements (an ack's) in the
-    /// same transaction: the rows `before`'s marked statements changed, and the leases. The
-    /// one operation whose algorithm each backend chooses (docs/architecture.md).
+    /// same transaction. The one operation whose algorithm each backend chooses
+    /// (docs/architecture.md).
     pub async fn claim<'a>(
         &mut self,
         sql: &'a Statements,
         claim: (&Claim<'_>, usize),
         now: Now<'_>,
         before: Option<Before<'_, 'a>>,
-    ) -> Result<(Vec<u64>, Vec<Lease>)> {
+    ) -> Result<Claimed> {
         match self {
             Backend::Local(local) => local.claim(sql, claim, now, before).await,
             Backend::Server(server) => server.claim(sql, claim, now, before).await,

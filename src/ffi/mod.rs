@@ -31,6 +31,8 @@ mod inspect;
 mod lease;
 #[path = "arguments/message.rs"]
 mod message;
+#[path = "looks/metrics.rs"]
+mod metrics;
 #[path = "arguments/options.rs"]
 mod options;
 mod ownership;
@@ -50,6 +52,7 @@ pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_
 pub use inspect::*;
 pub use lease::{harel_lease, harel_lease_free};
 pub use message::harel_message;
+pub use metrics::*;
 pub use options::*;
 pub use schema::*;
 pub use status::{harel_status, harel_status_name};

@@ -19,7 +19,7 @@
 use libsql::Value;
 
 use crate::backend::Backend;
-use crate::chain::{lease_lost, Chain};
+use crate::chain::{lease_lost, Chain, Claimed};
 use crate::error::Result;
 use crate::request::{Claim, Extend, Finish, FinishMany, Nack, Now, Publish};
 use crate::sql::Statements;
@@ -59,8 +59,8 @@ pub async fn publish(backend: &mut Backend, sql: &Statements, request: &Publish<
 /// Up to `c.max` leases, each the head of a different group, in serving order, in one
 /// transaction when nothing is to be buried. Each claim stamps its group with the lease's
 /// end, past `now`, so the next claim of the chain finds the next group.
-pub async fn claim(backend: &mut Backend, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Vec<Lease>> {
-    backend.claim(sql, (c, c.max), now, None).await.map(|(_, leases)| leases)
+pub async fn claim(backend: &mut Backend, sql: &Statements, c: &Claim<'_>, now: Now<'_>) -> Result<Claimed> {
+    backend.claim(sql, (c, c.max), now, None).await
 }
 
 /// Deletes the leased message, and its group when it was the last; `Error::LeaseLost`
@@ -78,10 +78,9 @@ pub async fn ack_and_claim<'a>(
     finish: Finish<'a>,
     c: &Claim<'_>,
     now: Now<'_>,
-) -> Result<Option<Lease>> {
+) -> Result<Claimed> {
     let ack = |chain: Chain<'a>, now: f64| Ok((push_ack(chain, sql, finish.lease, now), Vec::new()));
-    let (_, leases) = backend.claim(sql, (c, 1), now, Some(&ack)).await?;
-    Ok(leases.into_iter().next())
+    backend.claim(sql, (c, 1), now, Some(&ack)).await
 }
 
 /// Acks every lease in one transaction, in order; an outcome per lease: `Error::LeaseLost`
@@ -114,10 +113,10 @@ pub async fn ack_and_claim_many<'a>(
     finish: &FinishMany<'a>,
     c: &Claim<'_>,
     now: Now<'_>,
-) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
+) -> Result<(Vec<Result<()>>, Claimed)> {
     let acks = |chain: Chain<'a>, now: f64| Ok(push_ack_many(chain, sql, finish.leases, now));
-    let (deleted, leases) = backend.claim(sql, (c, c.max), now, Some(&acks)).await?;
-    Ok((outcomes(finish.leases, deleted.into_iter()), leases))
+    let mut claimed = backend.claim(sql, (c, c.max), now, Some(&acks)).await?;
+    Ok((outcomes(finish.leases, std::mem::take(&mut claimed.before).into_iter()), claimed))
 }
 
 /// The lease now runs to now + visibility (returned). Its group's serving stamp moves with

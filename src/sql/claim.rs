@@ -41,6 +41,8 @@ pub struct ClaimStatements {
     pub lease: usize,
     /// With `max_attempts`: a row when a head over it is still next (more to bury).
     pub more: Option<usize>,
+    /// The INSERTs that bury a head over `max_attempts`: each changed a row if it buried one.
+    pub buried: Vec<usize>,
 }
 
 impl Statements {
@@ -65,8 +67,10 @@ impl Statements {
         let with_limit = || params.iter().cloned().chain([Value::from(max_attempts)]).collect::<Vec<_>>();
         let mut statements = Vec::new();
         let mut under_limit = String::new();
+        let mut buried = Vec::new();
         if max_attempts > 0 {
             for _ in 0..BURY_ROUNDS {
+                buried.push(statements.len());
                 statements.push((self.bury_next_over_limit(&next_group, &limit, &head_of("g.group_id")), with_limit()));
                 statements.push((format!("DELETE FROM {m} WHERE seq = last_insert_rowid() AND changes() > 0"), vec![]));
                 statements.push((self.drop_buried_group_if_now_empty(), vec![]));
@@ -93,7 +97,7 @@ impl Statements {
             statements.push((next_group, params));
             statements.len() - 1
         });
-        ClaimStatements { statements, lease, more }
+        ClaimStatements { statements, lease, more, buried }
     }
 
     /// The next group's head into the dead-letter table if it was claimed `limit` times

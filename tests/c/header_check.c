@@ -102,6 +102,10 @@ int main(void) {
   void (*group_page_free)(harel_group_page *) = harel_group_page_free;
   void (*message_page_free)(harel_message_page *) = harel_message_page_free;
   void (*dead_page_free)(harel_dead_page *) = harel_dead_page_free;
+  /* what a handle counted */
+  harel_status (*metrics)(harel_transport *, harel_metrics **, harel_error **) =
+      harel_transport_metrics;
+  void (*metrics_free)(harel_metrics *) = harel_metrics_free;
   /* what the library hands out, freed by its own functions */
   void (*lease_free)(harel_lease *) = harel_lease_free;
   void (*string_free)(char *) = harel_string_free;
@@ -158,6 +162,20 @@ int main(void) {
   const harel_dead_letter **dead_items = &dp.letters;
   int group_states = HAREL_GROUP_READY == 0 && HAREL_GROUP_LEASED == 1 &&
                      HAREL_GROUP_PARKED == 2 && HAREL_MAX_PAGE == 10000 && MAX_PAGE == HAREL_MAX_PAGE /* 0.2.0's name */;
+  /* the metrics' fields by name and type; the bounds as an initializer */
+  harel_metrics mt;
+  static const double bounds[HAREL_LATENCY_BUCKETS] = HAREL_LATENCY_BOUNDS;
+  uint64_t *metrics_counts[9] = {&mt.published,     &mt.claimed,       &mt.acked,
+                                 &mt.nacked,        &mt.parked,        &mt.dead_lettered,
+                                 &mt.dead_lettered_by_claim, &mt.lost_leases, &mt.busy_retries};
+  double *metrics_bounds = mt.bounds;
+  harel_histogram *histograms[8] = {&mt.publish, &mt.claim,  &mt.claim_wait, &mt.ack,
+                                    &mt.ack_and_claim, &mt.nack, &mt.extend, &mt.dead_letter};
+  uint64_t *histogram_counts[2] = {mt.publish.buckets, &mt.publish.count};
+  double *histogram_sum = &mt.publish.sum;
+  int metrics_shape = HAREL_LATENCY_BUCKETS == 16 && bounds[15] == 10.0 &&
+                      sizeof mt.bounds == sizeof bounds &&
+                      sizeof mt.publish.buckets == 16 * sizeof(uint64_t);
   /* the message's fields, by name and type */
   harel_message message = {"g", "{}", 0, NULL};
   const char **message_strings[3] = {&message.group_id, &message.event_json, &message.routing_key};
@@ -188,7 +206,9 @@ int main(void) {
             message_items && dead_items && group_states && claim_wait && claim_many &&
             ack_many && ack_and_claim_many && extend && cancel_new && cancel_fire &&
             cancel_free && interrupt && no_cancel == NULL && statuses[7] == -6 &&
-            statuses[8] == -99 && limits && null_error;
+            statuses[8] == -99 && limits && null_error && metrics && metrics_free &&
+            metrics_counts[8] && metrics_bounds && histograms[7] && histogram_counts[1] &&
+            histogram_sum && metrics_shape;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -66,6 +66,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("a_waiting_claim_returns_nothing_when_its_wait_is_over", a_waiting_claim_returns_nothing_when_its_wait_is_over),
     ("a_cancelled_or_interrupted_wait_claims_nothing", a_cancelled_or_interrupted_wait_claims_nothing),
     ("eight_waiters_one_publish_exactly_one_gets_it", eight_waiters_one_publish_exactly_one_gets_it),
+    ("metrics_count_what_the_transport_did", metrics_count_what_the_transport_did),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -840,4 +841,53 @@ pub fn eight_waiters_one_publish_exactly_one_gets_it(open: Open<'_>) {
         waiting.into_iter().map(|w| w.join().unwrap().unwrap()).filter(Option::is_some).count()
     });
     assert_eq!(got, 1);
+}
+
+/// Every counter and histogram after known operations, a lost lease of each kind and a
+/// head buried by a claim among them; a second transport on the queue counts apart.
+pub fn metrics_count_what_the_transport_did(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(clock.options().max_attempts(2));
+    t.publish("g1", &event(1), 0, None).unwrap();
+    let batch: Vec<String> = (2..=5).map(event).collect();
+    let groups = ["g2", "g3", "g4", "g5"];
+    let messages: Vec<Message> = groups
+        .iter()
+        .zip(&batch)
+        .map(|(group_id, e)| Message { group_id, event_json: e, priority: 0, routing_key: None })
+        .collect();
+    t.publish_many(&messages).unwrap();
+    let mut ls = t.claim_many("w1", V, 0, &[], 5, &Wait::none()).unwrap();
+    assert_eq!(ls.len(), 5);
+    t.ack(&ls[0]).unwrap();
+    let outcomes = t.ack_many(&[ls[1].clone(), ls[0].clone()]).unwrap();
+    assert!(matches!(outcomes[..], [Ok(()), Err(Error::LeaseLost(_))]));
+    t.nack(&ls[2], 0.0).unwrap();
+    t.nack(&ls[3], 5.0).unwrap();
+    t.dead_letter(&ls[4], "cannot parse").unwrap();
+    assert!(matches!(t.extend(&mut ls[2], V), Err(Error::LeaseLost(_))));
+    // Refused before it runs: not a call the histograms see.
+    assert!(matches!(t.nack(&ls[3], -1.0), Err(Error::Argument(_))));
+    let third = t.claim("w1", 10.0, 0, &[]).unwrap().expect("g3 again, its second claim");
+    clock.advance(11.0);
+    // g4's park is over; g3's head, claimed twice, is buried instead of handed out.
+    let next = t.claim_many("w2", V, 0, &[], 5, &Wait::none()).unwrap();
+    assert_eq!(next.iter().map(|l| l.group_id.as_str()).collect::<Vec<_>>(), ["g4"]);
+    assert!(matches!(t.ack(&third), Err(Error::LeaseLost(_))));
+    assert!(t.ack_and_claim(&next[0], "w2", V, 0, &[]).unwrap().is_none());
+    assert!(t.claim_wait("w2", V, 0, &[], &Wait::up_to(Duration::from_millis(20))).unwrap().is_none());
+
+    let m = t.metrics();
+    let counts = (m.published, m.claimed, m.acked, m.nacked, m.parked, m.dead_lettered, m.dead_lettered_by_claim);
+    assert_eq!(counts, (5, 7, 3, 1, 1, 1, 1));
+    assert_eq!(m.lost_leases, 3);
+    let l = &m.latency;
+    let calls = [&l.publish, &l.claim, &l.claim_wait, &l.ack, &l.ack_and_claim, &l.nack, &l.extend, &l.dead_letter];
+    assert_eq!(calls.map(|h| h.count), [2, 3, 1, 3, 1, 2, 1, 1]);
+    for h in calls {
+        assert!(h.buckets.windows(2).all(|w| w[0] <= w[1]) && h.buckets[15] <= h.count, "{h:?}");
+        assert!(h.sum > 0.0, "{h:?}");
+    }
+    assert!(l.claim_wait.sum >= 0.02, "the wait is in claim_wait: {:?}", l.claim_wait);
+    assert_eq!(open(&clock.options()).metrics().claimed, 0);
 }

@@ -129,6 +129,8 @@ static_assert(!std::is_copy_constructible_v<harel::Cancel> && std::is_nothrow_mo
               std::is_nothrow_destructible_v<harel::Cancel>);
 static_assert(!std::is_copy_constructible_v<harel::LeaseKeeper> && !std::is_move_constructible_v<harel::LeaseKeeper> &&
               !std::is_move_assignable_v<harel::LeaseKeeper>);
+static_assert(!std::is_copy_constructible_v<harel::Metrics> && std::is_nothrow_move_constructible_v<harel::Metrics> &&
+              std::is_nothrow_destructible_v<harel::Metrics>);
 static_assert(std::is_base_of_v<std::runtime_error, harel::Error>);
 static_assert(sizeof(std::optional<harel::Lease>) <= 2 * sizeof(void *), "an optional lease is a pointer and a flag");
 static_assert(harel::version_major == HAREL_TRANSPORT_VERSION_MAJOR &&
@@ -823,6 +825,28 @@ static void test_lease_keeper() {
   }
 }
 
+static void test_metrics() {
+  harel::Transport t = harel::Transport::open(":memory:");
+  t.publish_many({{"a", "1"}, {"b", "2"}});
+  auto a = t.claim("w", 30.0);
+  auto b = t.claim("w", 30.0);
+  CHECK(a && b && !t.claim("w", 30.0));
+  t.ack(*a);
+  EXPECT_ERROR(HAREL_ERR_LEASE_LOST, t.ack(*a));
+  t.nack(*b, 5.0);
+  harel::Metrics m = t.metrics();
+  CHECK(m->published == 2 && m->claimed == 2 && m->acked == 1 && m->nacked == 0 && m->parked == 1);
+  CHECK(m->lost_leases == 1 && m->dead_lettered == 0 && m->busy_retries == 0);
+  CHECK(m->publish.count == 1 && m->claim.count == 3 && m->ack.count == 2 && m->nack.count == 1);
+  CHECK(m->claim.buckets[HAREL_LATENCY_BUCKETS - 1] <= m->claim.count && m->claim.sum > 0.0);
+  CHECK(m->bounds[0] == 0.0001 && m->bounds[HAREL_LATENCY_BUCKETS - 1] == 10.0);
+  // Moved, then refused on an empty Transport.
+  harel::Metrics moved(std::move(m));
+  CHECK(moved->published == 2);
+  t.close();
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.metrics());
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -844,6 +868,7 @@ int main() {
   run("extend: lock_expiry, a lapsed lease, lease lost, errors", test_extend);
   run("a Cancel and interrupt() end waits on other threads", test_cancel_and_interrupt_from_other_threads);
   run("LeaseKeeper: keeps, stops, lapses, lost while kept, errors", test_lease_keeper);
+  run("metrics: the counters and histograms after known calls; refused when closed", test_metrics);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -34,6 +34,7 @@ from ._errors import (
 from ._inspect import GROUP_STATES, MAX_PAGE, DeadLetter, GroupInfo, MessageInfo, Page, PriorityStats, Stats
 from ._keepalive import AsyncKeepAlive, KeepAlive
 from ._library import library_path, schema_sql, schema_upgrade_sql, status_name, version
+from ._metrics import Histogram, Latency, Metrics
 from ._transport import Transport
 from ._values import (
     DEFAULT_VISIBILITY,
@@ -59,6 +60,9 @@ __all__ = [
     "KeepAlive",
     "AsyncKeepAlive",
     "Stats",
+    "Metrics",
+    "Latency",
+    "Histogram",
     "PriorityStats",
     "GroupInfo",
     "MessageInfo",

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Typ
 from ._errors import LeaseLostError
 from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
 from ._keepalive import AsyncKeepAlive, beats
+from ._metrics import Metrics
 from ._transport import Transport
 from ._values import DEFAULT_VISIBILITY, AckAndClaimResult, EventType, Lease, Message, PathType, _leases_in
 from ._waiting import Cancel, cancels_of
@@ -253,6 +254,11 @@ class AsyncTransport:
     async def stats(self) -> Stats:
         """`Transport.stats`, off the loop."""
         return await self._run(self._t.stats)
+
+    def metrics(self) -> Metrics:
+        """`Transport.metrics`: it reads memory only, so it is no coroutine (a metrics
+        client's collect callback can call it)."""
+        return self._t.metrics()
 
     async def groups(
         self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100

@@ -102,6 +102,30 @@ class HarelStats(Structure):
     ]
 
 
+LATENCY_BUCKETS = 16  # HAREL_LATENCY_BUCKETS
+
+
+class HarelHistogram(Structure):
+    """struct harel_histogram."""
+
+    _fields_ = [("buckets", c_uint64 * LATENCY_BUCKETS), ("count", c_uint64), ("sum", c_double)]
+
+
+class HarelMetrics(Structure):
+    """struct harel_metrics."""
+
+    _fields_ = [
+        (name, c_uint64)
+        for name in (
+            "published", "claimed", "acked", "nacked", "parked", "dead_lettered", "dead_lettered_by_claim",
+            "lost_leases", "busy_retries",
+        )
+    ] + [("bounds", c_double * LATENCY_BUCKETS)] + [
+        (name, HarelHistogram)
+        for name in ("publish", "claim", "claim_wait", "ack", "ack_and_claim", "nack", "extend", "dead_letter")
+    ]
+
+
 class HarelGroupInfo(Structure):
     """struct harel_group_info; `state` is an enum harel_group_state (an int)."""
 
@@ -198,6 +222,7 @@ _status = c_int32  # enum harel_status: an int in C
 _ERR = POINTER(c_void_p)  # harel_error **err
 _LEASE_P = POINTER(HarelLease)
 _STATS_P = POINTER(HarelStats)
+_METRICS_P = POINTER(HarelMetrics)
 _GROUP_PAGE_P = POINTER(HarelGroupPage)
 _MESSAGE_PAGE_P = POINTER(HarelMessagePage)
 _DEAD_PAGE_P = POINTER(HarelDeadPage)
@@ -276,6 +301,8 @@ _PROTOTYPES = {
     "harel_transport_release": (_status, [c_void_p, c_char_p, POINTER(c_bool), _ERR]),
     "harel_transport_stats": (_status, [c_void_p, POINTER(_STATS_P), _ERR]),
     "harel_stats_free": (None, [_STATS_P]),
+    "harel_transport_metrics": (_status, [c_void_p, POINTER(_METRICS_P), _ERR]),
+    "harel_metrics_free": (None, [_METRICS_P]),
     # (t, state, cursor, limit, out, err)
     "harel_transport_groups": (_status, [c_void_p, c_int32, c_char_p, c_size_t, POINTER(_GROUP_PAGE_P), _ERR]),
     "harel_group_page_free": (None, [_GROUP_PAGE_P]),

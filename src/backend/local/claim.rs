@@ -13,43 +13,48 @@
 use libsql::Value;
 
 use super::Local;
-use crate::chain::{row_values, Before, Chain};
+use crate::chain::{row_values, Before, Chain, Claimed};
 use crate::error::Result;
 use crate::request::{Claim, Now};
 use crate::sql::Statements;
 use crate::types::Lease;
 
 impl Local {
-    /// Up to `want` leases after `before`'s statements, in one transaction: the rows
-    /// `before`'s marked statements changed, and the leases.
+    /// Up to `want` leases after `before`'s statements, in one transaction.
     pub async fn claim<'a>(
         &mut self,
         sql: &'a Statements,
         (c, want): (&Claim<'_>, usize),
         now: Now<'_>,
         before: Option<Before<'_, 'a>>,
-    ) -> Result<(Vec<u64>, Vec<Lease>)> {
+    ) -> Result<Claimed> {
         self.transaction(async |local| {
             let now = now()?;
-            let mut changed = Vec::new();
+            let mut claimed = Claimed::default();
             if let Some(before) = before {
                 let (chain, marked) = before(Chain::new(), now)?;
                 let done = local.run_chain(chain).await?;
-                changed = marked.iter().map(|&i| done[i].changed).collect();
+                claimed.before = marked.iter().map(|&i| done[i].changed).collect();
             }
-            let mut leases = Vec::new();
-            while leases.len() < want {
-                match local.claim_one(sql, c, now).await? {
-                    Some(lease) => leases.push(lease),
+            while claimed.leases.len() < want {
+                match local.claim_one(sql, c, now, &mut claimed.buried).await? {
+                    Some(lease) => claimed.leases.push(lease),
                     None => break,
                 }
             }
-            Ok((changed, leases))
+            Ok(claimed)
         })
         .await
     }
 
-    async fn claim_one(&mut self, sql: &Statements, c: &Claim<'_>, now: f64) -> Result<Option<Lease>> {
+    /// The next lease, after burying (and counting in `buried`) the heads it cannot hand out.
+    async fn claim_one(
+        &mut self,
+        sql: &Statements,
+        c: &Claim<'_>,
+        now: f64,
+        buried: &mut u64,
+    ) -> Result<Option<Lease>> {
         loop {
             let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
             let Some(row) = self.statements.query_first(&self.conn, &claim, params, row_values).await? else {
@@ -79,6 +84,7 @@ impl Local {
             self.execute(&sql.bury_head, vec![seq.into(), undeliverable.into(), now.into()]).await?;
             self.execute(&sql.delete_message, vec![seq.into()]).await?;
             self.execute(&sql.drop_buried_group_if_empty, vec![seq.into()]).await?;
+            *buried += 1;
         }
     }
 

@@ -39,6 +39,7 @@ use libsql::Connection;
 use super::statement_cache::StatementCache;
 use crate::backend::lock_wait::LockWait;
 use crate::error::{Error, Result};
+use crate::metrics::Counter;
 
 /// The wall-clock period whose first `QUIET` ours leave to other programs. Not a divisor
 /// of SQLite's 100 ms and 50 ms sleeps, so a waiter's tries fall on every phase.
@@ -98,9 +99,14 @@ impl LocalLock {
 
     /// Takes our processes' slot, then SQLite's write lock (`BEGIN IMMEDIATE` on `conn`),
     /// retrying both within the busy timeout. The guard holds the slot until the
-    /// transaction is over.
-    pub async fn begin(&mut self, conn: &Connection, statements: &mut StatementCache) -> Result<Held> {
-        let mut waiting = LockWait::local(self.busy_timeout);
+    /// transaction is over. Each pause is counted in `busy_retries`.
+    pub async fn begin(
+        &mut self,
+        conn: &Connection,
+        statements: &mut StatementCache,
+        busy_retries: &Counter,
+    ) -> Result<Held> {
+        let mut waiting = LockWait::local(self.busy_timeout, busy_retries);
         let held = loop {
             if let Some(held) = self.try_take_slot() {
                 break held;

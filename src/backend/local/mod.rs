@@ -11,6 +11,8 @@ mod open;
 pub mod other_sqlite;
 mod statement_cache;
 
+use std::sync::Arc;
+
 use libsql::{Connection, Database, Value};
 
 use self::lock::{Held, LocalLock};
@@ -18,11 +20,13 @@ use self::other_sqlite::FileWatch;
 use self::statement_cache::StatementCache;
 use crate::chain::{lease_lost, row_values, Chain, Done, Row};
 use crate::error::Result;
+use crate::metrics::Counter;
 
 pub struct Local {
     conn: Connection,
     statements: StatementCache,
     lock: LocalLock,
+    busy_retries: Arc<Counter>,
     /// A file's watch (other_sqlite.rs); None in memory. Declared after the connection and
     /// the statements, so it drops last, once nothing of ours has the file open.
     watch: Option<FileWatch>,
@@ -50,7 +54,7 @@ impl Local {
             self.rollback().await;
         }
         self.check_wal(false)?;
-        let _slot: Held = self.lock.begin(&self.conn, &mut self.statements).await?;
+        let _slot: Held = self.lock.begin(&self.conn, &mut self.statements, &self.busy_retries).await?;
         let outcome = match work(self).await {
             Ok(value) => match self.statements.execute(&self.conn, "COMMIT", ()).await {
                 Ok(_) => self.check_wal(true).map(|()| value),

@@ -1,5 +1,6 @@
 //! Opening a queue in a local file (WAL, the chosen `synchronous`) or in memory.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use libsql::{Builder, Connection};
@@ -11,27 +12,35 @@ use super::Local;
 use crate::backend::connect::{check_not_mixed, sqlite_busy_timeout};
 use crate::backend::lock_wait::LockWait;
 use crate::error::{Error, Result};
+use crate::metrics::Counter;
 use crate::options::{Options, Synchronous};
 
 impl Local {
     /// The queue file at `path`. Its watch is taken before the file is opened (see
     /// other_sqlite.rs).
-    pub async fn file(path: &str, options: &Options) -> Result<Local> {
+    pub async fn file(path: &str, options: &Options, busy_retries: Arc<Counter>) -> Result<Local> {
         check_directory(path)?;
         check_not_mixed(path, false)?;
         let watch = FileWatch::open(path, options.refuse_other_sqlite)?;
         let (database, conn) = connect(path).await?;
-        configure(path, &conn, options, true).await?;
+        configure(path, &conn, options, Some(&busy_retries)).await?;
         let lock = LocalLock::file(path, options.busy_timeout);
-        Ok(Local { conn, statements: StatementCache::new(), lock, watch: Some(watch), _database: database })
+        Ok(Local {
+            conn,
+            statements: StatementCache::new(),
+            lock,
+            busy_retries,
+            watch: Some(watch),
+            _database: database,
+        })
     }
 
     /// A database of this connection's own, gone at close.
-    pub async fn memory(options: &Options) -> Result<Local> {
+    pub async fn memory(options: &Options, busy_retries: Arc<Counter>) -> Result<Local> {
         let (database, conn) = connect(":memory:").await?;
-        configure(":memory:", &conn, options, false).await?;
+        configure(":memory:", &conn, options, None).await?;
         let lock = LocalLock::memory(options.busy_timeout);
-        Ok(Local { conn, statements: StatementCache::new(), lock, watch: None, _database: database })
+        Ok(Local { conn, statements: StatementCache::new(), lock, busy_retries, watch: None, _database: database })
     }
 }
 
@@ -62,16 +71,17 @@ async fn journal_mode(conn: &Connection, pragma: &str) -> libsql::Result<String>
     row.get::<String>(0)
 }
 
-async fn configure(database: &str, conn: &Connection, options: &Options, file: bool) -> Result<()> {
+/// `file`: a file's busy retries counter (a file is switched to WAL, memory is not).
+async fn configure(database: &str, conn: &Connection, options: &Options, file: Option<&Counter>) -> Result<()> {
     let what = format!("open {database:?}");
     let fail = |e| Error::from_libsql(&what, e);
     sqlite_busy_timeout(conn, options.busy_timeout).map_err(fail)?;
-    if file {
+    if let Some(busy_retries) = file {
         // WAL lets readers proceed while a claim holds the write lock. Switching to it
         // needs the database to itself, and SQLite answers "locked" at once instead of
         // waiting when another process is opening it too, so wait here.
         if journal_mode(conn, "PRAGMA journal_mode").await.map_err(fail)? != "wal" {
-            let mut waiting = LockWait::local(options.busy_timeout);
+            let mut waiting = LockWait::local(options.busy_timeout, busy_retries);
             loop {
                 match journal_mode(conn, "PRAGMA journal_mode = WAL").await.map_err(fail) {
                     Err(Error::Busy(_)) => std::thread::sleep(waiting.next_pause()?),

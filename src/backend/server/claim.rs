@@ -9,7 +9,7 @@
 use libsql::Value;
 
 use super::Server;
-use crate::chain::{Before, Chain, Done};
+use crate::chain::{Before, Chain, Claimed, Done};
 use crate::error::{Error, Result};
 use crate::request::{Claim, Now};
 use crate::sql::Statements;
@@ -33,19 +33,20 @@ enum Found {
 
 impl Server {
     /// Claims up to `want` leases after `before`'s statements, in one request unless heads
-    /// are to be buried; the rows `before`'s marked statements changed, and the leases.
+    /// are to be buried.
     pub async fn claim<'a>(
         &mut self,
         sql: &'a Statements,
         (c, want): (&Claim<'_>, usize),
         now: Now<'_>,
         before: Option<Before<'_, 'a>>,
-    ) -> Result<(Vec<u64>, Vec<Lease>)> {
+    ) -> Result<Claimed> {
         let mut before_changed: Option<Vec<u64>> = None;
         let mut leases = Vec::new();
+        let mut buried = 0;
         let mut undeliverable: Vec<Undeliverable> = Vec::new();
         loop {
-            let (results, (marked, claims, lock_expiry)) = self
+            let (results, (marked, claims, burials, lock_expiry)) = self
                 .run(|| {
                     let now = now()?;
                     let mut chain = Chain::new();
@@ -53,7 +54,10 @@ impl Server {
                     if let (Some(before), None) = (before, &before_changed) {
                         (chain, marked) = before(chain, now)?;
                     }
+                    // Each INSERT into the dead letters changed a row if it buried a head.
+                    let mut burials = Vec::new();
                     for u in &undeliverable {
+                        burials.push(chain.links().len());
                         chain = push_bury_claimed(chain, sql, u, c.worker_id, now);
                     }
                     let lock_expiry = now + c.visibility;
@@ -70,12 +74,14 @@ impl Server {
                             .into_iter()
                             .map(|(statement, params)| chain.query(statement, params))
                             .collect();
+                        burials.extend(statements.buried.iter().map(|&i| at[i]));
                         claims.push((at[statements.lease], statements.more.map(|i| at[i])));
                     }
-                    Ok((chain, (marked, claims, lock_expiry)))
+                    Ok((chain, (marked, claims, burials, lock_expiry)))
                 })
                 .await?;
             before_changed.get_or_insert_with(|| marked.iter().map(|&i| results[i].changed).collect());
+            buried += burials.iter().map(|&i| results[i].changed).sum::<u64>();
             undeliverable.clear();
             let mut again = false;
             // Every claim of the chain was committed: each lease is kept, whatever came before it.
@@ -88,7 +94,7 @@ impl Server {
                 }
             }
             if leases.len() >= want || (!again && undeliverable.is_empty()) {
-                return Ok((before_changed.unwrap_or_default(), leases));
+                return Ok(Claimed { before: before_changed.unwrap_or_default(), leases, buried });
             }
         }
     }

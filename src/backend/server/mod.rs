@@ -14,6 +14,7 @@ mod claim;
 mod open;
 mod pipeline;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use libsql::{Connection, Database, Value};
@@ -24,6 +25,7 @@ use self::pipeline::{Failure, Pipeline};
 use crate::backend::lock_wait::LockWait;
 use crate::chain::{row_values, Chain, Done, Row};
 use crate::error::{Error, Result};
+use crate::metrics::Counter;
 
 /// How long one request may wait for the server's answer beyond the busy timeout: past
 /// it the call fails with `Error::Connect` instead of hanging on a server that stopped
@@ -33,6 +35,7 @@ const SERVER_ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Server {
     pipeline: Pipeline,
     busy_timeout: Duration,
+    busy_retries: Arc<Counter>,
     /// An embedded replica's local copy; None: a remote queue.
     replica: Option<Replica>,
 }
@@ -67,7 +70,7 @@ impl Server {
         &self,
         mut build: impl FnMut() -> Result<(Chain<'c>, T)>,
     ) -> Result<(Vec<Done>, T)> {
-        let mut waiting = LockWait::server(self.busy_timeout);
+        let mut waiting = LockWait::server(self.busy_timeout, &self.busy_retries);
         loop {
             let (chain, extra) = build()?;
             let result = self.pipeline.run(batch::batch(&chain)?).await.map_err(failed_request)?;

@@ -2,6 +2,7 @@
 //! embedded replica is then built (libsql keeps its file synced from the primary) and
 //! synced before the first call.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use libsql::Builder;
@@ -11,12 +12,13 @@ use super::pipeline::Pipeline;
 use super::{Replica, Server};
 use crate::backend::connect::{check_not_mixed, sqlite_busy_timeout, within_connect_timeout, NO_ANSWER};
 use crate::error::{Error, Result};
+use crate::metrics::Counter;
 use crate::options::Options;
 
 impl Server {
     /// A remote queue at `url`.
-    pub async fn remote(url: &str, options: &Options) -> Result<Server> {
-        let server = Server::new(url, options, None)?;
+    pub async fn remote(url: &str, options: &Options, busy_retries: Arc<Counter>) -> Result<Server> {
+        let server = Server::new(url, options, busy_retries, None)?;
         match within_connect_timeout(url, server.probe()).await {
             Ok(()) => Ok(server),
             Err(e) => Err(Error::Connect(format!("open {url:?}: the libSQL server could not be used: {e}"))),
@@ -25,7 +27,7 @@ impl Server {
 
     /// An embedded replica at `path` of the primary at `options.sync_url`: its writes go
     /// to the primary, its local copy serves looks.
-    pub async fn replica(path: &str, options: &Options) -> Result<Server> {
+    pub async fn replica(path: &str, options: &Options, busy_retries: Arc<Counter>) -> Result<Server> {
         check_not_mixed(path, true)?;
         let url = options.sync_url.clone().unwrap_or_default();
         let token = options.auth_token.clone().unwrap_or_default();
@@ -33,7 +35,7 @@ impl Server {
         if let Some(interval) = options.sync_interval {
             builder = builder.sync_interval(interval);
         }
-        let server = Server::new(&url, options, None)?;
+        let server = Server::new(&url, options, busy_retries, None)?;
         // Asked first, the primary says at once why it cannot be used (refused, a bad
         // token), and one that answers has shown it is there before the download below.
         if let Err(e) = within_connect_timeout(&url, server.probe()).await {
@@ -60,10 +62,10 @@ impl Server {
         Ok(Server { replica: Some(Replica { database, conn }), ..server })
     }
 
-    fn new(url: &str, options: &Options, replica: Option<Replica>) -> Result<Server> {
+    fn new(url: &str, options: &Options, busy_retries: Arc<Counter>, replica: Option<Replica>) -> Result<Server> {
         let token = options.auth_token.as_deref().unwrap_or_default();
         let pipeline = Pipeline::new(url, token).map_err(Error::Connect)?;
-        Ok(Server { pipeline, busy_timeout: options.busy_timeout, replica })
+        Ok(Server { pipeline, busy_timeout: options.busy_timeout, busy_retries, replica })
     }
 
     /// One request that reads nothing: the server answers and takes the token.

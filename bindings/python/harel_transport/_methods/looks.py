@@ -1,5 +1,6 @@
 """A look inside, claiming nothing: `stats`, and pages of `groups`, `peek` (a group's
-messages) and `dead_letters`, copied out of what the library hands out (`_inspect`)."""
+messages) and `dead_letters`, copied out of what the library hands out (`_inspect`); and
+`metrics`, what this transport counted (`_metrics`)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from .._inspect import (
     copy_message_page,
     copy_stats,
 )
+from .._metrics import Metrics, copy_metrics
 
 
 class LookMethods(_Handle):
-    """stats, groups, peek, dead_letters."""
+    """stats, groups, peek, dead_letters, metrics."""
 
     def _look(self, what: str, fn: Any, free: Any, out: Any, copy: Any, *args: Any) -> Any:
         """Calls ``fn(handle, *args, &out, &err)``, copies ``out`` with `copy`, and frees
@@ -41,6 +43,14 @@ class LookMethods(_Handle):
         out = POINTER(_native.HarelStats)()
         lib = self._lib
         return self._look("stats", lib.harel_transport_stats, lib.harel_stats_free, out, copy_stats)
+
+    def metrics(self) -> Metrics:
+        """What this transport counted since it was opened: messages published, claimed,
+        acked, nacked, parked and dead-lettered, lost leases, busy retries, and a latency
+        histogram per operation. Reads memory only: no database access, no lock."""
+        out = POINTER(_native.HarelMetrics)()
+        lib = self._lib
+        return self._look("metrics", lib.harel_transport_metrics, lib.harel_metrics_free, out, copy_metrics)
 
     def groups(
         self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
