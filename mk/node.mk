@@ -9,7 +9,8 @@ NODE_DEPS := $(NODE_DIR)/node_modules/.package-lock.json
 NPM       ?= npm
 NODE      ?= node
 
-# The binding's packages (koffi; typescript for the check): `npm ci` from the lock when
+# The binding's packages (koffi; typescript for the check; prom-client for
+# bindings/node/examples/prometheus.js and its test): `npm ci` from the lock when
 # node_modules is missing or older than the package files, `npm install` when there is no
 # lock. Anything that runs the binding (examples/node/worker.js too) depends on node-deps.
 node-deps: $(NODE_DEPS)

@@ -234,6 +234,62 @@ export interface Stats {
   readonly byPriority: readonly PriorityStats[];
 }
 
+/**
+ * One operation's calls by duration, cumulative as Prometheus histograms are. Failed calls
+ * count; calls refused for a bad argument do not.
+ */
+export interface Histogram {
+  /** The buckets' upper bounds, seconds, the same for every histogram: 0.0001 .. 10 (16). */
+  readonly bounds: readonly number[];
+  /** `buckets[i]`: the calls that took at most `bounds[i]` seconds. */
+  readonly buckets: readonly number[];
+  /** Every call (the `+Inf` bucket). */
+  readonly count: number;
+  /** Their total, seconds. */
+  readonly sum: number;
+}
+
+/**
+ * A histogram per operation. `claimWait` holds the claims that may wait (a `wait` or a
+ * `signal` given), their waiting included, so that `claim` stays the database's latency.
+ */
+export interface Latency {
+  /** publish and publishMany; publishes that shared a commit are one call. */
+  readonly publish: Histogram;
+  readonly claim: Histogram;
+  readonly claimWait: Histogram;
+  /** ack and ackMany. */
+  readonly ack: Histogram;
+  /** ackAndClaim and ackAndClaimMany. */
+  readonly ackAndClaim: Histogram;
+  readonly nack: Histogram;
+  readonly extend: Histogram;
+  readonly deadLetter: Histogram;
+}
+
+/** What one transport counted since it was opened; counters only go up. A frozen copy. */
+export interface Metrics {
+  /** Messages committed by publish and publishMany (messages, not calls). */
+  readonly published: number;
+  /** Leases handed out, by every kind of claim. */
+  readonly claimed: number;
+  /** Messages acked (ack, ackMany, the acks of ackAndClaim*). */
+  readonly acked: number;
+  /** Nacks that gave the message back at once (delay 0). */
+  readonly nacked: number;
+  /** Nacks that parked the message (delay > 0). */
+  readonly parked: number;
+  /** Messages a worker moved to the dead letters (deadLetter). */
+  readonly deadLettered: number;
+  /** Heads a claim moved to the dead letters instead of handing them out (over maxAttempts, or not UTF-8). */
+  readonly deadLetteredByClaim: number;
+  /** Acks, nacks, extends and dead letters refused with HAREL_ERR_LEASE_LOST. */
+  readonly lostLeases: number;
+  /** Pauses after the database answered busy, before trying again. */
+  readonly busyRetries: number;
+  readonly latency: Latency;
+}
+
 /** One group of a groups() page. */
 export interface GroupInfo {
   readonly groupId: string;
@@ -452,6 +508,12 @@ export declare class Transport {
 
   /** Exact counts of the queue now: one read without the write lock. */
   stats(): Promise<Stats>;
+
+  /**
+   * What this transport counted since it was opened. Synchronous: it reads counters in
+   * memory, no database, no lock. Throws HAREL_ERR_CLOSED after close().
+   */
+  metrics(): Metrics;
 
   /** A page of groups in group id order, claiming nothing. */
   groups(options?: GroupsOptions): Promise<GroupPage>;

@@ -6,8 +6,9 @@
 // claimMany, ack, ackMany, ackAndClaim, ackAndClaimMany, extend, nack, deadLetter, redrive,
 // purgeDead, purgeGroup, purge, release, stats, groups, peek, deadLetters, close) runs on
 // the libuv thread pool through koffi's `.async()`, so the event loop keeps running while
-// a call waits. The calls of one Transport go to the pool concurrently: each reads its own
-// error from its `harel_error **err` out-parameter, and the library runs them on the
+// a call waits (metrics(), which reads counters in memory, is synchronous). The calls of
+// one Transport go to the pool concurrently: each reads its own error from its
+// `harel_error **err` out-parameter, and the library runs them on the
 // handle (publishes arriving while another commits share its next commit). The one
 // exception is a Transport with a JS clock (see lib/clock.js). A claim that waits holds a
 // pool thread while it waits: see lib/waiting.js for how the binding keeps the pool's
@@ -30,6 +31,7 @@ const METHODS = [
   require('./lib/methods/extend'),
   require('./lib/methods/admin'),
   require('./lib/methods/inspect'),
+  require('./lib/methods/metrics'),
 ];
 
 // Added as a class body adds its own: not enumerable.

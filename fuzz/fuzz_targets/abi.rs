@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use ::harel_transport::ffi::*;
+use ::harel_transport::{LATENCY_BOUNDS, LATENCY_BUCKETS};
 use libfuzzer_sys::fuzz_target;
 
 /// Where a loopback URL points: a port nothing listens on, so a connect fails at once.
@@ -943,6 +944,7 @@ fn stats(input: &mut Input, state: &mut State, arg: ErrArg) {
     let use_out = input.byte() % 16 != 0;
     let mut out: *mut harel_stats = 0x1 as *mut _;
     let out_ptr = if use_out { &mut out as *mut _ } else { ptr::null_mut() };
+    metrics(t, use_out, arg, state);
     let mut err = CallErr::new(arg, state);
     let status = harel_transport_stats(t, out_ptr, err.ptr());
     check("stats", status, err, state);
@@ -977,6 +979,35 @@ fn stats(input: &mut Input, state: &mut State, arg: ErrArg) {
     }
     assert_eq!(groups, s.groups, "stats: the levels do not add up to the groups");
     harel_stats_free(out);
+}
+
+/// harel_transport_metrics on the handle of stats, with its choice of out-pointer (no input
+/// byte of its own, so the corpus keeps its meaning): the bounds are the header's and every
+/// histogram is cumulative, within its count.
+fn metrics(t: *mut harel_transport, use_out: bool, arg: ErrArg, state: &State) {
+    let mut out: *mut harel_metrics = 0x1 as *mut _;
+    let out_ptr = if use_out { &mut out as *mut _ } else { ptr::null_mut() };
+    let mut err = CallErr::new(arg, state);
+    let status = harel_transport_metrics(t, out_ptr, err.ptr());
+    check("metrics", status, err, state);
+    if t.is_null() || !use_out {
+        expect_argument("metrics", status);
+        return;
+    }
+    out_after("metrics", status, out.cast());
+    if status != harel_status::HAREL_OK {
+        return;
+    }
+    // SAFETY: the library's metrics, until freed below.
+    let m = unsafe { &*out };
+    assert_eq!(m.bounds, LATENCY_BOUNDS, "metrics: the bounds are not the header's");
+    let histograms =
+        [&m.publish, &m.claim, &m.claim_wait, &m.ack, &m.ack_and_claim, &m.nack, &m.extend, &m.dead_letter];
+    for (i, h) in histograms.into_iter().enumerate() {
+        let cumulative = h.buckets.windows(2).all(|w| w[0] <= w[1]) && h.buckets[LATENCY_BUCKETS - 1] <= h.count;
+        assert!(cumulative && h.sum >= 0.0, "metrics: histogram {i}: {:?} of {}, sum {}", h.buckets, h.count, h.sum);
+    }
+    harel_metrics_free(out);
 }
 
 fn groups(input: &mut Input, state: &mut State, arg: ErrArg) {
@@ -1144,6 +1175,7 @@ fn more(input: &mut Input, state: &mut State, arg: ErrArg) {
             assert!(harel_error_message(ptr::null()).is_null());
             harel_error_free(ptr::null_mut());
             harel_stats_free(ptr::null_mut());
+            harel_metrics_free(ptr::null_mut());
             harel_group_page_free(ptr::null_mut());
             harel_message_page_free(ptr::null_mut());
             harel_dead_page_free(ptr::null_mut());

@@ -134,6 +134,24 @@ const DeadLetterType = koffi.struct({
   reason: 'const char *',
   dead_at: 'double',
 });
+// The metrics: nine counters, the buckets' bounds, then a harel_histogram per operation
+// (METRICS_OPERATIONS, in the struct's order). Arrays decode as JS arrays, not typed ones.
+const LATENCY_BUCKETS = 16; // HAREL_LATENCY_BUCKETS
+const METRICS_COUNTERS = [
+  'published', 'claimed', 'acked', 'nacked', 'parked', 'dead_lettered', 'dead_lettered_by_claim', 'lost_leases',
+  'busy_retries',
+];
+const METRICS_OPERATIONS = ['publish', 'claim', 'claim_wait', 'ack', 'ack_and_claim', 'nack', 'extend', 'dead_letter'];
+const HistogramType = koffi.struct({
+  buckets: koffi.array('uint64_t', LATENCY_BUCKETS, 'Array'),
+  count: 'uint64_t',
+  sum: 'double',
+});
+const MetricsType = koffi.struct({
+  ...Object.fromEntries(METRICS_COUNTERS.map((name) => [name, 'uint64_t'])),
+  bounds: koffi.array('double', LATENCY_BUCKETS, 'Array'),
+  ...Object.fromEntries(METRICS_OPERATIONS.map((name) => [name, HistogramType])),
+});
 // harel_group_page, harel_message_page and harel_dead_page: items, count, next_cursor.
 const PageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *' });
 const MessageType = koffi.struct({
@@ -158,7 +176,7 @@ const SIZE_OUT = koffi.out(koffi.pointer('size_t')); // size_t *n_out
 // harel_error **err: in-out, so that koffi writes the NULL the library requires on entry.
 const ERR = koffi.inout(koffi.pointer(E));
 const COUNT = koffi.out(koffi.pointer('uint64_t')); // uint64_t *moved, *purged
-const OUT = koffi.out(koffi.pointer('void *')); // harel_stats **, harel_*_page **
+const OUT = koffi.out(koffi.pointer('void *')); // harel_stats **, harel_*_page **, harel_metrics **
 
 function bind(lib, where) {
   const status = 'int32_t';
@@ -233,6 +251,9 @@ function bind(lib, where) {
     cancelNew: fn('harel_cancel_new', C, []),
     cancelFire: fn('harel_cancel_fire', 'void', [C]),
     cancelFree: fn('harel_cancel_free', 'void', [C]),
+    // process metrics (issue 25)
+    metrics: fn('harel_transport_metrics', status, [T, OUT, ERR]),
+    metricsFree: fn('harel_metrics_free', 'void', ['void *']),
   };
 }
 
@@ -244,4 +265,7 @@ module.exports = {
   MessageInfoType,
   DeadLetterType,
   PageType,
+  MetricsType,
+  METRICS_COUNTERS,
+  METRICS_OPERATIONS,
 };

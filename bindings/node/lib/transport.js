@@ -24,12 +24,14 @@ const finalizer = new FinalizationRegistry((held) => {
 function noop() {}
 
 // How lib/methods/ reach a Transport's private members, given the transport: call
-// (#call), clocked (#clocked), waiting (a waiting claim on it, lib/waiting.js) and now (the
-// time by its clock). The class's static block sets them.
+// (#call), clocked (#clocked), waiting (a waiting claim on it, lib/waiting.js), now (the
+// time by its clock) and handleNow (its handle for a call made here on the main thread, one
+// that never waits). The class's static block sets them.
 let call;
 let clocked;
 let waiting;
 let now;
+let handleNow;
 
 class Transport {
   #handle;
@@ -198,7 +200,11 @@ class Transport {
     waiting = (transport, f, what, wait, signal, issue) =>
       waitingClaim(transport.#waits, (step) => transport.#clocked(step), f, what, wait, signal, issue);
     now = (transport) => (transport.#clock ? transport.#clock.read() : Date.now() / 1000);
+    handleNow = (transport, what) => {
+      if (transport.#closed) throw closedError(what);
+      return transport.#handle;
+    };
   }
 }
 
-module.exports = { Transport, call, clocked, waiting, now };
+module.exports = { Transport, call, clocked, waiting, now, handleNow };

@@ -32,8 +32,8 @@ function allocated() {
 }
 
 /**
- * One round of every kind of call (deadLetter, stats and the listings included); `t` is
- * reopened every 100 rounds by the caller.
+ * One round of every kind of call (deadLetter, stats, metrics and the listings included);
+ * `t` is reopened every 100 rounds by the caller.
  */
 async function round(t, n) {
   await t.publish(`g${n % 16}`, { n }, { priority: n % 5, routingKey: `k${n % 3}` });
@@ -49,6 +49,7 @@ async function round(t, n) {
   await t.deadLetter(x, `reason ${n} ${'r'.repeat(100)}`);
   const stats = await t.stats();
   assert.equal(stats.dead, 1);
+  assert.ok(t.metrics().latency.deadLetter.count > 0);
   assert.ok(Array.isArray((await t.groups({ limit: 50 })).groups));
   await t.peek(`g${n % 16}`);
   const { letters } = await t.deadLetters({ limit: 10 });

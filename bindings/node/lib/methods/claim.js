@@ -84,12 +84,18 @@ module.exports = {
       const max = maxArg(o.max);
       const wait = waitArg(o.wait);
       const signal = signalArg(o.signal);
-      return (f, handle) => waiting(this, f, 'claimMany', wait, signal, async (seconds, cancel) => {
-        const out = new Array(max).fill(null);
-        const n = [0];
-        const status = await callChecked(f, 'claim_many', f.claimMany, [handle, ...args, max, seconds, cancel, out, n]);
-        return status === STATUS.HAREL_OK ? takeLeases(f, out, Number(n[0])) : [];
-      });
+      return (f, handle) => {
+        const issue = async (seconds, cancel) => {
+          const out = new Array(max).fill(null);
+          const n = [0];
+          const status = await callChecked(f, 'claim_many', f.claimMany, [handle, ...args, max, seconds, cancel, out, n]);
+          return status === STATUS.HAREL_OK ? takeLeases(f, out, Number(n[0])) : [];
+        };
+        // As claim: without a wait or a signal, one look with no harel_cancel, so that the
+        // library times it as a claim, not as a claim that may wait (metrics()).
+        if (o.wait === undefined && o.signal === undefined) return clocked(this, () => issue(0, null));
+        return waiting(this, f, 'claimMany', wait, signal, issue);
+      };
     });
   },
 

@@ -19,6 +19,8 @@ import {
   type HarelErrorCode,
   type Message,
   type Stats,
+  type Metrics,
+  type Histogram,
   type GroupInfo,
   type GroupPage,
   type GroupState,
@@ -145,6 +147,15 @@ async function usage(): Promise<void> {
   const nextRelease: number | null = stats.nextReleaseAt;
   const levels: number[] = stats.byPriority.map((p) => p.priority + p.ready + p.leased + p.parked + p.groups);
   void [stats.now, stats.messages, stats.dead, age, oldestSeq, nextRelease, levels];
+
+  const metrics: Metrics = t.metrics(); // synchronous: no Promise
+  const claims: Histogram = metrics.latency.claimWait;
+  const slow: number = claims.count - claims.buckets[claims.bounds.indexOf(1)];
+  void [metrics.published, metrics.deadLetteredByClaim, metrics.busyRetries, claims.sum, slow];
+  // @ts-expect-error: metrics() is no Promise
+  void metrics.then;
+  // @ts-expect-error: a frozen copy
+  metrics.latency.ack.buckets[0] = 1;
 
   let cursor: string | null = null;
   do {

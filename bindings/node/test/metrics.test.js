@@ -1,0 +1,94 @@
+'use strict';
+// metrics(): every counter and histogram after known calls, the bounds, a busy retry while
+// another process holds the write lock, a second transport counting apart, and a closed
+// transport refused at once.
+
+const assert = require('node:assert/strict');
+const { test } = require('node:test');
+const { Transport, HarelError } = require('..');
+const { scratch, holdWriteLock, rejectsWith } = require('./helpers');
+
+const box = scratch();
+const BOUNDS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Every histogram's call count, by operation. */
+function calls(m) {
+  return Object.fromEntries(Object.entries(m.latency).map(([op, h]) => [op, h.count]));
+}
+
+test('metrics: every counter and histogram after known calls', async () => {
+  const t = await Transport.open(':memory:');
+  await t.publish('a', { n: 1 });
+  await t.publishMany([{ groupId: 'b', event: { n: 2 } }, { groupId: 'c', event: { n: 3 } }]);
+  const [a, b, c] = await t.claimMany('w', { max: 3 });
+  await t.ack(a);
+  await rejectsWith(assert, t.ack(a), 'HAREL_ERR_LEASE_LOST');
+  await t.nack(b);
+  await t.nack(c, { delay: 60 });
+  const again = await t.claim('w');
+  await t.extend(again, 30);
+  await t.deadLetter(again, 'poison');
+  assert.equal(await t.claim('w', { wait: 0.01 }), null, 'c is parked');
+  await t.publish('d', { n: 4 });
+  assert.equal(await t.ackAndClaim(await t.claim('w'), 'w'), null);
+
+  const m = t.metrics();
+  assert.ok(Object.isFrozen(m) && Object.isFrozen(m.latency) && Object.isFrozen(m.latency.ack.buckets));
+  const { latency, ...counters } = m;
+  assert.deepEqual(counters, {
+    published: 4, claimed: 5, acked: 2, nacked: 1, parked: 1, deadLettered: 1, deadLetteredByClaim: 0,
+    lostLeases: 1, busyRetries: 0,
+  });
+  assert.deepEqual(calls(m), {
+    publish: 3, claim: 3, claimWait: 1, ack: 2, ackAndClaim: 1, nack: 2, extend: 1, deadLetter: 1,
+  });
+  for (const [op, h] of Object.entries(latency)) {
+    assert.deepEqual(h.bounds, BOUNDS, op);
+    assert.equal(h.buckets.length, BOUNDS.length, op);
+    assert.ok(h.buckets.every((n, i) => n <= h.count && (i === 0 || n >= h.buckets[i - 1])), `${op}: ${h.buckets}`);
+    assert.equal(h.sum > 0, h.count > 0, `${op}: sum ${h.sum} of ${h.count} calls`);
+  }
+  assert.ok(latency.claimWait.sum >= 0.01, `claimWait's sum ${latency.claimWait.sum} leaves its 10 ms wait out`);
+  assert.equal(latency.claim.bounds, latency.ack.bounds, 'one bounds array, shared');
+  await t.close();
+});
+
+test('metrics: dead letters by a claim, and each transport its own', async () => {
+  const t = await Transport.open(':memory:', { maxAttempts: 1 });
+  await t.publish('g', { n: 1 });
+  await t.nack(await t.claim('w'));
+  assert.equal(await t.claim('w'), null, 'the head is over maxAttempts');
+  const m = t.metrics();
+  assert.deepEqual([m.claimed, m.nacked, m.deadLetteredByClaim, m.deadLettered], [1, 1, 1, 0]);
+  const other = await Transport.open(':memory:');
+  assert.deepEqual(calls(other.metrics()), {
+    publish: 0, claim: 0, claimWait: 0, ack: 0, ackAndClaim: 0, nack: 0, extend: 0, deadLetter: 0,
+  });
+  assert.equal(other.metrics().published, 0);
+  await Promise.all([t.close(), other.close()]);
+});
+
+test('metrics: a publish that found the write lock held counts busy retries', async () => {
+  const db = box.db();
+  const t = await Transport.open(db);
+  const holder = await holdWriteLock(db, 0.3);
+  await t.publish('g', { n: 1 });
+  await holder.released();
+  const m = t.metrics();
+  assert.ok(m.busyRetries > 0, `busyRetries ${m.busyRetries}`);
+  assert.equal(m.published, 1);
+  assert.ok(m.latency.publish.sum >= 0.2, `publish took ${m.latency.publish.sum} s behind a 0.3 s lock`);
+  await t.close();
+});
+
+test('metrics: synchronous, and HAREL_ERR_CLOSED once close() is called', async () => {
+  const t = await Transport.open(':memory:');
+  const published = t.publish('g', { n: 1 });
+  assert.equal(typeof t.metrics().then, 'undefined', 'no Promise');
+  await published;
+  const closing = t.close(); // refused at once, not only once closed
+  for (const when of ['closing', 'closed']) {
+    assert.throws(() => t.metrics(), (e) => e instanceof HarelError && e.code === 'HAREL_ERR_CLOSED', when);
+    await closing;
+  }
+});
