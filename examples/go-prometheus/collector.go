@@ -18,7 +18,7 @@ type Collector struct {
 // NewCollector is a Collector of t's metrics.
 func NewCollector(t *harel.Transport, constLabels prometheus.Labels) *Collector {
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("harel_"+name, help, labels, constLabels)
+		return prometheus.NewDesc("harel_transport_"+name, help, labels, constLabels)
 	}
 	return &Collector{
 		t:            t,

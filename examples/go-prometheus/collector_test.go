@@ -42,22 +42,22 @@ func TestCollectorScrape(t *testing.T) {
 	registry := prometheus.NewPedanticRegistry()
 	registry.MustRegister(NewCollector(tr, prometheus.Labels{"queue": "test"}))
 	counters := `
-# HELP harel_acked_messages_total Messages acked.
-# TYPE harel_acked_messages_total counter
-harel_acked_messages_total{queue="test"} 1
-# HELP harel_lost_leases_total Acks, nacks, extends and dead letters refused: the lease was lost.
-# TYPE harel_lost_leases_total counter
-harel_lost_leases_total{queue="test"} 1
-# HELP harel_nacked_messages_total Messages given back: at once (delay none) or parked.
-# TYPE harel_nacked_messages_total counter
-harel_nacked_messages_total{delay="none",queue="test"} 1
-harel_nacked_messages_total{delay="parked",queue="test"} 1
-# HELP harel_published_messages_total Messages published (committed).
-# TYPE harel_published_messages_total counter
-harel_published_messages_total{queue="test"} 3
+# HELP harel_transport_acked_messages_total Messages acked.
+# TYPE harel_transport_acked_messages_total counter
+harel_transport_acked_messages_total{queue="test"} 1
+# HELP harel_transport_lost_leases_total Acks, nacks, extends and dead letters refused: the lease was lost.
+# TYPE harel_transport_lost_leases_total counter
+harel_transport_lost_leases_total{queue="test"} 1
+# HELP harel_transport_nacked_messages_total Messages given back: at once (delay none) or parked.
+# TYPE harel_transport_nacked_messages_total counter
+harel_transport_nacked_messages_total{delay="none",queue="test"} 1
+harel_transport_nacked_messages_total{delay="parked",queue="test"} 1
+# HELP harel_transport_published_messages_total Messages published (committed).
+# TYPE harel_transport_published_messages_total counter
+harel_transport_published_messages_total{queue="test"} 3
 `
-	if err := testutil.GatherAndCompare(registry, strings.NewReader(counters), "harel_acked_messages_total",
-		"harel_lost_leases_total", "harel_nacked_messages_total", "harel_published_messages_total"); err != nil {
+	if err := testutil.GatherAndCompare(registry, strings.NewReader(counters), "harel_transport_acked_messages_total",
+		"harel_transport_lost_leases_total", "harel_transport_nacked_messages_total", "harel_transport_published_messages_total"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -73,15 +73,15 @@ harel_published_messages_total{queue="test"} 3
 		t.Fatalf("scrape: %d, %v", resp.StatusCode, err)
 	}
 	for _, line := range []string{
-		`harel_claimed_messages_total{queue="test"} 3`,
-		`harel_dead_lettered_messages_total{by="claim",queue="test"} 0`,
-		`harel_busy_retries_total{queue="test"} 0`,
-		`harel_call_duration_seconds_count{operation="publish",queue="test"} 3`,
-		`harel_call_duration_seconds_count{operation="claim",queue="test"} 1`,
-		`harel_call_duration_seconds_count{operation="ack",queue="test"} 2`,
-		`harel_call_duration_seconds_count{operation="nack",queue="test"} 2`,
-		`harel_call_duration_seconds_bucket{operation="ack",queue="test",le="+Inf"} 2`,
-		`harel_call_duration_seconds_bucket{operation="extend",queue="test",le="10"} 0`,
+		`harel_transport_claimed_messages_total{queue="test"} 3`,
+		`harel_transport_dead_lettered_messages_total{by="claim",queue="test"} 0`,
+		`harel_transport_busy_retries_total{queue="test"} 0`,
+		`harel_transport_call_duration_seconds_count{operation="publish",queue="test"} 3`,
+		`harel_transport_call_duration_seconds_count{operation="claim",queue="test"} 1`,
+		`harel_transport_call_duration_seconds_count{operation="ack",queue="test"} 2`,
+		`harel_transport_call_duration_seconds_count{operation="nack",queue="test"} 2`,
+		`harel_transport_call_duration_seconds_bucket{operation="ack",queue="test",le="+Inf"} 2`,
+		`harel_transport_call_duration_seconds_bucket{operation="extend",queue="test",le="10"} 0`,
 	} {
 		if !strings.Contains(string(body), line+"\n") {
 			t.Errorf("the scrape lacks %q:\n%s", line, body)

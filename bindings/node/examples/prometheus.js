@@ -13,7 +13,7 @@
 // Registry takes from its metrics — name, help, type and get() — whose get() hands the
 // library's values over as they are.
 
-const PREFIX = 'harel_';
+const PREFIX = 'harel_transport_';
 const DURATION = `${PREFIX}call_duration_seconds`;
 
 // name, help, and the samples of one transport's metrics: [labels, value] pairs.
@@ -55,7 +55,7 @@ function durationSamples(m, labels) {
 
 /**
  * Registers on `registry` (prom-client's `register`, or a `new Registry()`) the counters
- * and the `harel_call_duration_seconds` histogram (by `operation`) of `sources`, an array
+ * and the `harel_transport_call_duration_seconds` histogram (by `operation`) of `sources`, an array
  * of `{ transport, labels }`: `labels` (a queue's name, say) tell the transports apart.
  * A closed transport fails the scrape (register.metrics() rejects with HAREL_ERR_CLOSED).
  */

@@ -40,38 +40,38 @@ test('prometheus: the registry exposes each transport\'s metrics at each scrape'
 
   const { samples, types } = parse(await registry.metrics());
   const want = {
-    'harel_published_messages_total{queue="orders"}': 3,
-    'harel_claimed_messages_total{queue="orders"}': 4,
-    'harel_acked_messages_total{queue="orders"}': 1,
-    'harel_nacked_messages_total{queue="orders",delay="none"}': 1,
-    'harel_nacked_messages_total{queue="orders",delay="parked"}': 1,
-    'harel_dead_lettered_messages_total{queue="orders",by="worker"}': 1,
-    'harel_dead_lettered_messages_total{queue="orders",by="claim"}': 0,
-    'harel_lost_leases_total{queue="orders"}': 1,
-    'harel_busy_retries_total{queue="orders"}': 0,
-    'harel_published_messages_total{queue="idle"}': 0,
-    'harel_call_duration_seconds_count{queue="orders",operation="publish"}': 1,
-    'harel_call_duration_seconds_count{queue="orders",operation="claim"}': 2,
-    'harel_call_duration_seconds_bucket{queue="orders",operation="ack",le="+Inf"}': 2,
-    'harel_call_duration_seconds_count{queue="orders",operation="nack"}': 2,
-    'harel_call_duration_seconds_count{queue="orders",operation="dead_letter"}': 1,
-    'harel_call_duration_seconds_count{queue="orders",operation="claim_wait"}': 0,
-    'harel_call_duration_seconds_count{queue="idle",operation="publish"}': 0,
+    'harel_transport_published_messages_total{queue="orders"}': 3,
+    'harel_transport_claimed_messages_total{queue="orders"}': 4,
+    'harel_transport_acked_messages_total{queue="orders"}': 1,
+    'harel_transport_nacked_messages_total{queue="orders",delay="none"}': 1,
+    'harel_transport_nacked_messages_total{queue="orders",delay="parked"}': 1,
+    'harel_transport_dead_lettered_messages_total{queue="orders",by="worker"}': 1,
+    'harel_transport_dead_lettered_messages_total{queue="orders",by="claim"}': 0,
+    'harel_transport_lost_leases_total{queue="orders"}': 1,
+    'harel_transport_busy_retries_total{queue="orders"}': 0,
+    'harel_transport_published_messages_total{queue="idle"}': 0,
+    'harel_transport_call_duration_seconds_count{queue="orders",operation="publish"}': 1,
+    'harel_transport_call_duration_seconds_count{queue="orders",operation="claim"}': 2,
+    'harel_transport_call_duration_seconds_bucket{queue="orders",operation="ack",le="+Inf"}': 2,
+    'harel_transport_call_duration_seconds_count{queue="orders",operation="nack"}': 2,
+    'harel_transport_call_duration_seconds_count{queue="orders",operation="dead_letter"}': 1,
+    'harel_transport_call_duration_seconds_count{queue="orders",operation="claim_wait"}': 0,
+    'harel_transport_call_duration_seconds_count{queue="idle",operation="publish"}': 0,
   };
   for (const [sample, value] of Object.entries(want)) assert.equal(samples.get(sample), value, sample);
-  assert.equal(types.get('harel_call_duration_seconds'), 'histogram');
-  assert.equal(types.get('harel_nacked_messages_total'), 'counter');
+  assert.equal(types.get('harel_transport_call_duration_seconds'), 'histogram');
+  assert.equal(types.get('harel_transport_nacked_messages_total'), 'counter');
 
   // the buckets are the library's, cumulative, 16 bounds and +Inf
   const m = orders.metrics().latency.claim;
   const buckets = [...m.bounds.map(String), '+Inf'].map((le) =>
-    samples.get(`harel_call_duration_seconds_bucket{queue="orders",operation="claim",le="${le}"}`));
+    samples.get(`harel_transport_call_duration_seconds_bucket{queue="orders",operation="claim",le="${le}"}`));
   assert.deepEqual(buckets, [...m.buckets, m.count]);
-  assert.equal(samples.get('harel_call_duration_seconds_sum{queue="orders",operation="claim"}'), m.sum);
+  assert.equal(samples.get('harel_transport_call_duration_seconds_sum{queue="orders",operation="claim"}'), m.sum);
 
   // read again at the next scrape
   await orders.publish('d', {});
-  assert.equal(parse(await registry.metrics()).samples.get('harel_published_messages_total{queue="orders"}'), 4);
+  assert.equal(parse(await registry.metrics()).samples.get('harel_transport_published_messages_total{queue="orders"}'), 4);
 
   await idle.close();
   await assert.rejects(registry.metrics(), { code: 'HAREL_ERR_CLOSED' });

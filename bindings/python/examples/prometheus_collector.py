@@ -43,7 +43,7 @@ class TransportCollector(Collector):
                             m.lost_leases)
         yield self._counter("busy_retries", "Pauses after the database answered busy.", m.busy_retries)
         duration = HistogramMetricFamily(
-            "harel_call_duration_seconds", "Duration of the transport's calls, by operation.",
+            "harel_transport_call_duration_seconds", "Duration of the transport's calls, by operation.",
             labels=self._names + ["operation"],
         )
         for op in OPERATIONS:
@@ -56,7 +56,7 @@ class TransportCollector(Collector):
     def _counter(self, name: str, doc: str, count: int = 0, by: Any = None) -> CounterMetricFamily:
         """A counter; with `by` (a label and its values' counts), one sample per value."""
         label, counts = by if by else (None, {})
-        family = CounterMetricFamily(f"harel_{name}", doc, labels=self._names + ([label] if label else []))
+        family = CounterMetricFamily(f"harel_transport_{name}", doc, labels=self._names + ([label] if label else []))
         samples: Dict[str, int] = counts
         if not by:
             family.add_metric(self._values, count)

@@ -75,17 +75,17 @@ def test_the_prometheus_collector_is_scraped():
     registry.register(TransportCollector(t, queue="test"))
     text = generate_latest(registry).decode()
     for line in (
-        'harel_published_messages_total{queue="test"} 3.0',
-        'harel_claimed_messages_total{queue="test"} 4.0',
-        'harel_acked_messages_total{queue="test"} 1.0',
-        'harel_nacked_messages_total{delay="none",queue="test"} 1.0',
-        'harel_nacked_messages_total{delay="parked",queue="test"} 1.0',
-        'harel_dead_lettered_messages_total{by="worker",queue="test"} 1.0',
-        'harel_lost_leases_total{queue="test"} 1.0',
-        'harel_call_duration_seconds_count{operation="publish",queue="test"} 2.0',
-        'harel_call_duration_seconds_bucket{le="+Inf",operation="ack",queue="test"} 2.0',
-        'harel_call_duration_seconds_count{operation="extend",queue="test"} 0.0',
+        'harel_transport_published_messages_total{queue="test"} 3.0',
+        'harel_transport_claimed_messages_total{queue="test"} 4.0',
+        'harel_transport_acked_messages_total{queue="test"} 1.0',
+        'harel_transport_nacked_messages_total{delay="none",queue="test"} 1.0',
+        'harel_transport_nacked_messages_total{delay="parked",queue="test"} 1.0',
+        'harel_transport_dead_lettered_messages_total{by="worker",queue="test"} 1.0',
+        'harel_transport_lost_leases_total{queue="test"} 1.0',
+        'harel_transport_call_duration_seconds_count{operation="publish",queue="test"} 2.0',
+        'harel_transport_call_duration_seconds_bucket{le="+Inf",operation="ack",queue="test"} 2.0',
+        'harel_transport_call_duration_seconds_count{operation="extend",queue="test"} 0.0',
     ):
         assert line + "\n" in text, f"{line} not in\n{text}"
-    assert registry.get_sample_value("harel_call_duration_seconds_count", {"operation": "claim", "queue": "test"}) == 4
+    assert registry.get_sample_value("harel_transport_call_duration_seconds_count", {"operation": "claim", "queue": "test"}) == 4
     t.close()
