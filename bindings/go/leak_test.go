@@ -5,7 +5,9 @@ package harel_test
 // freed. Measured as the
 // process's resident memory over many rounds of every kind of call, after a first batch of
 // rounds has warmed every cache: a leak of even the smallest string per round would add
-// megabytes, since the strings here are 8 KiB long.
+// megabytes, since the strings here are 8 KiB long. A leak grows every set of rounds; the
+// allocators' own swings (once 7 MiB in CI) do not repeat, so a set over the limit is
+// measured once more before it fails.
 
 import (
 	"bytes"
@@ -23,6 +25,23 @@ import (
 
 	harel "github.com/harel-transport/harel-transport/bindings/go"
 )
+
+// settledGrowth is the resident memory's growth over one run of work; when that is over
+// limit, the smaller of it and the growth over one more run.
+func settledGrowth(t *testing.T, limit int64, work func()) int64 {
+	t.Helper()
+	growth := func() int64 {
+		before := residentBytes(t)
+		work()
+		return residentBytes(t) - before
+	}
+	grown := growth()
+	if grown > limit {
+		t.Logf("resident memory grew by %d KiB over one set: measuring another", grown/1024)
+		grown = min(grown, growth())
+	}
+	return grown
+}
 
 // residentBytes is the process's resident set size (Linux).
 func residentBytes(t *testing.T) int64 {
@@ -154,23 +173,19 @@ func TestCallsFreeWhatTheyAllocate(t *testing.T) {
 		tr.Close()
 	}
 	const rounds, opens = 1000, 200
-	for i := 0; i < rounds; i++ {
-		round()
+	const limit = 4 << 20 // a leak of one string per round would be 8 MiB; of a handle, far more
+	set := func() {
+		for i := 0; i < rounds; i++ {
+			round()
+		}
+		for i := 0; i < opens; i++ {
+			openClose()
+		}
 	}
-	for i := 0; i < opens; i++ {
-		openClose()
-	}
-	before := residentBytes(t)
-	for i := 0; i < rounds; i++ {
-		round()
-	}
-	for i := 0; i < opens; i++ {
-		openClose()
-	}
-	grown := residentBytes(t) - before
+	set()
+	grown := settledGrowth(t, limit, set)
 	t.Logf("resident memory grew by %d KiB over %d rounds and %d open/close", grown/1024, rounds, opens)
-	// A leak of one string per round would be 8 MiB; of a handle, far more.
-	if grown > 4<<20 {
+	if grown > limit {
 		t.Fatalf("resident memory grew by %d KiB over %d rounds and %d open/close: a leak", grown/1024, rounds, opens)
 	}
 }
@@ -262,20 +277,18 @@ func TestWaitsAndBatchesFreeWhatTheyAllocate(t *testing.T) {
 			}
 		}
 	}
-	const rounds = 300
-	for i := 0; i < rounds; i++ {
-		round(i)
+	const rounds, limit = 300, 3 << 20
+	set := func() {
+		for i := 0; i < rounds; i++ {
+			round(i)
+		}
+		shortWaits()
 	}
-	shortWaits()
+	set()
 	goroutines := runtime.NumGoroutine()
-	before := residentBytes(t)
-	for i := 0; i < rounds; i++ {
-		round(i)
-	}
-	shortWaits()
-	grown := residentBytes(t) - before
+	grown := settledGrowth(t, limit, set)
 	t.Logf("resident memory grew by %d KiB over %d rounds of waits and batches and %d short waits", grown/1024, rounds, shortWaitCount)
-	if grown > 3<<20 {
+	if grown > limit {
 		t.Fatalf("resident memory grew by %d KiB over %d rounds of waits and batches: a leak", grown/1024, rounds)
 	}
 	time.Sleep(10 * time.Millisecond) // the last AfterFunc goroutines finish
