@@ -151,6 +151,10 @@ impl Watch {
             let until = Duration::try_from_secs_f64((at - now).max(0.0)).unwrap_or(Duration::MAX);
             next = Some(next.map_or(until, |d| d.min(until)));
         }
+        if heard {
+            // Each write heard starts its own settling looks, soon after it.
+            schedule.settling = 0;
+        }
         let settle = (heard || schedule.settling > 0)
             && schedule.data_version == seen.data_version
             && schedule.settling < SETTLE_LOOKS;
