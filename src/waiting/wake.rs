@@ -25,8 +25,10 @@ pub struct Signal {
     watch: Mutex<Watch>,
     /// The bells of this queue's watches in this process.
     bells: Mutex<Vec<Weak<Bell>>>,
-    /// A local file's WAL notices, shared by its watches while any lives.
-    notices: Mutex<Weak<WalNotices>>,
+    /// A local file's WAL notices, made by its first watch and kept while the signal lives:
+    /// closing an inotify descriptor waits for the kernel (3-16 ms measured), which a
+    /// program freeing its last watch should not pay.
+    notices: Mutex<Option<Arc<WalNotices>>>,
 }
 
 #[derive(Default)]
@@ -64,7 +66,7 @@ impl Signal {
             wal,
             watch: Mutex::new(Watch::default()),
             bells: Mutex::new(Vec::new()),
-            notices: Mutex::new(Weak::new()),
+            notices: Mutex::new(None),
         }
     }
 
@@ -96,12 +98,10 @@ impl Signal {
     pub fn wal_notices(&self) -> Option<Arc<WalNotices>> {
         let wal = self.wal.as_ref()?;
         let mut notices = self.notices.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(shared) = notices.upgrade() {
-            return Some(shared);
+        if notices.is_none() {
+            *notices = Some(Arc::new(WalNotices::open(wal).ok()?));
         }
-        let made = Arc::new(WalNotices::open(wal).ok()?);
-        *notices = Arc::downgrade(&made);
-        Some(made)
+        notices.clone()
     }
 
     /// A wake to wait for, armed at once: a notification after this call is not missed,

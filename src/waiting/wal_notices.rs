@@ -1,6 +1,6 @@
 //! Another process's commit to a local file, for watches (watch.rs): one non-blocking
-//! inotify descriptor per queue in this process, on its WAL, sitting in every watch's
-//! epoll set. No thread reads it: the rearm that finds it readable drains it and rings
+//! inotify descriptor per queue in this process, on its WAL, kept by the queue's signal
+//! (wake.rs) from its first watch on, and sitting in every watch's epoll set. No thread reads it: the rearm that finds it readable drains it and rings
 //! the queue's signal, so every watch of the queue hears what one of them drained.
 //! (Waiting claims hear the same through wal_events.rs, whose thread blocks on its read.)
 
