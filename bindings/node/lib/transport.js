@@ -24,9 +24,9 @@ const finalizer = new FinalizationRegistry((held) => {
 function noop() {}
 
 // How lib/methods/ reach a Transport's private members, given the transport: call
-// (#call), clocked (#clocked), waiting (a waiting claim on it: Waits.claim, lib/waiting.js), now (the
-// time by its clock) and handleNow (its handle for a call made here on the main thread, one
-// that never waits). The class's static block sets them.
+// (#call), clocked (#clocked), waiting (a waiting claim on it: Waits.claim in
+// lib/waiting.js), now (the time by its clock) and handleNow (its handle for a call made
+// here on the main thread, one that never waits). The class's static block sets them.
 let call;
 let clocked;
 let waiting;
@@ -136,8 +136,8 @@ class Transport {
     this.#closing = (async () => {
       if (this.#inFlight > 0) await new Promise((resolve) => (this.#drained = resolve));
       const f = load();
-      // The watches, polls stopped first, before the handle they watch.
-      this.#waits.free();
+      // The watches, their polls stopped first, before the handle they watch.
+      await this.#waits.free();
       const handle = this.#handle;
       this.#handle = null;
       finalizer.unregister(this);

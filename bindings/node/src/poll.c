@@ -16,7 +16,9 @@
  * An active handle keeps the process alive unless unref()ed, as a socket does.
  *
  * Built by mk/node.mk with cc (undefined napi_* and uv_* symbols are Node's, resolved when
- * it loads the file); N-API version 8, so one build serves every Node from 20 on. */
+ * it loads the file); N-API version 8, so one build serves every Node from 20 on. Linked
+ * with -z nodelete: a worker thread that ends closes our handles (the cleanup hook below)
+ * and unloads its addons before its loop runs the close callbacks, which live here. */
 #define NAPI_VERSION 8
 #include <node_api.h>
 #include <stdio.h>
