@@ -49,7 +49,7 @@ function load() {
   throw new HarelError(
     'HAREL_ERR_LOAD',
     `${FILE}, which waiting claims need, could not be loaded (set HAREL_TRANSPORT_POLL to its ` +
-      'path, or build it with `make test-node`\'s node-poll target): ' + failures.join('; '),
+      'path, or build it with `make node-poll`): ' + failures.join('; '),
   );
 }
 
