@@ -250,8 +250,9 @@ export interface Histogram {
 }
 
 /**
- * A histogram per operation. `claimWait` holds the claims that may wait (a `wait` or a
- * `signal` given), their waiting included, so that `claim` stays the database's latency.
+ * A histogram per operation, of the library's C calls. `claimWait` holds the C claims that
+ * wait, which this binding never makes (its waiting claims wait on the event loop and make
+ * claims without waiting, in `claim`): 0 here, kept for the other bindings' shape.
  */
 export interface Latency {
   /** publish and publishMany; publishes that shared a commit are one call. */

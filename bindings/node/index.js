@@ -10,14 +10,15 @@
 // one Transport go to the pool concurrently: each reads its own error from its
 // `harel_error **err` out-parameter, and the library runs them on the
 // handle (publishes arriving while another commits share its next commit). The one
-// exception is a Transport with a JS clock (see lib/clock.js). A claim that waits holds a
-// pool thread while it waits: see lib/waiting.js for how the binding keeps the pool's
-// other work going.
+// exception is a Transport with a JS clock (see lib/clock.js). A claim that waits holds no
+// pool thread: it watches the library's readiness descriptor from the event loop and
+// claims, without waiting, when it fires (lib/waiting.js).
 //
 // The files: lib/native.js loads the library and declares its functions; lib/transport.js
 // is the Transport (open, close, and what every call goes through); lib/methods/ holds its
 // methods by group, added to the class here; lib/calls.js runs a C call and maps its error
-// (lib/errors.js), after the checks of lib/args.js; lib/lease.js turns leases both ways.
+// (lib/errors.js), after the checks of lib/args.js; lib/lease.js turns leases both ways;
+// lib/waiting.js waits, with the poll addon lib/poll.js loads (src/poll.c).
 
 const { STATUS, HarelError } = require('./lib/errors');
 const { DEFAULT_VISIBILITY, DEFAULT_LIMIT, MAX_PAGE, MAX_CLAIM } = require('./lib/args');

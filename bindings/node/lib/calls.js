@@ -83,4 +83,4 @@ function callCheckedHere(f, what, fn, args) {
   return outcome(f, what, err, fn(...args, err));
 }
 
-module.exports = { POOL_THREADS, statusName, callChecked, callCheckedHere };
+module.exports = { POOL_THREADS, statusName, callAsync, callChecked, callCheckedHere };

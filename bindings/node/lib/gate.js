@@ -1,6 +1,5 @@
 'use strict';
-// A gate: how the binding bounds its calls on the thread pool (lib/calls.js) and its
-// waiting claims (lib/waiting.js).
+// A gate: how the binding bounds its calls on the thread pool (lib/calls.js).
 
 /**
  * At most `slots` of something at once; the rest wait in a FIFO queue. `enter(start)` runs

@@ -165,7 +165,8 @@ const O = koffi.pointer(koffi.opaque()); // harel_options *
 const E = koffi.pointer(koffi.opaque()); // harel_error *
 const L = koffi.pointer(LeaseType); // harel_lease *
 const M = koffi.pointer(MessageType); // const harel_message *: koffi copies a JS array in
-const C = koffi.pointer(koffi.opaque()); // harel_cancel *
+const C = koffi.pointer(koffi.opaque()); // harel_cancel * (the binding passes NULL)
+const W = koffi.pointer(koffi.opaque()); // harel_watch *
 // const harel_lease *const *leases: koffi copies a JS array of lease structs in, each
 // behind its pointer. LEASES_OUT, harel_lease **leases_out: a JS array of `max` elements
 // that koffi fills with the leases handed out.
@@ -248,12 +249,14 @@ function bind(lib, where) {
       LEASES_OUT, SIZE_OUT, ERR,
     ]),
     extend: fn('harel_transport_extend', status, [T, koffi.inout(L), 'double', ERR]),
-    cancelNew: fn('harel_cancel_new', C, []),
-    cancelFire: fn('harel_cancel_fire', 'void', [C]),
-    cancelFree: fn('harel_cancel_free', 'void', [C]),
     // process metrics (issue 25)
     metrics: fn('harel_transport_metrics', status, [T, OUT, ERR]),
     metricsFree: fn('harel_metrics_free', 'void', ['void *']),
+    // the readiness descriptor of waiting claims (issue 26; lib/waiting.js)
+    transportWatch: fn('harel_transport_watch', status, [T, 'int32_t', 'const char **', 'size_t', koffi.out(koffi.pointer(W)), ERR]),
+    watchFd: fn('harel_watch_fd', status, [W, koffi.out(koffi.pointer('int')), ERR]),
+    watchRearm: fn('harel_watch_rearm', status, [T, W, ERR]),
+    watchFree: fn('harel_watch_free', 'void', [W]),
   };
 }
 

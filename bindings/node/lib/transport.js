@@ -8,7 +8,7 @@ const { load } = require('./native');
 const { checkString, checkNumber, checkUint32, checkBoolean, checkOptions, describe } = require('./args');
 const { callChecked, callCheckedHere } = require('./calls');
 const { ClockCell } = require('./clock');
-const { waitingClaim, fire } = require('./waiting');
+const { Waits } = require('./waiting');
 
 const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'clock'];
 
@@ -24,9 +24,9 @@ const finalizer = new FinalizationRegistry((held) => {
 function noop() {}
 
 // How lib/methods/ reach a Transport's private members, given the transport: call
-// (#call), clocked (#clocked), waiting (a waiting claim on it, lib/waiting.js), now (the
-// time by its clock) and handleNow (its handle for a call made here on the main thread, one
-// that never waits). The class's static block sets them.
+// (#call), clocked (#clocked), waiting (a waiting claim on it: Waits.claim in
+// lib/waiting.js), now (the time by its clock) and handleNow (its handle for a call made
+// here on the main thread, one that never waits). The class's static block sets them.
 let call;
 let clocked;
 let waiting;
@@ -40,7 +40,7 @@ class Transport {
   #inFlight = 0; // calls made and not yet settled; close() waits for them
   #drained = null; // close()'s wake-up, once #inFlight is 0
   #clockTail = Promise.resolve(); // with a JS clock: the end of the calls that read it
-  #waits = new Set(); // the waiting claims in progress (see lib/waiting.js)
+  #waits; // the waiting claims in progress and their watches (see lib/waiting.js)
   #closed = false;
   #closing = null;
 
@@ -50,6 +50,7 @@ class Transport {
     this.#handle = handle;
     this.#clock = clock;
     this.#path = where;
+    this.#waits = new Waits(load(), handle, (step) => this.#clocked(step), (promise) => this.#track(promise));
     finalizer.register(this, { handle, clock }, this);
   }
 
@@ -116,9 +117,9 @@ class Transport {
    * later wait as usual.
    */
   interrupt() {
-    // Each claim's own cancel, not harel_transport_interrupt: that ends only the C waits in
-    // progress, and a claim between two turns, or queued for one, would then wait again.
-    for (const waiting of this.#waits) fire(waiting, 'interrupt');
+    // The binding's own waiting claims (no C call of theirs waits), so not
+    // harel_transport_interrupt.
+    this.#waits.interrupt();
   }
 
   /**
@@ -131,10 +132,12 @@ class Transport {
     if (this.#closing) return this.#closing;
     this.#closed = true;
     // Waiting claims would hold the close for the rest of their waits.
-    for (const waiting of this.#waits) fire(waiting, 'close');
+    this.#waits.close();
     this.#closing = (async () => {
       if (this.#inFlight > 0) await new Promise((resolve) => (this.#drained = resolve));
       const f = load();
+      // The watches, their polls stopped first, before the handle they watch.
+      await this.#waits.free();
       const handle = this.#handle;
       this.#handle = null;
       finalizer.unregister(this);
@@ -174,9 +177,13 @@ class Transport {
     }
     const f = load();
     const handle = this.#handle;
+    return this.#track(readsClock ? this.#clocked(() => run(f, handle)) : run(f, handle));
+  }
+
+  /** Counts `promise` (a call) in flight until it settles: close() waits for it. */
+  #track(promise) {
     this.#inFlight += 1;
-    const result = readsClock ? this.#clocked(() => run(f, handle)) : run(f, handle);
-    return result.finally(() => {
+    return promise.finally(() => {
       this.#inFlight -= 1;
       if (this.#inFlight === 0 && this.#drained) this.#drained();
     });
@@ -197,8 +204,7 @@ class Transport {
   static {
     call = (transport, what, readsClock, prepare) => transport.#call(what, readsClock, prepare);
     clocked = (transport, step) => transport.#clocked(step);
-    waiting = (transport, f, what, wait, signal, issue) =>
-      waitingClaim(transport.#waits, (step) => transport.#clocked(step), f, what, wait, signal, issue);
+    waiting = (transport, ...args) => transport.#waits.claim(...args);
     now = (transport) => (transport.#clock ? transport.#clock.read() : Date.now() / 1000);
     handleNow = (transport, what) => {
       if (transport.#closed) throw closedError(what);

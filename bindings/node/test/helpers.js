@@ -101,6 +101,17 @@ async function runPython(code, db, input = null) {
   return JSON.parse(out);
 }
 
+/** How many descriptors this process has open (a watch holds 3 or 4 while it lives). */
+function openFds() {
+  return fs.readdirSync('/proc/self/fd').length;
+}
+
+/** The `q` quantile of `xs` (0.5: the median). */
+function quantile(xs, q) {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-module.exports = { scratch, manualClock, rejectsWith, holdWriteLock, runPython, ROOT };
+module.exports = { scratch, manualClock, rejectsWith, holdWriteLock, runPython, openFds, quantile, ROOT };

@@ -50,23 +50,28 @@ module.exports = {
   /**
    * Leases the next deliverable message to `workerId`; null when there is none. With
    * `wait` (seconds) it waits that long for one; `signal` (an AbortSignal) ends the wait:
-   * see lib/waiting.js.
+   * see lib/waiting.js (the binding waits; every C claim it makes is one that does not).
    */
   claim(workerId, options = {}) {
     return call(this, 'claim', false, () => {
       const o = checkOptions('options', options, WAITING_CLAIM_OPTIONS);
       const args = claimArgs(workerId, o);
-      if (o.wait === undefined && o.signal === undefined) {
-        return (f, handle) => clocked(this, () => leaseOf(f, 'claim', f.claim, [handle, ...args]));
-      }
+      const once = (f, handle) => clocked(this, () => leaseOf(f, 'claim', f.claim, [handle, ...args]));
+      if (o.wait === undefined && o.signal === undefined) return once;
       const wait = waitArg(o.wait);
       const signal = signalArg(o.signal);
       return async (f, handle) => {
-        const leases = await waiting(this, f, 'claim', wait, signal, async (seconds, cancel) => {
-          const out = [null];
-          const status = await callChecked(f, 'claim', f.claimWait, [handle, ...args, seconds, cancel, out]);
-          return status === STATUS.HAREL_OK ? takeLeases(f, out, 1) : [];
-        });
+        const leases = await waiting(this, 'claim', wait, signal, args[2], args[3] || [],
+          async () => {
+            const lease = await once(f, handle);
+            return lease ? [lease] : [];
+          },
+          // a wait the library refuses (not a finite number >= 0): its message
+          () => clocked(this, async () => {
+            const out = [null];
+            const status = await callChecked(f, 'claim', f.claimWait, [handle, ...args, wait, null, out]);
+            return status === STATUS.HAREL_OK ? takeLeases(f, out, 1) : [];
+          }));
         return leases.length ? leases[0] : null;
       };
     });
@@ -85,16 +90,17 @@ module.exports = {
       const wait = waitArg(o.wait);
       const signal = signalArg(o.signal);
       return (f, handle) => {
-        const issue = async (seconds, cancel) => {
+        const issue = async (seconds) => {
           const out = new Array(max).fill(null);
           const n = [0];
-          const status = await callChecked(f, 'claim_many', f.claimMany, [handle, ...args, max, seconds, cancel, out, n]);
+          const status = await callChecked(f, 'claim_many', f.claimMany, [handle, ...args, max, seconds, null, out, n]);
           return status === STATUS.HAREL_OK ? takeLeases(f, out, Number(n[0])) : [];
         };
-        // As claim: without a wait or a signal, one look with no harel_cancel, so that the
-        // library times it as a claim, not as a claim that may wait (metrics()).
-        if (o.wait === undefined && o.signal === undefined) return clocked(this, () => issue(0, null));
-        return waiting(this, f, 'claimMany', wait, signal, issue);
+        if (o.wait === undefined && o.signal === undefined) return clocked(this, () => issue(0));
+        // Waiting: non-waiting claims when the watch fires (lib/waiting.js); a wait the
+        // library refuses goes to it as given, for its message.
+        return waiting(this, 'claimMany', wait, signal, args[2], args[3] || [],
+          () => clocked(this, () => issue(0)), () => clocked(this, () => issue(wait)));
       };
     });
   },

@@ -18,11 +18,12 @@ const { spawnSync } = require('node:child_process');
 const PACKAGE = path.resolve(__dirname, '..', '..');
 const ROOT = path.resolve(PACKAGE, '..', '..');
 const LIB = 'prebuilds/linux-x64-gnu/libharel_transport.so.1';
+const POLL = 'prebuilds/linux-x64-gnu/harel_transport_poll.node'; // the poll addon of waiting claims
 // index.js's modules: every file of the package's lib/.
 const MODULES = fs.readdirSync(path.join(PACKAGE, 'lib'), { recursive: true })
   .map((f) => `lib/${f.split(path.sep).join('/')}`)
   .filter((f) => fs.statSync(path.join(PACKAGE, f)).isFile());
-const EXPECTED = ['README.md', 'index.d.ts', 'index.js', ...MODULES, LIB, 'package.json'].map((f) => `package/${f}`).sort();
+const EXPECTED = ['README.md', 'index.d.ts', 'index.js', ...MODULES, LIB, POLL, 'package.json'].map((f) => `package/${f}`).sort();
 const NPM = process.env.NPM || 'npm';
 const started = Date.now();
 
@@ -68,7 +69,7 @@ function main() {
   const files = run('tar', ['tzf', tarball]).trim().split('\n').sort();
   console.log(`npm: ${path.relative(ROOT, tarball)}: ${size} bytes (${(size / 1048576).toFixed(1)} MiB), ${files.length} files:`);
   for (const line of listing) console.log(`  ${line}`);
-  check('the tarball holds exactly index.js, lib/, index.d.ts, README.md, package.json and the library', JSON.stringify(files) === JSON.stringify(EXPECTED), files.join(' '));
+  check('the tarball holds exactly index.js, lib/, index.d.ts, README.md, package.json, the library and the poll addon', JSON.stringify(files) === JSON.stringify(EXPECTED), files.join(' '));
   const packed = JSON.parse(run('tar', ['xzOf', tarball, 'package/package.json']));
   check('its package.json: version, os, cpu, libc, koffi the only dependency',
     packed.version === cargo && JSON.stringify(packed.os) === '["linux"]' && JSON.stringify(packed.cpu) === '["x64"]' &&
@@ -79,7 +80,7 @@ function main() {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harel-npm-')));
   const env = { ...process.env };
   for (const key of Object.keys(env)) {
-    if (key.startsWith('npm_') || ['HAREL_TRANSPORT_LIB', 'HAREL_TRANSPORT_PREBUILT', 'LD_LIBRARY_PATH', 'NODE_PATH'].includes(key)) delete env[key];
+    if (key.startsWith('npm_') || ['HAREL_TRANSPORT_LIB', 'HAREL_TRANSPORT_POLL', 'HAREL_TRANSPORT_PREBUILT', 'HAREL_TRANSPORT_PREBUILT_POLL', 'LD_LIBRARY_PATH', 'NODE_PATH'].includes(key)) delete env[key];
   }
   try {
     console.log(`npm: fresh directory ${dir}`);
@@ -90,7 +91,10 @@ function main() {
     const installed = path.join(dir, 'node_modules', 'harel-transport');
     const lib = path.join(installed, ...LIB.split('/'));
     check('the installed package has the prebuilt library', fs.existsSync(lib), path.relative(dir, lib));
-    check('no build tree in reach (node_modules/harel-transport/../../target absent)', !fs.existsSync(path.join(installed, '..', '..', 'target')));
+    const addon = path.join(installed, ...POLL.split('/'));
+    check('the installed package has the poll addon', fs.existsSync(addon), path.relative(dir, addon));
+    check('no build tree in reach (node_modules/harel-transport/../../target and ../../build absent)',
+      !fs.existsSync(path.join(installed, '..', '..', 'target')) && !fs.existsSync(path.join(installed, '..', '..', 'build')));
     // koffi brings its own platform package (@koromix/koffi-linux-x64, an optional dependency).
     const tree = Object.keys(JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', '.package-lock.json'), 'utf8')).packages)
       .map((p) => p.replace(/^node_modules\//, '')).sort();
@@ -103,6 +107,9 @@ function main() {
     check('the library is stripped, soname libharel_transport.so.1',
       /\(SONAME\)\s+Library soname: \[libharel_transport\.so\.1\]/.test(dynamic) && !/\s\.symtab\s/.test(sections),
       `${fs.statSync(lib).size} bytes`);
+    check('the poll addon is stripped and exports napi_register_module_v1',
+      !/\s\.symtab\s/.test(run('readelf', ['-S', '-W', addon])) && /napi_register_module_v1/.test(run('readelf', ['--dyn-syms', '-W', addon])),
+      `${fs.statSync(addon).size} bytes`);
 
     fs.copyFileSync(path.join(__dirname, 'smoke.js'), path.join(dir, 'smoke.js'));
     const smoke = spawnSync(process.execPath, ['smoke.js'], { cwd: dir, env, encoding: 'utf8' });

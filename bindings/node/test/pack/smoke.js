@@ -54,6 +54,8 @@ async function main() {
   const info = harel.libraryInfo();
   const prebuilds = path.join(here, 'node_modules', 'harel-transport', 'prebuilds', 'linux-x64-gnu');
   check('libraryInfo().path is the package\'s prebuilt library', info.path === path.join(prebuilds, 'libharel_transport.so.1'), info.path);
+  const addon = Object.keys(require.cache).find((file) => path.basename(file) === 'harel_transport_poll.node');
+  check('waiting claims polled with the package\'s prebuilt addon', addon === path.join(prebuilds, 'harel_transport_poll.node'), addon);
   check('the library version is the package version', info.version === pkg.version && harel.version() === pkg.version, `${info.version} / ${pkg.version}`);
 
   const failed = results.filter((ok) => !ok).length;
