@@ -154,6 +154,38 @@ typedef struct harel_options harel_options;
 typedef struct harel_transport harel_transport;
 
 /**
+ * A descriptor that becomes readable when a claim may find work (opaque), for a program
+ * that runs an event loop (epoll, poll, libuv, asyncio, Asio) instead of a thread per
+ * waiting claim. Made by `harel_transport_watch`, freed by `harel_watch_free`. The
+ * protocol, for a watch `w` of transport `t`:
+ *
+ * 1. Poll `harel_watch_fd`'s descriptor for readability (POLLIN, EPOLLIN, UV_READABLE).
+ *    It is level-triggered: readable from creation, and from each wake until a
+ *    `harel_watch_rearm` returns HAREL_EMPTY.
+ * 2. When it is readable, call `harel_watch_rearm(t, w)`: it clears the descriptor and
+ *    looks (a read without the write lock). HAREL_OK: claim without waiting
+ *    (`harel_transport_claim`, `harel_transport_claim_many` with wait 0) until
+ *    HAREL_EMPTY, then go back to 1; the descriptor stayed readable, so the next rearm
+ *    looks again and arms the timer for the leases just taken. HAREL_EMPTY: go back to 1.
+ *
+ * The descriptor becomes readable on a commit by any transport of this process on the
+ * same queue, on another process's commit to a local file (inotify, within a few ms),
+ * at the end of a lease or park (a timer the library arms), once a second while a group
+ * is held by a lease whose end the queue does not record (harel's Python transports) or
+ * is passed over by the watch's filter, and on a libSQL server on the polling schedule
+ * (20 ms doubling to 1 s). A wake means "may": spurious ones happen, and rearm decides.
+ * Rearm before claiming, never after: a commit after the rearm makes the descriptor
+ * readable again, so no wake is lost. While nothing is committed and nothing is leased
+ * or parked, nothing fires and no thread of the library runs.
+ *
+ * Any function here may be called from any thread. Closing `t` makes each of its
+ * watches readable for good; free them (rearm needs `t`). The descriptor is close-on-exec;
+ * a child process must not use its parent's watches. Linux only (epoll, eventfd, timerfd,
+ * inotify).
+ */
+typedef struct harel_watch harel_watch;
+
+/**
  * A claimed message. One returned by a claim belongs to the caller, who frees it with
  * `harel_lease_free` (after ack or nack, or when giving up on it); never change its
  * fields. The strings are NUL-terminated, but a group id or an event stored by another
@@ -1177,6 +1209,52 @@ enum harel_status harel_transport_claim_wait(struct harel_transport *t,
  * while other threads use `t` (unlike close). NULL does nothing.
  */
 void harel_transport_interrupt(struct harel_transport *t);
+
+/**
+ * A watch of `t` for claims with this filter (`min_priority` 0..4 and routing keys as
+ * for `harel_transport_claim`); it starts readable. On HAREL_OK `*out` is the caller's,
+ * freed with `harel_watch_free`.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, min_priority outside 0..4, a
+ * routing key NULL, empty or not UTF-8, routing_keys NULL with n_routing_keys > 0);
+ * HAREL_ERR_DATABASE (the system refused a descriptor: its limit of open files reached).
+ */
+enum harel_status harel_transport_watch(struct harel_transport *t,
+                                        int32_t min_priority,
+                                        const char *const *routing_keys,
+                                        size_t n_routing_keys,
+                                        struct harel_watch **out,
+                                        struct harel_error **err);
+
+/**
+ * Sets `*fd` to the watch's descriptor, to poll for readability. It stays the same for
+ * the watch's life and is closed by `harel_watch_free`: remove it from your poll set
+ * before that, and never close it yourself.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (w NULL or not live, fd NULL).
+ */
+enum harel_status harel_watch_fd(const struct harel_watch *w, int *fd, struct harel_error **err);
+
+/**
+ * Clears the watch's descriptor and looks whether a claim with its filter would find work
+ * (a read without the write lock; on a libSQL server, one request). See harel_watch for
+ * the protocol.
+ *
+ * Returns HAREL_OK (claim now; the descriptor stays readable); HAREL_EMPTY (nothing to
+ * claim: the descriptor is clear, and becomes readable when that may change);
+ * HAREL_ERR_ARGUMENT (t or w NULL, w not live, w made by another transport);
+ * HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT. After an error the
+ * descriptor becomes readable again within a second, so a loop that polls retries.
+ */
+enum harel_status harel_watch_rearm(struct harel_transport *t,
+                                    struct harel_watch *w,
+                                    struct harel_error **err);
+
+/**
+ * Frees the watch and closes its descriptor. NULL does nothing; so does a watch freed
+ * already (a second free is harmless).
+ */
+void harel_watch_free(struct harel_watch *w);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -5,7 +5,8 @@
 //! a time (one connection, and claims serialize on the database's write lock anyway).
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use tokio::sync::Mutex;
@@ -23,7 +24,7 @@ use crate::types::{DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, Messag
 use crate::validate;
 use crate::waiting::wait::{Interrupts, Wait};
 use crate::waiting::wake::Signal;
-use crate::waiting::{Polling, Waiter};
+use crate::waiting::{Polling, Waiter, Watch};
 
 pub struct AsyncTransport {
     /// Where the queue lives, one call at a time.
@@ -39,6 +40,20 @@ pub struct AsyncTransport {
     /// What the queue lacks of ours, opened as it is (`Options::schema_as_is`); empty otherwise.
     absent: Vec<String>,
     meters: Meters,
+    /// Tells a watch's owner from another transport.
+    id: u64,
+    watches: Watches,
+}
+
+/// The bells of a transport's watches, rung for good when it closes or is dropped.
+#[derive(Default)]
+struct Watches(std::sync::Mutex<Vec<Weak<crate::waiting::Bell>>>);
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        let bells = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        bells.iter().filter_map(Weak::upgrade).for_each(|bell| bell.close());
+    }
 }
 
 impl AsyncTransport {
@@ -68,6 +83,11 @@ impl AsyncTransport {
             interrupts,
             absent,
             meters,
+            id: {
+                static NEXT: AtomicU64 = AtomicU64::new(1);
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            },
+            watches: Watches::default(),
         })
     }
 
@@ -251,7 +271,10 @@ impl AsyncTransport {
             let mut backend = self.backend.lock().await;
             let now = self.now()?;
             let mut readiness = match looked {
-                true => Some(looks::readiness(&mut backend, &self.sql, request, now).await?),
+                true => Some(
+                    looks::readiness(&mut backend, &self.sql, (request.min_priority, request.routing_keys), now)
+                        .await?,
+                ),
                 false => None,
             };
             if readiness.as_ref().is_none_or(|r| r.deliverable) {
@@ -259,7 +282,10 @@ impl AsyncTransport {
                 if !leases.is_empty() || waiter.is_over() {
                     return Ok(leases);
                 }
-                readiness = Some(looks::readiness(&mut backend, &self.sql, request, now).await?);
+                readiness = Some(
+                    looks::readiness(&mut backend, &self.sql, (request.min_priority, request.routing_keys), now)
+                        .await?,
+                );
             }
             drop(backend);
             let readiness = readiness.expect("a look or a claim came first");
@@ -267,6 +293,48 @@ impl AsyncTransport {
                 return Ok(Vec::new());
             }
             looked = true;
+        }
+    }
+
+    /// A watch for event loops: a descriptor (`AsRawFd`) that becomes readable when a claim
+    /// with this filter may find work, polled instead of waiting in a claim (see `Watch`
+    /// and docs/abi.md, "Watching for work"). It starts readable; `rearm` says whether to
+    /// claim. Closing or dropping this transport leaves it readable for good.
+    pub fn watch(&self, min_priority: i32, routing_keys: &[&str]) -> Result<Watch> {
+        let watch = (|| {
+            validate::priority("min_priority", min_priority)?;
+            validate::routing_keys(routing_keys)?;
+            Watch::new(self.id, &self.wake, min_priority, routing_keys)
+        })()
+        .map_err(|e| e.during("watch"))?;
+        let mut bells = self.watches.0.lock().unwrap_or_else(|e| e.into_inner());
+        bells.retain(|bell| bell.strong_count() > 0);
+        bells.push(Arc::downgrade(watch.bell()));
+        Ok(watch)
+    }
+
+    /// Clears `watch`'s descriptor and looks without the write lock: true when a claim with
+    /// its filter would find work now (the descriptor stays readable: claim until nothing
+    /// comes, then poll again); false when none would, the descriptor then clear and armed
+    /// to become readable when that may change. `Error::Argument` for a watch of another
+    /// transport. After an error the descriptor becomes readable again within a second.
+    pub async fn rearm(&self, watch: &Watch) -> Result<bool> {
+        watch.check_owner(self.id).map_err(|e| e.during("rearm"))?;
+        let heard = watch.clear(&self.wake);
+        let looked = async {
+            let mut backend = self.backend.lock().await;
+            let now = self.now()?;
+            let keys = watch.routing_keys();
+            let seen = looks::readiness(&mut backend, &self.sql, (watch.min_priority(), &keys), now).await?;
+            Ok::<_, Error>((seen, now))
+        }
+        .await;
+        match looked {
+            Ok((seen, now)) => Ok(watch.after_look(&seen, now, self.polling, heard)),
+            Err(e) => {
+                watch.after_error();
+                Err(e.during("rearm"))
+            }
         }
     }
 

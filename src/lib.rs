@@ -40,6 +40,7 @@ pub use types::{
 };
 pub use validate::{MAX_CLAIM, MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
 pub use waiting::wait::{Cancel, Wait};
+pub use waiting::Watch;
 
 /// The statements that create a fresh schema under `prefix`, for a migration tool:
 /// idempotent, one per line, each ending in ';'.

@@ -15,6 +15,7 @@ use crate::options::Options;
 use crate::request::Publish;
 use crate::types::{DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Stats};
 use crate::waiting::wait::Wait;
+use crate::waiting::Watch;
 
 pub struct Transport {
     /// Always `Some` until `close` or drop takes it.
@@ -210,6 +211,16 @@ impl Transport {
     /// See [`AsyncTransport::release`].
     pub fn release(&self, group_id: &str) -> Result<bool> {
         self.runtime.block_on(self.inner().release(group_id))
+    }
+
+    /// See [`AsyncTransport::watch`].
+    pub fn watch(&self, min_priority: i32, routing_keys: &[&str]) -> Result<Watch> {
+        self.inner().watch(min_priority, routing_keys)
+    }
+
+    /// See [`AsyncTransport::rearm`].
+    pub fn rearm(&self, watch: &Watch) -> Result<bool> {
+        self.runtime.block_on(self.inner().rearm(watch))
     }
 
     /// Closes the connection; it cannot fail. Dropping the transport does the same.

@@ -78,6 +78,11 @@ local!(
     a_cancelled_or_interrupted_wait_claims_nothing,
     eight_waiters_one_publish_exactly_one_gets_it,
     metrics_count_what_the_transport_did,
+    a_watch_is_readable_until_a_look_finds_nothing,
+    a_watch_rings_when_another_transport_publishes,
+    a_watch_rings_at_a_park_end_and_a_lease_end,
+    a_watch_looks_with_its_filter,
+    a_watch_belongs_to_its_transport,
 );
 
 #[test]

@@ -45,6 +45,8 @@ mod strings_out;
 mod transport;
 mod version;
 mod waiting;
+#[path = "calls/watch.rs"]
+mod watch;
 
 pub use admin::*;
 pub use batch::*;
@@ -59,6 +61,7 @@ pub use status::{harel_status, harel_status_name};
 pub use transport::*;
 pub use version::*;
 pub use waiting::*;
+pub use watch::*;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -127,3 +127,43 @@ pub(crate) unsafe fn free_c_string(s: *mut c_char) {
         drop(unsafe { CString::from_raw(s) });
     }
 }
+
+/// Handles that C gets as ids, never addresses: a table maps each to its value, so a
+/// handle used after its free (or never made) is refused with an error instead of being
+/// undefined behaviour, and a second free does nothing. Ids are never reused. For handles
+/// that a program keeps in its event loop's state (`harel_watch`), where a stale copy is
+/// easy to hold. Values are shared (`Arc`): a call in progress keeps its value alive
+/// through a concurrent free.
+pub(crate) struct Registry<T> {
+    table: std::sync::Mutex<Option<(u64, std::collections::HashMap<u64, std::sync::Arc<T>>)>>,
+}
+
+impl<T> Registry<T> {
+    pub(crate) const fn new() -> Registry<T> {
+        Registry { table: std::sync::Mutex::new(None) }
+    }
+
+    fn table<R>(&self, f: impl FnOnce(&mut (u64, std::collections::HashMap<u64, std::sync::Arc<T>>)) -> R) -> R {
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        f(table.get_or_insert_with(|| (0, std::collections::HashMap::new())))
+    }
+
+    /// `value` under a new id, as the handle C holds.
+    pub(crate) fn add<C>(&self, value: T) -> *mut C {
+        self.table(|(last, values)| {
+            *last += 1;
+            values.insert(*last, std::sync::Arc::new(value));
+            *last as usize as *mut C
+        })
+    }
+
+    /// The value of a live handle; None for NULL, a freed or a made-up one.
+    pub(crate) fn get<C>(&self, handle: *const C) -> Option<std::sync::Arc<T>> {
+        self.table(|(_, values)| values.get(&(handle as usize as u64)).cloned())
+    }
+
+    /// Ends a handle; false when it was not live (NULL, freed already, made up).
+    pub(crate) fn remove<C>(&self, handle: *mut C) -> bool {
+        self.table(|(_, values)| values.remove(&(handle as usize as u64)).is_some())
+    }
+}

@@ -9,22 +9,32 @@ use crate::backend::Backend;
 use crate::chain::Row;
 use crate::cursor::cursor;
 use crate::error::{Error, Result};
-use crate::request::{Claim, PageRequest};
+use crate::request::PageRequest;
 use crate::sql::Statements;
 use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, PriorityStats, Stats};
 use crate::validate::PARKED;
 use crate::waiting::Readiness;
 
-/// Whether the claim `c` would find a head now, and when a group is next released.
-pub async fn readiness(backend: &mut Backend, sql: &Statements, c: &Claim<'_>, now: f64) -> Result<Readiness> {
+/// Whether a claim with this filter would find a head now, and when a group is next released.
+pub async fn readiness(
+    backend: &mut Backend,
+    sql: &Statements,
+    (min_priority, routing_keys): (i32, &[&str]),
+    now: f64,
+) -> Result<Readiness> {
     // The version first: a commit that becomes visible after it is seen either by the look
     // (deliverable) or, unseen, leaves the version as it was, so the waiter keeps settling
     // instead of sleeping through it.
     let data_version = backend.data_version().await?;
-    let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
-    let [found, next] = reads::<2>(backend.read(&[(&claim, params), (&sql.next_ready_at, vec![now.into()])]).await?)?;
+    let (claim, params) = sql.claim(now, min_priority, routing_keys);
+    let [found, next, undated] = reads::<3>(
+        backend
+            .read(&[(&claim, params), (&sql.next_ready_at, vec![now.into()]), (&sql.undated_turns, vec![now.into()])])
+            .await?,
+    )?;
     let next_ready_at = next.first().and_then(|row| real(row.first()));
-    Ok(Readiness { deliverable: !found.is_empty(), next_ready_at, data_version })
+    let undated_turns = int(undated.first().and_then(|row| row.first())).is_some_and(|n| n != 0);
+    Ok(Readiness { deliverable: !found.is_empty(), next_ready_at, data_version, undated_turns })
 }
 
 pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<Stats> {

@@ -60,6 +60,8 @@ pub struct Statements {
     pub extend_lease: String,
     /// The earliest instant after ?1 that a group is next ready (a lease's or park's end).
     pub next_ready_at: String,
+    /// Whether some group's turn has come by ?1 (see `Readiness::undated_turns`).
+    pub undated_turns: String,
     /// Moving a message into the dead-letter table (see dead_letters.rs).
     pub bury_leased: String,
     pub bury_head: String,
@@ -96,6 +98,7 @@ impl Statements {
                 "UPDATE {m} SET lock_expiry = ?4 WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
             next_ready_at: format!("SELECT MIN(last_claimed_at) FROM {g} WHERE last_claimed_at > ?1"),
+            undated_turns: format!("SELECT EXISTS (SELECT 1 FROM {g} WHERE last_claimed_at <= ?1)"),
             bury_leased: dead_letters::bury_leased(&m, &g, &d),
             bury_head: dead_letters::bury_head(&m, &g, &d),
             drop_buried_group_if_empty: dead_letters::drop_buried_group_if_empty(&m, &g, &d),

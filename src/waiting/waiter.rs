@@ -25,21 +25,25 @@ pub struct Readiness {
     pub next_ready_at: Option<f64>,
     /// `PRAGMA data_version` on a local database: changes once another connection's commit is visible.
     pub data_version: Option<i64>,
+    /// Some group's turn has come without its head being deliverable to this claim: one
+    /// leased by a writer that does not stamp the lease's end on the group (harel's Python
+    /// transports), or one that the claim's filter passes over.
+    pub undated_turns: bool,
 }
 
 /// Where commits of other processes are heard, a last look this often catches what
 /// nothing announces (a lease taken by harel's Python transports, whose end the queue
 /// does not record).
-const HEARD_POLL: Duration = Duration::from_secs(1);
+pub(super) const HEARD_POLL: Duration = Duration::from_secs(1);
 /// A local file whose WAL cannot be watched: other processes' commits are found by polling.
-const UNHEARD_POLL: Duration = Duration::from_millis(50);
+pub(super) const UNHEARD_POLL: Duration = Duration::from_millis(50);
 /// A server: polls from this interval, doubling up to `HEARD_POLL`, back to this after a wake.
-const SERVER_FIRST_POLL: Duration = Duration::from_millis(20);
+pub(super) const SERVER_FIRST_POLL: Duration = Duration::from_millis(20);
 /// After a WAL write whose commit is not visible yet (data_version unchanged: the writer is
 /// still syncing, which under load can take long), looks again after 1, 2, 4, ... ms, at
 /// most `SETTLE_STEP_MAX` apart, this many times (about a second in all, as `HEARD_POLL`).
-const SETTLE_LOOKS: u32 = 20;
-const SETTLE_STEP_MAX: Duration = Duration::from_millis(64);
+pub(super) const SETTLE_LOOKS: u32 = 20;
+pub(super) const SETTLE_STEP_MAX: Duration = Duration::from_millis(64);
 
 pub struct Waiter<'a> {
     deadline: Instant,
@@ -171,7 +175,7 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let signal = wake::own();
         let interrupts = Interrupts::default();
-        let nothing = Readiness { deliverable: false, next_ready_at: None, data_version: None };
+        let nothing = Readiness { deliverable: false, next_ready_at: None, data_version: None, undated_turns: false };
         for _ in 0..32 {
             let cancel = Cancel::new();
             let wait = Wait::up_to(Duration::from_secs(10)).or_until(&cancel);

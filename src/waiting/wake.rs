@@ -1,8 +1,10 @@
-//! What wakes a waiting claim: one `Signal` per queue in this process, shared by every
-//! transport on it. A transport notifies it after each commit that can make a message
-//! deliverable (publish, ack, nack, release, redrive); for a local file, while claims
-//! wait, the commits of other processes notify it too (wal_events.rs: each commit writes
-//! to the WAL). Nothing here takes a lock of the database.
+//! What wakes a waiting claim or a watch: one `Signal` per queue in this process, shared
+//! by every transport on it. A transport notifies it after each commit that can make a
+//! message deliverable (publish, ack, nack, release, redrive); it wakes the waiting claims
+//! and rings the watches' bells (bell.rs). For a local file, while claims wait, the
+//! commits of other processes notify it too (wal_events.rs: each commit writes to the
+//! WAL); watches hear them through the queue's `WalNotices`. Nothing here takes a lock of
+//! the database.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -11,7 +13,9 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
+use super::bell::Bell;
 use super::wal_events;
+use super::wal_notices::WalNotices;
 
 pub struct Signal {
     /// Shared with the WAL's watch (wal_events.rs), which notifies it from its thread.
@@ -19,6 +23,10 @@ pub struct Signal {
     /// A local file's WAL, watched while claims wait.
     wal: Option<PathBuf>,
     watch: Mutex<Watch>,
+    /// The bells of this queue's watches in this process.
+    bells: Mutex<Vec<Weak<Bell>>>,
+    /// A local file's WAL notices, shared by its watches while any lives.
+    notices: Mutex<Weak<WalNotices>>,
 }
 
 #[derive(Default)]
@@ -51,7 +59,13 @@ pub fn shared(key: String, wal: Option<PathBuf>) -> Arc<Signal> {
 
 impl Signal {
     fn new(wal: Option<PathBuf>) -> Signal {
-        Signal { notify: Arc::new(Notify::new()), wal, watch: Mutex::new(Watch::default()) }
+        Signal {
+            notify: Arc::new(Notify::new()),
+            wal,
+            watch: Mutex::new(Watch::default()),
+            bells: Mutex::new(Vec::new()),
+            notices: Mutex::new(Weak::new()),
+        }
     }
 
     /// Whether other processes' commits can be heard at all: the queue is a local file.
@@ -59,9 +73,35 @@ impl Signal {
         self.wal.is_some()
     }
 
-    /// Wakes every claim waiting on this queue in this process.
+    /// Wakes every claim waiting on this queue in this process and rings its watches.
     pub fn notify(&self) {
         self.notify.notify_waiters();
+        let mut bells = self.bells.lock().unwrap_or_else(|e| e.into_inner());
+        bells.retain(|bell| match bell.upgrade() {
+            Some(bell) => {
+                bell.ring();
+                true
+            }
+            None => false,
+        });
+    }
+
+    /// `bell` rings at each `notify` while it lives.
+    pub fn add_bell(&self, bell: &Arc<Bell>) {
+        self.bells.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(bell));
+    }
+
+    /// For a watch of a local file: the queue's WAL notices (made by the first watch);
+    /// None when the queue is no local file or the system refuses a watch.
+    pub fn wal_notices(&self) -> Option<Arc<WalNotices>> {
+        let wal = self.wal.as_ref()?;
+        let mut notices = self.notices.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(shared) = notices.upgrade() {
+            return Some(shared);
+        }
+        let made = Arc::new(WalNotices::open(wal).ok()?);
+        *notices = Arc::downgrade(&made);
+        Some(made)
     }
 
     /// A wake to wait for, armed at once: a notification after this call is not missed,

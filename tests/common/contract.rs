@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use harel_transport::{Cancel, Error, GroupState, Lease, Message, Options, Transport, Wait};
 
 use super::drain::claim_and_ack_all;
+use super::poll::{readable_within, work_within};
 use super::{event, TestClock};
 
 pub type Open<'a> = &'a dyn Fn(&Options) -> Transport;
@@ -67,6 +68,11 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("a_cancelled_or_interrupted_wait_claims_nothing", a_cancelled_or_interrupted_wait_claims_nothing),
     ("eight_waiters_one_publish_exactly_one_gets_it", eight_waiters_one_publish_exactly_one_gets_it),
     ("metrics_count_what_the_transport_did", metrics_count_what_the_transport_did),
+    ("a_watch_is_readable_until_a_look_finds_nothing", a_watch_is_readable_until_a_look_finds_nothing),
+    ("a_watch_rings_when_another_transport_publishes", a_watch_rings_when_another_transport_publishes),
+    ("a_watch_rings_at_a_park_end_and_a_lease_end", a_watch_rings_at_a_park_end_and_a_lease_end),
+    ("a_watch_looks_with_its_filter", a_watch_looks_with_its_filter),
+    ("a_watch_belongs_to_its_transport", a_watch_belongs_to_its_transport),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -890,4 +896,93 @@ pub fn metrics_count_what_the_transport_did(open: Open<'_>) {
     }
     assert!(l.claim_wait.sum >= 0.02, "the wait is in claim_wait: {:?}", l.claim_wait);
     assert_eq!(open(&clock.options()).metrics().claimed, 0);
+}
+
+pub fn a_watch_is_readable_until_a_look_finds_nothing(open: Open<'_>) {
+    let t = open(&Options::new());
+    let w = t.watch(0, &[]).unwrap();
+    assert!(readable_within(&w, Duration::ZERO).is_some(), "a new watch is readable");
+    assert!(!t.rearm(&w).unwrap(), "an empty queue: nothing to claim");
+    assert!(readable_within(&w, Duration::ZERO).is_none(), "cleared by a look that found nothing");
+    t.publish("g", &event(0), 0, None).unwrap();
+    assert!(readable_within(&w, Duration::ZERO).is_some(), "this transport's own publish rings it");
+    assert!(t.rearm(&w).unwrap(), "a claim would find the message");
+    assert!(readable_within(&w, Duration::ZERO).is_some(), "it stays readable while there is work");
+    let lease = claim(&t, "w").expect("the message");
+    assert!(!t.rearm(&w).unwrap(), "the only group is leased");
+    // (Readable it may be: on a file the claim's own WAL write is heard, and looked into.)
+    let look = || t.rearm(&w).unwrap();
+    assert!(work_within(&w, Duration::from_millis(300), look).is_none(), "no work while the lease lasts");
+    t.ack(&lease).unwrap();
+    assert!(readable_within(&w, Duration::ZERO).is_some(), "an ack rings it");
+    assert!(!t.rearm(&w).unwrap(), "an empty queue again");
+}
+
+pub fn a_watch_rings_when_another_transport_publishes(open: Open<'_>) {
+    let t = open(&Options::new());
+    let publisher = open(&Options::new());
+    let w = t.watch(0, &[]).unwrap();
+    assert!(!t.rearm(&w).unwrap());
+    let woke = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            publisher.publish("g", &event(1), 0, None).unwrap();
+        });
+        work_within(&w, Duration::from_secs(10), || t.rearm(&w).unwrap())
+    });
+    assert!(woke.is_some_and(|took| took < Duration::from_secs(5)), "woken by the publish: {woke:?}");
+    assert_eq!(claim(&t, "w").expect("the published message").event, event(1));
+}
+
+pub fn a_watch_rings_at_a_park_end_and_a_lease_end(open: Open<'_>) {
+    let t = open(&Options::new());
+    t.publish("g", &event(0), 0, None).unwrap();
+    let lease = claim(&t, "w").unwrap();
+    t.nack(&lease, 0.6).unwrap();
+    let w = t.watch(0, &[]).unwrap();
+    assert!(!t.rearm(&w).unwrap(), "parked");
+    let woke = work_within(&w, Duration::from_secs(10), || t.rearm(&w).unwrap());
+    assert!(
+        woke.is_some_and(|took| took >= Duration::from_millis(450) && took < Duration::from_secs(5)),
+        "at the park's end: {woke:?}"
+    );
+    let lease = t.claim("w", 0.6, 0, &[]).unwrap().expect("served after the park");
+    assert!(!t.rearm(&w).unwrap(), "leased");
+    let woke = work_within(&w, Duration::from_secs(10), || t.rearm(&w).unwrap());
+    assert!(
+        woke.is_some_and(|took| took >= Duration::from_millis(450) && took < Duration::from_secs(5)),
+        "at the lease's end: {woke:?}"
+    );
+    assert_eq!(claim(&t, "w2").expect("the lapsed lease's message").seq, lease.seq);
+}
+
+pub fn a_watch_looks_with_its_filter(open: Open<'_>) {
+    let t = open(&Options::new());
+    let high = t.watch(3, &[]).unwrap();
+    let routed = t.watch(0, &["billing"]).unwrap();
+    assert!(!t.rearm(&high).unwrap() && !t.rearm(&routed).unwrap());
+    t.publish("low", &event(0), 0, None).unwrap();
+    assert!(readable_within(&high, Duration::ZERO).is_some(), "any commit rings (a wake means \"may\")");
+    assert!(!t.rearm(&high).unwrap(), "below the watch's floor");
+    assert!(!t.rearm(&routed).unwrap(), "not the watch's routing key");
+    t.publish("urgent", &event(1), 3, None).unwrap();
+    t.publish("bill", &event(2), 0, Some("billing")).unwrap();
+    assert!(t.rearm(&high).unwrap(), "at the floor");
+    assert!(t.rearm(&routed).unwrap(), "the watch's routing key");
+    for (priority, keys) in [(-1, vec![]), (5, vec![]), (0, vec![""])] {
+        let refused = t.watch(priority, &keys);
+        assert!(matches!(&refused, Err(Error::Argument(m)) if m.starts_with("watch: ")), "{refused:?}");
+    }
+}
+
+pub fn a_watch_belongs_to_its_transport(open: Open<'_>) {
+    let t = open(&Options::new());
+    let other = open(&Options::new());
+    let w = t.watch(0, &[]).unwrap();
+    let refused = other.rearm(&w);
+    assert!(matches!(&refused, Err(Error::Argument(m)) if m.contains("another transport")), "{refused:?}");
+    assert!(!t.rearm(&w).unwrap());
+    t.close();
+    assert!(readable_within(&w, Duration::ZERO).is_some(), "closing its transport rings it");
+    assert!(readable_within(&w, Duration::from_millis(50)).is_some(), "for good");
 }

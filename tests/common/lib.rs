@@ -13,6 +13,7 @@ pub mod contract;
 pub mod drain;
 pub mod hostile;
 pub mod http_proxy;
+pub mod poll;
 pub mod procs;
 pub mod sqld;
 

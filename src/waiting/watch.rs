@@ -1,0 +1,204 @@
+//! A watch: a descriptor an event loop polls to learn that a claim may find work, so that
+//! nothing waits in a thread (docs/abi.md, "Watching for work"). It is an epoll set of
+//! three descriptors, each readable on one kind of news:
+//!
+//! - its bell (bell.rs): a commit in this process on the queue (the queue's signal rings
+//!   it, wake.rs), or its transport closing (rung for good);
+//! - the queue's WAL notices (wal_notices.rs): another process's commit to a local file;
+//! - its timer (a timerfd): a lease's or park's end, a last look, a server's poll.
+//!
+//! The poller calls `rearm` (async_transport.rs), which clears all three and looks: if a
+//! claim would find work it rings the bell again (the descriptor stays readable until a
+//! look finds nothing, so a burst of claims is followed by a look that arms the timer for
+//! the leases it took); else it arms the timer as a waiting claim schedules its pauses
+//! (waiter.rs). A new watch starts rung. Idle, with nothing leased or parked, nothing fires.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::bell::{drain, Bell};
+use super::waiter::{Readiness, HEARD_POLL, SERVER_FIRST_POLL, SETTLE_LOOKS, SETTLE_STEP_MAX, UNHEARD_POLL};
+use super::wake::Signal;
+use super::wal_notices::WalNotices;
+use super::Polling;
+use crate::error::{Error, Result};
+
+pub struct Watch {
+    /// The transport that made it: the only one that may rearm it.
+    owner: u64,
+    min_priority: i32,
+    routing_keys: Vec<String>,
+    epoll: OwnedFd,
+    bell: Arc<Bell>,
+    timer: OwnedFd,
+    /// A local file's, when the system grants an inotify watch.
+    notices: Option<Arc<WalNotices>>,
+    /// Whether other processes' commits reach this watch only by polling.
+    unheard: bool,
+    schedule: Mutex<Schedule>,
+}
+
+struct Schedule {
+    server_poll: Duration,
+    /// `data_version` at the last look that was not settling, and how many settling looks
+    /// followed: a WAL write is heard before its commit is visible (see waiter.rs).
+    data_version: Option<i64>,
+    settling: u32,
+}
+
+impl Watch {
+    /// A watch for transport `owner` on the queue of `signal`, for a claim with this filter
+    /// (checked by the caller).
+    pub fn new(owner: u64, signal: &Signal, min_priority: i32, routing_keys: &[&str]) -> Result<Watch> {
+        let failed = |what: &str, e: io::Error| Error::Database(format!("{what} failed: {e}"));
+        let bell = Arc::new(Bell::new().map_err(|e| failed("eventfd", e))?);
+        // SAFETY: plain system calls; each new descriptor is owned at once.
+        let timer = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if timer < 0 {
+            return Err(failed("timerfd_create", io::Error::last_os_error()));
+        }
+        let timer = unsafe { OwnedFd::from_raw_fd(timer) };
+        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epoll < 0 {
+            return Err(failed("epoll_create1", io::Error::last_os_error()));
+        }
+        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+        let notices = signal.wal_notices();
+        let unheard = signal.watches_a_file() && notices.is_none();
+        let mut members = vec![bell.as_fd().as_raw_fd(), timer.as_raw_fd()];
+        members.extend(notices.as_ref().map(|n| n.as_fd().as_raw_fd()));
+        for fd in members {
+            let mut event = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
+            // SAFETY: live descriptors; the event is read during the call.
+            if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) } < 0 {
+                return Err(failed("epoll_ctl", io::Error::last_os_error()));
+            }
+        }
+        bell.ring();
+        signal.add_bell(&bell);
+        Ok(Watch {
+            owner,
+            min_priority,
+            routing_keys: routing_keys.iter().map(|&k| k.to_owned()).collect(),
+            epoll,
+            bell,
+            timer,
+            notices,
+            unheard,
+            schedule: Mutex::new(Schedule { server_poll: SERVER_FIRST_POLL, data_version: None, settling: 0 }),
+        })
+    }
+
+    pub fn min_priority(&self) -> i32 {
+        self.min_priority
+    }
+
+    pub fn routing_keys(&self) -> Vec<&str> {
+        self.routing_keys.iter().map(String::as_str).collect()
+    }
+
+    /// For its transport to ring for good when it closes.
+    pub(crate) fn bell(&self) -> &Arc<Bell> {
+        &self.bell
+    }
+
+    /// `Error::Argument` unless transport `id` made it.
+    pub(crate) fn check_owner(&self, id: u64) -> Result<()> {
+        if self.owner != id {
+            return Err(Error::Argument("the watch was made by another transport; rearm it with that one".into()));
+        }
+        Ok(())
+    }
+
+    /// Before a look: clears the descriptor. News from the WAL goes to the whole queue
+    /// (`signal`), since the watches share its notices and this one drains them. Whether
+    /// another process's commit was heard.
+    pub(crate) fn clear(&self, signal: &Signal) -> bool {
+        let heard = self.notices.as_ref().is_some_and(|n| n.drain());
+        if heard {
+            signal.notify();
+        }
+        self.bell.clear();
+        drain(self.timer.as_fd());
+        heard
+    }
+
+    /// After a look that saw `seen` at clock time `now`: true, with the bell rung, when a
+    /// claim would find work; else false, with the timer armed for the next reason to look.
+    pub(crate) fn after_look(&self, seen: &Readiness, now: f64, polling: Polling, heard: bool) -> bool {
+        let mut schedule = self.schedule.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.deliverable {
+            schedule.server_poll = SERVER_FIRST_POLL;
+            schedule.settling = 0;
+            schedule.data_version = seen.data_version;
+            self.bell.ring();
+            return true;
+        }
+        let mut next = match polling {
+            Polling::Server => {
+                let poll = schedule.server_poll;
+                schedule.server_poll = (poll * 2).min(HEARD_POLL);
+                Some(poll)
+            }
+            Polling::Local if self.unheard => Some(UNHEARD_POLL),
+            // What nothing announces (the end of a lease that harel's transports took) is
+            // looked for once a second, while such turns exist.
+            Polling::Local => seen.undated_turns.then_some(HEARD_POLL),
+        };
+        if let Some(at) = seen.next_ready_at {
+            let until = Duration::try_from_secs_f64((at - now).max(0.0)).unwrap_or(Duration::MAX);
+            next = Some(next.map_or(until, |d| d.min(until)));
+        }
+        let settle = (heard || schedule.settling > 0)
+            && schedule.data_version == seen.data_version
+            && schedule.settling < SETTLE_LOOKS;
+        if settle {
+            let step = Duration::from_millis(1 << schedule.settling.min(16)).min(SETTLE_STEP_MAX);
+            next = Some(next.map_or(step, |d| d.min(step)));
+            schedule.settling += 1;
+        } else {
+            schedule.settling = 0;
+            schedule.data_version = seen.data_version;
+        }
+        self.arm(next);
+        false
+    }
+
+    /// After a look that failed: the descriptor becomes readable again in a second, so a
+    /// caller that polls on retries.
+    pub(crate) fn after_error(&self) {
+        self.arm(Some(HEARD_POLL));
+    }
+
+    /// Arms the timer to fire once after `after` (None: disarms it).
+    fn arm(&self, after: Option<Duration>) {
+        // A zero it_value disarms a timerfd: the soonest is 1 ns.
+        let after = after.map(|d| d.max(Duration::from_nanos(1)));
+        let value = after.map_or(libc::timespec { tv_sec: 0, tv_nsec: 0 }, |d| libc::timespec {
+            tv_sec: d.as_secs().min(i64::MAX as u64 / 2) as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        });
+        let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
+        // SAFETY: our timerfd and a live itimerspec; it cannot fail with these arguments.
+        unsafe { libc::timerfd_settime(self.timer.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+    }
+}
+
+impl AsRawFd for Watch {
+    /// The descriptor to poll for readability (the epoll set); it lives as long as the watch.
+    fn as_raw_fd(&self) -> RawFd {
+        self.epoll.as_raw_fd()
+    }
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("fd", &self.as_raw_fd())
+            .field("min_priority", &self.min_priority)
+            .field("routing_keys", &self.routing_keys)
+            .finish_non_exhaustive()
+    }
+}
