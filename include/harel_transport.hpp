@@ -682,7 +682,8 @@ class Transport {
   /// >= `min_priority`; a routing key among `routing_keys` unless empty; the keys are
   /// copied): poll its fd(), then rearm. New, it is readable. Throws Error:
   /// HAREL_ERR_ARGUMENT (a min_priority outside 0..HAREL_MAX_PRIORITY, a NULL, empty or
-  /// non-UTF-8 routing key, an empty Transport).
+  /// non-UTF-8 routing key, an empty Transport), HAREL_ERR_DATABASE (no descriptor: the
+  /// process's limit of open files reached).
   Watch watch(int32_t min_priority = 0, RoutingKeys routing_keys = {}) {
     harel_watch *out = nullptr;
     detail::ErrorSlot slot;
@@ -701,7 +702,8 @@ class Transport {
   /// commit to a local file, a lease's or a park's end; on a server, its polling). Always
   /// rearm before claiming: a commit after the rearm rings again, so no wake is lost.
   /// Throws Error: HAREL_ERR_ARGUMENT (an empty Watch, one made by another Transport, an
-  /// empty Transport), HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT.
+  /// empty Transport), HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT; after such an
+  /// error the descriptor becomes readable again within a second, so a loop retries.
   bool rearm(Watch &w) {
     detail::ErrorSlot slot;
     const harel_status status = harel_watch_rearm(raw_.get(), w.get(), slot.out());

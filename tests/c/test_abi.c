@@ -25,8 +25,9 @@
  * by another transport of this process or by another process (a few ms), at a lease's or a
  * park's end (not before), for good once its transport is closed; its filter; one watch
  * polled by several threads; rearm under another process's write lock and on dropped
- * tables; every bad argument, a watch of another transport, a freed one. Spurious wakes
- * are allowed: no test counts on their absence.
+ * tables; a watch with no descriptor left to the process; every bad argument, a watch of
+ * another transport, a freed one. Spurious wakes are allowed: no test counts on their
+ * absence.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -44,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -4526,7 +4528,8 @@ static void a_closed_transport_leaves_its_watches_readable(void) {
 }
 
 /* rearm is a read: while another process holds the write lock (busy timeout 0) it still
- * answers; on a handle whose tables another process dropped it fails HAREL_ERR_DATABASE. */
+ * answers; on a handle whose tables another process dropped it fails HAREL_ERR_DATABASE,
+ * and the descriptor becomes readable again. */
 static void rearm_reads_without_the_write_lock_and_fails_as_a_read(void) {
   double now = T0;
   char path[300], release[300], line[32];
@@ -4558,9 +4561,45 @@ static void rearm_reads_without_the_write_lock_and_fails_as_a_read(void) {
       EXPECT(release_write_lock(holder, release));
     }
     if (EXPECT(python_run(DROP_TABLES, path, line, sizeof line) &&
-               strcmp(line, "dropped\n") == 0))
+               strcmp(line, "dropped\n") == 0)) {
       EXPECT_FAILS(HAREL_ERR_DATABASE, NULL, harel_watch_rearm(t, w, ERR));
+      /* after an error the descriptor becomes readable again (within a second), so that
+       * a loop that polls retries */
+      EXPECT(readable_within(fd, 10.0));
+    }
   }
+  harel_watch_free(w);
+  harel_transport_close(t);
+}
+
+/* With no descriptor left to the process (its limit of open files lowered and filled),
+ * harel_transport_watch fails HAREL_ERR_DATABASE with no watch handed out (and, under
+ * valgrind, nothing leaked of what it had made); with descriptors again, it works. */
+static void a_watch_without_a_descriptor_left(void) {
+  double now = T0;
+  harel_transport *t = open_at(":memory:", &now);
+  harel_watch *w;
+  struct rlimit was, low;
+  int fds[512], n = 0, fd = -1, lowered;
+  if (t == NULL) return;
+  lowered = EXPECT(getrlimit(RLIMIT_NOFILE, &was) == 0);
+  if (lowered && was.rlim_cur > 256) {
+    low = was;
+    low.rlim_cur = 256;
+    lowered = setrlimit(RLIMIT_NOFILE, &low) == 0;
+  }
+  if (lowered) {
+    while (n < (int)N_OF(fds) && (fds[n] = dup(2)) >= 0) n++;
+    if (EXPECT(n < (int)N_OF(fds) && errno == EMFILE)) {
+      EXPECT_FAILS(HAREL_ERR_DATABASE, NULL,
+                   (w = NOT_SET_WATCH, harel_transport_watch(t, 0, NULL, 0, &w, ERR)));
+      EXPECT(w == NULL);
+    }
+    while (n > 0) close(fds[--n]);
+    EXPECT(setrlimit(RLIMIT_NOFILE, &was) == 0);
+  }
+  w = WATCH(t, 0, NULL, 0, &fd);
+  if (w != NULL) SETTLE(t, w, fd);
   harel_watch_free(w);
   harel_transport_close(t);
 }
@@ -4752,6 +4791,7 @@ int main(int argc, char **argv) {
   RUN(one_watch_serves_several_threads);
   RUN(a_closed_transport_leaves_its_watches_readable);
   RUN(rearm_reads_without_the_write_lock_and_fails_as_a_read);
+  RUN(a_watch_without_a_descriptor_left);
   RUN(bad_arguments_of_watch);
 
   remove_temp_dir();
