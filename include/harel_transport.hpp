@@ -37,6 +37,13 @@
  *   ack_and_claim_many) and give one outcome per lease (ack_many: HAREL_OK or
  *   HAREL_ERR_LEASE_LOST). harel::LeaseKeeper extends a lease on a thread of its own while
  *   it is in scope, for a handler that may outlive its visibility.
+ * - harel::Watch owns a readiness descriptor (Transport::watch, harel_watch): a file
+ *   descriptor to put in your event loop (poll, epoll, an Asio or libuv reader) instead of a
+ *   thread blocked in a waiting claim. When it polls readable, Transport::rearm(watch) says
+ *   whether a claim with the watch's filter may find work (true: claim without waiting until
+ *   nothing comes, then poll again; false: nothing now, the descriptor is clear until a
+ *   commit or a lease's or park's end rings it). Move-only, freed (its descriptor closed)
+ *   when destroyed; Linux only. See the example below the class.
  * - Every failed call throws harel::Error, a std::runtime_error carrying the call's
  *   harel_status (status()), its name, and the library's message (what() is
  *   "HAREL_ERR_LEASE_LOST: ..."); code() is the same status as a std::error_code of
@@ -423,6 +430,61 @@ class Cancel {
   std::unique_ptr<harel_cancel, Free> raw_;
 };
 
+// ---- the readiness descriptor ---------------------------------------------------------------
+
+/// A readiness descriptor (harel_watch), owned: freed when destroyed, which closes its
+/// descriptor. Made by Transport::watch for the claims a claim with its filter would make.
+/// Level-triggered, and a wake means "may" (spurious ones happen: rearm decides):
+///
+///   harel::Watch watch = queue.watch();            // any group; or watch(min_priority, {"eu"})
+///   struct pollfd p{watch.fd(), POLLIN, 0};         // or epoll, Asio, libuv: readability
+///   while (poll(&p, 1, -1) > 0) {
+///     if (!queue.rearm(watch)) continue;            // false: nothing yet, the fd is clear
+///     for (auto batch = queue.claim_many("w", 30.0, 16); !batch.empty();
+///          batch = queue.ack_and_claim_many(batch, "w", 30.0, 16).leases)
+///       for (const auto &lease : batch) handle(lease.event());
+///   }
+///
+/// fd() is the same descriptor for the Watch's life: take it out of your poll set before the
+/// Watch is destroyed and never close it yourself; a forked child must not use it
+/// (close-on-exec). Any thread may poll it, and one Watch may serve several pollers
+/// (Transport::rearm runs one at a time with the Transport's other calls). A Watch may
+/// outlive its Transport: once the Transport is closed the descriptor is readable for good
+/// and the Watch is only to be destroyed. Move-only; a moved-from Watch holds nothing
+/// (operator bool false): fd() and Transport::rearm refuse it with HAREL_ERR_ARGUMENT, and
+/// destroying it does nothing.
+class Watch {
+ public:
+  /// No watch (like a moved-from Watch): to be assigned one Transport::watch made.
+  Watch() noexcept = default;
+  /// Takes ownership of a watch made by harel_transport_watch (NULL: no watch).
+  explicit Watch(harel_watch *raw) noexcept : raw_(raw) {}
+
+  /// Whether this Watch holds a watch.
+  explicit operator bool() const noexcept { return raw_ != nullptr; }
+  /// The descriptor to poll for readability (POLLIN, EPOLLIN), the Watch's own. Throws
+  /// Error (HAREL_ERR_ARGUMENT) on an empty Watch.
+  int fd() const {
+    int out = -1;
+    detail::ErrorSlot slot;
+    detail::check(harel_watch_fd(raw_.get(), &out, slot.out()), slot);
+    return out;
+  }
+  /// Frees the watch now (its descriptor closed: out of your poll set first); the Watch is
+  /// then empty.
+  void reset() noexcept { raw_.reset(); }
+  /// The C watch (NULL when empty); it stays this Watch's.
+  harel_watch *get() const noexcept { return raw_.get(); }
+  /// Gives the C watch up: the caller frees it with harel_watch_free.
+  harel_watch *release() noexcept { return raw_.release(); }
+
+ private:
+  struct Free {
+    void operator()(harel_watch *w) const noexcept { harel_watch_free(w); }
+  };
+  std::unique_ptr<harel_watch, Free> raw_;
+};
+
 // ---- strings the library hands out ----------------------------------------------------------
 
 /// A string the library handed out (the schema's SQL), owned and freed with
@@ -615,6 +677,40 @@ class Transport {
   /// from any thread while others use the Transport: interrupt a Transport whose calls may
   /// be waiting, join those threads, then close it.
   void interrupt() noexcept { harel_transport_interrupt(raw_.get()); }
+
+  /// A readiness descriptor for the claims a claim with this filter would make (priority
+  /// >= `min_priority`; a routing key among `routing_keys` unless empty; the keys are
+  /// copied): poll its fd(), then rearm. New, it is readable. Throws Error:
+  /// HAREL_ERR_ARGUMENT (a min_priority outside 0..HAREL_MAX_PRIORITY, a NULL, empty or
+  /// non-UTF-8 routing key, an empty Transport), HAREL_ERR_DATABASE (no descriptor: the
+  /// process's limit of open files reached).
+  Watch watch(int32_t min_priority = 0, RoutingKeys routing_keys = {}) {
+    harel_watch *out = nullptr;
+    detail::ErrorSlot slot;
+    const harel_status status =
+        harel_transport_watch(raw_.get(), min_priority, routing_keys.data(), routing_keys.size(), &out, slot.out());
+    Watch made(out);  // owned from here, whatever happens next
+    detail::check(status, slot);
+    return made;
+  }
+
+  /// Clears `w`'s descriptor and looks, as a claim with its filter would (a read: no write
+  /// lock). true: a claim may find work now; the descriptor stays readable: claim without
+  /// waiting (claim, claim_many with wait 0) until nothing comes, then poll again. false:
+  /// nothing to claim now; the descriptor is clear and becomes readable when a claim may
+  /// find work (a commit by any Transport of this process on the queue, another process's
+  /// commit to a local file, a lease's or a park's end; on a server, its polling). Always
+  /// rearm before claiming: a commit after the rearm rings again, so no wake is lost.
+  /// Throws Error: HAREL_ERR_ARGUMENT (an empty Watch, one made by another Transport, an
+  /// empty Transport), HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT; after such an
+  /// error the descriptor becomes readable again within a second, so a loop retries.
+  bool rearm(Watch &w) {
+    detail::ErrorSlot slot;
+    const harel_status status = harel_watch_rearm(raw_.get(), w.get(), slot.out());
+    if (status == HAREL_EMPTY) return false;
+    detail::check(status, slot);
+    return true;
+  }
 
   /// Gives `lease` back: `delay` 0 makes it claimable at once, > 0 parks its group for
   /// `delay` seconds. Throws Error as ack does (and HAREL_ERR_ARGUMENT for a delay < 0).

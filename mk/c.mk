@@ -1,6 +1,7 @@
 # The C face: the examples, built against the build tree, and the C tests (the ABI through
-# C, natively and under valgrind; the header as C99 and C++; the installed package used
-# through pkg-config, dynamically and statically: tests/install.sh).
+# C, natively and under valgrind; the header as C99 and C++; the epoll worker example run
+# end to end; the installed package used through pkg-config, dynamically and statically:
+# tests/install.sh).
 .PHONY: examples-c test-c c-tools
 test: test-c
 
@@ -15,8 +16,9 @@ examples-c: lib
 	@mkdir -p $(C_EXAMPLES)
 	$(CC) $(C_FLAGS) examples/c/producer.c $(C_LINK) -o $(C_EXAMPLES)/producer
 	$(CC) $(C_FLAGS) examples/c/worker.c $(C_LINK) -o $(C_EXAMPLES)/worker
+	$(CC) $(C_FLAGS) examples/c/epoll_worker.c $(C_LINK) -pthread -o $(C_EXAMPLES)/epoll_worker
 
-test-c: lib c-tools
+test-c: lib c-tools examples-c
 	@mkdir -p $(C_TESTS)
 	$(CC) $(C_FLAGS) -g -DEXPECTED_VERSION='"$(VERSION)"' tests/c/test_abi.c $(C_LINK) \
 		-pthread -lm -o $(C_TESTS)/test_abi
@@ -26,6 +28,7 @@ test-c: lib c-tools
 	$(C_TESTS)/header_check_c
 	$(C_TESTS)/header_check_cxx
 	$(VALGRIND) $(C_TESTS)/test_abi
+	rm -f $(C_TESTS)/epoll.db* && $(C_EXAMPLES)/epoll_worker $(C_TESTS)/epoll.db 300
 	MAKE='$(MAKE)' CC='$(CC)' bash tests/install.sh
 
 # What the C tests run besides the compilers: pkg-config (tests/install.sh) and valgrind.

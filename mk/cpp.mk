@@ -1,7 +1,8 @@
 # The C++ face, include/harel_transport.hpp (header-only, C++17): its test under
 # AddressSanitizer + LeakSanitizer (tests/cpp/test_wrapper.cpp: every wrapper function, each
 # error it maps, moves, an empty claim), the header compiled as C++17 and C++20 with strict
-# warnings and refused as C++14, the example (examples/cpp) built against the build tree,
+# warnings and refused as C++14, the examples (examples/cpp: queue, and poll_worker on the
+# readiness descriptor) built against the build tree and run,
 # and tests/cpp/cmake_check.sh: find_package(harel_transport) from a CMake project against
 # `make install PREFIX=<tmp>`, shared and static.
 .PHONY: test-cpp examples-cpp cpp-tools
@@ -17,6 +18,7 @@ CPP_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:strict_string_checks
 examples-cpp: lib cpp-tools
 	@mkdir -p $(CPP_EXAMPLES)
 	$(CXX) -std=c++17 $(CXX_STRICT) examples/cpp/queue.cpp $(CPP_LINK) -o $(CPP_EXAMPLES)/queue
+	$(CXX) -std=c++17 $(CXX_STRICT) examples/cpp/poll_worker.cpp $(CPP_LINK) -pthread -o $(CPP_EXAMPLES)/poll_worker
 
 test-cpp: lib cpp-tools examples-cpp
 	@mkdir -p $(CPP_TESTS)
@@ -32,6 +34,7 @@ test-cpp: lib cpp-tools examples-cpp
 	elif ! grep -q 'needs C++17' $(CPP_TESTS)/cxx14.log; then cat $(CPP_TESTS)/cxx14.log; exit 1; \
 	else echo "harel_transport.hpp refuses C++14 with its #error, as it should"; fi
 	rm -f $(CPP_EXAMPLES)/queue.db* && $(CPP_EXAMPLES)/queue $(CPP_EXAMPLES)/queue.db
+	rm -f $(CPP_EXAMPLES)/poll_worker.db* && $(CPP_EXAMPLES)/poll_worker $(CPP_EXAMPLES)/poll_worker.db 200
 	MAKE='$(MAKE)' bash tests/cpp/cmake_check.sh
 
 # What the C++ tests run besides make: a C++ compiler, cmake and pkg-config (the Debian

@@ -106,6 +106,13 @@ int main(void) {
   harel_status (*metrics)(harel_transport *, harel_metrics **, harel_error **) =
       harel_transport_metrics;
   void (*metrics_free)(harel_metrics *) = harel_metrics_free;
+  /* the readiness descriptor */
+  harel_status (*transport_watch)(harel_transport *, int32_t, const char *const *, size_t,
+                                  harel_watch **, harel_error **) = harel_transport_watch;
+  harel_status (*watch_fd)(const harel_watch *, int *, harel_error **) = harel_watch_fd;
+  harel_status (*watch_rearm)(harel_transport *, harel_watch *, harel_error **) =
+      harel_watch_rearm;
+  void (*watch_free)(harel_watch *) = harel_watch_free;
   /* what the library hands out, freed by its own functions */
   void (*lease_free)(harel_lease *) = harel_lease_free;
   void (*string_free)(char *) = harel_string_free;
@@ -184,8 +191,9 @@ int main(void) {
                              HAREL_ERR_DATABASE, HAREL_ERR_BUSY,     HAREL_ERR_LEASE_LOST,
                              HAREL_ERR_CONNECT, HAREL_ERR_INTERRUPTED, HAREL_ERR_PANIC};
   int limits = HAREL_MAX_PRIORITY == 4 && HAREL_MAX_PREFIX_LEN == 30 && HAREL_MAX_CLAIM == 1000;
-  /* an opaque cancel, declared as a user would */
+  /* an opaque cancel and an opaque watch, declared as a user would */
   const harel_cancel *no_cancel = NULL;
+  const harel_watch *no_watch = NULL;
   /* an opaque error, declared as a user would, and the NULL the functions accept */
   harel_error *err = NULL;
   int null_error = error_status(err) == HAREL_OK && error_message(err) == NULL;
@@ -208,7 +216,8 @@ int main(void) {
             cancel_free && interrupt && no_cancel == NULL && statuses[7] == -6 &&
             statuses[8] == -99 && limits && null_error && metrics && metrics_free &&
             metrics_counts[8] && metrics_bounds && histograms[7] && histogram_counts[1] &&
-            histogram_sum && metrics_shape;
+            histogram_sum && metrics_shape && transport_watch && watch_fd && watch_rearm &&
+            watch_free && no_watch == NULL;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -2,7 +2,9 @@
 // wrapper maps to harel::Error, move semantics of the owning types, an empty claim as
 // std::nullopt, and the header's version macros against harel_version(); the worker loop's
 // (waits ended by a Cancel or interrupt() on other threads, batches as std::vector<Lease>,
-// extend, LeaseKeeper's thread). Run under
+// extend, LeaseKeeper's thread); the readiness descriptor (harel::Watch: readable when new,
+// cleared by a rearm that finds nothing, rung by a commit and a park's end, its filter, its
+// errors and moves, a closed Transport). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -25,6 +27,10 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
 
 #ifndef EXPECTED_VERSION
 #error "build with -DEXPECTED_VERSION='\"MAJOR.MINOR.PATCH\"' (Cargo.toml's version)"
@@ -131,6 +137,11 @@ static_assert(!std::is_copy_constructible_v<harel::LeaseKeeper> && !std::is_move
               !std::is_move_assignable_v<harel::LeaseKeeper>);
 static_assert(!std::is_copy_constructible_v<harel::Metrics> && std::is_nothrow_move_constructible_v<harel::Metrics> &&
               std::is_nothrow_destructible_v<harel::Metrics>);
+static_assert(!std::is_copy_constructible_v<harel::Watch> && !std::is_copy_assignable_v<harel::Watch> &&
+              std::is_nothrow_move_constructible_v<harel::Watch> && std::is_nothrow_move_assignable_v<harel::Watch> &&
+              std::is_nothrow_destructible_v<harel::Watch>);
+static_assert(sizeof(harel::Watch) == sizeof(void *), "a Watch is its pointer");
+static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().rearm(std::declval<harel::Watch &>())), bool>);
 static_assert(std::is_base_of_v<std::runtime_error, harel::Error>);
 static_assert(sizeof(std::optional<harel::Lease>) <= 2 * sizeof(void *), "an optional lease is a pointer and a flag");
 static_assert(harel::version_major == HAREL_TRANSPORT_VERSION_MAJOR &&
@@ -847,6 +858,153 @@ static void test_metrics() {
   EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.metrics());
 }
 
+// ---- the readiness descriptor -------------------------------------------------------------
+
+// Whether `fd` polls readable within `seconds` (0: now).
+static bool readable(int fd, double seconds = 0.0) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    int n = poll(&p, 1, left > 0.0 ? static_cast<int>(left * 1000.0) + 1 : 0);
+    if (n > 0) return (p.revents & POLLIN) != 0;
+    if (n == 0 && std::chrono::steady_clock::now() >= deadline) return false;
+    if (n < 0 && errno != EINTR) return false;
+  }
+}
+
+// Nothing to claim: rearm is false and the descriptor then clear (a spurious ring between
+// the two is allowed: rearm again, each time false).
+static bool settles(harel::Transport &t, harel::Watch &w) {
+  for (int i = 0; i < 100; i++) {
+    if (t.rearm(w)) return false;
+    if (!readable(w.fd())) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+static void test_watch() {
+  TempDir dir;
+  const std::string path = dir.file("watch.db");
+  auto t = harel::Transport::open(path, harel::Options().synchronous_full(false));
+  auto other = harel::Transport::open(path, harel::Options().synchronous_full(false));
+  harel::Watch w = t.watch();
+  CHECK(w && w.get() != nullptr);
+  const int fd = w.fd();
+  CHECK(fd >= 0 && w.fd() == fd && (fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+  CHECK(readable(fd));  // new: readable
+  CHECK(settles(t, w));
+  // another Transport's publish rings it; rearm is true and leaves it readable
+  other.publish("g", "\"one\"");
+  CHECK(readable(fd, 10.0));
+  CHECK(t.rearm(w));
+  CHECK(readable(fd));
+  std::vector<harel::Lease> batch = t.claim_many("w", 30.0, 8);
+  CHECK(batch.size() == 1 && batch[0].event() == "\"one\"");
+  CHECK(t.claim_many("w", 30.0, 8).empty());
+  CHECK(settles(t, w));  // g in flight
+  CHECK(t.ack_many(batch) == std::vector<harel_status>{HAREL_OK});
+  CHECK(settles(t, w));
+  // a park's end (the system clock: a nack of 0.3 s) rings it, not before
+  other.publish("p", "\"parked\"");
+  CHECK(readable(fd, 10.0) && t.rearm(w));
+  auto lease = t.claim("w", 30.0);
+  CHECK(lease.has_value());
+  if (lease) {
+    auto parked_at = std::chrono::steady_clock::now();
+    t.nack(*lease, 0.3);
+    bool came = false;
+    while (!came && seconds_since(parked_at) < 10.0) {
+      if (!readable(fd, 10.0 - seconds_since(parked_at))) break;
+      double at = seconds_since(parked_at);
+      came = t.rearm(w);
+      if (came) CHECK(at >= 0.295);
+    }
+    CHECK(came);
+    auto again = t.claim("w", 30.0);
+    CHECK(again && again->seq() == lease->seq() && again->attempts() == 2);
+    if (again) t.ack(*again);
+  }
+  CHECK(settles(t, w));
+  // a filter: a floor and keys (copied), a watch of its own; rearm looks with it
+  std::vector<std::string> key_strings{"eu"};
+  std::vector<const char *> keys{key_strings[0].c_str()};
+  harel::Watch eu = t.watch(2, keys);
+  key_strings[0] = "xx";
+  CHECK(settles(t, eu));
+  other.publish("low", "1", 1, "eu");
+  other.publish("us", "2", 3, "us");
+  CHECK(settles(t, eu));
+  CHECK(readable(fd, 10.0) && t.rearm(w));  // the unfiltered watch sees them
+  other.publish("hit", "3", 2, "eu");
+  CHECK(readable(eu.fd(), 10.0) && t.rearm(eu));
+  auto hit = t.claim("w", 30.0, 2, {"eu"});
+  CHECK(hit && hit->group_id() == "hit");
+  if (hit) t.ack(*hit);
+  CHECK(settles(t, eu));
+  CHECK(drain(t, "w") == 2);
+}
+
+static void test_watch_errors_and_moves() {
+  auto t = harel::Transport::open(":memory:");
+  auto u = harel::Transport::open(":memory:");
+  // a bad filter
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.watch(5));
+  CHECK(what.find("min_priority") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.watch(-1));
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.watch(0, {"k", ""}));
+  CHECK(what.find("routing_keys") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.watch(0, {"k", nullptr}));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.watch(0, {"\xff"}));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.watch(0, harel::RoutingKeys(nullptr, 1)));
+  // a watch of another Transport
+  harel::Watch w = t.watch();
+  harel::Watch theirs = u.watch();
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, u.rearm(w));
+  CHECK(what.rfind("HAREL_ERR_ARGUMENT: ", 0) == 0);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.rearm(theirs));
+  CHECK(!t.rearm(w) && !u.rearm(theirs));
+  // moves: the moved-from Watch is empty and refused, the moved-to works
+  const int fd = w.fd();
+  harel::Watch moved(std::move(w));
+  CHECK(!w && w.get() == nullptr && moved && moved.fd() == fd);  // NOLINT: use after move, on purpose
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, w.fd());                     // NOLINT
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.rearm(w));                 // NOLINT
+  CHECK(!t.rearm(moved));
+  harel::Watch assigned = t.watch();
+  assigned = std::move(moved);  // frees the one it held
+  CHECK(assigned.fd() == fd && !moved);  // NOLINT
+  harel::Watch none;
+  CHECK(!none);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, none.fd());
+  none.reset();
+  // release hands the C watch over
+  harel_watch *raw = assigned.release();
+  CHECK(raw != nullptr && !assigned);
+  int raw_fd = -1;
+  CHECK(harel_watch_fd(raw, &raw_fd, nullptr) == HAREL_OK && raw_fd == fd);
+  harel_watch_free(raw);
+  // reset frees now
+  harel::Watch short_lived = t.watch();
+  short_lived.reset();
+  CHECK(!short_lived);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, short_lived.fd());
+  // an empty Transport: refused
+  harel::Transport empty;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.watch());
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.rearm(theirs));
+  // a closed Transport: its watch readable for good, still freed by its destructor
+  harel::Watch outliving = u.watch();
+  CHECK(settles(u, outliving));
+  u.close();
+  CHECK(readable(outliving.fd(), 10.0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(readable(outliving.fd()) && readable(theirs.fd()));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, u.rearm(outliving));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.rearm(outliving));
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -869,6 +1027,9 @@ int main() {
   run("a Cancel and interrupt() end waits on other threads", test_cancel_and_interrupt_from_other_threads);
   run("LeaseKeeper: keeps, stops, lapses, lost while kept, errors", test_lease_keeper);
   run("metrics: the counters and histograms after known calls; refused when closed", test_metrics);
+  run("Watch: readable when new, cleared by rearm, rung by a commit and a park's end; a filter", test_watch);
+  run("Watch: a bad filter, another Transport's, moves, release, reset, a closed Transport",
+      test_watch_errors_and_moves);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
