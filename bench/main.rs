@@ -30,6 +30,8 @@
 //!
 //! 7. `harel-transport serve` polled beside 8 worker processes (bench/serve.rs): the
 //!    workers' rate with and without it.
+//! 8. watching for work (bench/watch.rs): another process's publish to the lease in hand
+//!    through a watch's descriptor vs the blocking wait; 1,000 idle watches' CPU.
 //!
 //! Ours is measured at synchronous FULL (our default: a committed publish survives
 //! power loss) and NORMAL. A claim latency is the median over many claims, each
@@ -38,8 +40,9 @@
 //! Usage: bench [--python PATH] [--peers bench/peers.py] [--cli PATH] [--no-peers] [--no-procs] [--no-server]
 //!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads",
 //!                                      "publish_new_groups", "drain", "drain_fused", "procs",
-//!                                      "server", "looks", "serve", or a claim case's id)
+//!                                      "server", "looks", "serve", "watch", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
+//!        bench publisher ...          (internal: the publishing process of part 8)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
 //!                                     (one queue, one case, for perf/strace; prints its figure)
 
@@ -53,6 +56,7 @@ mod report;
 mod serve;
 mod server;
 mod states;
+mod watch;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -194,6 +198,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("worker") {
         std::process::exit(procs::worker_main(&args[2..]));
+    }
+    if args.get(1).map(String::as_str) == Some("publisher") {
+        std::process::exit(watch::publisher_main(&args[2..]));
     }
     if args.get(1).map(String::as_str) == Some("profile") {
         std::process::exit(profile(&args[2..]));
@@ -435,6 +442,17 @@ fn run(config: &Config) -> Result<(), String> {
         Value::Null
     };
 
+    // Part 8: watching for work.
+    let watch = if config.wants("watch") {
+        progress("watching for work: wake latency, 1,000 idle watches");
+        watch::run(work).unwrap_or_else(|e| {
+            println!("\n8. Watching for work: FAILED: {e}");
+            json!({"error": e})
+        })
+    } else {
+        Value::Null
+    };
+
     // Part 5: on a libSQL server.
     let server = match sqld::binary() {
         Ok(binary) if config.server && config.wants("server") => server::run(&binary, work),
@@ -465,6 +483,7 @@ fn run(config: &Config) -> Result<(), String> {
         "server": server,
         "looks": looks,
         "serve": serve,
+        "watch": watch,
         "template_build_s": measure::round(templates.build_secs, 2),
         "total_s": measure::round(started.elapsed().as_secs_f64(), 1),
     });

@@ -1,5 +1,6 @@
-//! Waiting claims on a local file, where only a file shows it: a wake by another
-//! process's commit (heard through the WAL), and idle waiters that take no write lock.
+//! Waiting claims and watches on a local file, where only a file shows it: a wake by
+//! another process's commit (heard through the WAL), idle waiters that take no write lock,
+//! idle watches that never fire, and a lease whose end the queue does not record.
 //! The other processes are this test binary run again (`publisher`) and python3 with its
 //! own sqlite3 (holding the write lock).
 
@@ -8,6 +9,7 @@ use harel_transport_testkit as common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::poll::{readable_within, work_within};
 use common::procs::{env, nanos, tagged};
 use common::{event, expect_success, temp_db, this_test_binary, ChildGuard};
 use harel_transport::{AsyncTransport, Message, Options, Transport, Wait};
@@ -140,4 +142,55 @@ async fn a_dropped_async_wait_leaves_nothing_behind_and_async_waiters_share_a_tr
     assert!(started.elapsed() < Duration::from_secs(10));
     let s = t.stats().await.unwrap();
     assert_eq!(s.leased, 2, "the dropped wait left no lease of its own");
+}
+
+/// Serves `w` as an event loop would for `how_long`, asserting a claim would find nothing.
+fn serve_idle(t: &Transport, w: &harel_transport::Watch, how_long: Duration) {
+    assert!(work_within(w, how_long, || t.rearm(w).unwrap()).is_none(), "nothing to claim");
+}
+
+#[test]
+fn a_watch_hears_another_process_publishing_and_idles_without_a_wake() {
+    let (_dir, path) = temp_db();
+    let t = open(&path);
+    let w = t.watch(0, &[]).unwrap();
+    assert!(!t.rearm(&w).unwrap());
+    assert!(readable_within(&w, Duration::from_millis(1500)).is_none(), "an idle watch of an empty queue never fires");
+    for round in 0..3 {
+        let mut command = this_test_binary("publisher");
+        command.env("HAREL_TEST_DB", &path).env("HAREL_TEST_DELAY_MS", "300").stdout(Stdio::piped());
+        let child = command.spawn().expect("spawn the publisher");
+        let took = work_within(&w, Duration::from_secs(20), || t.rearm(&w).unwrap());
+        expect_success(child, "the publisher");
+        let took = took.expect("the other process's message");
+        println!("round {round}: work seen {took:?} after the publisher started");
+        let lease = t.claim("w", V, 0, &[]).unwrap().expect("the other process's message");
+        t.ack(&lease).unwrap();
+        // Our own ack's WAL write is heard and looked into for about a second; then silence.
+        serve_idle(&t, &w, Duration::from_millis(1500));
+        assert!(readable_within(&w, Duration::from_secs(1)).is_none(), "idle again: no wake, no look");
+    }
+}
+
+#[test]
+fn a_watch_looks_each_second_while_a_lease_of_harels_holds_a_group() {
+    let (_dir, path) = temp_db();
+    let t = open(&path);
+    t.publish("g", &event(0), 0, None).unwrap();
+    // What harel 0.9's claim writes: the head locked to its expiry, the group stamped with
+    // the claim's instant (not the lease's end), from another process.
+    let script = "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); now=time.time(); \
+                  c.execute(\"UPDATE harel_transport_messages SET locked_by='py', lock_expiry=?\", (now + 1.2,)); \
+                  c.execute('UPDATE harel_transport_groups SET last_claimed_at=?', (now,)); c.close()";
+    let status = Command::new("python3").args(["-c", script, &path]).status().expect("python3 runs");
+    assert!(status.success());
+    let w = t.watch(0, &[]).unwrap();
+    let started = Instant::now();
+    assert!(!t.rearm(&w).unwrap(), "leased by harel");
+    let took = work_within(&w, Duration::from_secs(10), || t.rearm(&w).unwrap()).map(|_| started.elapsed());
+    assert!(
+        took.is_some_and(|d| d >= Duration::from_millis(1100) && d < Duration::from_secs(4)),
+        "found by a look within a second of the lease's end: {took:?}"
+    );
+    assert!(t.claim("w", V, 0, &[]).unwrap().is_some());
 }

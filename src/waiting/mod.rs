@@ -2,9 +2,10 @@
 //! early (wait.rs), what wakes it (wake.rs; other processes' commits to a local file:
 //! wal_events.rs), and the pauses between its looks (waiter.rs); and, for event loops,
 //! watching for work without waiting at all (watch.rs: a descriptor to poll, rung by its
-//! bell.rs and by the WAL's notices, wal_notices.rs).
+//! bell.rs and by the WAL's notices, wal_notices.rs; the kernel's objects: descriptors.rs).
 
 mod bell;
+mod descriptors;
 pub mod wait;
 mod waiter;
 pub mod wake;
@@ -12,8 +13,8 @@ mod wal_events;
 mod wal_notices;
 mod watch;
 
-pub use self::waiter::{Readiness, Waiter};
 pub use self::bell::Bell;
+pub use self::waiter::{Readiness, Waiter};
 pub use self::watch::Watch;
 
 /// How a queue's backend lets a waiting claim learn of work, besides this process's own

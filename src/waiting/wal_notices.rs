@@ -5,11 +5,10 @@
 //! (Waiting claims hear the same through wal_events.rs, whose thread blocks on its read.)
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
-use super::bell::drain;
+use super::descriptors::{drain, inotify_on};
 
 pub struct WalNotices {
     fd: OwnedFd,
@@ -19,21 +18,7 @@ impl WalNotices {
     /// Watches `wal` for writes; an error when the system refuses (no inotify, its limit
     /// reached, no WAL file).
     pub fn open(wal: &Path) -> io::Result<WalNotices> {
-        let path = std::ffi::CString::new(wal.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the WAL's path"))?;
-        // SAFETY: plain system call.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a new descriptor, ours alone.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: a valid descriptor and C string.
-        if unsafe { libc::inotify_add_watch(std::os::fd::AsRawFd::as_raw_fd(&fd), path.as_ptr(), libc::IN_MODIFY) } < 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(WalNotices { fd })
+        Ok(WalNotices { fd: inotify_on(wal)? })
     }
 
     /// Reads what was noticed; whether anything was.

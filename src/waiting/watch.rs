@@ -14,11 +14,12 @@
 //! (waiter.rs). A new watch starts rung. Idle, with nothing leased or parked, nothing fires.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::bell::{drain, Bell};
+use super::bell::Bell;
+use super::descriptors::{drain, epoll_of, set_timer, timerfd};
 use super::waiter::{Readiness, HEARD_POLL, SERVER_FIRST_POLL, SETTLE_LOOKS, SETTLE_STEP_MAX, UNHEARD_POLL};
 use super::wake::Signal;
 use super::wal_notices::WalNotices;
@@ -54,28 +55,12 @@ impl Watch {
     pub fn new(owner: u64, signal: &Signal, min_priority: i32, routing_keys: &[&str]) -> Result<Watch> {
         let failed = |what: &str, e: io::Error| Error::Database(format!("{what} failed: {e}"));
         let bell = Arc::new(Bell::new().map_err(|e| failed("eventfd", e))?);
-        // SAFETY: plain system calls; each new descriptor is owned at once.
-        let timer = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
-        if timer < 0 {
-            return Err(failed("timerfd_create", io::Error::last_os_error()));
-        }
-        let timer = unsafe { OwnedFd::from_raw_fd(timer) };
-        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epoll < 0 {
-            return Err(failed("epoll_create1", io::Error::last_os_error()));
-        }
-        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+        let timer = timerfd().map_err(|e| failed("timerfd_create", e))?;
         let notices = signal.wal_notices();
         let unheard = signal.watches_a_file() && notices.is_none();
-        let mut members = vec![bell.as_fd().as_raw_fd(), timer.as_raw_fd()];
-        members.extend(notices.as_ref().map(|n| n.as_fd().as_raw_fd()));
-        for fd in members {
-            let mut event = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
-            // SAFETY: live descriptors; the event is read during the call.
-            if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) } < 0 {
-                return Err(failed("epoll_ctl", io::Error::last_os_error()));
-            }
-        }
+        let mut members = vec![bell.as_fd(), timer.as_fd()];
+        members.extend(notices.as_ref().map(|n| n.as_fd()));
+        let epoll = epoll_of(&members).map_err(|e| failed("epoll", e))?;
         bell.ring();
         signal.add_bell(&bell);
         Ok(Watch {
@@ -151,6 +136,10 @@ impl Watch {
             let until = Duration::try_from_secs_f64((at - now).max(0.0)).unwrap_or(Duration::MAX);
             next = Some(next.map_or(until, |d| d.min(until)));
         }
+        if heard {
+            // Each write heard starts its own settling looks, soon after it.
+            schedule.settling = 0;
+        }
         let settle = (heard || schedule.settling > 0)
             && schedule.data_version == seen.data_version
             && schedule.settling < SETTLE_LOOKS;
@@ -172,17 +161,8 @@ impl Watch {
         self.arm(Some(HEARD_POLL));
     }
 
-    /// Arms the timer to fire once after `after` (None: disarms it).
     fn arm(&self, after: Option<Duration>) {
-        // A zero it_value disarms a timerfd: the soonest is 1 ns.
-        let after = after.map(|d| d.max(Duration::from_nanos(1)));
-        let value = after.map_or(libc::timespec { tv_sec: 0, tv_nsec: 0 }, |d| libc::timespec {
-            tv_sec: d.as_secs().min(i64::MAX as u64 / 2) as libc::time_t,
-            tv_nsec: d.subsec_nanos() as libc::c_long,
-        });
-        let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
-        // SAFETY: our timerfd and a live itimerspec; it cannot fail with these arguments.
-        unsafe { libc::timerfd_settime(self.timer.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+        set_timer(self.timer.as_fd(), after);
     }
 }
 
