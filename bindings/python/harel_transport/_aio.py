@@ -2,16 +2,22 @@
 
 Each call runs the C function off the event loop, on a thread of an executor
 (``loop.run_in_executor``; the loop's default executor unless one is given), so the loop
-keeps running while a call waits for the write lock, an fsync, a server or work to claim.
-Calls of one transport may be in flight at once, as the ABI allows: each gets its own
-``harel_error`` on its own thread, and publishes that meet in the library share a commit.
-`close()` waits for the calls in flight.
+keeps running while a call waits for the write lock, an fsync or a server. Calls of one
+transport may be in flight at once, as the ABI allows: each gets its own ``harel_error``
+on its own thread, and publishes that meet in the library share a commit. `close()` waits
+for the calls in flight.
 
-A claim whose task is cancelled (``task.cancel()``, a timeout of ``asyncio.wait_for`` or
-``asyncio.timeout``) fires its call's ``harel_cancel``, so the thread returns at once, and
-waits for it: the CancelledError is raised only once the C call has returned, and what it
-claimed in that instant, if anything, has been given back (nacked, delay 0). A cancelled
-claim never leaves a lease behind.
+A claim that waits for work (``wait`` > 0) holds no thread while it waits: it waits on the
+loop, on the library's readiness descriptor, and makes non-waiting claims in the executor
+only when the descriptor says one may find work (`_watching`). So no call ever queues
+behind a waiting one, however many wait.
+
+A cancelled task (``task.cancel()``, a timeout of ``asyncio.wait_for`` or
+``asyncio.timeout``) never leaves a lease behind: a waiting claim leaves its wait at once,
+having claimed nothing, or, if its task is cancelled while one of its claims runs, waits
+for that claim and gives back (nacks, delay 0) what it got before CancelledError is
+raised; any other claiming call (``ack_and_claim``, a claim without wait) is waited for
+and what it claimed given back the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import functools
 from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
+from ._args import _int32, _max, _routing_keys, _seconds, _text
 from ._errors import LeaseLostError
 from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
 from ._keepalive import AsyncKeepAlive, beats
@@ -28,6 +35,7 @@ from ._metrics import Metrics
 from ._transport import Transport
 from ._values import DEFAULT_VISIBILITY, AckAndClaimResult, EventType, Lease, Message, PathType, _leases_in
 from ._waiting import Cancel, cancels_of
+from ._watching import AsyncWaits, waits_for
 
 __all__ = ["AsyncTransport"]
 
@@ -47,6 +55,7 @@ class AsyncTransport:
             raise ArgumentError("AsyncTransport wraps a Transport; use `await AsyncTransport.open(path)`")
         self._t = transport
         self._executor = executor
+        self._waits = AsyncWaits(transport, executor)
 
     @classmethod
     async def open(cls, path: PathType, *, executor: Optional[Executor] = None, **options: Any) -> "AsyncTransport":
@@ -134,12 +143,24 @@ class AsyncTransport:
         wait: float = 0.0,
         cancel: Optional[Cancel] = None,
     ) -> Optional[Lease]:
-        """`Transport.claim`, off the loop: the wait holds an executor thread, not the
-        loop. Cancelling the task ends the wait (see the module)."""
+        """`Transport.claim`: a wait holds no thread, only the task (see the module).
+        Cancelling the task ends the wait, leaving no lease behind."""
+        cancels = cancels_of(cancel)
+        w = _text("worker_id", worker_id)
+        v = _seconds("visibility", visibility)
+        p = _int32("min_priority", min_priority)
+        keys, n, keep = _routing_keys(routing_keys)
+        seconds = _seconds("wait", wait)
+        if waits_for(seconds):
+            t, fn, never = self._t, self._t._lib.harel_transport_claim_wait, self._waits.cancel
+
+            def call(handle: int) -> Optional[Lease]:  # a look, and a claim if it found work
+                return t._lease(handle, fn, w, v, p, keys, n, 0.0, never)
+
+            return await self._waits.claim("claim", call, None, p, keys, n, keep, seconds, cancels)
         caller = Cancel._for_caller()
-        cancels = cancels_of(cancel) + (caller,)
         return await self._claiming(
-            self._t._claim, worker_id, visibility, min_priority, routing_keys, wait, cancels, caller=caller
+            self._t._claim, worker_id, visibility, min_priority, routing_keys, wait, cancels + (caller,), caller=caller
         )
 
     async def claim_many(
@@ -153,12 +174,26 @@ class AsyncTransport:
         wait: float = 0.0,
         cancel: Optional[Cancel] = None,
     ) -> List[Lease]:
-        """`Transport.claim_many`, off the loop: the wait holds an executor thread, not
-        the loop. Cancelling the task ends the wait (see the module)."""
+        """`Transport.claim_many`: a wait holds no thread, only the task (see the module).
+        Cancelling the task ends the wait, leaving no lease behind."""
+        cancels = cancels_of(cancel)
+        w = _text("worker_id", worker_id)
+        v = _seconds("visibility", visibility)
+        p = _int32("min_priority", min_priority)
+        keys, n, keep = _routing_keys(routing_keys)
+        m = _max(max)
+        seconds = _seconds("wait", wait)
+        if waits_for(seconds):
+            t, fn, never = self._t, self._t._lib.harel_transport_claim_many, self._waits.cancel
+
+            def call(handle: int) -> List[Lease]:  # a look, and a claim if it found work
+                return t._leases(handle, fn, m, w, v, p, keys, n, m, 0.0, never)
+
+            return await self._waits.claim("claim_many", call, [], p, keys, n, keep, seconds, cancels)
         caller = Cancel._for_caller()
-        cancels = cancels_of(cancel) + (caller,)
         return await self._claiming(
-            self._t._claim_many, worker_id, visibility, min_priority, routing_keys, max, wait, cancels, caller=caller
+            self._t._claim_many, worker_id, visibility, min_priority, routing_keys, max, wait, cancels + (caller,),
+            caller=caller,
         )
 
     async def ack_and_claim(
@@ -211,7 +246,8 @@ class AsyncTransport:
         return AsyncKeepAlive(self, lease, v, beat)
 
     def interrupt(self) -> None:
-        """`Transport.interrupt` (it does not block: called on the loop)."""
+        """`Transport.interrupt` (it does not block: called on the loop): every claim
+        waiting on this transport raises `WaitInterruptedError`, having claimed nothing."""
         self._t.interrupt()
 
     async def ack(self, lease: Lease) -> None:
@@ -278,7 +314,8 @@ class AsyncTransport:
 
     async def close(self) -> None:
         """Closes the transport once the calls in flight have returned (waiting off the
-        loop); closing again does nothing."""
+        loop), ending the waiting claims first (`WaitInterruptedError`) and freeing their
+        watches; closing again does nothing."""
         await self._run(self._t.close)
 
     async def __aenter__(self) -> "AsyncTransport":

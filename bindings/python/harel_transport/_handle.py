@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import weakref
 from ctypes import byref, c_void_p
 from typing import Any, List, Optional, Tuple
 
@@ -134,6 +135,9 @@ class _Handle:
         self._state = threading.Condition(threading.Lock())
         self._in_flight = 0
         self._waits: set = set()  # the _CallCancel of each call that may wait, for close
+        # The async waits of the AsyncTransports over this handle (_watching.AsyncWaits),
+        # which interrupt and close end, and whose watches close frees.
+        self._async_waits: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._handle = handle.value
         self._closed = False
 
@@ -175,10 +179,11 @@ class _Handle:
         finally:
             self._leave()
 
-    def _call_on(self, handle: int, fn: Any, *args: Any, clock: bool = True) -> None:
-        """`_call` on a handle the caller holds. The clock runs on the calling thread, so
-        what it raised is read back as the error's cause; `clock` False for a call whose
-        clock may run on another caller's thread (a publish: see `_methods.publish`)."""
+    def _call_on(self, handle: int, fn: Any, *args: Any, clock: bool = True) -> int:
+        """`_call` on a handle the caller holds; returns the status (>= 0). The clock runs
+        on the calling thread, so what it raised is read back as the error's cause; `clock`
+        False for a call whose clock may run on another caller's thread (a publish: see
+        `_methods.publish`)."""
         cell = self._clock if clock else None
         if cell is not None:
             cell.take()  # clear what an earlier call on this thread left
@@ -186,6 +191,7 @@ class _Handle:
         status = fn(handle, *args, byref(err))
         if status < 0:
             _raise(self._lib, status, err, cell)
+        return status
 
     def close(self) -> None:
         """Closes the transport once the calls in progress (on other threads) have
@@ -203,10 +209,15 @@ class _Handle:
             # not yet in its wait then returns as soon as it gets there.
             for call in self._waits:
                 call.fire(BY_CLOSE)
+            hooks = list(self._async_waits)
+            for hook in hooks:
+                hook.closing()
             while self._in_flight:
                 state.wait()
             handle, self._handle = self._handle, None
         self._lib.harel_transport_close(handle)
+        for hook in hooks:
+            hook.closed_handle()
 
     def __del__(self) -> None:
         # Only reached when no call holds the transport (each call holds a reference).

@@ -24,6 +24,7 @@ from ctypes import (
     c_bool,
     c_char_p,
     c_double,
+    c_int,
     c_int32,
     c_int64,
     c_size_t,
@@ -292,6 +293,14 @@ _PROTOTYPES = {
     "harel_cancel_new": (c_void_p, []),
     "harel_cancel_fire": (None, [c_void_p]),
     "harel_cancel_free": (None, [c_void_p]),
+    # The readiness descriptor (a harel_watch *: c_void_p), which AsyncTransport's waits poll.
+    # (t, min_priority, routing_keys, n_routing_keys, out, err)
+    "harel_transport_watch": (_status, [c_void_p, c_int32, POINTER(c_char_p), c_size_t, POINTER(c_void_p), _ERR]),
+    # (w, fd, err)
+    "harel_watch_fd": (_status, [c_void_p, POINTER(c_int), _ERR]),
+    # (t, w, err): HAREL_OK (claim now) or HAREL_EMPTY (the descriptor is clear)
+    "harel_watch_rearm": (_status, [c_void_p, c_void_p, _ERR]),
+    "harel_watch_free": (None, [c_void_p]),
     "harel_transport_dead_letter": (_status, [c_void_p, c_void_p, c_char_p, _ERR]),
     # (t, all, group_id, seqs, n_seqs, moved / purged, err)
     "harel_transport_redrive": (_status, [c_void_p, c_bool, c_char_p, _SEQS, c_size_t, _COUNT, _ERR]),

@@ -121,12 +121,16 @@ class Prefetch:
             w = self._workers.setdefault(worker_id, _Worker())
             return adaptive_size(w.claim_s, w.gap_s)
 
-    def claimed(self, worker_id: str, floor: int, leases: List[NativeLease], seconds: float) -> Optional[NativeLease]:
-        """Holds what a claim of `seconds` returned, but its first lease, which it returns
-        (None: nothing was claimed)."""
+    def claimed(
+        self, worker_id: str, floor: int, leases: List[NativeLease], seconds: Optional[float]
+    ) -> Optional[NativeLease]:
+        """Holds what a claim of `seconds` returned (None: a claim that waited, which does
+        not count in the adaptive size), but its first lease, which it returns (None:
+        nothing was claimed)."""
         with self._lock:
             w = self._workers.setdefault(worker_id, _Worker())
-            w.claim_s = _ema(w.claim_s, seconds)
+            if seconds is not None:
+                w.claim_s = _ema(w.claim_s, seconds)
             w.held.extend((lease, floor) for lease in leases[1:])
             return leases[0] if leases else None
 
@@ -162,6 +166,11 @@ class Prefetch:
         `worker_id` that found nothing: no held lease hides a message from a claim on
         the same transport)."""
         return self._release(lambda w: w != worker_id)
+
+    def holds_others(self, worker_id: str) -> bool:
+        """Whether leases are held for a worker other than `worker_id`."""
+        with self._lock:
+            return any(w.held for other, w in self._workers.items() if other != worker_id)
 
     def release_all(self) -> List[NativeLease]:
         return self._release(lambda w: True)

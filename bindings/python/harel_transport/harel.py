@@ -70,6 +70,7 @@ disk) under a protocol that claims one message a call:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from concurrent.futures import Executor
@@ -86,6 +87,7 @@ from ._prefetch import Prefetch, fresh, prefetch_size
 from ._transport import Transport as _NativeTransport
 from ._values import MAX_PRIORITY, PathType
 from ._values import Lease as _NativeLease
+from ._watching import waits_for
 
 __all__ = [
     "HarelTransport",
@@ -449,10 +451,20 @@ class AsyncHarelTransport:
     async def publish(self, group_id: str, event: Event, priority: int = 0) -> None:
         await self._t.publish(group_id, _event_json(event), priority=_priority(priority))
 
-    async def claim(self, worker_id: str, visibility: float, min_priority: int = 0) -> Optional[Lease]:
+    async def claim(
+        self, worker_id: str, visibility: float, min_priority: int = 0, *, wait: float = 0.0
+    ) -> Optional[Lease]:
+        """harel's claim. `wait` (this package's, keyword-only: seconds, finite, >= 0) waits
+        up to that long for a message when none is deliverable, holding no thread: the
+        native `AsyncTransport`'s wait (a cancelled task leaves no lease behind)."""
+        seconds = _seconds("wait", wait)
         floor = _floor(min_priority)
         if floor is None:
             await self.flush()
+            if seconds != 0:  # nothing can come: the whole wait
+                if not waits_for(seconds):
+                    raise ArgumentError(f"wait is {seconds}; it must be a finite number of seconds >= 0")
+                await asyncio.sleep(seconds)
             return None
         _claim_args(worker_id, visibility, floor)
         while True:
@@ -468,13 +480,18 @@ class AsyncHarelTransport:
             except BaseException:
                 self._held.put_back(worker_id, lease, floor)
                 raise
+        if seconds != 0 and not self._held.holds_others(worker_id):
+            # The wait's own first claim looks at once: no claim before it.
+            lease = await self._claim(worker_id, visibility, floor, seconds)
+            return None if lease is None else self._handed(worker_id, lease)
         lease = await self._claim(worker_id, visibility, floor)
         if lease is None:
             others = self._held.release_others(worker_id)
-            if not others:
-                return None
-            await self._give_back(others)
-            lease = await self._claim(worker_id, visibility, floor)
+            if others:
+                await self._give_back(others)
+                lease = await self._claim(worker_id, visibility, floor)
+        if lease is None and seconds != 0:
+            lease = await self._claim(worker_id, visibility, floor, seconds)
         return None if lease is None else self._handed(worker_id, lease)
 
     async def ack(self, lease: Lease) -> None:
@@ -507,7 +524,9 @@ class AsyncHarelTransport:
             finally:
                 await self._t.close()
 
-    async def _claim(self, worker_id: str, visibility: float, floor: int) -> Optional[_NativeLease]:
+    async def _claim(self, worker_id: str, visibility: float, floor: int, wait: float = 0.0) -> Optional[_NativeLease]:
+        """As `HarelTransport._claim`; with `wait`, the claim waits (deferred acks are
+        applied first, by a claim that does not)."""
         pending = self._held.take_pending()
         most = self._held.batch(worker_id)
         began = time.monotonic()
@@ -516,13 +535,18 @@ class AsyncHarelTransport:
                 leases, acked = await self._t.ack_and_claim_many(
                     [p[1] for p in pending], worker_id, visibility, floor, max=most
                 )
-                _report(pending, acked)
             else:
-                leases = await self._t.claim_many(worker_id, visibility, floor, max=most)
+                leases = await self._t.claim_many(worker_id, visibility, floor, max=most, wait=wait)
         except BaseException:
             self._held.give_back_pending(pending)
             raise
-        return self._held.claimed(worker_id, floor, leases, time.monotonic() - began)
+        if pending:
+            _report(pending, acked)
+            if not leases and wait:
+                leases = await self._t.claim_many(worker_id, visibility, floor, max=most, wait=wait)
+        # A claim that waited says nothing of a claim's time: the adaptive size skips it.
+        took = None if wait else time.monotonic() - began
+        return self._held.claimed(worker_id, floor, leases, took)
 
     def _handed(self, worker_id: str, lease: _NativeLease) -> Lease:
         self._held.handed(worker_id)

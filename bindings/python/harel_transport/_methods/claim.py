@@ -233,13 +233,16 @@ class ClaimMethods(_Handle):
 
     def interrupt(self) -> None:
         """Ends every claim waiting on this transport now (`claim` and `claim_many` with a
-        wait): each raises `WaitInterruptedError`, having claimed nothing. Claims that
-        start later wait as usual. From any thread; on a closed transport nothing."""
+        wait, those of the `AsyncTransport`s over it included): each raises
+        `WaitInterruptedError`, having claimed nothing. Claims that start later wait as
+        usual. From any thread; on a closed transport nothing."""
         try:
             handle = self._enter("interrupt")
         except TransportClosedError:
             return
         try:
             self._lib.harel_transport_interrupt(handle)
+            for waits in list(self._async_waits):
+                waits.interrupted()
         finally:
             self._leave()
