@@ -23,9 +23,9 @@
 //   before the claims, so a commit made after it rings again: no wake is lost.
 // - A watch whose last waiter left stops polling and lingers, idle, for the next claims
 //   with its filter (a worker loop waits again soon): freed after settings.lingerMs unused,
-//   or when more than settings.maxIdle of the transport's are idle, or at close(). Freeing runs on
-//   the pool: freeing the queue's last watch removes its inotify watch, which waits for
-//   the kernel (measured: 3-16 ms).
+//   or when more than settings.maxIdle of the transport's are idle, or at close(). Freeing
+//   runs on the pool, as every C call but the making of a watch does (closing descriptors
+//   is the kernel's work, and a close of the handle must wait for it).
 // - Each waiter has its own deadline (a timer), its AbortSignal, and interrupt()/close().
 //   A waiter whose claim is in flight when one of them comes is decided when the claim is
 //   back, as the C waiting claims did: leases claimed are resolved, whatever happened

@@ -379,7 +379,8 @@ test("a relay's claim that fails rejects its waiter; the next waiter claims at t
 
 test("a watch whose descriptor can't be polled: HAREL_ERR_PANIC for its claim, the C watch freed", async () => {
   const t = await Transport.open(box.db());
-  const fds = openFds();
+  // The queue keeps one inotify descriptor (its WAL's notices) from its first watch on.
+  const fds = openFds() + 1;
   const real = poll.watch;
   poll.watch = () => {
     throw Object.assign(new Error('uv_poll_init: too many open files (EMFILE)'), { code: 'EMFILE' });
