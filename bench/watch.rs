@@ -60,7 +60,7 @@ pub fn run(work: &Path) -> Result<Value, String> {
     let path = work.join("watch.db");
     let path = path.to_str().ok_or("a temporary path that is not UTF-8")?;
     let t = Transport::open(path, Options::new().synchronous(Synchronous::Full)).map_err(|e| e.to_string())?;
-    let (mut blocking, mut watched) = (Vec::new(), Vec::new());
+    let (mut blocking, mut watched, mut looks) = (Vec::new(), Vec::new(), 0u64);
     for round in 0..ROUNDS {
         // blocking, watched, watched, blocking, ...
         let by_watch = matches!(round % 4, 1 | 2);
@@ -74,7 +74,7 @@ pub fn run(work: &Path) -> Result<Value, String> {
         BufReader::new(publisher.stdout.take().ok_or("no stdout")?).read_line(&mut ready).map_err(|e| e.to_string())?;
         writeln!(publisher.stdin.take().ok_or("no stdin")?, "go").map_err(|e| e.to_string())?;
         let samples = if by_watch { &mut watched } else { &mut blocking };
-        let got = if by_watch { receive_by_watch(&t, samples) } else { receive_blocking(&t, samples) };
+        let got = if by_watch { receive_by_watch(&t, samples, &mut looks) } else { receive_blocking(&t, samples) };
         let status = publisher.wait().map_err(|e| e.to_string())?;
         got?;
         if !status.success() {
@@ -95,6 +95,7 @@ pub fn run(work: &Path) -> Result<Value, String> {
         w.1 / b.1,
         if w.0 <= b.0 * 1.05 && w.1 <= b.1 * 1.05 { "met" } else { "MISSED" }
     );
+    println!("   the watch's looks (rearms) per message: {:.2}", looks as f64 / watched.len() as f64);
     println!(
         "   {} idle watched transports, {} s: {:.3}% of a core, {} wakes (target < 1%: {})",
         IDLE_TRANSPORTS,
@@ -106,6 +107,7 @@ pub fn run(work: &Path) -> Result<Value, String> {
     Ok(json!({
         "blocking_ms": {"p50": round(b.0, 3), "p99": round(b.1, 3), "n": blocking.len()},
         "watch_ms": {"p50": round(w.0, 3), "p99": round(w.1, 3), "n": watched.len()},
+        "watch_looks_per_message": round(looks as f64 / watched.len() as f64, 2),
         "idle": {"transports": IDLE_TRANSPORTS, "secs": IDLE_SECS, "cpu_percent": round(idle.0, 4), "wakes": idle.1},
     }))
 }
@@ -126,7 +128,8 @@ fn receive_blocking(t: &Transport, samples: &mut Vec<f64>) -> Result<(), String>
     Ok(())
 }
 
-fn receive_by_watch(t: &Transport, samples: &mut Vec<f64>) -> Result<(), String> {
+/// Also counts the rearms (looks) it made.
+fn receive_by_watch(t: &Transport, samples: &mut Vec<f64>, looks: &mut u64) -> Result<(), String> {
     let watch = t.watch(0, &[]).map_err(|e| e.to_string())?;
     let mut got = 0;
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -136,7 +139,11 @@ fn receive_by_watch(t: &Transport, samples: &mut Vec<f64>) -> Result<(), String>
         }
         let mut entry = libc::pollfd { fd: watch.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one live pollfd.
-        if unsafe { libc::poll(&mut entry, 1, 1000) } <= 0 || !t.rearm(&watch).map_err(|e| e.to_string())? {
+        if unsafe { libc::poll(&mut entry, 1, 1000) } <= 0 {
+            continue;
+        }
+        *looks += 1;
+        if !t.rearm(&watch).map_err(|e| e.to_string())? {
             continue;
         }
         while let Some(lease) = t.claim("w", 30.0, 0, &[]).map_err(|e| e.to_string())? {

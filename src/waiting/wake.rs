@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::futures::Notified;
@@ -25,6 +26,9 @@ pub struct Signal {
     watch: Mutex<Watch>,
     /// The bells of this queue's watches in this process.
     bells: Mutex<Vec<Weak<Bell>>>,
+    /// Commits of this process notified: a watch that hears the WAL written tells its own
+    /// process's writes (visible at once) from another's (visible after its sync).
+    commits: AtomicU64,
     /// A local file's WAL notices, made by its first watch and kept while the signal lives:
     /// closing an inotify descriptor waits for the kernel (3-16 ms measured), which a
     /// program freeing its last watch should not pay.
@@ -67,6 +71,7 @@ impl Signal {
             watch: Mutex::new(Watch::default()),
             bells: Mutex::new(Vec::new()),
             notices: Mutex::new(None),
+            commits: AtomicU64::new(0),
         }
     }
 
@@ -75,8 +80,21 @@ impl Signal {
         self.wal.is_some()
     }
 
-    /// Wakes every claim waiting on this queue in this process and rings its watches.
+    /// After a commit of this process: wakes every claim waiting on this queue in this
+    /// process and rings its watches.
     pub fn notify(&self) {
+        self.commits.fetch_add(1, Ordering::SeqCst);
+        self.relay();
+    }
+
+    /// How many commits of this process were notified so far.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::SeqCst)
+    }
+
+    /// Passes on what one watch heard of another process's commit: wakes and rings as
+    /// `notify` does, without counting a commit of this process.
+    pub fn relay(&self) {
         self.notify.notify_waiters();
         let mut bells = self.bells.lock().unwrap_or_else(|e| e.into_inner());
         bells.retain(|bell| match bell.upgrade() {

@@ -47,7 +47,27 @@ struct Schedule {
     /// followed: a WAL write is heard before its commit is visible (see waiter.rs).
     data_version: Option<i64>,
     settling: u32,
+    /// The settling looks follow a write heard while this process committed too.
+    settling_own: bool,
+    /// The signal's count of this process's commits at the last clear.
+    commits: u64,
 }
+
+/// What a watch heard of the WAL since its last clear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Heard {
+    Nothing,
+    /// Written, and this process committed nothing meanwhile: another process's commit.
+    Others,
+    /// Written while this process committed too: its own writes, most likely.
+    Mixed,
+}
+
+/// Settling looks after a write heard while this process committed: 4 of them, 8, 32,
+/// 128 and 512 ms after (one commit of another process hidden among its own is still seen
+/// within about 0.7 s, a poll's cost).
+const SETTLE_LOOKS_OWN: u32 = 4;
+const SETTLE_STEP_OWN: Duration = Duration::from_millis(8);
 
 impl Watch {
     /// A watch for transport `owner` on the queue of `signal`, for a claim with this filter
@@ -72,7 +92,13 @@ impl Watch {
             timer,
             notices,
             unheard,
-            schedule: Mutex::new(Schedule { server_poll: SERVER_FIRST_POLL, data_version: None, settling: 0 }),
+            schedule: Mutex::new(Schedule {
+                server_poll: SERVER_FIRST_POLL,
+                data_version: None,
+                settling: 0,
+                settling_own: false,
+                commits: signal.commits(),
+            }),
         })
     }
 
@@ -98,21 +124,27 @@ impl Watch {
     }
 
     /// Before a look: clears the descriptor. News from the WAL goes to the whole queue
-    /// (`signal`), since the watches share its notices and this one drains them. Whether
-    /// another process's commit was heard.
-    pub(crate) fn clear(&self, signal: &Signal) -> bool {
-        let heard = self.notices.as_ref().is_some_and(|n| n.drain());
-        if heard {
-            signal.notify();
+    /// (`signal`), since the watches share its notices and this one drains them. What was
+    /// heard of the WAL since the last clear.
+    pub(crate) fn clear(&self, signal: &Signal) -> Heard {
+        let written = self.notices.as_ref().is_some_and(|n| n.drain());
+        if written {
+            signal.relay();
         }
         self.bell.clear();
         drain(self.timer.as_fd());
-        heard
+        let commits = signal.commits();
+        let ours = std::mem::replace(&mut self.schedule.lock().unwrap_or_else(|e| e.into_inner()).commits, commits);
+        match (written, ours != commits) {
+            (false, _) => Heard::Nothing,
+            (true, false) => Heard::Others,
+            (true, true) => Heard::Mixed,
+        }
     }
 
     /// After a look that saw `seen` at clock time `now`: true, with the bell rung, when a
     /// claim would find work; else false, with the timer armed for the next reason to look.
-    pub(crate) fn after_look(&self, seen: &Readiness, now: f64, polling: Polling, heard: bool) -> bool {
+    pub(crate) fn after_look(&self, seen: &Readiness, now: f64, polling: Polling, heard: Heard) -> bool {
         let mut schedule = self.schedule.lock().unwrap_or_else(|e| e.into_inner());
         if seen.deliverable {
             schedule.server_poll = SERVER_FIRST_POLL;
@@ -136,15 +168,22 @@ impl Watch {
             let until = Duration::try_from_secs_f64((at - now).max(0.0)).unwrap_or(Duration::MAX);
             next = Some(next.map_or(until, |d| d.min(until)));
         }
-        if heard {
-            // Each write heard starts its own settling looks, soon after it.
+        if heard != Heard::Nothing {
+            // Each write heard starts its own settling looks, soon after it: many and close
+            // for another process's commit, a few far apart when this process committed
+            // too (the write was most likely its own, visible already).
             schedule.settling = 0;
+            schedule.settling_own = heard == Heard::Mixed;
         }
-        let settle = (heard || schedule.settling > 0)
+        let looks = if schedule.settling_own { SETTLE_LOOKS_OWN } else { SETTLE_LOOKS };
+        let settle = (heard != Heard::Nothing || schedule.settling > 0)
             && schedule.data_version == seen.data_version
-            && schedule.settling < SETTLE_LOOKS;
+            && schedule.settling < looks;
         if settle {
-            let step = Duration::from_millis(1 << schedule.settling.min(16)).min(SETTLE_STEP_MAX);
+            let step = match schedule.settling_own {
+                true => SETTLE_STEP_OWN * 4u32.pow(schedule.settling),
+                false => Duration::from_millis(1 << schedule.settling.min(16)).min(SETTLE_STEP_MAX),
+            };
             next = Some(next.map_or(step, |d| d.min(step)));
             schedule.settling += 1;
         } else {
