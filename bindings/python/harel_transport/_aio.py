@@ -35,7 +35,7 @@ from ._metrics import Metrics
 from ._transport import Transport
 from ._values import DEFAULT_VISIBILITY, AckAndClaimResult, EventType, Lease, Message, PathType, _leases_in
 from ._waiting import Cancel, cancels_of
-from ._watching import AsyncWaits, waits_for
+from ._watching import AsyncWaits, give_back, waits_for
 
 __all__ = ["AsyncTransport"]
 
@@ -116,22 +116,8 @@ class AsyncTransport:
                 except BaseException:  # noqa: BLE001 - read below
                     break
             if future.exception() is None:
-                claimed = _leases_in(future.result())
-                if claimed:
-                    give_back = loop.run_in_executor(self._executor, self._give_back, claimed)
-                    while not give_back.done():
-                        try:
-                            await asyncio.shield(give_back)
-                        except asyncio.CancelledError:
-                            continue
+                await give_back(loop, self._executor, self._t, _leases_in(future.result()))
             raise
-
-    def _give_back(self, leases: List[Lease]) -> None:
-        for lease in leases:
-            try:
-                self._t.nack(lease, 0.0)
-            except Exception:  # noqa: BLE001 - best effort: a lease not nacked lapses at its visibility
-                pass
 
     async def claim(
         self,

@@ -478,14 +478,8 @@ class AsyncWaits:
                     except BaseException:  # noqa: BLE001 - read below
                         break
                 if not w.future.cancelled() and w.future.exception() is None:
-                    claimed = _leases_in(w.future.result())
-                    if claimed:  # settled with leases in the instant the task was cancelled
-                        give_back = loop.run_in_executor(self.executor, self.give_back, claimed)
-                        while not give_back.done():
-                            try:
-                                await asyncio.shield(give_back)
-                            except asyncio.CancelledError:
-                                continue
+                    # settled with leases in the instant the task was cancelled
+                    await give_back(loop, self.executor, self.t, _leases_in(w.future.result()))
                 raise
         finally:
             for c in cancels:
@@ -505,14 +499,6 @@ class AsyncWaits:
             return result, False
         finally:
             t._leave()
-
-    def give_back(self, leases: List[Lease]) -> None:
-        """In the executor: nacks (delay 0); best effort, as the sync face's give-back."""
-        for lease in leases:
-            try:
-                self.t.nack(lease, 0.0)
-            except Exception:  # noqa: BLE001 - a lease not nacked lapses at its visibility
-                pass
 
     # -- hooks of the handle, from any thread -------------------------------------------
 
@@ -575,3 +561,25 @@ def waits_for(seconds: float) -> bool:
     """Whether a claim's `wait` is one this module waits (finite, > 0); 0 looks once, and
     the library refuses the rest with its own message."""
     return 0 < seconds < math.inf
+
+
+async def give_back(loop: asyncio.AbstractEventLoop, executor: Optional[Executor], t: Any, leases: List[Lease]) -> None:
+    """Nacks (delay 0) leases claimed for a task that was cancelled meanwhile, in the
+    executor, best effort (a lease not nacked lapses at its visibility), and waits for that
+    through further cancels of the task."""
+    if not leases:
+        return
+
+    def nack_all() -> None:
+        for lease in leases:
+            try:
+                t.nack(lease, 0.0)
+            except Exception:  # noqa: BLE001 - best effort, as above
+                pass
+
+    done = loop.run_in_executor(executor, nack_all)
+    while not done.done():
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError:
+            continue
