@@ -47,6 +47,11 @@
 #define HAREL_LATENCY_BUCKETS 16
 
 /**
+ * A day: see `Options::key_retention`.
+ */
+#define DEFAULT_KEY_RETENTION 86400.0
+
+/**
  * The largest page a listing hands out.
  */
 #define HAREL_MAX_PAGE 10000
@@ -59,6 +64,16 @@
  * The most leases one `claim_many` hands out.
  */
 #define HAREL_MAX_CLAIM 1000
+
+/**
+ * The longest idempotency key, in bytes.
+ */
+#define MAX_KEY_LEN 256
+
+/**
+ * The longest delay, and the farthest due time from now: ten years, in seconds.
+ */
+#define MAX_DELAY 315360000.0
 
 /**
  * What a call did. `HAREL_OK` is 0, "nothing to do" is positive, every error is
@@ -116,6 +131,10 @@ typedef enum harel_group_state {
   HAREL_GROUP_READY = 0,
   HAREL_GROUP_LEASED = 1,
   HAREL_GROUP_PARKED = 2,
+  /**
+   * Its head was published with a delay that has not passed (added after 0.4.0).
+   */
+  HAREL_GROUP_DELAYED = 3,
 } harel_group_state;
 
 /**
@@ -231,7 +250,9 @@ typedef struct harel_lease {
 } harel_lease;
 
 /**
- * The counts of one priority level (see harel_stats).
+ * The counts of one priority level (see harel_stats). A group whose head is delayed
+ * (HAREL_GROUP_DELAYED) is in `groups` but in none of ready, leased and parked: harel_stats'
+ * `delayed` counts them, over every level (this struct's size is fixed).
  */
 typedef struct harel_priority_stats {
   int32_t priority;
@@ -288,6 +309,15 @@ typedef struct harel_stats {
    * fields are only ever added at the end of this struct, which the library allocates.
    */
   int64_t oldest_ready_seq;
+  /**
+   * Groups whose head was published with a delay that has not passed (harel_transport_publish_with);
+   * they are not in `leased`. Added after 0.4.0, at the end.
+   */
+  uint64_t delayed;
+  /**
+   * The soonest due time of such a head, epoch seconds; -1 when none is delayed.
+   */
+  double next_due_at;
 } harel_stats;
 
 /**
@@ -937,6 +967,18 @@ enum harel_status harel_options_set_max_attempts(struct harel_options *o,
                                                  struct harel_error **err);
 
 /**
+ * How long an idempotency key is remembered after its publish, in seconds (> 0, at most
+ * ten years; default 86400, a day): within it a publish with the same key stores nothing
+ * (harel_transport_publish_with). A day outlasts a producer's retries and the outages
+ * they ride out while the keys of a day's publishes stay a small table.
+ *
+ * Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, seconds not finite, <= 0 or over ten years).
+ */
+enum harel_status harel_options_set_key_retention(struct harel_options *o,
+                                                  double seconds,
+                                                  struct harel_error **err);
+
+/**
  * The function every call that writes or looks asks for "now" (a publish stamps its
  * messages with it; a claim, ack or nack reads it under the write lock): epoch seconds, called with `ctx`.
  * NULL restores the system clock. It is called on the thread that makes the call, while
@@ -951,6 +993,63 @@ enum harel_status harel_options_set_clock(struct harel_options *o,
                                           double (*clock)(void *ctx),
                                           void *ctx,
                                           struct harel_error **err);
+
+/**
+ * `harel_transport_publish` with delivery options:
+ *
+ * - `key` (NULL: none): an idempotency key, 1..256 bytes of UTF-8. A key seen within the
+ *   queue's retention (`harel_options_set_key_retention`, default 24 hours) stores
+ *   nothing: the call returns HAREL_OK with `*duplicate` 1 and `*seq` the first
+ *   message's. The key and the message are committed together. A publish that failed with
+ *   HAREL_ERR_CONNECT (it may have been applied) is safe to retry with the same key.
+ * - `delay` (seconds, finite, 0..315360000) and `not_before` (epoch seconds by the
+ *   transport's clock; negative: none): the message is not delivered before the later of
+ *   now + delay and not_before. It keeps its place in its group's FIFO: the messages after
+ *   it wait behind it (docs/queue.md, "Delayed delivery").
+ *
+ * `seq` and `duplicate` may be NULL; on HAREL_OK they receive the message's seq and
+ * whether it was a duplicate (1) or stored (0). Not through group commit: the call is
+ * its own transaction.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (as for harel_transport_publish, or key empty,
+ * longer than 256 bytes or not UTF-8, delay not finite, negative or over ten years,
+ * not_before NaN, infinite or more than ten years away; nothing was written);
+ * HAREL_ERR_BUSY; HAREL_ERR_DATABASE (also: a key given and the queue lacks the keys
+ * table, opened with create_schema off); HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_publish_with(struct harel_transport *t,
+                                               const char *group_id,
+                                               const char *event_json,
+                                               int32_t priority,
+                                               const char *routing_key,
+                                               const char *key,
+                                               double delay,
+                                               double not_before,
+                                               int64_t *seq,
+                                               int *duplicate,
+                                               struct harel_error **err);
+
+/**
+ * `harel_transport_publish_many` with delivery options per message, in one transaction:
+ * every message stored or found a duplicate, or nothing written. `keys`, `delays` and
+ * `not_before` are each NULL (none for every message) or `n_messages` long, element i
+ * for message i, with the meanings of harel_transport_publish_with (a NULL key: none; a
+ * negative not_before: none). A key met earlier in the batch makes the later message a
+ * duplicate of the earlier one. `seqs` and `duplicates` are NULL or `n_messages` long; on
+ * HAREL_OK they receive each message's outcome. An error names the message
+ * ("messages[3].key is empty").
+ *
+ * Returns as harel_transport_publish_with; an empty batch returns HAREL_OK and writes nothing.
+ */
+enum harel_status harel_transport_publish_many_with(struct harel_transport *t,
+                                                    const struct harel_message *messages,
+                                                    size_t n_messages,
+                                                    const char *const *keys,
+                                                    const double *delays,
+                                                    const double *not_before,
+                                                    int64_t *seqs,
+                                                    int *duplicates,
+                                                    struct harel_error **err);
 
 /**
  * Frees a string the library handed out (`harel_schema_sql`, `harel_schema_upgrade_sql`).

@@ -18,9 +18,11 @@ use crate::metrics::{Meters, Metrics, Operation};
 use crate::mode::Mode;
 use crate::options::{Clock, Options};
 use crate::queue::{admin, looks, schema, work};
-use crate::request::{Claim, DeadSelection, Extend, Finish, FinishMany, Nack, PageRequest, Publish};
+use crate::request::{Claim, DeadSelection, Deliver, Extend, Finish, FinishMany, Nack, PageRequest, Publish};
 use crate::sql::Statements;
-use crate::types::{DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Stats};
+use crate::types::{
+    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
+};
 use crate::validate;
 use crate::waiting::wait::{Interrupts, Wait};
 use crate::waiting::wake::Signal;
@@ -33,6 +35,7 @@ pub struct AsyncTransport {
     clock: Clock,
     mode: Mode,
     max_attempts: u32,
+    key_retention: f64,
     /// What wakes this queue's waiting claims in this process (shared with its other transports).
     wake: Arc<Signal>,
     polling: Polling,
@@ -68,16 +71,18 @@ impl AsyncTransport {
         let absent = if options.schema_as_is {
             schema::as_is(&mut backend, &mut sql).await
         } else {
-            schema::prepare(&mut backend, &sql, options.create_schema).await.map(|()| Vec::new())
+            schema::prepare(&mut backend, &mut sql, options.create_schema).await.map(|()| Vec::new())
         }
         .map_err(|e| e.during("open"))?;
         let (clock, max_attempts, interrupts) = (options.clock.clone(), options.max_attempts, Interrupts::default());
+        let key_retention = options.key_retention;
         Ok(AsyncTransport {
             backend: Mutex::new(backend),
             sql,
             clock,
             mode,
             max_attempts,
+            key_retention,
             wake,
             polling,
             interrupts,
@@ -177,6 +182,43 @@ impl AsyncTransport {
     pub async fn publish_many(&self, messages: &[Message<'_>]) -> Result<()> {
         let request = Publish::many(messages)?;
         self.append(&request).await.map_err(|e| e.during("publish_many"))
+    }
+
+    /// `publish` with delivery options (`Delivery`): an idempotency key, a delay or a due
+    /// instant. With a key seen within the retention nothing is stored and the first
+    /// message's seq comes back as a duplicate; the key and the message are committed
+    /// together. A delayed message keeps its place in its group's FIFO: the messages after
+    /// it wait behind it (docs/queue.md, "Delayed delivery").
+    pub async fn publish_with(&self, message: Message<'_>, delivery: Delivery<'_>) -> Result<Published> {
+        let request = Deliver::one(message, delivery).map_err(|e| e.during("publish"))?;
+        let published = self.deliver(&request).await.map_err(|e| e.during("publish"))?;
+        published.into_iter().next().ok_or_else(|| Error::Database("publish: nothing came back".into()))
+    }
+
+    /// `publish_many` with delivery options per message, in one transaction: each message
+    /// stored or found a duplicate, or none of them. A key seen earlier in the batch makes
+    /// the later message a duplicate of the earlier one. What became of each, in order.
+    pub async fn publish_many_with(&self, items: &[(Message<'_>, Delivery<'_>)]) -> Result<Vec<Published>> {
+        let request = Deliver::many(items).map_err(|e| e.during("publish_many"))?;
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.deliver(&request).await.map_err(|e| e.during("publish_many"))
+    }
+
+    async fn deliver(&self, request: &Deliver<'_, '_>) -> Result<Vec<Published>> {
+        let published = self
+            .timed(Operation::Publish, async {
+                let mut backend = self.writer().await?;
+                work::publish_with(&mut backend, &self.sql, request, self.key_retention, &|| self.now()).await
+            })
+            .await?;
+        let stored = published.iter().filter(|p| !p.duplicate).count() as u64;
+        self.meters.published.add(stored);
+        if stored > 0 {
+            self.wake.notify();
+        }
+        Ok(published)
     }
 
     /// The write of `publish` and `publish_many`, and of the blocking face's group commits.

@@ -33,12 +33,14 @@ pub use async_transport::AsyncTransport;
 pub use error::{Error, Result};
 pub use metrics::{Histogram, Latency, Metrics, LATENCY_BOUNDS, LATENCY_BUCKETS};
 pub use mode::Mode;
-pub use options::{system_clock, Clock, Options, Synchronous};
+pub use options::{system_clock, Clock, Options, Synchronous, DEFAULT_KEY_RETENTION};
 pub use transport::Transport;
 pub use types::{
-    DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, PriorityStats, Stats, MAX_PAGE,
+    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, PriorityStats,
+    Published, Stats, MAX_PAGE,
 };
-pub use validate::{MAX_CLAIM, MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
+pub use validate::{MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
+pub use sql::DELAYED;
 pub use waiting::wait::{Cancel, Wait};
 pub use waiting::Watch;
 

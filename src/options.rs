@@ -25,6 +25,9 @@ pub enum Synchronous {
     Normal,
 }
 
+/// A day: see `Options::key_retention`.
+pub const DEFAULT_KEY_RETENTION: f64 = 86_400.0;
+
 #[derive(Clone)]
 pub struct Options {
     pub(crate) prefix: String,
@@ -37,6 +40,8 @@ pub struct Options {
     pub(crate) synchronous: Synchronous,
     pub(crate) clock: Clock,
     pub(crate) max_attempts: u32,
+    /// How long an idempotency key is remembered, in seconds.
+    pub(crate) key_retention: f64,
     /// Whether open refuses a file this process holds a lock on that no transport of ours
     /// holds (other_sqlite.rs). Set by the C ABI only: in a Rust program the `libsql`
     /// crate shares this library's SQLite, whose own connections are no hazard.
@@ -56,6 +61,7 @@ impl Default for Options {
             synchronous: Synchronous::Full,
             clock: Arc::new(system_clock),
             max_attempts: 0,
+            key_retention: DEFAULT_KEY_RETENTION,
             refuse_other_sqlite: false,
         }
     }
@@ -147,6 +153,24 @@ impl Options {
     pub fn max_attempts(&mut self, max_attempts: u32) -> &mut Self {
         self.max_attempts = max_attempts;
         self
+    }
+
+    /// How long an idempotency key is remembered after its publish, in seconds (> 0, at
+    /// most ten years; default a day): within it a publish with the same key stores nothing.
+    /// A day outlasts any retry loop of a producer and the outages it rides out (a
+    /// connection lost for hours, a deploy rolled back overnight) while the keys of a
+    /// day's publishes stay a small table; SQS FIFO keeps 5 minutes, too short for a
+    /// producer that retries after an outage.
+    pub fn key_retention(&mut self, seconds: f64) -> Result<&mut Self> {
+        validate::positive_seconds("key_retention", seconds)?;
+        if seconds > validate::MAX_DELAY {
+            return Err(crate::Error::Argument(format!(
+                "key_retention is {seconds}; at most {} (ten years)",
+                validate::MAX_DELAY
+            )));
+        }
+        self.key_retention = seconds;
+        Ok(self)
     }
 
     /// Where "now" comes from (epoch seconds); the system clock by default.

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::types::{DeadLetters, Lease, Message, MAX_PAGE};
+use crate::types::{DeadLetters, Delivery, Lease, Message, MAX_PAGE};
 use crate::validate;
 
 /// The transport's clock, checked.
@@ -36,6 +36,38 @@ impl<'m, 'a> Publish<'m, 'a> {
 
     pub fn messages(&self) -> &[Message<'a>] {
         &self.messages
+    }
+}
+
+/// Messages to append with their delivery options (`publish_with`), each checked.
+pub struct Deliver<'m, 'a> {
+    items: Cow<'m, [(Message<'a>, Delivery<'a>)]>,
+}
+
+impl<'m, 'a> Deliver<'m, 'a> {
+    /// One message; errors name the field ("key is empty").
+    pub fn one(message: Message<'a>, delivery: Delivery<'a>) -> Result<Deliver<'m, 'a>> {
+        validate::message(&message)?;
+        validate::delivery("", &delivery)?;
+        Ok(Deliver { items: Cow::Owned(vec![(message, delivery)]) })
+    }
+
+    /// A batch; errors name the message by index ("messages[3].key is empty").
+    pub fn many(items: &'m [(Message<'a>, Delivery<'a>)]) -> Result<Deliver<'m, 'a>> {
+        let messages: Vec<Message<'a>> = items.iter().map(|(m, _)| *m).collect();
+        validate::messages(&messages)?;
+        for (i, (_, d)) in items.iter().enumerate() {
+            validate::delivery(&format!("messages[{i}]."), d)?;
+        }
+        Ok(Deliver { items: Cow::Borrowed(items) })
+    }
+
+    pub fn items(&self) -> &[(Message<'a>, Delivery<'a>)] {
+        &self.items
+    }
+
+    pub fn has_keys(&self) -> bool {
+        self.items.iter().any(|(_, d)| d.key.is_some())
     }
 }
 

@@ -13,7 +13,9 @@ use crate::metrics::Metrics;
 use crate::mode::Mode;
 use crate::options::Options;
 use crate::request::Publish;
-use crate::types::{DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Stats};
+use crate::types::{
+    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
+};
 use crate::waiting::wait::Wait;
 use crate::waiting::Watch;
 
@@ -67,6 +69,17 @@ impl Transport {
             return Ok(());
         }
         self.append(&request).map_err(|e| e.during("publish_many"))
+    }
+
+    /// See [`AsyncTransport::publish_with`]. Not through group commit: each call is its own
+    /// transaction, so its outcome is its own.
+    pub fn publish_with(&self, message: Message<'_>, delivery: Delivery<'_>) -> Result<Published> {
+        self.runtime.block_on(self.inner().publish_with(message, delivery))
+    }
+
+    /// See [`AsyncTransport::publish_many_with`].
+    pub fn publish_many_with(&self, items: &[(Message<'_>, Delivery<'_>)]) -> Result<Vec<Published>> {
+        self.runtime.block_on(self.inner().publish_many_with(items))
     }
 
     /// Through group commit: `batch` may hold other threads' messages too.

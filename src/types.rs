@@ -36,6 +36,31 @@ pub struct Message<'a> {
     pub routing_key: Option<&'a str>,
 }
 
+/// What a producer may ask of a message's delivery (`publish_with`): the default is a
+/// plain publish.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Delivery<'a> {
+    /// An idempotency key: a second publish with a key seen within the queue's retention
+    /// (`Options::key_retention`) stores nothing and reports the first message's seq.
+    pub key: Option<&'a str>,
+    /// Seconds from the publish (the transport's clock) before which the message is not
+    /// delivered; 0: at once.
+    pub delay: f64,
+    /// An instant (epoch seconds, the transport's clock) before which the message is not
+    /// delivered; with `delay`, the later of the two.
+    pub not_before: Option<f64>,
+}
+
+/// What a `publish_with` did with one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Published {
+    /// The message's seq; for a duplicate, the first message's with that key (which may
+    /// have been delivered and acked since).
+    pub seq: i64,
+    /// Its key was seen within the retention: nothing was stored.
+    pub duplicate: bool,
+}
+
 /// Exact counts at one instant (`now`, the transport's clock).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
@@ -49,6 +74,10 @@ pub struct Stats {
     pub leased: u64,
     /// Groups whose head is parked by a nack with a delay.
     pub parked: u64,
+    /// Groups whose head was published with a delay that has not passed (`publish_with`).
+    pub delayed: u64,
+    /// The soonest due time of such a head, epoch seconds; None when none is delayed.
+    pub next_due_at: Option<f64>,
     /// Messages in the dead-letter table.
     pub dead: u64,
     /// Seconds since the oldest message of a ready group was published; None when no group
@@ -58,7 +87,7 @@ pub struct Stats {
     /// The seq of that message (the oldest of a ready group), whether or not its writer
     /// stamped the time; None when no group is ready.
     pub oldest_ready_seq: Option<i64>,
-    /// The soonest end of a lease or a park, epoch seconds; None when nothing is in flight.
+    /// The soonest end of a lease, a park or a delay, epoch seconds; None when nothing is in flight.
     pub next_release_at: Option<f64>,
     /// Seconds since the oldest lease that lapsed while its worker still holds it ended (a
     /// worker that died or hung; the next claim takes the head over); None when there is
@@ -75,6 +104,7 @@ pub struct PriorityStats {
     pub ready: u64,
     pub leased: u64,
     pub parked: u64,
+    pub delayed: u64,
 }
 
 /// Where a group stands, from its head (oldest message): only a head is ever leased.
@@ -83,6 +113,8 @@ pub enum GroupState {
     Ready,
     Leased,
     Parked,
+    /// Its head was published with a delay that has not passed.
+    Delayed,
 }
 
 impl GroupState {
@@ -91,6 +123,7 @@ impl GroupState {
             GroupState::Ready => "ready",
             GroupState::Leased => "leased",
             GroupState::Parked => "parked",
+            GroupState::Delayed => "delayed",
         }
     }
 }

@@ -10,6 +10,10 @@ pub const MAX_PRIORITY: i32 = 4;
 pub const MAX_PREFIX_LEN: usize = 30;
 /// The most leases one `claim_many` hands out.
 pub const MAX_CLAIM: usize = 1000;
+/// The longest idempotency key, in bytes.
+pub const MAX_KEY_LEN: usize = 256;
+/// The longest delay, and the farthest due time from now: ten years, in seconds.
+pub const MAX_DELAY: f64 = 315_360_000.0;
 
 fn arg(message: String) -> Error {
     Error::Argument(message)
@@ -39,6 +43,9 @@ pub fn worker_id(value: &str) -> Result<()> {
     non_empty("worker_id", value)?;
     if value == PARKED {
         return Err(arg(format!("worker_id {PARKED:?} is reserved for parked messages")));
+    }
+    if value == crate::sql::DELAYED {
+        return Err(arg(format!("worker_id {:?} is reserved for delayed messages", crate::sql::DELAYED)));
     }
     Ok(())
 }
@@ -109,4 +116,36 @@ pub fn routing_keys<S: AsRef<str>>(keys: &[S]) -> Result<()> {
 pub fn duration(name: &str, seconds: f64) -> Result<std::time::Duration> {
     std::time::Duration::try_from_secs_f64(seconds)
         .map_err(|_| arg(format!("{name} is {seconds}; it is too large for a duration")))
+}
+
+/// A publish's delivery options; `at` names the message ("messages[3].") or is empty.
+pub fn delivery(at: &str, d: &crate::types::Delivery<'_>) -> Result<()> {
+    if let Some(key) = d.key {
+        non_empty(&format!("{at}key"), key)?;
+        if key.len() > MAX_KEY_LEN {
+            return Err(arg(format!("{at}key is {} bytes; at most {MAX_KEY_LEN}", key.len())));
+        }
+    }
+    if !d.delay.is_finite() || d.delay < 0.0 || d.delay > MAX_DELAY {
+        return Err(arg(format!(
+            "{at}delay is {}; it must be a finite number of seconds, 0..{MAX_DELAY} (ten years)",
+            d.delay
+        )));
+    }
+    if let Some(t) = d.not_before {
+        if !t.is_finite() || t < 0.0 {
+            return Err(arg(format!("{at}not_before is {t}; it must be finite epoch seconds >= 0")));
+        }
+    }
+    Ok(())
+}
+
+/// The due time of a message published at `now` with `d` (checked), None when it is due
+/// at once; an `Error::Argument` for a `not_before` more than ten years away.
+pub fn due(at: &str, d: &crate::types::Delivery<'_>, now: f64) -> Result<Option<f64>> {
+    let due = (now + d.delay).max(d.not_before.unwrap_or(0.0));
+    if due > now + MAX_DELAY {
+        return Err(arg(format!("{at}not_before is {due}: more than ten years after now ({now})")));
+    }
+    Ok((due > now).then_some(due))
 }

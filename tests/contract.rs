@@ -83,6 +83,13 @@ local!(
     a_watch_rings_at_a_park_end_and_a_lease_end,
     a_watch_looks_with_its_filter,
     a_watch_belongs_to_its_transport,
+    a_key_seen_again_stores_nothing_and_names_the_first_message,
+    keys_in_a_batch_each_stored_once,
+    a_key_is_forgotten_after_its_retention,
+    a_delayed_message_is_not_delivered_before_its_time,
+    a_delayed_message_keeps_its_place_in_its_group,
+    a_waiting_claim_wakes_when_a_delayed_message_is_due,
+    bad_delivery_options_are_refused_and_change_nothing,
 );
 
 #[test]

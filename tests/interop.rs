@@ -315,3 +315,43 @@ fn a_file_python_created_is_upgraded_and_python_still_serves_it() {
     assert_eq!(rest, ["a1", "b1"]);
     assert!(claim_ok(&t, "rust").is_none(), "python drained it");
 }
+
+/// Ours publishes delayed and keyed messages; harel's transports, which know nothing of
+/// either, never deliver a delayed one early (it looks leased to them until its due time),
+/// keep the group's order behind it, serve the other groups meanwhile, and serve keyed
+/// messages as any other.
+#[test]
+fn harel_never_delivers_a_delayed_message_early() {
+    let Some(python) = harel_python("harel_never_delivers_a_delayed_message_early") else {
+        return;
+    };
+    for kind in ["sqlite", "libsql"] {
+        let (_dir, path) = temp_db();
+        let clock = TestClock::at(1000.0);
+        let t = file(&path, &clock);
+        let plain = harel_transport::Delivery::default();
+        let later = harel_transport::Delivery { delay: 60.0, ..plain };
+        let m = |group_id, event_json| harel_transport::Message { group_id, event_json, priority: 0, routing_key: None };
+        let (d0, d1, k0) = (harel_event("d-0", 0), harel_event("d-1", 1), harel_event("k-0", 0));
+        t.publish_with(m("d", &d0), later).unwrap();
+        t.publish_with(m("d", &d1), plain).unwrap();
+        t.publish_with(m("k", &k0), harel_transport::Delivery { key: Some("once"), ..plain }).unwrap();
+        assert!(t.publish_with(m("k", &k0), harel_transport::Delivery { key: Some("once"), ..plain }).unwrap().duplicate);
+        let mut py = Peer::open(&python, kind, &path, 1000.0);
+        let (seq, group, id) = py.claim(V).expect("the keyed message, as any other");
+        assert_eq!((group.as_str(), id.as_str()), ("k", "k-0"), "{kind}");
+        py.ack(seq, &group);
+        for now in [1000.0, 1030.0, 1059.5] {
+            py.clock(now);
+            assert_eq!(py.claim(V), None, "{kind}: nothing of group d before its head is due (at {now})");
+        }
+        py.clock(1060.5);
+        let (seq, group, id) = py.claim(V).expect("due");
+        assert_eq!((group.as_str(), id.as_str()), ("d", "d-0"), "{kind}: the delayed message first");
+        py.ack(seq, &group);
+        let (seq, group, id) = py.claim(V).expect("then the one behind it");
+        assert_eq!((group.as_str(), id.as_str()), ("d", "d-1"), "{kind}");
+        py.ack(seq, &group);
+        assert_eq!(py.claim(V), None, "{kind}: each once");
+    }
+}

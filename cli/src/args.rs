@@ -111,7 +111,7 @@ pub struct Global {
 pub enum Command {
     /// Counts: messages, groups by state, dead letters, per priority
     #[command(long_about = "\
-Counts at one instant: messages, groups (ready, leased, parked), dead letters, the age of the
+Counts at one instant: messages, groups (ready, leased, parked, delayed), dead letters, the age of the
 oldest ready message, the soonest end of a lease or park, and the groups per priority.",
         after_help = STATS_EXAMPLES)]
     Stats(StatsArgs),
@@ -199,6 +199,8 @@ pub enum StateArg {
     Leased,
     /// Its head is parked by a nack with a delay
     Parked,
+    /// Its head was published with a delay that has not passed
+    Delayed,
 }
 
 impl StateArg {
@@ -207,6 +209,7 @@ impl StateArg {
             StateArg::Ready => GroupState::Ready,
             StateArg::Leased => GroupState::Leased,
             StateArg::Parked => GroupState::Parked,
+            StateArg::Delayed => GroupState::Delayed,
         }
     }
 }

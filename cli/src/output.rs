@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use harel_transport::{system_clock, DeadLetter, GroupInfo, MessageInfo, Page, Stats, PARKED};
+use harel_transport::{system_clock, DeadLetter, GroupInfo, MessageInfo, Page, Stats, DELAYED, PARKED};
 use serde::Serialize;
 
 use crate::args::Selector;
@@ -139,6 +139,7 @@ impl Out {
                     match m.locked_by.as_deref() {
                         None => dash(),
                         Some(PARKED) => "(parked)".to_owned(),
+                        Some(DELAYED) => "(delayed)".to_owned(),
                         Some(worker) => cell(worker),
                     },
                     m.lock_expiry.map_or_else(dash, |at| time::relative(at, now)),
@@ -295,6 +296,8 @@ pub struct StatsDoc {
     ready: u64,
     leased: u64,
     parked: u64,
+    delayed: u64,
+    next_due_at: Option<f64>,
     dead: Option<u64>,
     oldest_ready_age: Option<f64>,
     oldest_ready_seq: Option<i64>,
@@ -311,6 +314,7 @@ struct PriorityDoc {
     ready: u64,
     leased: u64,
     parked: u64,
+    delayed: u64,
 }
 
 impl Out {
@@ -322,6 +326,8 @@ impl Out {
             ready: s.ready,
             leased: s.leased,
             parked: s.parked,
+            delayed: s.delayed,
+            next_due_at: s.next_due_at,
             dead: (!self.lacks("_dead")).then_some(s.dead),
             oldest_ready_age: s.oldest_ready_age,
             oldest_ready_seq: s.oldest_ready_seq,
@@ -336,6 +342,7 @@ impl Out {
                     ready: p.ready,
                     leased: p.leased,
                     parked: p.parked,
+                    delayed: p.delayed,
                 })
                 .collect(),
             absent: self.absent.clone(),
@@ -349,10 +356,17 @@ impl Out {
         };
         let lines = [
             ("messages", s.messages.to_string()),
-            ("groups", format!("{} ({} ready, {} leased, {} parked)", s.groups, s.ready, s.leased, s.parked)),
+            (
+                "groups",
+                format!(
+                    "{} ({} ready, {} leased, {} parked, {} delayed)",
+                    s.groups, s.ready, s.leased, s.parked, s.delayed
+                ),
+            ),
             ("dead letters", dead),
             ("oldest ready", self.oldest_ready(s)),
             ("next release", s.next_release_at.map_or_else(dash, |at| time::relative(at, s.now))),
+            ("next due", s.next_due_at.map_or_else(dash, |at| time::relative(at, s.now))),
         ];
         let mut t = Table::bare(&[("", L), ("", L)]);
         for (label, value) in lines {
@@ -360,7 +374,14 @@ impl Out {
         }
         let mut text = t.render();
         if !s.by_priority.is_empty() {
-            let mut p = Table::new(&[("PRIORITY", R), ("GROUPS", R), ("READY", R), ("LEASED", R), ("PARKED", R)]);
+            let mut p = Table::new(&[
+                ("PRIORITY", R),
+                ("GROUPS", R),
+                ("READY", R),
+                ("LEASED", R),
+                ("PARKED", R),
+                ("DELAYED", R),
+            ]);
             for level in &s.by_priority {
                 p.row(vec![
                     level.priority.to_string(),
@@ -368,6 +389,7 @@ impl Out {
                     level.ready.to_string(),
                     level.leased.to_string(),
                     level.parked.to_string(),
+                    level.delayed.to_string(),
                 ]);
             }
             text.push('\n');

@@ -36,6 +36,8 @@ mod metrics;
 #[path = "arguments/options.rs"]
 mod options;
 mod ownership;
+#[path = "calls/publish_with.rs"]
+mod publish_with;
 mod schema;
 #[path = "errors/status.rs"]
 mod status;
@@ -56,6 +58,7 @@ pub use lease::{harel_lease, harel_lease_free};
 pub use message::harel_message;
 pub use metrics::*;
 pub use options::*;
+pub use publish_with::*;
 pub use schema::*;
 pub use status::{harel_status, harel_status_name};
 pub use transport::*;

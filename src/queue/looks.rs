@@ -10,7 +10,7 @@ use crate::chain::Row;
 use crate::cursor::cursor;
 use crate::error::{Error, Result};
 use crate::request::PageRequest;
-use crate::sql::Statements;
+use crate::sql::{Statements, DELAYED};
 use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, PriorityStats, Stats};
 use crate::validate::PARKED;
 use crate::waiting::Readiness;
@@ -40,19 +40,21 @@ pub async fn readiness(
 pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<Stats> {
     let [rows] = reads::<1>(backend.read(&[(&sql.stats(), vec![now.into()])]).await?)?;
     let (totals, levels) = rows.split_first().ok_or_else(|| Error::Database("stats: no totals row".into()))?;
-    let (messages, dead) = (count(totals.get(1)), count(totals.get(2)));
+    let (messages, dead, next_due_at) = (count(totals.get(1)), count(totals.get(2)), real(totals.get(3)));
     let (next_release_at, oldest_enqueued_at, oldest_seq, overdue_since) =
         (real(totals.get(4)), real(totals.get(5)), int(totals.get(6)), real(totals.get(7)));
     let mut by_priority: Vec<PriorityStats> = levels
         .iter()
         .map(|row| {
-            let (groups, leased, parked) = (count(row.get(1)), count(row.get(2)), count(row.get(3)));
+            let (groups, leased, parked, delayed) =
+                (count(row.get(1)), count(row.get(2)), count(row.get(3)), count(row.get(4)));
             PriorityStats {
                 priority: int(row.get(0)).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
                 groups,
-                ready: groups.saturating_sub(leased + parked),
+                ready: groups.saturating_sub(leased + parked + delayed),
                 leased,
                 parked,
+                delayed,
             }
         })
         .collect();
@@ -66,6 +68,8 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
         ready,
         leased: sum(|p| p.leased),
         parked: sum(|p| p.parked),
+        delayed: sum(|p| p.delayed),
+        next_due_at,
         dead,
         oldest_ready_age: oldest_enqueued_at.filter(|_| ready > 0).map(|at| (now - at).max(0.0)),
         oldest_ready_seq: oldest_seq.filter(|_| ready > 0),
@@ -80,6 +84,8 @@ fn state_of(locked_by: Option<&str>, lock_expiry: Option<f64>, now: f64) -> Grou
         (Some(holder), Some(until)) if until >= now => {
             if holder == PARKED {
                 GroupState::Parked
+            } else if holder == DELAYED {
+                GroupState::Delayed
             } else {
                 GroupState::Leased
             }

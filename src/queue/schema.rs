@@ -6,7 +6,7 @@ use crate::chain::Chain;
 use crate::error::{Error, Result};
 use crate::sql::{Lacks, Statements};
 
-pub async fn prepare(backend: &mut Backend, sql: &Statements, create: bool) -> Result<()> {
+pub async fn prepare(backend: &mut Backend, sql: &mut Statements, create: bool) -> Result<()> {
     if !create {
         return check(backend, sql).await;
     }
@@ -44,7 +44,8 @@ pub async fn prepare(backend: &mut Backend, sql: &Statements, create: bool) -> R
 /// or "the column T.C", for `AsyncTransport::absent`. Nothing is created or checked beyond.
 pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<String>> {
     let (tables, columns) = missing(backend, sql).await?;
-    let harels: Vec<&str> = tables.iter().copied().filter(|t| *t != sql.dead_table).collect();
+    let harels: Vec<&str> =
+        tables.iter().copied().filter(|t| *t != sql.dead_table && *t != sql.keys_table).collect();
     if !harels.is_empty() {
         return Err(Error::Database(format!(
             "{} missing: not a queue (opened as it is, nothing is created)",
@@ -59,7 +60,8 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
         attempts: lacking("attempts"),
         enqueued_at: lacking("enqueued_at"),
         routing_key: lacking("routing_key"),
-        dead: !tables.is_empty(),
+        dead: tables.contains(&sql.dead_table.as_str()),
+        keys: tables.contains(&sql.keys_table.as_str()),
     };
     let mut absent: Vec<String> =
         columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();
@@ -68,12 +70,17 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
     Ok(absent)
 }
 
-/// Every table and column a queue needs, or one error naming each that is missing.
-async fn check(backend: &mut Backend, sql: &Statements) -> Result<()> {
+/// Every table and column a queue needs, or one error naming each that is missing. The
+/// keys table (0.5) is optional: without it only a keyed publish is refused.
+async fn check(backend: &mut Backend, sql: &mut Statements) -> Result<()> {
     let (tables, columns) = missing(backend, sql).await?;
-    let mut missing: Vec<String> = tables.iter().map(|t| format!("the table {t}")).collect();
+    let keys = sql.keys_table.as_str();
+    let lacks_keys = tables.contains(&keys);
+    let mut missing: Vec<String> =
+        tables.iter().filter(|t| **t != keys).map(|t| format!("the table {t}")).collect();
     missing.extend(columns.iter().map(|(table, column)| format!("the column {table}.{column}")));
     if missing.is_empty() {
+        sql.lacks.keys = lacks_keys;
         return Ok(());
     }
     Err(Error::Database(format!(
@@ -93,7 +100,8 @@ async fn missing<'s>(
     backend: &mut Backend,
     sql: &'s Statements,
 ) -> Result<(Vec<&'s str>, Vec<(&'s str, &'static str)>)> {
-    let tables = [sql.messages_table.as_str(), sql.groups_table.as_str(), sql.dead_table.as_str()];
+    let tables =
+        [sql.messages_table.as_str(), sql.groups_table.as_str(), sql.dead_table.as_str(), sql.keys_table.as_str()];
     let added = sql.added_columns();
     let statements: Vec<String> = tables
         .iter()

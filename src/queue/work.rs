@@ -19,12 +19,12 @@
 use libsql::Value;
 
 use crate::backend::Backend;
-use crate::chain::{lease_lost, Chain, Claimed};
-use crate::error::Result;
-use crate::request::{Claim, Extend, Finish, FinishMany, Nack, Now, Publish};
-use crate::sql::Statements;
-use crate::types::Lease;
-use crate::validate::PARKED;
+use crate::chain::{lease_lost, Chain, Claimed, Done};
+use crate::error::{Error, Result};
+use crate::request::{Claim, Deliver, Extend, Finish, FinishMany, Nack, Now, Publish};
+use crate::sql::{Statements, DELAYED};
+use crate::types::{Lease, Published};
+use crate::validate::{self, PARKED};
 
 /// Appends the messages in order, in one transaction: all of them (and the groups they
 /// create) or none. One commit for the whole batch, so at synchronous FULL one fsync
@@ -54,6 +54,74 @@ pub async fn publish(backend: &mut Backend, sql: &Statements, request: &Publish<
         })
         .await
         .map(drop)
+}
+
+/// Appends the messages in order with their delivery options (sql/publish.rs), in one
+/// transaction: every message stored or found a duplicate, or nothing. A key is kept
+/// `retention` seconds. What became of each message, in order.
+pub async fn publish_with(
+    backend: &mut Backend,
+    sql: &Statements,
+    request: &Deliver<'_, '_>,
+    retention: f64,
+    now: Now<'_>,
+) -> Result<Vec<Published>> {
+    if request.has_keys() && sql.lacks.keys {
+        return Err(Error::Database(format!(
+            "the table {} is missing, which a publish with a key needs: open the queue once with \
+             create_schema on, or run harel_schema_sql's statements",
+            sql.keys_table
+        )));
+    }
+    let p = &sql.publish_with;
+    let (done, reads) = backend
+        .run(|| {
+            let now = now()?;
+            let mut chain = Chain::new();
+            if request.has_keys() {
+                chain.push(&p.sweep_keys, vec![now.into()]);
+            }
+            let mut reads = Vec::with_capacity(request.items().len());
+            for (i, (m, d)) in request.items().iter().enumerate() {
+                let at = if request.items().len() > 1 { format!("messages[{i}].") } else { String::new() };
+                let due = validate::due(&at, d, now)?;
+                let (locked_by, until) = due.map_or((Value::Null, Value::Null), |t| (DELAYED.into(), t.into()));
+                let message = vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by, until];
+                let group = vec![m.group_id.into(), m.priority.into(), m.routing_key.into()];
+                match d.key {
+                    Some(key) => {
+                        chain.push(&p.forget_key, vec![key.into(), now.into()]);
+                        chain.push(&p.take_key, vec![key.into(), (now + retention).into()]);
+                        chain.push(&p.insert_message_if_new, message);
+                        chain.push(&p.bind_key, vec![key.into()]);
+                        reads.push(chain.query(&p.published, vec![key.into()]));
+                        chain.push(&p.insert_group_if_new, group);
+                    }
+                    None => {
+                        chain.push(&p.insert_message, message);
+                        reads.push(chain.query(&p.published_unkeyed, Vec::new()));
+                        chain.push(&p.insert_group, group);
+                    }
+                }
+                if due.is_some() {
+                    chain.push(&p.stamp_delayed_head, vec![m.group_id.into()]);
+                }
+            }
+            Ok((chain, reads))
+        })
+        .await?;
+    reads.into_iter().map(|at| published(done.get(at))).collect()
+}
+
+/// A `published` row: (seq, 1 when stored now).
+fn published(done: Option<&Done>) -> Result<Published> {
+    let row = done.and_then(|d| d.rows.first()).ok_or_else(|| Error::Database("publish: no seq came back".into()))?;
+    match (row.first(), row.get(1)) {
+        (Some(Value::Integer(seq)), Some(Value::Integer(stored))) => {
+            Ok(Published { seq: *seq, duplicate: *stored == 0 })
+        }
+        other => Err(Error::Database(format!("publish: unexpected seq row {other:?}"))),
+    }
 }
 
 /// Up to `c.max` leases, each the head of a different group, in serving order, in one

@@ -2,15 +2,15 @@
 //! so it reads one snapshot, takes no write lock, and works the same on an embedded
 //! replica (where it reads the local copy).
 
-use super::{Statements, PARKED};
+use super::{Statements, DELAYED, PARKED};
 use crate::types::GroupState;
 
 impl Statements {
-    /// Every count of `Stats` at now (?1). Row 1: NULL, total messages, dead letters, NULL,
-    /// the soonest end of a lease or park, the oldest ready message's enqueued_at, its seq,
-    /// the earliest end of a lease that lapsed with its holder still named (a worker that
-    /// died or hung). Then one row per priority level: level, groups, leased, parked, NULL,
-    /// NULL, NULL, NULL.
+    /// Every count of `Stats` at now (?1). Row 1: NULL, total messages, dead letters, the
+    /// soonest due time of a delayed head, the soonest end of a lease, park or delay, the
+    /// oldest ready message's enqueued_at, its seq, the earliest end of a lease that lapsed
+    /// with its holder still named (a worker that died or hung). Then one row per priority
+    /// level: level, groups, leased, parked, delayed, NULL, NULL, NULL.
     ///
     /// Whoever leased or parked a head, its own row says so: the scan of the messages for
     /// locked rows finds the heads in flight whatever their group's stamp (ours the lease's
@@ -24,22 +24,26 @@ impl Statements {
         let dead = if self.lacks.dead { "0".to_owned() } else { format!("(SELECT count(*) FROM {})", self.dead_table) };
         let enqueued_at = self.enqueued_at("e");
         format!(
-            "WITH in_flight AS MATERIALIZED (SELECT g.priority, h.locked_by = '{PARKED}' AS parked, h.lock_expiry \
+            "WITH in_flight AS MATERIALIZED (SELECT g.priority, h.locked_by = '{PARKED}' AS parked, \
+               h.locked_by = '{DELAYED}' AS delayed, h.lock_expiry \
                FROM {m} h CROSS JOIN {g} g ON g.group_id = h.group_id \
                WHERE h.locked_by IS NOT NULL AND h.lock_expiry >= ?1 \
                  AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)), \
-             held AS (SELECT priority, sum(NOT parked) AS leased, sum(parked) AS parked FROM in_flight \
-               GROUP BY priority), \
+             held AS (SELECT priority, sum(NOT parked AND NOT delayed) AS leased, sum(parked) AS parked, \
+               sum(delayed) AS delayed FROM in_flight GROUP BY priority), \
              levels AS (SELECT priority, count(*) AS groups FROM {g} GROUP BY priority), \
              oldest AS (SELECT e.seq, {enqueued_at} AS enqueued_at FROM {m} e \
                WHERE (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 \
                  FROM {m} h WHERE h.group_id = e.group_id ORDER BY h.seq LIMIT 1) ORDER BY e.seq LIMIT 1) \
-             SELECT NULL, (SELECT count(*) FROM {m}), {dead}, NULL, (SELECT min(lock_expiry) FROM in_flight), \
+             SELECT NULL, (SELECT count(*) FROM {m}), {dead}, \
+               (SELECT min(lock_expiry) FROM in_flight WHERE delayed), (SELECT min(lock_expiry) FROM in_flight), \
                (SELECT enqueued_at FROM oldest), (SELECT seq FROM oldest), \
-               (SELECT min(h.lock_expiry) FROM {m} h WHERE h.locked_by IS NOT NULL AND h.locked_by != '{PARKED}' \
+               (SELECT min(h.lock_expiry) FROM {m} h WHERE h.locked_by IS NOT NULL \
+                 AND h.locked_by NOT IN ('{PARKED}', '{DELAYED}') \
                  AND h.lock_expiry < ?1 AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)) \
              UNION ALL \
-             SELECT l.priority, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), NULL, NULL, NULL, NULL \
+             SELECT l.priority, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), coalesce(h.delayed, 0), \
+               NULL, NULL, NULL \
                FROM levels l LEFT JOIN held h ON h.priority = l.priority"
         )
     }
@@ -66,13 +70,14 @@ impl Statements {
                 (format!("{g} g JOIN {m} h ON {head}"), " AND (h.locked_by IS NULL OR h.lock_expiry < ?3)".to_owned())
             }
             Some(held) => {
-                let parked = if held == GroupState::Parked { "=" } else { "!=" };
+                let holder = match held {
+                    GroupState::Parked => format!("= '{PARKED}'"),
+                    GroupState::Delayed => format!("= '{DELAYED}'"),
+                    _ => format!("NOT IN ('{PARKED}', '{DELAYED}')"),
+                };
                 (
                     format!("{m} h CROSS JOIN {g} g ON g.group_id = h.group_id"),
-                    format!(
-                        " AND h.locked_by IS NOT NULL AND h.lock_expiry >= ?3 AND h.locked_by {parked} '{PARKED}' \
-                         AND {head}"
-                    ),
+                    format!(" AND h.locked_by IS NOT NULL AND h.lock_expiry >= ?3 AND h.locked_by {holder} AND {head}"),
                 )
             }
         };

@@ -13,8 +13,10 @@ use crate::validate::{MAX_PRIORITY, PARKED};
 mod claim;
 mod dead_letters;
 mod inspect;
+mod publish;
 
 pub use claim::{LEASE_GUARD, LEASE_LOST};
+pub use publish::{PublishWith, DELAYED};
 pub use dead_letters::DeadFilter;
 
 /// Above this many routing keys a claim uses one candidate query with `IN` instead of one
@@ -36,6 +38,8 @@ pub struct Lacks {
     pub enqueued_at: bool,
     pub routing_key: bool,
     pub dead: bool,
+    /// The keys table (a harel 0.9 file, or one made by 0.4 and opened with create_schema off).
+    pub keys: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +48,8 @@ pub struct Statements {
     pub messages_table: String,
     pub groups_table: String,
     pub dead_table: String,
+    /// Idempotency keys (publish.rs); ours, and optional: a queue without it refuses keyed publishes.
+    pub keys_table: String,
     /// What the looks must read around (nothing, unless opened as it is).
     pub lacks: Lacks,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
@@ -67,6 +73,8 @@ pub struct Statements {
     pub bury_head: String,
     pub drop_buried_group_if_empty: String,
     pub delete_message: String,
+    /// A publish with a key or a due time.
+    pub publish_with: PublishWith,
 }
 
 impl Statements {
@@ -75,6 +83,8 @@ impl Statements {
         let m = format!("{prefix}_transport_messages");
         let g = format!("{prefix}_transport_groups");
         let d = format!("{prefix}_transport_dead");
+        let k = format!("{prefix}_transport_keys");
+        let publish_with = PublishWith::new(&m, &g, &k);
         let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
@@ -83,9 +93,11 @@ impl Statements {
                 "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1 WHERE seq = ?1"
             ),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
+            // The group's next turn: now, or its new head's due time if it is delayed.
             requeue_group_if_not_empty: format!(
-                "UPDATE {g} SET last_claimed_at = ?2 \
-                 WHERE group_id = ?1 AND EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)"
+                "UPDATE {g} SET last_claimed_at = {} \
+                 WHERE group_id = ?1 AND EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)",
+                publish::turn_after_head(&m)
             ),
             drop_group_if_empty: format!(
                 "DELETE FROM {g} WHERE group_id = ?1 AND NOT EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)"
@@ -106,6 +118,8 @@ impl Statements {
             messages_table: m,
             groups_table: g,
             dead_table: d,
+            publish_with,
+            keys_table: k,
             lacks: Lacks::default(),
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
@@ -279,6 +293,7 @@ impl Statements {
                  routing_key TEXT)"
             ),
             dead_letters::table(d),
+            publish::keys_table(&self.keys_table),
         ]
     }
 
@@ -319,6 +334,7 @@ impl Statements {
     pub fn upgrade(&self) -> Vec<String> {
         let mut statements: Vec<String> = self.added_columns().into_iter().map(|(_, _, alter)| alter).collect();
         statements.push(dead_letters::table(&self.dead_table));
+        statements.push(publish::keys_table(&self.keys_table));
         statements.extend(self.our_indexes());
         statements
     }
@@ -339,6 +355,7 @@ impl Statements {
                  WHERE priority > 0"
             ),
             format!("CREATE INDEX IF NOT EXISTS {d}_by_group ON {d} (group_id, seq)"),
+            publish::keys_index(&self.keys_table),
         ]
     }
 }

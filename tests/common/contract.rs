@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use harel_transport::{Cancel, Error, GroupState, Lease, Message, Options, Transport, Wait};
+use harel_transport::{Cancel, Delivery, Error, GroupState, Lease, Message, Options, Published, Transport, Wait};
 
 use super::drain::claim_and_ack_all;
 use super::poll::{readable_within, work_within};
@@ -73,6 +73,13 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("a_watch_rings_at_a_park_end_and_a_lease_end", a_watch_rings_at_a_park_end_and_a_lease_end),
     ("a_watch_looks_with_its_filter", a_watch_looks_with_its_filter),
     ("a_watch_belongs_to_its_transport", a_watch_belongs_to_its_transport),
+    ("a_key_seen_again_stores_nothing_and_names_the_first_message", a_key_seen_again_stores_nothing_and_names_the_first_message),
+    ("keys_in_a_batch_each_stored_once", keys_in_a_batch_each_stored_once),
+    ("a_key_is_forgotten_after_its_retention", a_key_is_forgotten_after_its_retention),
+    ("a_delayed_message_is_not_delivered_before_its_time", a_delayed_message_is_not_delivered_before_its_time),
+    ("a_delayed_message_keeps_its_place_in_its_group", a_delayed_message_keeps_its_place_in_its_group),
+    ("a_waiting_claim_wakes_when_a_delayed_message_is_due", a_waiting_claim_wakes_when_a_delayed_message_is_due),
+    ("bad_delivery_options_are_refused_and_change_nothing", bad_delivery_options_are_refused_and_change_nothing),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -985,4 +992,169 @@ pub fn a_watch_belongs_to_its_transport(open: Open<'_>) {
     t.close();
     assert!(readable_within(&w, Duration::ZERO).is_some(), "closing its transport rings it");
     assert!(readable_within(&w, Duration::from_millis(50)).is_some(), "for good");
+}
+
+// ---- producers: idempotency keys and delayed delivery ------------------------------------
+
+fn msg<'a>(group_id: &'a str, event_json: &'a str) -> Message<'a> {
+    Message { group_id, event_json, priority: 0, routing_key: None }
+}
+
+fn keyed(key: &str) -> Delivery<'_> {
+    Delivery { key: Some(key), ..Delivery::default() }
+}
+
+pub fn a_key_seen_again_stores_nothing_and_names_the_first_message(open: Open<'_>) {
+    let t = open(&Options::new());
+    let (e0, e1) = (event(0), event(1));
+    let first = t.publish_with(msg("g", &e0), keyed("order-1")).unwrap();
+    assert!(!first.duplicate);
+    let again = t.publish_with(msg("g", &e1), keyed("order-1")).unwrap();
+    assert_eq!(again, Published { seq: first.seq, duplicate: true }, "the first message's seq");
+    assert_eq!(t.stats().unwrap().messages, 1, "nothing stored");
+    let lease = claim(&t, "w").unwrap();
+    assert_eq!((lease.seq, lease.event.as_str()), (first.seq, e0.as_str()));
+    t.ack(&lease).unwrap();
+    let after_ack = t.publish_with(msg("g", &e1), keyed("order-1")).unwrap();
+    assert_eq!(after_ack, Published { seq: first.seq, duplicate: true }, "the key outlives the ack");
+    assert!(claim(&t, "w").is_none(), "a retry after the consumer finished delivers nothing");
+    let other = t.publish_with(msg("g", &e1), keyed("order-2")).unwrap();
+    assert!(!other.duplicate && other.seq > first.seq);
+    let plain = t.publish_with(msg("g", &e1), Delivery::default()).unwrap();
+    assert!(!plain.duplicate && plain.seq > other.seq, "no key: always stored, its seq returned");
+}
+
+pub fn keys_in_a_batch_each_stored_once(open: Open<'_>) {
+    let t = open(&Options::new());
+    let e: Vec<String> = (0..6).map(event).collect();
+    let batch = [
+        (msg("a", &e[0]), keyed("k1")),
+        (msg("b", &e[1]), keyed("k2")),
+        (msg("a", &e[2]), keyed("k1")),
+        (msg("c", &e[3]), Delivery::default()),
+    ];
+    let out = t.publish_many_with(&batch).unwrap();
+    assert_eq!(out.iter().map(|p| p.duplicate).collect::<Vec<_>>(), [false, false, true, false]);
+    assert_eq!(out[2].seq, out[0].seq, "a key met earlier in the batch: the earlier message's seq");
+    assert_eq!(t.stats().unwrap().messages, 3);
+    let mixed = t.publish_many_with(&[(msg("b", &e[4]), keyed("k2")), (msg("d", &e[5]), keyed("k3"))]).unwrap();
+    assert_eq!((mixed[0], mixed[1].duplicate), (Published { seq: out[1].seq, duplicate: true }, false));
+    let mut got: Vec<String> = Vec::new();
+    while let Some(l) = claim(&t, "w") {
+        got.push(l.event.clone());
+        t.ack(&l).unwrap();
+    }
+    got.sort();
+    let mut want = vec![e[0].clone(), e[1].clone(), e[3].clone(), e[5].clone()];
+    want.sort();
+    assert_eq!(got, want, "each message once, no duplicate delivered");
+    assert!(t.publish_many_with(&[]).unwrap().is_empty());
+}
+
+pub fn a_key_is_forgotten_after_its_retention(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let mut options = clock.options();
+    options.key_retention(60.0).unwrap();
+    let t = open(&options);
+    let first = t.publish_with(msg("g", &event(0)), keyed("k")).unwrap();
+    clock.advance(59.0);
+    assert!(t.publish_with(msg("g", &event(1)), keyed("k")).unwrap().duplicate, "within the retention");
+    clock.advance(2.0);
+    let later = t.publish_with(msg("g", &event(2)), keyed("k")).unwrap();
+    assert!(!later.duplicate && later.seq > first.seq, "forgotten after it: stored again");
+    // Expired keys are swept by later keyed publishes, a few at a time.
+    for i in 0..40 {
+        t.publish_with(msg("g", &event(i)), keyed(&format!("old-{i}"))).unwrap();
+    }
+    clock.advance(61.0);
+    for i in 0..40 {
+        assert!(!t.publish_with(msg("g", &event(i)), keyed(&format!("new-{i}"))).unwrap().duplicate);
+    }
+    assert!(!t.publish_with(msg("g", &event(0)), keyed("old-0")).unwrap().duplicate);
+}
+
+pub fn a_delayed_message_is_not_delivered_before_its_time(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    let delayed = t.publish_with(msg("later", &event(0)), Delivery { delay: 30.0, ..Delivery::default() }).unwrap();
+    let at = t
+        .publish_with(msg("at", &event(1)), Delivery { not_before: Some(1010.0), ..Delivery::default() })
+        .unwrap();
+    assert!(claim(&t, "w").is_none(), "neither is due");
+    let s = t.stats().unwrap();
+    assert_eq!((s.groups, s.ready, s.leased, s.delayed, s.next_due_at), (2, 0, 0, 2, Some(1010.0)));
+    let listed = t.groups(Some(GroupState::Delayed), None, 10).unwrap();
+    assert_eq!(listed.items.len(), 2, "listed as delayed");
+    assert!(t.groups(Some(GroupState::Leased), None, 10).unwrap().items.is_empty(), "not as leased");
+    clock.advance(9.5);
+    assert!(claim(&t, "w").is_none(), "half a second early");
+    clock.advance(1.0);
+    assert_eq!(claim(&t, "w").expect("due after not_before").seq, at.seq);
+    assert!(claim(&t, "w").is_none());
+    clock.advance(20.0);
+    let lease = claim(&t, "w").expect("due after its delay");
+    assert_eq!((lease.seq, lease.attempts), (delayed.seq, 1), "its first claim");
+}
+
+pub fn a_delayed_message_keeps_its_place_in_its_group(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    let (e0, e1, e2) = (event(0), event(1), event(2));
+    t.publish("g", &e0, 0, None).unwrap();
+    t.publish_with(msg("g", &e1), Delivery { delay: 30.0, ..Delivery::default() }).unwrap();
+    t.publish("g", &e2, 0, None).unwrap();
+    t.publish("other", &event(3), 0, None).unwrap();
+    let first = claim(&t, "w").unwrap();
+    assert_eq!(first.event, e0);
+    t.ack(&first).unwrap();
+    let other = claim(&t, "w").expect("another group goes on");
+    assert_eq!(other.group_id, "other");
+    t.ack(&other).unwrap();
+    assert!(claim(&t, "w").is_none(), "the later message waits behind the delayed one");
+    assert_eq!(t.stats().unwrap().delayed, 1);
+    clock.advance(31.0);
+    let second = claim(&t, "w").unwrap();
+    assert_eq!(second.event, e1);
+    t.ack(&second).unwrap();
+    assert_eq!(claim(&t, "w").unwrap().event, e2, "then the rest, in order");
+}
+
+pub fn a_waiting_claim_wakes_when_a_delayed_message_is_due(open: Open<'_>) {
+    let t = open(&Options::new());
+    t.publish_with(msg("g", &event(0)), Delivery { delay: 0.8, ..Delivery::default() }).unwrap();
+    let started = Instant::now();
+    let lease = t.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_secs(20))).unwrap();
+    let took = elapsed_since(started);
+    assert!(lease.is_some());
+    assert!(took >= Duration::from_millis(700) && took < Duration::from_secs(5), "at its due time: {took:?}");
+}
+
+pub fn bad_delivery_options_are_refused_and_change_nothing(open: Open<'_>) {
+    let t = open(&Options::new());
+    t.publish("g", &event(0), 0, None).unwrap();
+    let long = "k".repeat(257);
+    let bad: [(Delivery<'_>, &str); 8] = [
+        (keyed(""), "key is empty"),
+        (keyed(&long), "key is 257 bytes"),
+        (Delivery { delay: f64::NAN, ..Delivery::default() }, "delay is NaN"),
+        (Delivery { delay: -1.0, ..Delivery::default() }, "delay is -1"),
+        (Delivery { delay: 1e12, ..Delivery::default() }, "delay is 1000000000000"),
+        (Delivery { not_before: Some(f64::INFINITY), ..Delivery::default() }, "not_before is inf"),
+        (Delivery { not_before: Some(-5.0), ..Delivery::default() }, "not_before is -5"),
+        (Delivery { not_before: Some(1e15), ..Delivery::default() }, "more than ten years"),
+    ];
+    for (delivery, says) in bad {
+        let refused = t.publish_with(msg("g", &event(1)), delivery);
+        assert!(matches!(&refused, Err(Error::Argument(m)) if m.contains(says) && m.starts_with("publish: ")), "{refused:?}");
+    }
+    let refused = t.publish_many_with(&[(msg("g", &event(1)), keyed("ok")), (msg("g", &event(2)), keyed(""))]);
+    assert!(matches!(&refused, Err(Error::Argument(m)) if m.contains("messages[1].key is empty")), "{refused:?}");
+    let refused = t.publish_with(msg("g", &event(1)), Delivery { ..keyed("fine") }).map(|_| ());
+    assert!(refused.is_ok());
+    let s = t.stats().unwrap();
+    assert_eq!(s.messages, 2, "only the good publish stored");
+    let mut o = Options::new();
+    for retention in [0.0, -1.0, f64::NAN, 1e12] {
+        assert!(matches!(o.key_retention(retention), Err(Error::Argument(m)) if m.contains("key_retention")));
+    }
 }

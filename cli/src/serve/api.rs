@@ -52,7 +52,8 @@ fn state(query: &HashMap<String, String>) -> Result<Option<GroupState>, Reply> {
         Some("ready") => Ok(Some(GroupState::Ready)),
         Some("leased") => Ok(Some(GroupState::Leased)),
         Some("parked") => Ok(Some(GroupState::Parked)),
-        Some(other) => Err(Reply::error(400, format!("state {other:?}: expected ready, leased or parked"))),
+        Some("delayed") => Ok(Some(GroupState::Delayed)),
+        Some(other) => Err(Reply::error(400, format!("state {other:?}: expected ready, leased, parked or delayed"))),
     }
 }
 

@@ -24,9 +24,14 @@ pub fn exposition(queue: &str, stats: &Result<Stats>, has_dead: bool) -> Reply {
     text.sample("", 1.0);
     text.gauge("harel_transport_messages", "Messages in the queue's groups (dead letters are counted apart).");
     text.sample("", s.messages as f64);
-    text.gauge("harel_transport_groups", "Groups, by priority and by their head's state (ready, leased, parked).");
+    text.gauge(
+        "harel_transport_groups",
+        "Groups, by priority and by their head's state (ready, leased, parked, delayed).",
+    );
     for level in &s.by_priority {
-        for (state, n) in [("ready", level.ready), ("leased", level.leased), ("parked", level.parked)] {
+        for (state, n) in
+            [("ready", level.ready), ("leased", level.leased), ("parked", level.parked), ("delayed", level.delayed)]
+        {
             text.sample(&format!(",priority=\"{}\",state=\"{state}\"", level.priority), n as f64);
         }
     }

@@ -172,6 +172,21 @@ pub extern "C" fn harel_options_set_max_attempts(
     })
 }
 
+/// How long an idempotency key is remembered after its publish, in seconds (> 0, at most
+/// ten years; default 86400, a day): within it a publish with the same key stores nothing
+/// (harel_transport_publish_with). A day outlasts a producer's retries and the outages
+/// they ride out while the keys of a day's publishes stay a small table.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, seconds not finite, <= 0 or over ten years).
+#[no_mangle]
+pub extern "C" fn harel_options_set_key_retention(
+    o: *mut harel_options,
+    seconds: f64,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| opts.key_retention(seconds).map(drop))
+}
+
 /// The function every call that writes or looks asks for "now" (a publish stamps its
 /// messages with it; a claim, ack or nack reads it under the write lock): epoch seconds, called with `ctx`.
 /// NULL restores the system clock. It is called on the thread that makes the call, while

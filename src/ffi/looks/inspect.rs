@@ -13,7 +13,9 @@ use super::{boundary_out, boundary_value};
 use crate::error::{Error, Result};
 use crate::{GroupState, Page, Transport};
 
-/// The counts of one priority level (see harel_stats).
+/// The counts of one priority level (see harel_stats). A group whose head is delayed
+/// (HAREL_GROUP_DELAYED) is in `groups` but in none of ready, leased and parked: harel_stats'
+/// `delayed` counts them, over every level (this struct's size is fixed).
 #[repr(C)]
 pub struct harel_priority_stats {
     pub priority: i32,
@@ -51,6 +53,11 @@ pub struct harel_stats {
     /// the time (`oldest_ready_age` is then -1); -1 when no group is ready. Added after 0.4.0:
     /// fields are only ever added at the end of this struct, which the library allocates.
     pub oldest_ready_seq: i64,
+    /// Groups whose head was published with a delay that has not passed (harel_transport_publish_with);
+    /// they are not in `leased`. Added after 0.4.0, at the end.
+    pub delayed: u64,
+    /// The soonest due time of such a head, epoch seconds; -1 when none is delayed.
+    pub next_due_at: f64,
 }
 
 /// A group's state, from its head (see harel_group_info).
@@ -60,6 +67,8 @@ pub enum harel_group_state {
     HAREL_GROUP_READY = 0,
     HAREL_GROUP_LEASED = 1,
     HAREL_GROUP_PARKED = 2,
+    /// Its head was published with a delay that has not passed (added after 0.4.0).
+    HAREL_GROUP_DELAYED = 3,
 }
 
 /// One group of a `harel_group_page`. Its strings live as long as the page.
@@ -234,6 +243,8 @@ pub extern "C" fn harel_transport_stats(
             by_priority,
             n_priorities,
             oldest_ready_seq: s.oldest_ready_seq.unwrap_or(-1),
+            delayed: s.delayed,
+            next_due_at: or_minus_one(s.next_due_at),
         }))
     })
 }
@@ -251,8 +262,10 @@ fn state_of(state: i32) -> Result<Option<GroupState>> {
         0 => Ok(Some(GroupState::Ready)),
         1 => Ok(Some(GroupState::Leased)),
         2 => Ok(Some(GroupState::Parked)),
+        3 => Ok(Some(GroupState::Delayed)),
         other => Err(Error::Argument(format!(
-            "state is {other}; it must be -1 (any), HAREL_GROUP_READY, HAREL_GROUP_LEASED or HAREL_GROUP_PARKED"
+            "state is {other}; it must be -1 (any), HAREL_GROUP_READY, HAREL_GROUP_LEASED, HAREL_GROUP_PARKED \
+             or HAREL_GROUP_DELAYED"
         ))),
     }
 }
@@ -262,6 +275,7 @@ fn c_state(state: GroupState) -> harel_group_state {
         GroupState::Ready => harel_group_state::HAREL_GROUP_READY,
         GroupState::Leased => harel_group_state::HAREL_GROUP_LEASED,
         GroupState::Parked => harel_group_state::HAREL_GROUP_PARKED,
+        GroupState::Delayed => harel_group_state::HAREL_GROUP_DELAYED,
     }
 }
 

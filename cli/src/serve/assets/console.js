@@ -73,7 +73,7 @@ async function refreshStats() {
   const status = $("status");
   try {
     const s = await look("/api/stats");
-    for (const key of ["messages", "groups", "ready", "leased", "parked"]) $(`stat-${key}`).textContent = String(s[key]);
+    for (const key of ["messages", "groups", "ready", "leased", "parked", "delayed"]) $(`stat-${key}`).textContent = String(s[key]);
     $("stat-dead").textContent = s.dead === null ? "- (no dead-letter table)" : String(s.dead);
     $("stat-oldest-ready").textContent = seconds(s.oldest_ready_age);
     $("stat-overdue").textContent = seconds(s.oldest_overdue_lease);

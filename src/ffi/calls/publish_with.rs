@@ -1,0 +1,135 @@
+//! Publishing with delivery options from C: an idempotency key, a delay or a due instant
+//! (`harel_transport_publish_with`, `harel_transport_publish_many_with`).
+
+use std::ffi::{c_char, c_int};
+
+use super::args;
+use super::error::harel_error;
+use super::message::{self, harel_message};
+use super::status::harel_status::{self, HAREL_OK};
+use super::transport::{harel_transport, on_handle};
+use crate::error::Result;
+use crate::{Delivery, Message, Published};
+
+/// `not_before` from C: a negative value means none.
+fn instant(not_before: f64) -> Option<f64> {
+    (not_before.is_nan() || not_before >= 0.0).then_some(not_before)
+}
+
+/// Writes what became of each message to the caller's arrays (each NULL or `n` long).
+///
+/// # Safety
+/// `seqs` and `duplicates` are NULL or valid for `published.len()` writes.
+unsafe fn hand_out(published: &[Published], seqs: *mut i64, duplicates: *mut c_int) {
+    for (i, p) in published.iter().enumerate() {
+        // SAFETY: the caller's arrays hold `published.len()` elements, per the contract.
+        unsafe {
+            if !seqs.is_null() {
+                *seqs.add(i) = p.seq;
+            }
+            if !duplicates.is_null() {
+                *duplicates.add(i) = c_int::from(p.duplicate);
+            }
+        }
+    }
+}
+
+/// `harel_transport_publish` with delivery options:
+///
+/// - `key` (NULL: none): an idempotency key, 1..256 bytes of UTF-8. A key seen within the
+///   queue's retention (`harel_options_set_key_retention`, default 24 hours) stores
+///   nothing: the call returns HAREL_OK with `*duplicate` 1 and `*seq` the first
+///   message's. The key and the message are committed together. A publish that failed with
+///   HAREL_ERR_CONNECT (it may have been applied) is safe to retry with the same key.
+/// - `delay` (seconds, finite, 0..315360000) and `not_before` (epoch seconds by the
+///   transport's clock; negative: none): the message is not delivered before the later of
+///   now + delay and not_before. It keeps its place in its group's FIFO: the messages after
+///   it wait behind it (docs/queue.md, "Delayed delivery").
+///
+/// `seq` and `duplicate` may be NULL; on HAREL_OK they receive the message's seq and
+/// whether it was a duplicate (1) or stored (0). Not through group commit: the call is
+/// its own transaction.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (as for harel_transport_publish, or key empty,
+/// longer than 256 bytes or not UTF-8, delay not finite, negative or over ten years,
+/// not_before NaN, infinite or more than ten years away; nothing was written);
+/// HAREL_ERR_BUSY; HAREL_ERR_DATABASE (also: a key given and the queue lacks the keys
+/// table, opened with create_schema off); HAREL_ERR_CONNECT.
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_with(
+    t: *mut harel_transport,
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+    key: *const c_char,
+    delay: f64,
+    not_before: f64,
+    seq: *mut i64,
+    duplicate: *mut c_int,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let (group_id, event_json, routing_key, key) = unsafe {
+            (
+                args::string(group_id, "group_id")?,
+                args::string(event_json, "event_json")?,
+                args::optional_string(routing_key, "routing_key")?,
+                args::optional_string(key, "key")?,
+            )
+        };
+        let message = Message { group_id, event_json, priority, routing_key };
+        let published = t.publish_with(message, Delivery { key, delay, not_before: instant(not_before) })?;
+        // SAFETY: NULL or valid for one write each.
+        unsafe { hand_out(&[published], seq, duplicate) };
+        Ok(HAREL_OK)
+    })
+}
+
+/// `harel_transport_publish_many` with delivery options per message, in one transaction:
+/// every message stored or found a duplicate, or nothing written. `keys`, `delays` and
+/// `not_before` are each NULL (none for every message) or `n_messages` long, element i
+/// for message i, with the meanings of harel_transport_publish_with (a NULL key: none; a
+/// negative not_before: none). A key met earlier in the batch makes the later message a
+/// duplicate of the earlier one. `seqs` and `duplicates` are NULL or `n_messages` long; on
+/// HAREL_OK they receive each message's outcome. An error names the message
+/// ("messages[3].key is empty").
+///
+/// Returns as harel_transport_publish_with; an empty batch returns HAREL_OK and writes nothing.
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_many_with(
+    t: *mut harel_transport,
+    messages: *const harel_message,
+    n_messages: usize,
+    keys: *const *const c_char,
+    delays: *const f64,
+    not_before: *const f64,
+    seqs: *mut i64,
+    duplicates: *mut c_int,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let batch = unsafe { message::batch(messages, n_messages) }?;
+        let option = |i: usize| -> Result<Delivery<'_>> {
+            // SAFETY: each array is NULL or `n_messages` long, per the contract.
+            unsafe {
+                Ok(Delivery {
+                    key: match keys.is_null() {
+                        true => None,
+                        false => args::optional_string(*keys.add(i), &format!("messages[{i}].key"))?,
+                    },
+                    delay: if delays.is_null() { 0.0 } else { *delays.add(i) },
+                    not_before: if not_before.is_null() { None } else { instant(*not_before.add(i)) },
+                })
+            }
+        };
+        let items: Vec<(Message<'_>, Delivery<'_>)> =
+            batch.into_iter().enumerate().map(|(i, m)| Ok((m, option(i)?))).collect::<Result<_>>()?;
+        let published = t.publish_many_with(&items)?;
+        // SAFETY: NULL or valid for `n_messages` writes each.
+        unsafe { hand_out(&published, seqs, duplicates) };
+        Ok(HAREL_OK)
+    })
+}
