@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 
 use common::procs::{env, nanos};
 use common::{expect_success, file, temp_db, this_test_binary, ChildGuard, Raw, TestClock};
-use harel_transport::{Error, Lease, Options, Synchronous, Transport};
+use harel_transport::{Delivery, Error, Lease, Message, Options, Synchronous, Transport};
 
 const GROUPS: usize = 40;
 const PER_GROUP: usize = 25;
@@ -41,6 +41,37 @@ fn spawn_worker(role: &str, path: &str, clock: f64, extra: &[(&str, String)]) ->
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
+
+/// The `keyed` role: publishes KEYS messages, key i to group i % 50, in a shuffled order of
+/// its own (each process another), alone and in batches of 10; prints how many it stored.
+fn publish_keys(t: &Transport, id: &str) {
+    let seed: usize = id.bytes().map(usize::from).sum();
+    let mut order: Vec<usize> = (0..KEYS).collect();
+    for i in 0..KEYS {
+        order.swap(i, (i * 7919 + seed * 104_729) % KEYS);
+    }
+    let (keys, events): (Vec<String>, Vec<String>) =
+        order.iter().map(|i| (format!("key-{i}"), format!(r#"{{"i":{i},"by":"{id}"}}"#))).unzip();
+    let groups: Vec<String> = order.iter().map(|i| format!("g{}", i % 50)).collect();
+    let item = |j: usize| {
+        (
+            Message { group_id: &groups[j], event_json: &events[j], priority: 0, routing_key: None },
+            Delivery { key: Some(keys[j].as_str()), ..Delivery::default() },
+        )
+    };
+    let mut stored = 0;
+    for chunk in (0..KEYS).collect::<Vec<_>>().chunks(10) {
+        let outcomes = if chunk[0] % 20 == 0 {
+            t.publish_many_with(&chunk.iter().map(|&j| item(j)).collect::<Vec<_>>()).unwrap()
+        } else {
+            chunk.iter().map(|&j| t.publish_with(item(j).0, item(j).1).unwrap()).collect()
+        };
+        stored += outcomes.iter().filter(|p| !p.duplicate).count();
+    }
+    println!("\nSTORED {stored}");
+}
+
+const KEYS: usize = 1000;
 
 /// One process's part, by HAREL_TEST_ROLE:
 /// - `drain`: claim and ack until the queue is empty, logging to HAREL_TEST_LOG;
@@ -68,6 +99,7 @@ fn worker() {
             Some(lease) => println!("\nGOT {}", lease.seq),
             None => println!("\nNONE"),
         },
+        "keyed" => publish_keys(&t, &id),
         other => panic!("unknown role {other}"),
     }
 }
@@ -256,4 +288,28 @@ fn a_killed_workers_message_goes_to_exactly_one_new_holder_after_its_lease() {
     assert!(matches!(t.ack(&dead), Err(Error::LeaseLost(_))), "the dead worker's lease is lost");
     t.ack(&Lease { worker_id: new_holder, ..dead }).expect("the new holder acks");
     assert_eq!(t.claim("w", 30.0, 0, &[]).unwrap().unwrap().event, message(0, 1));
+}
+
+/// 8 processes publish the same 1,000 keys at once, each in its own order: 1,000 messages
+/// are stored, each key once, and the processes' own counts of what they stored add up.
+#[test]
+fn eight_processes_publishing_the_same_keys_store_each_once() {
+    let (_dir, path) = temp_db();
+    drop(file(&path, &TestClock::at(1000.0)));
+    let children: Vec<_> = (0..8)
+        .map(|w| {
+            let mut command = spawn_worker("keyed", &path, 1000.0, &[("HAREL_TEST_WORKER_ID", format!("p{w}"))]);
+            command.spawn().expect("spawn a publisher")
+        })
+        .collect();
+    let mut stored = 0;
+    for child in children {
+        let out = expect_success(child, "a publishing process");
+        let line = out.lines().find_map(|l| l.strip_prefix("STORED ")).unwrap_or_else(|| panic!("no count: {out}"));
+        stored += line.trim().parse::<usize>().unwrap();
+    }
+    let raw = Raw::open(&path);
+    assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages"), KEYS as i64, "each key's message once");
+    assert_eq!(raw.count("SELECT count(*) FROM harel_transport_keys"), KEYS as i64);
+    assert_eq!(stored, KEYS, "the processes' own counts of what they stored add up");
 }
