@@ -32,6 +32,8 @@
 //!    workers' rate with and without it.
 //! 8. watching for work (bench/watch.rs): another process's publish to the lease in hand
 //!    through a watch's descriptor vs the blocking wait; 1,000 idle watches' CPU.
+//! 9. producers' options (bench/producers.rs): a keyed publish vs a plain one; a claim
+//!    beside 10,000 delayed messages vs alone.
 //!
 //! Ours is measured at synchronous FULL (our default: a committed publish survives
 //! power loss) and NORMAL. A claim latency is the median over many claims, each
@@ -40,7 +42,7 @@
 //! Usage: bench [--python PATH] [--peers bench/peers.py] [--cli PATH] [--no-peers] [--no-procs] [--no-server]
 //!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads",
 //!                                      "publish_new_groups", "drain", "drain_fused", "procs",
-//!                                      "server", "looks", "serve", "watch", or a claim case's id)
+//!                                      "server", "looks", "serve", "watch", "producers", or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench publisher ...          (internal: the publishing process of part 8)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
@@ -55,6 +57,7 @@ mod raw;
 mod report;
 mod serve;
 mod server;
+mod producers;
 mod states;
 mod watch;
 
@@ -453,6 +456,17 @@ fn run(config: &Config) -> Result<(), String> {
         Value::Null
     };
 
+    // Part 9: producers' options.
+    let producers = if config.wants("producers") {
+        progress("producers: keyed publishes, claims beside delayed messages");
+        producers::run(work).unwrap_or_else(|e| {
+            println!("\n9. Producers' options: FAILED: {e}");
+            json!({"error": e})
+        })
+    } else {
+        Value::Null
+    };
+
     // Part 5: on a libSQL server.
     let server = match sqld::binary() {
         Ok(binary) if config.server && config.wants("server") => server::run(&binary, work),
@@ -484,6 +498,7 @@ fn run(config: &Config) -> Result<(), String> {
         "looks": looks,
         "serve": serve,
         "watch": watch,
+        "producers": producers,
         "template_build_s": measure::round(templates.build_secs, 2),
         "total_s": measure::round(started.elapsed().as_secs_f64(), 1),
     });
