@@ -47,9 +47,10 @@
 #define HAREL_LATENCY_BUCKETS 16
 
 /**
- * A day: see `Options::key_retention`.
+ * How long an idempotency key is remembered unless set otherwise: a day, in seconds
+ * (`Options::key_retention`, `harel_options_set_key_retention`).
  */
-#define DEFAULT_KEY_RETENTION 86400.0
+#define HAREL_DEFAULT_KEY_RETENTION 86400.0
 
 /**
  * The largest page a listing hands out.
@@ -68,12 +69,12 @@
 /**
  * The longest idempotency key, in bytes.
  */
-#define MAX_KEY_LEN 256
+#define HAREL_MAX_KEY_LEN 256
 
 /**
  * The longest delay, and the farthest due time from now: ten years, in seconds.
  */
-#define MAX_DELAY 315360000.0
+#define HAREL_MAX_DELAY 315360000.0
 
 /**
  * What a call did. `HAREL_OK` is 0, "nothing to do" is positive, every error is
@@ -295,7 +296,7 @@ typedef struct harel_stats {
    */
   double oldest_ready_age;
   /**
-   * The soonest end of a lease or park, epoch seconds; -1 when nothing is in flight.
+   * The soonest end of a lease, park or delay, epoch seconds; -1 when nothing is in flight.
    */
   double next_release_at;
   /**

@@ -25,7 +25,8 @@ pub enum Synchronous {
     Normal,
 }
 
-/// A day: see `Options::key_retention`.
+/// How long an idempotency key is remembered unless set otherwise: a day, in seconds
+/// (`Options::key_retention`, `harel_options_set_key_retention`).
 pub const DEFAULT_KEY_RETENTION: f64 = 86_400.0;
 
 #[derive(Clone)]

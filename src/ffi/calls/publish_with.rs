@@ -11,9 +11,10 @@ use super::transport::{harel_transport, on_handle};
 use crate::error::Result;
 use crate::{Delivery, Message, Published};
 
-/// `not_before` from C: a negative value means none.
+/// `not_before` from C: a negative finite value means none; NaN and infinities go on to
+/// be refused.
 fn instant(not_before: f64) -> Option<f64> {
-    (not_before.is_nan() || not_before >= 0.0).then_some(not_before)
+    (!not_before.is_finite() || not_before >= 0.0).then_some(not_before)
 }
 
 /// Writes what became of each message to the caller's arrays (each NULL or `n` long).

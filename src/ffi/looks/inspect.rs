@@ -44,7 +44,7 @@ pub struct harel_stats {
     /// Seconds since the oldest message of a ready group was published; -1 when no group
     /// is ready or that message's writer does not stamp the time (harel's Python transports).
     pub oldest_ready_age: f64,
-    /// The soonest end of a lease or park, epoch seconds; -1 when nothing is in flight.
+    /// The soonest end of a lease, park or delay, epoch seconds; -1 when nothing is in flight.
     pub next_release_at: f64,
     /// One entry per priority level that has groups, lowest first.
     pub by_priority: *const harel_priority_stats,
