@@ -341,11 +341,11 @@ typedef struct harel_group_info {
    */
   double head_age;
   /**
-   * The worker holding the head's lease; NULL when ready or parked.
+   * The worker holding the head's lease; NULL when ready, parked or delayed.
    */
   const char *holder;
   /**
-   * When the lease or park ends, epoch seconds; -1 when ready.
+   * When the lease, park or delay ends, epoch seconds; -1 when ready.
    */
   double lock_expiry;
   int32_t priority;
@@ -789,7 +789,7 @@ void harel_stats_free(struct harel_stats *stats);
  *
  * On HAREL_OK `*out` is the caller's (free it with `harel_group_page_free`); on error NULL.
  *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..2, cursor not one
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..3, cursor not one
  * this listing handed out or not UTF-8, limit outside 1..10000); HAREL_ERR_DATABASE;
  * HAREL_ERR_CONNECT.
  */

@@ -83,9 +83,9 @@ pub struct harel_group_info {
     pub head_seq: i64,
     /// Seconds since the head was published; -1 when its writer does not stamp the time.
     pub head_age: f64,
-    /// The worker holding the head's lease; NULL when ready or parked.
+    /// The worker holding the head's lease; NULL when ready, parked or delayed.
     pub holder: *const c_char,
-    /// When the lease or park ends, epoch seconds; -1 when ready.
+    /// When the lease, park or delay ends, epoch seconds; -1 when ready.
     pub lock_expiry: f64,
     pub priority: i32,
     /// NULL: none.
@@ -291,7 +291,7 @@ fn next_cursor<T>(page: &Page<T>, strings: &mut Strings) -> *const c_char {
 ///
 /// On HAREL_OK `*out` is the caller's (free it with `harel_group_page_free`); on error NULL.
 ///
-/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..2, cursor not one
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..3, cursor not one
 /// this listing handed out or not UTF-8, limit outside 1..10000); HAREL_ERR_DATABASE;
 /// HAREL_ERR_CONNECT.
 #[no_mangle]
