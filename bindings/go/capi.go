@@ -8,7 +8,8 @@ package harel
 // Memory: C never sees Go memory that holds a Go pointer, and keeps nothing past a call.
 // Strings in are C copies (C.CString) freed when the call returns; the Go values passed
 // by address (&cerr, &out, a harel_lease, an array of routing keys, an array of seqs, a
-// count, an array of lease pointers in or out, an array of outcomes) hold no Go pointers
+// count, an array of lease pointers in or out, an array of outcomes, a batch's arrays of
+// keys, delays, instants, seqs and duplicate flags) hold no Go pointers
 // (the leases an array points to are in C memory). What C hands out (a lease, a schema string, an error, the
 // stats, the metrics, a page) is copied into Go values and freed at once.
 
@@ -190,6 +191,10 @@ func setOptions(o *C.harel_options, cfg *config, clock cgo.Handle, strs *cString
 		set("WithMaxAttempts",
 			func(ce errOut) C.enum_harel_status { return C.harel_options_set_max_attempts(o, C.uint32_t(*v), ce) })
 	}
+	if v := cfg.keyRetention; v != nil {
+		set("WithKeyRetention",
+			func(ce errOut) C.enum_harel_status { return C.harel_options_set_key_retention(o, seconds(*v), ce) })
+	}
 	if clock != 0 {
 		set("WithClock", func(ce errOut) C.enum_harel_status { return C.hgo_set_clock(o, C.uintptr_t(clock), ce) })
 	}
@@ -215,30 +220,131 @@ func (t cTransport) publish(groupID string, event []byte, priority int, routingK
 	return check(C.harel_transport_publish(t.p, m.group_id, m.event_json, m.priority, m.routing_key, &cerr), &cerr)
 }
 
-// publishMany hands msgs to C as an array of harel_message. The array is malloc'd, like
-// the strings its elements point to: C sees only C memory.
+// publishMany hands msgs to C as an array of harel_message.
 func (t cTransport) publishMany(msgs []Message) error {
 	var strs cStrings
 	defer strs.free()
-	var array *C.harel_message
-	if len(msgs) > 0 {
-		array = (*C.harel_message)(C.malloc(C.size_t(len(msgs)) * C.sizeof_harel_message))
-		defer C.free(unsafe.Pointer(array))
+	array, err := strs.messages(msgs)
+	if err != nil {
+		return err
 	}
+	var cerr *C.harel_error
+	return check(C.harel_transport_publish_many(t.p, array, C.size_t(len(msgs)), &cerr), &cerr)
+}
+
+// messages is msgs as an array of harel_message in C memory (malloc'd, like the strings
+// its elements point to, and freed with them: C sees only C memory); NULL for none.
+func (a *cStrings) messages(msgs []Message) (*C.harel_message, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	array := (*C.harel_message)(a.alloc(C.size_t(len(msgs)) * C.sizeof_harel_message))
 	cmsgs := unsafe.Slice(array, len(msgs))
 	for i, m := range msgs {
 		var routingKey *string
 		if m.RoutingKey != "" {
 			routingKey = &m.RoutingKey
 		}
-		cm, err := strs.message("messages["+strconv.Itoa(i)+"].", m.GroupID, m.Event, m.Priority, routingKey)
+		cm, err := a.message(messageParam(i), m.GroupID, m.Event, m.Priority, routingKey)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cmsgs[i] = cm
 	}
+	return array, nil
+}
+
+// messageParam is the prefix of message i's parameters in errors: "messages[3].".
+func messageParam(i int) string { return "messages[" + strconv.Itoa(i) + "]." }
+
+// delivery is a publish's delivery options as the ABI takes them: the key (NULL: none),
+// the delay in seconds, not_before in epoch seconds (-1: none).
+type delivery struct {
+	key       *C.char
+	delay     C.double
+	notBefore C.double
+}
+
+// delivery copies a key (nil: none) and converts the delay and the instant (the zero
+// Time: none); errors name the parameters after prefix. The library checks the key's
+// length and UTF-8, the delay's range and how far ahead the instant is. An instant before
+// the epoch is a negative number, which the ABI reads as "none": that is the binding's to
+// refuse, as a NUL byte in the key.
+func (a *cStrings) delivery(prefix string, key *string, delay time.Duration, notBefore time.Time) (d delivery, err error) {
+	d.delay, d.notBefore = seconds(delay), -1
+	if key != nil {
+		if d.key, err = a.add(prefix+"key", *key); err != nil {
+			return d, err
+		}
+	}
+	if !notBefore.IsZero() {
+		if notBefore.Before(time.Unix(0, 0)) {
+			return d, argumentError(prefix + "not_before is " + notBefore.UTC().Format(time.RFC3339Nano) +
+				", before the Unix epoch; it must be an instant from 1970 on, or the zero Time for none")
+		}
+		d.notBefore = C.double(epochSeconds(notBefore))
+	}
+	return d, nil
+}
+
+func (t cTransport) publishWith(groupID string, event []byte, pc *publishConfig) (Published, error) {
+	var strs cStrings
+	defer strs.free()
+	m, err := strs.message("", groupID, event, pc.priority, pc.routingKey)
+	if err != nil {
+		return Published{}, err
+	}
+	d, err := strs.delivery("", pc.key, pc.delay, pc.notBefore)
+	if err != nil {
+		return Published{}, err
+	}
+	var seq C.int64_t
+	var duplicate C.int
 	var cerr *C.harel_error
-	return check(C.harel_transport_publish_many(t.p, array, C.size_t(len(msgs)), &cerr), &cerr)
+	s := C.harel_transport_publish_with(t.p, m.group_id, m.event_json, m.priority, m.routing_key,
+		d.key, d.delay, d.notBefore, &seq, &duplicate, &cerr)
+	if err := check(s, &cerr); err != nil {
+		return Published{}, err
+	}
+	return Published{Seq: int64(seq), Duplicate: duplicate != 0}, nil
+}
+
+// publishManyWith hands msgs to C as publishMany does, with their delivery options in
+// Go arrays of numbers and of C pointers (no Go pointers in them), and its outcomes in Go
+// arrays of numbers.
+func (t cTransport) publishManyWith(msgs []Message) ([]Published, error) {
+	var strs cStrings
+	defer strs.free()
+	array, err := strs.messages(msgs)
+	if err != nil {
+		return nil, err
+	}
+	n := len(msgs)
+	keys, delays, notBefore := make([]*C.char, n), make([]C.double, n), make([]C.double, n)
+	for i := range msgs {
+		m := &msgs[i]
+		var key *string
+		if m.Key != "" {
+			key = &m.Key
+		}
+		d, err := strs.delivery(messageParam(i), key, m.Delay, m.NotBefore)
+		if err != nil {
+			return nil, err
+		}
+		keys[i], delays[i], notBefore[i] = d.key, d.delay, d.notBefore
+	}
+	seqs, duplicates := make([]C.int64_t, n), make([]C.int, n)
+	var cerr *C.harel_error
+	s := C.harel_transport_publish_many_with(t.p, array, C.size_t(n), firstOf(keys), firstOf(delays),
+		firstOf(notBefore), firstOf(seqs), firstOf(duplicates), &cerr)
+	if err := check(s, &cerr); err != nil {
+		return nil, err
+	}
+	published := make([]Published, n)
+	for i := range published {
+		published[i] = Published{Seq: int64(seqs[i]), Duplicate: duplicates[i] != 0}
+	}
+	return published, nil
 }
 
 // message is a harel_message of C copies of the arguments (added to a, freed with it);
@@ -564,9 +670,11 @@ func (t cTransport) stats() (*Stats, error) {
 		Ready:          uint64(out.ready),
 		Leased:         uint64(out.leased),
 		Parked:         uint64(out.parked),
+		Delayed:        uint64(out.delayed),
 		Dead:           uint64(out.dead),
 		OldestReadyAge: optionalDuration(out.oldest_ready_age),
 		NextReleaseAt:  optionalTime(out.next_release_at),
+		NextDueAt:      optionalTime(out.next_due_at),
 		ByPriority:     make([]PriorityStats, 0, int(out.n_priorities)),
 	}
 	if seq := int64(out.oldest_ready_seq); seq >= 0 {

@@ -61,6 +61,14 @@ func TestUseAfterClose(t *testing.T) {
 	} {
 		wantError(t, name+" after close", err, harel.ErrClosed)
 	}
+	for name, err := range map[string]error{ // the producer options
+		"publish_with":          discard(tr.PublishWith("g", event(2), harel.WithKey("k"))),
+		"publish_many_with":     discard(tr.PublishManyWith([]harel.Message{{GroupID: "g", Event: event(2), Delay: time.Second}})),
+		"publish, keyed":        tr.Publish("g", event(2), harel.WithKey("k")),
+		"publish_many, delayed": tr.PublishMany([]harel.Message{{GroupID: "g", Event: event(2), Delay: time.Second}}),
+	} {
+		wantError(t, name+" after close", err, harel.ErrClosed)
+	}
 	tr.Interrupt() // does nothing on a closed Transport
 	kept, stop := tr.KeepAlive(context.Background(), lease, 30*time.Millisecond)
 	<-kept.Done() // its first extension fails

@@ -118,9 +118,10 @@ func (t *Transport) Purge() (uint64, error) {
 	return purged, err
 }
 
-// Release ends the lease or park on groupID's head now, so a stuck group is served at once
-// (the holder's Ack or Nack then finds its lease lost). It returns false when nothing was
-// held (the group is ready, or unknown).
+// Release ends the lease, park or delay on groupID's head now, so a stuck group is served
+// at once (the holder's Ack or Nack then finds its lease lost; a delayed head is delivered
+// before its due time). It returns false when nothing was held (the group is ready, or
+// unknown).
 //
 // Errors: ErrArgument (groupID empty, holding a NUL byte or invalid UTF-8), ErrBusy,
 // ErrDatabase, ErrClosed.

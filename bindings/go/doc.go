@@ -16,6 +16,19 @@
 //		err = t.Ack(lease)                          // or t.Nack(lease, delay) to retry
 //	}
 //
+// # Producer options
+//
+// [Transport.PublishWith] and [Transport.PublishManyWith] publish with delivery options and
+// say what became of each message ([Published]: its seq, and whether it was a duplicate).
+// [WithKey] gives a message an idempotency key: a publish with a key the queue has seen
+// within its retention ([WithKeyRetention], a day by default) stores nothing and reports
+// the first message, so a publish that failed with [ErrConnect] (it may have been applied)
+// is retried with the same key. [WithDelay] and [WithNotBefore] hold a message back; it
+// keeps its place in its group's FIFO, so the group's later messages wait behind it
+// ([GroupDelayed], [Stats].Delayed and NextDueAt). In a batch each [Message] has its own
+// Key, Delay and NotBefore. [Transport.Publish] and [Transport.PublishMany] take the same
+// options, without the outcome.
+//
 // # The worker loop
 //
 // A worker waits for work rather than polling: [Transport.ClaimWait] and
@@ -76,7 +89,8 @@
 //
 // The binding itself rejects what C cannot see: a Go string holding a NUL byte (the C
 // functions take NUL-terminated strings, which would end there) is ErrArgument naming the
-// parameter, before anything reaches the library. The exception is a Lease's GroupID,
+// parameter, before anything reaches the library; so is a WithNotBefore instant before the
+// Unix epoch (the ABI reads a negative instant as none). The exception is a Lease's GroupID,
 // which goes to Ack, Nack and AckAndClaim whole with its length: a group id written by
 // another program may hold NUL bytes, and its lease must still be acked.
 //
@@ -96,8 +110,8 @@
 // # Linking
 //
 // The package links the C library with cgo (CGO_ENABLED=1 and a C compiler are needed),
-// ABI version 1 of it (libharel_transport.so.1), library version 0.3.0 on (the worker
-// loop's functions came in 0.3.0).
+// ABI version 1 of it (libharel_transport.so.1), the release after 0.4.0 on (the worker
+// loop's functions came in 0.3.0; Metrics and the producer options after 0.4.0).
 // By default it uses -lharel_transport and expects the header and library where the C
 // toolchain finds them: in its default paths (the library installed under /usr/local), or
 // through the environment, e.g. for a build tree of the repository:

@@ -90,6 +90,56 @@ func ExampleTransport_PublishMany() {
 	// order-1 {"kind":"paid"}
 }
 
+// PublishWith with an idempotency key makes a retry safe: a publish that failed with
+// ErrConnect may have been applied, and the retry with the same key stores nothing if it
+// was. With a delay the message waits, and its group's later messages wait behind it.
+func ExampleTransport_PublishWith() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+
+	paid := json.RawMessage(`{"kind":"paid","id":"e7"}`)
+	publish := func() harel.Published {
+		for attempt := 1; ; attempt++ {
+			p, err := t.PublishWith("order-1", paid, harel.WithKey("order-1/e7")) // the event's own id
+			if errors.Is(err, harel.ErrConnect) && attempt < 5 {
+				time.Sleep(time.Duration(attempt) * time.Second) // it may have been stored: retry, same key
+				continue
+			}
+			if err != nil {
+				log.Fatal(err)
+			}
+			return p
+		}
+	}
+	first, again := publish(), publish() // the second as a retry whose first try got through
+	fmt.Println(first.Duplicate, again.Duplicate, again.Seq == first.Seq)
+
+	// A reminder in an hour; the group's next event waits behind it, other groups go on.
+	_, _ = t.PublishWith("order-2", json.RawMessage(`{"kind":"remind"}`), harel.WithDelay(time.Hour))
+	_ = t.Publish("order-2", json.RawMessage(`{"kind":"cancelled"}`))
+
+	s, _ := t.Stats()
+	fmt.Printf("%d ready, %d delayed, due in %v\n", s.Ready, s.Delayed, s.NextDueAt.Sub(s.Now).Round(time.Minute))
+	for {
+		lease, err := t.Claim("worker-1", 30*time.Second)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if lease == nil {
+			break // order-2 is delayed for an hour
+		}
+		fmt.Printf("%s %s\n", lease.GroupID, lease.Event)
+		_ = t.Ack(lease)
+	}
+	// Output:
+	// false true true
+	// 1 ready, 1 delayed, due in 1h0m0s
+	// order-1 {"kind":"paid","id":"e7"}
+}
+
 // Goroutines publishing through one Transport share commits: the publishes that arrive
 // while one commits go together in the next transaction, and each call still returns its
 // own error, once its message is committed.

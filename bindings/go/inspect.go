@@ -24,9 +24,10 @@ type Stats struct {
 	Now time.Time
 	// Messages and Groups in the queue (the dead letters not counted).
 	Messages, Groups uint64
-	// Ready, Leased and Parked count the groups whose head is claimable now, leased to a
-	// worker, parked by a Nack with a delay: together, Groups.
-	Ready, Leased, Parked uint64
+	// Ready, Leased, Parked and Delayed count the groups whose head is claimable now,
+	// leased to a worker, parked by a Nack with a delay, held back by its publish's
+	// WithDelay or WithNotBefore: together, Groups.
+	Ready, Leased, Parked, Delayed uint64
 	// Dead is how many dead letters there are.
 	Dead uint64
 	// OldestReadyAge is how long ago the oldest message of a ready group was published;
@@ -36,13 +37,19 @@ type Stats struct {
 	// OldestReadySeq is the seq of the oldest message of a ready group, also when its age
 	// is not known (OldestReadyAge nil); nil when no group is ready.
 	OldestReadySeq *int64
-	// NextReleaseAt is the soonest end of a lease or a park; nil when nothing is in flight.
+	// NextReleaseAt is the soonest end of a lease, a park or a delay; nil when no group is
+	// leased, parked or delayed.
 	NextReleaseAt *time.Time
+	// NextDueAt is the soonest due time of a delayed head (when the first delayed group
+	// becomes ready); nil when no group is delayed.
+	NextDueAt *time.Time
 	// ByPriority has the group counts of each priority level that has groups, lowest first.
 	ByPriority []PriorityStats
 }
 
-// PriorityStats are the group counts of one priority level.
+// PriorityStats are the group counts of one priority level. A delayed group is in Groups
+// but in none of Ready, Leased and Parked (the C library counts delayed groups over every
+// level only: Stats.Delayed).
 type PriorityStats struct {
 	Priority                      int
 	Groups, Ready, Leased, Parked uint64
@@ -55,13 +62,15 @@ type GroupState int32
 // The group states, the values of the C ABI's harel_group_state; GroupAny (-1) lists every
 // group.
 const (
-	GroupAny    GroupState = -1
-	GroupReady  GroupState = 0 // the head can be claimed now
-	GroupLeased GroupState = 1 // the head is leased to a worker
-	GroupParked GroupState = 2 // the head is parked by a Nack with a delay
+	GroupAny     GroupState = -1
+	GroupReady   GroupState = 0 // the head can be claimed now
+	GroupLeased  GroupState = 1 // the head is leased to a worker
+	GroupParked  GroupState = 2 // the head is parked by a Nack with a delay
+	GroupDelayed GroupState = 3 // the head was published with WithDelay or WithNotBefore and is not due yet
 )
 
-// String is "any", "ready", "leased" or "parked" (GroupState(n) for another value).
+// String is "any", "ready", "leased", "parked" or "delayed" (GroupState(n) for another
+// value).
 func (s GroupState) String() string {
 	switch s {
 	case GroupAny:
@@ -72,6 +81,8 @@ func (s GroupState) String() string {
 		return "leased"
 	case GroupParked:
 		return "parked"
+	case GroupDelayed:
+		return "delayed"
 	}
 	return "GroupState(" + strconv.Itoa(int(s)) + ")"
 }
@@ -86,9 +97,10 @@ type GroupInfo struct {
 	// HeadAge is how long ago the head was published; nil when its writer does not stamp
 	// the time.
 	HeadAge *time.Duration
-	// Holder is the worker holding the head's lease; "" when ready or parked.
+	// Holder is the worker holding the head's lease; "" when ready, parked or delayed.
 	Holder string
-	// LockExpiry is when the lease or park ends; nil when ready.
+	// LockExpiry is when the lease or park ends, or when a delayed head is due; nil when
+	// ready.
 	LockExpiry *time.Time
 	Priority   int
 	// RoutingKey is the group's routing key; "" for none.
@@ -111,9 +123,10 @@ type MessageInfo struct {
 	Event json.RawMessage
 	// Attempts is how many times it has been claimed.
 	Attempts int
-	// LockedBy is the worker holding it, or "__parked__" while it is parked; "" when free.
+	// LockedBy is the worker holding it, "__parked__" while it is parked, "__delayed__"
+	// while it is delayed (WithDelay, WithNotBefore); "" when free.
 	LockedBy string
-	// LockExpiry is when its lease or park ends; nil when free.
+	// LockExpiry is when its lease or park ends, or when it is due; nil when free.
 	LockExpiry *time.Time
 	// PublishedAt is when it was published; nil when its writer does not stamp the time.
 	PublishedAt *time.Time
@@ -133,7 +146,7 @@ type DeadLetterPage struct {
 }
 
 // Stats counts the queue now: messages, groups by state, dead letters, the oldest ready
-// message's age, the next release, and the same per priority level.
+// message's age, the next release and the next due time, and the same per priority level.
 //
 // Errors: ErrDatabase, ErrClosed (and ErrArgument from a WithClock clock before the epoch).
 func (t *Transport) Stats() (*Stats, error) {
@@ -149,7 +162,7 @@ func (t *Transport) Stats() (*Stats, error) {
 // every group (GroupAny) or those in state. cursor is "" for the first page, else the
 // Next of the page before (only a Groups page's: another listing's cursor is refused).
 //
-// Errors: ErrArgument (state not GroupAny..GroupParked, limit outside 1..MaxPage, a cursor
+// Errors: ErrArgument (state not GroupAny..GroupDelayed, limit outside 1..MaxPage, a cursor
 // this listing did not hand out, or holding a NUL byte), ErrDatabase, ErrClosed.
 func (t *Transport) Groups(state GroupState, cursor string, limit int) (*GroupPage, error) {
 	var page *GroupPage

@@ -127,6 +127,30 @@ func TestCallsFreeWhatTheyAllocate(t *testing.T) {
 			t.Fatalf("purge: %d, %v", n, err)
 		}
 	}
+	// The producer options: keys (the longest), delays and instants in and seqs out of a
+	// batch; refusals that name a message; the first round stores, the rest are duplicates.
+	key := strings.Repeat("k", 256)
+	producers := func() {
+		batch := []harel.Message{
+			{GroupID: group, Event: ev, RoutingKey: big, Key: key, Delay: time.Hour},
+			{GroupID: group, Event: ev, Key: key, NotBefore: time.Now().Add(time.Hour)},
+		}
+		if p, err := tr.PublishManyWith(batch); err != nil || len(p) != 2 || !p[1].Duplicate {
+			t.Fatalf("publish_many_with: %+v, %v", p, err)
+		}
+		if p, err := tr.PublishWith(group, ev, harel.WithKey(key), harel.WithDelay(time.Hour)); err != nil || !p.Duplicate {
+			t.Fatalf("publish_with: %+v, %v", p, err)
+		}
+		if _, err := tr.PublishManyWith([]harel.Message{batch[0], {GroupID: big, Event: ev, Key: big}}); err == nil {
+			t.Fatal("a batch with a key too long was published")
+		}
+		if _, err := tr.PublishWith(group, ev, harel.WithKey(key+"\x00")); err == nil {
+			t.Fatal("a key with a NUL byte was taken")
+		}
+		if _, err := tr.Purge(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	round := func() {
 		if err := tr.Publish(group, ev, harel.WithRoutingKey(big)); err != nil {
 			t.Fatal(err)
@@ -161,6 +185,7 @@ func TestCallsFreeWhatTheyAllocate(t *testing.T) {
 			t.Fatal("a bad prefix was taken")
 		}
 		looks()
+		producers()
 	}
 	openClose := func() {
 		tr, err := harel.Open(":memory:", harel.WithPrefix("p"), harel.WithClock(newClock().Now))

@@ -1,8 +1,12 @@
 package harel
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
-// Message is one message for PublishMany: Publish's arguments, as a struct.
+// Message is one message for PublishMany and PublishManyWith: Publish's arguments and
+// options, as a struct. The zero value of each option field asks for nothing.
 type Message struct {
 	// GroupID is the group whose FIFO the message joins (non-empty).
 	GroupID string
@@ -14,4 +18,25 @@ type Message struct {
 	// RoutingKey is the group's routing key, if this message creates the group (as
 	// WithRoutingKey); "" for none.
 	RoutingKey string
+	// Key is the message's idempotency key (as WithKey); "" for none. A key met earlier in
+	// the same batch makes this message a duplicate of that one.
+	Key string
+	// Delay holds the message back from the publish (as WithDelay); 0 for none.
+	Delay time.Duration
+	// NotBefore holds the message back until then (as WithNotBefore); the zero Time for
+	// none.
+	NotBefore time.Time
+}
+
+// delivers says whether m sets a delivery option (Key, Delay, NotBefore).
+func (m *Message) delivers() bool { return m.Key != "" || m.Delay != 0 || !m.NotBefore.IsZero() }
+
+// Published is what became of one message of PublishWith or PublishManyWith.
+type Published struct {
+	// Seq is the message's seq; for a duplicate, the seq of the first message published
+	// with its key (which may have been delivered and acked since).
+	Seq int64
+	// Duplicate is true when the message's key was seen within the key retention: nothing
+	// was stored.
+	Duplicate bool
 }

@@ -16,6 +16,7 @@ type config struct {
 	busyTimeout     *time.Duration
 	synchronousFull *bool
 	maxAttempts     *uint32
+	keyRetention    *time.Duration
 	clock           func() time.Time
 }
 
@@ -55,8 +56,16 @@ func WithSynchronousFull(full bool) Option { return func(c *config) { c.synchron
 // default, is no limit. See DeadLetters, Redrive and PurgeDead for what to do with them.
 func WithMaxAttempts(n uint32) Option { return func(c *config) { c.maxAttempts = &n } }
 
+// WithKeyRetention sets how long an idempotency key (WithKey) is remembered after its
+// publish: within it a publish with the same key stores nothing and reports the first
+// message (Published.Duplicate), also after that message was acked. More than 0, at most
+// ten years; the default is a day (24 h), which outlasts a producer's retries and the
+// outages they ride out. Expired keys are deleted by later keyed publishes.
+func WithKeyRetention(d time.Duration) Option { return func(c *config) { c.keyRetention = &d } }
+
 // WithClock replaces the system clock as the library's "now": of claim, ack and nack (lease
-// expiry, parking and round-robin order follow it), of publish (a message's publish time),
+// expiry, parking and round-robin order follow it), of publish (a message's publish time,
+// the start of a WithDelay, the expiry of a WithKey),
 // and of DeadLetter, Redrive, Release, Stats and Groups; so tests can move time by hand.
 // nil keeps the system clock.
 //
@@ -67,12 +76,23 @@ func WithMaxAttempts(n uint32) Option { return func(c *config) { c.maxAttempts =
 // naming it.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
 
-// PublishOption configures one Publish.
+// PublishOption configures one Publish or PublishWith.
 type PublishOption func(*publishConfig)
 
 type publishConfig struct {
 	priority   int
 	routingKey *string
+	// the delivery options (WithKey, WithDelay, WithNotBefore)
+	key       *string
+	delay     time.Duration
+	notBefore time.Time
+}
+
+// delivers says whether a delivery option is set: the publish then goes through
+// harel_transport_publish_with. A WithDelay(0) or WithNotBefore of the zero Time asks
+// for nothing, as their absence.
+func (c *publishConfig) delivers() bool {
+	return c.key != nil || c.delay != 0 || !c.notBefore.IsZero()
 }
 
 // WithPriority sets the group's priority, 0 (the default) to 4. Only the first publish
@@ -85,6 +105,33 @@ func WithPriority(priority int) PublishOption {
 // WithRoutingKeys. Only the first publish into a group sets it.
 func WithRoutingKey(key string) PublishOption {
 	return func(c *publishConfig) { c.routingKey = &key }
+}
+
+// WithKey gives the message an idempotency key, 1..256 bytes of UTF-8 (so not ""): a
+// publish with a key the queue has seen within its retention (WithKeyRetention, a day by
+// default) stores nothing, and PublishWith reports the first message's seq with
+// Duplicate set, also after that message was claimed and acked. The key and its message
+// are committed together, so a publish that failed with ErrConnect (it may have been
+// applied) is retried with the same key: one message is stored whichever attempt got
+// through. Keys are the queue's, not a group's: one key in two groups is a duplicate.
+func WithKey(key string) PublishOption {
+	return func(c *publishConfig) { c.key = &key }
+}
+
+// WithDelay holds the message back for d from the publish (by the Transport's clock):
+// 0 (the default) to ten years; a negative or longer d is ErrArgument. The message keeps
+// its place in its group's FIFO, so the group's later messages wait behind it: the group
+// is GroupDelayed while it is the head. With WithNotBefore, the later of the two wins.
+func WithDelay(d time.Duration) PublishOption {
+	return func(c *publishConfig) { c.delay = d }
+}
+
+// WithNotBefore holds the message back until at (by the Transport's clock), as
+// WithDelay(at minus now); an instant already past delivers it at once. The zero Time is
+// none, as the option's absence; an instant before the Unix epoch or more than ten years
+// ahead is ErrArgument.
+func WithNotBefore(at time.Time) PublishOption {
+	return func(c *publishConfig) { c.notBefore = at }
 }
 
 // ClaimOption configures one Claim.

@@ -77,18 +77,56 @@ func (t *Transport) call(f func(h cTransport) error) error {
 // Publish appends event, any valid JSON text (stored and returned byte for byte), to the
 // FIFO of groupID. The first publish into a group fixes its priority and routing key
 // (WithPriority, WithRoutingKey); later ones leave both as they are. The message and its
-// group are written in one transaction, or nothing is.
+// group are written in one transaction, or nothing is. Concurrent publishes share commits.
+//
+// With a delivery option (WithKey, WithDelay, WithNotBefore) it is PublishWith without
+// the outcome: its own transaction, no shared commit.
 //
 // Errors: ErrArgument (groupID or a routing key empty, a NUL byte or invalid UTF-8 in a
-// string, event not JSON, priority outside 0..4), ErrBusy, ErrDatabase, ErrClosed.
+// string, event not JSON, priority outside 0..4, a bad delivery option as PublishWith's),
+// ErrBusy, ErrDatabase, ErrClosed.
 func (t *Transport) Publish(groupID string, event json.RawMessage, opts ...PublishOption) error {
-	var pc publishConfig
+	pc := publishOptions(opts)
+	return t.call(func(h cTransport) error {
+		if pc.delivers() {
+			_, err := h.publishWith(groupID, event, &pc)
+			return err
+		}
+		return h.publish(groupID, event, pc.priority, pc.routingKey)
+	})
+}
+
+// PublishWith is Publish that says what became of the message: its seq, and whether it
+// was a duplicate. With WithKey, a key the queue has seen within its retention
+// (WithKeyRetention) stores nothing: Published.Duplicate is true and Seq is the first
+// message's, also after that message was acked; so a publish that failed with ErrConnect
+// (a libSQL server's answer lost: it may have been applied) is safe to retry with the same
+// key. With WithDelay or WithNotBefore the message is not delivered before the later of
+// now + delay and the instant; it keeps its place in its group's FIFO, and the group's
+// later messages wait behind it (GroupDelayed while it is the head). The key and the
+// message are one transaction of their own (no commit shared with concurrent Publish
+// calls).
+//
+// Errors: ErrArgument (as Publish's; or WithKey "" or over 256 bytes, a NUL byte or invalid
+// UTF-8 in it; WithDelay negative or over ten years; WithNotBefore before the Unix epoch or
+// more than ten years ahead; nothing was written), ErrBusy, ErrConnect, ErrDatabase (also:
+// a key given to a queue opened with WithCreateSchema(false) whose schema lacks the keys
+// table), ErrClosed.
+func (t *Transport) PublishWith(groupID string, event json.RawMessage, opts ...PublishOption) (Published, error) {
+	pc := publishOptions(opts)
+	var p Published
+	err := t.call(func(h cTransport) (err error) {
+		p, err = h.publishWith(groupID, event, &pc)
+		return err
+	})
+	return p, err
+}
+
+func publishOptions(opts []PublishOption) (pc publishConfig) {
 	for _, opt := range opts {
 		opt(&pc)
 	}
-	return t.call(func(h cTransport) error {
-		return h.publish(groupID, event, pc.priority, pc.routingKey)
-	})
+	return pc
 }
 
 // PublishMany appends msgs in order, each as Publish would, in one transaction: all of
@@ -97,12 +135,39 @@ func (t *Transport) Publish(groupID string, event json.RawMessage, opts ...Publi
 // group the messages keep their order in msgs; the first message into a group (in msgs or
 // before) fixes its priority and routing key. Every message is checked before anything is
 // written, and an error names the bad one by its index ("messages[3].event_json ...").
-// An empty msgs does nothing.
+// An empty msgs does nothing. A batch in which a message sets Key, Delay or NotBefore is
+// PublishManyWith without the outcomes.
 //
 // Errors: ErrArgument (as Publish's, for any message; nothing was written), ErrBusy,
 // ErrDatabase (the batch was rolled back), ErrClosed.
 func (t *Transport) PublishMany(msgs []Message) error {
-	return t.call(func(h cTransport) error { return h.publishMany(msgs) })
+	return t.call(func(h cTransport) error {
+		for i := range msgs {
+			if msgs[i].delivers() {
+				_, err := h.publishManyWith(msgs)
+				return err
+			}
+		}
+		return h.publishMany(msgs)
+	})
+}
+
+// PublishManyWith is PublishMany with each message's Key, Delay and NotBefore (as
+// PublishWith's options) and what became of each: Published[i] is msgs[i]'s. One
+// transaction: every message stored or found a duplicate, or nothing written. A key met
+// earlier in the batch makes the later message a duplicate of the earlier one (its Seq);
+// a key seen before the batch, within the retention, a duplicate of that message. An
+// empty msgs writes nothing and returns an empty slice.
+//
+// Errors: as PublishWith's, naming the bad message by its index ("messages[3].key is
+// empty"); nothing was written.
+func (t *Transport) PublishManyWith(msgs []Message) ([]Published, error) {
+	var published []Published
+	err := t.call(func(h cTransport) (err error) {
+		published, err = h.publishManyWith(msgs)
+		return err
+	})
+	return published, err
 }
 
 // Claim leases one message to workerID for visibility: the oldest message of the group
@@ -120,8 +185,9 @@ func (t *Transport) PublishMany(msgs []Message) error {
 //
 // To wait for work instead of polling, use ClaimWait or ClaimMany.
 //
-// Errors: ErrArgument (workerID empty or "__parked__", visibility <= 0, a bad priority or
-// routing key, a NUL byte or invalid UTF-8 in a string), ErrBusy, ErrDatabase, ErrClosed.
+// Errors: ErrArgument (workerID empty, "__parked__" or "__delayed__" (reserved), visibility
+// <= 0, a bad priority or routing key, a NUL byte or invalid UTF-8 in a string), ErrBusy,
+// ErrDatabase, ErrClosed.
 func (t *Transport) Claim(workerID string, visibility time.Duration, opts ...ClaimOption) (*Lease, error) {
 	cc := claimOptions(opts)
 	var lease *Lease
@@ -138,8 +204,8 @@ func (t *Transport) Claim(workerID string, visibility time.Duration, opts ...Cla
 //
 // Errors: ErrLeaseLost (the message is gone or no longer leased to lease.WorkerID: acked
 // or nacked already, or the lease lapsed and another worker claimed it; nothing changed),
-// ErrArgument (lease nil, GroupID or WorkerID empty, WorkerID holding a NUL byte or
-// "__parked__"), ErrBusy, ErrDatabase, ErrClosed.
+// ErrArgument (lease nil, GroupID or WorkerID empty, WorkerID holding a NUL byte,
+// "__parked__" or "__delayed__"), ErrBusy, ErrDatabase, ErrClosed.
 func (t *Transport) Ack(lease *Lease) error {
 	return t.call(func(h cTransport) error { return h.finish(lease, false, 0) })
 }
