@@ -2,7 +2,8 @@
 
 The Python face of libharel_transport (its C ABI, through ctypes):
 
-- `Transport` / `AsyncTransport`: the native API (publish, publish_many, claim, ack,
+- `Transport` / `AsyncTransport`: the native API (publish, publish_many, publish_with and
+  publish_many_with (idempotency keys, delays), claim, ack,
   ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
   stats, groups, peek, dead_letters, close), sync and async, and the worker loop (claims
   that wait, with a `Cancel`; claim_many, ack_many, ack_and_claim_many; extend and
@@ -40,11 +41,14 @@ from ._values import (
     DEFAULT_VISIBILITY,
     MAX_ATTEMPTS_MAX,
     MAX_CLAIM,
+    MAX_DELAY,
+    MAX_KEY_LEN,
     MAX_PREFIX_LEN,
     MAX_PRIORITY,
     AckAndClaimResult,
     Lease,
     Message,
+    Published,
 )
 from ._version import __version__
 from ._waiting import Cancel
@@ -55,6 +59,7 @@ __all__ = [
     "AsyncTransport",
     "Lease",
     "Message",
+    "Published",
     "AckAndClaimResult",
     "Cancel",
     "KeepAlive",
@@ -75,6 +80,8 @@ __all__ = [
     "DEFAULT_VISIBILITY",
     "MAX_PRIORITY",
     "MAX_PREFIX_LEN",
+    "MAX_KEY_LEN",
+    "MAX_DELAY",
     "version",
     "library_path",
     "schema_sql",

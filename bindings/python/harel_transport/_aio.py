@@ -33,7 +33,7 @@ from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
 from ._keepalive import AsyncKeepAlive, beats
 from ._metrics import Metrics
 from ._transport import Transport
-from ._values import DEFAULT_VISIBILITY, AckAndClaimResult, EventType, Lease, Message, PathType, _leases_in
+from ._values import DEFAULT_VISIBILITY, AckAndClaimResult, EventType, Lease, Message, PathType, Published, _leases_in
 from ._waiting import Cancel, cancels_of
 from ._watching import AsyncWaits, give_back, waits_for
 
@@ -93,6 +93,34 @@ class AsyncTransport:
     async def publish_many(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> None:
         """`Transport.publish_many`, off the loop."""
         await self._run(self._t.publish_many, messages)
+
+    async def publish_with(
+        self,
+        group_id: str,
+        event: EventType,
+        *,
+        priority: int = 0,
+        routing_key: Optional[str] = None,
+        key: Optional[str] = None,
+        delay: float = 0.0,
+        not_before: Optional[float] = None,
+    ) -> Published:
+        """`Transport.publish_with` (an idempotency key, a delay or a due instant), off the
+        loop."""
+        return await self._run(
+            self._t.publish_with,
+            group_id,
+            event,
+            priority=priority,
+            routing_key=routing_key,
+            key=key,
+            delay=delay,
+            not_before=not_before,
+        )
+
+    async def publish_many_with(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> List[Published]:
+        """`Transport.publish_many_with`, off the loop."""
+        return await self._run(self._t.publish_many_with, messages)
 
     async def _claiming(self, fn: Callable[..., T], *args: Any, caller: Optional[Cancel] = None) -> T:
         """``fn(*args)``, a call that claims, off the loop. If the task is cancelled

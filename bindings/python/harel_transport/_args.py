@@ -77,6 +77,23 @@ def _seconds(name: str, value: Any) -> float:
         raise ArgumentError(f"{name} is too large: {value}") from None
 
 
+def _not_before(name: str, value: Any) -> float:
+    """A publish's not_before for C, where a negative value means none: None is -1. A
+    negative instant given is refused here, as the library's Rust face refuses it, rather
+    than quietly read as none; NaN, inf and the ten-year bound are the library's."""
+    if value is None:
+        return -1.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(
+            f"{name} must be epoch seconds (int or float) or None, got {_describe(value)}"
+            + ("; pass dt.timestamp()" if hasattr(value, "timestamp") else "")
+        )
+    seconds = _seconds(name, value)
+    if seconds < 0:
+        raise ArgumentError(f"{name} is {seconds}; it must be finite epoch seconds >= 0 (None: none)")
+    return seconds
+
+
 def _uint32(name: str, value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentError(f"{name} must be an int, got {_describe(value)}")
@@ -148,7 +165,9 @@ def _group_state(state: Any) -> int:
         return -1
     if isinstance(state, str) and state in GROUP_STATES:
         return GROUP_STATES.index(state)
-    raise ArgumentError(f"state must be None, 'ready', 'leased' or 'parked', got {_describe(state)}")
+    raise ArgumentError(
+        f"state must be None, 'ready', 'leased', 'parked' or 'delayed', got {_describe(state)}"
+    )
 
 
 def _flag(name: str, value: Any) -> bool:

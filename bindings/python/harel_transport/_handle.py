@@ -82,6 +82,7 @@ class _Handle:
         busy_timeout: Optional[float] = None,
         synchronous_full: Optional[bool] = None,
         max_attempts: Optional[int] = None,
+        key_retention: Optional[float] = None,
         clock: Optional[Clock] = None,
     ) -> None:
         self._handle: Optional[int] = None  # set last: __del__ of a failed open has nothing to close
@@ -106,6 +107,8 @@ class _Handle:
             setters.append((lib.harel_options_set_synchronous_full, _flag("synchronous_full", synchronous_full)))
         if max_attempts is not None:
             setters.append((lib.harel_options_set_max_attempts, _uint32("max_attempts", max_attempts, "0: no limit")))
+        if key_retention is not None:
+            setters.append((lib.harel_options_set_key_retention, _seconds("key_retention", key_retention)))
         if clock is not None and not callable(clock):
             raise ArgumentError(f"clock must be a callable returning epoch seconds, got {_describe(clock)}")
         self._clock: Optional[_ClockCell] = _ClockCell(clock) if clock is not None else None

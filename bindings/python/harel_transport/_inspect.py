@@ -30,15 +30,17 @@ __all__ = [
 #: A listing's `limit` is 1..MAX_PAGE (the header's MAX_PAGE).
 MAX_PAGE = 10000
 
-#: The group states, in the order of the ABI's harel_group_state (0, 1, 2).
-GROUP_STATES = ("ready", "leased", "parked")
+#: The group states, in the order of the ABI's harel_group_state (0, 1, 2, 3).
+GROUP_STATES = ("ready", "leased", "parked", "delayed")
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class PriorityStats:
-    """The group counts of one priority level (`Stats.by_priority`)."""
+    """The group counts of one priority level (`Stats.by_priority`). A group whose head
+    is delayed is in `groups` but in none of `ready`, `leased` and `parked` (the ABI's
+    struct has no room for it: `Stats.delayed` counts them over every level)."""
 
     priority: int
     #: Groups of this level.
@@ -80,6 +82,11 @@ class Stats:
     #: The seq of the oldest message of a ready group, also when its age is not known
     #: (``oldest_ready_age`` None); None when no group is ready.
     oldest_ready_seq: Optional[int]
+    #: Groups whose head was published with a delay that has not passed (`publish_with`);
+    #: they are in none of `ready`, `leased` and `parked`.
+    delayed: int
+    #: The soonest due time of such a head, epoch seconds; None when no group is delayed.
+    next_due_at: Optional[float]
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,8 @@ class GroupInfo:
     """One group, as `Transport.groups` lists it."""
 
     group_id: str
-    #: "ready", "leased" or "parked": where the group's head stands.
+    #: "ready", "leased", "parked" or "delayed" (its head's due time has not come):
+    #: where the group's head stands.
     state: str
     #: How many messages the group holds.
     depth: int
@@ -95,9 +103,10 @@ class GroupInfo:
     head_seq: int
     #: Seconds since the head was published; None when its writer does not stamp the time.
     head_age: Optional[float]
-    #: The worker holding the head's lease; None when the group is ready or parked.
+    #: The worker holding the head's lease; None when the group is ready, parked or delayed.
     holder: Optional[str]
-    #: When the lease or park ends, epoch seconds; None when the group is ready.
+    #: When the lease or park ends, or the delayed head is due, epoch seconds; None when
+    #: the group is ready.
     lock_expiry: Optional[float]
     priority: int
     #: None: the group has no routing key.
@@ -115,9 +124,10 @@ class MessageInfo:
     event: str
     #: How many times it has been claimed.
     attempts: int
-    #: The worker holding it, or ``"__parked__"``; None when it is free.
+    #: The worker holding it, ``"__parked__"``, or ``"__delayed__"`` (published with a
+    #: delay that has not passed); None when it is free.
     locked_by: Optional[str]
-    #: When its lease or park ends, epoch seconds; None when it is free.
+    #: When its lease or park ends, or when it is due, epoch seconds; None when it is free.
     lock_expiry: Optional[float]
     #: When it was published, epoch seconds; None when its writer does not stamp the time.
     published_at: Optional[float]
@@ -216,6 +226,8 @@ def copy_stats(c: Any) -> Stats:
         oldest_ready_seq=None if c.oldest_ready_seq < 0 else c.oldest_ready_seq,
         next_release_at=_optional_number(c.next_release_at),
         by_priority=levels,
+        delayed=c.delayed,
+        next_due_at=_optional_number(c.next_due_at),
     )
 
 

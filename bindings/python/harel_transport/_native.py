@@ -100,6 +100,9 @@ class HarelStats(Structure):
         ("by_priority", POINTER(HarelPriorityStats)),
         ("n_priorities", c_size_t),
         ("oldest_ready_seq", c_int64),
+        # Added at the end after 0.4.0 (delayed delivery).
+        ("delayed", c_uint64),
+        ("next_due_at", c_double),
     ]
 
 
@@ -250,10 +253,23 @@ _PROTOTYPES = {
     "harel_options_set_busy_timeout": (_status, [c_void_p, c_double, _ERR]),
     "harel_options_set_synchronous_full": (_status, [c_void_p, c_bool, _ERR]),
     "harel_options_set_max_attempts": (_status, [c_void_p, c_uint32, _ERR]),
+    "harel_options_set_key_retention": (_status, [c_void_p, c_double, _ERR]),
     "harel_options_set_clock": (_status, [c_void_p, CLOCK, c_void_p, _ERR]),
     "harel_transport_open": (_status, [c_char_p, c_void_p, POINTER(c_void_p), _ERR]),
     "harel_transport_publish": (_status, [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _ERR]),
     "harel_transport_publish_many": (_status, [c_void_p, POINTER(HarelMessage), c_size_t, _ERR]),
+    # (t, group_id, event_json, priority, routing_key, key, delay, not_before, seq, duplicate, err)
+    "harel_transport_publish_with": (
+        _status,
+        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, c_char_p, c_double, c_double, POINTER(c_int64),
+         POINTER(c_int), _ERR],
+    ),
+    # (t, messages, n, keys, delays, not_before, seqs, duplicates, err); each array NULL or n long
+    "harel_transport_publish_many_with": (
+        _status,
+        [c_void_p, POINTER(HarelMessage), c_size_t, POINTER(c_char_p), POINTER(c_double), POINTER(c_double),
+         POINTER(c_int64), POINTER(c_int), _ERR],
+    ),
     "harel_transport_claim": (
         _status,
         [c_void_p, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t, POINTER(_LEASE_P), _ERR],

@@ -32,6 +32,8 @@ class Transport(PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminM
     - `max_attempts` (int, 0..2**32-1): how many times a message may be claimed; the claim
       that would hand it out once more moves it to the dead letters instead (default 0:
       no limit).
+    - `key_retention` (seconds, > 0, at most ten years): how long an idempotency key of
+      `publish_with` is remembered (default 86400, a day).
     - `clock` (callable returning epoch seconds): where "now" comes from (default: the
       system clock, read by the library).
 

@@ -1,5 +1,5 @@
-"""The values of the native API: `Lease`, `Message`, `AckAndClaimResult`, the limits, and
-the types of what its calls take. How a lease crosses into C and back is `_leases`'s."""
+"""The values of the native API: `Lease`, `Message`, `Published`, `AckAndClaimResult`, the
+limits, and the types of what its calls take. How a lease crosses into C and back is `_leases`'s."""
 
 from __future__ import annotations
 
@@ -23,6 +23,11 @@ MAX_CLAIM = _native.MAX_CLAIM
 
 #: The largest `max_attempts` (a uint32_t in C); 0 is "no limit".
 MAX_ATTEMPTS_MAX = 2**32 - 1
+
+#: An idempotency key is 1..MAX_KEY_LEN bytes of UTF-8 (the library checks it).
+MAX_KEY_LEN = 256
+#: The longest `delay`, and how far ahead a `not_before` may be: ten years, in seconds.
+MAX_DELAY = 315_360_000
 
 Clock = Callable[[], float]
 PathType = Union[str, "os.PathLike[str]"]
@@ -71,14 +76,34 @@ class AckAndClaimResult(NamedTuple):
     acked: List[Optional[LeaseLostError]]
 
 
+class Published(NamedTuple):
+    """What `Transport.publish_with` returns for a message (and `publish_many_with` for each
+    of its messages): ``seq, duplicate = ...``."""
+
+    #: The message's seq; for a duplicate, the seq of the first message published with
+    #: its key (which may have been delivered and acked since).
+    seq: int
+    #: True when its key was seen within the retention: nothing was stored.
+    duplicate: bool
+
+
 @dataclass(frozen=True)
 class Message:
-    """One message for `Transport.publish_many`: what `publish` takes."""
+    """One message for `Transport.publish_many`: what `publish` takes; and, with its
+    delivery options (`key`, `delay`, `not_before`), for `Transport.publish_many_with`
+    (`publish_many` refuses a message that has any: it would drop them)."""
 
     group_id: str
     event: EventType
     priority: int = 0
     routing_key: Optional[str] = None
+    #: An idempotency key (1..256 bytes of UTF-8); None: none.
+    key: Optional[str] = None
+    #: Seconds from the publish before which the message is not delivered; 0: at once.
+    delay: float = 0.0
+    #: Epoch seconds (the transport's clock) before which the message is not delivered;
+    #: None: none. With `delay`, the later of the two.
+    not_before: Optional[float] = None
 
 
 def _leases_in(result: Any) -> List[Lease]:

@@ -29,7 +29,7 @@ def test_the_structs_have_the_headers_layout():
     sizes = {
         _native.HarelLease: 64,
         _native.HarelPriorityStats: 40,
-        _native.HarelStats: 96,
+        _native.HarelStats: 112,
         _native.HarelGroupInfo: 88,
         _native.HarelGroupPage: 24,
         _native.HarelMessageInfo: 56,
@@ -41,6 +41,7 @@ def test_the_structs_have_the_headers_layout():
     assert _native.HarelLease.attempts.offset == 56
     assert _native.HarelGroupInfo.head_attempts.offset == 80
     assert _native.HarelStats.oldest_ready_seq.offset == 88, "added at the end: older fields keep their offsets"
+    assert (_native.HarelStats.delayed.offset, _native.HarelStats.next_due_at.offset) == (96, 104)
     from harel_transport._leases import _LeaseArg
 
     assert ctypes.sizeof(_LeaseArg) == 64
@@ -192,6 +193,7 @@ def test_stats_count_every_state(t, clock):
     assert (empty.oldest_ready_age, empty.oldest_ready_seq, empty.next_release_at, empty.by_priority) == (
         None, None, None, [],
     )
+    assert (empty.delayed, empty.next_due_at) == (0, None)
     t.publish("leased", "0")
     clock.now += 1
     t.publish("parked", "1", priority=2)
@@ -206,6 +208,7 @@ def test_stats_count_every_state(t, clock):
     clock.now += 2
     s = t.stats()
     assert (s.now, s.messages, s.groups, s.ready, s.leased, s.parked, s.dead) == (1003.0, 4, 3, 1, 1, 1, 1)
+    assert (s.delayed, s.next_due_at) == (0, None), "test_producers.py has the delayed ones"
     assert s.oldest_ready_age == 2.0
     assert s.oldest_ready_seq == 4, "the ready group's message was the fourth published"
     assert s.next_release_at == 1006.0, "the park ends before the lease"
@@ -336,7 +339,8 @@ def test_a_group_id_and_event_holding_nul_from_another_writer_in_the_looks(qpath
         (lambda t, l, q: t.groups(cursor="x1.00"), "is not a cursor of this listing"),
         (lambda t, l, q: t.groups(cursor="m1.00"), "is not a cursor of this listing"),
         (lambda t, l, q: t.groups(cursor=7), "cursor must be a str"),
-        (lambda t, l, q: t.groups("stuck"), "state must be None, 'ready', 'leased' or 'parked'"),
+        (lambda t, l, q: t.groups("stuck"), "state must be None, 'ready', 'leased', 'parked' or 'delayed'"),
+        (lambda t, l, q: t.groups("Delayed"), "state must be None"),
         (lambda t, l, q: t.groups(1), "state must be None"),
         # peek
         (lambda t, l, q: t.peek(""), "group_id is empty"),

@@ -243,9 +243,14 @@ def test_a_lease_settled_as_its_task_is_cancelled_is_given_back(qpath, monkeypat
     raising CancelledError."""
     real_finish = _watching._Watcher.finish
     given = []
-    real_give_back = _watching.AsyncWaits.give_back
-    monkeypatch.setattr(_watching.AsyncWaits, "give_back", lambda self, leases: (given.append(leases),
-                                                                                 real_give_back(self, leases)))
+    real_give_back = _watching.give_back
+
+    async def give_back(loop, executor, t, leases):
+        if leases:
+            given.append(leases)
+        await real_give_back(loop, executor, t, leases)
+
+    monkeypatch.setattr(_watching, "give_back", give_back)
     task = None
 
     def finish(self, w, result=None, exc=None):

@@ -37,9 +37,10 @@ class LookMethods(_Handle):
             free(out)  # NULL (after an error) does nothing
 
     def stats(self) -> Stats:
-        """Exact counts of the queue now: messages, groups ready, leased and parked, dead
-        letters, the oldest ready message's age, the next release, and the same per
-        priority level. One read: it takes no write lock and holds up no claim."""
+        """Exact counts of the queue now: messages, groups ready, leased, parked and
+        delayed, dead letters, the oldest ready message's age, the next release, the next
+        delayed head's due time, and the same per priority level. One read: it takes no
+        write lock and holds up no claim."""
         out = POINTER(_native.HarelStats)()
         lib = self._lib
         return self._look("stats", lib.harel_transport_stats, lib.harel_stats_free, out, copy_stats)
@@ -56,8 +57,9 @@ class LookMethods(_Handle):
         self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
     ) -> Page[GroupInfo]:
         """A page of groups in group id order, claiming nothing: every group (`state`
-        None) or only those ``"ready"``, ``"leased"`` or ``"parked"``. `cursor`: None for
-        the first page, else the `Page.next` of the page before; `limit`: 1..10000."""
+        None) or only those ``"ready"``, ``"leased"``, ``"parked"`` or ``"delayed"``.
+        `cursor`: None for the first page, else the `Page.next` of the page before;
+        `limit`: 1..10000."""
         s = _group_state(state)
         c = _optional_text("cursor", cursor)
         n = _limit(limit)
