@@ -74,10 +74,15 @@ export interface OpenOptions {
    */
   maxAttempts?: number;
   /**
+   * How long an idempotency key (publishWith's `key`) is remembered after its publish, in
+   * seconds (> 0, at most ten years). Default 86400, a day.
+   */
+  keyRetention?: number;
+  /**
    * "Now" as epoch seconds (not milliseconds), for tests that move time. Called on the main
    * thread at open and just before each call that asks the library for the time (publish,
-   * publishMany, claim, ack, nack, ackAndClaim, deadLetter, redrive, release, stats,
-   * groups); those calls then run one at a time on this transport, in call order. Default:
+   * publishMany, publishWith, publishManyWith, claim, ack, nack, ackAndClaim, deadLetter,
+   * redrive, release, stats, groups); those calls then run one at a time on this transport, in call order. Default:
    * the system clock, and every call concurrent.
    */
   clock?: () => number;
@@ -90,6 +95,34 @@ export interface PublishOptions {
   routingKey?: string | null;
 }
 
+/** A message's delivery options: publishWith's, and each element's of publishManyWith. */
+export interface DeliveryOptions {
+  /**
+   * An idempotency key, 1..256 bytes of UTF-8 (the library checks). A key seen within the
+   * queue's keyRetention stores nothing: the outcome is the first message's seq, with
+   * duplicate true (also after that message was acked). Absent or null: none.
+   */
+  key?: string | null;
+  /** Not delivered before now + this many seconds (0..315360000). Default 0. */
+  delay?: number;
+  /**
+   * Not delivered before this instant: epoch seconds (not milliseconds; for a Date,
+   * `date.getTime() / 1000`), by the transport's clock, at most ten years ahead. With
+   * `delay`, the later of the two. Absent or null: none.
+   */
+  notBefore?: number | null;
+}
+
+export interface PublishWithOptions extends PublishOptions, DeliveryOptions {}
+
+/** What became of one message of publishWith or publishManyWith. A frozen object. */
+export interface Published {
+  /** The message's seq; a duplicate's is the first message's (a bigint only past 2^53 - 1). */
+  readonly seq: number | bigint;
+  /** True when the key had been seen (within the retention, or earlier in the batch): nothing was stored. */
+  readonly duplicate: boolean;
+}
+
 /** One message of publishMany: publish's arguments as one object. */
 export interface Message {
   groupId: string;
@@ -100,6 +133,9 @@ export interface Message {
   /** The group's routing key; the first message into a group fixes it. Default none. */
   routingKey?: string | null;
 }
+
+/** One message of publishManyWith: publishWith's arguments as one object. */
+export interface MessageWith extends Message, DeliveryOptions {}
 
 export interface ClaimOptions {
   /** How long the lease lasts, in seconds (> 0). Default 30. */
@@ -199,7 +235,7 @@ export type DeadLetterSelection =
   | { readonly seqs: readonly (number | bigint)[] };
 
 /** A group's state, from its head. */
-export type GroupState = 'ready' | 'leased' | 'parked';
+export type GroupState = 'ready' | 'leased' | 'parked' | 'delayed';
 
 /** The counts of one priority level of Stats. */
 export interface PriorityStats {
@@ -208,6 +244,8 @@ export interface PriorityStats {
   readonly ready: number;
   readonly leased: number;
   readonly parked: number;
+  /** Groups whose head is delayed: `groups - ready - leased - parked`. */
+  readonly delayed: number;
 }
 
 /** Exact counts of the queue at one instant. A frozen copy. */
@@ -222,14 +260,18 @@ export interface Stats {
   readonly leased: number;
   /** Groups whose head is parked (a nack with a delay). */
   readonly parked: number;
+  /** Groups whose head was published with a delay or notBefore that has not passed. */
+  readonly delayed: number;
   /** Messages in the dead letters. */
   readonly dead: number;
   /** Seconds since the oldest message of a ready group was published; null when none is ready or its writer stamps no time. */
   readonly oldestReadyAge: number | null;
   /** The seq of the oldest message of a ready group, also when its age is not known; null when none is ready. */
   readonly oldestReadySeq: number | null;
-  /** The soonest end of a lease or park, epoch seconds; null when nothing is in flight. */
+  /** The soonest end of a lease, a park or a delay, epoch seconds; null when there is none. */
   readonly nextReleaseAt: number | null;
+  /** The soonest due time of a delayed head, epoch seconds; null when no group is delayed. */
+  readonly nextDueAt: number | null;
   /** One entry per priority level that has groups, lowest first. */
   readonly byPriority: readonly PriorityStats[];
 }
@@ -255,7 +297,7 @@ export interface Histogram {
  * claims without waiting, in `claim`): 0 here, kept for the other bindings' shape.
  */
 export interface Latency {
-  /** publish and publishMany; publishes that shared a commit are one call. */
+  /** publish, publishMany, publishWith and publishManyWith; publishes that shared a commit are one call. */
   readonly publish: Histogram;
   readonly claim: Histogram;
   readonly claimWait: Histogram;
@@ -270,7 +312,7 @@ export interface Latency {
 
 /** What one transport counted since it was opened; counters only go up. A frozen copy. */
 export interface Metrics {
-  /** Messages committed by publish and publishMany (messages, not calls). */
+  /** Messages committed by publish, publishMany, publishWith and publishManyWith (messages, not calls; not duplicates). */
   readonly published: number;
   /** Leases handed out, by every kind of claim. */
   readonly claimed: number;
@@ -300,9 +342,9 @@ export interface GroupInfo {
   readonly headSeq: number | bigint;
   /** Seconds since the head was published; null when its writer stamps no time. */
   readonly headAge: number | null;
-  /** The worker holding the head's lease; null when ready or parked. */
+  /** The worker holding the head's lease; null when ready, parked or delayed. */
   readonly holder: string | null;
-  /** When the lease or park ends, epoch seconds; null when ready. */
+  /** When the lease or park ends, or the delayed head is due, epoch seconds; null when ready. */
   readonly lockExpiry: number | null;
   readonly priority: number;
   readonly routingKey: string | null;
@@ -317,9 +359,9 @@ export interface MessageInfo<E = unknown> {
   readonly event: E;
   readonly eventJson: string;
   readonly attempts: number;
-  /** The worker holding it, or '__parked__'; null when free. */
+  /** The worker holding it, '__parked__', or '__delayed__' (published with a delay); null when free. */
   readonly lockedBy: string | null;
-  /** When its lease or park ends, epoch seconds; null when free. */
+  /** When its lease or park ends, or it is due, epoch seconds; null when free. */
   readonly lockExpiry: number | null;
   /** When it was published, epoch seconds; null when its writer stamps no time. */
   readonly publishedAt: number | null;
@@ -417,6 +459,23 @@ export declare class Transport {
    * array does nothing.
    */
   publishMany(messages: readonly Message[]): Promise<void>;
+
+  /**
+   * publish with delivery options: an idempotency `key` (a key seen within the
+   * keyRetention stores nothing and resolves the first message's seq, duplicate true: a
+   * publish that failed with HAREL_ERR_CONNECT is safe to retry with its key), a `delay`
+   * and a `notBefore` (the message keeps its place in its group's FIFO: the group's later
+   * messages wait behind it). Its own transaction: no shared commits.
+   */
+  publishWith(groupId: string, event: unknown, options?: PublishWithOptions): Promise<Published>;
+
+  /**
+   * publishMany with publishWith's options per message, in one transaction: every message
+   * stored or found a duplicate, or nothing written (a bad message rejects the batch with
+   * HAREL_ERR_ARGUMENT naming its index). A key met earlier in the batch makes the later
+   * message a duplicate of the earlier one. Resolves an outcome per message, in order.
+   */
+  publishManyWith(messages: readonly MessageWith[]): Promise<Published[]>;
 
   /**
    * Leases the next deliverable message to `workerId`, or resolves null when there is none

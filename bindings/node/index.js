@@ -2,13 +2,13 @@
 // harel-transport for Node.js: the C ABI of libharel_transport (see include/harel_transport.h)
 // through koffi. CommonJS; `import { Transport } from 'harel-transport'` works too.
 //
-// Threading: every call that touches the database (open, publish, publishMany, claim,
-// claimMany, ack, ackMany, ackAndClaim, ackAndClaimMany, extend, nack, deadLetter, redrive,
-// purgeDead, purgeGroup, purge, release, stats, groups, peek, deadLetters, close) runs on
-// the libuv thread pool through koffi's `.async()`, so the event loop keeps running while
-// a call waits (metrics(), which reads counters in memory, is synchronous). The calls of
-// one Transport go to the pool concurrently: each reads its own error from its
-// `harel_error **err` out-parameter, and the library runs them on the
+// Threading: every call that touches the database (open, publish, publishMany, publishWith,
+// publishManyWith, claim, claimMany, ack, ackMany, ackAndClaim, ackAndClaimMany, extend,
+// nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release, stats, groups, peek,
+// deadLetters, close) runs on the libuv thread pool through koffi's `.async()`, so the
+// event loop keeps running while a call waits (metrics(), which reads counters in memory,
+// is synchronous). The calls of one Transport go to the pool concurrently: each reads its
+// own error from its `harel_error **err` out-parameter, and the library runs them on the
 // handle (publishes arriving while another commits share its next commit). The one
 // exception is a Transport with a JS clock (see lib/clock.js). A claim that waits holds no
 // pool thread: it watches the library's readiness descriptor from the event loop and

@@ -16,13 +16,14 @@ const { describe } = require('./args');
  * double as an integer with an exponent ("17000000005e-1"), which strtod rounds back to
  * the same double, and no decimal point, so no locale can change it.
  *
- * One buffer per transport, so the calls that read the clock (publish, publishMany, claim,
- * ackAndClaim, ack, nack, deadLetter, redrive, release, stats, groups) go one at a time on a
- * transport with a JS clock: were two in flight, writing the second's time on the main
- * thread could tear the first's read of it on a pool thread, and the first could read the
- * second's time. (A publish reads it too: the library stamps each message with its publish
- * time.) purgeDead, purgeGroup, purge, peek and deadLetters never read it: they stay
- * concurrent. Without a JS clock every call is concurrent.
+ * One buffer per transport, so the calls that read the clock (publish, publishMany,
+ * publishWith, publishManyWith, claim, ackAndClaim, ack, nack, deadLetter, redrive,
+ * release, stats, groups) go one at a time on a transport with a JS clock: were two in
+ * flight, writing the second's time on the main thread could tear the first's read of it on
+ * a pool thread, and the first could read the second's time. (A publish reads it too: the
+ * library stamps each message with its publish time.) purgeDead, purgeGroup, purge, peek
+ * and deadLetters never read it: they stay concurrent. Without a JS clock every call is
+ * concurrent.
  */
 const CELL_SIZE = 48;
 const CELL_TYPE = koffi.array('char', CELL_SIZE);

@@ -100,6 +100,8 @@ const StatsType = koffi.struct({
   by_priority: 'void *',
   n_priorities: 'size_t',
   oldest_ready_seq: 'int64_t',
+  delayed: 'uint64_t', // added after 0.4.0, at the end (the library allocates the struct)
+  next_due_at: 'double',
 });
 const GroupInfoType = koffi.struct({
   group_id: 'void *',
@@ -174,6 +176,10 @@ const LEASES = koffi.pointer(L);
 const LEASES_OUT = koffi.out(koffi.pointer(L));
 const OUTCOMES = koffi.out(koffi.pointer('int32_t')); // harel_status *outcomes: an Int32Array
 const SIZE_OUT = koffi.out(koffi.pointer('size_t')); // size_t *n_out
+// publish_with's outcome: int64_t *seq and int *duplicate (a one-element JS array each), and
+// publish_many_with's, int64_t *seqs and int *duplicates (a BigInt64Array and an Int32Array).
+const SEQ_OUT = koffi.out(koffi.pointer('int64_t'));
+const FLAG_OUT = koffi.out(koffi.pointer('int'));
 // harel_error **err: in-out, so that koffi writes the NULL the library requires on entry.
 const ERR = koffi.inout(koffi.pointer(E));
 const COUNT = koffi.out(koffi.pointer('uint64_t')); // uint64_t *moved, *purged
@@ -257,6 +263,15 @@ function bind(lib, where) {
     watchFd: fn('harel_watch_fd', status, [W, koffi.out(koffi.pointer('int')), ERR]),
     watchRearm: fn('harel_watch_rearm', status, [T, W, ERR]),
     watchFree: fn('harel_watch_free', 'void', [W]),
+    // producers: idempotency keys and delayed delivery (issue 24). keys: a JS array of
+    // strings and nulls; delays and not_before: Float64Arrays.
+    setKeyRetention: fn('harel_options_set_key_retention', status, [O, 'double', ERR]),
+    publishWith: fn('harel_transport_publish_with', status, [
+      T, 'const char *', 'const char *', 'int32_t', 'const char *', 'const char *', 'double', 'double', SEQ_OUT, FLAG_OUT, ERR,
+    ]),
+    publishManyWith: fn('harel_transport_publish_many_with', status, [
+      T, M, 'size_t', 'const char **', 'const double *', 'const double *', SEQ_OUT, FLAG_OUT, ERR,
+    ]),
   };
 }
 

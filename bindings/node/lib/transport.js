@@ -10,7 +10,7 @@ const { callChecked, callCheckedHere } = require('./calls');
 const { ClockCell } = require('./clock');
 const { Waits } = require('./waiting');
 
-const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'clock'];
+const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'keyRetention', 'clock'];
 
 const PRIVATE = Symbol('harel-transport constructor');
 
@@ -74,6 +74,7 @@ class Transport {
       set.push([f.setSynchronousFull, checkBoolean('synchronousFull', o.synchronousFull)]);
     }
     if (o.maxAttempts !== undefined) set.push([f.setMaxAttempts, checkUint32('maxAttempts', o.maxAttempts)]);
+    if (o.keyRetention !== undefined) set.push([f.setKeyRetention, checkNumber('keyRetention', o.keyRetention)]);
     if (o.clock !== undefined && typeof o.clock !== 'function') {
       throw argumentError(`clock must be a function returning epoch seconds, got ${describe(o.clock)}`);
     }

@@ -122,8 +122,8 @@ test('stats: every field; null for what is absent', async () => {
   const empty = await t.stats();
   assert.ok(deepFrozen(empty));
   assert.deepEqual({ ...empty, byPriority: [...empty.byPriority] }, {
-    now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, dead: 0,
-    oldestReadyAge: null, oldestReadySeq: null, nextReleaseAt: null, byPriority: [],
+    now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, delayed: 0, dead: 0,
+    oldestReadyAge: null, oldestReadySeq: null, nextReleaseAt: null, nextDueAt: null, byPriority: [],
   });
   await t.publish('leased', {});
   clock.advance(1);
@@ -142,8 +142,8 @@ test('stats: every field; null for what is absent', async () => {
   assert.equal(s.oldestReadySeq, 4, 'the ready group\'s message was the fourth published');
   assert.equal(s.nextReleaseAt, 1006, 'the park ends before the lease');
   assert.deepEqual(s.byPriority.map((p) => ({ ...p })), [
-    { priority: 0, groups: 1, ready: 0, leased: 1, parked: 0 },
-    { priority: 2, groups: 2, ready: 1, leased: 0, parked: 1 },
+    { priority: 0, groups: 1, ready: 0, leased: 1, parked: 0, delayed: 0 },
+    { priority: 2, groups: 2, ready: 1, leased: 0, parked: 1, delayed: 0 },
   ]);
   await t.close();
 });
@@ -233,7 +233,7 @@ test('the new calls\' bad input: the binding\'s checks, and the library\'s messa
     [() => t.purgeDead({ groupId: 'g\0' }), /groupId must not contain a NUL/],
     [() => t.purgeGroup(7), /groupId must be a string/],
     [() => t.release('g\uD800'), /lone surrogate/],
-    [() => t.groups({ state: 'stuck' }), /state must be 'ready', 'leased', 'parked'/],
+    [() => t.groups({ state: 'stuck' }), /state must be 'ready', 'leased', 'parked', 'delayed'/],
     [() => t.groups({ limit: -1 }), /limit must be an integer/],
     [() => t.groups({ limit: 2.5 }), /limit must be an integer/],
     [() => t.groups({ cursor: 5 }), /cursor must be a string/],

@@ -4,7 +4,8 @@
 // is mapped apart) must not grow with the number of calls. Every kind of call runs many
 // times — open and close, publish, claim (a lease copied out and freed), nack, ack, and
 // the error paths that leave a message behind (a lost lease, an argument the library
-// refuses), the worker loop's batches and extends, and waiting claims woken, aborted,
+// refuses), the worker loop's batches and extends, keyed and delayed publishes (their
+// outcomes copied out, a duplicate, a refused key), and waiting claims woken, aborted,
 // interrupted and timed out (each with its harel_cancel) — after a warm-up that fills
 // SQLite's page cache and the allocator's pools.
 
@@ -74,14 +75,28 @@ async function round(t, n) {
   setImmediate(() => t.interrupt());
   await assert.rejects(interrupted, (e) => e.code === 'HAREL_ERR_INTERRUPTED');
   if (n % 20 === 0) assert.equal(await t.claim('w', { wait: 0.001 }), null);
+  // producers: keyed publishes (a duplicate among them), a batch with keys and due times,
+  // a key the library refuses; the keys expire after a second and are swept by later ones
+  const keyed = await t.publishWith(`p${n % 4}`, { n }, { key: `p-${n}`, delay: 0 });
+  assert.deepEqual(await t.publishWith(`p${n % 4}`, {}, { key: `p-${n}` }), { seq: keyed.seq, duplicate: true });
+  const outcomes = await t.publishManyWith([
+    { groupId: `q${n % 4}`, event: { n }, key: `q-${n}`, notBefore: 0 },
+    { groupId: `q${n % 4}`, event: {}, key: `q-${n}`, delay: 0 },
+  ]);
+  assert.deepEqual(outcomes.map((o) => o.duplicate), [false, true]);
+  await assert.rejects(t.publishWith('p', {}, { key: '' }), (e) => e.code === 'HAREL_ERR_ARGUMENT');
+  const produced = await t.claimMany('w', { max: 2 });
+  assert.equal(produced.length, 2);
+  await t.ackMany(produced);
 }
 
 async function rounds(path, count) {
-  let t = await Transport.open(path, { synchronousFull: false });
+  const options = { synchronousFull: false, keyRetention: 1 };
+  let t = await Transport.open(path, options);
   for (let n = 0; n < count; n++) {
     if (n % 100 === 99) {
       await t.close();
-      t = await Transport.open(path, { synchronousFull: false });
+      t = await Transport.open(path, options);
     }
     await round(t, n);
   }
@@ -107,6 +122,6 @@ test('the native side does not grow with the number of calls', async () => {
   }
   const least = Math.min(...phases);
   const shown = phases.map((grown) => `${grown >= 0 ? '+' : ''}${grown}`).join(', ');
-  console.log(`native heap over 3 phases of ${count} rounds (${count * 27} calls, ${count / 100} opens each): ${shown} bytes`);
+  console.log(`native heap over 3 phases of ${count} rounds (${count * 33} calls, ${count / 100} opens each): ${shown} bytes`);
   assert.ok(least < 300_000, `the native heap grew in every phase: ${shown} bytes`);
 });

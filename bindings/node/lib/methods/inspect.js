@@ -13,7 +13,7 @@ const { call } = require('../transport');
 const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
 const PEEK_OPTIONS = ['cursor', 'limit'];
 const DEAD_OPTIONS = ['groupId', 'cursor', 'limit'];
-const GROUP_STATES = ['ready', 'leased', 'parked']; // harel_group_state's values, in order
+const GROUP_STATES = ['ready', 'leased', 'parked', 'delayed']; // harel_group_state's values, in order
 
 /**
  * A page's limit, as the C size_t: an integer >= 0 (koffi would turn -1 into 2^64 - 1 and
@@ -32,7 +32,7 @@ function groupStateArg(state) {
   if (state === undefined || state === null || state === 'any') return -1;
   const i = GROUP_STATES.indexOf(state);
   if (i < 0) {
-    throw argumentError(`state must be 'ready', 'leased', 'parked', 'any' or null, got ${describe(state)}`);
+    throw argumentError(`state must be 'ready', 'leased', 'parked', 'delayed', 'any' or null, got ${describe(state)}`);
   }
   return i;
 }
@@ -57,21 +57,27 @@ function takeStats(f, ptr) {
       ready: Number(raw.ready),
       leased: Number(raw.leased),
       parked: Number(raw.parked),
+      delayed: Number(raw.delayed),
       dead: Number(raw.dead),
       oldestReadyAge: optionalNumber(raw.oldest_ready_age),
       oldestReadySeq: optionalNumber(Number(raw.oldest_ready_seq)),
       nextReleaseAt: optionalNumber(raw.next_release_at),
-      byPriority: Object.freeze(levels.map((p) => Object.freeze({
-        priority: p.priority,
-        groups: Number(p.groups),
-        ready: Number(p.ready),
-        leased: Number(p.leased),
-        parked: Number(p.parked),
-      }))),
+      nextDueAt: optionalNumber(raw.next_due_at),
+      byPriority: Object.freeze(levels.map(priorityStats)),
     });
   } finally {
     f.statsFree(ptr);
   }
+}
+
+/**
+ * One level of the stats. harel_priority_stats has a fixed size, without a delayed count:
+ * a level's delayed groups are in its `groups` and in none of ready, leased and parked
+ * (the header's contract), so `delayed` is what is left.
+ */
+function priorityStats(p) {
+  const [groups, ready, leased, parked] = [p.groups, p.ready, p.leased, p.parked].map(Number);
+  return Object.freeze({ priority: p.priority, groups, ready, leased, parked, delayed: groups - ready - leased - parked });
 }
 
 /**
@@ -138,7 +144,7 @@ module.exports = {
   },
 
   /**
-   * A page of groups in group id order: `state` ('ready', 'leased', 'parked'; any when
+   * A page of groups in group id order: `state` ('ready', 'leased', 'parked', 'delayed'; any when
    * absent), `cursor` (the `next` of the page before; none for the first), `limit`
    * (1..10000, default 100). Resolves `{ groups, next }`, `next` null on the last page.
    */

@@ -32,6 +32,11 @@ import {
   type AckAndClaimManyResult,
   type ClaimManyOptions,
   type KeepAlive,
+  type PublishWithOptions,
+  type DeliveryOptions,
+  type MessageWith,
+  type Published,
+  type PriorityStats,
 } from 'harel-transport';
 
 interface OrderPlaced {
@@ -47,6 +52,7 @@ async function usage(): Promise<void> {
     busyTimeout: 5,
     synchronousFull: false,
     maxAttempts: 5,
+    keyRetention: 7 * 86400,
     clock: () => Date.now() / 1000,
   };
   const t: Transport = await Transport.open('queue.db', options);
@@ -58,6 +64,25 @@ async function usage(): Promise<void> {
   ];
   await t.publishMany(batch);
   await t.publishMany([]);
+
+  // producers: idempotency keys and delays
+  const withOptions: PublishWithOptions = { priority: 1, routingKey: 'eu', key: 'order-17/e3', delay: 30, notBefore: null };
+  const published: Published = await t.publishWith('order-17', { kind: 'order.shipped' }, withOptions);
+  const publishedSeq: number | bigint = published.seq;
+  const duplicate: boolean = published.duplicate;
+  void [publishedSeq, duplicate];
+  await t.publishWith('order-17', '{}');
+  await t.publishWith('order-17', {}, { notBefore: new Date('2030-01-01').getTime() / 1000 });
+  const delivery: DeliveryOptions = { key: null, delay: 0 };
+  const batchWith: MessageWith[] = [
+    { groupId: 'order-20', event: {}, key: 'a', ...delivery },
+    { groupId: 'order-20', event: '{}', priority: 2, routingKey: null, delay: 5, notBefore: Date.now() / 1000 + 60 },
+  ];
+  const outcomesWith: Published[] = await t.publishManyWith(batchWith);
+  const fresh: number = outcomesWith.filter((o) => !o.duplicate).length;
+  void fresh;
+  await t.publishManyWith(batch); // a plain Message is a MessageWith
+  await t.publishManyWith([]);
 
   const lease = await t.claim<OrderPlaced>('worker-1', { visibility: 30, minPriority: 0, routingKeys: ['eu'] });
   if (lease !== null) {
@@ -146,7 +171,14 @@ async function usage(): Promise<void> {
   const oldestSeq: number | null = stats.oldestReadySeq;
   const nextRelease: number | null = stats.nextReleaseAt;
   const levels: number[] = stats.byPriority.map((p) => p.priority + p.ready + p.leased + p.parked + p.groups);
-  void [stats.now, stats.messages, stats.dead, age, oldestSeq, nextRelease, levels];
+  const delayedGroups: number = stats.delayed;
+  const nextDue: number | null = stats.nextDueAt;
+  const level: PriorityStats | undefined = stats.byPriority[0];
+  const delayedAtLevel: number | undefined = level?.delayed;
+  void [stats.now, stats.messages, stats.dead, age, oldestSeq, nextRelease, levels, delayedGroups, nextDue, delayedAtLevel];
+  const delayedPage: GroupPage = await t.groups({ state: 'delayed' });
+  const delayedState: GroupState = 'delayed';
+  void [delayedPage, delayedState];
 
   const metrics: Metrics = t.metrics(); // synchronous: no Promise
   const claims: Histogram = metrics.latency.claimWait;
@@ -252,6 +284,25 @@ async function usage(): Promise<void> {
   await t.keepAlive({ seq: 1, groupId: 'g', workerId: 'w' }).then(() => {});
   // @ts-expect-error a page's items are read only
   (await t.groups()).groups.push(all[0]);
+  // @ts-expect-error publish resolves nothing: publishWith resolves the outcome
+  const nothing: Published = await t.publish('g', {});
+  void nothing;
+  // @ts-expect-error the key is a string
+  await t.publishWith('g', {}, { key: 42 });
+  // @ts-expect-error delay is in seconds, a number
+  await t.publishWith('g', {}, { delay: '10s' });
+  // @ts-expect-error notBefore is epoch seconds, not a Date
+  await t.publishWith('g', {}, { notBefore: new Date() });
+  // @ts-expect-error unknown option
+  await t.publishWith('g', {}, { idempotencyKey: 'k' });
+  // @ts-expect-error publishManyWith takes an array
+  await t.publishManyWith({ groupId: 'g', event: {} });
+  // @ts-expect-error a message needs a groupId
+  await t.publishManyWith([{ event: {}, key: 'k' }]);
+  // @ts-expect-error an outcome is frozen
+  published.duplicate = true;
+  // @ts-expect-error keyRetention is a number of seconds
+  await Transport.open('q.db', { keyRetention: '1d' });
 }
 
 // The README's worker loop, typed.
