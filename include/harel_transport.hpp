@@ -33,6 +33,10 @@
  * - A claim that finds nothing deliverable returns std::nullopt (HAREL_EMPTY is not an
  *   error); a batch claim, an empty std::vector. A wait ended by a harel::Cancel or by
  *   Transport::interrupt throws harel::Error with HAREL_ERR_INTERRUPTED, nothing claimed.
+ * - publish_with and publish_many_with take a harel::Delivery per message (an idempotency
+ *   key, a delay, a due instant) and return what became of each, a harel::Published (its
+ *   seq; duplicate: the key was seen, nothing stored). stats() returns harel::Stats, the
+ *   queue's counts (delayed groups apart); harel::GroupState names harel_group_state.
  * - The batch calls take and return std::vector<harel::Lease> (claim_many,
  *   ack_and_claim_many) and give one outcome per lease (ack_many: HAREL_OK or
  *   HAREL_ERR_LEASE_LOST). harel::LeaseKeeper extends a lease on a thread of its own while
@@ -54,7 +58,7 @@
  * - No destructor throws, and nothing allocates on the success path beyond what the C
  *   side allocates (the handle, the options, a lease, a schema string) and the batch
  *   calls' std::vectors (the leases, the outcomes, the lease pointers passed to the C
- *   side): strings go in as
+ *   side; publish_many_with's results and the option arrays it passes): strings go in as
  *   const char* or std::string (harel::CStr, never copied), batches and routing keys as
  *   a pointer and a length (harel::Span, never copied), and harel::Message is laid out as
  *   harel_message so a batch is handed to the C side as it is. An error copies its message
@@ -266,6 +270,32 @@ struct Message : harel_message {
 static_assert(sizeof(Message) == sizeof(harel_message) && std::is_standard_layout_v<Message>,
               "a harel::Message is a harel_message");
 
+/// How a message is delivered (publish_with, publish_many_with); the default is plain
+/// delivery, so set only what you need: `{"order-42-paid"}`, `{nullptr, 30.0}`,
+/// `{key, 0.0, due_at}` (C++20: `{.delay = 30.0}`).
+/// - key: an idempotency key, 1..256 bytes of UTF-8; nullptr: none. A key seen within the
+///   queue's retention (Options::key_retention, a day by default) stores nothing: the call
+///   reports a duplicate with the first message's seq, also after that message was acked.
+///   Borrowed, as a Message's strings: it must outlive the call.
+/// - delay: seconds, finite, 0..315360000 (ten years). not_before: epoch seconds by the
+///   transport's clock; negative: none. The message is not delivered before the later of
+///   now + delay and not_before (at most ten years ahead); it keeps its place in its
+///   group's FIFO, so the group's later messages wait behind it (docs/queue.md, "Delayed
+///   delivery").
+struct Delivery {
+  CStr key = nullptr;
+  double delay = 0.0;
+  double not_before = -1.0;
+};
+
+/// What became of a message published with publish_with or publish_many_with: its seq, and
+/// whether it was a duplicate (its key was seen within the retention: nothing was stored,
+/// and seq is the first message's).
+struct Published {
+  int64_t seq = 0;
+  bool duplicate = false;
+};
+
 // ---- options --------------------------------------------------------------------------------
 
 /// Options for Transport::open: a builder over harel_options (the defaults of
@@ -306,6 +336,10 @@ class Options {
   /// instead (its group goes on); 0, the default: no limit.
   Options &max_attempts(uint32_t attempts) & { return set(harel_options_set_max_attempts, attempts); }
   Options &&max_attempts(uint32_t attempts) && { return std::move(max_attempts(attempts)); }
+  /// How long an idempotency key is remembered after its publish, in seconds (> 0, at most
+  /// ten years; a day by default): within it a publish_with with the same key stores nothing.
+  Options &key_retention(double seconds) & { return set(harel_options_set_key_retention, seconds); }
+  Options &&key_retention(double seconds) && { return std::move(key_retention(seconds)); }
   /// Where "now" comes from: `clock(ctx)`, epoch seconds; NULL: the system clock. The
   /// rules of harel_options_set_clock hold: quick, thread-safe, never calling into the
   /// same transport; `ctx` must outlive every Transport opened with these options.
@@ -394,6 +428,42 @@ class Metrics {
     void operator()(harel_metrics *m) const noexcept { harel_metrics_free(m); }
   };
   std::unique_ptr<harel_metrics, Free> raw_;
+};
+
+/// A group's state, from its head (harel_group_state): a harel_group_info's `state`, and the
+/// filter of harel_transport_groups (not wrapped here: call it with Transport::get(), the
+/// state as static_cast<int32_t>(state)).
+enum class GroupState : int32_t {
+  Ready = HAREL_GROUP_READY,
+  Leased = HAREL_GROUP_LEASED,
+  Parked = HAREL_GROUP_PARKED,
+  /// Its head was published with a delay or a due instant that has not come (publish_with).
+  Delayed = HAREL_GROUP_DELAYED,
+};
+
+/// The queue's counts at one instant (Transport::stats, harel_transport_stats), owned: the C
+/// struct's fields through -> (now; messages; groups, and of them ready, leased, parked and
+/// delayed; dead; oldest_ready_age, oldest_ready_seq, next_release_at and next_due_at, -1
+/// when absent), the levels through by_priority(); freed when the Stats is destroyed.
+/// Move-only. A delayed group is in `delayed` and in its level's `groups`, in none of the
+/// ready, leased and parked counts.
+class Stats {
+ public:
+  /// Takes ownership of what harel_transport_stats handed out.
+  explicit Stats(harel_stats *raw) noexcept : raw_(raw) {}
+  const harel_stats *operator->() const noexcept { return raw_.get(); }
+  const harel_stats &operator*() const noexcept { return *raw_; }
+  /// One entry per priority level that has groups, lowest first (empty when there are none).
+  Span<harel_priority_stats> by_priority() const noexcept {
+    if (!raw_ || raw_->n_priorities == 0) return {};
+    return Span<harel_priority_stats>(raw_->by_priority, raw_->n_priorities);
+  }
+
+ private:
+  struct Free {
+    void operator()(harel_stats *s) const noexcept { harel_stats_free(s); }
+  };
+  std::unique_ptr<harel_stats, Free> raw_;
 };
 
 /// What ack_and_claim_many did: an outcome per lease acked (as ack_many's) and the leases
@@ -563,6 +633,65 @@ class Transport {
     detail::check(harel_transport_publish_many(raw_.get(), messages.data(), messages.size(), slot.out()), slot);
   }
 
+  /// publish with delivery options (an idempotency key, a delay, a due instant): the
+  /// message's seq, and whether it was a duplicate (nothing stored). Its own transaction: it
+  /// does not share commits with other threads' publishes. Throws Error:
+  /// HAREL_ERR_ARGUMENT (as publish, and a key empty, over 256 bytes or not UTF-8, a delay
+  /// not finite, negative or over ten years, a not_before NaN, infinite or more than ten
+  /// years ahead; nothing written), HAREL_ERR_BUSY, HAREL_ERR_DATABASE (also: a key, on a
+  /// queue without the keys table opened with create_schema off), HAREL_ERR_CONNECT (it may
+  /// have been applied: retry with the same key).
+  Published publish_with(CStr group_id, CStr event_json, const Delivery &delivery = {}, int32_t priority = 0,
+                         std::optional<CStr> routing_key = std::nullopt) {
+    Published out;
+    int duplicate = 0;
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_publish_with(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
+                                               routing_key ? routing_key->c_str() : nullptr, delivery.key.c_str(),
+                                               delivery.delay, delivery.not_before, &out.seq, &duplicate,
+                                               slot.out()),
+                  slot);
+    out.duplicate = duplicate != 0;
+    return out;
+  }
+
+  /// publish_many with delivery options per message, in one transaction: every message
+  /// stored or found a duplicate, or nothing written. `deliveries` is empty (plain delivery
+  /// for every message) or one per message, in order; a key met earlier in the batch makes
+  /// the later message a duplicate of the earlier one. What became of each message, in
+  /// order (empty for an empty batch, which writes nothing). Throws Error as publish_with
+  /// does, naming the message by its index ("messages[3].key is empty"), and
+  /// HAREL_ERR_ARGUMENT when `deliveries` is neither empty nor as long as `messages`.
+  std::vector<Published> publish_many_with(Span<Message> messages, Span<Delivery> deliveries = {}) {
+    const std::size_t n = messages.size();
+    if (!deliveries.empty() && deliveries.size() != n)
+      throw Error(HAREL_ERR_ARGUMENT, "deliveries has " + std::to_string(deliveries.size()) +
+                                          " elements and messages " + std::to_string(n) +
+                                          ": give one per message, or none");
+    std::vector<const char *> keys;
+    std::vector<double> delays, not_before;
+    keys.reserve(deliveries.size());
+    delays.reserve(deliveries.size());
+    not_before.reserve(deliveries.size());
+    for (const Delivery &d : deliveries) {
+      keys.push_back(d.key.c_str());
+      delays.push_back(d.delay);
+      not_before.push_back(d.not_before);
+    }
+    std::vector<int64_t> seqs(n, 0);
+    std::vector<int> duplicates(n, 0);
+    detail::ErrorSlot slot;
+    const bool options = !deliveries.empty();
+    detail::check(harel_transport_publish_many_with(raw_.get(), messages.data(), n, options ? keys.data() : nullptr,
+                                                    options ? delays.data() : nullptr,
+                                                    options ? not_before.data() : nullptr, seqs.data(),
+                                                    duplicates.data(), slot.out()),
+                  slot);
+    std::vector<Published> published(n);
+    for (std::size_t i = 0; i < n; i++) published[i] = Published{seqs[i], duplicates[i] != 0};
+    return published;
+  }
+
   /// Leases the next deliverable group head to `worker_id` for `visibility` seconds, from
   /// the groups of priority >= `min_priority` and, when `routing_keys` is not empty, a
   /// routing key among them. std::nullopt: nothing deliverable now.
@@ -727,6 +856,18 @@ class Transport {
     detail::check(harel_transport_dead_letter(raw_.get(), lease.get(), reason.c_str(), slot.out()), slot);
   }
 
+  /// Exact counts of the queue now (harel_transport_stats): one read that takes no write
+  /// lock. Throws Error: HAREL_ERR_ARGUMENT (an empty Transport), HAREL_ERR_DATABASE,
+  /// HAREL_ERR_CONNECT.
+  Stats stats() const {
+    harel_stats *out = nullptr;
+    detail::ErrorSlot slot;
+    const harel_status status = harel_transport_stats(raw_.get(), &out, slot.out());
+    Stats stats(out);  // owned from here, whatever happens next
+    detail::check(status, slot);
+    return stats;
+  }
+
   /// What this Transport counted since it was opened: messages published, claimed, acked,
   /// nacked, parked and dead-lettered, lost leases, busy retries, a latency histogram per
   /// operation. Reads memory only. Throws Error (HAREL_ERR_ARGUMENT) on an empty Transport.
@@ -739,7 +880,7 @@ class Transport {
     return metrics;
   }
 
-  // The ops calls of the C ABI (harel_transport_stats, _groups, _peek, _dead_letters,
+  // The other ops calls of the C ABI (harel_transport_groups, _peek, _dead_letters,
   // _redrive, _purge_dead, _purge_group, _purge, _release) have no wrapper here: call them
   // with get() (the ops CLI, harel-transport, uses them).
 

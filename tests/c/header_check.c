@@ -43,6 +43,7 @@ int main(void) {
       harel_options_set_clock;
   harel_status (*set_max_attempts)(harel_options *, uint32_t, harel_error **) =
       harel_options_set_max_attempts;
+  setter_double set_key_retention = harel_options_set_key_retention;
   /* the transport */
   harel_status (*transport_open)(const char *, const harel_options *, harel_transport **,
                                  harel_error **) = harel_transport_open;
@@ -50,6 +51,14 @@ int main(void) {
                           harel_error **) = harel_transport_publish;
   harel_status (*publish_many)(harel_transport *, const harel_message *, size_t,
                                harel_error **) = harel_transport_publish_many;
+  /* with delivery options: a key, a delay, a due instant; each message's seq and duplicate */
+  harel_status (*publish_with)(harel_transport *, const char *, const char *, int32_t,
+                               const char *, const char *, double, double, int64_t *, int *,
+                               harel_error **) = harel_transport_publish_with;
+  harel_status (*publish_many_with)(harel_transport *, const harel_message *, size_t,
+                                    const char *const *, const double *, const double *,
+                                    int64_t *, int *, harel_error **) =
+      harel_transport_publish_many_with;
   harel_status (*claim)(harel_transport *, const char *, double, int32_t, const char *const *,
                         size_t, harel_lease **, harel_error **) = harel_transport_claim;
   harel_status (*ack)(harel_transport *, const harel_lease *, harel_error **) =
@@ -149,6 +158,13 @@ int main(void) {
                                &st.parked, &st.dead, &ps.groups};
   const harel_priority_stats **levels = &st.by_priority;
   size_t *n_levels = &st.n_priorities;
+  /* the fields added after 0.4.0, at the end of harel_stats, in this order */
+  int64_t *oldest_ready_seq = &st.oldest_ready_seq;
+  uint64_t *delayed = &st.delayed;
+  double *next_due_at = &st.next_due_at;
+  int stats_order = offsetof(harel_stats, n_priorities) < offsetof(harel_stats, oldest_ready_seq) &&
+                    offsetof(harel_stats, oldest_ready_seq) < offsetof(harel_stats, delayed) &&
+                    offsetof(harel_stats, delayed) < offsetof(harel_stats, next_due_at);
   int32_t *ints[3] = {&ps.priority, &gi.priority, NULL};
   uint64_t *level_counts[3] = {&ps.ready, &ps.leased, &ps.parked};
   const char **info_strings[8] = {&gi.group_id,   &gi.holder,    &gi.routing_key, &mi.event,
@@ -168,7 +184,8 @@ int main(void) {
   const harel_message_info **message_items = &mp.messages;
   const harel_dead_letter **dead_items = &dp.letters;
   int group_states = HAREL_GROUP_READY == 0 && HAREL_GROUP_LEASED == 1 &&
-                     HAREL_GROUP_PARKED == 2 && HAREL_MAX_PAGE == 10000 && MAX_PAGE == HAREL_MAX_PAGE /* 0.2.0's name */;
+                     HAREL_GROUP_PARKED == 2 && HAREL_GROUP_DELAYED == 3 &&
+                     HAREL_MAX_PAGE == 10000 && MAX_PAGE == HAREL_MAX_PAGE /* 0.2.0's name */;
   /* the metrics' fields by name and type; the bounds as an initializer */
   harel_metrics mt;
   static const double bounds[HAREL_LATENCY_BUCKETS] = HAREL_LATENCY_BOUNDS;
@@ -217,7 +234,8 @@ int main(void) {
             statuses[8] == -99 && limits && null_error && metrics && metrics_free &&
             metrics_counts[8] && metrics_bounds && histograms[7] && histogram_counts[1] &&
             histogram_sum && metrics_shape && transport_watch && watch_fd && watch_rearm &&
-            watch_free && no_watch == NULL;
+            watch_free && no_watch == NULL && set_key_retention && publish_with &&
+            publish_many_with && oldest_ready_seq && delayed && next_due_at && stats_order;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

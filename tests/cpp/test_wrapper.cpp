@@ -4,7 +4,9 @@
 // (waits ended by a Cancel or interrupt() on other threads, batches as std::vector<Lease>,
 // extend, LeaseKeeper's thread); the readiness descriptor (harel::Watch: readable when new,
 // cleared by a rearm that finds nothing, rung by a commit and a park's end, its filter, its
-// errors and moves, a closed Transport). Run under
+// errors and moves, a closed Transport); the producers' calls (publish_with and
+// publish_many_with: seq and duplicate, keys, delays, each error; key_retention; stats with the
+// delayed groups apart). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -141,6 +143,15 @@ static_assert(!std::is_copy_constructible_v<harel::Watch> && !std::is_copy_assig
               std::is_nothrow_move_constructible_v<harel::Watch> && std::is_nothrow_move_assignable_v<harel::Watch> &&
               std::is_nothrow_destructible_v<harel::Watch>);
 static_assert(sizeof(harel::Watch) == sizeof(void *), "a Watch is its pointer");
+static_assert(!std::is_copy_constructible_v<harel::Stats> && std::is_nothrow_move_constructible_v<harel::Stats> &&
+              std::is_nothrow_destructible_v<harel::Stats>);
+static_assert(static_cast<int32_t>(harel::GroupState::Ready) == HAREL_GROUP_READY &&
+              static_cast<int32_t>(harel::GroupState::Leased) == HAREL_GROUP_LEASED &&
+              static_cast<int32_t>(harel::GroupState::Parked) == HAREL_GROUP_PARKED &&
+              static_cast<int32_t>(harel::GroupState::Delayed) == HAREL_GROUP_DELAYED);
+static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().publish_with("g", "{}")), harel::Published>);
+static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().publish_many_with({})),
+                             std::vector<harel::Published>>);
 static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().rearm(std::declval<harel::Watch &>())), bool>);
 static_assert(std::is_base_of_v<std::runtime_error, harel::Error>);
 static_assert(sizeof(std::optional<harel::Lease>) <= 2 * sizeof(void *), "an optional lease is a pointer and a flag");
@@ -1005,6 +1016,207 @@ static void test_watch_errors_and_moves() {
   EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.rearm(outliving));
 }
 
+// ---- producers (issue 24): publish_with, publish_many_with, the key retention, stats ------
+
+static void test_publish_with() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  // No options: a publish that tells its seq.
+  harel::Published plain = t.publish_with("a", "\"a1\"");
+  CHECK(plain.seq > 0 && !plain.duplicate);
+  // A key: stored once; again, in another group with another event: a duplicate, the first's
+  // seq, nothing stored.
+  harel::Published first = t.publish_with("b", "\"b1\"", {"order-42"}, 3, "eu");
+  CHECK(first.seq > plain.seq && !first.duplicate);
+  harel::Published again = t.publish_with("c", "\"c1\"", {"order-42"});
+  CHECK(again.duplicate && again.seq == first.seq);
+  std::string key = "from-a-string";
+  harel::Published b2 = t.publish_with("b", "\"b2\"", {key});
+  CHECK(!b2.duplicate && b2.seq > first.seq);
+  harel::Delivery keyed{key};
+  CHECK(t.publish_with("b", "\"b2\"", keyed).seq == b2.seq && t.publish_with("b", "\"b2\"", keyed).duplicate);
+  CHECK(t.publish_with("b", "\"b2\"", {std::string(256, 'k')}).seq > b2.seq);  // the longest key
+  // priority and routing key reach the group; acked, the key is still seen
+  auto b1 = t.claim("w", 30.0, 3, {"eu"});
+  CHECK(b1 && b1->seq() == first.seq && b1->event() == "\"b1\"");
+  if (b1) t.ack(*b1);
+  harel::Published after_ack = t.publish_with("b", "{}", {"order-42"});
+  CHECK(after_ack.duplicate && after_ack.seq == first.seq);
+  // A delay: the group is delayed until its time, its later messages wait behind it.
+  harel::Published later = t.publish_with("d", "\"d1\"", {nullptr, 10.0});
+  CHECK(!later.duplicate);
+  t.publish("d", "\"d2\"");
+  {
+    harel::Stats s = t.stats();
+    CHECK(s->now == 1000.0 && s->messages == 5 && s->groups == 3);  // a1, b2, b2 (256), d1, d2
+    CHECK(s->ready == 2 && s->leased == 0 && s->parked == 0 && s->delayed == 1);
+    CHECK(s->next_due_at == 1010.0);
+  }
+  CHECK(drain(t, "w") == 3);  // a1 and b's two; d waits
+  now = 1010.5;
+  auto d1 = t.claim("w", 30.0);
+  CHECK(d1 && d1->seq() == later.seq && d1->event() == "\"d1\"" && !t.claim("w", 30.0));
+  if (d1) t.ack(*d1);
+  CHECK(drain(t, "w") == 1);  // d2
+  // An instant by the transport's clock; a delay and an instant, the later of the two.
+  t.publish_with("e", "1", {nullptr, 0.0, now + 100.0});
+  t.publish_with("f", "1", {nullptr, 200.0, now + 100.0});
+  t.publish_with("g", "1", {nullptr, 0.0, now - 100.0});  // passed: ready
+  t.publish_with("h", "1", {nullptr, 0.0, -1.0});         // none
+  {
+    harel::Stats s = t.stats();
+    CHECK(s->groups == 4 && s->ready == 2 && s->delayed == 2 && s->next_due_at == now + 100.0);
+  }
+  // The delayed state by its name, in a listing made through get().
+  harel_group_page *page = nullptr;
+  CHECK(harel_transport_groups(t.get(), static_cast<int32_t>(harel::GroupState::Delayed), nullptr, 10, &page,
+                               nullptr) == HAREL_OK);
+  if (page) {
+    CHECK(page->n_groups == 2 && std::string_view(page->groups[0].group_id) == "e" &&
+          static_cast<harel::GroupState>(page->groups[0].state) == harel::GroupState::Delayed &&
+          page->groups[1].lock_expiry == now + 200.0);
+  }
+  harel_group_page_free(page);
+  CHECK(drain(t, "w") == 2);  // g and h; e and f wait
+  // Each error, as harel::Error; nothing written.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", {""}));
+  CHECK(what.rfind("HAREL_ERR_ARGUMENT: ", 0) == 0 && what.find("key") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", {std::string(257, 'k')}));
+  CHECK(what.find("key") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", {"\xff"}));
+  CHECK(what.find("key") != std::string::npos);
+  for (double delay : {std::nan(""), -1.0, 315360000.5, HUGE_VAL}) {
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", {"k", delay}));
+    CHECK(what.find("delay") != std::string::npos);
+  }
+  for (double instant : {std::nan(""), HUGE_VAL, now + 315360001.0}) {
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", {"k", 0.0, instant}));
+    CHECK(what.find("not_before") != std::string::npos);
+  }
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{nope", {"k"}));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", {"k"}, 5));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("", "{}", {"k"}));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", {"k"}, 0, ""));
+  harel::Transport empty;
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.publish_with("g", "{}", {"k"}));
+  CHECK(what.find("t is NULL") != std::string::npos);
+  CHECK(t.stats()->messages == 2);  // e and f, still delayed
+  CHECK(!t.publish_with("g", "{}", {"k"}).duplicate);  // the refused calls took no key
+}
+
+static void test_publish_many_with() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  harel::Published seen = t.publish_with("z", "0", {"seen"});
+  // Each message's outcome, in order: new, none, repeated in the batch, seen before.
+  std::vector<harel::Message> batch{{"g", "\"m0\""}, {"g", "\"m1\""}, {"h", "\"m2\"", 1, "k"}, {"i", "\"m3\""}};
+  std::vector<harel::Delivery> deliveries{{"a"}, {}, {"a"}, {"seen"}};
+  std::vector<harel::Published> out = t.publish_many_with(batch, deliveries);
+  CHECK(out.size() == 4);
+  if (out.size() == 4) {
+    CHECK(!out[0].duplicate && !out[1].duplicate && out[2].duplicate && out[3].duplicate);
+    CHECK(seen.seq < out[0].seq && out[0].seq < out[1].seq);
+    CHECK(out[2].seq == out[0].seq && out[3].seq == seen.seq);
+  }
+  CHECK(t.stats()->messages == 3 && t.stats()->groups == 2);  // z, m0, m1; no h, no i
+  // No deliveries: plain publishes that tell their seqs.
+  std::vector<harel::Published> plain = t.publish_many_with({{"g", "\"m4\""}, {"g", "\"m5\""}});
+  CHECK(plain.size() == 2 && plain[0].seq < plain[1].seq && !plain[0].duplicate && !plain[1].duplicate);
+  // Braced lists of both; delays and instants per message.
+  std::vector<harel::Published> timed = t.publish_many_with({{"p", "1"}, {"q", "2"}, {"r", "3"}},
+                                                            {{nullptr, 10.0}, {nullptr, 0.0, now + 20.0}, {"r"}});
+  CHECK(timed.size() == 3 && !timed[2].duplicate);
+  {
+    harel::Stats s = t.stats();
+    CHECK(s->delayed == 2 && s->next_due_at == now + 10.0 && s->messages == 8);
+  }
+  // Empty: nothing written, nothing handed out.
+  CHECK(t.publish_many_with({}).empty());
+  CHECK(t.publish_many_with({}, {}).empty());
+  // Errors, the message named by its index; nothing written, no key taken.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with(batch, {{"x"}, {""}, {}, {}}));
+  CHECK(what.find("messages[1].key") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with(batch, {{"x"}, {}, {nullptr, -1.0}, {}}));
+  CHECK(what.find("messages[2].delay") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT,
+                      t.publish_many_with(batch, {{"x"}, {}, {}, {nullptr, 0.0, now + 315360001.0}}));
+  CHECK(what.find("messages[3].not_before") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with({{"g", "1"}, {"g", "{"}}, {{"x"}, {}}));
+  CHECK(what.find("messages[1].event_json") != std::string::npos);
+  // deliveries neither empty nor one per message: refused before the C call
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with(batch, {{"x"}}));
+  CHECK(what.find("deliveries") != std::string::npos);
+  harel::Transport empty;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.publish_many_with(batch, deliveries));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with(harel::Span<harel::Message>(nullptr, 2)));
+  CHECK(t.stats()->messages == 8);
+  CHECK(!t.publish_with("x", "{}", {"x"}).duplicate);
+}
+
+static void test_key_retention() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now).key_retention(60.0));
+  harel::Published first = t.publish_with("g", "1", {"k"});
+  now = 1059.0;
+  CHECK(t.publish_with("g", "2", {"k"}).duplicate);
+  now = 1061.0;  // forgotten: stored again, remembered from now
+  harel::Published second = t.publish_with("g", "3", {"k"});
+  CHECK(!second.duplicate && second.seq > first.seq);
+  now = 1062.0;
+  CHECK(t.publish_with("g", "4", {"k"}).seq == second.seq);
+  CHECK(drain(t, "w") == 2);
+  // The default: a day.
+  now = 1000.0;
+  auto d = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  first = d.publish_with("g", "1", {"k"});
+  now = 1000.0 + 86399.0;
+  CHECK(d.publish_with("g", "1", {"k"}).duplicate);
+  now = 1000.0 + 86401.0;
+  CHECK(!d.publish_with("g", "1", {"k"}).duplicate);
+  // The setter's errors, and a moved-from Options.
+  harel::Options o;
+  o.key_retention(315360000.0).key_retention(0.5);
+  for (double bad : {0.0, -1.0, std::nan(""), HUGE_VAL, 315360001.0}) {
+    std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, o.key_retention(bad));
+    CHECK(what.find("key_retention") != std::string::npos);
+  }
+  harel::Options moved(std::move(o));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, o.key_retention(60.0));  // NOLINT: use after move, on purpose
+}
+
+static void test_stats() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  {
+    harel::Stats s = t.stats();
+    CHECK(s->now == 1000.0 && s->messages == 0 && s->groups == 0 && s->dead == 0);
+    CHECK(s->oldest_ready_age == -1.0 && s->oldest_ready_seq == -1 && s->next_release_at == -1.0);
+    CHECK(s->delayed == 0 && s->next_due_at == -1.0 && s.by_priority().empty());
+  }
+  t.publish("ready", "1", 1);
+  t.publish("leased", "2");
+  t.publish_with("delayed", "3", {nullptr, 50.0}, 1);
+  auto leased = t.claim("w", 30.0, 0);
+  CHECK(leased && leased->group_id() == "ready");  // first to arrive
+  now = 1005.0;
+  harel::Stats s = t.stats();
+  CHECK(s->now == 1005.0 && s->messages == 3 && s->groups == 3);
+  CHECK(s->ready == 1 && s->leased == 1 && s->parked == 0 && s->delayed == 1);
+  CHECK(s->next_due_at == 1050.0 && s->oldest_ready_age == 5.0);
+  harel::Span<harel_priority_stats> levels = s.by_priority();
+  CHECK(levels.size() == 2);
+  if (levels.size() == 2) {
+    // level 1: ready (leased) and delayed; delayed is in groups, in none of the others
+    CHECK(levels.begin()[0].priority == 0 && levels.begin()[0].groups == 1 && levels.begin()[0].ready == 1);
+    CHECK(levels.begin()[1].priority == 1 && levels.begin()[1].groups == 2 && levels.begin()[1].leased == 1 &&
+          levels.begin()[1].ready == 0 && levels.begin()[1].parked == 0);
+  }
+  harel::Stats moved(std::move(s));
+  CHECK(moved->groups == 3 && (*moved).messages == 3);
+  harel::Transport empty;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.stats());
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -1030,6 +1242,11 @@ int main() {
   run("Watch: readable when new, cleared by rearm, rung by a commit and a park's end; a filter", test_watch);
   run("Watch: a bad filter, another Transport's, moves, release, reset, a closed Transport",
       test_watch_errors_and_moves);
+  run("publish_with: seq and duplicate, keys, delays and instants, GroupState::Delayed; each error",
+      test_publish_with);
+  run("publish_many_with: each outcome, no deliveries, braced lists, empty; errors by index", test_publish_many_with);
+  run("Options::key_retention: a key forgotten after it, a day by default; its errors", test_key_retention);
+  run("stats: every field, delayed groups apart, by_priority; moves; an empty Transport", test_stats);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
