@@ -42,6 +42,8 @@ impl<'m, 'a> Publish<'m, 'a> {
 /// Messages to append with their delivery options (`publish_with`), each checked.
 pub struct Deliver<'m, 'a> {
     items: Cow<'m, [(Message<'a>, Delivery<'a>)]>,
+    /// From `publish_many_with`: errors name the message by index.
+    batch: bool,
 }
 
 impl<'m, 'a> Deliver<'m, 'a> {
@@ -49,7 +51,7 @@ impl<'m, 'a> Deliver<'m, 'a> {
     pub fn one(message: Message<'a>, delivery: Delivery<'a>) -> Result<Deliver<'m, 'a>> {
         validate::message(&message)?;
         validate::delivery("", &delivery)?;
-        Ok(Deliver { items: Cow::Owned(vec![(message, delivery)]) })
+        Ok(Deliver { items: Cow::Owned(vec![(message, delivery)]), batch: false })
     }
 
     /// A batch; errors name the message by index ("messages[3].key is empty").
@@ -59,11 +61,20 @@ impl<'m, 'a> Deliver<'m, 'a> {
         for (i, (_, d)) in items.iter().enumerate() {
             validate::delivery(&format!("messages[{i}]."), d)?;
         }
-        Ok(Deliver { items: Cow::Borrowed(items) })
+        Ok(Deliver { items: Cow::Borrowed(items), batch: true })
     }
 
     pub fn items(&self) -> &[(Message<'a>, Delivery<'a>)] {
         &self.items
+    }
+
+    /// How an error names message `i`'s fields: "messages[3]." in a batch, "" alone.
+    pub fn at(&self, i: usize) -> String {
+        if self.batch {
+            format!("messages[{i}].")
+        } else {
+            String::new()
+        }
     }
 
     pub fn has_keys(&self) -> bool {

@@ -71,7 +71,7 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
 }
 
 /// Every table and column a queue needs, or one error naming each that is missing. The
-/// keys table (0.5) is optional: without it only a keyed publish is refused.
+/// keys table (added after 0.4.0) is optional: without it only a keyed publish is refused.
 async fn check(backend: &mut Backend, sql: &mut Statements) -> Result<()> {
     let (tables, columns) = missing(backend, sql).await?;
     let keys = sql.keys_table.as_str();

@@ -83,8 +83,7 @@ pub async fn publish_with(
             }
             let mut reads = Vec::with_capacity(request.items().len());
             for (i, (m, d)) in request.items().iter().enumerate() {
-                let at = if request.items().len() > 1 { format!("messages[{i}].") } else { String::new() };
-                let due = validate::due(&at, d, now)?;
+                let due = validate::due(&request.at(i), d, now)?;
                 let (locked_by, until) = due.map_or((Value::Null, Value::Null), |t| (DELAYED.into(), t.into()));
                 let message = vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by, until];
                 let group = vec![m.group_id.into(), m.priority.into(), m.routing_key.into()];

@@ -43,7 +43,7 @@ unsafe fn hand_out(published: &[Published], seqs: *mut i64, duplicates: *mut c_i
 ///   message's. The key and the message are committed together. A publish that failed with
 ///   HAREL_ERR_CONNECT (it may have been applied) is safe to retry with the same key.
 /// - `delay` (seconds, finite, 0..315360000) and `not_before` (epoch seconds by the
-///   transport's clock; negative: none): the message is not delivered before the later of
+///   transport's clock; a negative finite value: none): the message is not delivered before the later of
 ///   now + delay and not_before. It keeps its place in its group's FIFO: the messages after
 ///   it wait behind it (docs/queue.md, "Delayed delivery").
 ///
@@ -92,7 +92,7 @@ pub extern "C" fn harel_transport_publish_with(
 /// every message stored or found a duplicate, or nothing written. `keys`, `delays` and
 /// `not_before` are each NULL (none for every message) or `n_messages` long, element i
 /// for message i, with the meanings of harel_transport_publish_with (a NULL key: none; a
-/// negative not_before: none). A key met earlier in the batch makes the later message a
+/// negative finite not_before: none). A key met earlier in the batch makes the later message a
 /// duplicate of the earlier one. `seqs` and `duplicates` are NULL or `n_messages` long; on
 /// HAREL_OK they receive each message's outcome. An error names the message
 /// ("messages[3].key is empty").
