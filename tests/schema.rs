@@ -205,7 +205,9 @@ fn prefixes_are_isolated() {
         Raw::open(&path).objects().into_iter().filter(|(ty, _)| ty == "table").map(|(_, name)| name).collect();
     let mut expected: Vec<String> = ["a", "harel", "tenant_b"]
         .iter()
-        .flat_map(|p| [format!("{p}_transport_dead"), format!("{p}_transport_groups"), format!("{p}_transport_messages")])
+        .flat_map(|p| {
+            ["dead", "groups", "keys", "messages"].map(|table| format!("{p}_transport_{table}"))
+        })
         .collect();
     expected.sort();
     assert_eq!(tables, expected);
@@ -293,7 +295,7 @@ fn schema_sql_names_only_its_prefix() {
     let raw = Raw::open(&path);
     raw.batch(&script);
     let objects = raw.objects();
-    assert_eq!(objects.len(), 8, "3 tables, 5 indexes: {objects:?}");
+    assert_eq!(objects.len(), 10, "4 tables, 6 indexes: {objects:?}");
     assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
     let mut o = no_schema(&TestClock::at(1000.0));
     o.prefix("tenant_7").unwrap();
@@ -385,6 +387,7 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
             "the column harel_transport_messages.attempts",
             "the column harel_transport_messages.enqueued_at",
             "the table harel_transport_dead",
+            "the table harel_transport_keys",
         ]
     );
 

@@ -354,43 +354,41 @@ impl Out {
             true => "- (no dead-letter table)".to_owned(),
             false => s.dead.to_string(),
         };
+        // Delayed groups are shown when there are any: most queues never delay.
+        let delayed = if s.delayed > 0 { format!(", {} delayed", s.delayed) } else { String::new() };
         let lines = [
             ("messages", s.messages.to_string()),
-            (
-                "groups",
-                format!(
-                    "{} ({} ready, {} leased, {} parked, {} delayed)",
-                    s.groups, s.ready, s.leased, s.parked, s.delayed
-                ),
-            ),
+            ("groups", format!("{} ({} ready, {} leased, {} parked{})", s.groups, s.ready, s.leased, s.parked, delayed)),
             ("dead letters", dead),
             ("oldest ready", self.oldest_ready(s)),
             ("next release", s.next_release_at.map_or_else(dash, |at| time::relative(at, s.now))),
-            ("next due", s.next_due_at.map_or_else(dash, |at| time::relative(at, s.now))),
         ];
         let mut t = Table::bare(&[("", L), ("", L)]);
         for (label, value) in lines {
             t.row(vec![label.to_owned(), value]);
         }
+        if let Some(at) = s.next_due_at {
+            t.row(vec!["next due".to_owned(), time::relative(at, s.now)]);
+        }
         let mut text = t.render();
         if !s.by_priority.is_empty() {
-            let mut p = Table::new(&[
-                ("PRIORITY", R),
-                ("GROUPS", R),
-                ("READY", R),
-                ("LEASED", R),
-                ("PARKED", R),
-                ("DELAYED", R),
-            ]);
+            let mut columns = vec![("PRIORITY", R), ("GROUPS", R), ("READY", R), ("LEASED", R), ("PARKED", R)];
+            if s.delayed > 0 {
+                columns.push(("DELAYED", R));
+            }
+            let mut p = Table::new(&columns);
             for level in &s.by_priority {
-                p.row(vec![
+                let mut row = vec![
                     level.priority.to_string(),
                     level.groups.to_string(),
                     level.ready.to_string(),
                     level.leased.to_string(),
                     level.parked.to_string(),
-                    level.delayed.to_string(),
-                ]);
+                ];
+                if s.delayed > 0 {
+                    row.push(level.delayed.to_string());
+                }
+                p.row(row);
             }
             text.push('\n');
             text.push_str(&p.render());

@@ -171,7 +171,7 @@ fn metrics_hold_every_count_of_a_known_queue() {
     // (priority, ready, leased, parked): ready-a and the markup group; leased; parked and
     // overdue (whose lease lapsed, so it is ready).
     for (priority, ready, leased, parked) in [(0, 2, 0, 0), (1, 0, 1, 0), (2, 1, 0, 1)] {
-        for (state, n) in [("ready", ready), ("leased", leased), ("parked", parked)] {
+        for (state, n) in [("ready", ready), ("leased", leased), ("parked", parked), ("delayed", 0)] {
             want.insert(format!("harel_transport_groups{{priority={priority},queue=harel,state={state}}}"), n as f64);
         }
     }
@@ -275,7 +275,7 @@ fn a_harel_09_queue_is_served_as_it_is() {
         ("harel_transport_messages{queue=harel}".to_owned(), 30.0),
         ("harel_transport_oldest_overdue_lease_seconds{queue=harel}".to_owned(), 0.0),
     ]);
-    for (state, n) in [("ready", 7.0), ("leased", 2.0), ("parked", 1.0)] {
+    for (state, n) in [("ready", 7.0), ("leased", 2.0), ("parked", 1.0), ("delayed", 0.0)] {
         want.insert(format!("harel_transport_groups{{priority=0,queue=harel,state={state}}}"), n);
     }
     assert_eq!(samples(&serving.get("/metrics").body), want);
