@@ -39,8 +39,7 @@ pub use types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, PriorityStats,
     Published, Stats, MAX_PAGE,
 };
-pub use validate::{MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
-pub use sql::DELAYED;
+pub use validate::{DELAYED, MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
 pub use waiting::wait::{Cancel, Wait};
 pub use waiting::Watch;
 

@@ -6,6 +6,9 @@ use crate::types::Message;
 
 /// The worker id a parked message carries in `locked_by` (docs/queue.md); no worker may use it.
 pub const PARKED: &str = "__parked__";
+/// Whom a message with a due time is locked to until then (docs/queue.md, "Delayed
+/// delivery"); no worker may use it.
+pub const DELAYED: &str = "__delayed__";
 pub const MAX_PRIORITY: i32 = 4;
 pub const MAX_PREFIX_LEN: usize = 30;
 /// The most leases one `claim_many` hands out.
@@ -44,8 +47,8 @@ pub fn worker_id(value: &str) -> Result<()> {
     if value == PARKED {
         return Err(arg(format!("worker_id {PARKED:?} is reserved for parked messages")));
     }
-    if value == crate::sql::DELAYED {
-        return Err(arg(format!("worker_id {:?} is reserved for delayed messages", crate::sql::DELAYED)));
+    if value == DELAYED {
+        return Err(arg(format!("worker_id {DELAYED:?} is reserved for delayed messages")));
     }
     Ok(())
 }

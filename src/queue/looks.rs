@@ -10,9 +10,9 @@ use crate::chain::Row;
 use crate::cursor::cursor;
 use crate::error::{Error, Result};
 use crate::request::PageRequest;
-use crate::sql::{Statements, DELAYED};
+use crate::sql::Statements;
 use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, PriorityStats, Stats};
-use crate::validate::PARKED;
+use crate::validate::{DELAYED, PARKED};
 use crate::waiting::Readiness;
 
 /// Whether a claim with this filter would find a head now, and when a group is next released.

@@ -22,9 +22,9 @@ use crate::backend::Backend;
 use crate::chain::{lease_lost, Chain, Claimed, Done};
 use crate::error::{Error, Result};
 use crate::request::{Claim, Deliver, Extend, Finish, FinishMany, Nack, Now, Publish};
-use crate::sql::{Statements, DELAYED};
+use crate::sql::Statements;
 use crate::types::{Lease, Published};
-use crate::validate::{self, PARKED};
+use crate::validate::{self, DELAYED, PARKED};
 
 /// Appends the messages in order, in one transaction: all of them (and the groups they
 /// create) or none. One commit for the whole batch, so at synchronous FULL one fsync

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use libsql::Value;
 
-use crate::validate::{MAX_PRIORITY, PARKED};
+use crate::validate::{DELAYED, MAX_PRIORITY, PARKED};
 
 mod claim;
 mod dead_letters;
@@ -16,7 +16,7 @@ mod inspect;
 mod publish;
 
 pub use claim::{LEASE_GUARD, LEASE_LOST};
-pub use publish::{PublishWith, DELAYED};
+pub use publish::PublishWith;
 pub use dead_letters::DeadFilter;
 
 /// Above this many routing keys a claim uses one candidate query with `IN` instead of one

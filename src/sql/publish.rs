@@ -19,9 +19,7 @@
 //! A key's row outlives its message: it lasts the retention, acked or not. `sweep_keys`
 //! deletes a bounded number of expired ones in each keyed publish.
 
-/// Whom a message with a due time is locked to until then (docs/queue.md, "Delayed
-/// delivery"); no worker may use it.
-pub const DELAYED: &str = "__delayed__";
+use crate::validate::DELAYED;
 
 /// How many expired keys one keyed publish deletes: a bounded step, however many expired.
 const SWEEP: usize = 16;
