@@ -314,7 +314,7 @@ impl AsyncTransport {
             let now = self.now()?;
             let mut readiness = match looked {
                 true => Some(
-                    looks::readiness(&mut backend, &self.sql, (request.min_priority, request.routing_keys), now)
+                    looks::readiness(&mut backend, &self.sql, (request.min_priority, request.routing_keys), now, false)
                         .await?,
                 ),
                 false => None,
@@ -325,7 +325,7 @@ impl AsyncTransport {
                     return Ok(leases);
                 }
                 readiness = Some(
-                    looks::readiness(&mut backend, &self.sql, (request.min_priority, request.routing_keys), now)
+                    looks::readiness(&mut backend, &self.sql, (request.min_priority, request.routing_keys), now, false)
                         .await?,
                 );
             }
@@ -367,7 +367,7 @@ impl AsyncTransport {
             let mut backend = self.backend.lock().await;
             let now = self.now()?;
             let keys = watch.routing_keys();
-            let seen = looks::readiness(&mut backend, &self.sql, (watch.min_priority(), &keys), now).await?;
+            let seen = looks::readiness(&mut backend, &self.sql, (watch.min_priority(), &keys), now, true).await?;
             Ok::<_, Error>((seen, now))
         }
         .await;

@@ -15,25 +15,31 @@ use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, Priorit
 use crate::validate::{DELAYED, PARKED};
 use crate::waiting::Readiness;
 
-/// Whether a claim with this filter would find a head now, and when a group is next released.
+/// Whether a claim with this filter would find a head now, and when a group is next
+/// released; with `undated`, also whether some turn has come that the claim would not
+/// take (a watch's timer needs it; a waiting claim looks each second anyway).
 pub async fn readiness(
     backend: &mut Backend,
     sql: &Statements,
     (min_priority, routing_keys): (i32, &[&str]),
     now: f64,
+    undated: bool,
 ) -> Result<Readiness> {
     // The version first: a commit that becomes visible after it is seen either by the look
     // (deliverable) or, unseen, leaves the version as it was, so the waiter keeps settling
     // instead of sleeping through it.
     let data_version = backend.data_version().await?;
     let (claim, params) = sql.claim(now, min_priority, routing_keys);
-    let [found, next, undated] = reads::<3>(
-        backend
-            .read(&[(&claim, params), (&sql.next_ready_at, vec![now.into()]), (&sql.undated_turns, vec![now.into()])])
-            .await?,
-    )?;
+    let (look, next) = ((claim.as_ref(), params), (sql.next_ready_at.as_str(), vec![now.into()]));
+    let (found, next, undated_turns) = if undated {
+        let turns = (sql.undated_turns.as_str(), vec![now.into()]);
+        let [found, next, turns] = reads::<3>(backend.read(&[look, next, turns]).await?)?;
+        (found, next, int(turns.first().and_then(|row| row.first())).is_some_and(|n| n != 0))
+    } else {
+        let [found, next] = reads::<2>(backend.read(&[look, next]).await?)?;
+        (found, next, false)
+    };
     let next_ready_at = next.first().and_then(|row| real(row.first()));
-    let undated_turns = int(undated.first().and_then(|row| row.first())).is_some_and(|n| n != 0);
     Ok(Readiness { deliverable: !found.is_empty(), next_ready_at, data_version, undated_turns })
 }
 

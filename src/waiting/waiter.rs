@@ -27,7 +27,7 @@ pub struct Readiness {
     pub data_version: Option<i64>,
     /// Some group's turn has come without its head being deliverable to this claim: one
     /// leased by a writer that does not stamp the lease's end on the group (harel's Python
-    /// transports), or one that the claim's filter passes over.
+    /// transports), or one that the claim's filter passes over. Looked up for watches only.
     pub undated_turns: bool,
 }
 
