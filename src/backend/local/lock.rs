@@ -97,6 +97,10 @@ impl LocalLock {
         LocalLock { slot: None, busy_timeout, quiet_until: None, waiting_since: None }
     }
 
+    pub fn busy_timeout(&self) -> Duration {
+        self.busy_timeout
+    }
+
     /// Takes our processes' slot, then SQLite's write lock (`BEGIN IMMEDIATE` on `conn`),
     /// retrying both within the busy timeout. The guard holds the slot until the
     /// transaction is over. Each pause is counted in `busy_retries`.

@@ -18,8 +18,9 @@ use libsql::{Connection, Database, Value};
 use self::lock::{Held, LocalLock};
 use self::other_sqlite::FileWatch;
 use self::statement_cache::StatementCache;
+use crate::backend::lock_wait::LockWait;
 use crate::chain::{lease_lost, row_values, Chain, Done, Row};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::Counter;
 
 pub struct Local {
@@ -100,8 +101,22 @@ impl Local {
         Ok(done)
     }
 
-    /// The rows of each statement, each its own read (no write lock).
+    /// The rows of each statement, each its own read (no write lock). A read can still meet
+    /// a brief "busy" (another process recovering the WAL as it opens the file, or switching
+    /// a harel 0.9 file to WAL), and the connection's own busy timeout is zero (see lock.rs),
+    /// so the reads are tried again within the busy timeout.
     pub async fn read(&mut self, reads: &[(&str, Vec<Value>)]) -> Result<Vec<Vec<Row>>> {
+        let retries = Arc::clone(&self.busy_retries);
+        let mut waiting = LockWait::local(self.lock.busy_timeout(), &retries);
+        loop {
+            match self.read_once(reads).await {
+                Err(Error::Busy(_)) => std::thread::sleep(waiting.next_pause()?),
+                other => return other,
+            }
+        }
+    }
+
+    async fn read_once(&mut self, reads: &[(&str, Vec<Value>)]) -> Result<Vec<Vec<Row>>> {
         let mut all = Vec::with_capacity(reads.len());
         for (sql, params) in reads {
             all.push(self.statements.query_all(&self.conn, sql, params.clone(), row_values).await?);
