@@ -139,6 +139,13 @@ typedef enum harel_group_state {
 } harel_group_state;
 
 /**
+ * How a chain's batch begins and ends: an operation's both begins and commits; the
+ * requests of an application's open transaction (open_transaction.rs) begin it, go on
+ * with it, or commit it.
+ */
+typedef struct Shape Shape;
+
+/**
  * Ends the waits of the calls it is passed to (opaque). Made by `harel_cancel_new`, fired
  * with `harel_cancel_fire` from any thread (a signal handler excepted), freed with
  * `harel_cancel_free` once no call that was given it is still running. Firing is final:
@@ -172,6 +179,32 @@ typedef struct harel_options harel_options;
  * or process on the same database. Never close a handle while another thread is using it.
  */
 typedef struct harel_transport harel_transport;
+
+/**
+ * An application's transaction on the queue's database (opaque): its own statements and
+ * its publishes, committed together or not at all. Made by `harel_transport_begin`,
+ * freed by `harel_tx_free`.
+ *
+ * `harel_tx_execute` and `harel_tx_publish` queue their work; it is sent, in order, with
+ * the next `harel_tx_query` or with `harel_tx_commit`. A transaction with no query is one
+ * write transaction made by its commit (on a libSQL server one request, the write lock
+ * held for its statements alone). The first query begins it, and from then it holds the
+ * transport's connection and the database's write lock until it ends: keep it short (on
+ * a server the lock is held across the network, and a transaction that holds it for 5 s
+ * while another writer waits is rolled back by the server: the next call fails with
+ * HAREL_ERR_DATABASE and nothing of it is applied). Any error of a statement, a publish
+ * or the commit ends it, rolled back; so does `harel_tx_free` before a commit, and
+ * closing its transport. Once ended, every call but `harel_tx_rollback` and
+ * `harel_tx_free` fails with HAREL_ERR_ARGUMENT naming why.
+ *
+ * A transport runs one transaction at a time: while one holds its connection, the
+ * transport's other calls (and a second transaction's query or commit) wait for it, up
+ * to the busy timeout, then fail with HAREL_ERR_BUSY. So inside a transaction, publish
+ * with `harel_tx_publish`, not `harel_transport_publish`, and do not nest transactions of
+ * one transport. Use a transaction from one thread at a time (calls on it from several
+ * threads are serialized). A stale handle is refused, and a second free does nothing.
+ */
+typedef struct harel_tx harel_tx;
 
 /**
  * A descriptor that becomes readable when a claim may find work (opaque), for a program
@@ -567,6 +600,53 @@ typedef struct harel_message {
    */
   const char *routing_key;
 } harel_message;
+
+/**
+ * One SQL value: a parameter of `harel_tx_execute`/`harel_tx_query` (the caller's, only
+ * read during the call), or a column of a row they return (the library's, freed with its
+ * harel_rows). Only the field of its type is read; zero the rest.
+ */
+typedef struct harel_value {
+  /**
+   * A harel_value_type (an int, so that a wrong one is refused rather than undefined).
+   */
+  int32_t type;
+  /**
+   * HAREL_VALUE_INTEGER.
+   */
+  int64_t integer;
+  /**
+   * HAREL_VALUE_REAL: finite (a libSQL server cannot carry NaN or infinities).
+   */
+  double real;
+  /**
+   * HAREL_VALUE_TEXT: UTF-8, NUL-terminated. In a row, also `size` bytes long (a text
+   * may hold a NUL of its own).
+   */
+  const char *text;
+  /**
+   * HAREL_VALUE_BLOB: `size` bytes; NULL only when `size` is 0.
+   */
+  const uint8_t *blob;
+  /**
+   * HAREL_VALUE_BLOB: the blob's length. In a row, a text's length in bytes too (no
+   * NUL counted); ignored for a parameter's text.
+   */
+  size_t size;
+} harel_value;
+
+/**
+ * The rows of a `harel_tx_query`: `values` holds `n_rows * n_columns` values, row by
+ * row (row r, column c is `values[r * n_columns + c]`). No rows: n_rows 0, n_columns 0,
+ * values NULL. The library's; free it with `harel_rows_free`.
+ */
+typedef struct harel_rows {
+  size_t n_rows;
+  size_t n_columns;
+  const struct harel_value *values;
+} harel_rows;
+
+
 
 /**
  * The buckets' upper bounds in seconds, inclusive: 100 µs to 10 s, Prometheus's
@@ -1090,6 +1170,113 @@ enum harel_status harel_schema_upgrade_sql(const char *prefix,
 const char *harel_status_name(int32_t status);
 
 /**
+ * Begins a transaction on `t`. Nothing is sent, and no lock taken, before its first
+ * query or its commit. On HAREL_OK `*out` is the caller's, freed with `harel_tx_free`.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL).
+ */
+enum harel_status harel_transport_begin(struct harel_transport *t,
+                                        struct harel_tx **out,
+                                        struct harel_error **err);
+
+/**
+ * Queues an application statement `sql` (one statement, no rows wanted) with its
+ * `n_params` parameters (`?1`, `?2`, ... or `?`; `params` may be NULL when 0). It runs,
+ * in order, with the next query or the commit; an error of the statement (a syntax
+ * error, a constraint) fails that call and ends the transaction. Its rows-changed count
+ * is not reported: when it matters, run it with RETURNING through harel_tx_query.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (tx NULL, freed or ended; sql NULL, empty or not
+ * UTF-8; a parameter of an unknown type, a NULL text, a NULL blob with a size, a REAL
+ * that is not finite; nothing is queued and the transaction goes on).
+ */
+enum harel_status harel_tx_execute(struct harel_tx *tx,
+                                   const char *sql,
+                                   const struct harel_value *params,
+                                   size_t n_params,
+                                   struct harel_error **err);
+
+/**
+ * Sends what was queued and runs `sql` (a SELECT, or a write with RETURNING) inside the
+ * transaction; on HAREL_OK `*out` holds its rows (the caller's, freed with
+ * `harel_rows_free`). The first query begins the transaction: from then it holds the
+ * connection and the write lock until it ends (see harel_tx).
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (as harel_tx_execute, or out NULL; the
+ * transaction goes on); HAREL_ERR_DATABASE (an error of this or of a queued statement or
+ * publish: the transaction is rolled back and ended); HAREL_ERR_BUSY (the write lock, or
+ * the transport's connection held by another of its transactions, was not had within
+ * the busy timeout; nothing ran and the transaction is ended); HAREL_ERR_CONNECT (the
+ * server could not be reached or the transaction's stream is gone: rolled back, ended).
+ */
+enum harel_status harel_tx_query(struct harel_tx *tx,
+                                 const char *sql,
+                                 const struct harel_value *params,
+                                 size_t n_params,
+                                 struct harel_rows **out,
+                                 struct harel_error **err);
+
+/**
+ * Queues a publish, with the arguments and delivery options of
+ * harel_transport_publish_with (`key` NULL: none; `delay` 0 and `not_before` -1: at
+ * once). They are checked now; what became of the message (its seq, whether its key made
+ * it a duplicate) comes back from harel_tx_commit. After the commit the message is
+ * delivered as any other, and this process's waiting claims wake for it.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (tx NULL, freed or ended, or an argument refused
+ * as harel_transport_publish_with refuses it; nothing is queued and the transaction goes
+ * on); HAREL_ERR_DATABASE (a key given and the queue lacks the keys table; the queue
+ * opened as it is, lacking part of the schema).
+ */
+enum harel_status harel_tx_publish(struct harel_tx *tx,
+                                   const char *group_id,
+                                   const char *event_json,
+                                   int32_t priority,
+                                   const char *routing_key,
+                                   const char *key,
+                                   double delay,
+                                   double not_before,
+                                   struct harel_error **err);
+
+/**
+ * Sends what was queued and commits: the application's statements and the messages, all
+ * of them or (on any error) none. `seqs` and `duplicates` are NULL or `n` long; the
+ * first min(n, published) entries receive each published message's seq and whether its
+ * key made it a duplicate (1) or it was stored (0), in the order of the harel_tx_publish
+ * calls. `n_published` (may be NULL) receives how many were published. The transaction
+ * is ended either way.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (tx NULL, freed or ended); HAREL_ERR_DATABASE
+ * (a statement, a publish or the COMMIT failed: nothing was kept; also sqld's 5 s rule);
+ * HAREL_ERR_BUSY (the write lock was not had within the busy timeout: nothing was kept);
+ * HAREL_ERR_CONNECT (the server could not be reached: nothing was kept; or its answer to
+ * the COMMIT was lost: the message says the commit may have been applied — publish with
+ * keys to make a retry safe).
+ */
+enum harel_status harel_tx_commit(struct harel_tx *tx,
+                                  int64_t *seqs,
+                                  int *duplicates,
+                                  size_t n,
+                                  size_t *n_published,
+                                  struct harel_error **err);
+
+/**
+ * Ends the transaction, keeping nothing of it. On a transaction already ended
+ * (committed, rolled back, failed, its transport closed) it does nothing and returns
+ * HAREL_OK, so a cleanup path may always call it.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (tx NULL, or not a live handle).
+ */
+enum harel_status harel_tx_rollback(struct harel_tx *tx, struct harel_error **err);
+
+/**
+ * Frees the transaction, rolling it back first unless it ended. NULL does nothing; so
+ * does a transaction freed already. Free every transaction before closing its
+ * transport, or let the close roll them back (the handles then only need freeing).
+ */
+void harel_tx_free(struct harel_tx *tx);
+
+/**
  * Opens the queue at `database`: a file path (a local libSQL file, WAL journal),
  * ":memory:", a "libsql://", "http://" or "https://" URL (a libSQL server), or a path
  * with `harel_options_set_sync_url` (an embedded replica of that server). `options` may
@@ -1248,9 +1435,16 @@ enum harel_status harel_transport_nack(struct harel_transport *t,
 
 /**
  * Closes the connection and frees the handle; closing cannot fail. Never use `t` again,
- * and never close a handle while another thread is using it. NULL does nothing.
+ * and never close a handle while another thread is using it. NULL does nothing. Its
+ * transactions still open are rolled back; their handles then refuse every call but
+ * harel_tx_rollback and harel_tx_free.
  */
 void harel_transport_close(struct harel_transport *t);
+
+/**
+ * Frees rows from `harel_tx_query`, with their texts and blobs. NULL does nothing.
+ */
+void harel_rows_free(struct harel_rows *rows);
 
 /**
  * The library's version, "MAJOR.MINOR.PATCH"; the header's HAREL_TRANSPORT_VERSION_MAJOR,

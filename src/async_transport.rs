@@ -5,11 +5,11 @@
 //! a time (one connection, and claims serialize on the database's write lock anyway).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, MutexGuard, OwnedMutexGuard};
 
 use crate::backend::{Backend, Opened};
 use crate::chain::Claimed;
@@ -29,8 +29,11 @@ use crate::waiting::wake::Signal;
 use crate::waiting::{Polling, Waiter, Watch};
 
 pub struct AsyncTransport {
-    /// Where the queue lives, one call at a time.
-    backend: Mutex<Backend>,
+    /// Where the queue lives, one call (or one application transaction) at a time.
+    backend: Arc<Mutex<Backend>>,
+    /// An application's transaction holds the backend (transaction/).
+    in_transaction: Arc<AtomicBool>,
+    busy_timeout: Duration,
     sql: Statements,
     clock: Clock,
     mode: Mode,
@@ -77,7 +80,9 @@ impl AsyncTransport {
         let (clock, max_attempts, interrupts) = (options.clock.clone(), options.max_attempts, Interrupts::default());
         let key_retention = options.key_retention;
         Ok(AsyncTransport {
-            backend: Mutex::new(backend),
+            backend: Arc::new(Mutex::new(backend)),
+            in_transaction: Arc::default(),
+            busy_timeout: options.busy_timeout,
             sql,
             clock,
             mode,
@@ -139,12 +144,66 @@ impl AsyncTransport {
     /// The backend, for an operation that writes: refused while the queue lacks part of the
     /// schema, since every write of ours may touch it (a claim counts `attempts`, a publish
     /// stamps `enqueued_at`) and opened as it is, nothing may upgrade it.
-    async fn writer(&self) -> Result<tokio::sync::MutexGuard<'_, Backend>> {
+    async fn writer(&self) -> Result<MutexGuard<'_, Backend>> {
         self.writable()?;
-        Ok(self.backend.lock().await)
+        self.connection().await
     }
 
-    fn writable(&self) -> Result<()> {
+    /// The backend, for one call. While an application's transaction holds it
+    /// (transaction/), waited for only up to the busy timeout: a call made on the transport
+    /// from inside that transaction would otherwise wait for ever.
+    pub(crate) async fn connection(&self) -> Result<MutexGuard<'_, Backend>> {
+        if let Ok(backend) = self.backend.try_lock() {
+            return Ok(backend);
+        }
+        if !self.in_transaction.load(Ordering::Acquire) {
+            return Ok(self.backend.lock().await);
+        }
+        tokio::time::timeout(self.busy_timeout, self.backend.lock()).await.map_err(|_| self.held_by_transaction())
+    }
+
+    /// The backend for an application's transaction, from its first read to its end; the
+    /// flag that says so, cleared when the hold ends.
+    pub(crate) async fn hold_for_transaction(&self) -> Result<(OwnedMutexGuard<Backend>, Arc<AtomicBool>)> {
+        let backend = match Arc::clone(&self.backend).try_lock_owned() {
+            Ok(backend) => backend,
+            Err(_) if !self.in_transaction.load(Ordering::Acquire) => Arc::clone(&self.backend).lock_owned().await,
+            Err(_) => tokio::time::timeout(self.busy_timeout, Arc::clone(&self.backend).lock_owned())
+                .await
+                .map_err(|_| self.held_by_transaction())?,
+        };
+        self.in_transaction.store(true, Ordering::Release);
+        Ok((backend, Arc::clone(&self.in_transaction)))
+    }
+
+    fn held_by_transaction(&self) -> Error {
+        Error::Busy(format!(
+            "a transaction of this transport held its connection for longer than the busy timeout ({} s): a \
+             transport runs one transaction at a time and its other calls wait for it, so inside a \
+             transaction publish with the transaction's own publish, and do not begin another on the same \
+             transport (transactions do not nest)",
+            self.busy_timeout.as_secs_f64()
+        ))
+    }
+
+    pub(crate) fn sql(&self) -> &Statements {
+        &self.sql
+    }
+
+    pub(crate) fn key_retention(&self) -> f64 {
+        self.key_retention
+    }
+
+    /// Counts what a commit stored, and wakes this process's waiting claims for it.
+    pub(crate) fn committed(&self, published: &[Published]) {
+        let stored = published.iter().filter(|p| !p.duplicate).count() as u64;
+        self.meters.published.add(stored);
+        if stored > 0 {
+            self.wake.notify();
+        }
+    }
+
+    pub(crate) fn writable(&self) -> Result<()> {
         if !self.absent.is_empty() {
             return Err(Error::Database(format!(
                 "refused: this queue lacks {} (a harel 0.9 file, opened as it is): it can be looked at, \
@@ -213,11 +272,7 @@ impl AsyncTransport {
                 work::publish_with(&mut backend, &self.sql, request, self.key_retention, &|| self.now()).await
             })
             .await?;
-        let stored = published.iter().filter(|p| !p.duplicate).count() as u64;
-        self.meters.published.add(stored);
-        if stored > 0 {
-            self.wake.notify();
-        }
+        self.committed(&published);
         Ok(published)
     }
 
@@ -292,7 +347,7 @@ impl AsyncTransport {
         if wait.timeout.is_zero() && wait.cancel.is_none() {
             let claimed = self
                 .timed(Operation::Claim, async {
-                    let mut backend = self.backend.lock().await;
+                    let mut backend = self.connection().await?;
                     work::claim(&mut backend, &self.sql, request, &|| self.now()).await
                 })
                 .await?;
@@ -310,7 +365,7 @@ impl AsyncTransport {
         let mut looked = self.polling == Polling::Local;
         loop {
             let woken = self.wake.armed();
-            let mut backend = self.backend.lock().await;
+            let mut backend = self.connection().await?;
             let now = self.now()?;
             let mut readiness = match looked {
                 true => Some(
@@ -364,7 +419,7 @@ impl AsyncTransport {
         watch.check_owner(self.id).map_err(|e| e.during("rearm"))?;
         let heard = watch.clear(&self.wake);
         let looked = async {
-            let mut backend = self.backend.lock().await;
+            let mut backend = self.connection().await?;
             let now = self.now()?;
             let keys = watch.routing_keys();
             let seen = looks::readiness(&mut backend, &self.sql, (watch.min_priority(), &keys), now, true).await?;
@@ -525,7 +580,7 @@ impl AsyncTransport {
     /// Exact counts of the queue now, read without the write lock (see `Stats`).
     pub async fn stats(&self) -> Result<Stats> {
         let now = self.now()?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.connection().await?;
         looks::stats(&mut backend, &self.sql, now).await.map_err(|e| e.during("stats"))
     }
 
@@ -540,7 +595,7 @@ impl AsyncTransport {
     ) -> Result<Page<GroupInfo>> {
         let page = PageRequest::new('g', cursor, limit)?;
         let now = self.now()?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.connection().await?;
         looks::groups(&mut backend, &self.sql, state, &page, now).await.map_err(|e| e.during("groups"))
     }
 
@@ -548,7 +603,7 @@ impl AsyncTransport {
     pub async fn peek(&self, group_id: &str, cursor: Option<&str>, limit: usize) -> Result<Page<MessageInfo>> {
         validate::non_empty("group_id", group_id)?;
         let page = PageRequest::new('m', cursor, limit)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.connection().await?;
         looks::peek(&mut backend, &self.sql, group_id, &page).await.map_err(|e| e.during("peek"))
     }
 
@@ -563,7 +618,7 @@ impl AsyncTransport {
             validate::non_empty("group_id", group_id)?;
         }
         let page = PageRequest::new('d', cursor, limit)?;
-        let mut backend = self.backend.lock().await;
+        let mut backend = self.connection().await?;
         looks::dead_letters(&mut backend, &self.sql, group_id, &page).await.map_err(|e| e.during("dead_letters"))
     }
 
@@ -612,10 +667,12 @@ impl AsyncTransport {
 
     /// Closes the connection; it cannot fail. Dropping the transport does the same.
     pub async fn close(self) {
-        self.backend.into_inner().close();
+        if let Ok(backend) = Arc::try_unwrap(self.backend) {
+            backend.into_inner().close();
+        }
     }
 
-    fn now(&self) -> Result<f64> {
+    pub(crate) fn now(&self) -> Result<f64> {
         let now = (self.clock)();
         if !now.is_finite() || now < 0.0 {
             return Err(Error::Argument(format!("the clock returned {now}; it must return finite epoch seconds")));

@@ -24,6 +24,7 @@ mod options;
 mod queue;
 mod request;
 mod sql;
+mod transaction;
 mod transport;
 mod types;
 mod validate;
@@ -34,6 +35,8 @@ pub use error::{Error, Result};
 pub use metrics::{Histogram, Latency, Metrics, LATENCY_BOUNDS, LATENCY_BUCKETS};
 pub use mode::Mode;
 pub use options::{system_clock, Clock, Options, Synchronous, DEFAULT_KEY_RETENTION};
+pub use libsql::Value;
+pub use transaction::{AsyncTx, Tx};
 pub use transport::Transport;
 pub use types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, PriorityStats,

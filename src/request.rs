@@ -64,6 +64,12 @@ impl<'m, 'a> Deliver<'m, 'a> {
         Ok(Deliver { items: Cow::Borrowed(items), batch: true })
     }
 
+    /// Messages checked already, one by one as an application's transaction queued them;
+    /// alone, as `one` names their fields.
+    pub(crate) fn checked(items: Vec<(Message<'a>, Delivery<'a>)>) -> Deliver<'m, 'a> {
+        Deliver { items: Cow::Owned(items), batch: false }
+    }
+
     pub fn items(&self) -> &[(Message<'a>, Delivery<'a>)] {
         &self.items
     }

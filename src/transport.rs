@@ -34,8 +34,13 @@ impl Transport {
         Ok(Transport { inner: Some(inner), runtime, commits: GroupCommit::default() })
     }
 
-    fn inner(&self) -> &AsyncTransport {
+    pub(crate) fn inner(&self) -> &AsyncTransport {
         self.inner.as_ref().expect("a Transport is live until close or drop")
+    }
+
+    /// Drives `call` to completion on the transport's runtime.
+    pub(crate) fn block_on<F: std::future::Future>(&self, call: F) -> F::Output {
+        self.runtime.block_on(call)
     }
 
     pub fn mode(&self) -> Mode {

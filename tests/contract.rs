@@ -90,6 +90,11 @@ local!(
     a_delayed_message_keeps_its_place_in_its_group,
     a_waiting_claim_wakes_when_a_delayed_message_is_due,
     bad_delivery_options_are_refused_and_change_nothing,
+    a_transaction_commits_its_rows_and_messages_together,
+    a_transaction_that_fails_keeps_nothing,
+    a_query_begins_the_transaction_and_sees_its_own_writes,
+    a_waiting_claim_wakes_when_a_transaction_commits,
+    transaction_misuse_is_refused_and_changes_nothing,
 );
 
 #[test]
@@ -105,3 +110,4 @@ fn a_group_written_with_priority_above_4_is_still_served() {
     let lease = t.claim("w", V, 4, &[]).unwrap().expect("priority 7 is above the floor 4");
     assert_eq!(lease.group_id, "py");
 }
+

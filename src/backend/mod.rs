@@ -89,9 +89,43 @@ impl Backend {
     /// of each statement, and what `build` wants back. `build` reads the clock, so it runs
     /// once the write lock is held (and again for each try on a server).
     pub async fn run<'c, T>(&mut self, build: impl FnMut() -> Result<(Chain<'c>, T)>) -> Result<(Vec<Done>, T)> {
+        self.rollback_open().await;
         match self {
             Backend::Local(local) => local.run(build).await,
             Backend::Server(server) => server.run(build).await,
+        }
+    }
+
+    /// Runs the chain `build` makes inside an application's open transaction, beginning it
+    /// (BEGIN IMMEDIATE, after a busy answer made again within the busy timeout) when none
+    /// is open; the transaction stays open, and holds the write lock, until `commit_open`
+    /// or `rollback_open`. Any error rolls it back. `build` reads the clock.
+    pub async fn run_open<'c, T>(
+        &mut self,
+        build: impl FnMut() -> Result<(Chain<'c>, T)>,
+    ) -> Result<(Vec<Done>, T)> {
+        match self {
+            Backend::Local(local) => local.run_open(build).await,
+            Backend::Server(server) => server.run_open(build).await,
+        }
+    }
+
+    /// Runs `chain` and COMMIT in the open transaction; any error rolls it back.
+    pub async fn commit_open(&mut self, chain: Chain<'_>) -> Result<Vec<Done>> {
+        match self {
+            Backend::Local(local) => local.commit_open(chain).await,
+            Backend::Server(server) => server.commit_open(chain).await,
+        }
+    }
+
+    /// Rolls the open transaction back; nothing when none is open. Every other call on the
+    /// backend does so first: an application's transaction dropped where it could not be
+    /// rolled back (no runtime to run the ROLLBACK on) must not hold the lock, nor take in
+    /// the next operation's statements.
+    pub async fn rollback_open(&mut self) {
+        match self {
+            Backend::Local(local) => local.rollback_open().await,
+            Backend::Server(server) => server.rollback_open().await,
         }
     }
 
@@ -105,6 +139,7 @@ impl Backend {
         now: Now<'_>,
         before: Option<Before<'_, 'a>>,
     ) -> Result<Claimed> {
+        self.rollback_open().await;
         match self {
             Backend::Local(local) => local.claim(sql, claim, now, before).await,
             Backend::Server(server) => server.claim(sql, claim, now, before).await,
@@ -113,6 +148,7 @@ impl Backend {
 
     /// The rows of each statement, read without the write lock.
     pub async fn read(&mut self, reads: &[(&str, Vec<Value>)]) -> Result<Vec<Vec<Row>>> {
+        self.rollback_open().await;
         match self {
             Backend::Local(local) => local.read(reads).await,
             Backend::Server(server) => server.read(reads).await,

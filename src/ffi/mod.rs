@@ -43,8 +43,12 @@ mod schema;
 mod status;
 #[path = "looks/strings_out.rs"]
 mod strings_out;
+#[path = "calls/transaction.rs"]
+mod transaction;
 #[path = "calls/transport.rs"]
 mod transport;
+#[path = "arguments/values.rs"]
+mod values;
 mod version;
 mod waiting;
 #[path = "calls/watch.rs"]
@@ -61,7 +65,9 @@ pub use options::*;
 pub use publish_with::*;
 pub use schema::*;
 pub use status::{harel_status, harel_status_name};
+pub use transaction::*;
 pub use transport::*;
+pub use values::*;
 pub use version::*;
 pub use waiting::*;
 pub use watch::*;

@@ -162,6 +162,11 @@ impl<T> Registry<T> {
         self.table(|(_, values)| values.get(&(handle as usize as u64)).cloned())
     }
 
+    /// The values of every live handle.
+    pub(crate) fn values(&self) -> Vec<std::sync::Arc<T>> {
+        self.table(|(_, values)| values.values().cloned().collect())
+    }
+
     /// Ends a handle; false when it was not live (NULL, freed already, made up).
     pub(crate) fn remove<C>(&self, handle: *mut C) -> bool {
         self.table(|(_, values)| values.remove(&(handle as usize as u64)).is_some())

@@ -66,54 +66,74 @@ pub async fn publish_with(
     retention: f64,
     now: Now<'_>,
 ) -> Result<Vec<Published>> {
-    if request.has_keys() && sql.lacks.keys {
-        return Err(Error::Database(format!(
-            "the table {} is missing, which a publish with a key needs: open the queue once with \
-             create_schema on, or run harel_schema_sql's statements",
-            sql.keys_table
-        )));
-    }
-    let p = &sql.publish_with;
+    keys_kept(sql, request.has_keys())?;
     let (done, reads) = backend
         .run(|| {
-            let now = now()?;
             let mut chain = Chain::new();
-            if request.has_keys() {
-                chain.push(&p.sweep_keys, vec![now.into()]);
-            }
-            let mut reads = Vec::with_capacity(request.items().len());
-            for (i, (m, d)) in request.items().iter().enumerate() {
-                let due = validate::due(&request.at(i), d, now)?;
-                let (locked_by, until) = due.map_or((Value::Null, Value::Null), |t| (DELAYED.into(), t.into()));
-                let message = vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by, until];
-                let group = vec![m.group_id.into(), m.priority.into(), m.routing_key.into()];
-                match d.key {
-                    Some(key) => {
-                        chain.push(&p.forget_key, vec![key.into(), now.into()]);
-                        chain.push(&p.take_key, vec![key.into(), (now + retention).into()]);
-                        chain.push(&p.insert_message_if_new, message);
-                        chain.push(&p.bind_key, vec![key.into()]);
-                        reads.push(chain.query(&p.published, vec![key.into()]));
-                        chain.push(&p.insert_group_if_new, group);
-                    }
-                    None => {
-                        chain.push(&p.insert_message, message);
-                        reads.push(chain.query(&p.published_unkeyed, Vec::new()));
-                        chain.push(&p.insert_group, group);
-                    }
-                }
-                if due.is_some() {
-                    chain.push(&p.stamp_delayed_head, vec![m.group_id.into()]);
-                }
-            }
+            let reads = push_deliveries(&mut chain, sql, request, retention, now()?)?;
             Ok((chain, reads))
         })
         .await?;
     reads.into_iter().map(|at| published(done.get(at))).collect()
 }
 
+/// A publish with a key needs the keys table, which a harel 0.9 file opened with
+/// create_schema off lacks.
+pub fn keys_kept(sql: &Statements, has_keys: bool) -> Result<()> {
+    if has_keys && sql.lacks.keys {
+        return Err(Error::Database(format!(
+            "the table {} is missing, which a publish with a key needs: open the queue once with \
+             create_schema on, or run harel_schema_sql's statements",
+            sql.keys_table
+        )));
+    }
+    Ok(())
+}
+
+/// Appends the statements of `request`'s messages to `chain`, written at `now`: the expired
+/// keys swept first (a bounded step) when any message has a key, then each message with its
+/// key and group. The index of each message's `published` read (see `published`), in order.
+pub fn push_deliveries<'c>(
+    chain: &mut Chain<'c>,
+    sql: &'c Statements,
+    request: &Deliver<'_, '_>,
+    retention: f64,
+    now: f64,
+) -> Result<Vec<usize>> {
+    let p = &sql.publish_with;
+    if request.has_keys() {
+        chain.push(&p.sweep_keys, vec![now.into()]);
+    }
+    let mut reads = Vec::with_capacity(request.items().len());
+    for (i, (m, d)) in request.items().iter().enumerate() {
+        let due = validate::due(&request.at(i), d, now)?;
+        let (locked_by, until) = due.map_or((Value::Null, Value::Null), |t| (DELAYED.into(), t.into()));
+        let message = vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by, until];
+        let group = vec![m.group_id.into(), m.priority.into(), m.routing_key.into()];
+        match d.key {
+            Some(key) => {
+                chain.push(&p.forget_key, vec![key.into(), now.into()]);
+                chain.push(&p.take_key, vec![key.into(), (now + retention).into()]);
+                chain.push(&p.insert_message_if_new, message);
+                chain.push(&p.bind_key, vec![key.into()]);
+                reads.push(chain.query(&p.published, vec![key.into()]));
+                chain.push(&p.insert_group_if_new, group);
+            }
+            None => {
+                chain.push(&p.insert_message, message);
+                reads.push(chain.query(&p.published_unkeyed, Vec::new()));
+                chain.push(&p.insert_group, group);
+            }
+        }
+        if due.is_some() {
+            chain.push(&p.stamp_delayed_head, vec![m.group_id.into()]);
+        }
+    }
+    Ok(reads)
+}
+
 /// A `published` row: (seq, 1 when stored now).
-fn published(done: Option<&Done>) -> Result<Published> {
+pub fn published(done: Option<&Done>) -> Result<Published> {
     let row = done.and_then(|d| d.rows.first()).ok_or_else(|| Error::Database("publish: no seq came back".into()))?;
     match (row.first(), row.get(1)) {
         (Some(Value::Integer(seq)), Some(Value::Integer(stored))) => {

@@ -6,7 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use harel_transport::{Cancel, Delivery, Error, GroupState, Lease, Message, Options, Published, Transport, Wait};
+use harel_transport::{
+    Cancel, Delivery, Error, GroupState, Lease, Message, Options, Published, Transport, Value, Wait,
+};
 
 use super::drain::claim_and_ack_all;
 use super::poll::{readable_within, work_within};
@@ -80,6 +82,11 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("a_delayed_message_keeps_its_place_in_its_group", a_delayed_message_keeps_its_place_in_its_group),
     ("a_waiting_claim_wakes_when_a_delayed_message_is_due", a_waiting_claim_wakes_when_a_delayed_message_is_due),
     ("bad_delivery_options_are_refused_and_change_nothing", bad_delivery_options_are_refused_and_change_nothing),
+    ("a_transaction_commits_its_rows_and_messages_together", a_transaction_commits_its_rows_and_messages_together),
+    ("a_transaction_that_fails_keeps_nothing", a_transaction_that_fails_keeps_nothing),
+    ("a_query_begins_the_transaction_and_sees_its_own_writes", a_query_begins_the_transaction_and_sees_its_own_writes),
+    ("a_waiting_claim_wakes_when_a_transaction_commits", a_waiting_claim_wakes_when_a_transaction_commits),
+    ("transaction_misuse_is_refused_and_changes_nothing", transaction_misuse_is_refused_and_changes_nothing),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -1157,4 +1164,195 @@ pub fn bad_delivery_options_are_refused_and_change_nothing(open: Open<'_>) {
     for retention in [0.0, -1.0, f64::NAN, 1e12] {
         assert!(matches!(o.key_retention(retention), Err(Error::Argument(m)) if m.contains("key_retention")));
     }
+}
+
+/// A table of the application's own, named apart from every other check's (on a server the
+/// checks share one database).
+fn app_table(t: &Transport, what: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let table = format!("app_{what}_{nanos}");
+    t.transaction(|tx| tx.execute(&format!("CREATE TABLE {table} (id INTEGER PRIMARY KEY, note TEXT)"), []))
+        .expect("create the application's table");
+    table
+}
+
+fn count(t: &Transport, table: &str) -> i64 {
+    let (rows, _) = t.transaction(|tx| tx.query(&format!("SELECT count(*) FROM {table}"), [])).unwrap();
+    match rows[0][0] {
+        Value::Integer(n) => n,
+        ref other => panic!("count(*) is {other:?}"),
+    }
+}
+
+pub fn a_transaction_commits_its_rows_and_messages_together(open: Open<'_>) {
+    let t = open(&Options::new());
+    let orders = app_table(&t, "orders");
+    let insert = format!("INSERT INTO {orders} (id, note) VALUES (?1, ?2)");
+    let (e1, e2) = (event(1), event(2));
+    let ((), published) = t
+        .transaction(|tx| {
+            tx.execute(&insert, [Value::Integer(1), Value::Text("first order".into())])?;
+            tx.publish(msg("order-1", &e1))?;
+            tx.publish_with(msg("order-1", &e2), keyed("order-1-created"))
+        })
+        .unwrap();
+    assert_eq!(published.len(), 2);
+    assert!(published.iter().all(|p| !p.duplicate) && published[1].seq > published[0].seq);
+    assert_eq!(count(&t, &orders), 1, "the application's row is there");
+    let other = open(&Options::new());
+    let lease = claim(&other, "w").expect("the message is there, for any transport");
+    assert_eq!((lease.seq, lease.event.as_str()), (published[0].seq, e1.as_str()));
+    other.ack(&lease).unwrap();
+    assert_eq!(claim(&other, "w").unwrap().event, e2, "FIFO, in the order published");
+    // A key seen before: the retried transaction's message is a duplicate, its row is new.
+    let mut tx = t.begin();
+    tx.execute(&insert, [Value::Integer(2), Value::Null]).unwrap();
+    tx.publish_with(msg("order-1", &e2), keyed("order-1-created")).unwrap();
+    assert_eq!(tx.commit().unwrap(), [Published { seq: published[1].seq, duplicate: true }]);
+    assert_eq!(count(&t, &orders), 2);
+    // Nothing asked: a commit that does nothing.
+    assert_eq!(t.begin().commit().unwrap(), []);
+}
+
+pub fn a_transaction_that_fails_keeps_nothing(open: Open<'_>) {
+    let t = open(&Options::new());
+    let orders = app_table(&t, "failing");
+    let insert = format!("INSERT INTO {orders} (id, note) VALUES (?1, ?2)");
+    let nothing_kept = |what: &str| {
+        assert_eq!(count(&t, &orders), 0, "{what}: no row kept");
+        assert_eq!(t.stats().unwrap().messages, 0, "{what}: no message kept");
+    };
+    let mut tx = t.begin();
+    tx.execute(&insert, [Value::Integer(1), Value::Null]).unwrap();
+    tx.publish(msg("g", &event(1))).unwrap();
+    tx.rollback();
+    nothing_kept("rolled back");
+    {
+        let mut dropped = t.begin();
+        dropped.execute(&insert, [Value::Integer(1), Value::Null]).unwrap();
+        dropped.publish(msg("g", &event(1))).unwrap();
+        assert_eq!(dropped.query(&format!("SELECT count(*) FROM {orders}"), []).unwrap()[0][0], Value::Integer(1));
+    }
+    nothing_kept("dropped after a query began it");
+    // A statement that fails at the commit takes the publishes before it with it.
+    let failed = t.transaction(|tx| {
+        tx.execute(&insert, [Value::Integer(1), Value::Null])?;
+        tx.publish(msg("g", &event(1)))?;
+        tx.execute(&insert, [Value::Integer(1), Value::Null])
+    });
+    assert!(matches!(&failed, Err(Error::Database(m)) if m.contains("UNIQUE") && m.starts_with("commit: ")), "{failed:?}");
+    nothing_kept("a constraint failed at the commit");
+    let failed = t.transaction(|tx| {
+        tx.publish(msg("g", &event(1)))?;
+        tx.query("SELECT no_such_column FROM no_such_table", [])
+    });
+    assert!(matches!(&failed, Err(Error::Database(m)) if m.contains("no_such_table")), "{failed:?}");
+    nothing_kept("a query failed");
+    let failed: Result<((), _), Error> = t.transaction(|tx| {
+        tx.execute(&insert, [Value::Integer(1), Value::Null])?;
+        tx.publish(msg("g", &event(1)))?;
+        Err(Error::Argument("the application changed its mind".into()))
+    });
+    assert!(matches!(&failed, Err(Error::Argument(m)) if m.contains("changed its mind")));
+    nothing_kept("the work returned an error");
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = t.transaction(|tx| -> Result<(), Error> {
+            tx.execute(&insert, [Value::Integer(1), Value::Null])?;
+            tx.publish(msg("g", &event(1)))?;
+            tx.query(&format!("SELECT * FROM {orders}"), [])?;
+            panic!("the application's code panicked");
+        });
+    }));
+    assert!(panicked.is_err());
+    nothing_kept("the work panicked");
+    t.publish("g", &event(9), 0, None).expect("the transport is usable after all of it");
+    assert_eq!(claim(&t, "w").unwrap().event, event(9));
+}
+
+pub fn a_query_begins_the_transaction_and_sees_its_own_writes(open: Open<'_>) {
+    let t = open(&Options::new());
+    let orders = app_table(&t, "reads");
+    let (e1, e2) = (event(1), event(2));
+    let (seen, published) = t
+        .transaction(|tx| {
+            tx.execute(&format!("INSERT INTO {orders} (id, note) VALUES (1, 'a'), (2, 'b')"), [])?;
+            tx.publish_with(msg("g", &e1), keyed("k"))?;
+            let seen = tx.query(&format!("SELECT id, note FROM {orders} ORDER BY id"), [])?;
+            tx.publish_with(msg("g", &e2), keyed("k"))?;
+            let returned = tx.query(&format!("UPDATE {orders} SET note = ?1 WHERE id = 2 RETURNING note"), [
+                Value::Text("changed".into()),
+            ])?;
+            assert_eq!(returned, [vec![Value::Text("changed".into())]]);
+            Ok::<_, Error>(seen)
+        })
+        .unwrap();
+    assert_eq!(seen, [vec![Value::Integer(1), Value::Text("a".into())], vec![Value::Integer(2), Value::Text("b".into())]]);
+    assert_eq!(published[1], Published { seq: published[0].seq, duplicate: true }, "the key seen earlier in it");
+    assert_eq!(t.stats().unwrap().messages, 1);
+    let values = [Value::Null, Value::Integer(i64::MIN), Value::Real(0.1 + 0.2), Value::Text("a'\"\u{10FFFF}".into()), Value::Blob(vec![0, 255])];
+    let (rows, _) = t.transaction(|tx| tx.query("SELECT ?1, ?2, ?3, ?4, ?5", values.clone())).unwrap();
+    assert_eq!(rows, [values.to_vec()], "every type goes and comes back exactly");
+}
+
+pub fn a_waiting_claim_wakes_when_a_transaction_commits(open: Open<'_>) {
+    let waiter = open(&Options::new());
+    let producer = open(&Options::new());
+    let started = Instant::now();
+    let leased = std::thread::scope(|s| {
+        let waiting = s.spawn(|| waiter.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_secs(20))));
+        let same = s.spawn(|| producer.claim_wait("w2", V, 0, &[], &Wait::up_to(Duration::from_secs(3))));
+        std::thread::sleep(Duration::from_millis(300));
+        let mut tx = producer.begin();
+        tx.publish(msg("g", &event(7))).unwrap();
+        tx.publish(msg("h", &event(8))).unwrap();
+        tx.commit().unwrap();
+        [waiting.join().unwrap().unwrap(), same.join().unwrap().unwrap()]
+    });
+    let took = elapsed_since(started);
+    let mut got: Vec<String> = leased.iter().flatten().map(|l| l.event.clone()).collect();
+    got.sort();
+    assert_eq!(got, [event(7), event(8)], "both waiters woken, on this transport and another");
+    assert!(took < Duration::from_secs(3), "woken by the commit, not by a timeout: {took:?}");
+}
+
+pub fn transaction_misuse_is_refused_and_changes_nothing(open: Open<'_>) {
+    let mut o = Options::new();
+    o.busy_timeout(0.3).unwrap();
+    let t = open(&o);
+    let orders = app_table(&t, "misuse");
+    let insert = format!("INSERT INTO {orders} (id) VALUES (?1)");
+    let mut tx = t.begin();
+    let argument = |r: Result<(), Error>, says: &str| {
+        assert!(matches!(&r, Err(Error::Argument(m)) if m.contains(says)), "want {says:?}: {r:?}");
+    };
+    argument(tx.execute("", []), "sql is empty");
+    argument(tx.execute(&insert, [Value::Real(f64::NAN)]), "params[0] is NaN");
+    argument(tx.execute(&insert, [Value::Integer(1), Value::Real(f64::INFINITY)]), "params[1] is inf");
+    argument(tx.publish(msg("", &event(1))), "group_id");
+    argument(tx.publish(msg("g", "not json")), "event_json");
+    argument(tx.publish_with(msg("g", &event(1)), keyed("")), "key is empty");
+    argument(tx.publish_with(msg("g", &event(1)), Delivery { delay: -1.0, ..Delivery::default() }), "delay");
+    // Refused arguments queued nothing; the transaction goes on.
+    tx.execute(&insert, [Value::Integer(1)]).unwrap();
+    tx.publish(msg("g", &event(1))).unwrap();
+    tx.query("SELECT 1", []).unwrap();
+    // It holds the connection now: the transport's own calls, and a transaction inside
+    // it, wait the busy timeout and say why.
+    let nested = t.transaction(|inner| inner.query("SELECT 1", []));
+    assert!(matches!(&nested, Err(Error::Busy(m)) if m.contains("do not nest")), "{nested:?}");
+    let outside = t.publish("g", &event(2), 0, None);
+    assert!(matches!(&outside, Err(Error::Busy(m)) if m.contains("transaction's own publish")), "{outside:?}");
+    assert_eq!(tx.commit().unwrap().len(), 1);
+    assert_eq!(count(&t, &orders), 1);
+    assert_eq!(t.stats().unwrap().messages, 1, "only the transaction's message");
+    // Ended: every call is refused with why.
+    let mut failed = t.begin();
+    failed.execute("INSERT INTO no_such_table VALUES (1)", []).unwrap();
+    assert!(matches!(failed.query("SELECT 1", []), Err(Error::Database(_))));
+    argument(failed.execute(&insert, [Value::Integer(5)]), "rolled back after an error");
+    argument(failed.publish(msg("g", &event(3))), "rolled back after an error");
+    assert!(matches!(failed.query("SELECT 1", []), Err(Error::Argument(m)) if m.contains("begin a new one")));
+    assert!(matches!(failed.commit(), Err(Error::Argument(m)) if m.starts_with("commit: the transaction was rolled back")));
+    assert_eq!(count(&t, &orders), 1);
+    assert_eq!(t.stats().unwrap().messages, 1);
 }

@@ -8,6 +8,7 @@ mod claim;
 pub mod file_identity;
 mod lock;
 mod open;
+mod open_transaction;
 pub mod other_sqlite;
 mod statement_cache;
 
@@ -31,6 +32,9 @@ pub struct Local {
     /// A file's watch (other_sqlite.rs); None in memory. Declared after the connection and
     /// the statements, so it drops last, once nothing of ours has the file open.
     watch: Option<FileWatch>,
+    /// The application's transaction this connection holds open (open_transaction.rs): our
+    /// processes' slot, until its COMMIT or ROLLBACK.
+    open: Option<Held>,
     /// Lives as long as its connection.
     _database: Database,
 }
@@ -51,7 +55,9 @@ impl Local {
     /// is ever kept.
     async fn transaction<T>(&mut self, work: impl AsyncFnOnce(&mut Local) -> Result<T>) -> Result<T> {
         if !self.conn.is_autocommit() {
-            // An earlier call was cancelled mid-transaction (its future dropped).
+            // An earlier call was cancelled mid-transaction (its future dropped), or an
+            // application's transaction was dropped where it could not be rolled back.
+            self.open = None;
             self.rollback().await;
         }
         self.check_wal(false)?;

@@ -31,6 +31,7 @@ impl Local {
             lock,
             busy_retries,
             watch: Some(watch),
+            open: None,
             _database: database,
         })
     }
@@ -40,7 +41,15 @@ impl Local {
         let (database, conn) = connect(":memory:").await?;
         configure(":memory:", &conn, options, None).await?;
         let lock = LocalLock::memory(options.busy_timeout);
-        Ok(Local { conn, statements: StatementCache::new(), lock, busy_retries, watch: None, _database: database })
+        Ok(Local {
+            conn,
+            statements: StatementCache::new(),
+            lock,
+            busy_retries,
+            watch: None,
+            open: None,
+            _database: database,
+        })
     }
 }
 

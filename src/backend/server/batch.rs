@@ -14,7 +14,8 @@ use crate::sql::LEASE_LOST;
 /// What the server made of a chain.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Committed: each statement's result, in order.
+    /// Committed (or, by a batch that keeps its transaction open, all run): each
+    /// statement's result, in order.
     Committed(Vec<Done>),
     /// `BEGIN IMMEDIATE` failed: nothing ran.
     NotBegun(proto::Error),
@@ -29,45 +30,75 @@ pub enum Failed {
     Lost(Error),
 }
 
-/// The batch: BEGIN IMMEDIATE is step 0, statement i step i + 1, then COMMIT and ROLLBACK.
+/// How a chain's batch begins and ends: an operation's both begins and commits; the
+/// requests of an application's open transaction (open_transaction.rs) begin it, go on
+/// with it, or commit it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    pub begin: bool,
+    pub commit: bool,
+}
+
+/// An operation: BEGIN IMMEDIATE, its statements, COMMIT.
+pub const OPERATION: Shape = Shape { begin: true, commit: true };
+
+/// The batch of an operation (`OPERATION`).
 pub fn batch(chain: &Chain) -> Result<Batch> {
-    let links = chain.links();
-    let n = links.len() as u32;
-    let after = |step: u32| Some(BatchCond::Ok { step });
-    let mut steps = vec![BatchStep { condition: None, stmt: Stmt::new("BEGIN IMMEDIATE", false) }];
-    for (link, i) in links.iter().zip(0..) {
+    shaped(chain, OPERATION)
+}
+
+/// The batch: BEGIN IMMEDIATE (when `shape.begin`) first, the statements in order, each
+/// only if the step before it succeeded, COMMIT (when `shape.commit`) if the last one
+/// did, and ROLLBACK unless the last step before it succeeded.
+pub fn shaped(chain: &Chain, shape: Shape) -> Result<Batch> {
+    let mut steps = Vec::with_capacity(chain.links().len() + 3);
+    let after = |steps: &Vec<BatchStep>| steps.len().checked_sub(1).map(|step| BatchCond::Ok { step: step as u32 });
+    if shape.begin {
+        steps.push(BatchStep { condition: None, stmt: Stmt::new("BEGIN IMMEDIATE", false) });
+    }
+    for link in chain.links() {
         let mut stmt = Stmt::new(link.sql.as_ref(), link.rows);
         for param in &link.params {
             stmt.bind(value(param.clone())?);
         }
-        steps.push(BatchStep { condition: after(i), stmt });
+        steps.push(BatchStep { condition: after(&steps), stmt });
     }
-    steps.push(BatchStep { condition: after(n), stmt: Stmt::new("COMMIT", false) });
-    let committed = BatchCond::Ok { step: n + 1 };
+    if shape.commit {
+        steps.push(BatchStep { condition: after(&steps), stmt: Stmt::new("COMMIT", false) });
+    }
+    let done = after(&steps).ok_or_else(|| Error::Database("an empty batch was about to be sent".into()))?;
     steps.push(BatchStep {
-        condition: Some(BatchCond::Not { cond: Box::new(committed) }),
+        condition: Some(BatchCond::Not { cond: Box::new(done) }),
         stmt: Stmt::new("ROLLBACK", false),
     });
     Ok(Batch { steps, replication_index: None })
 }
 
-/// Reads the server's result of `chain`'s batch.
+/// Reads the server's result of an operation's batch (`OPERATION`).
 pub fn outcome(chain: &Chain, result: BatchResult) -> Outcome {
+    outcome_of(chain, OPERATION, result)
+}
+
+/// Reads the server's result of `chain`'s batch of `shape`: `Committed` when its last step
+/// before the ROLLBACK succeeded (the COMMIT, or the last statement of a batch that keeps
+/// the transaction open).
+pub fn outcome_of(chain: &Chain, shape: Shape, result: BatchResult) -> Outcome {
     let BatchResult { mut step_results, step_errors, .. } = result;
     let links = chain.links();
     let n = links.len();
-    let commit = n + 1;
-    if step_results.get(commit).is_some_and(Option::is_some) {
-        let results: Option<Vec<Done>> = step_results.drain(1..=n).map(|r| r.map(done)).collect();
+    let first = usize::from(shape.begin);
+    let last = (first + n + usize::from(shape.commit)).saturating_sub(1);
+    if step_results.get(last).is_some_and(Option::is_some) {
+        let results: Option<Vec<Done>> = step_results.drain(first..first + n).map(|r| r.map(done)).collect();
         if let Some(results) = results {
             return Outcome::Committed(results);
         }
     }
-    let first_error = step_errors.into_iter().take(commit + 1).enumerate().find_map(|(step, e)| Some((step, e?)));
+    let first_error = step_errors.into_iter().take(last + 1).enumerate().find_map(|(step, e)| Some((step, e?)));
     match first_error {
-        Some((0, error)) => Outcome::NotBegun(error),
+        Some((0, error)) if shape.begin => Outcome::NotBegun(error),
         Some((step, error)) => {
-            let lost = links.get(step - 1).and_then(|link| link.lost.as_ref());
+            let lost = step.checked_sub(first).and_then(|i| links.get(i)).and_then(|link| link.lost.as_ref());
             match lost {
                 Some(lease) if error.message.contains(LEASE_LOST) => Outcome::Failed(Failed::Lost(lease_lost(lease))),
                 _ => Outcome::Failed(Failed::Server(error)),

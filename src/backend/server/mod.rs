@@ -12,6 +12,7 @@
 mod batch;
 mod claim;
 mod open;
+mod open_transaction;
 mod pipeline;
 
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub struct Server {
     busy_retries: Arc<Counter>,
     /// An embedded replica's local copy; None: a remote queue.
     replica: Option<Replica>,
+    /// An application's transaction is open on the pipeline's stream (open_transaction.rs).
+    open: bool,
 }
 
 /// The replica's file, which the `Database` keeps synced from the primary (its background

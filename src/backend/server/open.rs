@@ -65,7 +65,7 @@ impl Server {
     fn new(url: &str, options: &Options, busy_retries: Arc<Counter>, replica: Option<Replica>) -> Result<Server> {
         let token = options.auth_token.as_deref().unwrap_or_default();
         let pipeline = Pipeline::new(url, token).map_err(Error::Connect)?;
-        Ok(Server { pipeline, busy_timeout: options.busy_timeout, busy_retries, replica })
+        Ok(Server { pipeline, busy_timeout: options.busy_timeout, busy_retries, replica, open: false })
     }
 
     /// One request that reads nothing: the server answers and takes the token.

@@ -83,6 +83,24 @@ impl Pipeline {
         }
     }
 
+    /// Runs `batch` on the stream the last request left, never on a new one: an open
+    /// transaction lives on that stream alone. A stream that is gone took its transaction
+    /// with it (the server rolled it back).
+    pub async fn run_on_stream(&self, batch: Batch) -> Result<BatchResult, Failure> {
+        let kept = self.stream.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let gone = || Failure::Stream {
+            code: "STREAM_EXPIRED".into(),
+            message: "the stream of the open transaction is gone".into(),
+        };
+        match kept {
+            None => Err(gone()),
+            Some(stream) => match self.send(batch, Some(&stream)).await {
+                Err(Failure::Status(400, body)) if is_gone_stream(&body) => Err(gone()),
+                other => other,
+            },
+        }
+    }
+
     async fn send(&self, batch: Batch, stream: Option<&Stream>) -> Result<BatchResult, Failure> {
         let url = stream.map_or(self.url.as_str(), |s| s.url.as_str());
         let request = Request::post(url)

@@ -296,11 +296,18 @@ pub extern "C" fn harel_transport_nack(
 }
 
 /// Closes the connection and frees the handle; closing cannot fail. Never use `t` again,
-/// and never close a handle while another thread is using it. NULL does nothing.
+/// and never close a handle while another thread is using it. NULL does nothing. Its
+/// transactions still open are rolled back; their handles then refuse every call but
+/// harel_tx_rollback and harel_tx_free.
 #[no_mangle]
 pub extern "C" fn harel_transport_close(t: *mut harel_transport) {
     super::boundary_value((), || {
         // SAFETY: NULL or from harel_transport_open, closed once (this function's contract).
+        // Its transactions end first, while it is where they point.
+        if let Some(transport) = unsafe { ref_from_ptr(t) } {
+            super::transaction::end_transactions_of(transport);
+        }
+        // SAFETY: as above.
         if let Some(t) = unsafe { take_from_ptr(t) } {
             t.close();
         }
