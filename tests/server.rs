@@ -895,3 +895,43 @@ fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------
+// Publishing inside the application's transaction, past what the shared contract shows:
+// sqld's 5 s rule for a transaction that holds the write lock across the network.
+
+/// A transaction begun by a query holds the server's write lock between its requests. When
+/// another writer waits for it, sqld rolls the transaction back once it has held the lock for
+/// 5 s: the other writer goes ahead, and the transaction's commit fails with
+/// `Error::Database` naming the rule, keeping nothing. A transaction with no query never
+/// holds the lock between requests, so the rule cannot reach it.
+#[test]
+fn a_transaction_holding_the_lock_over_5_s_while_another_writes_is_rolled_back() {
+    let binary = sqld_or_skip!("a_transaction_holding_the_lock_over_5_s_while_another_writes_is_rolled_back");
+    let _serial = serial();
+    let server = Sqld::start(&binary, false);
+    let client = Client::of(Via::Remote, &server);
+    let clock = TestClock::at(1000.0);
+    let mut options = clock.options();
+    options.busy_timeout(30.0).unwrap();
+    let holder = client.with_prefix("rule", &options);
+    let other = client.with_prefix("rule", &options);
+    let mut tx = holder.begin();
+    tx.publish(harel_transport::Message { group_id: "held", event_json: &event(1), priority: 0, routing_key: None })
+        .unwrap();
+    tx.query("SELECT 1", []).expect("the query begins the transaction");
+    let started = Instant::now();
+    other.publish("other", &event(2), 0, None).expect("the other writer gets the lock once sqld takes it back");
+    let waited = started.elapsed();
+    println!("the other writer waited {:.2} s for the transaction's lock", waited.as_secs_f64());
+    assert!(waited >= Duration::from_secs(4), "it waited for the held lock: {waited:?}");
+    let committed = tx.commit();
+    assert!(matches!(&committed, Err(Error::Database(m)) if m.contains("5 s")), "{committed:?}");
+    let lease = claim(&other, "w").expect("the other writer's message");
+    assert_eq!(lease.group_id, "other");
+    other.ack(&lease).unwrap();
+    assert!(claim(&other, "w").is_none(), "nothing of the rolled-back transaction");
+    // The holder's transport goes on working.
+    holder.publish("after", &event(3), 0, None).unwrap();
+    assert_eq!(claim(&holder, "w").unwrap().group_id, "after");
+}

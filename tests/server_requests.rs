@@ -172,6 +172,26 @@ fn each_operation_is_one_request() {
                 assert!(matches!(&refused, Err(Error::Argument(m)) if m.contains("finite")), "{refused:?}");
                 assert_eq!(n, 0, "refused before any request");
             }
+            // Publishing inside the application's transaction: with nothing to read, the
+            // commit is the one request; a query begins it, and the commit ends it.
+            let table = format!("app_orders_{}", report.len());
+            t.transaction(|tx| tx.execute(&format!("CREATE TABLE {table} (id INTEGER PRIMARY KEY)"), [])).unwrap();
+            let created = event(0);
+            let order = Message { group_id: "orders", event_json: &created, priority: 0, routing_key: None };
+            let (n, ok) = requests(&proxy, || {
+                t.transaction(|tx| {
+                    tx.execute(&format!("INSERT INTO {table} (id) VALUES (1)"), [])?;
+                    tx.publish(order)
+                })
+                .is_ok()
+            });
+            count("transaction (INSERT + publish)", (n, ok));
+            let mut tx = t.begin();
+            tx.execute(&format!("INSERT INTO {table} (id) VALUES (2)"), []).unwrap();
+            let (n, rows) = requests(&proxy, || tx.query(&format!("SELECT count(*) FROM {table}"), []).unwrap());
+            count("transaction: the query that begins it", (n, rows == [vec![harel_transport::Value::Integer(2)]]));
+            tx.publish(order).unwrap();
+            count("transaction: the commit after a query", requests(&proxy, || tx.commit().is_ok()));
             report.push((via, counts));
         }
     }
