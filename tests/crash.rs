@@ -7,6 +7,8 @@
 //!   to exactly one new holder, and nothing else is lost or given twice;
 //! - a producer killed in a tight publish loop: every publish that returned OK is in the
 //!   queue, nothing half-published is, and the file is intact;
+//! - an application killed in the middle of its transactions (publishing inside them): each
+//!   committed transaction kept whole, its order row and its message; nothing of another;
 //! - a process killed inside BEGIN IMMEDIATE (a raw transaction holding the write lock, and a
 //!   producer of large events, most of whose time is spent inside its transactions): the
 //!   lock is released at once and the next claim proceeds without waiting out a timeout.
@@ -21,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::procs::{assert_integrity, env, say, tagged, Rng, Watched};
 use common::{temp_db, this_test_binary, Raw, TestClock};
-use harel_transport::{Error, Lease, Options, Synchronous, Transport};
+use harel_transport::{Error, Lease, Message, Options, Synchronous, Transport, Value};
 
 const ITERATIONS: u64 = 24;
 const T0: f64 = 1000.0;
@@ -113,6 +115,37 @@ fn worker() {
                 ));
             }
             say("LOCKED");
+            std::thread::sleep(Duration::from_secs(120)); // killed long before
+        }
+        "transact" => {
+            // Transactions in a loop, each an order row and its message: `T n` before each
+            // commit, `OK n` after it returned. Every other one reads first, so that it holds
+            // the write lock from its query to its commit.
+            let t = Transport::open(&path, &Options::new()).expect("open");
+            say("READY");
+            for n in 0u64.. {
+                let e = event(n, 200);
+                let mut tx = t.begin();
+                tx.execute("INSERT INTO app_orders (id) VALUES (?1)", [Value::Integer(n as i64)]).expect("execute");
+                if n % 2 == 1 {
+                    tx.query("SELECT count(*) FROM app_orders", []).expect("query");
+                }
+                tx.publish(Message { group_id: &format!("g{}", n % 3), event_json: &e, priority: 0, routing_key: None })
+                    .expect("publish");
+                say(&format!("T {n}"));
+                tx.commit().expect("commit");
+                say(&format!("OK {n}"));
+            }
+        }
+        "hold-transaction" => {
+            // One transaction that has written and read, then hangs holding the lock.
+            let t = Transport::open(&path, &Options::new()).expect("open");
+            let mut tx = t.begin();
+            tx.execute("INSERT INTO app_orders (id) VALUES (-1)", []).expect("execute");
+            tx.publish(Message { group_id: "held", event_json: &event(0, 0), priority: 0, routing_key: None })
+                .expect("publish");
+            tx.query("SELECT count(*) FROM app_orders", []).expect("query");
+            say("HELD");
             std::thread::sleep(Duration::from_secs(120)); // killed long before
         }
         other => panic!("unknown role {other}"),
@@ -444,4 +477,60 @@ fn a_message_that_kills_every_worker_is_dead_lettered_after_max_attempts() {
     assert_eq!(dead.len(), 1);
     assert_eq!((dead[0].seq, dead[0].attempts, dead[0].last_worker.as_deref()), (1, 3, Some(WORKER)));
     assert!(dead[0].reason.contains("max_attempts is 3"), "{}", dead[0].reason);
+}
+
+/// An application is killed while it commits transactions in a loop, each an order row and
+/// its message (every other one holding the write lock from a query to its commit), or
+/// while one of its transactions holds the lock. What a committed transaction wrote is all
+/// there, rows and messages alike; nothing of one that did not commit is; whoever writes next
+/// does so at once.
+#[test]
+fn an_application_killed_mid_transaction_keeps_each_committed_one_whole_and_nothing_else() {
+    let mut rng = Rng::new(17);
+    let mut kept = 0;
+    for iteration in 0..ITERATIONS {
+        let (_dir, path) = temp_db();
+        let clock = TestClock::at(T0);
+        let t = Transport::open(&path, &clock.options()).unwrap();
+        t.transaction(|tx| tx.execute("CREATE TABLE app_orders (id INTEGER PRIMARY KEY)", [])).unwrap();
+        let when = format!("iteration {iteration}");
+        let (lines, held) = if iteration % 4 == 3 {
+            let mut holder = child("hold-transaction", &path, &[]);
+            holder.wait_for("HELD", Duration::from_secs(20));
+            (holder.kill(), true)
+        } else {
+            let mut app = child("transact", &path, &[]);
+            app.wait_for("READY", Duration::from_secs(20));
+            std::thread::sleep(Duration::from_micros(1_000 + rng.below(40_000)));
+            (app.kill(), false)
+        };
+        let started = Instant::now();
+        t.publish("next", &event(u64::MAX, 0), 0, None).unwrap_or_else(|e| panic!("{when}: publish after the kill: {e}"));
+        let took = started.elapsed();
+        assert!(took < PROMPT, "{when}: the next writer waited {took:?} for a lock a dead process held");
+        assert_integrity(&path, &when);
+        let raw = Raw::open(&path);
+        assert_groups_consistent(&raw, &when);
+        let orders: BTreeSet<u64> =
+            raw.rows("SELECT id FROM app_orders").iter().filter_map(|r| r[0].parse().ok()).collect();
+        let published: BTreeSet<u64> = messages(&raw)
+            .iter()
+            .filter(|m| m.1 != "next")
+            .map(|m| n_of(&m.2))
+            .collect();
+        if held {
+            assert_eq!(raw.count("SELECT count(*) FROM app_orders"), 0, "{when}: the held transaction's row survived");
+            assert!(published.is_empty(), "{when}: the held transaction's message survived");
+            continue;
+        }
+        assert_eq!(orders, published, "{when}: a transaction kept in part (rows vs messages)");
+        let confirmed: BTreeSet<u64> = tagged(&lines, "OK").into_iter().collect();
+        let committing: BTreeSet<u64> = tagged(&lines, "T").into_iter().collect();
+        assert!(confirmed.is_subset(&orders), "{when}: committed transactions lost: {:?}", confirmed.difference(&orders));
+        let extra: Vec<_> = orders.difference(&confirmed).collect();
+        assert!(extra.len() <= 1, "{when}: more than the one committing transaction kept unconfirmed: {extra:?}");
+        assert!(extra.iter().all(|n| committing.contains(n)), "{when}: a transaction kept before its commit began");
+        kept += orders.len();
+    }
+    println!("{ITERATIONS} applications killed; {kept} transactions kept whole");
 }
