@@ -33,7 +33,8 @@
 //! 8. watching for work (bench/watch.rs): another process's publish to the lease in hand
 //!    through a watch's descriptor vs the blocking wait; 1,000 idle watches' CPU.
 //! 9. producers' options (bench/producers.rs): a keyed publish vs a plain one; a claim
-//!    beside 10,000 delayed messages vs alone.
+//!    beside 10,000 delayed messages vs alone; an INSERT and a publish in one transaction
+//!    vs separately.
 //!
 //! Ours is measured at synchronous FULL (our default: a committed publish survives
 //! power loss) and NORMAL. A claim latency is the median over many claims, each
