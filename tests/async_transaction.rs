@@ -15,10 +15,7 @@ fn msg<'a>(group_id: &'a str, event_json: &'a str) -> Message<'a> {
 }
 
 async fn count(t: &AsyncTransport) -> i64 {
-    let (rows, _) = t
-        .transaction(async |tx| tx.query("SELECT count(*) FROM orders", []).await)
-        .await
-        .unwrap();
+    let (rows, _) = t.transaction(async |tx| tx.query("SELECT count(*) FROM orders", []).await).await.unwrap();
     match rows[0][0] {
         Value::Integer(n) => n,
         ref other => panic!("count(*) is {other:?}"),

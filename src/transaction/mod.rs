@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::queue::work;
 use crate::request::Deliver;
 use crate::types::{Delivery, Message, Published};
+use crate::validate;
 
 /// A transaction's state, apart from the transport it runs on (what the C ABI keeps behind
 /// a `harel_tx`).
@@ -96,6 +97,9 @@ impl AsyncTransport {
         state.live()?;
         self.writable()?;
         let request = Deliver::one(message, delivery)?;
+        // A due instant past the ten-year limit is refused now, not at the commit (which
+        // checks again with its own "now").
+        validate::due("", &delivery, self.now()?)?;
         work::keys_kept(self.sql(), request.has_keys())?;
         state.queued.push(Queued::Publish(OwnedPublish::of(&message, &delivery)));
         Ok(())
@@ -107,8 +111,13 @@ impl AsyncTransport {
         state.live()?;
         let query = queued::statement(sql, params)?;
         if state.held.is_none() {
-            let (backend, flag) = self.hold_for_transaction().await?;
-            state.held = Some(Held { backend, flag });
+            match self.hold_for_transaction().await {
+                Ok((backend, flag)) => state.held = Some(Held { backend, flag }),
+                Err(e) => {
+                    state.end("rolled back after an error");
+                    return Err(e);
+                }
+            }
         }
         let queued = std::mem::take(&mut state.queued);
         let held = state.held.as_mut().expect("held just above");
@@ -154,10 +163,12 @@ impl AsyncTransport {
                 return Ok(std::mem::take(&mut state.published));
             }
             // Never read: one write transaction, made again while BEGIN finds the lock taken.
-            None => {
-                let mut backend = self.connection().await?;
-                backend.run(|| queued::chain(&queued, None, self.sql(), self.key_retention(), self.now()?)).await
-            }
+            None => match self.connection().await {
+                Ok(mut backend) => {
+                    backend.run(|| queued::chain(&queued, None, self.sql(), self.key_retention(), self.now()?)).await
+                }
+                Err(e) => Err(e),
+            },
         };
         match outcome {
             Ok((done, reads)) => {

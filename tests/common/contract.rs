@@ -1332,6 +1332,7 @@ pub fn transaction_misuse_is_refused_and_changes_nothing(open: Open<'_>) {
     argument(tx.publish(msg("g", "not json")), "event_json");
     argument(tx.publish_with(msg("g", &event(1)), keyed("")), "key is empty");
     argument(tx.publish_with(msg("g", &event(1)), Delivery { delay: -1.0, ..Delivery::default() }), "delay");
+    argument(tx.publish_with(msg("g", &event(1)), Delivery { not_before: Some(1e15), ..Delivery::default() }), "ten years");
     // Refused arguments queued nothing; the transaction goes on.
     tx.execute(&insert, [Value::Integer(1)]).unwrap();
     tx.publish(msg("g", &event(1))).unwrap();
@@ -1342,6 +1343,15 @@ pub fn transaction_misuse_is_refused_and_changes_nothing(open: Open<'_>) {
     assert!(matches!(&nested, Err(Error::Busy(m)) if m.contains("do not nest")), "{nested:?}");
     let outside = t.publish("g", &event(2), 0, None);
     assert!(matches!(&outside, Err(Error::Busy(m)) if m.contains("transaction's own publish")), "{outside:?}");
+    // A second transaction that could not have the connection is over, its work dropped:
+    // a retried commit is refused rather than committing nothing.
+    let mut second = t.begin();
+    second.execute(&insert, [Value::Integer(2)]).unwrap();
+    assert!(matches!(second.query("SELECT 1", []), Err(Error::Busy(_))));
+    argument(second.execute(&insert, [Value::Integer(3)]), "rolled back after an error");
+    let mut third = t.begin();
+    third.execute(&insert, [Value::Integer(2)]).unwrap();
+    assert!(matches!(third.commit(), Err(Error::Busy(_))), "its commit waits for the connection too");
     assert_eq!(tx.commit().unwrap().len(), 1);
     assert_eq!(count(&t, &orders), 1);
     assert_eq!(t.stats().unwrap().messages, 1, "only the transaction's message");

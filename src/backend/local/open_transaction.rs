@@ -10,10 +10,7 @@ use crate::error::Result;
 impl Local {
     /// Runs the chain `build` makes inside the open transaction, beginning it first when
     /// none is open; it stays open. `build` reads the clock, so it runs once the lock is held.
-    pub async fn run_open<'c, T>(
-        &mut self,
-        build: impl FnOnce() -> Result<(Chain<'c>, T)>,
-    ) -> Result<(Vec<Done>, T)> {
+    pub async fn run_open<'c, T>(&mut self, build: impl FnOnce() -> Result<(Chain<'c>, T)>) -> Result<(Vec<Done>, T)> {
         if self.open.is_none() {
             if !self.conn.is_autocommit() {
                 self.rollback().await;

@@ -5,8 +5,8 @@
 use std::ffi::c_char;
 
 use super::args;
-use super::ownership::{free_box, to_boxed_mut_ptr_keeping, Boxed, Castable};
 use super::boundary_value;
+use super::ownership::{free_box, to_boxed_mut_ptr_keeping, Boxed, Castable};
 use crate::error::{Error, Result};
 use crate::Value;
 
@@ -140,7 +140,9 @@ pub(crate) fn hand_out(rows: Vec<Vec<Value>>) -> *mut harel_rows {
                 Value::Text(s) => {
                     (v.r#type, v.text, v.size) = (harel_value_type::HAREL_VALUE_TEXT as i32, here.cast(), s.len())
                 }
-                Value::Blob(b) => (v.r#type, v.blob, v.size) = (harel_value_type::HAREL_VALUE_BLOB as i32, here, b.len()),
+                Value::Blob(b) => {
+                    (v.r#type, v.blob, v.size) = (harel_value_type::HAREL_VALUE_BLOB as i32, here, b.len())
+                }
             }
             v
         })
