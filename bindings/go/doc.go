@@ -29,6 +29,26 @@
 // Key, Delay and NotBefore. [Transport.Publish] and [Transport.PublishMany] take the same
 // options, without the outcome.
 //
+// # Publishing inside a transaction
+//
+// [Transport.InTx] runs a function in a transaction on the queue's database ([Tx]): the
+// application's own statements ([Tx.Exec], [Tx.Query]) and its publishes ([Tx.Publish],
+// with any publish option) are committed together, or (on an error or a panic of the
+// function, or of the database) none of them. [Transport.Begin] does it by hand, ended
+// by [Tx.Commit] or [Tx.Rollback]. Exec and Publish queue their work; the next Query or
+// the Commit sends it. The first Query begins the transaction, and from then it holds
+// the Transport's connection and the write lock until it ends: the Transport runs one
+// transaction at a time, and its other calls wait for it (up to the busy timeout, then
+// [ErrBusy]), so publish with the transaction's Publish and do not nest transactions.
+// Keep it short, above all on a libSQL server.
+//
+//	published, err := t.InTx(ctx, func(tx *harel.Tx) error {
+//		if err := tx.Exec("UPDATE orders SET state = 'paid' WHERE id = ?", id); err != nil {
+//			return err
+//		}
+//		return tx.Publish("order-42", paid, harel.WithKey("order-42/paid"))
+//	})
+//
 // # The worker loop
 //
 // A worker waits for work rather than polling: [Transport.ClaimWait] and
@@ -89,8 +109,9 @@
 //
 // The binding itself rejects what C cannot see: a Go string holding a NUL byte (the C
 // functions take NUL-terminated strings, which would end there) is ErrArgument naming the
-// parameter, before anything reaches the library; so is a WithNotBefore instant before the
-// Unix epoch (the ABI reads a negative instant as none). The exception is a Lease's GroupID,
+// parameter, before anything reaches the library; so are a WithNotBefore instant before the
+// Unix epoch (the ABI reads a negative instant as none) and a transaction's parameter of a
+// type with no SQL value ("params[2] is a time.Time"). The exception is a Lease's GroupID,
 // which goes to Ack, Nack and AckAndClaim whole with its length: a group id written by
 // another program may hold NUL bytes, and its lease must still be acked.
 //
@@ -104,14 +125,16 @@
 // claim in parallel open one Transport per goroutine or process on the same file. A claim
 // that waits lets the Transport's other calls run meanwhile. Close waits for the calls in
 // flight, except for waiting claims, whose waits it ends (they return an error matching
-// ErrClosed); afterwards every method returns ErrClosed. Closing cannot fail: Close always
+// ErrClosed), and rolls back the open transactions; afterwards every method returns
+// ErrClosed (but Tx.Rollback, nil). Closing cannot fail: Close always
 // returns nil (its error result makes a Transport an io.Closer).
 //
 // # Linking
 //
 // The package links the C library with cgo (CGO_ENABLED=1 and a C compiler are needed),
 // ABI version 1 of it (libharel_transport.so.1), the release after 0.4.0 on (the worker
-// loop's functions came in 0.3.0; Metrics and the producer options after 0.4.0).
+// loop's functions came in 0.3.0; Metrics, the producer options and transactions after
+// 0.4.0).
 // By default it uses -lharel_transport and expects the header and library where the C
 // toolchain finds them: in its default paths (the library installed under /usr/local), or
 // through the environment, e.g. for a build tree of the repository:

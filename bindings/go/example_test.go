@@ -503,3 +503,47 @@ func ExampleTransport_KeepAlive() {
 	// lost: <nil>
 	// <nil>
 }
+
+// InTx writes the application's rows and publishes their events in one transaction: both
+// are kept, or (on an error of fn or of the database, or a panic) neither. A Query sees
+// the transaction's own writes; what became of each publish comes back from the commit.
+func ExampleTransport_InTx() {
+	t, err := harel.Open(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+	ctx := context.Background()
+	_, err = t.InTx(ctx, func(tx *harel.Tx) error {
+		return tx.Exec("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+	})
+	fmt.Println(err)
+
+	pay := func(id int, total float64) ([]harel.Published, error) {
+		return t.InTx(ctx, func(tx *harel.Tx) error {
+			if err := tx.Exec("INSERT INTO orders (id, total) VALUES (?, ?)", id, total); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, "SELECT count(*), sum(total) FROM orders")
+			if err != nil {
+				return err
+			}
+			fmt.Println("orders, total:", rows[0][0], rows[0][1])
+			ev := json.RawMessage(fmt.Sprintf(`{"kind":"paid","id":"o%d"}`, id))
+			return tx.Publish(fmt.Sprintf("order-%d", id), ev, harel.WithKey(fmt.Sprintf("order-%d/paid", id)))
+		})
+	}
+	published, err := pay(1, 9.5)
+	fmt.Println(len(published), published[0].Duplicate, err)
+	_, err = pay(1, 12) // the same id again: the row's insert fails, so nothing of it is kept
+	fmt.Println(errors.Is(err, harel.ErrDatabase))
+
+	lease, _ := t.Claim("worker-1", 30*time.Second)
+	fmt.Printf("%s %s\n", lease.GroupID, lease.Event)
+	// Output:
+	// <nil>
+	// orders, total: 1 9.5
+	// 1 false <nil>
+	// true
+	// order-1 {"kind":"paid","id":"o1"}
+}
