@@ -423,6 +423,69 @@ export interface LeaseRef {
 }
 
 /**
+ * A parameter of Tx.execute and Tx.query: null or undefined (NULL), a boolean (INTEGER 0 or
+ * 1), a number (INTEGER when integral and within int64, else REAL; NaN and the infinities
+ * are refused), a bigint within int64 (INTEGER), a string without NUL characters (TEXT), a
+ * Buffer or Uint8Array (BLOB).
+ */
+export type SqlParam = null | undefined | boolean | number | bigint | string | Uint8Array;
+
+/**
+ * A column of a row Tx.query resolves: null, a number (an INTEGER, a bigint only past
+ * 2^53 - 1; a REAL), a string (TEXT) or a Buffer (BLOB, a copy).
+ */
+export type SqlValue = null | number | bigint | string | Buffer;
+
+/** What Transport.transaction resolves: what the body returned, and each publish's outcome in order. */
+export interface TransactionResult<T> {
+  value: T;
+  published: Published[];
+}
+
+/**
+ * An application's transaction on the queue's database (Transport.begin): its statements
+ * and its publishes, committed together or not at all. execute and publish queue their
+ * work, sent in order with the next query or with the commit; the first query begins the
+ * transaction, which from then holds the transport's connection and the write lock until
+ * commit or rollback: keep it short. Its calls run on the thread pool one after another,
+ * in call order. Any database error of a query or the commit ends it, rolled back; after
+ * it ended every call rejects with HAREL_ERR_ARGUMENT naming why, but rollback, which
+ * resolves.
+ */
+export declare class Tx {
+  private constructor();
+
+  /**
+   * Queues one statement (no rows wanted: its rows-changed count is not reported; query it
+   * with RETURNING when it matters) with its parameters (`?1`, `?2`, ... or `?`). Its error
+   * fails the next query or the commit. A bad argument rejects with HAREL_ERR_ARGUMENT and
+   * the transaction goes on.
+   */
+  execute(sql: string, params?: readonly SqlParam[] | null): Promise<void>;
+
+  /** Sends what was queued and runs `sql` (a SELECT, or a write with RETURNING): its rows. */
+  query(sql: string, params?: readonly SqlParam[] | null): Promise<SqlValue[][]>;
+
+  /** Queues a publish, with Transport.publish's arguments (checked now); its outcome comes from commit. */
+  publish(groupId: string, event: unknown, options?: PublishOptions): Promise<void>;
+
+  /** Queues a publish, with Transport.publishWith's arguments and delivery options (checked now). */
+  publishWith(groupId: string, event: unknown, options?: PublishWithOptions): Promise<void>;
+
+  /**
+   * Sends what was queued and commits: all of it or, on any error, nothing. Resolves each
+   * publish's outcome, in publish order. The transaction ends either way.
+   */
+  commit(): Promise<Published[]>;
+
+  /** Ends the transaction keeping nothing of it; resolves at once on one that has ended. */
+  rollback(): Promise<void>;
+
+  /** `await using tx = t.begin()`: rollback() at the end of the scope, unless committed. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
  * A durable, group-ordered queue in a libSQL database. Its calls run on the libuv thread
  * pool, concurrently (calls in flight together take effect in no set order; await one to
  * order the next), except the clock-reading calls of a transport with a JS clock.
@@ -585,9 +648,25 @@ export declare class Transport {
   deadLetters<E = unknown>(options?: DeadLettersOptions): Promise<DeadLetterPage<E>>;
 
   /**
+   * Begins a transaction (synchronous: nothing is sent, no lock taken before its first query
+   * or its commit). A transport runs one transaction at a time: while one holds the
+   * connection (after a query), the transport's other calls and another transaction's query
+   * or commit wait up to the busy timeout, then reject with HAREL_ERR_BUSY.
+   */
+  begin(): Tx;
+
+  /**
+   * Runs `body(tx)` in a new transaction and commits when it resolves; when it throws or
+   * rejects, rolls back and rejects with the same error. Inside `body` this transport's own
+   * calls (and begin) are refused at once with HAREL_ERR_BUSY: use the tx's.
+   */
+  transaction<T>(body: (tx: Tx) => T | PromiseLike<T>): Promise<TransactionResult<Awaited<T>>>;
+
+  /**
    * Closes once the calls already made have finished (a handle is never closed under a call),
    * interrupting the claims that wait first (HAREL_ERR_INTERRUPTED); later calls reject with
-   * HAREL_ERR_CLOSED. Again: the same promise.
+   * HAREL_ERR_CLOSED. Its open transactions are rolled back: their calls then reject with
+   * HAREL_ERR_ARGUMENT, but rollback. Again: the same promise.
    */
   close(): Promise<void>;
 

@@ -5,9 +5,10 @@
 // Threading: every call that touches the database (open, publish, publishMany, publishWith,
 // publishManyWith, claim, claimMany, ack, ackMany, ackAndClaim, ackAndClaimMany, extend,
 // nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release, stats, groups, peek,
-// deadLetters, close) runs on the libuv thread pool through koffi's `.async()`, so the
-// event loop keeps running while a call waits (metrics(), which reads counters in memory,
-// is synchronous). The calls of one Transport go to the pool concurrently: each reads its
+// deadLetters, close, and a transaction's execute, query, publish, publishWith, commit and
+// rollback) runs on the libuv thread pool through koffi's `.async()`, so the event loop
+// keeps running while a call waits (metrics(), which reads counters in memory, and begin(),
+// which sends nothing, are synchronous). The calls of one Transport go to the pool concurrently: each reads its
 // own error from its `harel_error **err` out-parameter, and the library runs them on the
 // handle (publishes arriving while another commits share its next commit). The one
 // exception is a Transport with a JS clock (see lib/clock.js). A claim that waits holds no
@@ -18,11 +19,13 @@
 // is the Transport (open, close, and what every call goes through); lib/methods/ holds its
 // methods by group, added to the class here; lib/calls.js runs a C call and maps its error
 // (lib/errors.js), after the checks of lib/args.js; lib/lease.js turns leases both ways;
+// lib/message.js checks a message's arguments; lib/tx.js is a transaction (begin()'s Tx);
 // lib/waiting.js waits, with the poll addon lib/poll.js loads (src/poll.c).
 
 const { STATUS, HarelError } = require('./lib/errors');
 const { DEFAULT_VISIBILITY, DEFAULT_LIMIT, MAX_PAGE, MAX_CLAIM } = require('./lib/args');
 const { Transport } = require('./lib/transport');
+const { Tx } = require('./lib/tx');
 const { version, libraryInfo, schemaSql, schemaUpgradeSql } = require('./lib/library');
 
 const METHODS = [
@@ -33,6 +36,7 @@ const METHODS = [
   require('./lib/methods/admin'),
   require('./lib/methods/inspect'),
   require('./lib/methods/metrics'),
+  require('./lib/methods/transaction'),
 ];
 
 // Added as a class body adds its own: not enumerable.
@@ -44,6 +48,7 @@ for (const group of METHODS) {
 
 module.exports = {
   Transport,
+  Tx,
   HarelError,
   STATUS,
   DEFAULT_VISIBILITY,

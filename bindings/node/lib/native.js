@@ -162,6 +162,19 @@ const MessageType = koffi.struct({
   priority: 'int32_t',
   routing_key: 'const char *',
 });
+// Publishing inside a transaction (lib/tx.js): harel_value, a parameter the binding fills
+// (a text as a Buffer of its UTF-8 bytes and a NUL, a blob as its Buffer or Uint8Array) or
+// a column of a row the library hands out (a text read by its size: it may hold a NUL);
+// and harel_rows, its values row by row.
+const ValueType = koffi.struct({
+  type: 'int32_t', // harel_value_type
+  integer: 'int64_t',
+  real: 'double',
+  text: 'void *',
+  blob: 'void *',
+  size: 'size_t',
+});
+const RowsType = koffi.struct({ n_rows: 'size_t', n_columns: 'size_t', values: 'void *' });
 const T = koffi.pointer(koffi.opaque()); // harel_transport *
 const O = koffi.pointer(koffi.opaque()); // harel_options *
 const E = koffi.pointer(koffi.opaque()); // harel_error *
@@ -169,6 +182,8 @@ const L = koffi.pointer(LeaseType); // harel_lease *
 const M = koffi.pointer(MessageType); // const harel_message *: koffi copies a JS array in
 const C = koffi.pointer(koffi.opaque()); // harel_cancel * (the binding passes NULL)
 const W = koffi.pointer(koffi.opaque()); // harel_watch *
+const X = koffi.pointer(koffi.opaque()); // harel_tx *
+const VALUES = koffi.pointer(ValueType); // const harel_value *params: koffi copies a JS array in
 // const harel_lease *const *leases: koffi copies a JS array of lease structs in, each
 // behind its pointer. LEASES_OUT, harel_lease **leases_out: a JS array of `max` elements
 // that koffi fills with the leases handed out.
@@ -272,6 +287,18 @@ function bind(lib, where) {
     publishManyWith: fn('harel_transport_publish_many_with', status, [
       T, M, 'size_t', 'const char **', 'const double *', 'const double *', SEQ_OUT, FLAG_OUT, ERR,
     ]),
+    // publishing inside the application's transaction (issue 24; lib/tx.js). commit's seqs
+    // and duplicates: a BigInt64Array and an Int32Array.
+    begin: fn('harel_transport_begin', status, [T, koffi.out(koffi.pointer(X)), ERR]),
+    txExecute: fn('harel_tx_execute', status, [X, 'const char *', VALUES, 'size_t', ERR]),
+    txQuery: fn('harel_tx_query', status, [X, 'const char *', VALUES, 'size_t', OUT, ERR]),
+    txPublish: fn('harel_tx_publish', status, [
+      X, 'const char *', 'const char *', 'int32_t', 'const char *', 'const char *', 'double', 'double', ERR,
+    ]),
+    txCommit: fn('harel_tx_commit', status, [X, SEQ_OUT, FLAG_OUT, 'size_t', SIZE_OUT, ERR]),
+    txRollback: fn('harel_tx_rollback', status, [X, ERR]),
+    txFree: fn('harel_tx_free', 'void', [X]),
+    rowsFree: fn('harel_rows_free', 'void', ['void *']),
   };
 }
 
@@ -284,6 +311,8 @@ module.exports = {
   DeadLetterType,
   PageType,
   MetricsType,
+  ValueType,
+  RowsType,
   METRICS_COUNTERS,
   METRICS_OPERATIONS,
 };

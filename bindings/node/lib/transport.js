@@ -9,6 +9,7 @@ const { checkString, checkNumber, checkUint32, checkBoolean, checkOptions, descr
 const { callChecked, callCheckedHere } = require('./calls');
 const { ClockCell } = require('./clock');
 const { Waits } = require('./waiting');
+const { refuseInside } = require('./tx');
 
 const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'keyRetention', 'clock'];
 
@@ -25,13 +26,16 @@ function noop() {}
 
 // How lib/methods/ reach a Transport's private members, given the transport: call
 // (#call), clocked (#clocked), waiting (a waiting claim on it: Waits.claim in
-// lib/waiting.js), now (the time by its clock) and handleNow (its handle for a call made
-// here on the main thread, one that never waits). The class's static block sets them.
+// lib/waiting.js), now (the time by its clock), handleNow (its handle for a call made
+// here on the main thread, one that never waits) and txCall (a call of one of its
+// transactions: counted in flight, and in turn with a JS clock if it reads it). The
+// class's static block sets them.
 let call;
 let clocked;
 let waiting;
 let now;
 let handleNow;
+let txCall;
 
 class Transport {
   #handle;
@@ -172,6 +176,7 @@ class Transport {
     let run;
     try {
       if (this.#closed) throw closedError(what);
+      refuseInside(this, what);
       run = prepare();
     } catch (e) {
       return Promise.reject(e);
@@ -211,7 +216,10 @@ class Transport {
       if (transport.#closed) throw closedError(what);
       return transport.#handle;
     };
+    // Unlike #call, not refused once closed: the library refuses a transaction whose
+    // transport was closed, naming why (its handle stays valid until freed).
+    txCall = (transport, readsClock, step) => transport.#track(readsClock ? transport.#clocked(step) : step());
   }
 }
 
-module.exports = { Transport, call, clocked, waiting, now, handleNow };
+module.exports = { Transport, call, clocked, waiting, now, handleNow, txCall };

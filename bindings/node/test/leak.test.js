@@ -5,9 +5,10 @@
 // times — open and close, publish, claim (a lease copied out and freed), nack, ack, and
 // the error paths that leave a message behind (a lost lease, an argument the library
 // refuses), the worker loop's batches and extends, keyed and delayed publishes (their
-// outcomes copied out, a duplicate, a refused key), and waiting claims woken, aborted,
-// interrupted and timed out (each with its harel_cancel) — after a warm-up that fills
-// SQLite's page cache and the allocator's pools.
+// outcomes copied out, a duplicate, a refused key), waiting claims woken, aborted,
+// interrupted and timed out (each with its harel_cancel), and transactions (rows copied out,
+// a failed one, one dropped unfinished and freed when collected) — after a warm-up that
+// fills SQLite's page cache and the allocator's pools.
 
 const assert = require('node:assert/strict');
 const { test } = require('node:test');
@@ -88,11 +89,30 @@ async function round(t, n) {
   const produced = await t.claimMany('w', { max: 2 });
   assert.equal(produced.length, 2);
   await t.ackMany(produced);
+  // transactions: parameters in, rows out (a text and a blob copied out, the rows freed),
+  // a publish and its outcome; a failed statement; one dropped unfinished, freed when
+  // collected (it never queried, so it holds nothing meanwhile)
+  const { value: rows, published } = await t.transaction(async (tx) => {
+    await tx.execute('INSERT INTO app (n, name, data) VALUES (?, ?, ?)', [n, `name ${n}`, Buffer.alloc(64, n % 256)]);
+    await tx.publishWith(`t${n % 4}`, { n }, { key: `t-${n}` });
+    return tx.query('SELECT n, name, data, 1.5 FROM app WHERE n = ?', [n]);
+  });
+  assert.deepEqual(rows[0].slice(0, 2), [n, `name ${n}`]);
+  const failed = t.begin();
+  await failed.execute('INSERT INTO nowhere VALUES (1)');
+  await assert.rejects(failed.query('SELECT 1'), (e) => e.code === 'HAREL_ERR_DATABASE');
+  await failed.rollback();
+  await t.begin().publish('dropped', {});
+  await t.transaction((tx) => tx.execute('DELETE FROM app WHERE n = ?', [n]));
+  const committed = await t.claim('w');
+  assert.equal(committed.seq, published[0].seq);
+  await t.ack(committed);
 }
 
 async function rounds(path, count) {
   const options = { synchronousFull: false, keyRetention: 1 };
   let t = await Transport.open(path, options);
+  await t.transaction((tx) => tx.execute('CREATE TABLE IF NOT EXISTS app (n INTEGER, name TEXT, data BLOB)'));
   for (let n = 0; n < count; n++) {
     if (n % 100 === 99) {
       await t.close();
@@ -122,6 +142,6 @@ test('the native side does not grow with the number of calls', async () => {
   }
   const least = Math.min(...phases);
   const shown = phases.map((grown) => `${grown >= 0 ? '+' : ''}${grown}`).join(', ');
-  console.log(`native heap over 3 phases of ${count} rounds (${count * 33} calls, ${count / 100} opens each): ${shown} bytes`);
+  console.log(`native heap over 3 phases of ${count} rounds (${count * 45} calls, ${count / 100} opens each): ${shown} bytes`);
   assert.ok(least < 300_000, `the native heap grew in every phase: ${shown} bytes`);
 });

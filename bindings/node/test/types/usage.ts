@@ -37,6 +37,10 @@ import {
   type MessageWith,
   type Published,
   type PriorityStats,
+  Tx,
+  type SqlParam,
+  type SqlValue,
+  type TransactionResult,
 } from 'harel-transport';
 
 interface OrderPlaced {
@@ -83,6 +87,36 @@ async function usage(): Promise<void> {
   void fresh;
   await t.publishManyWith(batch); // a plain Message is a MessageWith
   await t.publishManyWith([]);
+
+  // publishing inside the application's transaction
+  const result: TransactionResult<number> = await t.transaction(async (tx) => {
+    await tx.execute('INSERT INTO orders (id, total) VALUES (?, ?)', ['o-17', 12]);
+    await tx.publish('order-17', { kind: 'order.placed', id: 'e1', data: { total: 12 } }, { priority: 1 });
+    await tx.publishWith('order-17', {}, { key: 'o-17/placed', delay: 5, notBefore: null });
+    const rows: SqlValue[][] = await tx.query('SELECT count(*) FROM orders WHERE total > ?1', [10n]);
+    return Number(rows[0][0]);
+  });
+  const count: number = result.value;
+  const txOutcomes: Published[] = result.published;
+  void [count, txOutcomes];
+  const syncResult: TransactionResult<string> = await t.transaction(() => 'no await needed');
+  void syncResult;
+  const params: SqlParam[] = [null, undefined, true, 1.5, 2n, 'text', Buffer.from('blob'), new Uint8Array(2)];
+  const tx: Tx = t.begin();
+  try {
+    await tx.execute('UPDATE orders SET total = ?2 WHERE id = ?1', params);
+    await tx.execute('DELETE FROM orders');
+    const cell: SqlValue = (await tx.query('SELECT 1'))[0][0];
+    if (Buffer.isBuffer(cell)) void cell.length;
+    const committed: Published[] = await tx.commit();
+    void committed;
+  } finally {
+    await tx.rollback();
+  }
+  {
+    await using scoped = t.begin();
+    await scoped.execute('DELETE FROM orders');
+  }
 
   const lease = await t.claim<OrderPlaced>('worker-1', { visibility: 30, minPriority: 0, routingKeys: ['eu'] });
   if (lease !== null) {
@@ -301,6 +335,19 @@ async function usage(): Promise<void> {
   await t.publishManyWith([{ event: {}, key: 'k' }]);
   // @ts-expect-error an outcome is frozen
   published.duplicate = true;
+  // @ts-expect-error a parameter is a SQL value, not an object
+  await tx.execute('SELECT ?', [{}]);
+  // @ts-expect-error params are an array
+  await tx.query('SELECT ?', 1);
+  // @ts-expect-error a transaction's publish resolves nothing: commit resolves the outcomes
+  const queued: Published = await tx.publishWith('g', {});
+  void queued;
+  // @ts-expect-error the body takes the tx
+  await t.transaction(async (tx: Transport) => tx);
+  // @ts-expect-error begin is synchronous: a Tx, not a promise
+  await t.begin().then(() => {});
+  // @ts-expect-error a Tx is made by begin()
+  new Tx();
   // @ts-expect-error keyRetention is a number of seconds
   await Transport.open('q.db', { keyRetention: '1d' });
 }

@@ -1,0 +1,304 @@
+'use strict';
+// Publishing inside the application's transaction: the Tx a Transport's begin() hands out
+// (a harel_tx), its SQL values both ways, and transaction()'s scope.
+//
+// The calls of a Tx run on the pool, as the Transport's do (a query may wait for the write
+// lock or a server; execute and publish only queue, but they take the transaction's lock,
+// which a query in flight holds), and one after another in call order: what execute and
+// publish queue is sent in the order they were called, so calls made without awaiting the
+// previous one keep their order. They also count among the transport's calls in flight
+// (close() waits for them), and a query or commit reads a JS clock as the transport's
+// clock-reading calls do (lib/clock.js).
+
+const { AsyncLocalStorage } = require('node:async_hooks');
+const koffi = require('koffi');
+const { STATUS, HarelError, argumentError } = require('./errors');
+const { checkString, checkOptions, describe } = require('./args');
+const { callAsync, callChecked } = require('./calls');
+const { load, ValueType, RowsType } = require('./native');
+const { bytesText } = require('./decode');
+const { PUBLISH_OPTIONS, PUBLISH_WITH_OPTIONS, messageStruct, delivery, outcome } = require('./message');
+
+// harel_value_type
+const NULL = 0;
+const INTEGER = 1;
+const REAL = 2;
+const TEXT = 3;
+const BLOB = 4;
+
+const PRIVATE = Symbol('harel-transport Tx constructor');
+
+// A Tx dropped unfinished: free its handle when it is collected, on the pool (harel_tx_free
+// rolls back a transaction that holds the connection: a round trip on a server). A Tx with
+// a call in flight is not collected: the call's callback holds it.
+const finalizer = new FinalizationRegistry((handle) => {
+  const f = load();
+  callAsync(f.txFree, [handle]).catch(() => f.txFree(handle)); // koffi could not queue it
+});
+
+function noop() {}
+
+/** A parameter as a harel_value; `name` names it in errors ('params[2]'). */
+function paramValue(name, value) {
+  const v = { type: NULL, integer: 0, real: 0, text: null, blob: null, size: 0 };
+  if (value === null || value === undefined) return v;
+  switch (typeof value) {
+    case 'boolean':
+      return { ...v, type: INTEGER, integer: value ? 1 : 0 };
+    case 'number':
+      // An integral number within int64 is an INTEGER (JavaScript can't tell 1.0 from 1);
+      // as a BigInt, koffi writes it exactly. The others are REAL: the library refuses
+      // NaN and the infinities with its message.
+      if (Number.isInteger(value) && value >= -(2 ** 63) && value < 2 ** 63) {
+        return { ...v, type: INTEGER, integer: BigInt(value) };
+      }
+      return { ...v, type: REAL, real: value };
+    case 'bigint':
+      if (value < -(2n ** 63n) || value >= 2n ** 63n) throw argumentError(`${name} is outside int64: ${value}`);
+      return { ...v, type: INTEGER, integer: value };
+    case 'string':
+      // The C side reads a parameter's text up to its NUL: none inside (checkString).
+      return { ...v, type: TEXT, text: Buffer.from(checkString(name, value) + '\0', 'utf8') };
+    default:
+      if (value instanceof Uint8Array) return { ...v, type: BLOB, blob: value, size: value.length };
+      throw argumentError(
+        `${name} must be null, a boolean, a number, a bigint, a string or a Buffer/Uint8Array, got ${describe(value)}`,
+      );
+  }
+}
+
+/** execute's and query's `params`, as the C array (null for none) and its length. */
+function paramValues(params) {
+  if (params === undefined || params === null) return [null, 0];
+  if (!Array.isArray(params)) throw argumentError(`params must be an array, got ${describe(params)}`);
+  const values = Array.from(params, (value, i) => paramValue(`params[${i}]`, value)); // a hole too: NULL
+  return [values.length ? values : null, values.length];
+}
+
+/** One column of a row the library handed out, copied out. */
+function columnValue(v) {
+  switch (v.type) {
+    case INTEGER:
+      return v.integer; // koffi: a Number, a BigInt only past 2^53 - 1 (as a seq)
+    case REAL:
+      return v.real;
+    case TEXT:
+      return bytesText(v.text, v.size);
+    case BLOB:
+      return v.size === 0 ? Buffer.alloc(0) : Buffer.from(new Uint8Array(koffi.view(v.blob, Number(v.size))));
+    default:
+      return null;
+  }
+}
+
+/** The rows of a query (the caller frees `ptr`), as arrays of values. */
+function takeRows(ptr) {
+  const { n_rows: nRows, n_columns: nColumns, values } = koffi.decode(ptr, RowsType);
+  const rows = Number(nRows);
+  const columns = Number(nColumns);
+  if (rows === 0) return [];
+  const flat = koffi.decode(values, ValueType, rows * columns);
+  return Array.from({ length: rows }, (_, r) => flat.slice(r * columns, (r + 1) * columns).map(columnValue));
+}
+
+// Inside the body of transaction() the transport's own calls would wait for the connection
+// the transaction holds (the library fails them with HAREL_ERR_BUSY after the busy
+// timeout): the binding refuses them at once. A scope for each body, in the async context
+// of everything the body starts, closed when the body settles (a timer it set may fire
+// later); `outer`: the body this one runs inside, if any.
+const inside = new AsyncLocalStorage();
+
+/** Throws HAREL_ERR_BUSY for a call `what` on `transport` made inside one of its transaction bodies. */
+function refuseInside(transport, what) {
+  for (let scope = inside.getStore(); scope; scope = scope.outer) {
+    if (scope.open && scope.transport === transport) {
+      throw new HarelError(
+        'HAREL_ERR_BUSY',
+        `${what}: called inside a transaction() of this transport, whose calls would wait for the connection ` +
+          'the transaction holds: inside a transaction publish with the transaction\'s own tx.publish, and do not ' +
+          'begin another on the same transport (transactions do not nest)',
+        { status: STATUS.HAREL_ERR_BUSY },
+      );
+    }
+  }
+}
+
+/**
+ * An application's transaction on the queue's database: its statements and publishes,
+ * committed together or not at all. Made by Transport.begin(); `run(transport, readsClock,
+ * step)` runs a step as one of the transport's calls.
+ */
+class Tx {
+  #transport;
+  #handle;
+  #run;
+  #tail = Promise.resolve(); // the end of the calls made so far: the next one starts after it
+  #publishes = 0; // publishes queued: how many outcomes the commit hands back
+  #ended = null; // once freed (committed or rolled back): why, for the calls that follow
+
+  /** Use `t.begin()` or `t.transaction(body)`. */
+  constructor(token, transport, handle, run) {
+    if (token !== PRIVATE) throw new TypeError('use `t.begin()` or `t.transaction(body)` to make a Tx');
+    this.#transport = transport;
+    this.#handle = handle;
+    this.#run = run;
+    finalizer.register(this, handle, this);
+  }
+
+  /**
+   * Queues a statement (one, no rows wanted) with its `params` (`?1`, `?2`, ... or `?`);
+   * it runs, in order, with the next query or the commit, where its error ends the
+   * transaction.
+   */
+  execute(sql, params) {
+    return this.#step('execute', false, () => {
+      const text = checkString('sql', sql);
+      const [values, n] = paramValues(params);
+      return async (f, handle) => {
+        await callChecked(f, 'execute', f.txExecute, [handle, text, values, n]);
+      };
+    });
+  }
+
+  /**
+   * Sends what was queued and runs `sql` (a SELECT, or a write with RETURNING); resolves
+   * its rows, each an array of values. The first query begins the transaction: from then it
+   * holds the transport's connection and the write lock until commit or rollback.
+   */
+  query(sql, params) {
+    return this.#step('query', true, () => {
+      const text = checkString('sql', sql);
+      const [values, n] = paramValues(params);
+      return async (f, handle) => {
+        const out = [null];
+        await callChecked(f, 'query', f.txQuery, [handle, text, values, n, out]);
+        try {
+          return takeRows(out[0]);
+        } finally {
+          f.rowsFree(out[0]);
+        }
+      };
+    });
+  }
+
+  /** Queues a publish, with publish's arguments (checked now); its outcome comes from commit. */
+  publish(groupId, event, options = {}) {
+    return this.#publish('publish', PUBLISH_OPTIONS, groupId, event, options);
+  }
+
+  /** Queues a publish, with publishWith's arguments and delivery options (checked now). */
+  publishWith(groupId, event, options = {}) {
+    return this.#publish('publishWith', PUBLISH_WITH_OPTIONS, groupId, event, options);
+  }
+
+  /**
+   * Sends what was queued and commits: resolves what became of each publish ({ seq,
+   * duplicate }, as publishWith's), in publish order. The transaction ends either way.
+   */
+  commit() {
+    return this.#step('commit', true, () => async (f, handle) => {
+      const n = this.#publishes;
+      const seqs = new BigInt64Array(n);
+      const duplicates = new Int32Array(n);
+      const published = [0];
+      try {
+        await callChecked(f, 'commit', f.txCommit, n === 0
+          ? [handle, null, null, 0, published]
+          : [handle, seqs, duplicates, n, published]);
+      } catch (e) {
+        this.#free('ended by its failed commit');
+        throw e;
+      }
+      this.#free('committed');
+      return Array.from(seqs.subarray(0, Number(published[0])), (seq, i) => outcome(seq, duplicates[i]));
+    });
+  }
+
+  /** Ends the transaction keeping nothing of it. Resolves on one that has ended already. */
+  rollback() {
+    const result = this.#tail.then(async () => {
+      if (this.#ended) return;
+      const f = load();
+      const handle = this.#handle;
+      try {
+        await this.#run(this.#transport, false, () => callChecked(f, 'rollback', f.txRollback, [handle]));
+      } finally {
+        this.#free('rolled back');
+      }
+    });
+    this.#tail = result.then(noop, noop);
+    return result;
+  }
+
+  /** `await using tx = t.begin()`: rollback() at the end of the scope, unless committed. */
+  async [Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose')]() {
+    await this.rollback();
+  }
+
+  #publish(what, allowed, groupId, event, options) {
+    return this.#step(what, false, () => {
+      const o = checkOptions('options', options, allowed);
+      const m = messageStruct('', groupId, event, o);
+      const d = delivery('', o);
+      return async (f, handle) => {
+        await callChecked(f, what, f.txPublish, [
+          handle, m.group_id, m.event_json, m.priority, m.routing_key, d.key, d.delay, d.notBefore,
+        ]);
+        this.#publishes += 1;
+      };
+    });
+  }
+
+  /**
+   * Checks the arguments now (`prepare` throws or returns the call), then runs the call once
+   * the previous one has settled; refused once the handle is freed.
+   */
+  #step(what, readsClock, prepare) {
+    let run;
+    try {
+      run = prepare();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const result = this.#tail.then(() => {
+      if (this.#ended) throw argumentError(`${what}: the transaction was ${this.#ended}: begin a new one`);
+      const handle = this.#handle;
+      return this.#run(this.#transport, readsClock, () => run(load(), handle));
+    });
+    this.#tail = result.then(noop, noop);
+    return result;
+  }
+
+  /** Frees the handle of a transaction that has ended: no rollback left to wait for. */
+  #free(why) {
+    this.#ended = why;
+    finalizer.unregister(this);
+    load().txFree(this.#handle);
+    this.#handle = null;
+  }
+}
+
+/** A Tx of `transport`'s transaction `handle`. */
+function makeTx(transport, handle, run) {
+  return new Tx(PRIVATE, transport, handle, run);
+}
+
+/**
+ * Runs `body(tx)` and commits, or rolls back and rethrows what it threw; resolves
+ * `{ value, published }`. Inside the body, the transport's own calls are refused.
+ */
+async function runTransaction(transport, tx, body) {
+  const scope = { transport, open: true, outer: inside.getStore() };
+  let value;
+  try {
+    value = await inside.run(scope, body, tx);
+  } catch (e) {
+    await tx.rollback();
+    throw e;
+  } finally {
+    scope.open = false;
+  }
+  return { value, published: await tx.commit() };
+}
+
+module.exports = { Tx, makeTx, runTransaction, refuseInside };
