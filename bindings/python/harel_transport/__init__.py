@@ -7,7 +7,8 @@ The Python face of libharel_transport (its C ABI, through ctypes):
   ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
   stats, groups, peek, dead_letters, close), sync and async, and the worker loop (claims
   that wait, with a `Cancel`; claim_many, ack_many, ack_and_claim_many; extend and
-  keep_alive; interrupt);
+  keep_alive; interrupt), and `transaction()`: the application's statements and its
+  publishes in one transaction (`Transaction`, `AsyncTransaction`);
 - `harel_transport.harel`: transports for harel 0.9's workers (`SqliteTransport`,
   `AsyncSqliteTransport`, harel's own signatures, `Lease` and `Event`);
 - one exception class per status of the ABI, all under `HarelError`.
@@ -36,6 +37,8 @@ from ._inspect import GROUP_STATES, MAX_PAGE, DeadLetter, GroupInfo, MessageInfo
 from ._keepalive import AsyncKeepAlive, KeepAlive
 from ._library import library_path, schema_sql, schema_upgrade_sql, status_name, version
 from ._metrics import Histogram, Latency, Metrics
+from ._sql import SqlParam, SqlValue
+from ._transaction import AsyncTransaction, Transaction
 from ._transport import Transport
 from ._values import (
     DEFAULT_VISIBILITY,
@@ -57,6 +60,10 @@ __all__ = [
     "__version__",
     "Transport",
     "AsyncTransport",
+    "Transaction",
+    "AsyncTransaction",
+    "SqlParam",
+    "SqlValue",
     "Lease",
     "Message",
     "Published",

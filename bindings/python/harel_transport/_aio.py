@@ -32,6 +32,7 @@ from ._errors import LeaseLostError
 from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
 from ._keepalive import AsyncKeepAlive, beats
 from ._metrics import Metrics
+from ._transaction import AsyncTransaction, Transaction
 from ._transport import Transport
 from ._values import DEFAULT_VISIBILITY, AckAndClaimResult, EventType, Lease, Message, PathType, Published, _leases_in
 from ._waiting import Cancel, cancels_of
@@ -121,6 +122,21 @@ class AsyncTransport:
     async def publish_many_with(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> List[Published]:
         """`Transport.publish_many_with`, off the loop."""
         return await self._run(self._t.publish_many_with, messages)
+
+    def transaction(self) -> AsyncTransaction:
+        """`Transport.transaction`: an `AsyncTransaction`, for ``async with`` (beginning
+        sends nothing, so this is no coroutine)::
+
+            async with queue.transaction() as tx:
+                tx.execute("INSERT INTO orders (id) VALUES (?)", (order_id,))
+                tx.publish(f"order-{order_id}", '{"kind": "created"}')
+        """
+        return AsyncTransaction(Transaction(self._t), self._executor)
+
+    def begin(self) -> AsyncTransaction:
+        """The same as `transaction()`, for a transaction ended by hand (``await
+        tx.commit()`` or ``await tx.rollback()``)."""
+        return AsyncTransaction(Transaction(self._t), self._executor)
 
     async def _claiming(self, fn: Callable[..., T], *args: Any, caller: Optional[Cancel] = None) -> T:
         """``fn(*args)``, a call that claims, off the loop. If the task is cancelled
@@ -329,7 +345,7 @@ class AsyncTransport:
     async def close(self) -> None:
         """Closes the transport once the calls in flight have returned (waiting off the
         loop), ending the waiting claims first (`WaitInterruptedError`) and freeing their
-        watches; closing again does nothing."""
+        watches, and rolling back its transactions still open; closing again does nothing."""
         await self._run(self._t.close)
 
     async def __aenter__(self) -> "AsyncTransport":

@@ -199,8 +199,9 @@ class _Handle:
     def close(self) -> None:
         """Closes the transport once the calls in progress (on other threads) have
         returned, ending the waits of waiting claims first (they raise
-        `WaitInterruptedError`, having claimed nothing); later calls raise
-        `TransportClosedError`. Closing again does nothing."""
+        `WaitInterruptedError`, having claimed nothing); its transactions still open are
+        rolled back (their calls then raise `TransportClosedError`, but `rollback`).
+        Later calls raise `TransportClosedError`. Closing again does nothing."""
         state = getattr(self, "_state", None)
         if state is None:
             return

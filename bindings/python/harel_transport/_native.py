@@ -49,6 +49,13 @@ ERR_ARGUMENT = -1
 #: HAREL_MAX_CLAIM: the most leases one claim_many or ack_and_claim_many hands out.
 MAX_CLAIM = 1000
 
+#: enum harel_value_type: the type of a harel_value.
+VALUE_NULL = 0
+VALUE_INTEGER = 1
+VALUE_REAL = 2
+VALUE_TEXT = 3
+VALUE_BLOB = 4
+
 
 class HarelLease(Structure):
     """struct harel_lease. The group id and event are read with their lengths (they may
@@ -219,6 +226,31 @@ class HarelMessage(Structure):
     ]
 
 
+class HarelValue(Structure):
+    """struct harel_value, a column of a row harel_tx_query hands out. A text is read with
+    its `size` (it may hold a NUL), so text and blob are raw pointers here; the parameters
+    the package passes are `_sql._ValueArg`, the same layout."""
+
+    _fields_ = [
+        ("type", c_int32),
+        ("integer", c_int64),
+        ("real", c_double),
+        ("text", c_void_p),
+        ("blob", c_void_p),
+        ("size", c_size_t),
+    ]
+
+
+class HarelRows(Structure):
+    """struct harel_rows: n_rows * n_columns values, row by row."""
+
+    _fields_ = [
+        ("n_rows", c_size_t),
+        ("n_columns", c_size_t),
+        ("values", POINTER(HarelValue)),
+    ]
+
+
 #: double (*clock)(void *ctx)
 CLOCK = CFUNCTYPE(c_double, c_void_p)
 
@@ -234,6 +266,7 @@ _LEASES_OUT = POINTER(_LEASE_P)  # harel_lease **leases_out: the caller's array
 _STATUSES = POINTER(c_int32)  # enum harel_status *outcomes
 _SEQS = POINTER(c_int64)  # const int64_t *seqs
 _COUNT = POINTER(c_uint64)  # uint64_t *moved, *purged
+_ROWS_P = POINTER(HarelRows)
 
 # name: (restype, argtypes)
 _PROTOTYPES = {
@@ -338,6 +371,23 @@ _PROTOTYPES = {
     "harel_dead_page_free": (None, [_DEAD_PAGE_P]),
     "harel_transport_close": (None, [c_void_p]),
     "harel_lease_free": (None, [_LEASE_P]),
+    # Publishing inside a transaction. A tx is a harel_tx * (c_void_p); the parameters of
+    # execute and query are an array of _sql._ValueArg (c_void_p), as the leases of the acks.
+    # (t, out, err)
+    "harel_transport_begin": (_status, [c_void_p, POINTER(c_void_p), _ERR]),
+    # (tx, sql, params, n_params, err)
+    "harel_tx_execute": (_status, [c_void_p, c_char_p, c_void_p, c_size_t, _ERR]),
+    # (tx, sql, params, n_params, out, err)
+    "harel_tx_query": (_status, [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(_ROWS_P), _ERR]),
+    "harel_rows_free": (None, [_ROWS_P]),
+    # (tx, group_id, event_json, priority, routing_key, key, delay, not_before, err)
+    "harel_tx_publish": (
+        _status,
+        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, c_char_p, c_double, c_double, _ERR],
+    ),
+    # (tx, seqs, duplicates, n, n_published, err); each array NULL or n long
+    "harel_tx_commit": (_status, [c_void_p, POINTER(c_int64), POINTER(c_int), c_size_t, POINTER(c_size_t), _ERR]),
+    "harel_tx_free": (None, [c_void_p]),
     "harel_schema_sql": (_status, [c_char_p, POINTER(c_void_p), _ERR]),
     "harel_schema_upgrade_sql": (_status, [c_char_p, POINTER(c_void_p), _ERR]),
 }

@@ -11,12 +11,13 @@ from ._methods.claim import ClaimMethods
 from ._methods.finish import FinishMethods
 from ._methods.looks import LookMethods
 from ._methods.publish import PublishMethods
+from ._methods.transaction import TransactionMethods
 from ._values import PathType
 
 __all__ = ["Transport"]
 
 
-class Transport(PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminMethods):
+class Transport(PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminMethods, TransactionMethods):
     """An open queue: a local libSQL file (WAL), ``":memory:"``, a libSQL server
     (``libsql://``, ``http://``, ``https://``), or an embedded replica (a path and
     `sync_url`).
@@ -39,8 +40,8 @@ class Transport(PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminM
 
     One transport may be used from several threads at once; its calls run one at a time
     in the library, except that publishes arriving while another commits share its
-    commit. `close()` waits for the calls in progress. Use it as a context manager to
-    close it."""
+    commit. `close()` waits for the calls in progress, and rolls back its transactions
+    still open (`transaction()`). Use it as a context manager to close it."""
 
     @classmethod
     def open(cls, path: PathType, **options: Any) -> "Transport":

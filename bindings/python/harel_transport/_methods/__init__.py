@@ -7,5 +7,6 @@ class over the handle (`_handle._Handle`) that `_transport.Transport` is made of
 - `finish`: what ends or keeps a lease: ack, ack_many, nack, dead_letter, extend,
   keep_alive;
 - `looks`: stats, groups, peek, dead_letters;
-- `admin`: redrive, purge_dead, purge_group, purge, release.
+- `admin`: redrive, purge_dead, purge_group, purge, release;
+- `transaction`: transaction, begin (publishing inside the application's transaction).
 """
