@@ -1058,14 +1058,13 @@ func (t cTransport) extend(l *Lease, visibility time.Duration) error {
 // cTx is a harel_tx*, the caller's until harel_tx_free.
 type cTx struct{ p *C.harel_tx }
 
-// The codes of harel_value.type: the header's harel_value_type (its comments name them;
-// the values are SQLite's five types in the library's order).
+// The codes of harel_value.type: the header's harel_value_type.
 const (
-	valueNull C.int32_t = iota
-	valueInteger
-	valueReal
-	valueText
-	valueBlob
+	valueNull    = C.int32_t(C.HAREL_VALUE_NULL)
+	valueInteger = C.int32_t(C.HAREL_VALUE_INTEGER)
+	valueReal    = C.int32_t(C.HAREL_VALUE_REAL)
+	valueText    = C.int32_t(C.HAREL_VALUE_TEXT)
+	valueBlob    = C.int32_t(C.HAREL_VALUE_BLOB)
 )
 
 func (t cTransport) begin() (cTx, error) {
