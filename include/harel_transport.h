@@ -150,13 +150,6 @@ typedef enum harel_value_type {
 } harel_value_type;
 
 /**
- * How a chain's batch begins and ends: an operation's both begins and commits; the
- * requests of an application's open transaction (open_transaction.rs) begin it, go on
- * with it, or commit it.
- */
-typedef struct Shape Shape;
-
-/**
  * Ends the waits of the calls it is passed to (opaque). Made by `harel_cancel_new`, fired
  * with `harel_cancel_fire` from any thread (a signal handler excepted), freed with
  * `harel_cancel_free` once no call that was given it is still running. Firing is final:
@@ -656,8 +649,6 @@ typedef struct harel_rows {
   size_t n_columns;
   const struct harel_value *values;
 } harel_rows;
-
-
 
 /**
  * The buckets' upper bounds in seconds, inclusive: 100 µs to 10 s, Prometheus's

@@ -40,7 +40,7 @@ pub struct Shape {
 }
 
 /// An operation: BEGIN IMMEDIATE, its statements, COMMIT.
-pub const OPERATION: Shape = Shape { begin: true, commit: true };
+const OPERATION: Shape = Shape { begin: true, commit: true };
 
 /// The batch of an operation (`OPERATION`).
 pub fn batch(chain: &Chain) -> Result<Batch> {
