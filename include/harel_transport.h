@@ -139,6 +139,17 @@ typedef enum harel_group_state {
 } harel_group_state;
 
 /**
+ * The type of a harel_value: SQLite's five.
+ */
+typedef enum harel_value_type {
+  HAREL_VALUE_NULL = 0,
+  HAREL_VALUE_INTEGER = 1,
+  HAREL_VALUE_REAL = 2,
+  HAREL_VALUE_TEXT = 3,
+  HAREL_VALUE_BLOB = 4,
+} harel_value_type;
+
+/**
  * How a chain's batch begins and ends: an operation's both begins and commits; the
  * requests of an application's open transaction (open_transaction.rs) begin it, go on
  * with it, or commit it.
