@@ -661,8 +661,9 @@ static_assert(std::variant_size_v<Value::Variant> == 5 && HAREL_VALUE_NULL == 0 
 
 /// A row of a query: a Value per column.
 using Row = std::vector<Value>;
-/// The rows of a query, copied out of the C rows (which are freed at once): row-major, a
-/// Row per row, empty when there are none.
+/// The rows of a query, copied out of the C rows (which are freed at once): a Row per row,
+/// empty when there are none. Texts and blobs hold every byte the library hands out (from a
+/// local file a text holding a NUL comes back cut at it).
 using Rows = std::vector<Row>;
 
 namespace detail {
