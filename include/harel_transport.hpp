@@ -20,6 +20,13 @@
  *     if (batch.empty()) batch = queue.claim_many("worker-1", 30.0, 16, 5.0);
  *   }
  *
+ *   // The application's row and its message in one transaction on the queue's database:
+ *   // both or neither (a throw rolls back).
+ *   queue.transaction([&](harel::Tx &tx) {
+ *     tx.execute("INSERT INTO orders (id, total) VALUES (?1, ?2)", {42, 9.5});
+ *     tx.publish("order-42", R"({"kind":"created"})");
+ *   });
+ *
  * What it is:
  * - harel::Transport owns one harel_transport* and closes it when destroyed (RAII); it is
  *   move-only. A moved-from Transport holds no handle: its calls throw harel::Error with
@@ -48,6 +55,12 @@
  *   nothing comes, then poll again; false: nothing now, the descriptor is clear until a
  *   commit or a lease's or park's end rings it). Move-only, freed (its descriptor closed)
  *   when destroyed; Linux only. See the example below the class.
+ * - harel::Tx is an application's transaction on the queue's database (Transport::begin, or
+ *   Transport::transaction, which commits it when your function returns and rolls it back
+ *   when it throws): its statements (execute; query, whose harel::Rows are rows of
+ *   harel::Value, a std::variant of SQLite's five types) and its publishes, committed
+ *   together or not at all; destroyed before its commit, it rolls back. A Transport runs one
+ *   transaction at a time: see the class for what that means inside one.
  * - Every failed call throws harel::Error, a std::runtime_error carrying the call's
  *   harel_status (status()), its name, and the library's message (what() is
  *   "HAREL_ERR_LEASE_LOST: ..."); code() is the same status as a std::error_code of
@@ -58,11 +71,12 @@
  * - No destructor throws, and nothing allocates on the success path beyond what the C
  *   side allocates (the handle, the options, a lease, a schema string) and the batch
  *   calls' std::vectors (the leases, the outcomes, the lease pointers passed to the C
- *   side; publish_many_with's results and the option arrays it passes): strings go in as
- *   const char* or std::string (harel::CStr, never copied), batches and routing keys as
- *   a pointer and a length (harel::Span, never copied), and harel::Message is laid out as
- *   harel_message so a batch is handed to the C side as it is. An error copies its message
- *   into the exception.
+ *   side; publish_many_with's results and the option arrays it passes; a transaction's
+ *   Values, its Rows, its commit's outcomes and the parameters passed to the C side):
+ *   strings go in as const char* or std::string (harel::CStr, never copied), batches and
+ *   routing keys as a pointer and a length (harel::Span, never copied), and harel::Message
+ *   is laid out as harel_message so a batch is handed to the C side as it is. An error
+ *   copies its message into the exception.
  * - Version: HAREL_TRANSPORT_VERSION_MAJOR/_MINOR/_PATCH (harel_transport.h) are the
  *   header's; harel::version() is the loaded library's; harel::version_matches() compares
  *   them.
@@ -86,6 +100,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -97,6 +112,7 @@
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #if !defined(HAREL_TRANSPORT_VERSION_MAJOR) || !defined(HAREL_TRANSPORT_VERSION_MINOR) || \
@@ -591,6 +607,236 @@ inline String schema_upgrade_sql(CStr prefix = "harel") {
   return detail::string_out(harel_schema_upgrade_sql, prefix);
 }
 
+// ---- publishing inside a transaction --------------------------------------------------------
+
+/// A BLOB's bytes.
+using Blob = std::vector<std::uint8_t>;
+
+/// One SQL value, SQLite's five types as a std::variant (use std::get, std::get_if,
+/// std::holds_alternative, index()): NULL (std::monostate), INTEGER (std::int64_t), REAL
+/// (double), TEXT (std::string, every byte), BLOB (harel::Blob). index() is the C
+/// harel_value_type, and type() says so. A statement's parameter converts from what you would
+/// write: nullptr or nothing (NULL), any integer type (bool as 0 or 1), a floating point
+/// number, a string literal, std::string or std::string_view, a Blob. Copied in; a text
+/// parameter is read up to its first NUL. Throws Error (HAREL_ERR_ARGUMENT) for an unsigned
+/// integer above INT64_MAX (SQLite's integers are signed 64-bit) and for a NULL const char*.
+class Value : public std::variant<std::monostate, std::int64_t, double, std::string, Blob> {
+ public:
+  using Variant = std::variant<std::monostate, std::int64_t, double, std::string, Blob>;
+
+  /// NULL.
+  Value() noexcept = default;
+  Value(std::nullptr_t) noexcept {}  // NOLINT: implicit on purpose, as each below
+  template <class Integer, std::enable_if_t<std::is_integral_v<Integer>, int> = 0>
+  Value(Integer i) : Variant(std::in_place_index<HAREL_VALUE_INTEGER>, integer_of(i)) {}  // NOLINT
+  Value(double x) noexcept : Variant(std::in_place_index<HAREL_VALUE_REAL>, x) {}        // NOLINT
+  Value(const char *text) : Variant(std::in_place_index<HAREL_VALUE_TEXT>, text_of(text)) {}  // NOLINT
+  Value(std::string text) noexcept : Variant(std::in_place_index<HAREL_VALUE_TEXT>, std::move(text)) {}  // NOLINT
+  Value(std::string_view text) : Variant(std::in_place_index<HAREL_VALUE_TEXT>, text) {}  // NOLINT
+  Value(Blob blob) noexcept : Variant(std::in_place_index<HAREL_VALUE_BLOB>, std::move(blob)) {}  // NOLINT
+
+  /// Its type, the C harel_value_type.
+  harel_value_type type() const noexcept { return static_cast<harel_value_type>(index()); }
+  /// Whether it is NULL.
+  bool is_null() const noexcept { return index() == HAREL_VALUE_NULL; }
+
+ private:
+  template <class Integer>
+  static std::int64_t integer_of(Integer i) {
+    if constexpr (std::is_unsigned_v<Integer> && sizeof(Integer) >= sizeof(std::int64_t)) {
+      if (i > static_cast<Integer>(INT64_MAX))
+        throw Error(HAREL_ERR_ARGUMENT, "the integer " + std::to_string(i) +
+                                            " is above INT64_MAX: SQLite's integers are signed 64-bit");
+    }
+    return static_cast<std::int64_t>(i);
+  }
+  static std::string text_of(const char *text) {
+    if (!text) throw Error(HAREL_ERR_ARGUMENT, "a text Value made from a NULL const char*");
+    return text;
+  }
+};
+static_assert(std::variant_size_v<Value::Variant> == 5 && HAREL_VALUE_NULL == 0 && HAREL_VALUE_INTEGER == 1 &&
+                  HAREL_VALUE_REAL == 2 && HAREL_VALUE_TEXT == 3 && HAREL_VALUE_BLOB == 4,
+              "a Value's index() is its harel_value_type");
+
+/// A row of a query: a Value per column.
+using Row = std::vector<Value>;
+/// The rows of a query, copied out of the C rows (which are freed at once): a Row per row,
+/// empty when there are none. Texts and blobs hold every byte the library hands out (from a
+/// local file a text holding a NUL comes back cut at it).
+using Rows = std::vector<Row>;
+
+namespace detail {
+
+/// The C parameters of `params`, borrowing their texts and blobs for the call.
+inline std::vector<harel_value> raw_values(Span<Value> params) {
+  std::vector<harel_value> raw(params.size(), harel_value{});
+  for (std::size_t i = 0; i < params.size(); i++) {
+    const Value &v = params.begin()[i];
+    harel_value &out = raw[i];
+    out.type = static_cast<int32_t>(v.index());
+    if (const auto *integer = std::get_if<HAREL_VALUE_INTEGER>(&v)) out.integer = *integer;
+    if (const auto *real = std::get_if<HAREL_VALUE_REAL>(&v)) out.real = *real;
+    if (const auto *text = std::get_if<HAREL_VALUE_TEXT>(&v)) out.text = text->c_str();
+    if (const auto *blob = std::get_if<HAREL_VALUE_BLOB>(&v)) out.blob = blob->data(), out.size = blob->size();
+  }
+  return raw;
+}
+
+/// One value of the C rows, copied (texts and blobs by their sizes: every byte).
+inline Value value_of(const harel_value &v) {
+  switch (v.type) {
+    case HAREL_VALUE_INTEGER:
+      return Value(v.integer);
+    case HAREL_VALUE_REAL:
+      return Value(v.real);
+    case HAREL_VALUE_TEXT:
+      return Value(std::string(v.text, v.size));
+    case HAREL_VALUE_BLOB:
+      return Value(Blob(v.blob, v.blob + v.size));
+    default:  // HAREL_VALUE_NULL
+      return Value();
+  }
+}
+
+}  // namespace detail
+
+/// An application's transaction on the queue's database (harel_tx), owned: its own
+/// statements and its publishes, committed together or not at all. Made by
+/// Transport::begin (or Transport::transaction, which commits it for you):
+///
+///   harel::Tx tx = queue.begin();
+///   tx.execute("INSERT INTO orders (id, total) VALUES (?1, ?2)", {42, 9.5});
+///   tx.publish("order-42", R"({"kind":"created"})");
+///   std::vector<harel::Published> published = tx.commit();  // the row and the message, or neither
+///
+/// - execute and publish queue their work: nothing is sent, no lock taken. It is sent, in
+///   order, with the next query or with commit. Without a query the transaction is one write
+///   transaction made by commit (on a libSQL server one request).
+/// - The first query begins it: from then it holds the Transport's connection and the
+///   database's write lock until commit or rollback. Keep it short; on a server the lock is
+///   held across the network, and the server rolls back a transaction that holds it for 5 s
+///   while another writer waits (the next call throws HAREL_ERR_DATABASE, nothing kept).
+/// - A Transport runs one transaction at a time. While one holds its connection, the
+///   Transport's other calls and another Tx's query or commit wait up to the busy timeout,
+///   then throw HAREL_ERR_BUSY: inside a transaction publish with its own publish, never with
+///   Transport::publish, and do not nest transactions of one Transport.
+/// - Any error of a statement, a publish or the commit ends it, rolled back, and so do
+///   rollback and the Transport's close. Once ended, every call throws HAREL_ERR_ARGUMENT
+///   saying why ("the transaction was committed: begin a new one"), but rollback, which does
+///   nothing. A refused argument (HAREL_ERR_ARGUMENT: empty SQL, a NaN parameter, a publish's
+///   bad field) queues nothing and the transaction goes on.
+/// - Destroyed before its commit, it is rolled back (the destructor never throws). It may
+///   outlive its Transport: closed, the Transport rolled it back, and it is only to be
+///   destroyed. Use a Tx from one thread at a time. Move-only; a moved-from Tx holds nothing
+///   (operator bool false): its calls throw HAREL_ERR_ARGUMENT.
+class Tx {
+ public:
+  /// No transaction (like a moved-from Tx): to be assigned one Transport::begin made.
+  Tx() noexcept = default;
+
+  /// Queues the statement `sql` (one statement, no rows wanted: `?1`, `?2`... or `?` take
+  /// `params` in order). Its error, if it has one, is thrown by the next query or the commit,
+  /// which it ends. Throws Error: HAREL_ERR_ARGUMENT (empty SQL, a REAL not finite, an empty
+  /// Tx, an ended transaction; nothing queued).
+  void execute(CStr sql, Span<Value> params = {}) {
+    const std::vector<harel_value> raw = detail::raw_values(params);
+    detail::ErrorSlot slot;
+    detail::check(harel_tx_execute(raw_.get(), sql.c_str(), raw.data(), raw.size(), slot.out()), slot);
+  }
+
+  /// Sends what was queued and runs `sql` (a SELECT, or a write with RETURNING) inside the
+  /// transaction; its rows. The first query begins the transaction: it holds the connection
+  /// and the write lock from then on. Throws Error: HAREL_ERR_ARGUMENT (as execute; the
+  /// transaction goes on), HAREL_ERR_DATABASE (this statement's error or a queued one's),
+  /// HAREL_ERR_BUSY (the write lock, or the connection held by another transaction of the
+  /// Transport, not had within the busy timeout), HAREL_ERR_CONNECT; after these three the
+  /// transaction is ended, rolled back.
+  Rows query(CStr sql, Span<Value> params = {}) {
+    const std::vector<harel_value> raw = detail::raw_values(params);
+    harel_rows *out = nullptr;
+    detail::ErrorSlot slot;
+    const harel_status status = harel_tx_query(raw_.get(), sql.c_str(), raw.data(), raw.size(), &out, slot.out());
+    const std::unique_ptr<harel_rows, RowsFree> owned(out);  // freed whatever happens next
+    detail::check(status, slot);
+    Rows rows(out->n_rows);
+    for (std::size_t r = 0; r < out->n_rows; r++) {
+      rows[r].reserve(out->n_columns);
+      for (std::size_t c = 0; c < out->n_columns; c++)
+        rows[r].push_back(detail::value_of(out->values[r * out->n_columns + c]));
+    }
+    return rows;
+  }
+
+  /// Queues a publish, as Transport::publish takes it; its seq comes back from commit.
+  /// Throws Error as publish_with does.
+  void publish(CStr group_id, CStr event_json, int32_t priority = 0, std::optional<CStr> routing_key = std::nullopt) {
+    publish_with(group_id, event_json, Delivery{}, priority, routing_key);
+  }
+
+  /// Queues a publish with delivery options, as Transport::publish_with takes them (an
+  /// idempotency key, a delay, a due instant). Checked now; what became of it (its seq,
+  /// whether its key made it a duplicate) comes back from commit, in the order published.
+  /// Throws Error: HAREL_ERR_ARGUMENT (an argument Transport::publish_with refuses, an empty
+  /// Tx, an ended transaction; nothing queued, the transaction goes on), HAREL_ERR_DATABASE
+  /// (a key, on a queue without the keys table opened with create_schema off).
+  void publish_with(CStr group_id, CStr event_json, const Delivery &delivery = {}, int32_t priority = 0,
+                    std::optional<CStr> routing_key = std::nullopt) {
+    detail::ErrorSlot slot;
+    detail::check(harel_tx_publish(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
+                                   routing_key ? routing_key->c_str() : nullptr, delivery.key.c_str(), delivery.delay,
+                                   delivery.not_before, slot.out()),
+                  slot);
+    published_++;
+  }
+
+  /// Sends what was queued and commits: the statements and the messages, all of them or
+  /// none. What became of each publish, in order (a duplicate: its key was seen, nothing
+  /// stored, the first message's seq). This process's waiting claims wake for the messages.
+  /// The transaction is ended either way. Throws Error: HAREL_ERR_ARGUMENT (an empty Tx, an
+  /// ended transaction), HAREL_ERR_DATABASE (a statement, a publish or the COMMIT failed:
+  /// nothing kept), HAREL_ERR_BUSY (nothing kept), HAREL_ERR_CONNECT (nothing kept, or the
+  /// COMMIT's answer was lost and the message says it may have been applied: publish with
+  /// keys to make a retry safe).
+  std::vector<Published> commit() {
+    std::vector<int64_t> seqs(published_, 0);
+    std::vector<int> duplicates(published_, 0);
+    std::size_t n = 0;
+    detail::ErrorSlot slot;
+    detail::check(harel_tx_commit(raw_.get(), seqs.data(), duplicates.data(), published_, &n, slot.out()), slot);
+    // n is published_: the library counts the publishes this Tx queued (min: reads in bounds).
+    std::vector<Published> published(std::min(n, published_));
+    for (std::size_t i = 0; i < published.size(); i++) published[i] = Published{seqs[i], duplicates[i] != 0};
+    return published;
+  }
+
+  /// Ends the transaction keeping nothing of it; nothing to do once it ended (committed,
+  /// failed, rolled back, its Transport closed). Throws Error (HAREL_ERR_ARGUMENT) only on an
+  /// empty Tx.
+  void rollback() {
+    detail::ErrorSlot slot;
+    detail::check(harel_tx_rollback(raw_.get(), slot.out()), slot);
+  }
+
+  /// Whether this Tx holds a transaction.
+  explicit operator bool() const noexcept { return raw_ != nullptr; }
+  /// The C transaction (NULL when empty); it stays this Tx's.
+  harel_tx *get() const noexcept { return raw_.get(); }
+
+ private:
+  friend class Transport;  // begin makes them
+  explicit Tx(harel_tx *raw) noexcept : raw_(raw) {}
+
+  struct Free {
+    void operator()(harel_tx *tx) const noexcept { harel_tx_free(tx); }  // rolls back unless ended
+  };
+  struct RowsFree {
+    void operator()(harel_rows *rows) const noexcept { harel_rows_free(rows); }
+  };
+  std::unique_ptr<harel_tx, Free> raw_;
+  std::size_t published_ = 0;  // the publishes queued: the length of commit's outcomes
+};
+
 // ---- the transport --------------------------------------------------------------------------
 
 /// An open queue, owned: closed when destroyed (closing cannot fail). Move-only.
@@ -878,6 +1124,44 @@ class Transport {
     Metrics metrics(out);  // owned from here, whatever happens next
     detail::check(status, slot);
     return metrics;
+  }
+
+  /// Begins a transaction on this Transport (harel_transport_begin): its statements and its
+  /// publishes, committed together or not at all (see Tx). Nothing is sent, and no lock taken,
+  /// before its first query or its commit. Throws Error (HAREL_ERR_ARGUMENT) on an empty
+  /// Transport.
+  Tx begin() {
+    harel_tx *out = nullptr;
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_begin(raw_.get(), &out, slot.out()), slot);
+    return Tx(out);
+  }
+
+  /// Runs `work(tx)` on a new transaction and commits it when `work` returns: what became of
+  /// each publish, in order (std::vector<Published>), or, when `work` returns a value, a
+  /// std::pair of that value and those outcomes. When `work` throws, the transaction is rolled
+  /// back and the exception goes on to you: throw to give up. Leave the commit and the
+  /// rollback to this call. Throws Error as begin and Tx::commit do, and whatever `work`
+  /// throws (a Tx call's Error among them: the transaction is then ended).
+  ///
+  ///   auto [id, published] = queue.transaction([&](harel::Tx &tx) {
+  ///     harel::Rows rows = tx.query("INSERT INTO orders (total) VALUES (?1) RETURNING id", {9.5});
+  ///     std::int64_t id = std::get<std::int64_t>(rows.at(0).at(0));
+  ///     tx.publish("order-" + std::to_string(id), R"({"kind":"created"})");
+  ///     return id;
+  ///   });
+  template <class Work>
+  auto transaction(Work &&work) {
+    using Result = std::decay_t<std::invoke_result_t<Work, Tx &>>;
+    Tx tx = begin();
+    if constexpr (std::is_void_v<Result>) {
+      std::invoke(std::forward<Work>(work), tx);
+      return tx.commit();
+    } else {
+      Result value = std::invoke(std::forward<Work>(work), tx);
+      std::vector<Published> published = tx.commit();
+      return std::pair<Result, std::vector<Published>>(std::move(value), std::move(published));
+    }
   }
 
   // The other ops calls of the C ABI (harel_transport_groups, _peek, _dead_letters,

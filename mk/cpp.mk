@@ -1,8 +1,9 @@
 # The C++ face, include/harel_transport.hpp (header-only, C++17): its test under
 # AddressSanitizer + LeakSanitizer (tests/cpp/test_wrapper.cpp: every wrapper function, each
 # error it maps, moves, an empty claim), the header compiled as C++17 and C++20 with strict
-# warnings and refused as C++14, the examples (examples/cpp: queue, and poll_worker on the
-# readiness descriptor) built against the build tree and run,
+# warnings and refused as C++14, the examples (examples/cpp: queue, poll_worker on the
+# readiness descriptor, orders publishing inside a transaction) built against the build tree
+# and run,
 # and tests/cpp/cmake_check.sh: find_package(harel_transport) from a CMake project against
 # `make install PREFIX=<tmp>`, shared and static.
 .PHONY: test-cpp examples-cpp cpp-tools
@@ -19,6 +20,7 @@ examples-cpp: lib cpp-tools
 	@mkdir -p $(CPP_EXAMPLES)
 	$(CXX) -std=c++17 $(CXX_STRICT) examples/cpp/queue.cpp $(CPP_LINK) -o $(CPP_EXAMPLES)/queue
 	$(CXX) -std=c++17 $(CXX_STRICT) examples/cpp/poll_worker.cpp $(CPP_LINK) -pthread -o $(CPP_EXAMPLES)/poll_worker
+	$(CXX) -std=c++17 $(CXX_STRICT) examples/cpp/orders.cpp $(CPP_LINK) -o $(CPP_EXAMPLES)/orders
 
 test-cpp: lib cpp-tools examples-cpp
 	@mkdir -p $(CPP_TESTS)
@@ -35,6 +37,7 @@ test-cpp: lib cpp-tools examples-cpp
 	else echo "harel_transport.hpp refuses C++14 with its #error, as it should"; fi
 	rm -f $(CPP_EXAMPLES)/queue.db* && $(CPP_EXAMPLES)/queue $(CPP_EXAMPLES)/queue.db
 	rm -f $(CPP_EXAMPLES)/poll_worker.db* && $(CPP_EXAMPLES)/poll_worker $(CPP_EXAMPLES)/poll_worker.db 200
+	rm -f $(CPP_EXAMPLES)/orders.db* && $(CPP_EXAMPLES)/orders $(CPP_EXAMPLES)/orders.db 20
 	MAKE='$(MAKE)' bash tests/cpp/cmake_check.sh
 
 # What the C++ tests run besides make: a C++ compiler, cmake and pkg-config (the Debian

@@ -122,6 +122,19 @@ int main(void) {
   harel_status (*watch_rearm)(harel_transport *, harel_watch *, harel_error **) =
       harel_watch_rearm;
   void (*watch_free)(harel_watch *) = harel_watch_free;
+  /* publishing inside the application's transaction */
+  harel_status (*begin)(harel_transport *, harel_tx **, harel_error **) = harel_transport_begin;
+  harel_status (*tx_execute)(harel_tx *, const char *, const harel_value *, size_t,
+                             harel_error **) = harel_tx_execute;
+  harel_status (*tx_query)(harel_tx *, const char *, const harel_value *, size_t, harel_rows **,
+                           harel_error **) = harel_tx_query;
+  harel_status (*tx_publish)(harel_tx *, const char *, const char *, int32_t, const char *,
+                             const char *, double, double, harel_error **) = harel_tx_publish;
+  harel_status (*tx_commit)(harel_tx *, int64_t *, int *, size_t, size_t *, harel_error **) =
+      harel_tx_commit;
+  harel_status (*tx_rollback)(harel_tx *, harel_error **) = harel_tx_rollback;
+  void (*tx_free)(harel_tx *) = harel_tx_free;
+  void (*rows_free)(harel_rows *) = harel_rows_free;
   /* what the library hands out, freed by its own functions */
   void (*lease_free)(harel_lease *) = harel_lease_free;
   void (*string_free)(char *) = harel_string_free;
@@ -200,6 +213,30 @@ int main(void) {
   int metrics_shape = HAREL_LATENCY_BUCKETS == 16 && bounds[15] == 10.0 &&
                       sizeof mt.bounds == sizeof bounds &&
                       sizeof mt.publish.buckets == 16 * sizeof(uint64_t);
+  /* a SQL value's and the rows' fields, by name and type, in this order; the value types */
+  harel_value value;
+  harel_rows rows;
+  int32_t *value_type = &value.type;
+  int64_t *value_integer = &value.integer;
+  double *value_real = &value.real;
+  const char **value_text = &value.text;
+  const uint8_t **value_blob = &value.blob;
+  size_t *row_sizes[3] = {&value.size, &rows.n_rows, &rows.n_columns};
+  const harel_value **row_values = &rows.values;
+  int value_order = offsetof(harel_value, type) == 0 &&
+                    offsetof(harel_value, type) < offsetof(harel_value, integer) &&
+                    offsetof(harel_value, integer) < offsetof(harel_value, real) &&
+                    offsetof(harel_value, real) < offsetof(harel_value, text) &&
+                    offsetof(harel_value, text) < offsetof(harel_value, blob) &&
+                    offsetof(harel_value, blob) < offsetof(harel_value, size) &&
+                    offsetof(harel_rows, n_rows) == 0 &&
+                    offsetof(harel_rows, n_rows) < offsetof(harel_rows, n_columns) &&
+                    offsetof(harel_rows, n_columns) < offsetof(harel_rows, values);
+  harel_value_type value_types[5] = {HAREL_VALUE_NULL, HAREL_VALUE_INTEGER, HAREL_VALUE_REAL,
+                                     HAREL_VALUE_TEXT, HAREL_VALUE_BLOB};
+  int value_numbers = value_types[0] == 0 && value_types[1] == 1 && value_types[2] == 2 &&
+                      value_types[3] == 3 && value_types[4] == 4;
+  const harel_tx *no_tx = NULL;
   /* the message's fields, by name and type */
   harel_message message = {"g", "{}", 0, NULL};
   const char **message_strings[3] = {&message.group_id, &message.event_json, &message.routing_key};
@@ -235,7 +272,11 @@ int main(void) {
             metrics_counts[8] && metrics_bounds && histograms[7] && histogram_counts[1] &&
             histogram_sum && metrics_shape && transport_watch && watch_fd && watch_rearm &&
             watch_free && no_watch == NULL && set_key_retention && publish_with &&
-            publish_many_with && oldest_ready_seq && delayed && next_due_at && stats_order;
+            publish_many_with && oldest_ready_seq && delayed && next_due_at && stats_order &&
+            begin && tx_execute && tx_query && tx_publish && tx_commit && tx_rollback &&
+            tx_free && rows_free && value_type && value_integer && value_real && value_text &&
+            value_blob && row_sizes[2] && row_values && value_order && value_numbers &&
+            no_tx == NULL;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

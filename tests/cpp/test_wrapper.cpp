@@ -6,7 +6,9 @@
 // cleared by a rearm that finds nothing, rung by a commit and a park's end, its filter, its
 // errors and moves, a closed Transport); the producers' calls (publish_with and
 // publish_many_with: seq and duplicate, keys, delays, each error; key_retention; stats with the
-// delayed groups apart). Run under
+// delayed groups apart); publishing inside a transaction (harel::Tx, Value and Rows:
+// rows and messages committed together, every value kind, rollback and destruction, transaction()'s
+// commit and its rollback on a throw, every error, moves, a closed Transport). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -1217,6 +1219,329 @@ static void test_stats() {
   EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.stats());
 }
 
+// ---- publishing inside a transaction: Tx, Value, Rows, begin, transaction -----------------
+
+static const char ORDERS[] = "CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT)";
+static const char INSERT_ORDER[] = "INSERT INTO orders (id, note) VALUES (?1, ?2)";
+
+// One integer a query returns, in a transaction of its own.
+static std::int64_t scalar(harel::Transport &t, const char *sql) {
+  auto [rows, published] = t.transaction([&](harel::Tx &tx) { return tx.query(sql); });
+  CHECK(published.empty() && rows.size() == 1 && rows[0].size() == 1);
+  return rows.size() == 1 && rows[0].size() == 1 ? std::get<std::int64_t>(rows[0][0]) : -1;
+}
+
+// Neither an application row nor a message was kept.
+static bool nothing_kept(harel::Transport &t) {
+  return scalar(t, "SELECT count(*) FROM orders") == 0 && t.stats()->messages == 0;
+}
+
+// Every call of an ended transaction throws HAREL_ERR_ARGUMENT saying `why`; rollback does nothing.
+static void check_ended(harel::Tx &tx, const char *why) {
+  for (const std::string &what :
+       {EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.execute("SELECT 1")),
+        EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.query("SELECT 1")),
+        EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish("g", "1")),
+        EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish_with("g", "1", {"k"})),
+        EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.commit())})
+    CHECK(what.find(why) != std::string::npos);
+  tx.rollback();
+  tx.rollback();
+}
+
+static_assert(!std::is_copy_constructible_v<harel::Tx> && !std::is_copy_assignable_v<harel::Tx> &&
+              std::is_nothrow_move_constructible_v<harel::Tx> && std::is_nothrow_move_assignable_v<harel::Tx> &&
+              std::is_nothrow_destructible_v<harel::Tx>);
+static_assert(std::is_copy_constructible_v<harel::Value> && std::is_nothrow_move_constructible_v<harel::Value>);
+static_assert(std::is_base_of_v<harel::Value::Variant, harel::Value>);
+static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().begin()), harel::Tx>);
+static_assert(std::is_same_v<decltype(std::declval<harel::Tx &>().query("")), harel::Rows>);
+static_assert(std::is_same_v<decltype(std::declval<harel::Tx &>().commit()), std::vector<harel::Published>>);
+static void no_value(harel::Tx &) {}
+static int a_value(harel::Tx &) { return 1; }
+static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().transaction(no_value)),
+                             std::vector<harel::Published>>);
+static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().transaction(a_value)),
+                             std::pair<int, std::vector<harel::Published>>>);
+
+static void test_tx_commits_rows_and_messages() {
+  TempDir dir;
+  double now = 1000.0;
+  auto t = harel::Transport::open(dir.file("tx.db"), harel::Options().clock(fake_clock, &now));
+  CHECK(t.transaction([](harel::Tx &tx) { tx.execute(ORDERS); }).empty());
+  // A row and three messages: one with a routing key, one keyed, one after a query.
+  harel::Tx tx = t.begin();
+  CHECK(static_cast<bool>(tx) && tx.get() != nullptr);
+  tx.execute(INSERT_ORDER, {42, "first order"});
+  tx.publish("order-42", R"({"kind":"created"})", 2, "eu");
+  tx.publish_with("order-42", R"({"kind":"priced"})", {"order-42-priced"});
+  harel::Rows own = tx.query("SELECT note FROM orders WHERE id = ?1", {42});  // its own write
+  CHECK(own.size() == 1 && own[0].size() == 1 && std::get<std::string>(own[0][0]) == "first order");
+  tx.publish(std::string("order-42"), std::string(R"({"kind":"paid"})"));
+  std::vector<harel::Published> published = tx.commit();
+  CHECK(published.size() == 3);
+  if (published.size() == 3) {
+    CHECK(published[0].seq < published[1].seq && published[1].seq < published[2].seq);
+    CHECK(!published[0].duplicate && !published[1].duplicate && !published[2].duplicate);
+  }
+  check_ended(tx, "committed");
+  // Read back: the row, and the messages in order by another Transport on the file.
+  CHECK(scalar(t, "SELECT count(*) FROM orders WHERE id = 42 AND note = 'first order'") == 1);
+  auto other = harel::Transport::open(dir.file("tx.db"));
+  for (std::size_t i = 0; i < published.size(); i++) {
+    auto lease = other.claim("w", 30.0);
+    CHECK(lease && lease->seq() == published[i].seq);
+    if (lease) other.ack(*lease);
+  }
+  CHECK(!other.claim("w", 30.0));
+  // The key again: a duplicate with the first message's seq; the row is new.
+  harel::Tx again = t.begin();
+  again.execute(INSERT_ORDER, {43, nullptr});
+  again.publish_with("order-42", R"({"kind":"priced"})", {"order-42-priced"});
+  std::vector<harel::Published> retried = again.commit();
+  CHECK(retried.size() == 1 && retried[0].duplicate && published.size() == 3 &&
+        retried[0].seq == published[1].seq);
+  CHECK(scalar(t, "SELECT count(*) FROM orders WHERE id = 43 AND note IS NULL") == 1);
+  // Delivery options reach the message: delayed 10 s.
+  harel::Tx later = t.begin();
+  later.publish_with("later", "1", {nullptr, 10.0});
+  CHECK(later.commit().size() == 1);
+  CHECK(t.stats()->delayed == 1 && !t.claim("w", 30.0));
+  now = 1011.0;
+  CHECK(drain(t, "w") == 1);
+  // Nothing asked: a commit of nothing.
+  CHECK(t.begin().commit().empty());
+}
+
+static void test_tx_values_and_rows() {
+  auto t = harel::Transport::open(":memory:");
+  harel::Tx tx = t.begin();
+  const harel::Blob bytes{0, 255, 0, 7};
+  const std::string text = "a'\"\xc3\xa9\xf4\x8f\xbf\xbf";  // quotes, U+00E9, U+10FFFF
+  // Each kind of parameter, and the type it comes back as.
+  harel::Rows rows = tx.query("SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14",
+                              {nullptr, harel::Value(), INT64_MIN, std::uint64_t{INT64_MAX}, true, 'A', 2.5, 1.5f,
+                               "literal", text, std::string_view("view"), bytes, harel::Blob{}, std::size_t{7}});
+  CHECK(rows.size() == 1 && rows[0].size() == 14);
+  if (rows.size() == 1 && rows[0].size() == 14) {
+    const harel::Row &r = rows[0];
+    CHECK(r[0].is_null() && r[1].is_null() && r[0].type() == HAREL_VALUE_NULL &&
+          std::holds_alternative<std::monostate>(r[1]));
+    CHECK(r[2].type() == HAREL_VALUE_INTEGER && std::get<std::int64_t>(r[2]) == INT64_MIN);
+    CHECK(std::get<std::int64_t>(r[3]) == INT64_MAX && std::get<std::int64_t>(r[4]) == 1 &&
+          std::get<std::int64_t>(r[5]) == 65);
+    CHECK(r[6].type() == HAREL_VALUE_REAL && std::get<double>(r[6]) == 2.5 && std::get<double>(r[7]) == 1.5);
+    CHECK(r[8].type() == HAREL_VALUE_TEXT && std::get<std::string>(r[8]) == "literal");
+    CHECK(std::get<std::string>(r[9]) == text && std::get<std::string>(r[10]) == "view");
+    CHECK(r[11].type() == HAREL_VALUE_BLOB && std::get<harel::Blob>(r[11]) == bytes);
+    CHECK(r[12].type() == HAREL_VALUE_BLOB && std::get<harel::Blob>(r[12]).empty());
+    CHECK(std::get<std::int64_t>(r[13]) == 7 && !r[13].is_null());
+  }
+  // Rows row by row; `?` parameters in order; no rows.
+  rows = tx.query("SELECT v, v * 2.5, ? || v FROM (SELECT ? AS v UNION ALL SELECT 2) ORDER BY v", {"r", 10});
+  CHECK(rows.size() == 2 && rows[0].size() == 3 && rows[1].size() == 3);
+  if (rows.size() == 2 && rows[1].size() == 3) {
+    CHECK(std::get<std::int64_t>(rows[0][0]) == 2 && std::get<std::int64_t>(rows[1][0]) == 10);
+    CHECK(std::get<double>(rows[1][1]) == 25.0 && std::get<std::string>(rows[1][2]) == "r10");
+  }
+  CHECK(tx.query("SELECT 1 WHERE 0").empty());
+  // A text holding a NUL: its bytes as the library hands them out (a local file cuts at the NUL).
+  rows = tx.query("SELECT CAST(x'610062' AS TEXT)");
+  CHECK(rows.size() == 1 && (std::get<std::string>(rows.at(0).at(0)) == std::string("a", 1) ||
+                             std::get<std::string>(rows.at(0).at(0)) == std::string("a\0b", 3)));
+  // 64 KiB through a table; a write with RETURNING; parameters from a std::vector.
+  harel::Blob big(65536);
+  for (std::size_t i = 0; i < big.size(); i++) big[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  tx.execute("CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB)");
+  std::vector<harel::Value> params{1, big};
+  tx.execute("INSERT INTO blobs (id, data) VALUES (?1, ?2)", params);
+  rows = tx.query("INSERT INTO blobs (id, data) VALUES (?1, ?2) RETURNING id, length(data)", {2, big});
+  CHECK(rows.size() == 1 && std::get<std::int64_t>(rows.at(0).at(1)) == 65536);
+  CHECK(tx.commit().empty());
+  auto [stored, none] = t.transaction([](harel::Tx &read) { return read.query("SELECT data FROM blobs ORDER BY id"); });
+  CHECK(none.empty() && stored.size() == 2 && std::get<harel::Blob>(stored.at(1).at(0)) == big);
+  // What a Value cannot hold is refused when it is made.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Value(std::uint64_t{INT64_MAX} + 1));
+  CHECK(what.find("INT64_MAX") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Value(static_cast<const char *>(nullptr)));
+}
+
+static void test_tx_rollback_and_destruction_keep_nothing() {
+  // A short busy timeout: a connection still held would make the publish below throw.
+  auto t = harel::Transport::open(":memory:", harel::Options().busy_timeout(0.2));
+  t.transaction([](harel::Tx &tx) { tx.execute(ORDERS); });
+  for (int round = 0; round < 4; round++) {
+    {
+      harel::Tx tx = t.begin();
+      tx.execute(INSERT_ORDER, {1, "never"});
+      tx.publish_with("g", "\"never\"", {"never"});
+      if (round >= 2) CHECK(std::get<std::int64_t>(tx.query("SELECT count(*) FROM orders").at(0).at(0)) == 1);
+      if (round % 2 == 0) {
+        tx.rollback();
+        check_ended(tx, "rolled back");
+      }
+    }  // destroyed: rolled back unless it ended
+    CHECK(nothing_kept(t));
+    t.publish("after", "1");
+    CHECK(drain(t, "w") == 1);
+  }
+  CHECK(!t.publish_with("g", "1", {"never"}).duplicate);  // the key was not taken
+  // Move-assigning over a live Tx rolls it back.
+  harel::Tx tx = t.begin();
+  tx.execute(INSERT_ORDER, {2, "replaced"});
+  tx = t.begin();
+  CHECK(tx.commit().empty());
+  CHECK(scalar(t, "SELECT count(*) FROM orders") == 0);
+}
+
+static void test_transaction_commits_or_rolls_back() {
+  auto t = harel::Transport::open(":memory:", harel::Options().busy_timeout(0.2));
+  t.transaction([](harel::Tx &tx) { tx.execute(ORDERS); });
+  // Work that returns nothing: the outcomes. Work that returns a value: it and the outcomes.
+  std::vector<harel::Published> published = t.transaction([](harel::Tx &tx) {
+    tx.execute(INSERT_ORDER, {1, "one"});
+    tx.publish("g", "1");
+  });
+  CHECK(published.size() == 1 && !published[0].duplicate);
+  auto [id, with_id] = t.transaction([](harel::Tx &tx) {
+    harel::Rows rows = tx.query("INSERT INTO orders (note) VALUES (?1) RETURNING id", {"two"});
+    std::int64_t made = std::get<std::int64_t>(rows.at(0).at(0));
+    tx.publish("order-" + std::to_string(made), "2");
+    return made;
+  });
+  CHECK(id == 2 && with_id.size() == 1 && published.size() == 1 && with_id[0].seq > published[0].seq);
+  std::string moved_out = t.transaction([](harel::Tx &) { return std::string("kept"); }).first;
+  CHECK(moved_out == "kept");
+  CHECK(scalar(t, "SELECT count(*) FROM orders") == 2 && drain(t, "w") == 2);
+  t.transaction([](harel::Tx &tx) { tx.execute("DELETE FROM orders"); });
+  // Whatever the work throws goes on to the caller, after the rollback.
+  struct Gave : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  bool caught = false;
+  try {
+    t.transaction([](harel::Tx &tx) {
+      tx.execute(INSERT_ORDER, {1, "lost"});
+      tx.publish("g", "1");
+      tx.query("SELECT 1");  // holding the connection
+      throw Gave("the application changed its mind");
+    });
+  } catch (const Gave &e) {
+    caught = std::string_view(e.what()) == "the application changed its mind";
+  }
+  CHECK(caught && nothing_kept(t));
+  // A Tx call's error, a statement failing at the commit, the Transport's own call inside.
+  std::string what = EXPECT_ERROR(HAREL_ERR_DATABASE, t.transaction([](harel::Tx &tx) {
+    tx.publish("g", "1");
+    tx.query("SELECT * FROM no_such_table");
+  }));
+  CHECK(what.find("no_such_table") != std::string::npos && nothing_kept(t));
+  what = EXPECT_ERROR(HAREL_ERR_DATABASE, t.transaction([](harel::Tx &tx) {
+    tx.execute(INSERT_ORDER, {1, "a"});
+    tx.publish("g", "1");
+    tx.execute(INSERT_ORDER, {1, "b"});
+  }));
+  CHECK(what.find("UNIQUE") != std::string::npos && nothing_kept(t));
+  what = EXPECT_ERROR(HAREL_ERR_BUSY, t.transaction([&](harel::Tx &tx) {
+    tx.execute(INSERT_ORDER, {1, "a"});
+    tx.query("SELECT 1");
+    t.publish("g", "\"outside\"");  // waits for the transaction, which waits for it
+  }));
+  CHECK(what.find("own publish") != std::string::npos && nothing_kept(t));
+  what = EXPECT_ERROR(HAREL_ERR_BUSY, t.transaction([&](harel::Tx &tx) {
+    tx.query("SELECT 1");
+    t.transaction([](harel::Tx &inner) { inner.publish("g", "1"); });  // nested
+  }));
+  CHECK(what.find("do not nest") != std::string::npos && nothing_kept(t));
+  // Committing inside the work is the transaction's to do: its own commit then refuses.
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.transaction([](harel::Tx &tx) {
+    tx.publish("g", "\"early\"");
+    tx.commit();
+  }));
+  CHECK(what.find("committed") != std::string::npos && drain(t, "w") == 1);
+  harel::Transport empty;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.begin());
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.transaction([](harel::Tx &) {}));
+}
+
+static void test_tx_errors_and_moves() {
+  TempDir dir;
+  auto t = harel::Transport::open(dir.file("errors.db"), harel::Options().busy_timeout(0.2));
+  t.transaction([](harel::Tx &tx) { tx.execute(ORDERS); });
+  harel::Tx tx = t.begin();
+  // Refused arguments queue nothing, and the transaction goes on.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.execute(""));
+  CHECK(what.find("sql") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.execute(static_cast<const char *>(nullptr)));
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.execute(INSERT_ORDER, {1, std::nan("")}));
+  CHECK(what.find("params[1]") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.query("SELECT ?1", {HUGE_VAL}));
+  CHECK(what.find("params[0]") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.query(""));
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish("", "1"));
+  CHECK(what.find("group_id") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish("g", "{"));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish("g", "1", 5));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish("g", "1", 0, ""));
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish_with("g", "1", {""}));
+  CHECK(what.find("key") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish_with("g", "1", {nullptr, -1.0}));
+  CHECK(what.find("delay") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish_with("g", "1", {nullptr, 0.0, std::nan("")}));
+  CHECK(what.find("not_before") != std::string::npos);
+  tx.execute(INSERT_ORDER, {1, "kept"});
+  tx.publish_with("g", "\"kept\"", {"k"});
+  std::vector<harel::Published> published = tx.commit();
+  CHECK(published.size() == 1);  // the refused publishes are not counted
+  CHECK(scalar(t, "SELECT count(*) FROM orders") == 1 && drain(t, "w") == 1);
+  // A failure ends it: every call then throws, but rollback.
+  harel::Tx broken = t.begin();
+  broken.execute("INSERT INTO no_such_table VALUES (1)");
+  EXPECT_ERROR(HAREL_ERR_DATABASE, broken.query("SELECT 1"));
+  check_ended(broken, "rolled back after an error");
+  // A second transaction while the first holds the connection: busy after the busy timeout.
+  harel::Tx first = t.begin();
+  first.query("SELECT 1");
+  harel::Tx second = t.begin();
+  second.publish("g", "\"second\"");
+  what = EXPECT_ERROR(HAREL_ERR_BUSY, second.commit());
+  CHECK(what.find("do not nest") != std::string::npos);
+  first.publish("g", "\"first\"");
+  CHECK(first.commit().size() == 1);
+  // Moved from: empty, every call refused; moved into: the transaction.
+  harel::Tx moved = t.begin();
+  moved.publish("g", "\"moved\"");
+  harel::Tx into(std::move(moved));
+  CHECK(!moved && moved.get() == nullptr && into);  // NOLINT: use after move, on purpose
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, moved.execute("SELECT 1"));  // NOLINT
+  CHECK(what.find("tx is NULL") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, moved.query("SELECT 1"));    // NOLINT
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, moved.publish("g", "1"));    // NOLINT
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, moved.commit());             // NOLINT
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, moved.rollback());           // NOLINT
+  CHECK(into.commit().size() == 1);
+  harel::Tx later;
+  CHECK(!later);
+  later = t.begin();
+  later.publish("g", "\"later\"");
+  CHECK(later.commit().size() == 1);
+  std::set<std::string> events;
+  for (auto lease = t.claim("w", 30.0); lease; lease = t.ack_and_claim(*lease, "w", 30.0))
+    events.insert(std::string(lease->event()));
+  CHECK(events == std::set<std::string>({"\"first\"", "\"moved\"", "\"later\""}));
+  // Outliving its Transport: the close rolled it back; it refuses, and is destroyed fine.
+  harel::Tx holding = t.begin(), queued = t.begin();
+  holding.execute(INSERT_ORDER, {2, "holding"});
+  holding.query("SELECT 1");
+  queued.execute(INSERT_ORDER, {3, "queued"});
+  queued.publish("g", "1");
+  t.close();
+  check_ended(holding, "closed");
+  check_ended(queued, "closed");
+  auto reopened = harel::Transport::open(dir.file("errors.db"));
+  CHECK(scalar(reopened, "SELECT count(*) FROM orders") == 1 && reopened.stats()->messages == 0);
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -1247,6 +1572,15 @@ int main() {
   run("publish_many_with: each outcome, no deliveries, braced lists, empty; errors by index", test_publish_many_with);
   run("Options::key_retention: a key forgotten after it, a day by default; its errors", test_key_retention);
   run("stats: every field, delayed groups apart, by_priority; moves; an empty Transport", test_stats);
+  run("Tx: a row and messages committed together, read back; outcomes, a key seen, delivery options",
+      test_tx_commits_rows_and_messages);
+  run("Tx: every Value kind in, Rows out row by row; no rows; a blob through a table; Value's refusals",
+      test_tx_values_and_rows);
+  run("Tx: rollback and destruction keep nothing and let the connection go; move-assign",
+      test_tx_rollback_and_destruction_keep_nothing);
+  run("transaction: commits when the work returns (its value too), rolls back and rethrows",
+      test_transaction_commits_or_rolls_back);
+  run("Tx: refused arguments, an ended transaction, busy, moves, a closed Transport", test_tx_errors_and_moves);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
