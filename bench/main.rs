@@ -35,6 +35,11 @@
 //! 9. producers' options (bench/producers.rs): a keyed publish vs a plain one; a claim
 //!    beside 10,000 delayed messages vs alone; an INSERT and a publish in one transaction
 //!    vs separately.
+//! 10. the server's own limit (bench/server_limit.rs, issue #28), when sqld is found: on one
+//!     fresh sqld, 1, 2, 4, 8 and 16 workers (threads, each with its own connection or
+//!     transport): sqld's own rate of one-request write transactions (raw Hrana, no library)
+//!     beside ours' claim + ack, `ack_and_claim` and `claim_many` + `ack_and_claim_many` of
+//!     10, as a ratio in transactions (target: >= 0.8 at every worker count).
 //!
 //! Ours is measured at synchronous FULL (our default: a committed publish survives
 //! power loss) and NORMAL. A claim latency is the median over many claims, each
@@ -43,12 +48,14 @@
 //! Usage: bench [--python PATH] [--peers bench/peers.py] [--cli PATH] [--no-peers] [--no-procs] [--no-server]
 //!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads",
 //!                                      "publish_new_groups", "drain", "drain_fused", "procs",
-//!                                      "server", "looks", "serve", "watch", "producers", or a claim case's id)
+//!                                      "server", "looks", "serve", "watch", "producers", "server_limit",
+//!                                      or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench publisher ...          (internal: the publishing process of part 8)
 //!        bench profile <ours|raw> <full|normal> <case id> [seconds]
 //!                                     (one queue, one case, for perf/strace; prints its figure)
 
+mod backlog;
 mod looks;
 mod measure;
 mod ours;
@@ -58,6 +65,7 @@ mod raw;
 mod report;
 mod serve;
 mod server;
+mod server_limit;
 mod producers;
 mod states;
 mod watch;
@@ -478,6 +486,18 @@ fn run(config: &Config) -> Result<(), String> {
         }
     };
 
+    // Part 10: the server's own limit, beside ours.
+    let server_limit = match sqld::binary() {
+        Ok(binary) if config.server && config.wants("server_limit") => server_limit::run(&binary),
+        Ok(_) => Value::Null,
+        Err(reason) if config.server && config.wants("server_limit") => {
+            progress(&format!("server limit part skipped: {reason}"));
+            println!("\n10. The server's own limit: skipped: {reason}");
+            json!({"skipped": reason})
+        }
+        Err(_) => Value::Null,
+    };
+
     let meta = json!({
         "machine": {"cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
                     "loadavg_1min_start": load_start, "loadavg_1min_end": loadavg(),
@@ -496,6 +516,7 @@ fn run(config: &Config) -> Result<(), String> {
         },
         "peer_settings": peer_settings,
         "server": server,
+        "server_limit": server_limit,
         "looks": looks,
         "serve": serve,
         "watch": watch,

@@ -18,11 +18,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use harel_transport::{Message, Options, Transport};
+use harel_transport::{Options, Transport};
 use serde_json::{json, Value};
 
 use harel_transport_testkit::http_proxy::CountingProxy;
 use harel_transport_testkit::sqld::Sqld;
+
+use crate::backlog::{self, per_s};
 
 const MESSAGES: usize = 4_000;
 const GROUPS: usize = 400;
@@ -121,10 +123,6 @@ pub fn run(binary: &Path, work: &Path) -> Value {
     )
 }
 
-fn per_s(done: usize, took: Duration) -> f64 {
-    (done as f64 / took.as_secs_f64() * 10.0).round() / 10.0
-}
-
 fn measure(place: &Place, n: usize) -> Result<Value, String> {
     let publisher = place.open(&format!("p{n}"))?;
     let started = Instant::now();
@@ -176,22 +174,10 @@ fn measure(place: &Place, n: usize) -> Result<Value, String> {
     }))
 }
 
-/// Publishes the backlog through `publish_many` (until `cap`, if given); how many went in.
+/// Publishes the backlog (`MESSAGES` over `GROUPS`, `BATCH` per call) through
+/// `publish_many` (until `cap`, if given); how many went in.
 fn fill(t: &Transport, cap: Option<Duration>) -> Result<usize, String> {
-    let started = Instant::now();
-    let events: Vec<(String, String)> =
-        (0..MESSAGES).map(|i| (format!("g{}", i % GROUPS), format!("{{\"n\":{i}}}"))).collect();
-    let mut done = 0;
-    for chunk in events.chunks(BATCH) {
-        if cap.is_some_and(|cap| started.elapsed() >= cap) {
-            break;
-        }
-        let batch: Vec<Message> =
-            chunk.iter().map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None }).collect();
-        t.publish_many(&batch).map_err(|e| format!("publish_many: {e:?}"))?;
-        done += batch.len();
-    }
-    Ok(done)
+    backlog::fill(t, 0, MESSAGES, GROUPS, BATCH, cap)
 }
 
 /// Claim+ack cycles a second: `workers` threads, each its own transport, on a full
