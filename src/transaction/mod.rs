@@ -145,19 +145,17 @@ impl AsyncTransport {
         state.live()?;
         let queued = std::mem::take(&mut state.queued);
         let outcome = match state.held.as_mut() {
-            Some(held) => match self.now() {
-                Ok(now) => match queued::chain(&queued, None, self.sql(), self.key_retention(), now) {
+            Some(held) => {
+                let built =
+                    self.now().and_then(|now| queued::chain(&queued, None, self.sql(), self.key_retention(), now));
+                match built {
                     Ok((chain, reads)) => held.backend.commit_open(chain).await.map(|done| (done, reads)),
                     Err(e) => {
                         held.backend.rollback_open().await;
                         Err(e)
                     }
-                },
-                Err(e) => {
-                    held.backend.rollback_open().await;
-                    Err(e)
                 }
-            },
+            }
             None if queued.is_empty() => {
                 state.end("committed");
                 return Ok(std::mem::take(&mut state.published));

@@ -13,7 +13,7 @@ use crate::{Delivery, Message, Published};
 
 /// `not_before` from C: a negative finite value means none; NaN and infinities go on to
 /// be refused.
-fn instant(not_before: f64) -> Option<f64> {
+pub(crate) fn instant(not_before: f64) -> Option<f64> {
     (!not_before.is_finite() || not_before >= 0.0).then_some(not_before)
 }
 
@@ -21,7 +21,7 @@ fn instant(not_before: f64) -> Option<f64> {
 ///
 /// # Safety
 /// `seqs` and `duplicates` are NULL or valid for `published.len()` writes.
-unsafe fn hand_out(published: &[Published], seqs: *mut i64, duplicates: *mut c_int) {
+pub(crate) unsafe fn hand_out(published: &[Published], seqs: *mut i64, duplicates: *mut c_int) {
     for (i, p) in published.iter().enumerate() {
         // SAFETY: the caller's arrays hold `published.len()` elements, per the contract.
         unsafe {

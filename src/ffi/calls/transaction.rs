@@ -8,6 +8,7 @@ use std::ffi::{c_char, c_int};
 use super::args;
 use super::error::harel_error;
 use super::ownership::{try_ref_from_ptr, Registry};
+use super::publish_with;
 use super::status::harel_status::{self, HAREL_OK};
 use super::transport::harel_transport;
 use super::values::{self, harel_rows, harel_value};
@@ -192,8 +193,7 @@ pub extern "C" fn harel_tx_publish(
                 )
             };
             let message = Message { group_id, event_json, priority, routing_key };
-            let not_before = (!not_before.is_finite() || not_before >= 0.0).then_some(not_before);
-            t.tx_publish(state, message, Delivery { key, delay, not_before })
+            t.tx_publish(state, message, Delivery { key, delay, not_before: publish_with::instant(not_before) })
         })?;
         Ok(HAREL_OK)
     })
@@ -223,17 +223,8 @@ pub extern "C" fn harel_tx_commit(
 ) -> harel_status {
     boundary(err, || {
         let published = on_tx(tx, |t, state| t.tx_commit(state))?;
-        for (i, p) in published.iter().enumerate().take(n) {
-            // SAFETY: each array is NULL or `n` long, per the contract.
-            unsafe {
-                if !seqs.is_null() {
-                    *seqs.add(i) = p.seq;
-                }
-                if !duplicates.is_null() {
-                    *duplicates.add(i) = c_int::from(p.duplicate);
-                }
-            }
-        }
+        // SAFETY: each array is NULL or `n` long, per the contract.
+        unsafe { publish_with::hand_out(&published[..n.min(published.len())], seqs, duplicates) };
         // SAFETY: NULL or valid for one write.
         if let Some(count) = unsafe { n_published.as_mut() } {
             *count = published.len();
