@@ -53,9 +53,16 @@
 #define HAREL_DEFAULT_KEY_RETENTION 86400.0
 
 /**
+ * At most this many databases in one queue.
+ */
+#define MAX_SHARDS 256
+
+/**
  * The largest page a listing hands out.
  */
 #define HAREL_MAX_PAGE 10000
+
+#define SET_ASIDE_UNTIL 253402300799.0
 
 #define HAREL_MAX_PRIORITY 4
 
@@ -1163,6 +1170,57 @@ enum harel_status harel_schema_sql(const char *prefix, char **out, struct harel_
 enum harel_status harel_schema_upgrade_sql(const char *prefix,
                                            char **out,
                                            struct harel_error **err);
+
+/**
+ * Opens one queue sharded over the `n_databases` databases of `databases` (1..256 file
+ * paths, URLs, or replica paths with `harel_options_set_sync_url`, each as
+ * `harel_transport_open` takes it; the same `options` for each), in their shard order.
+ * Each group lives on the shard `harel_shard_of` names: publishes, acks and nacks go
+ * there, claims serve the shards in turn, waits and watches cover all of them, and
+ * stats and listings add them up (docs/queue.md, "Sharded queues"). Each database is an
+ * unchanged queue that harel's own workers can serve.
+ *
+ * The first open of a list of empty databases makes them a set: each records the queue's
+ * id, its index and the number of shards. Every later open must pass the same list in
+ * the same order. A list of one is a queue that is not sharded, as `harel_transport_open`
+ * opens it. The handle is freed with `harel_transport_close`.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (databases or out NULL, n_databases 0 or above
+ * 256, an element NULL, empty, not UTF-8 or repeated; the list does not match the
+ * databases' records: a database missing, one extra, the order changed, another queue's
+ * database, a database that holds messages but belongs to no set — the message names
+ * the database as "databases[i] (its text)"; a transaction begun on a sharded queue is
+ * refused at its first call); otherwise as `harel_transport_open`, the message naming the
+ * database that failed. On error nothing is left open and `*out` is NULL.
+ */
+enum harel_status harel_transport_open_shards(const char *const *databases,
+                                              size_t n_databases,
+                                              const struct harel_options *options,
+                                              struct harel_transport **out,
+                                              struct harel_error **err);
+
+/**
+ * Sets `*n` to the number of databases `t` is sharded over (1 when it is not sharded).
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or n NULL).
+ */
+enum harel_status harel_transport_shard_count(const struct harel_transport *t,
+                                              size_t *n,
+                                              struct harel_error **err);
+
+/**
+ * Sets `*shard` to the shard (0..n_shards-1) that holds `group_id` in a queue sharded
+ * over `n_shards` databases: FNV-1a, 64-bit, over the id's UTF-8 bytes, modulo
+ * `n_shards` (docs/queue.md gives it, so a program that writes to one shard directly
+ * places a group where the sharded queue looks for it). Needs no transport.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (group_id or shard NULL, group_id empty or not
+ * UTF-8, n_shards 0 or above 256).
+ */
+enum harel_status harel_shard_of(const char *group_id,
+                                 size_t n_shards,
+                                 size_t *shard,
+                                 struct harel_error **err);
 
 /**
  * The name of a status, e.g. "HAREL_ERR_BUSY"; "HAREL_UNKNOWN" for any other value.

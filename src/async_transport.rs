@@ -1,224 +1,162 @@
-//! The async face: the queue's operations as `async fn`. Each method builds its checked
-//! request (request.rs), runs the operation (queue/) on the backend chosen at open
-//! (backend/), and wakes this process's waiting claims after a commit that can make a
-//! message deliverable, and counts what it did (metrics.rs). Calls on one value run one at
-//! a time (one connection, and claims serialize on the database's write lock anyway).
+//! The async face: a queue over one database, or sharded over several (docs/queue.md,
+//! "Sharded queues"). Each call goes to the shard that holds what it names (shards/shard.rs
+//! runs it there): a publish, an ack or a nack to its group's shard; a claim to the shards
+//! in turn; a look or a change of the whole queue to every shard, their answers merged
+//! (shards/merge.rs). Over one database every call is the shard's own, unchanged.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
 
-use tokio::sync::{Mutex, MutexGuard, OwnedMutexGuard};
-
-use crate::backend::{Backend, Opened};
-use crate::chain::Claimed;
 use crate::error::{Error, Result};
 use crate::metrics::{Meters, Metrics, Operation};
 use crate::mode::Mode;
-use crate::options::{Clock, Options};
-use crate::queue::{admin, looks, schema, work};
-use crate::request::{Claim, DeadSelection, Deliver, Extend, Finish, FinishMany, Nack, PageRequest, Publish};
-use crate::sql::Statements;
+use crate::options::Options;
+use crate::request::{Claim, Deliver, FinishMany, Publish};
+use crate::shards::shard::Shard;
+use crate::shards::{self, Plan, SetRecord, ShardedCursor, Watch, MAX_SHARDS};
 use crate::types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
 };
 use crate::validate;
-use crate::waiting::wait::{Interrupts, Wait};
-use crate::waiting::wake::Signal;
-use crate::waiting::{Polling, Waiter, Watch};
+use crate::waiting::wait::Wait;
 
 pub struct AsyncTransport {
-    /// Where the queue lives, one call (or one application transaction) at a time.
-    backend: Arc<Mutex<Backend>>,
-    /// An application's transaction holds the backend (transaction/).
-    in_transaction: Arc<AtomicBool>,
-    busy_timeout: Duration,
-    sql: Statements,
-    clock: Clock,
-    mode: Mode,
+    shards: Vec<Shard>,
+    /// The shard the next claim looks at first: claims serve the shards in turn.
+    turn: AtomicUsize,
     max_attempts: u32,
-    key_retention: f64,
-    /// What wakes this queue's waiting claims in this process (shared with its other transports).
-    wake: Arc<Signal>,
-    polling: Polling,
-    interrupts: Interrupts,
-    /// What the queue lacks of ours, opened as it is (`Options::schema_as_is`); empty otherwise.
+    meters: Arc<Meters>,
+    /// What the shards lack of the schema, each named with its shard when there are several.
     absent: Vec<String>,
-    meters: Meters,
-    /// Tells a watch's owner from another transport.
-    id: u64,
-    watches: Watches,
-}
-
-/// The bells of a transport's watches, rung for good when it closes or is dropped.
-#[derive(Default)]
-struct Watches(std::sync::Mutex<Vec<Weak<crate::waiting::Bell>>>);
-
-impl Drop for Watches {
-    fn drop(&mut self) {
-        let bells = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
-        bells.iter().filter_map(Weak::upgrade).for_each(|bell| bell.close());
-    }
 }
 
 impl AsyncTransport {
     /// Opens the queue at `database`: a file path, `":memory:"`, a `libsql://` or
     /// `http(s)://` URL (remote), or a path with `Options::sync_url` (embedded replica).
+    /// A database that is one shard of a sharded queue is refused: open its whole list.
     pub async fn open(database: &str, options: &Options) -> Result<AsyncTransport> {
-        validate::non_empty("database", database)?;
-        let meters = Meters::default();
-        let Opened { mut backend, mode, wake, polling } =
-            Backend::open(database, options, Arc::clone(&meters.busy_retries)).await?;
-        let mut sql = Statements::new(&options.prefix);
-        let absent = if options.schema_as_is {
-            schema::as_is(&mut backend, &mut sql).await
-        } else {
-            schema::prepare(&mut backend, &mut sql, options.create_schema).await.map(|()| Vec::new())
+        Self::open_shards(&[database], options).await
+    }
+
+    /// Opens one queue sharded over `databases` (files, URLs, or replicas with
+    /// `Options::sync_url`, the same options for each), in their shard order: each group
+    /// lives on the shard `shard_of` names. The first open of a list of empty databases
+    /// makes it a set, recorded in each; later opens must give the same list in the same
+    /// order, or are refused with `Error::Argument` saying which database does not match.
+    /// A list of one is a queue of one database, as `open` opens.
+    pub async fn open_shards(databases: &[&str], options: &Options) -> Result<AsyncTransport> {
+        let n = databases.len();
+        if !(1..=MAX_SHARDS).contains(&n) {
+            return Err(Error::Argument(format!("databases has {n} entries; it must have 1..{MAX_SHARDS}")));
         }
-        .map_err(|e| e.during("open"))?;
-        let (clock, max_attempts, interrupts) = (options.clock.clone(), options.max_attempts, Interrupts::default());
-        let key_retention = options.key_retention;
-        Ok(AsyncTransport {
-            backend: Arc::new(Mutex::new(backend)),
-            in_transaction: Arc::default(),
-            busy_timeout: options.busy_timeout,
-            sql,
-            clock,
-            mode,
-            max_attempts,
-            key_retention,
-            wake,
-            polling,
-            interrupts,
-            absent,
-            meters,
-            id: {
-                static NEXT: AtomicU64 = AtomicU64::new(1);
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            },
-            watches: Watches::default(),
-        })
-    }
-
-    /// What this transport counted since it was opened: messages published, claimed,
-    /// acked, nacked and dead-lettered, lost leases, busy retries, and each operation's
-    /// latency (see `Metrics`). Read without a lock; counting costs the calls a few atomic adds.
-    pub fn metrics(&self) -> Metrics {
-        self.meters.snapshot()
-    }
-
-    /// Runs `call` (an operation whose arguments were checked), timing it as `operation`
-    /// whatever its outcome and counting a lost lease.
-    async fn timed<T>(&self, operation: Operation, call: impl Future<Output = Result<T>>) -> Result<T> {
-        let started = Instant::now();
-        let outcome = call.await;
-        self.meters.observe(operation, started.elapsed());
-        if let Err(Error::LeaseLost(_)) = &outcome {
-            self.meters.lost_leases.add(1);
+        for (i, database) in databases.iter().enumerate() {
+            validate::non_empty(&format!("databases[{i}]"), database)?;
+            if let Some(j) = databases[..i].iter().position(|d| d == database) {
+                return Err(Error::Argument(format!("databases[{i}] repeats databases[{j}] ({database})")));
+            }
         }
-        outcome
-    }
-
-    /// The leases of a committed claim, counted with the heads it buried.
-    fn counted(&self, claimed: Claimed) -> Vec<Lease> {
-        self.meters.claimed.add(claimed.leases.len() as u64);
-        self.meters.dead_lettered_by_claim.add(claimed.buried);
-        claimed.leases
-    }
-
-    /// Lost leases among `outcomes` counted, and the acks that were not.
-    fn count_acks(&self, outcomes: &[Result<()>]) {
-        let lost = outcomes.iter().filter(|o| o.is_err()).count() as u64;
-        self.meters.acked.add(outcomes.len() as u64 - lost);
-        self.meters.lost_leases.add(lost);
-    }
-
-    /// What the queue lacks of this library's schema, each as "the table T" or "the column
-    /// T.C": empty unless opened with `Options::schema_as_is` a file that lacks them (a
-    /// harel 0.9 file). The looks read around them; every write is refused.
-    pub fn absent(&self) -> &[String] {
-        &self.absent
-    }
-
-    /// The backend, for an operation that writes: refused while the queue lacks part of the
-    /// schema, since every write of ours may touch it (a claim counts `attempts`, a publish
-    /// stamps `enqueued_at`) and opened as it is, nothing may upgrade it.
-    async fn writer(&self) -> Result<MutexGuard<'_, Backend>> {
-        self.writable()?;
-        self.connection().await
-    }
-
-    /// The backend, for one call. While an application's transaction holds it
-    /// (transaction/), waited for only up to the busy timeout: a call made on the transport
-    /// from inside that transaction would otherwise wait for ever.
-    pub(crate) async fn connection(&self) -> Result<MutexGuard<'_, Backend>> {
-        if let Ok(backend) = self.backend.try_lock() {
-            return Ok(backend);
+        let meters = Arc::new(Meters::default());
+        let mut opened = Vec::with_capacity(n);
+        for (i, database) in databases.iter().enumerate() {
+            let shard = Shard::open(database, options, Arc::clone(&meters)).await;
+            opened.push(shard.map_err(|e| if n > 1 { e.during(&format!("databases[{i}] ({database})")) } else { e })?);
         }
-        if !self.in_transaction.load(Ordering::Acquire) {
-            return Ok(self.backend.lock().await);
-        }
-        tokio::time::timeout(self.busy_timeout, self.backend.lock()).await.map_err(|_| self.held_by_transaction())
-    }
-
-    /// The backend for an application's transaction, from its first read to its end; the
-    /// flag that says so, cleared when the hold ends.
-    pub(crate) async fn hold_for_transaction(&self) -> Result<(OwnedMutexGuard<Backend>, Arc<AtomicBool>)> {
-        let backend = match Arc::clone(&self.backend).try_lock_owned() {
-            Ok(backend) => backend,
-            Err(_) if !self.in_transaction.load(Ordering::Acquire) => Arc::clone(&self.backend).lock_owned().await,
-            Err(_) => tokio::time::timeout(self.busy_timeout, Arc::clone(&self.backend).lock_owned())
-                .await
-                .map_err(|_| self.held_by_transaction())?,
+        let absent = match n {
+            1 => opened[0].absent().to_vec(),
+            _ => (opened.iter().enumerate())
+                .flat_map(|(i, s)| s.absent().iter().map(move |a| format!("{a} (shard {i})")))
+                .collect(),
         };
-        self.in_transaction.store(true, Ordering::Release);
-        Ok((backend, Arc::clone(&self.in_transaction)))
+        let transport = AsyncTransport {
+            shards: opened,
+            turn: AtomicUsize::new(0),
+            max_attempts: options.max_attempts,
+            meters,
+            absent,
+        };
+        transport.join_set(databases).await.map_err(|e| e.during("open"))?;
+        Ok(transport)
     }
 
-    fn held_by_transaction(&self) -> Error {
-        Error::Busy(format!(
-            "a transaction of this transport held its connection for longer than the busy timeout ({} s): a \
-             transport runs one transaction at a time and its other calls wait for it, so inside a \
-             transaction publish with the transaction's own publish, and do not begin another on the same \
-             transport (transactions do not nest)",
-            self.busy_timeout.as_secs_f64()
-        ))
-    }
-
-    pub(crate) fn sql(&self) -> &Statements {
-        &self.sql
-    }
-
-    pub(crate) fn key_retention(&self) -> f64 {
-        self.key_retention
-    }
-
-    /// Counts what a commit stored, and wakes this process's waiting claims for it.
-    pub(crate) fn committed(&self, published: &[Published]) {
-        let stored = published.iter().filter(|p| !p.duplicate).count() as u64;
-        self.meters.published.add(stored);
-        if stored > 0 {
-            self.wake.notify();
+    /// Checks the list against the databases' records of their set, and writes the records
+    /// a new set (or one whose making was cut short) lacks: shard 0's first, so that of two
+    /// openers making a set at once, both take the queue id that shard 0 kept.
+    async fn join_set(&self, databases: &[&str]) -> Result<()> {
+        let mut found = Vec::with_capacity(self.shards.len());
+        for shard in &self.shards {
+            found.push(shard.set_record().await?);
         }
-    }
-
-    pub(crate) fn writable(&self) -> Result<()> {
-        if !self.absent.is_empty() {
-            return Err(Error::Database(format!(
-                "refused: this queue lacks {} (a harel 0.9 file, opened as it is): it can be looked at, \
-                 not changed, since this library's writes need them. Open it once with create_schema on \
-                 (any worker or producer of this library does; harel's transports keep working on it), or \
-                 run the statements of harel_schema_upgrade_sql",
-                self.absent.join(", ")
-            )));
+        let n = self.shards.len();
+        let (queue_id, missing) = match shards::check_set(&found, databases)? {
+            Plan::Alone => return Ok(()),
+            Plan::New => (shards::new_queue_id()?, (0..n).collect()),
+            Plan::Complete { queue_id, missing } => (queue_id, missing),
+        };
+        let mut queue_id = queue_id;
+        for i in missing {
+            let wanted = SetRecord { queue_id: queue_id.clone(), shard: i, shards: n };
+            let kept = self.shards[i].record_set(&wanted).await?;
+            if i == 0 {
+                queue_id = kept.queue_id.clone();
+            } else if kept != (SetRecord { queue_id: queue_id.clone(), ..wanted }) {
+                return Err(Error::Argument(format!(
+                    "databases[{i}] ({}) was made shard {} of {} of queue {} by another open meanwhile",
+                    databases[i], kept.shard, kept.shards, kept.queue_id
+                )));
+            }
         }
         Ok(())
     }
 
-    /// Where the queue lives: a local file, memory, a server, or a replica of one.
+    /// How many databases the queue is sharded over (1: not sharded).
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shard that holds `group_id` (`shards::shard_of`).
+    pub fn shard_of(&self, group_id: &str) -> usize {
+        shards::shard_of(group_id, self.shards.len())
+    }
+
+    fn shard(&self, group_id: &str) -> &Shard {
+        &self.shards[self.shard_of(group_id)]
+    }
+
+    /// The one database of a queue that is not sharded: what an application's transaction
+    /// runs on (a transaction is one database's).
+    pub(crate) fn single(&self) -> Result<&Shard> {
+        match self.shards.as_slice() {
+            [one] => Ok(one),
+            _ => Err(Error::Argument(format!(
+                "a transaction runs on one database, and this queue is sharded over {}: publish inside an \
+                 application's transaction on a queue of one database",
+                self.shards.len()
+            ))),
+        }
+    }
+
+    /// What this transport counted since it was opened (every shard's calls): messages
+    /// published, claimed, acked, nacked and dead-lettered, lost leases, busy retries, and
+    /// each operation's latency (see `Metrics`). Read without a lock.
+    pub fn metrics(&self) -> Metrics {
+        self.meters.snapshot()
+    }
+
+    /// What the queue lacks of this library's schema, each as "the table T" or "the column
+    /// T.C" (with " (shard i)" when sharded): empty unless opened with
+    /// `Options::schema_as_is` a file that lacks them (a harel 0.9 file). The looks read
+    /// around them; every write is refused.
+    pub fn absent(&self) -> &[String] {
+        &self.absent
+    }
+
+    /// Where the queue lives (its first shard, when sharded).
     pub fn mode(&self) -> Mode {
-        self.mode
+        self.shards[0].mode()
     }
 
     /// Appends `event_json` to `group_id`'s FIFO. The first publish into a group fixes its
@@ -230,67 +168,107 @@ impl AsyncTransport {
         priority: i32,
         routing_key: Option<&str>,
     ) -> Result<()> {
-        let request = Publish::one(Message { group_id, event_json, priority, routing_key })?;
-        self.append(&request).await.map_err(|e| e.during("publish"))
+        self.shard(group_id).publish(group_id, event_json, priority, routing_key).await
     }
 
     /// Appends `messages` in order (within a group, FIFO order is the batch's order), each
-    /// as `publish` would, in one transaction: all of them or none, with one commit for the
-    /// batch. Every message is checked before anything is written; an `Error::Argument`
-    /// names the bad one by index (`messages[3].event_json ...`). An empty batch does nothing.
+    /// as `publish` would. Every message is checked before anything is written; an
+    /// `Error::Argument` names the bad one by index (`messages[3].event_json ...`). An empty
+    /// batch does nothing. On one database, one transaction: all of them or none. Sharded,
+    /// one transaction per shard, in shard order: each shard's part all or none, and an
+    /// error names the shards whose parts were stored before it (publish with keys,
+    /// `publish_many_with`, to retry the whole batch safely).
     pub async fn publish_many(&self, messages: &[Message<'_>]) -> Result<()> {
         let request = Publish::many(messages)?;
         self.append(&request).await.map_err(|e| e.during("publish_many"))
+    }
+
+    /// The write of `publish_many`, and of the blocking face's group commits.
+    pub(crate) async fn append(&self, request: &Publish<'_, '_>) -> Result<()> {
+        if let [one] = self.shards.as_slice() {
+            return one.append(request).await;
+        }
+        let started = Instant::now();
+        let parts = self.split(request.messages(), |m| m.group_id);
+        let written = self
+            .each_part(&parts, |shard, part| async move {
+                let part: Vec<Message<'_>> = part.iter().map(|&(_, m)| *m).collect();
+                shard.append_now(&Publish::checked(&part)).await
+            })
+            .await;
+        self.meters.observe(Operation::Publish, started.elapsed());
+        written.map(drop)
     }
 
     /// `publish` with delivery options (`Delivery`): an idempotency key, a delay or a due
     /// instant. With a key seen within the retention nothing is stored and the first
     /// message's seq comes back as a duplicate; the key and the message are committed
     /// together. A delayed message keeps its place in its group's FIFO: the messages after
-    /// it wait behind it (docs/queue.md, "Delayed delivery").
+    /// it wait behind it (docs/queue.md, "Delayed delivery"). A key is remembered on its
+    /// message's shard.
     pub async fn publish_with(&self, message: Message<'_>, delivery: Delivery<'_>) -> Result<Published> {
-        let request = Deliver::one(message, delivery).map_err(|e| e.during("publish"))?;
-        let published = self.deliver(&request).await.map_err(|e| e.during("publish"))?;
-        published.into_iter().next().ok_or_else(|| Error::Database("publish: nothing came back".into()))
+        self.shard(message.group_id).publish_with(message, delivery).await
     }
 
-    /// `publish_many` with delivery options per message, in one transaction: each message
-    /// stored or found a duplicate, or none of them. A key seen earlier in the batch makes
-    /// the later message a duplicate of the earlier one. What became of each, in order.
+    /// `publish_many` with delivery options per message: each message stored or found a
+    /// duplicate, or none of them (sharded: per shard, as `publish_many`). A key seen
+    /// earlier in the batch makes the later message a duplicate of the earlier one. What
+    /// became of each, in order.
     pub async fn publish_many_with(&self, items: &[(Message<'_>, Delivery<'_>)]) -> Result<Vec<Published>> {
-        let request = Deliver::many(items).map_err(|e| e.during("publish_many"))?;
-        if items.is_empty() {
-            return Ok(Vec::new());
+        if let [one] = self.shards.as_slice() {
+            return one.publish_many_with(items).await;
         }
-        self.deliver(&request).await.map_err(|e| e.during("publish_many"))
-    }
-
-    async fn deliver(&self, request: &Deliver<'_, '_>) -> Result<Vec<Published>> {
-        let published = self
-            .timed(Operation::Publish, async {
-                let mut backend = self.writer().await?;
-                work::publish_with(&mut backend, &self.sql, request, self.key_retention, &|| self.now()).await
+        Deliver::many(items).map_err(|e| e.during("publish_many"))?;
+        let started = Instant::now();
+        let parts = self.split(items, |(m, _)| m.group_id);
+        let done = self
+            .each_part(&parts, |shard, part| async move {
+                let part: Vec<(Message<'_>, Delivery<'_>)> = part.iter().map(|&(_, item)| *item).collect();
+                shard.deliver_now(&Deliver::many(&part)?).await
             })
-            .await?;
-        self.committed(&published);
-        Ok(published)
+            .await;
+        self.meters.observe(Operation::Publish, started.elapsed());
+        Ok(in_order(items.len(), &parts, done.map_err(|e| e.during("publish_many"))?))
     }
 
-    /// The write of `publish` and `publish_many`, and of the blocking face's group commits.
-    pub(crate) async fn append(&self, request: &Publish<'_, '_>) -> Result<()> {
-        self.timed(Operation::Publish, async {
-            let mut backend = self.writer().await?;
-            work::publish(&mut backend, &self.sql, request, &|| self.now()).await
-        })
-        .await?;
-        self.meters.published.add(request.messages().len() as u64);
-        self.wake.notify();
-        Ok(())
+    /// `items` by shard, each with its index in `items`.
+    fn split<'i, T>(&self, items: &'i [T], group: impl Fn(&T) -> &str) -> Vec<Vec<(usize, &'i T)>> {
+        let mut parts: Vec<Vec<(usize, &T)>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
+        for (i, item) in items.iter().enumerate() {
+            parts[self.shard_of(group(item))].push((i, item));
+        }
+        parts
+    }
+
+    /// Runs `write` on each shard's non-empty part, in shard order, stopping at the first
+    /// error, which then names the shards whose parts were written.
+    async fn each_part<'p, T: 'p, R, F: Future<Output = Result<R>>>(
+        &'p self,
+        parts: &'p [Vec<(usize, &'p T)>],
+        write: impl Fn(&'p Shard, &'p [(usize, &'p T)]) -> F,
+    ) -> Result<Vec<(usize, R)>> {
+        let mut done: Vec<(usize, R)> = Vec::new();
+        for (i, part) in parts.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+            match write(&self.shards[i], part).await {
+                Ok(outcome) => done.push((i, outcome)),
+                Err(e) => {
+                    let stored: Vec<String> = done.iter().map(|(s, _)| s.to_string()).collect();
+                    let said = match stored.as_slice() {
+                        [] => "nothing of the batch was stored".to_owned(),
+                        _ => format!("the messages for shards {} were stored, the rest not", stored.join(", ")),
+                    };
+                    return Err(e.during(&format!("shard {i} ({said})")));
+                }
+            }
+        }
+        Ok(done)
     }
 
     /// Leases the head of the group that has waited longest among those with nothing in
     /// flight, priority >= `min_priority` and (when any are given) one of `routing_keys`,
     /// to `worker_id` for `visibility` seconds. `None` when nothing is deliverable.
+    /// Sharded, each claim starts at the next shard in turn and goes on to the others
+    /// until one has something.
     pub async fn claim(
         &self,
         worker_id: &str,
@@ -308,8 +286,8 @@ impl AsyncTransport {
     /// transport of this process on this queue; on a local file within a few ms of another
     /// process's commit (Linux: the WAL's writes are watched; elsewhere it polls every
     /// 50 ms); at the end of a lease or park; on a server it polls, from 20 ms up to 1 s.
-    /// Dropping the future ends the wait; on a server, dropped during the claim's own round
-    /// trips, a lease may be left to lapse.
+    /// Sharded, it waits on every shard at once. Dropping the future ends the wait; on a
+    /// server, dropped during the claim's own round trips, a lease may be left to lapse.
     pub async fn claim_wait(
         &self,
         worker_id: &str,
@@ -318,15 +296,19 @@ impl AsyncTransport {
         routing_keys: &[&str],
         wait: &Wait,
     ) -> Result<Option<Lease>> {
+        if let [one] = self.shards.as_slice() {
+            return one.claim_wait(worker_id, visibility, min_priority, routing_keys, wait).await;
+        }
         let request = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
-        let leases = self.claim_waiting(&request, wait).await.map_err(|e| e.during("claim"))?;
+        let leases = self.claim_sharded(&request, wait).await.map_err(|e| e.during("claim"))?;
         Ok(leases.into_iter().next())
     }
 
     /// Up to `max` (1..=MAX_CLAIM) leases, as `claim` would hand them out one after
     /// another — each the head of a different group, in serving order — in one
     /// transaction; waits as `claim_wait` does while there is none. Empty when nothing
-    /// came within the wait.
+    /// came within the wait. Sharded, a batch is filled from the shards in turn, one
+    /// transaction on each that gives some.
     pub async fn claim_many(
         &self,
         worker_id: &str,
@@ -336,78 +318,79 @@ impl AsyncTransport {
         max: usize,
         wait: &Wait,
     ) -> Result<Vec<Lease>> {
-        let request = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
-        self.claim_waiting(&request, wait).await.map_err(|e| e.during("claim_many"))
-    }
-
-    /// A claim that cannot wait is timed as `Operation::Claim`, one that may as
-    /// `Operation::ClaimWait`: its waiting is not the database's latency.
-    async fn claim_waiting(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
-        self.writable()?;
-        if wait.timeout.is_zero() && wait.cancel.is_none() {
-            let claimed = self
-                .timed(Operation::Claim, async {
-                    let mut backend = self.connection().await?;
-                    work::claim(&mut backend, &self.sql, request, &|| self.now()).await
-                })
-                .await?;
-            return Ok(self.counted(claimed));
+        if let [one] = self.shards.as_slice() {
+            return one.claim_many(worker_id, visibility, min_priority, routing_keys, max, wait).await;
         }
-        self.timed(Operation::ClaimWait, self.claim_until(request, wait)).await
+        let request = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
+        self.claim_sharded(&request, wait).await.map_err(|e| e.during("claim_many"))
     }
 
-    /// Looks (without the write lock) and claims once a look finds a deliverable head; while
-    /// nothing came and the wait lasts, pauses between looks (waiting/waiter.rs).
-    async fn claim_until(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
-        let mut waiter = Waiter::new(wait, &self.interrupts, &self.wake, self.polling)?;
-        // Locally the first step is a look, so a claim that may wait never waits for the write
-        // lock on an empty queue; on a server the claim's own request is the cheaper first step.
-        let mut looked = self.polling == Polling::Local;
-        loop {
-            let woken = self.wake.armed();
-            let mut backend = self.connection().await?;
-            let now = self.now()?;
-            let mut readiness = match looked {
-                true => Some(
-                    looks::readiness(&mut backend, &self.sql, (request.min_priority, request.routing_keys), now, false)
-                        .await?,
-                ),
-                false => None,
-            };
-            if readiness.as_ref().is_none_or(|r| r.deliverable) {
-                let leases = self.counted(work::claim(&mut backend, &self.sql, request, &|| self.now()).await?);
-                if !leases.is_empty() || waiter.is_over() {
+    /// A claim on a sharded queue: a pass over the shards, then, while the wait lasts and
+    /// nothing came, a wait on all of them until one may have work, and another pass.
+    async fn claim_sharded(&self, request: &Claim<'_>, wait: &Wait) -> Result<Vec<Lease>> {
+        let started = Instant::now();
+        if wait.timeout.is_zero() && wait.cancel.is_none() {
+            let outcome = self.claim_pass(request, &[]).await;
+            self.meters.observe(Operation::Claim, started.elapsed());
+            return outcome;
+        }
+        let outcome = async {
+            loop {
+                let leases = self.claim_pass(request, &[]).await?;
+                if !leases.is_empty() {
                     return Ok(leases);
                 }
-                readiness = Some(
-                    looks::readiness(&mut backend, &self.sql, (request.min_priority, request.routing_keys), now, false)
-                        .await?,
-                );
+                let left = Wait { timeout: wait.timeout.saturating_sub(started.elapsed()), cancel: wait.cancel.clone() };
+                let waits = self.shards.iter().map(|s| Box::pin(s.until_ready(request, &left)) as Pin<Box<_>>);
+                if !first(waits.collect()).await? {
+                    return Ok(Vec::new());
+                }
             }
-            drop(backend);
-            let readiness = readiness.expect("a look or a claim came first");
-            if !waiter.pause(woken, &readiness, now).await? {
-                return Ok(Vec::new());
-            }
-            looked = true;
         }
+        .await;
+        self.meters.observe(Operation::ClaimWait, started.elapsed());
+        outcome
+    }
+
+    /// One look at each shard, from the next in turn, until `request.max` leases are had;
+    /// `skip`: shards not to claim on. A head of a group whose hash names another shard is
+    /// set aside on the shard that had it (see `Shard::set_aside`), and that shard is asked again.
+    async fn claim_pass(&self, request: &Claim<'_>, skip: &[usize]) -> Result<Vec<Lease>> {
+        let n = self.shards.len();
+        let start = self.turn.fetch_add(1, Ordering::Relaxed) % n;
+        let mut leases = Vec::new();
+        for i in (start..start + n).map(|i| i % n).filter(|i| !skip.contains(i)) {
+            // A shard is asked again only after it set a head aside: it may have more.
+            loop {
+                let claimed = self.shards[i].claim_now(&Claim { max: request.max - leases.len(), ..*request }).await?;
+                let mut set_aside = false;
+                for lease in claimed {
+                    if self.shard_of(&lease.group_id) == i {
+                        leases.push(lease);
+                    } else {
+                        self.shards[i].set_aside(&lease).await?;
+                        set_aside = true;
+                    }
+                }
+                if !set_aside || leases.len() == request.max {
+                    break;
+                }
+            }
+            if leases.len() == request.max {
+                break;
+            }
+        }
+        Ok(leases)
     }
 
     /// A watch for event loops: a descriptor (`AsRawFd`) that becomes readable when a claim
     /// with this filter may find work, polled instead of waiting in a claim (see `Watch`
     /// and docs/abi.md, "Watching for work"). It starts readable; `rearm` says whether to
-    /// claim. Closing or dropping this transport leaves it readable for good.
+    /// claim. Closing or dropping this transport leaves it readable for good. Sharded, it
+    /// is readable when a shard may have work.
     pub fn watch(&self, min_priority: i32, routing_keys: &[&str]) -> Result<Watch> {
-        let watch = (|| {
-            validate::priority("min_priority", min_priority)?;
-            validate::routing_keys(routing_keys)?;
-            Watch::new(self.id, &self.wake, min_priority, routing_keys)
-        })()
-        .map_err(|e| e.during("watch"))?;
-        let mut bells = self.watches.0.lock().unwrap_or_else(|e| e.into_inner());
-        bells.retain(|bell| bell.strong_count() > 0);
-        bells.push(Arc::downgrade(watch.bell()));
-        Ok(watch)
+        let parts = self.shards.iter().map(|s| s.watch(min_priority, routing_keys)).collect::<Result<Vec<_>>>()?;
+        Watch::of(parts).map_err(|e| e.during("watch"))
     }
 
     /// Clears `watch`'s descriptor and looks without the write lock: true when a claim with
@@ -415,68 +398,72 @@ impl AsyncTransport {
     /// comes, then poll again); false when none would, the descriptor then clear and armed
     /// to become readable when that may change. `Error::Argument` for a watch of another
     /// transport. After an error the descriptor becomes readable again within a second.
+    /// Sharded, only the shards whose own watch is readable are looked at.
     pub async fn rearm(&self, watch: &Watch) -> Result<bool> {
-        watch.check_owner(self.id).map_err(|e| e.during("rearm"))?;
-        let heard = watch.clear(&self.wake);
-        let looked = async {
-            let mut backend = self.connection().await?;
-            let now = self.now()?;
-            let keys = watch.routing_keys();
-            let seen = looks::readiness(&mut backend, &self.sql, (watch.min_priority(), &keys), now, true).await?;
-            Ok::<_, Error>((seen, now))
-        }
-        .await;
-        match looked {
-            Ok((seen, now)) => Ok(watch.after_look(&seen, now, self.polling, heard)),
-            Err(e) => {
-                watch.after_error();
-                Err(e.during("rearm"))
+        let (mut work, mut failed) = (false, None);
+        for (shard, (part, readable)) in self.shards.iter().zip(watch.parts()) {
+            if readable {
+                match shard.rearm(part).await {
+                    Ok(found) => work |= found,
+                    Err(e) => failed = failed.or(Some(e)),
+                }
             }
+        }
+        match failed {
+            Some(e) if !work => Err(e),
+            _ => Ok(work),
         }
     }
 
     /// Ends every wait of a claim on this transport that is in progress (they return
     /// `Error::Interrupted`); later claims wait as usual.
     pub fn interrupt(&self) {
-        self.interrupts.interrupt();
+        self.shards.iter().for_each(Shard::interrupt);
     }
 
     /// Deletes the leased message (and its group when it was the last). `Error::LeaseLost`
     /// if it is gone or leased to another worker; then nothing changes.
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
-        let request = Finish::new(lease)?;
-        self.timed(Operation::Ack, async {
-            let mut backend = self.writer().await?;
-            work::ack(&mut backend, &self.sql, request, &|| self.now()).await
-        })
-        .await
-        .map_err(|e| e.during("ack"))?;
-        self.meters.acked.add(1);
-        self.wake.notify();
-        Ok(())
+        self.shard(&lease.group_id).ack(lease).await
     }
 
     /// Acks every lease in one transaction (one commit), in order, with an outcome per
     /// lease: `Err(Error::LeaseLost)` for one that was lost (nothing of it changed) while
     /// the others are acked. An error of the whole call (`Busy`, ...) acks none. Each lease
     /// is checked as for `ack` first; an argument error names it ("leases[2].worker_id ...").
+    /// Sharded, one transaction per shard: an error of a shard's transaction is the outcome
+    /// of each of its leases, and the other shards' leases are acked.
     pub async fn ack_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
-        let request = FinishMany::new(leases)?;
-        let outcomes = self
-            .timed(Operation::Ack, async {
-                let mut backend = self.writer().await?;
-                work::ack_many(&mut backend, &self.sql, &request, &|| self.now()).await
-            })
-            .await
-            .map_err(|e| e.during("ack_many"))?;
-        self.count_acks(&outcomes);
-        self.wake.notify();
+        if let [one] = self.shards.as_slice() {
+            return one.ack_many(leases).await;
+        }
+        FinishMany::new(leases).map_err(|e| e.during("ack_many"))?;
+        let started = Instant::now();
+        let outcomes = self.ack_by_shard(leases, None).await;
+        self.meters.observe(Operation::Ack, started.elapsed());
         Ok(outcomes)
+    }
+
+    /// Each shard's leases acked in one transaction (but `skip`'s), the outcomes in order.
+    async fn ack_by_shard(&self, leases: &[Lease], skip: Option<usize>) -> Vec<Result<()>> {
+        let parts = self.split(leases, |l| l.group_id.as_str());
+        let mut outcomes: Vec<Option<Result<()>>> = (0..leases.len()).map(|_| None).collect();
+        for (i, part) in parts.iter().enumerate().filter(|(i, p)| !p.is_empty() && Some(*i) != skip) {
+            let mine: Vec<Lease> = part.iter().map(|&(_, l)| l.clone()).collect();
+            let acked = async { self.shards[i].ack_many_now(&FinishMany::new(&mine)?).await };
+            match acked.await {
+                Ok(done) => part.iter().zip(done).for_each(|(&(at, _), o)| outcomes[at] = Some(o)),
+                Err(e) => part.iter().for_each(|&(at, _)| outcomes[at] = Some(Err(e.clone()))),
+            }
+        }
+        outcomes.into_iter().map(|o| o.unwrap_or(Ok(()))).collect()
     }
 
     /// `ack_many`, then `claim_many` without waiting, in one transaction: a batch worker's
     /// loop with one commit per batch. A lost lease is reported in its outcome and does not
-    /// stop the claim.
+    /// stop the claim. Sharded, the acks and the claim share the transaction of the first
+    /// lease's shard; the other shards' leases are acked as `ack_many` does, and the batch
+    /// is filled from the other shards when that one has too little.
     pub async fn ack_and_claim_many(
         &self,
         leases: &[Lease],
@@ -486,18 +473,41 @@ impl AsyncTransport {
         routing_keys: &[&str],
         max: usize,
     ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
-        let finish = FinishMany::new(leases)?;
+        if let [one] = self.shards.as_slice() {
+            return one.ack_and_claim_many(leases, worker_id, visibility, min_priority, routing_keys, max).await;
+        }
+        let Some(first_lease) = leases.first() else {
+            let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
+            let claimed = self.claim_pass(&claim, &[]).await.map_err(|e| e.during("ack_and_claim_many"))?;
+            return Ok((Vec::new(), claimed));
+        };
+        FinishMany::new(leases).map_err(|e| e.during("ack_and_claim_many"))?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
-        let (outcomes, claimed) = self
-            .timed(Operation::AckAndClaim, async {
-                let mut backend = self.writer().await?;
-                work::ack_and_claim_many(&mut backend, &self.sql, &finish, &claim, &|| self.now()).await
-            })
-            .await
-            .map_err(|e| e.during("ack_and_claim_many"))?;
-        self.count_acks(&outcomes);
-        self.wake.notify();
-        Ok((outcomes, self.counted(claimed)))
+        let home = self.shard_of(&first_lease.group_id);
+        let mut outcomes = self.ack_by_shard(leases, Some(home)).await;
+        let at_home: Vec<usize> = (0..leases.len()).filter(|&i| self.shard_of(&leases[i].group_id) == home).collect();
+        let mine: Vec<Lease> = at_home.iter().map(|&i| leases[i].clone()).collect();
+        let fused = self.shards[home].ack_and_claim_many(&mine, worker_id, visibility, min_priority, routing_keys, max);
+        let mut claimed = match fused.await {
+            Ok((done, claimed)) => {
+                at_home.iter().zip(done).for_each(|(&i, o)| outcomes[i] = o);
+                let (kept, misplaced): (Vec<Lease>, Vec<Lease>) =
+                    claimed.into_iter().partition(|l| self.shard_of(&l.group_id) == home);
+                for lease in &misplaced {
+                    self.shards[home].set_aside(lease).await?;
+                }
+                kept
+            }
+            Err(e) => {
+                at_home.iter().for_each(|&i| outcomes[i] = Err(e.clone()));
+                Vec::new()
+            }
+        };
+        if claimed.len() < max {
+            let more = Claim { max: max - claimed.len(), ..claim };
+            claimed.extend(self.claim_pass(&more, &[home]).await.map_err(|e| e.during("ack_and_claim_many"))?);
+        }
+        Ok((outcomes, claimed))
     }
 
     /// The lease now runs to now + `visibility` seconds (> 0), and `lease.lock_expiry`
@@ -505,21 +515,15 @@ impl AsyncTransport {
     /// or lapsed and claimed by another worker; a lease that lapsed and that no one
     /// claimed since is still this worker's and is extended.
     pub async fn extend(&self, lease: &mut Lease, visibility: f64) -> Result<()> {
-        let request = Extend::new(lease, visibility)?;
-        let lock_expiry = self
-            .timed(Operation::Extend, async {
-                let mut backend = self.writer().await?;
-                work::extend(&mut backend, &self.sql, &request, &|| self.now()).await
-            })
-            .await
-            .map_err(|e| e.during("extend"))?;
-        lease.lock_expiry = lock_expiry;
-        Ok(())
+        let shard = self.shard_of(&lease.group_id);
+        self.shards[shard].extend(lease, visibility).await
     }
 
     /// Acks `lease` and claims the next message for `worker_id`, in one transaction: a
     /// worker's loop with one commit per message instead of two. If the ack fails
     /// (`Error::LeaseLost`, ...) nothing is claimed. Arguments as for `ack` and `claim`.
+    /// Sharded, the claim is on the lease's shard in the same transaction, and on the other
+    /// shards in turn when that one has nothing.
     pub async fn ack_and_claim(
         &self,
         lease: &Lease,
@@ -528,155 +532,221 @@ impl AsyncTransport {
         min_priority: i32,
         routing_keys: &[&str],
     ) -> Result<Option<Lease>> {
-        let finish = Finish::new(lease)?;
+        let home = self.shard_of(&lease.group_id);
+        let next = self.shards[home].ack_and_claim(lease, worker_id, visibility, min_priority, routing_keys).await?;
+        if self.shards.len() == 1 {
+            return Ok(next);
+        }
+        if let Some(next) = next {
+            if self.shard_of(&next.group_id) == home {
+                return Ok(Some(next));
+            }
+            self.shards[home].set_aside(&next).await.map_err(|e| e.during("ack_and_claim"))?;
+        }
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
-        let claimed = self
-            .timed(Operation::AckAndClaim, async {
-                let mut backend = self.writer().await?;
-                work::ack_and_claim(&mut backend, &self.sql, finish, &claim, &|| self.now()).await
-            })
-            .await
-            .map_err(|e| e.during("ack_and_claim"))?;
-        self.meters.acked.add(1);
-        self.wake.notify();
-        Ok(self.counted(claimed).into_iter().next())
+        let more = self.claim_pass(&claim, &[]).await.map_err(|e| e.during("ack_and_claim"))?;
+        Ok(more.into_iter().next())
     }
 
     /// Gives the message back: claimable at once with `delay` 0, parked (its group
     /// blocked) for `delay` seconds otherwise. Same `Error::LeaseLost` rule as `ack`.
     pub async fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
-        let request = Nack::new(lease, delay)?;
-        self.timed(Operation::Nack, async {
-            let mut backend = self.writer().await?;
-            work::nack(&mut backend, &self.sql, &request, &|| self.now()).await
-        })
-        .await
-        .map_err(|e| e.during("nack"))?;
-        match request.delay > 0.0 {
-            true => self.meters.parked.add(1),
-            false => self.meters.nacked.add(1),
-        }
-        self.wake.notify();
-        Ok(())
+        self.shard(&lease.group_id).nack(lease, delay).await
     }
 
     /// Moves the leased message to the dead-letter table with `reason` (a worker that
     /// knows the message will never succeed); its group goes on with the next message.
     /// `Error::LeaseLost` as for `ack`.
     pub async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<()> {
-        let finish = Finish::new(lease)?;
-        validate::non_empty("reason", reason)?;
-        self.timed(Operation::DeadLetter, async {
-            let mut backend = self.writer().await?;
-            work::dead_letter(&mut backend, &self.sql, finish, reason, &|| self.now()).await
-        })
-        .await
-        .map_err(|e| e.during("dead_letter"))?;
-        self.meters.dead_lettered.add(1);
-        self.wake.notify();
-        Ok(())
+        self.shard(&lease.group_id).dead_letter(lease, reason).await
     }
 
-    /// Exact counts of the queue now, read without the write lock (see `Stats`).
+    /// Exact counts of the queue now, read without the write lock (see `Stats`); sharded,
+    /// every shard's added up (`shard_stats` has each).
     pub async fn stats(&self) -> Result<Stats> {
-        let now = self.now()?;
-        let mut backend = self.connection().await?;
-        looks::stats(&mut backend, &self.sql, now).await.map_err(|e| e.during("stats"))
+        if let [one] = self.shards.as_slice() {
+            return one.stats().await;
+        }
+        Ok(shards::sum_stats(self.shard_stats().await?))
+    }
+
+    /// Each shard's counts, in shard order.
+    pub async fn shard_stats(&self) -> Result<Vec<Stats>> {
+        let mut all = Vec::with_capacity(self.shards.len());
+        for (i, shard) in self.shards.iter().enumerate() {
+            all.push(shard.stats().await.map_err(|e| self.on_shard(i, e))?);
+        }
+        Ok(all)
     }
 
     /// A page of groups in group id order (only those in `state`, if given), from `cursor`
     /// (None: the first page; else the `next` of the page before), at most `limit`
-    /// (1..=MAX_PAGE). Read without the write lock.
+    /// (1..=MAX_PAGE). Read without the write lock. Sharded, each group says its shard; a
+    /// group found on two shards (see docs/queue.md, misplaced groups) is listed on each.
     pub async fn groups(
         &self,
         state: Option<GroupState>,
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<GroupInfo>> {
-        let page = PageRequest::new('g', cursor, limit)?;
-        let now = self.now()?;
-        let mut backend = self.connection().await?;
-        looks::groups(&mut backend, &self.sql, state, &page, now).await.map_err(|e| e.during("groups"))
+        if let [one] = self.shards.as_slice() {
+            return one.groups(state, cursor, limit).await;
+        }
+        let mut pages = Vec::with_capacity(self.shards.len());
+        for (i, shard) in self.shards.iter().enumerate() {
+            let page = shard.groups(state, cursor, limit).await.map_err(|e| self.on_shard(i, e))?;
+            let items = page.items.into_iter().map(|g| GroupInfo { shard: i, ..g }).collect();
+            pages.push(Page { items, next: page.next });
+        }
+        Ok(shards::merge_groups(pages, limit))
     }
 
-    /// A page of a group's messages, oldest first, without claiming them.
+    /// A page of a group's messages, oldest first, without claiming them (sharded: on the
+    /// group's shard).
     pub async fn peek(&self, group_id: &str, cursor: Option<&str>, limit: usize) -> Result<Page<MessageInfo>> {
-        validate::non_empty("group_id", group_id)?;
-        let page = PageRequest::new('m', cursor, limit)?;
-        let mut backend = self.connection().await?;
-        looks::peek(&mut backend, &self.sql, group_id, &page).await.map_err(|e| e.during("peek"))
+        self.shard(group_id).peek(group_id, cursor, limit).await
     }
 
     /// A page of dead letters in the order they had in the queue (one group's, if given).
+    /// Sharded, shard after shard, each saying its shard; one group's from its shard.
     pub async fn dead_letters(
         &self,
         group_id: Option<&str>,
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<DeadLetter>> {
-        if let Some(group_id) = group_id {
-            validate::non_empty("group_id", group_id)?;
+        if self.shards.len() == 1 || group_id.is_some() {
+            let at = group_id.map_or(0, |g| self.shard_of(g));
+            let page = self.shards[at].dead_letters(group_id, cursor, limit).await?;
+            return Ok(Page { items: page.items.into_iter().map(|d| DeadLetter { shard: at, ..d }).collect(), ..page });
         }
-        let page = PageRequest::new('d', cursor, limit)?;
-        let mut backend = self.connection().await?;
-        looks::dead_letters(&mut backend, &self.sql, group_id, &page).await.map_err(|e| e.during("dead_letters"))
+        let mut at = ShardedCursor::parse(cursor).map_err(|e| e.during("dead_letters"))?;
+        let mut items = Vec::new();
+        loop {
+            let Some(shard) = self.shards.get(at.shard) else {
+                return Err(Error::Argument("dead_letters: the cursor names a shard this queue has not".into()));
+            };
+            let page = shard.dead_letters(None, at.inner.as_deref(), limit - items.len()).await?;
+            let page = shards::dead_page(at.shard, self.shards.len(), page);
+            items.extend(page.items);
+            match page.next {
+                Some(next) if items.len() < limit => at = ShardedCursor::parse(Some(&next))?,
+                next => return Ok(Page { items, next }),
+            }
+        }
     }
 
     /// Moves dead letters back into their groups as their newest messages (after what
     /// the groups hold now), in the order they had, claimed 0 times; the number moved.
+    /// Sharded, on every shard (by seq: a seq names one shard's letter, see `redrive_on`).
     pub async fn redrive(&self, which: DeadLetters<'_>) -> Result<u64> {
-        let selection = DeadSelection::new(which)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("redrive"))?;
-        let moved = admin::redrive(&mut backend, &self.sql, &selection, &|| self.now())
-            .await
-            .map_err(|e| e.during("redrive"))?;
-        self.wake.notify();
+        self.sharded_seqs(&which, "redrive")?;
+        let mut moved = 0;
+        for (i, shard) in self.shards.iter().enumerate() {
+            moved += shard.redrive(which).await.map_err(|e| self.on_shard(i, e))?;
+        }
         Ok(moved)
     }
 
-    /// Deletes dead letters; the number deleted.
+    /// `redrive` on one shard: how a sharded queue's dead letters are named by seq.
+    pub async fn redrive_on(&self, shard: usize, which: DeadLetters<'_>) -> Result<u64> {
+        self.shard_at(shard)?.redrive(which).await
+    }
+
+    /// Deletes dead letters; the number deleted. Sharded as `redrive`.
     pub async fn purge_dead(&self, which: DeadLetters<'_>) -> Result<u64> {
-        let selection = DeadSelection::new(which)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("purge_dead"))?;
-        admin::purge_dead(&mut backend, &self.sql, &selection).await.map_err(|e| e.during("purge_dead"))
+        self.sharded_seqs(&which, "purge_dead")?;
+        let mut purged = 0;
+        for (i, shard) in self.shards.iter().enumerate() {
+            purged += shard.purge_dead(which).await.map_err(|e| self.on_shard(i, e))?;
+        }
+        Ok(purged)
+    }
+
+    /// `purge_dead` on one shard.
+    pub async fn purge_dead_on(&self, shard: usize, which: DeadLetters<'_>) -> Result<u64> {
+        self.shard_at(shard)?.purge_dead(which).await
     }
 
     /// Deletes a group's messages (a lease on one of them is lost); the number deleted.
+    /// Sharded, on every shard that has the group.
     pub async fn purge_group(&self, group_id: &str) -> Result<u64> {
-        validate::non_empty("group_id", group_id)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("purge_group"))?;
-        admin::purge_group(&mut backend, &self.sql, group_id).await.map_err(|e| e.during("purge_group"))
+        let mut purged = 0;
+        for (i, shard) in self.shards.iter().enumerate() {
+            purged += shard.purge_group(group_id).await.map_err(|e| self.on_shard(i, e))?;
+        }
+        Ok(purged)
     }
 
     /// Deletes every message and group (dead letters stay); the number of messages.
     pub async fn purge(&self) -> Result<u64> {
-        let mut backend = self.writer().await.map_err(|e| e.during("purge"))?;
-        admin::purge(&mut backend, &self.sql).await.map_err(|e| e.during("purge"))
+        let mut purged = 0;
+        for (i, shard) in self.shards.iter().enumerate() {
+            purged += shard.purge().await.map_err(|e| self.on_shard(i, e))?;
+        }
+        Ok(purged)
     }
 
     /// Ends the lease or park on a group's head now (a stuck group is served again at
     /// once; the holder's ack then finds its lease lost); false when nothing was held.
+    /// Sharded, on its shard (a misplaced group's hold is moved by `shards rehome`, not released).
     pub async fn release(&self, group_id: &str) -> Result<bool> {
-        validate::non_empty("group_id", group_id)?;
-        let mut backend = self.writer().await.map_err(|e| e.during("release"))?;
-        let released =
-            admin::release(&mut backend, &self.sql, group_id, &|| self.now()).await.map_err(|e| e.during("release"))?;
-        self.wake.notify();
-        Ok(released)
+        self.shard(group_id).release(group_id).await
     }
 
-    /// Closes the connection; it cannot fail. Dropping the transport does the same.
+    /// Closes the connections; it cannot fail. Dropping the transport does the same.
     pub async fn close(self) {
-        if let Ok(backend) = Arc::try_unwrap(self.backend) {
-            backend.into_inner().close();
+        for shard in self.shards {
+            shard.close().await;
         }
     }
 
-    pub(crate) fn now(&self) -> Result<f64> {
-        let now = (self.clock)();
-        if !now.is_finite() || now < 0.0 {
-            return Err(Error::Argument(format!("the clock returned {now}; it must return finite epoch seconds")));
-        }
-        Ok(now)
+    fn shard_at(&self, shard: usize) -> Result<&Shard> {
+        self.shards.get(shard).ok_or_else(|| {
+            Error::Argument(format!("shard is {shard}; this queue has {} (0..{})", self.shards.len(), self.shards.len()))
+        })
     }
+
+    /// Dead letters named by seq on a sharded queue are one shard's: refused here.
+    fn sharded_seqs(&self, which: &DeadLetters<'_>, operation: &str) -> Result<()> {
+        match (which, self.shards.len()) {
+            (DeadLetters::Seqs(_), n) if n > 1 => Err(Error::Argument(format!(
+                "{operation}: a seq names a dead letter of one shard, and this queue has {n}: use {operation}_on \
+                 with the shard the listing showed"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// An error of shard `i`'s, saying so when there are several.
+    fn on_shard(&self, i: usize, e: Error) -> Error {
+        match self.shards.len() {
+            1 => e,
+            _ => e.during(&format!("shard {i}")),
+        }
+    }
+}
+
+/// The outcomes of `parts` (each with its items' indexes) put back in the items' order.
+fn in_order<T, R>(n: usize, parts: &[Vec<(usize, &T)>], done: Vec<(usize, Vec<R>)>) -> Vec<R> {
+    let mut slots: Vec<Option<R>> = (0..n).map(|_| None).collect();
+    for (shard, outcomes) in done {
+        for (&(at, _), outcome) in parts[shard].iter().zip(outcomes) {
+            slots[at] = Some(outcome);
+        }
+    }
+    slots.into_iter().map(|s| s.expect("every part was written")).collect()
+}
+
+/// The first of `waits` to finish (each shard's wait for work).
+async fn first<T>(mut waits: Vec<Pin<Box<dyn Future<Output = T> + Send + '_>>>) -> T {
+    std::future::poll_fn(|cx| {
+        for wait in waits.iter_mut() {
+            if let Poll::Ready(outcome) = wait.as_mut().poll(cx) {
+                return Poll::Ready(outcome);
+            }
+        }
+        Poll::Pending
+    })
+    .await
 }

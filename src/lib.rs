@@ -23,6 +23,7 @@ mod mode;
 mod options;
 mod queue;
 mod request;
+mod shards;
 mod sql;
 mod transaction;
 mod transport;
@@ -42,9 +43,9 @@ pub use types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, PriorityStats,
     Published, Stats, MAX_PAGE,
 };
-pub use validate::{DELAYED, MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, PARKED};
+pub use validate::{DELAYED, MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, MISPLACED, PARKED};
 pub use waiting::wait::{Cancel, Wait};
-pub use waiting::Watch;
+pub use shards::{shard_of, Watch, MAX_SHARDS};
 
 /// The statements that create a fresh schema under `prefix`, for a migration tool:
 /// idempotent, one per line, each ending in ';'.

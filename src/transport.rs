@@ -17,7 +17,7 @@ use crate::types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
 };
 use crate::waiting::wait::Wait;
-use crate::waiting::Watch;
+use crate::shards::Watch;
 
 pub struct Transport {
     /// Always `Some` until `close` or drop takes it.
@@ -29,9 +29,39 @@ pub struct Transport {
 impl Transport {
     /// See [`AsyncTransport::open`].
     pub fn open(database: &str, options: &Options) -> Result<Transport> {
-        let runtime = Backend::runtime(database, options)?;
-        let inner = runtime.block_on(AsyncTransport::open(database, options))?;
+        Self::open_shards(&[database], options)
+    }
+
+    /// See [`AsyncTransport::open_shards`].
+    pub fn open_shards(databases: &[&str], options: &Options) -> Result<Transport> {
+        let runtime = Backend::runtime(databases, options)?;
+        let inner = runtime.block_on(AsyncTransport::open_shards(databases, options))?;
         Ok(Transport { inner: Some(inner), runtime, commits: GroupCommit::default() })
+    }
+
+    /// See [`AsyncTransport::shard_count`].
+    pub fn shard_count(&self) -> usize {
+        self.inner().shard_count()
+    }
+
+    /// See [`AsyncTransport::shard_of`].
+    pub fn shard_of(&self, group_id: &str) -> usize {
+        self.inner().shard_of(group_id)
+    }
+
+    /// See [`AsyncTransport::shard_stats`].
+    pub fn shard_stats(&self) -> Result<Vec<Stats>> {
+        self.runtime.block_on(self.inner().shard_stats())
+    }
+
+    /// See [`AsyncTransport::redrive_on`].
+    pub fn redrive_on(&self, shard: usize, which: DeadLetters<'_>) -> Result<u64> {
+        self.runtime.block_on(self.inner().redrive_on(shard, which))
+    }
+
+    /// See [`AsyncTransport::purge_dead_on`].
+    pub fn purge_dead_on(&self, shard: usize, which: DeadLetters<'_>) -> Result<u64> {
+        self.runtime.block_on(self.inner().purge_dead_on(shard, which))
     }
 
     pub(crate) fn inner(&self) -> &AsyncTransport {

@@ -145,6 +145,8 @@ pub struct GroupInfo {
     pub routing_key: Option<String>,
     /// How many times the head has been claimed.
     pub head_attempts: i64,
+    /// The shard it was found on (0 unless the queue is sharded).
+    pub shard: usize,
 }
 
 /// One message of a group, as `peek` shows it.
@@ -175,6 +177,8 @@ pub struct DeadLetter {
     pub reason: String,
     /// When it was moved, epoch seconds.
     pub dead_at: f64,
+    /// The shard it was found on (0 unless the queue is sharded).
+    pub shard: usize,
 }
 
 /// One page of a listing, and the cursor of the next one (None: this was the last).

@@ -9,6 +9,10 @@ pub const PARKED: &str = "__parked__";
 /// Whom a message with a due time is locked to until then (docs/queue.md, "Delayed
 /// delivery"); no worker may use it.
 pub const DELAYED: &str = "__delayed__";
+/// Whom a sharded queue sets aside the head of a group found on a shard its hash does not
+/// name (docs/queue.md, "Sharded queues"), until the end of year 9999; no worker may use it.
+pub const MISPLACED: &str = "__misplaced__";
+pub const SET_ASIDE_UNTIL: f64 = 253_402_300_799.0;
 pub const MAX_PRIORITY: i32 = 4;
 pub const MAX_PREFIX_LEN: usize = 30;
 /// The most leases one `claim_many` hands out.
@@ -49,6 +53,9 @@ pub fn worker_id(value: &str) -> Result<()> {
     }
     if value == DELAYED {
         return Err(arg(format!("worker_id {DELAYED:?} is reserved for delayed messages")));
+    }
+    if value == MISPLACED {
+        return Err(arg(format!("worker_id {MISPLACED:?} is reserved for a sharded queue's misplaced groups")));
     }
     Ok(())
 }

@@ -72,15 +72,16 @@ impl Backend {
 
     /// The runtime a blocking transport drives its calls on: the caller's thread for a
     /// local queue (libsql's local calls run on it anyway), one I/O thread of its own for
-    /// a server's network.
-    pub fn runtime(database: &str, options: &Options) -> Result<Runtime> {
-        let mut builder = match Mode::of(database, options) {
-            Mode::Remote | Mode::Replica => {
+    /// a server's network (any shard's).
+    pub fn runtime(databases: &[&str], options: &Options) -> Result<Runtime> {
+        let network = databases.iter().any(|d| matches!(Mode::of(d, options), Mode::Remote | Mode::Replica));
+        let mut builder = match network {
+            true => {
                 let mut b = Builder::new_multi_thread();
                 b.worker_threads(1).thread_name("harel-transport");
                 b
             }
-            Mode::Memory | Mode::File => Builder::new_current_thread(),
+            false => Builder::new_current_thread(),
         };
         builder.enable_all().build().map_err(|e| Error::Database(format!("open: could not start the I/O runtime: {e}")))
     }

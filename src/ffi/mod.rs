@@ -39,6 +39,8 @@ mod ownership;
 #[path = "calls/publish_with.rs"]
 mod publish_with;
 mod schema;
+#[path = "calls/shards.rs"]
+mod shards;
 #[path = "errors/status.rs"]
 mod status;
 #[path = "looks/strings_out.rs"]
@@ -64,6 +66,7 @@ pub use metrics::*;
 pub use options::*;
 pub use publish_with::*;
 pub use schema::*;
+pub use shards::*;
 pub use status::{harel_status, harel_status_name};
 pub use transaction::*;
 pub use transport::*;

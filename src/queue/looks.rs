@@ -130,6 +130,7 @@ pub async fn groups(
             priority: int(row.get(1)).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
             routing_key: text(row.get(2)),
             head_attempts: int(row.get(6)).unwrap_or(0),
+            shard: 0,
         };
         (info, stored)
     });
@@ -178,6 +179,7 @@ pub async fn dead_letters(
         last_worker: text(row.get(4)),
         reason: text(row.get(5)).unwrap_or_default(),
         dead_at: real(row.get(6)).unwrap_or(0.0),
+        shard: 0,
     });
     Ok(page(letters.collect(), page_request.limit, 'd', |d| d.seq.to_be_bytes().to_vec()))
 }

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::request::{Claim, Deliver, Extend, Finish, FinishMany, Nack, Now, Publish};
 use crate::sql::Statements;
 use crate::types::{Lease, Published};
-use crate::validate::{self, DELAYED, PARKED};
+use crate::validate::{self, DELAYED, MISPLACED, PARKED, SET_ASIDE_UNTIL};
 
 /// Appends the messages in order, in one transaction: all of them (and the groups they
 /// create) or none. One commit for the whole batch, so at synchronous FULL one fsync
@@ -265,6 +265,24 @@ pub async fn nack(backend: &mut Backend, sql: &Statements, request: &Nack<'_>, n
             );
             chain.guard(lease);
             chain.push(&sql.set_group_ready_at, vec![group_id.into(), (now + delay).into()]);
+            Ok((chain, ()))
+        })
+        .await
+        .map(drop)
+}
+
+/// A sharded queue's claim found the head of a group that belongs to another shard: held by
+/// `MISPLACED` for good, the group stamped as far, so no claim here reaches it again.
+pub async fn set_aside(backend: &mut Backend, sql: &Statements, request: Finish<'_>) -> Result<()> {
+    let lease = request.lease;
+    backend
+        .run(|| {
+            let mut chain = Chain::new();
+            let (seq, group_id, worker_id) = (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str());
+            let (holder, until) = (MISPLACED, SET_ASIDE_UNTIL);
+            chain.push(&sql.release_message, vec![seq.into(), group_id.into(), worker_id.into(), holder.into(), until.into()]);
+            chain.guard(lease);
+            chain.push(&sql.set_group_ready_at, vec![group_id.into(), until.into()]);
             Ok((chain, ()))
         })
         .await

@@ -14,10 +14,12 @@ mod claim;
 mod dead_letters;
 mod inspect;
 mod publish;
+mod shards;
 
 pub use claim::{LEASE_GUARD, LEASE_LOST};
 pub use publish::PublishWith;
 pub use dead_letters::DeadFilter;
+pub use shards::ShardSql;
 
 /// Above this many routing keys a claim uses one candidate query with `IN` instead of one
 /// per key (SQLite caps a compound SELECT at 500 parts).
@@ -75,6 +77,8 @@ pub struct Statements {
     pub delete_message: String,
     /// A publish with a key or a due time.
     pub publish_with: PublishWith,
+    /// A sharded queue's record of its set.
+    pub shard: ShardSql,
 }
 
 impl Statements {
@@ -85,6 +89,7 @@ impl Statements {
         let d = format!("{prefix}_transport_dead");
         let k = format!("{prefix}_transport_keys");
         let publish_with = PublishWith::new(&m, &g, &k);
+        let shard = ShardSql::new(prefix, &m);
         let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
@@ -119,6 +124,7 @@ impl Statements {
             groups_table: g,
             dead_table: d,
             publish_with,
+            shard,
             keys_table: k,
             lacks: Lacks::default(),
         };

@@ -46,14 +46,14 @@ impl AsyncTx<'_> {
     /// or the commit; an error of its own ends the transaction there. `Error::Argument`
     /// now for empty SQL or a float parameter that is not finite.
     pub fn execute(&mut self, sql: &str, params: impl IntoIterator<Item = Value>) -> Result<()> {
-        self.transport.tx_execute(&mut self.state, sql, params.into_iter().collect())
+        self.transport.single()?.tx_execute(&mut self.state, sql, params.into_iter().collect())
     }
 
     /// Sends what was queued and runs `sql`, a read (or a write with RETURNING), inside the
     /// transaction; its rows. The first one begins the transaction, which from then holds
     /// the write lock until it ends (on a server, across the network: mind the 5 s rule).
     pub async fn query(&mut self, sql: &str, params: impl IntoIterator<Item = Value>) -> Result<Vec<Row>> {
-        self.transport.tx_query(&mut self.state, sql, params.into_iter().collect()).await
+        self.transport.single()?.tx_query(&mut self.state, sql, params.into_iter().collect()).await
     }
 
     /// Queues a publish, as `publish` would write it; its arguments are checked now.
@@ -64,17 +64,19 @@ impl AsyncTx<'_> {
     /// Queues a publish with delivery options, as `publish_with` would write it; what
     /// became of it comes back from the commit.
     pub fn publish_with(&mut self, message: Message<'_>, delivery: Delivery<'_>) -> Result<()> {
-        self.transport.tx_publish(&mut self.state, message, delivery)
+        self.transport.single()?.tx_publish(&mut self.state, message, delivery)
     }
 
     /// Sends what was queued and commits; what became of each message published, in order.
     pub async fn commit(mut self) -> Result<Vec<Published>> {
-        self.transport.tx_commit(&mut self.state).await
+        self.transport.single()?.tx_commit(&mut self.state).await
     }
 
     /// Ends the transaction keeping nothing of it.
     pub async fn rollback(mut self) {
-        self.transport.tx_rollback(&mut self.state).await;
+        if let Ok(one) = self.transport.single() {
+            one.tx_rollback(&mut self.state).await;
+        }
     }
 }
 

@@ -33,23 +33,25 @@ impl Transport {
 
     /// The calls of a transaction kept apart from the transport (the C ABI's `harel_tx`).
     pub(crate) fn tx_execute(&self, state: &mut TxState, sql: &str, params: Vec<Value>) -> Result<()> {
-        self.inner().tx_execute(state, sql, params).map_err(|e| e.during("execute"))
+        self.inner().single().and_then(|one| one.tx_execute(state, sql, params)).map_err(|e| e.during("execute"))
     }
 
     pub(crate) fn tx_query(&self, state: &mut TxState, sql: &str, params: Vec<Value>) -> Result<Vec<Row>> {
-        self.block_on(self.inner().tx_query(state, sql, params)).map_err(|e| e.during("query"))
+        self.block_on(async { self.inner().single()?.tx_query(state, sql, params).await }).map_err(|e| e.during("query"))
     }
 
     pub(crate) fn tx_publish(&self, state: &mut TxState, message: Message<'_>, delivery: Delivery<'_>) -> Result<()> {
-        self.inner().tx_publish(state, message, delivery).map_err(|e| e.during("publish"))
+        self.inner().single().and_then(|one| one.tx_publish(state, message, delivery)).map_err(|e| e.during("publish"))
     }
 
     pub(crate) fn tx_commit(&self, state: &mut TxState) -> Result<Vec<Published>> {
-        self.block_on(self.inner().tx_commit(state)).map_err(|e| e.during("commit"))
+        self.block_on(async { self.inner().single()?.tx_commit(state).await }).map_err(|e| e.during("commit"))
     }
 
     pub(crate) fn tx_rollback(&self, state: &mut TxState) {
-        self.block_on(self.inner().tx_rollback(state));
+        if let Ok(one) = self.inner().single() {
+            self.block_on(one.tx_rollback(state));
+        }
     }
 }
 

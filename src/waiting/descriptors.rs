@@ -27,6 +27,13 @@ pub fn drain(fd: BorrowedFd<'_>) -> bool {
     }
 }
 
+/// Whether a descriptor is readable now (poll, no wait).
+pub fn is_readable(fd: BorrowedFd<'_>) -> bool {
+    let mut one = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one live pollfd, no wait.
+    unsafe { libc::poll(&mut one, 1, 0) > 0 }
+}
+
 /// Adds 1 to an eventfd's counter. It cannot block (non-blocking) and fails only once the
 /// counter nears 2^64, when it is readable anyway.
 pub fn add_one(fd: BorrowedFd<'_>) {

@@ -14,6 +14,7 @@ mod wal_notices;
 mod watch;
 
 pub use self::bell::Bell;
+pub(crate) use self::descriptors::{epoll_of, is_readable};
 pub use self::waiter::{Readiness, Waiter};
 pub use self::watch::Watch;
 

@@ -14,7 +14,7 @@
 //! (waiter.rs). A new watch starts rung. Idle, with nothing leased or parked, nothing fires.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -202,6 +202,12 @@ impl Watch {
 
     fn arm(&self, after: Option<Duration>) {
         set_timer(self.timer.as_fd(), after);
+    }
+}
+
+impl AsFd for Watch {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.epoll.as_fd()
     }
 }
 

@@ -65,13 +65,21 @@ pub extern "C" fn harel_transport_open(
     boundary_out(out, err, |out| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let database = unsafe { args::string(database, "database") }?;
-        let mut options = unsafe { ref_from_ptr(options) }.map_or_else(Options::new, Options::clone);
-        // Through the C ABI, this library's SQLite is its own (its symbols are hidden), so a
-        // lock of this process on the file that no transport holds is another copy's.
-        options.refuse_other_sqlite = true;
-        *out = to_boxed_mut_ptr(Transport::open(database, &options)?);
+        *out = to_boxed_mut_ptr(Transport::open(database, &unsafe { c_options(options) })?);
         Ok(HAREL_OK)
     })
+}
+
+/// The options an open through the C ABI runs with: `options`' (NULL: the defaults), and
+/// the other-SQLite check, since this library's SQLite is its own there (its symbols are
+/// hidden): a lock of this process on the file that no transport holds is another copy's.
+///
+/// # Safety
+/// `options` is NULL or a live `harel_options`.
+pub(crate) unsafe fn c_options(options: *const harel_options) -> Options {
+    let mut options = unsafe { ref_from_ptr(options) }.map_or_else(Options::new, Options::clone);
+    options.refuse_other_sqlite = true;
+    options
 }
 
 /// Appends `event_json` (any valid JSON text, stored byte for byte) to the FIFO of

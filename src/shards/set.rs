@@ -1,0 +1,156 @@
+//! Which databases make one sharded queue. Each records, in its own table, the queue's id,
+//! its index and how many shards there are; `open_shards` reads them all and refuses a list
+//! that does not match them: a database missing, one too many, the order changed, or a
+//! database of another queue. A queue over one database keeps no record, and a database
+//! that has one is refused when opened alone, since a transport over it alone would serve
+//! and take the groups of every shard.
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetRecord {
+    pub queue_id: String,
+    pub shard: usize,
+    pub shards: usize,
+}
+
+/// What opening a list needs to write.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// One database, no record: nothing.
+    Alone,
+    /// A new set (no database has a record, none holds a message): records for all.
+    New,
+    /// The set of `queue_id`: records for these indexes, databases of the set left empty
+    /// when its creation was cut short.
+    Complete { queue_id: String, missing: Vec<usize> },
+}
+
+/// What a list of databases must be, from what each says of itself (its record, whether it
+/// holds messages). `Error::Argument` naming the database and the mismatch.
+pub fn check_set(found: &[(Option<SetRecord>, bool)], databases: &[&str]) -> Result<Plan> {
+    let n = databases.len();
+    let name = |i: usize| format!("databases[{i}] ({})", databases[i]);
+    if n == 1 {
+        return match &found[0].0 {
+            Some(r) if r.shards > 1 => Err(Error::Argument(format!(
+                "{} is shard {} of {} of the sharded queue {}: open it with the list of all {} of its \
+                 databases (open_shards), in their order; a transport over one shard alone would take \
+                 the other shards' groups",
+                name(0),
+                r.shard,
+                r.shards,
+                r.queue_id,
+                r.shards
+            ))),
+            _ => Ok(Plan::Alone),
+        };
+    }
+    let Some((first, record)) = found.iter().enumerate().find_map(|(i, (r, _))| r.as_ref().map(|r| (i, r))) else {
+        if let Some(i) = found.iter().position(|(_, holds)| *holds) {
+            return Err(Error::Argument(format!(
+                "{} holds messages and belongs to no shard set: its groups were placed without the shards' \
+                 hash, so a sharded queue starts on empty databases (drain this one first, or keep it a \
+                 queue of its own)",
+                name(i)
+            )));
+        }
+        return Ok(Plan::New);
+    };
+    let queue_id = &record.queue_id;
+    let mut missing = Vec::new();
+    for (i, (r, holds)) in found.iter().enumerate() {
+        match r {
+            Some(r) if r.queue_id != *queue_id => {
+                return Err(Error::Argument(format!(
+                    "{} belongs to another sharded queue ({}) than {} ({queue_id}): the list mixes two queues' \
+                     databases",
+                    name(i),
+                    r.queue_id,
+                    name(first)
+                )))
+            }
+            Some(r) if r.shards != n => {
+                let (what, how) = if r.shards > n { ("missing", r.shards - n) } else { ("extra", n - r.shards) };
+                return Err(Error::Argument(format!(
+                    "the list has {n} databases, and {} is shard {} of {} of queue {queue_id}: {how} database{} \
+                     {what}; list all {} of its databases in their order (changing the number of shards is \
+                     `harel-transport reshard`, not a new list)",
+                    name(i),
+                    r.shard,
+                    r.shards,
+                    if how == 1 { " is" } else { "s are" },
+                    r.shards
+                )));
+            }
+            Some(r) if r.shard != i => {
+                return Err(Error::Argument(format!(
+                    "{} is shard {} of queue {queue_id}, not shard {i}: the list is reordered; list the \
+                     databases in their shard order (a group's shard is its hash, so the order is part of \
+                     the queue)",
+                    name(i),
+                    r.shard
+                )))
+            }
+            Some(_) => {}
+            None if *holds => {
+                return Err(Error::Argument(format!(
+                    "{} holds messages and is not a shard of queue {queue_id} (it has no record of the set): \
+                     another queue's database?",
+                    name(i)
+                )))
+            }
+            None => missing.push(i),
+        }
+    }
+    Ok(Plan::Complete { queue_id: queue_id.clone(), missing })
+}
+
+/// A new queue id: 16 random bytes, hex.
+pub fn new_queue_id() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| Error::Database(format!("open_shards: could not read /dev/urandom for a queue id: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, shard: usize, shards: usize) -> Option<SetRecord> {
+        Some(SetRecord { queue_id: id.into(), shard, shards })
+    }
+
+    fn refused(found: &[(Option<SetRecord>, bool)], says: &str) {
+        let dbs: Vec<String> = (0..found.len()).map(|i| format!("q{i}.db")).collect();
+        let dbs: Vec<&str> = dbs.iter().map(String::as_str).collect();
+        match check_set(found, &dbs) {
+            Err(Error::Argument(m)) => assert!(m.contains(says), "{m:?} should say {says:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_list_is_checked_against_the_records() {
+        let ok = |found: &[(Option<SetRecord>, bool)]| {
+            let dbs: Vec<&str> = vec!["x"; found.len()];
+            check_set(found, &dbs).unwrap()
+        };
+        assert_eq!(ok(&[(None, true)]), Plan::Alone);
+        assert_eq!(ok(&[(None, false), (None, false)]), Plan::New);
+        assert_eq!(
+            ok(&[(rec("a", 0, 3), true), (rec("a", 1, 3), false), (None, false)]),
+            Plan::Complete { queue_id: "a".into(), missing: vec![2] }
+        );
+        refused(&[(rec("a", 1, 3), false)], "shard 1 of 3 of the sharded queue a");
+        refused(&[(None, false), (None, true)], "databases[1] (q1.db) holds messages and belongs to no shard set");
+        refused(&[(rec("a", 0, 3), false), (rec("a", 1, 3), false)], "1 database is missing");
+        refused(&[(rec("a", 0, 2), false), (rec("a", 1, 2), false), (None, false)], "1 database is extra");
+        refused(&[(rec("a", 1, 2), false), (rec("a", 0, 2), false)], "is shard 1 of queue a, not shard 0");
+        refused(&[(rec("a", 0, 2), false), (rec("b", 1, 2), false)], "belongs to another sharded queue (b)");
+        refused(&[(rec("a", 0, 2), false), (None, true)], "another queue's database?");
+    }
+}
