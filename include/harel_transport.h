@@ -413,6 +413,11 @@ typedef struct harel_group_page {
    * Pass it to the next call for the next page; NULL when this is the last.
    */
   const char *next_cursor;
+  /**
+   * `n_groups` shard indexes: `shards[i]` is the shard `groups[i]` was found on (all 0
+   * unless the queue is sharded: `harel_transport_open_shards`).
+   */
+  const size_t *shards;
 } harel_group_page;
 
 /**
@@ -492,6 +497,11 @@ typedef struct harel_dead_page {
    * NULL when this is the last page.
    */
   const char *next_cursor;
+  /**
+   * `n_letters` shard indexes: `shards[i]` is the shard `letters[i]` is on (all 0 unless
+   * the queue is sharded; redrive or purge a sharded queue's letters by seq there).
+   */
+  const size_t *shards;
 } harel_dead_page;
 
 /**

@@ -101,6 +101,9 @@ pub struct harel_group_page {
     pub n_groups: usize,
     /// Pass it to the next call for the next page; NULL when this is the last.
     pub next_cursor: *const c_char,
+    /// `n_groups` shard indexes: `shards[i]` is the shard `groups[i]` was found on (all 0
+    /// unless the queue is sharded: `harel_transport_open_shards`).
+    pub shards: *const usize,
 }
 
 /// One message of a `harel_message_page`.
@@ -156,11 +159,14 @@ pub struct harel_dead_page {
     pub n_letters: usize,
     /// NULL when this is the last page.
     pub next_cursor: *const c_char,
+    /// `n_letters` shard indexes: `shards[i]` is the shard `letters[i]` is on (all 0 unless
+    /// the queue is sharded; redrive or purge a sharded queue's letters by seq there).
+    pub shards: *const usize,
 }
 
-/// A look's result is boxed with its items and the strings they point to (a Vec's buffer
-/// stays where it is when the Vec moves into the box).
-type Looked<Item> = Boxed<(Vec<Item>, Strings)>;
+/// A look's result is boxed with its items, the strings they point to and its items'
+/// shards (a Vec's buffer stays where it is when the Vec moves into the box).
+type Looked<Item> = Boxed<(Vec<Item>, Strings, Vec<usize>)>;
 
 impl Castable for harel_stats {
     type Ownership = Looked<harel_priority_stats>;
@@ -187,7 +193,20 @@ fn hand_out<Head, Item>(items: Vec<Item>, strings: Strings, head: impl FnOnce(*c
 where
     Head: Castable<Ownership = Looked<Item>, RustType = Head>,
 {
-    to_boxed_mut_ptr_keeping(head(items.as_ptr(), items.len()), (items, strings))
+    hand_out_sharded(items, strings, Vec::new(), |items, n, _| head(items, n))
+}
+
+/// `hand_out`, with each item's shard.
+fn hand_out_sharded<Head, Item>(
+    items: Vec<Item>,
+    strings: Strings,
+    shards: Vec<usize>,
+    head: impl FnOnce(*const Item, usize, *const usize) -> Head,
+) -> *mut Head
+where
+    Head: Castable<Ownership = Looked<Item>, RustType = Head>,
+{
+    to_boxed_mut_ptr_keeping(head(items.as_ptr(), items.len(), shards.as_ptr()), (items, strings, shards))
 }
 
 /// Sets `*out` to NULL, then runs a look on handle `t` that hands out `*out`.
@@ -329,7 +348,13 @@ pub extern "C" fn harel_transport_groups(
             })
             .collect();
         let next_cursor = next_cursor(&page, &mut strings);
-        Ok(hand_out(items, strings, |groups, n_groups| harel_group_page { groups, n_groups, next_cursor }))
+        let shards = page.items.iter().map(|g| g.shard).collect();
+        Ok(hand_out_sharded(items, strings, shards, |groups, n_groups, shards| harel_group_page {
+            groups,
+            n_groups,
+            next_cursor,
+            shards,
+        }))
     })
 }
 
@@ -433,7 +458,13 @@ pub extern "C" fn harel_transport_dead_letters(
             })
             .collect();
         let next_cursor = next_cursor(&page, &mut strings);
-        Ok(hand_out(items, strings, |letters, n_letters| harel_dead_page { letters, n_letters, next_cursor }))
+        let shards = page.items.iter().map(|d| d.shard).collect();
+        Ok(hand_out_sharded(items, strings, shards, |letters, n_letters, shards| harel_dead_page {
+            letters,
+            n_letters,
+            next_cursor,
+            shards,
+        }))
     })
 }
 
