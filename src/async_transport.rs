@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::metrics::{Meters, Metrics, Operation};
@@ -23,6 +23,9 @@ use crate::types::{
 };
 use crate::validate;
 use crate::waiting::wait::Wait;
+
+/// How soon a waiting claim tries a shard again that could not be reached.
+const UNREACHABLE_RETRY: Duration = Duration::from_secs(1);
 
 pub struct AsyncTransport {
     shards: Vec<Shard>,
@@ -336,13 +339,26 @@ impl AsyncTransport {
         }
         let outcome = async {
             loop {
-                let leases = self.claim_pass(request, &[]).await?;
-                if !leases.is_empty() {
-                    return Ok(leases);
+                match self.claim_pass(request, &[]).await {
+                    Ok(leases) if !leases.is_empty() => return Ok(leases),
+                    Ok(_) | Err(Error::Connect(_)) => {}
+                    Err(e) => return Err(e),
                 }
-                let left = Wait { timeout: wait.timeout.saturating_sub(started.elapsed()), cancel: wait.cancel.clone() };
-                let waits = self.shards.iter().map(|s| Box::pin(s.until_ready(request, &left)) as Pin<Box<_>>);
-                if !first(waits.collect()).await? {
+                let left =
+                    Wait { timeout: wait.timeout.saturating_sub(started.elapsed()), cancel: wait.cancel.clone() };
+                let waits = self.shards.iter().map(|shard| {
+                    Box::pin(async {
+                        match shard.until_ready(request, &left).await {
+                            // An unreachable shard is tried again by the next pass, in a second.
+                            Err(Error::Connect(_)) => {
+                                tokio::time::sleep(UNREACHABLE_RETRY.min(left.timeout)).await;
+                                Ok(!left.timeout.is_zero())
+                            }
+                            outcome => outcome,
+                        }
+                    }) as Pin<Box<dyn Future<Output = Result<bool>> + Send + '_>>
+                });
+                if !first(waits.collect()).await? || started.elapsed() >= wait.timeout {
                     return Ok(Vec::new());
                 }
             }
@@ -358,11 +374,20 @@ impl AsyncTransport {
     async fn claim_pass(&self, request: &Claim<'_>, skip: &[usize]) -> Result<Vec<Lease>> {
         let n = self.shards.len();
         let start = self.turn.fetch_add(1, Ordering::Relaxed) % n;
-        let mut leases = Vec::new();
+        let (mut leases, mut unreachable) = (Vec::new(), None);
         for i in (start..start + n).map(|i| i % n).filter(|i| !skip.contains(i)) {
             // A shard is asked again only after it set a head aside: it may have more.
             loop {
-                let claimed = self.shards[i].claim_now(&Claim { max: request.max - leases.len(), ..*request }).await?;
+                let want = Claim { max: request.max - leases.len(), ..*request };
+                let claimed = match self.shards[i].claim_now(&want).await {
+                    Ok(claimed) => claimed,
+                    // The others are served meanwhile; the error is the pass's if they have nothing.
+                    Err(e @ Error::Connect(_)) => {
+                        unreachable = unreachable.or(Some(e.during(&format!("shard {i}"))));
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let mut set_aside = false;
                 for lease in claimed {
                     if self.shard_of(&lease.group_id) == i {
@@ -380,7 +405,10 @@ impl AsyncTransport {
                 break;
             }
         }
-        Ok(leases)
+        match unreachable {
+            Some(e) if leases.is_empty() => Err(e),
+            _ => Ok(leases),
+        }
     }
 
     /// A watch for event loops: a descriptor (`AsRawFd`) that becomes readable when a claim
@@ -703,7 +731,11 @@ impl AsyncTransport {
 
     fn shard_at(&self, shard: usize) -> Result<&Shard> {
         self.shards.get(shard).ok_or_else(|| {
-            Error::Argument(format!("shard is {shard}; this queue has {} (0..{})", self.shards.len(), self.shards.len()))
+            Error::Argument(format!(
+                "shard is {shard}; this queue has {} (0..{})",
+                self.shards.len(),
+                self.shards.len()
+            ))
         })
     }
 

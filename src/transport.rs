@@ -13,11 +13,11 @@ use crate::metrics::Metrics;
 use crate::mode::Mode;
 use crate::options::Options;
 use crate::request::Publish;
+use crate::shards::Watch;
 use crate::types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
 };
 use crate::waiting::wait::Wait;
-use crate::shards::Watch;
 
 pub struct Transport {
     /// Always `Some` until `close` or drop takes it.

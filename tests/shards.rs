@@ -58,3 +58,248 @@ fn the_shared_contract_on_three_files() {
     }
     assert!(failed.is_empty(), "failed on three shards: {failed:?}");
 }
+
+/// A group id that lives on shard `shard` of `n`, the `k`-th such.
+fn group_on(shard: usize, n: usize, k: usize) -> String {
+    (0..).map(|i| format!("s{shard}-{i}")).filter(|g| shard_of(g, n) == shard).nth(k).unwrap()
+}
+
+fn refused(paths: &[&str], says: &str) {
+    match Transport::open_shards(paths, &Options::new()) {
+        Err(Error::Argument(m)) => assert!(m.contains(says), "{m:?} should say {says:?}"),
+        other => panic!("{paths:?}: want Error::Argument saying {says:?}, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn the_set_is_recorded_and_a_list_that_does_not_match_is_refused() {
+    let (dir, paths) = three_files();
+    let list: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let t = Transport::open_shards(&list, &Options::new()).unwrap();
+    assert_eq!(t.shard_count(), 3);
+    for s in 0..3 {
+        t.publish(&group_on(s, 3, 0), "{}", 0, None).unwrap();
+    }
+    drop(t);
+    let other: Vec<String> =
+        (0..2).map(|i| dir.path().join(format!("other{i}.db")).to_str().unwrap().to_owned()).collect();
+    drop(Transport::open_shards(&[other[0].as_str(), other[1].as_str()], &Options::new()).unwrap());
+    let lone = dir.path().join("lone.db").to_str().unwrap().to_owned();
+    Transport::open(&lone, &Options::new()).unwrap().publish("g", "{}", 0, None).unwrap();
+    let empty = dir.path().join("empty.db").to_str().unwrap().to_owned();
+
+    refused(&list[..2], "1 database is missing");
+    refused(&[list[0], list[1], list[2], &empty], "1 database is extra");
+    refused(&[list[1], list[0], list[2]], "is shard 1 of queue");
+    refused(&[list[0], list[1], &other[1]], "belongs to another sharded queue");
+    refused(&[list[0]], "is shard 0 of 3 of the sharded queue");
+    refused(&[&empty, &lone], "databases[1] (");
+    refused(&[&empty, &lone], "holds messages and belongs to no shard set");
+    refused(&[], "databases has 0 entries");
+    refused(&[list[0], list[0]], "databases[1] repeats databases[0]");
+    refused(&[list[0], ""], "databases[1] is empty");
+    match Transport::open(list[2], &Options::new()) {
+        Err(Error::Argument(m)) => assert!(m.contains("shard 2 of 3"), "{m}"),
+        other => panic!("a member alone: {:?}", other.map(|_| ())),
+    }
+    let t = Transport::open_shards(&list, &Options::new()).expect("the same list again");
+    assert_eq!(t.stats().unwrap().messages, 3, "the refusals changed nothing");
+    let per_shard: Vec<u64> = t.shard_stats().unwrap().iter().map(|s| s.messages).collect();
+    assert_eq!(per_shard, [1, 1, 1], "each group on the shard its hash names");
+}
+
+#[test]
+fn claims_take_the_shards_in_turn_and_listings_show_the_shard() {
+    let (_dir, paths) = three_files();
+    let t = open(&paths, &Options::new()).unwrap();
+    for k in 0..2 {
+        for s in 0..3 {
+            t.publish(&group_on(s, 3, k), &format!(r#"{{"k":{k}}}"#), 0, None).unwrap();
+        }
+    }
+    let groups = t.groups(None, None, 10).unwrap();
+    assert_eq!(groups.items.len(), 6);
+    assert!(groups.items.windows(2).all(|w| w[0].group_id < w[1].group_id), "in group id order");
+    assert!(groups.items.iter().all(|g| g.shard == shard_of(&g.group_id, 3)), "{:?}", groups.items);
+    let first = t.groups(None, None, 4).unwrap();
+    let rest = t.groups(None, first.next.as_deref(), 4).unwrap();
+    assert_eq!((first.items.len(), rest.items.len(), rest.next), (4, 2, None), "paged across shards");
+    let mut shards = Vec::new();
+    while let Some(lease) = t.claim("w", 30.0, 0, &[]).unwrap() {
+        shards.push(shard_of(&lease.group_id, 3));
+        t.ack(&lease).unwrap();
+    }
+    assert_eq!(shards.len(), 6);
+    assert!(shards.windows(2).all(|w| w[0] != w[1]), "each claim starts at the next shard: {shards:?}");
+}
+
+#[test]
+fn batches_split_by_shard_and_keep_each_groups_order() {
+    let (_dir, paths) = three_files();
+    let t = open(&paths, &Options::new()).unwrap();
+    let groups: Vec<String> = (0..3).map(|s| group_on(s, 3, 0)).collect();
+    let events: Vec<String> = (0..30).map(|i| format!(r#"{{"i":{i}}}"#)).collect();
+    let messages: Vec<harel_transport::Message> = (0..30)
+        .map(|i| harel_transport::Message {
+            group_id: &groups[i % 3],
+            event_json: &events[i],
+            priority: 0,
+            routing_key: None,
+        })
+        .collect();
+    t.publish_many(&messages).unwrap();
+    let leases = t.ack_and_claim_many(&[], "w", 30.0, 0, &[], 3).unwrap().1;
+    assert_eq!(leases.len(), 3, "a batch filled from every shard");
+    let (mut outcomes, mut leases) = (Vec::new(), leases);
+    let mut seen: Vec<Vec<String>> = vec![Vec::new(); 3];
+    while !leases.is_empty() {
+        for l in &leases {
+            seen[shard_of(&l.group_id, 3)].push(l.event.clone());
+        }
+        let (done, next) = t.ack_and_claim_many(&leases, "w", 30.0, 0, &[], 3).unwrap();
+        outcomes.extend(done);
+        leases = next;
+    }
+    assert!(outcomes.iter().all(Result::is_ok));
+    for (s, events_seen) in seen.iter().enumerate() {
+        let want: Vec<String> = (s..30).step_by(3).map(|i| events[i].clone()).collect();
+        assert_eq!(events_seen, &want, "shard {s}'s group in the batch's order");
+    }
+    assert_eq!(t.stats().unwrap().messages, 0);
+}
+
+#[test]
+fn a_transaction_and_seqs_of_dead_letters_name_one_database() {
+    let (_dir, paths) = three_files();
+    let clock = TestClock::at(1000.0);
+    let t = open(&paths, &clock.options()).unwrap();
+    let mut tx = t.begin();
+    match tx.execute("CREATE TABLE orders (id INTEGER)", []) {
+        Err(Error::Argument(m)) => assert!(m.contains("a transaction runs on one database"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    drop(tx);
+    let g = group_on(2, 3, 0);
+    t.publish(&g, "{}", 0, None).unwrap();
+    let lease = t.claim("w", 30.0, 0, &[]).unwrap().unwrap();
+    t.dead_letter(&lease, "bad").unwrap();
+    let dead = t.dead_letters(None, None, 10).unwrap();
+    assert_eq!((dead.items.len(), dead.items[0].shard), (1, 2));
+    let seqs = [dead.items[0].seq];
+    assert!(
+        matches!(t.redrive(harel_transport::DeadLetters::Seqs(&seqs)), Err(Error::Argument(m)) if m.contains("one shard"))
+    );
+    assert_eq!(t.redrive_on(2, harel_transport::DeadLetters::Seqs(&seqs)).unwrap(), 1);
+    assert!(
+        matches!(t.redrive_on(3, harel_transport::DeadLetters::All), Err(Error::Argument(m)) if m.contains("shard is 3"))
+    );
+    assert_eq!(t.stats().unwrap().messages, 1);
+}
+
+/// Writes, from another process (Python's sqlite3), a message of `group` to `path` as
+/// harel's Python publish does: a program that does not shard.
+fn publish_from_another_program(path: &str, group: &str) {
+    let script = "import sqlite3, sys\n\
+        c = sqlite3.connect(sys.argv[1])\n\
+        c.execute('INSERT INTO harel_transport_messages (group_id, event) VALUES (?, ?)', (sys.argv[2], '{\"misplaced\":1}'))\n\
+        c.execute('INSERT OR IGNORE INTO harel_transport_groups (group_id, priority) VALUES (?, 0)', (sys.argv[2],))\n\
+        c.commit()\n";
+    let status = std::process::Command::new("python3").args(["-c", script, path, group]).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_group_on_a_shard_its_hash_does_not_name_is_set_aside() {
+    let (_dir, paths) = three_files();
+    let t = open(&paths, &Options::new()).unwrap();
+    let g = group_on(0, 3, 0);
+    t.publish(&g, r#"{"home":1}"#, 0, None).unwrap();
+    drop(t);
+    publish_from_another_program(&paths[1], &g);
+    let t = open(&paths, &Options::new()).unwrap();
+    let mut got = Vec::new();
+    while let Some(lease) = t.claim("w", 30.0, 0, &[]).unwrap() {
+        got.push(lease.event.clone());
+        t.ack(&lease).unwrap();
+    }
+    assert_eq!(got, [r#"{"home":1}"#], "only its own shard's message is served");
+    let held = t.groups(None, None, 10).unwrap().items;
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!((held[0].shard, held[0].holder.as_deref()), (1, Some("__misplaced__")));
+    assert_eq!(t.stats().unwrap().leased, 1);
+    t.publish(&g, r#"{"home":2}"#, 0, None).unwrap();
+    let next = t.claim("w", 30.0, 0, &[]).unwrap().expect("its home shard goes on");
+    assert_eq!((next.event.as_str(), shard_of(&next.group_id, 3)), (r#"{"home":2}"#, 0));
+    assert_eq!(t.purge_group(&g).unwrap(), 2, "purge_group reaches every shard");
+}
+
+/// Four processes drain three shards: each message once, each group in order, never two
+/// of a group in flight (the ledger of tests/common/drain.rs, kept across processes by
+/// each one's log).
+#[test]
+fn four_processes_drain_three_shards_exactly_once_in_order() {
+    let (dir, paths) = three_files();
+    let t = open(&paths, &Options::new()).unwrap();
+    common::drain::fill(&t, common::drain::GROUPS, common::drain::PER_GROUP);
+    drop(t);
+    let logs: Vec<_> = (0..4).map(|n| dir.path().join(format!("worker-{n}.log"))).collect();
+    let children: Vec<_> = logs
+        .iter()
+        .enumerate()
+        .map(|(n, log)| {
+            let mut c = common::this_test_binary("drain_worker");
+            c.env("HAREL_TEST_SHARDS", paths.join("\n")).env("HAREL_TEST_ID", format!("p{n}"));
+            c.env("HAREL_TEST_LOG", log).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    for (n, child) in children.into_iter().enumerate() {
+        common::expect_success(child, &format!("worker {n}"));
+    }
+    let mut handled: Vec<(u128, u128, String, usize, usize)> = Vec::new();
+    for log in &logs {
+        for line in std::fs::read_to_string(log).unwrap().lines() {
+            let f: Vec<&str> = line.splitn(4, ' ').collect();
+            let (g, i) = common::drain::parse_message(f[2], f[3]);
+            handled.push((f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].to_owned(), g, i));
+        }
+    }
+    assert_eq!(handled.len(), common::drain::TOTAL, "every message once");
+    handled.sort();
+    let mut last: std::collections::HashMap<usize, (usize, u128)> = Default::default();
+    for (claimed, acking, _, g, i) in &handled {
+        if let Some((prev, done)) = last.get(g) {
+            assert_eq!(*i, prev + 1, "group {g}: FIFO");
+            assert!(done <= claimed, "group {g}: message {i} claimed while {prev} was in flight");
+        } else {
+            assert_eq!(*i, 0, "group {g} starts at its first message");
+        }
+        last.insert(*g, (*i, *acking));
+    }
+    assert!(open(&paths, &Options::new()).unwrap().stats().unwrap().messages == 0);
+}
+
+#[test]
+#[ignore = "a worker process of four_processes_drain_three_shards_exactly_once_in_order"]
+fn drain_worker() {
+    let Ok(shards) = std::env::var("HAREL_TEST_SHARDS") else { return };
+    let paths: Vec<String> = shards.lines().map(str::to_owned).collect();
+    let mut o = Options::new();
+    o.busy_timeout(60.0).unwrap();
+    let t = open(&paths, &o).unwrap();
+    let id = std::env::var("HAREL_TEST_ID").unwrap();
+    let mut log = String::new();
+    loop {
+        match t.claim(&id, 60.0, 0, &[]).unwrap() {
+            Some(lease) => {
+                let claimed = common::procs::nanos();
+                let acking = common::procs::nanos();
+                log.push_str(&format!("{claimed} {acking} {} {}\n", lease.group_id, lease.event));
+                t.ack(&lease).unwrap();
+            }
+            None if t.stats().unwrap().messages == 0 => break,
+            None => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+    std::fs::write(std::env::var("HAREL_TEST_LOG").unwrap(), log).unwrap();
+}

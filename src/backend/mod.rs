@@ -101,10 +101,7 @@ impl Backend {
     /// (BEGIN IMMEDIATE, after a busy answer made again within the busy timeout) when none
     /// is open; the transaction stays open, and holds the write lock, until `commit_open`
     /// or `rollback_open`. Any error rolls it back. `build` reads the clock.
-    pub async fn run_open<'c, T>(
-        &mut self,
-        build: impl FnMut() -> Result<(Chain<'c>, T)>,
-    ) -> Result<(Vec<Done>, T)> {
+    pub async fn run_open<'c, T>(&mut self, build: impl FnMut() -> Result<(Chain<'c>, T)>) -> Result<(Vec<Done>, T)> {
         match self {
             Backend::Local(local) => local.run_open(build).await,
             Backend::Server(server) => server.run_open(build).await,

@@ -280,7 +280,10 @@ pub async fn set_aside(backend: &mut Backend, sql: &Statements, request: Finish<
             let mut chain = Chain::new();
             let (seq, group_id, worker_id) = (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str());
             let (holder, until) = (MISPLACED, SET_ASIDE_UNTIL);
-            chain.push(&sql.release_message, vec![seq.into(), group_id.into(), worker_id.into(), holder.into(), until.into()]);
+            chain.push(
+                &sql.release_message,
+                vec![seq.into(), group_id.into(), worker_id.into(), holder.into(), until.into()],
+            );
             chain.guard(lease);
             chain.push(&sql.set_group_ready_at, vec![group_id.into(), until.into()]);
             Ok((chain, ()))

@@ -37,7 +37,8 @@ mod tests {
         // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c; of "order-42" 0x7d1deb86a05662d4.
         assert_eq!(shard_of("a", 1 << 32), 0x8601_ec8c);
         assert_eq!((shard_of("order-42", 3), shard_of("order-42", 4)), (2, 0));
-        let spread: Vec<usize> = (0..3).map(|s| (0..3000).filter(|i| shard_of(&format!("g{i}"), 3) == s).count()).collect();
+        let spread: Vec<usize> =
+            (0..3).map(|s| (0..3000).filter(|i| shard_of(&format!("g{i}"), 3) == s).count()).collect();
         assert!(spread.iter().all(|&n| (900..=1100).contains(&n)), "{spread:?}");
     }
 }

@@ -19,8 +19,8 @@ use crate::metrics::{Meters, Operation};
 use crate::mode::Mode;
 use crate::options::{Clock, Options};
 use crate::queue::{admin, looks, schema, shard_set, work};
-use crate::shards::SetRecord;
 use crate::request::{Claim, DeadSelection, Deliver, Extend, Finish, FinishMany, Nack, PageRequest, Publish};
+use crate::shards::SetRecord;
 use crate::sql::Statements;
 use crate::types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
