@@ -55,14 +55,12 @@
 /**
  * At most this many databases in one queue.
  */
-#define MAX_SHARDS 256
+#define HAREL_MAX_SHARDS 256
 
 /**
  * The largest page a listing hands out.
  */
 #define HAREL_MAX_PAGE 10000
-
-#define SET_ASIDE_UNTIL 253402300799.0
 
 #define HAREL_MAX_PRIORITY 4
 
@@ -1196,7 +1194,8 @@ enum harel_status harel_schema_upgrade_sql(const char *prefix,
  * opens it. The handle is freed with `harel_transport_close`.
  *
  * Returns HAREL_OK; HAREL_ERR_ARGUMENT (databases or out NULL, n_databases 0 or above
- * 256, an element NULL, empty, not UTF-8 or repeated; the list does not match the
+ * 256, an element NULL, empty, not UTF-8 or repeated (also as another path to the same
+ * file); the list does not match the
  * databases' records: a database missing, one extra, the order changed, another queue's
  * database, a database that holds messages but belongs to no set — the message names
  * the database as "databases[i] (its text)"; a transaction begun on a sharded queue is

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::metrics::{Meters, Metrics, Operation};
 use crate::mode::Mode;
@@ -67,6 +68,16 @@ impl AsyncTransport {
         for (i, database) in databases.iter().enumerate() {
             let shard = Shard::open(database, options, Arc::clone(&meters)).await;
             opened.push(shard.map_err(|e| if n > 1 { e.during(&format!("databases[{i}] ({database})")) } else { e })?);
+        }
+        // Two spellings of one file are one database: refused before any record is written.
+        let files: Vec<_> = databases.iter().map(|d| Backend::file_of(d, options)).collect();
+        for (i, file) in files.iter().enumerate().filter(|(_, f)| f.is_some()) {
+            if let Some(j) = files[..i].iter().position(|f| f == file) {
+                return Err(Error::Argument(format!(
+                    "databases[{i}] ({}) is the file databases[{j}] ({}) is",
+                    databases[i], databases[j]
+                )));
+            }
         }
         let absent = match n {
             1 => opened[0].absent().to_vec(),

@@ -12,7 +12,7 @@ pub const DELAYED: &str = "__delayed__";
 /// Whom a sharded queue sets aside the head of a group found on a shard its hash does not
 /// name (docs/queue.md, "Sharded queues"), until the end of year 9999; no worker may use it.
 pub const MISPLACED: &str = "__misplaced__";
-pub const SET_ASIDE_UNTIL: f64 = 253_402_300_799.0;
+pub(crate) const SET_ASIDE_UNTIL: f64 = 253_402_300_799.0;
 pub const MAX_PRIORITY: i32 = 4;
 pub const MAX_PREFIX_LEN: usize = 30;
 /// The most leases one `claim_many` hands out.

@@ -98,6 +98,9 @@ fn the_set_is_recorded_and_a_list_that_does_not_match_is_refused() {
     refused(&[], "databases has 0 entries");
     refused(&[list[0], list[0]], "databases[1] repeats databases[0]");
     refused(&[list[0], ""], "databases[1] is empty");
+    let spelled = list[0].replace("/shard0.db", "/./shard0.db");
+    refused(&[list[0], list[1], &spelled], "databases[2] (");
+    refused(&[list[0], list[1], &spelled], "is the file databases[0]");
     match Transport::open(list[2], &Options::new()) {
         Err(Error::Argument(m)) => assert!(m.contains("shard 2 of 3"), "{m}"),
         other => panic!("a member alone: {:?}", other.map(|_| ())),

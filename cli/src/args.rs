@@ -13,8 +13,9 @@ Look inside a harel-transport queue and repair it: counts, groups, a group's mes
 letters; purge, redrive, release; serve /metrics and a web console.
 
 The queue is a local file or a libSQL server's URL (libsql://, http://, https://), given with
---database or HAREL_DATABASE. It is opened as it is: nothing is created, and a file without
-the queue's tables (of --prefix) is refused.
+--database or HAREL_DATABASE. A sharded queue is given as its databases, each with -d, in
+their shard order. It is opened as it is: nothing is created, and a file without the queue's
+tables (of --prefix) is refused.
 
 A server's token comes from HAREL_AUTH_TOKEN or from --auth-token-file FILE (which wins),
 never from an argument: every user of the machine sees the command line (ps).";
@@ -90,9 +91,10 @@ pub struct Cli {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Global options")]
 pub struct Global {
-    /// The queue: a file, or a libSQL server's URL (libsql://, http://, https://)
+    /// The queue: a file, or a libSQL server's URL (libsql://, http://, https://); a sharded
+    /// queue's databases, one -d each, in shard order
     #[arg(short = 'd', long, global = true, env = "HAREL_DATABASE", value_name = "DATABASE")]
-    pub database: Option<String>,
+    pub database: Vec<String>,
 
     /// The tables' prefix: <PREFIX>_transport_messages, ...
     #[arg(long, global = true, default_value = "harel", value_name = "PREFIX")]
@@ -263,6 +265,10 @@ pub struct Selector {
     /// These dead letters, by seq (as `dead list` shows them)
     #[arg(long, value_name = "SEQ", num_args = 1.., value_delimiter = ',')]
     pub seq: Vec<i64>,
+
+    /// On a sharded queue: the shard the seqs are on (`dead list` shows it)
+    #[arg(long, value_name = "SHARD", requires = "seq")]
+    pub shard: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -68,8 +68,9 @@ fn refuse_token_flag() {
 }
 
 fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
-    let database = match cli.global.database.as_deref() {
-        Some(d) if !d.is_empty() => d,
+    let databases: Vec<&str> = cli.global.database.iter().map(String::as_str).collect();
+    let database = match databases.as_slice() {
+        [d, ..] if !d.is_empty() => &databases,
         _ => Cli::command()
             .error(
                 ErrorKind::MissingRequiredArgument,
@@ -86,6 +87,7 @@ fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
     }
     let transport = open(database, &cli.global)?;
     out.absent = transport.absent().to_vec();
+    out.shards = transport.shard_count();
     let result = match &cli.command {
         Command::Stats(a) => stats(&transport, a, out),
         Command::Groups(a) => {
@@ -106,12 +108,20 @@ fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
             Ok(())
         }
         Command::Dead(DeadCommand::Redrive(s)) => {
-            let n = with_selector(s, |which| transport.redrive(which)).map_err(|e| failed("dead redrive", &e))?;
+            let n = with_selector(s, |which| match s.shard {
+                Some(shard) => transport.redrive_on(shard, which),
+                None => transport.redrive(which),
+            })
+            .map_err(|e| failed("dead redrive", &e))?;
             out.redriven(n, s);
             Ok(())
         }
         Command::Dead(DeadCommand::Purge(s)) => {
-            let n = with_selector(s, |which| transport.purge_dead(which)).map_err(|e| failed("dead purge", &e))?;
+            let n = with_selector(s, |which| match s.shard {
+                Some(shard) => transport.purge_dead_on(shard, which),
+                None => transport.purge_dead(which),
+            })
+            .map_err(|e| failed("dead purge", &e))?;
             out.dead_purged(n, s);
             Ok(())
         }
@@ -140,23 +150,28 @@ fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
 /// Opens the queue as it is, creating and upgrading nothing: a path that does not exist is
 /// refused here (libSQL would make an empty file), a file without harel's tables by the
 /// library; a harel 0.9 file opens, and the library refuses every change to it.
-fn open(database: &str, global: &Global) -> Result<Transport, String> {
-    let what = format!("open {database:?}");
-    let is_url = ["libsql://", "http://", "https://"].iter().any(|s| database.starts_with(s));
-    if !is_url && database != ":memory:" && !std::path::Path::new(database).exists() {
-        return Err(format!(
-            "{what}: no such file (this tool opens existing queues and creates none: check the path, \
-             or give a server's URL)"
-        ));
+fn open(databases: &[&str], global: &Global) -> Result<Transport, String> {
+    let what = match databases {
+        [database] => format!("open {database:?}"),
+        _ => format!("open the {} shards", databases.len()),
+    };
+    let is_url = |d: &str| ["libsql://", "http://", "https://"].iter().any(|s| d.starts_with(s));
+    for database in databases {
+        if !is_url(database) && *database != ":memory:" && !std::path::Path::new(database).exists() {
+            return Err(format!(
+                "open {database:?}: no such file (this tool opens existing queues and creates none: check the \
+                 path, or give a server's URL)"
+            ));
+        }
     }
     let token = secret::read(global.auth_token_file.as_deref(), "--auth-token-file", "HAREL_AUTH_TOKEN")?;
     let mut options = Options::new();
     options.prefix(&global.prefix).map_err(|e| format!("--prefix: {e}"))?;
     options.schema_as_is(true);
-    if is_url {
+    if databases.iter().any(|d| is_url(d)) {
         options.auth_token(token.as_deref());
     }
-    Transport::open(database, &options).map_err(|e| {
+    Transport::open_shards(databases, &options).map_err(|e| {
         let message = e.message();
         let message = match message.strip_prefix("open: ") {
             _ if message.starts_with(&what) => message.to_owned(),
@@ -222,7 +237,11 @@ fn with_selector<T>(s: &Selector, call: impl FnOnce(DeadLetters<'_>) -> T) -> T 
 fn stats(transport: &Transport, a: &StatsArgs, out: &Out) -> Result<(), String> {
     let Some(every) = a.watch else {
         let stats = transport.stats().map_err(|e| failed("stats", &e))?;
-        out.stats(&stats);
+        let shards = match transport.shard_count() {
+            1 => Vec::new(),
+            _ => transport.shard_stats().map_err(|e| failed("stats", &e))?,
+        };
+        out.stats(&stats, &shards);
         return Ok(());
     };
     let clear = !out.json && std::io::stdout().is_terminal();

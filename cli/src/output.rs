@@ -18,11 +18,13 @@ pub struct Out {
     pub json: bool,
     /// What the queue lacks of the library's schema (a harel 0.9 file): each look says so.
     pub absent: Vec<String>,
+    /// How many databases the queue is sharded over: above 1, the looks show each item's shard.
+    pub shards: usize,
 }
 
 impl Out {
     pub fn new(json: bool) -> Out {
-        Out { json, absent: Vec::new() }
+        Out { json, absent: Vec::new(), shards: 1 }
     }
 
     fn lacks(&self, part: &str) -> bool {
@@ -45,11 +47,30 @@ impl Out {
         println!("{text}");
     }
 
-    pub fn stats(&self, s: &Stats) {
+    /// The queue's counts; `shards`, each shard's (empty unless sharded).
+    pub fn stats(&self, s: &Stats, shards: &[Stats]) {
         if self.json {
-            self.print_json(&self.stats_json(s));
+            let mut doc = self.stats_json(s);
+            doc.shards = shards.iter().map(|s| self.stats_json(s)).collect();
+            self.print_json(&doc);
         } else {
             print!("{}", self.stats_text(s));
+            if !shards.is_empty() {
+                let mut t = Table::new(&[
+                    ("SHARD", R),
+                    ("MESSAGES", R),
+                    ("GROUPS", R),
+                    ("READY", R),
+                    ("LEASED", R),
+                    ("PARKED", R),
+                    ("DEAD", R),
+                ]);
+                for (i, s) in shards.iter().enumerate() {
+                    let counts = [s.messages, s.groups, s.ready, s.leased, s.parked, s.dead];
+                    t.row(std::iter::once(i.to_string()).chain(counts.iter().map(u64::to_string)).collect());
+                }
+                print!("\n{}", t.render());
+            }
             self.absent_note();
         }
     }
@@ -81,7 +102,7 @@ impl Out {
             println!("no {}groups", state.map(|s| format!("{s} ")).unwrap_or_default());
         } else {
             let now = system_clock();
-            let mut t = Table::new(&[
+            let mut t = self.sharded(&[
                 ("GROUP", L),
                 ("STATE", L),
                 ("DEPTH", R),
@@ -93,22 +114,40 @@ impl Out {
                 ("ATTEMPTS", R),
             ]);
             for g in &page.items {
-                t.row(vec![
-                    cell(&g.group_id),
-                    g.state.name().to_owned(),
-                    g.depth.to_string(),
-                    g.head_age.map_or_else(dash, time::seconds),
-                    g.holder.as_deref().map_or_else(dash, cell),
-                    g.lock_expiry.map_or_else(dash, |at| time::relative(at, now)),
-                    g.priority.to_string(),
-                    g.routing_key.as_deref().map_or_else(dash, cell),
-                    self.attempts(g.head_attempts).map_or_else(dash, |n| n.to_string()),
-                ]);
+                t.row(self.with_shard(
+                    g.shard,
+                    vec![
+                        cell(&g.group_id),
+                        g.state.name().to_owned(),
+                        g.depth.to_string(),
+                        g.head_age.map_or_else(dash, time::seconds),
+                        g.holder.as_deref().map_or_else(dash, cell),
+                        g.lock_expiry.map_or_else(dash, |at| time::relative(at, now)),
+                        g.priority.to_string(),
+                        g.routing_key.as_deref().map_or_else(dash, cell),
+                        self.attempts(g.head_attempts).map_or_else(dash, |n| n.to_string()),
+                    ],
+                ));
             }
             print!("{}", t.render());
         }
         next_page(page.next.as_deref());
         self.absent_note();
+    }
+
+    /// A table of these columns, after a SHARD column when the queue is sharded.
+    fn sharded(&self, columns: &[(&'static str, Align)]) -> Table {
+        match self.shards {
+            1 => Table::new(columns),
+            _ => Table::new(&[&[("SHARD", R)], columns].concat()),
+        }
+    }
+
+    fn with_shard(&self, shard: usize, row: Vec<String>) -> Vec<String> {
+        match self.shards {
+            1 => row,
+            _ => std::iter::once(shard.to_string()).chain(row).collect(),
+        }
     }
 
     /// A count of claims, or None where the queue has no column for it.
@@ -124,7 +163,7 @@ impl Out {
             println!("group {group:?} holds no messages");
         } else {
             let now = system_clock();
-            let mut t = Table::new(&[
+            let mut t = self.sharded(&[
                 ("SEQ", R),
                 ("ATTEMPTS", R),
                 ("LOCKED BY", L),
@@ -176,15 +215,18 @@ impl Out {
                 ("EVENT", L),
             ]);
             for d in &page.items {
-                t.row(vec![
-                    d.seq.to_string(),
-                    cell(&d.group_id),
-                    d.attempts.to_string(),
-                    d.last_worker.as_deref().map_or_else(dash, cell),
-                    time::relative(d.dead_at, now),
-                    cut(&d.reason, DEAD_EVENT_CHARS),
-                    cut(&d.event, DEAD_EVENT_CHARS),
-                ]);
+                t.row(self.with_shard(
+                    d.shard,
+                    vec![
+                        d.seq.to_string(),
+                        cell(&d.group_id),
+                        d.attempts.to_string(),
+                        d.last_worker.as_deref().map_or_else(dash, cell),
+                        time::relative(d.dead_at, now),
+                        cut(&d.reason, DEAD_EVENT_CHARS),
+                        cut(&d.event, DEAD_EVENT_CHARS),
+                    ],
+                ));
             }
             print!("{}", t.render());
         }
@@ -305,6 +347,9 @@ pub struct StatsDoc {
     oldest_overdue_lease: Option<f64>,
     by_priority: Vec<PriorityDoc>,
     absent: Vec<String>,
+    /// Each shard's counts, in shard order (only for a sharded queue).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    shards: Vec<StatsDoc>,
 }
 
 #[derive(Serialize)]
@@ -346,6 +391,7 @@ impl Out {
                 })
                 .collect(),
             absent: self.absent.clone(),
+            shards: Vec::new(),
         }
     }
 
@@ -358,7 +404,10 @@ impl Out {
         let delayed = if s.delayed > 0 { format!(", {} delayed", s.delayed) } else { String::new() };
         let lines = [
             ("messages", s.messages.to_string()),
-            ("groups", format!("{} ({} ready, {} leased, {} parked{})", s.groups, s.ready, s.leased, s.parked, delayed)),
+            (
+                "groups",
+                format!("{} ({} ready, {} leased, {} parked{})", s.groups, s.ready, s.leased, s.parked, delayed),
+            ),
             ("dead letters", dead),
             ("oldest ready", self.oldest_ready(s)),
             ("next release", s.next_release_at.map_or_else(dash, |at| time::relative(at, s.now))),
@@ -433,6 +482,7 @@ impl Out {
             priority: g.priority,
             routing_key: g.routing_key.as_deref(),
             head_attempts: self.attempts(g.head_attempts),
+            shard: g.shard,
         }
     }
 
@@ -460,6 +510,7 @@ struct GroupDoc<'a> {
     priority: i32,
     routing_key: Option<&'a str>,
     head_attempts: Option<i64>,
+    shard: usize,
 }
 
 #[derive(Serialize)]
@@ -481,6 +532,7 @@ struct DeadDoc<'a> {
     last_worker: Option<&'a str>,
     reason: &'a str,
     dead_at: f64,
+    shard: usize,
 }
 
 pub fn dead_letters_json(page: &Page<DeadLetter>) -> DeadListed<'_> {
@@ -496,6 +548,7 @@ fn dead_json(d: &DeadLetter) -> DeadDoc<'_> {
         last_worker: d.last_worker.as_deref(),
         reason: &d.reason,
         dead_at: d.dead_at,
+        shard: d.shard,
     }
 }
 

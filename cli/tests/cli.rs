@@ -668,3 +668,46 @@ fn harel_leases_count_on_an_upgraded_queue() {
     assert!(ok(&q.args(&["release", "g0"])).starts_with("released group \"g0\""));
     assert!(line(&ok(&q.args(&["stats"])), "groups").contains("10 (8 ready, 1 leased, 1 parked)"));
 }
+
+/// A queue sharded over three files: given as three -d in shard order, the looks add the
+/// shards up and show each item's shard; a seq of a dead letter is redriven on its shard;
+/// a list in another order is refused, naming the database.
+#[test]
+fn a_sharded_queue_is_given_as_its_databases_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<String> = (0..3).map(|i| dir.path().join(format!("s{i}.db")).to_str().unwrap().to_owned()).collect();
+    let list: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let t = Transport::open_shards(&list, &Options::new()).unwrap();
+    for i in 0..9 {
+        t.publish(&format!("g{i}"), &event("g", i), 0, None).unwrap();
+    }
+    let lease = t.claim("w", HELD, 0, &[]).unwrap().unwrap();
+    t.dead_letter(&lease, "bad").unwrap();
+    let dead_shard = harel_transport::shard_of(&lease.group_id, 3);
+    drop(t);
+    let d: Vec<&str> = list.iter().flat_map(|p| ["-d", *p]).collect();
+    let with = |args: &[&'static str]| -> Vec<&str> { d.iter().copied().chain(args.iter().copied()).collect() };
+
+    let stats = json(&with(&["stats"]));
+    assert_eq!(stats["messages"], 8);
+    let per_shard: Vec<u64> =
+        stats["shards"].as_array().unwrap().iter().map(|s| s["messages"].as_u64().unwrap()).collect();
+    assert_eq!(per_shard.iter().sum::<u64>(), 8);
+    assert!(ok(&with(&["stats"])).contains("SHARD  MESSAGES"));
+    let groups = json(&with(&["groups", "--all"]));
+    for g in groups["groups"].as_array().unwrap() {
+        let id = g["group_id"].as_str().unwrap();
+        assert_eq!(g["shard"].as_u64().unwrap() as usize, harel_transport::shard_of(id, 3), "{g}");
+    }
+    let dead = json(&with(&["dead", "list"]));
+    let letter = &dead["dead_letters"][0];
+    assert_eq!(letter["shard"].as_u64().unwrap() as usize, dead_shard);
+    let seq: &'static str = letter["seq"].to_string().leak();
+    let refused = fails(&with(&["dead", "redrive", "--seq", seq]), 1);
+    assert!(refused.contains("a seq names a dead letter of one shard"), "{refused}");
+    let shard: &'static str = dead_shard.to_string().leak();
+    ok(&with(&["dead", "redrive", "--seq", seq, "--shard", shard]));
+    assert_eq!(json(&with(&["stats"]))["messages"], 9);
+    let reordered = fails(&["-d", list[1], "-d", list[0], "-d", list[2], "stats"], 1);
+    assert!(reordered.contains("databases[0]") && reordered.contains("reordered"), "{reordered}");
+}

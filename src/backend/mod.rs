@@ -70,6 +70,12 @@ impl Backend {
         Ok(Opened { backend, mode, wake, polling })
     }
 
+    /// The file `database` is, as (device, inode), when it is a local file that exists:
+    /// what tells two paths to one file.
+    pub fn file_of(database: &str, options: &Options) -> Option<(u64, u64)> {
+        (Mode::of(database, options) == Mode::File).then(|| file_identity::at(database).ok()).flatten()
+    }
+
     /// The runtime a blocking transport drives its calls on: the caller's thread for a
     /// local queue (libsql's local calls run on it anyway), one I/O thread of its own for
     /// a server's network (any shard's).

@@ -30,7 +30,10 @@ pub enum Plan {
 /// holds messages). `Error::Argument` naming the database and the mismatch.
 pub fn check_set(found: &[(Option<SetRecord>, bool)], databases: &[&str]) -> Result<Plan> {
     let n = databases.len();
-    let name = |i: usize| format!("databases[{i}] ({})", databases[i]);
+    let name = |i: usize| match n {
+        1 => format!("database {}", databases[0]),
+        _ => format!("databases[{i}] ({})", databases[i]),
+    };
     if n == 1 {
         return match &found[0].0 {
             Some(r) if r.shards > 1 => Err(Error::Argument(format!(
@@ -145,7 +148,7 @@ mod tests {
             ok(&[(rec("a", 0, 3), true), (rec("a", 1, 3), false), (None, false)]),
             Plan::Complete { queue_id: "a".into(), missing: vec![2] }
         );
-        refused(&[(rec("a", 1, 3), false)], "shard 1 of 3 of the sharded queue a");
+        refused(&[(rec("a", 1, 3), false)], "database q0.db is shard 1 of 3 of the sharded queue a");
         refused(&[(None, false), (None, true)], "databases[1] (q1.db) holds messages and belongs to no shard set");
         refused(&[(rec("a", 0, 3), false), (rec("a", 1, 3), false)], "1 database is missing");
         refused(&[(rec("a", 0, 2), false), (rec("a", 1, 2), false), (None, false)], "1 database is extra");

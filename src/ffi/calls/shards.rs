@@ -27,7 +27,8 @@ use crate::Transport;
 /// opens it. The handle is freed with `harel_transport_close`.
 ///
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (databases or out NULL, n_databases 0 or above
-/// 256, an element NULL, empty, not UTF-8 or repeated; the list does not match the
+/// 256, an element NULL, empty, not UTF-8 or repeated (also as another path to the same
+/// file); the list does not match the
 /// databases' records: a database missing, one extra, the order changed, another queue's
 /// database, a database that holds messages but belongs to no set — the message names
 /// the database as "databases[i] (its text)"; a transaction begun on a sharded queue is
