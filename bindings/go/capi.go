@@ -7,13 +7,13 @@ package harel
 //
 // Memory: C never sees Go memory that holds a Go pointer, and keeps nothing past a call.
 // Strings in are C copies (C.CString) freed when the call returns; the Go values passed
-// by address (&cerr, &out, a harel_lease, an array of routing keys, an array of seqs, a
-// count, an array of lease pointers in or out, an array of outcomes, a batch's arrays of
-// keys, delays, instants, seqs and duplicate flags, a commit's seqs and duplicate flags)
-// hold no Go pointers (the leases an array points to are in C memory, as a statement's
-// parameters are, with their texts and blobs). What C hands out (a lease, a schema
-// string, an error, the stats, the metrics, a page, a query's rows) is copied into Go
-// values and freed at once.
+// by address (&cerr, &out, a harel_lease, an array of routing keys, an array of databases,
+// an array of seqs, a count, an array of lease pointers in or out, an array of outcomes, a
+// batch's arrays of keys, delays, instants, seqs and duplicate flags, a commit's seqs and
+// duplicate flags) hold no Go pointers (the leases an array points to are in C memory, as
+// a statement's parameters are, with their texts and blobs). What C hands out (a lease, a
+// schema string, an error, the stats, the metrics, a page with its shards, a query's rows)
+// is copied into Go values and freed at once.
 
 /*
 #include <stdint.h>
@@ -132,20 +132,76 @@ func cOpen(database string, cfg *config, clock cgo.Handle) (cTransport, error) {
 	if err != nil {
 		return cTransport{}, err
 	}
+	return withOptions(cfg, clock, &strs, func(o *C.harel_options, t **C.harel_transport, cerr errOut) C.enum_harel_status {
+		return C.harel_transport_open(db, o, t, cerr)
+	})
+}
+
+// cOpenShards opens one queue over databases, in their order, as cOpen opens one: the
+// list goes to C as a Go array of C copies (no Go pointers in it); an empty list is NULL
+// with 0, which the library refuses, as it does an empty or repeated element.
+func cOpenShards(databases []string, cfg *config, clock cgo.Handle) (cTransport, error) {
+	var strs cStrings
+	defer strs.free()
+	dbs := make([]*C.char, len(databases))
+	for i, d := range databases {
+		var err error
+		if dbs[i], err = strs.add("databases["+strconv.Itoa(i)+"]", d); err != nil {
+			return cTransport{}, err
+		}
+	}
+	return withOptions(cfg, clock, &strs, func(o *C.harel_options, t **C.harel_transport, cerr errOut) C.enum_harel_status {
+		return C.harel_transport_open_shards(firstOf(dbs), C.size_t(len(dbs)), o, t, cerr)
+	})
+}
+
+// withOptions builds the C options from cfg, opens with them (open's status and error are
+// checked here) and frees them.
+func withOptions(cfg *config, clock cgo.Handle, strs *cStrings,
+	open func(*C.harel_options, **C.harel_transport, errOut) C.enum_harel_status) (cTransport, error) {
 	o := C.harel_options_new()
 	if o == nil {
 		return cTransport{}, &Error{Status: StatusPanic, Message: "harel_options_new failed"}
 	}
 	defer C.harel_options_free(o)
-	if err := setOptions(o, cfg, clock, &strs); err != nil {
+	if err := setOptions(o, cfg, clock, strs); err != nil {
 		return cTransport{}, err
 	}
 	var t *C.harel_transport
 	var cerr *C.harel_error
-	if err := check(C.harel_transport_open(db, o, &t, &cerr), &cerr); err != nil {
+	if err := check(open(o, &t, &cerr), &cerr); err != nil {
 		return cTransport{}, err
 	}
 	return cTransport{t}, nil
+}
+
+func (t cTransport) shardCount() (int, error) {
+	var n C.size_t
+	var cerr *C.harel_error
+	if err := check(C.harel_transport_shard_count(t.p, &n, &cerr), &cerr); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// cShardOf asks the library which of shards holds groupID. A negative count cannot be a
+// size_t; the library checks the range (1..MaxShards).
+func cShardOf(groupID string, shards int) (int, error) {
+	if shards < 0 {
+		return 0, argumentError("n_shards is " + strconv.Itoa(shards) + "; it must be 1.." + strconv.Itoa(MaxShards))
+	}
+	var strs cStrings
+	defer strs.free()
+	g, err := strs.add("group_id", groupID)
+	if err != nil {
+		return 0, err
+	}
+	var shard C.size_t
+	var cerr *C.harel_error
+	if err := check(C.harel_shard_of(g, C.size_t(shards), &shard, &cerr), &cerr); err != nil {
+		return 0, err
+	}
+	return int(shard), nil
 }
 
 // setOptions hands each field cfg sets to its C setter; the first refusal is the error,
@@ -752,8 +808,10 @@ func (t cTransport) groups(state GroupState, cursor string, limit int) (*GroupPa
 		return nil, err
 	}
 	page := &GroupPage{Groups: make([]GroupInfo, 0, int(out.n_groups)), Next: optionalString(out.next_cursor)}
-	for _, g := range cSlice(out.groups, out.n_groups) {
+	shards := cSlice(out.shards, out.n_groups)
+	for i, g := range cSlice(out.groups, out.n_groups) {
 		page.Groups = append(page.Groups, GroupInfo{
+			Shard:        int(shards[i]),
 			GroupID:      C.GoStringN(g.group_id, C.int(g.group_id_len)),
 			State:        GroupState(g.state),
 			Depth:        uint64(g.depth),
@@ -824,8 +882,10 @@ func (t cTransport) deadLetters(groupID, cursor string, limit int) (*DeadLetterP
 		return nil, err
 	}
 	page := &DeadLetterPage{Letters: make([]DeadLetter, 0, int(out.n_letters)), Next: optionalString(out.next_cursor)}
-	for _, d := range cSlice(out.letters, out.n_letters) {
+	shards := cSlice(out.shards, out.n_letters)
+	for i, d := range cSlice(out.letters, out.n_letters) {
 		page.Letters = append(page.Letters, DeadLetter{
+			Shard:      int(shards[i]),
 			Seq:        int64(d.seq),
 			GroupID:    C.GoStringN(d.group_id, C.int(d.group_id_len)),
 			Event:      C.GoBytes(unsafe.Pointer(d.event), C.int(d.event_len)),

@@ -29,7 +29,8 @@ func DeadLettersOfGroup(groupID string) DeadLetters {
 }
 
 // DeadLettersBySeq selects the dead letters with these seqs (DeadLetter.Seq); seqs that
-// are not dead letters are passed over. The seqs are copied.
+// are not dead letters are passed over. The seqs are copied. A seq is one database's: on a
+// queue opened with OpenShards, Redrive and PurgeDead refuse this selection (ErrArgument).
 func DeadLettersBySeq(seqs ...int64) DeadLetters {
 	return DeadLetters{seqs: append([]int64(nil), seqs...)}
 }
@@ -52,6 +53,9 @@ type DeadLetter struct {
 	Reason string
 	// DeadAt is when it was moved, by the Transport's clock.
 	DeadAt time.Time
+	// Shard is the shard the dead letter is on (OpenShards); 0 when the queue is not
+	// sharded. Its Seq is that shard's: DeadLettersBySeq is refused on a sharded queue.
+	Shard int
 }
 
 // DeadLetter moves the leased message to the dead letters with reason (not empty), for a
@@ -69,7 +73,7 @@ func (t *Transport) DeadLetter(lease *Lease, reason string) error {
 // bring back is made with its old priority and routing key. It returns how many moved.
 //
 // Errors: ErrArgument (not exactly one selection, an empty group id, a NUL byte or invalid
-// UTF-8 in it; nothing changed), ErrBusy, ErrDatabase, ErrClosed.
+// UTF-8 in it, DeadLettersBySeq on a sharded queue; nothing changed), ErrBusy, ErrDatabase, ErrClosed.
 func (t *Transport) Redrive(which DeadLetters) (uint64, error) {
 	var moved uint64
 	err := t.call(func(h cTransport) (err error) {

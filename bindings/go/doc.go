@@ -99,6 +99,17 @@
 // a nil pointer (*time.Time, *time.Duration), since their zero is a real value (an age of
 // 0); a string is "" (the library never stores an empty worker id or routing key).
 //
+// # Sharded queues
+//
+// [OpenShards] opens one queue over a list of databases, in shard order, with the same
+// options as [Open] for each; the [Transport] is an ordinary one. Each group lives on the
+// shard [ShardOf] names; claims serve the shards in turn, [Transport.PublishMany] is one
+// transaction per shard, [Transport.ShardCount] says how many there are, and
+// [GroupInfo].Shard and [DeadLetter].Shard say where a listed item is. A list that does not
+// match the set its databases record is [ErrArgument] naming the database; an application's
+// transaction is refused at its first call, as are Redrive and PurgeDead by seq
+// (docs/queue.md, "Sharded queues").
+//
 // # Errors
 //
 // Every error is an [*Error] holding the library's status and message. Match kinds with
@@ -133,8 +144,8 @@
 //
 // The package links the C library with cgo (CGO_ENABLED=1 and a C compiler are needed),
 // ABI version 1 of it (libharel_transport.so.1), the release after 0.4.0 on (the worker
-// loop's functions came in 0.3.0; Metrics, the producer options and transactions after
-// 0.4.0).
+// loop's functions came in 0.3.0; Metrics, the producer options, transactions and sharded
+// queues after 0.4.0).
 // By default it uses -lharel_transport and expects the header and library where the C
 // toolchain finds them: in its default paths (the library installed under /usr/local), or
 // through the environment, e.g. for a build tree of the repository:

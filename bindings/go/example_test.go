@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -546,4 +548,50 @@ func ExampleTransport_InTx() {
 	// 1 false <nil>
 	// true
 	// order-1 {"kind":"paid","id":"o1"}
+}
+
+// OpenShards opens one queue over several databases; each group lives on the shard
+// ShardOf names, and listings say where each group is.
+func ExampleOpenShards() {
+	dir, err := os.MkdirTemp("", "harel-shards")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	databases := []string{ // in shard order: every later open passes the same list
+		filepath.Join(dir, "shard0.db"), filepath.Join(dir, "shard1.db"), filepath.Join(dir, "shard2.db"),
+	}
+	t, err := harel.OpenShards(databases)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer t.Close() // closing cannot fail: always nil
+
+	n, _ := t.ShardCount()
+	fmt.Println("shards:", n)
+	for _, g := range []string{"order-40", "order-42", "order-43"} {
+		if err := t.Publish(g, json.RawMessage(`{"kind":"created"}`)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	page, err := t.Groups(harel.GroupAny, "", 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, g := range page.Groups {
+		s, _ := harel.ShardOf(g.GroupID, n) // no Transport needed
+		fmt.Println(g.GroupID, "on shard", g.Shard, s == g.Shard)
+	}
+
+	// A transaction runs on one database: refused on a sharded queue.
+	_, err = t.InTx(context.Background(), func(tx *harel.Tx) error {
+		return tx.Publish("order-42", json.RawMessage(`{"kind":"paid"}`))
+	})
+	fmt.Println(errors.Is(err, harel.ErrArgument))
+	// Output:
+	// shards: 3
+	// order-40 on shard 1 true
+	// order-42 on shard 2 true
+	// order-43 on shard 0 true
+	// true
 }

@@ -107,6 +107,9 @@ type GroupInfo struct {
 	RoutingKey string
 	// HeadAttempts is how many times the head has been claimed.
 	HeadAttempts int
+	// Shard is the shard the group was found on (ShardOf's; OpenShards); 0 when the queue
+	// is not sharded.
+	Shard int
 }
 
 // GroupPage is a page of groups in group id order. Pass Next to Groups for the next page;

@@ -44,7 +44,9 @@ type Tx struct {
 }
 
 // Begin begins a transaction on t. Nothing is sent, and no lock taken, before its first
-// Query or its Commit.
+// Query or its Commit. A transaction runs on one database: on a queue opened with
+// OpenShards over more than one, its first call (Exec, Query, Publish or Commit) fails
+// with ErrArgument.
 //
 //	tx, err := t.Begin()
 //	if err != nil { return err }

@@ -34,9 +34,51 @@ type Transport struct {
 // WithSyncURL (an embedded replica of that server). By default it creates the tables if they
 // are missing.
 //
-// Errors: ErrArgument (a bad option or database string), ErrDatabase (not a database, or a
+// Errors: ErrArgument (a bad option or database string, a database of a set OpenShards
+// made, opened alone), ErrDatabase (not a database, or a
 // table missing with WithCreateSchema(false)), ErrBusy, ErrConnect.
 func Open(database string, opts ...Option) (*Transport, error) {
+	return openWith(opts, func(cfg *config, clock cgo.Handle) (cTransport, error) {
+		return cOpen(database, cfg, clock)
+	})
+}
+
+// MaxShards is the most databases OpenShards takes, and the largest count ShardOf takes.
+const MaxShards = 256
+
+// OpenShards opens one queue sharded over databases (1..MaxShards of them, each as Open
+// takes it, in shard order), with opts applied to every one of them. The Transport is an
+// ordinary one: each group lives on the shard ShardOf names, and its publishes, acks, nacks,
+// extensions and dead letters go there; claims serve the shards in turn (the serving order
+// holds within a shard only) and waits cover them all; PublishMany is one transaction per
+// shard (all or none on each shard, not across them); Stats adds the shards up, Groups and
+// DeadLetters list them with each item's Shard. Each database stays a queue of its own that
+// harel's workers can serve.
+//
+// The first open of empty databases makes them a set: each records the queue's id, its
+// index and the number of shards. Every later open must pass the same list in the same
+// order. A list of one is a queue that is not sharded, as Open opens it. Open refuses one
+// member of a set opened alone.
+//
+// On a sharded queue an application's transaction (Begin, InTx) is refused at its first
+// call (ErrArgument: a transaction runs on one database), and so are Redrive and
+// PurgeDead with DeadLettersBySeq (a seq names a dead letter of one shard); those of all
+// dead letters or of a group work.
+//
+// Errors: ErrArgument (an empty list or more than MaxShards, an element empty, repeated or
+// holding a NUL byte, a bad option; a list that does not match the databases' records: one
+// missing, one extra, the order changed, another queue's database, a database that holds
+// messages but belongs to no set; the message names it as "databases[i] (its text)"),
+// otherwise as Open's, naming the database that failed. On error nothing is left open.
+func OpenShards(databases []string, opts ...Option) (*Transport, error) {
+	return openWith(opts, func(cfg *config, clock cgo.Handle) (cTransport, error) {
+		return cOpenShards(databases, cfg, clock)
+	})
+}
+
+// openWith applies opts and opens with them: the clock's handle made before and deleted
+// if the open fails.
+func openWith(opts []Option, open func(*config, cgo.Handle) (cTransport, error)) (*Transport, error) {
 	var cfg config
 	for _, opt := range opts {
 		opt(&cfg)
@@ -47,7 +89,7 @@ func Open(database string, opts ...Option) (*Transport, error) {
 		t.clock = &clock{now: cfg.clock}
 		t.ref = cgo.NewHandle(t.clock)
 	}
-	handle, err := cOpen(database, &cfg, t.ref)
+	handle, err := open(&cfg, t.ref)
 	if err != nil {
 		if t.clock != nil {
 			err = t.clock.explain(err)
@@ -59,6 +101,28 @@ func Open(database string, opts ...Option) (*Transport, error) {
 	t.handle = handle
 	return t, nil
 }
+
+// ShardCount is the number of databases the queue is sharded over: 1 when it was opened
+// with Open (or OpenShards with one database).
+//
+// Errors: ErrClosed.
+func (t *Transport) ShardCount() (int, error) {
+	var n int
+	err := t.call(func(h cTransport) (err error) {
+		n, err = h.shardCount()
+		return err
+	})
+	return n, err
+}
+
+// ShardOf is the shard (0..shards-1) that holds groupID in a queue sharded over shards
+// databases, computed by the library (FNV-1a, 64-bit, over the id's UTF-8 bytes, modulo
+// shards; docs/queue.md gives it): so that a program writing to one database directly
+// places a group where the sharded queue looks for it. It needs no Transport.
+//
+// Errors: ErrArgument (groupID empty, holding a NUL byte or invalid UTF-8; shards outside
+// 1..MaxShards).
+func ShardOf(groupID string, shards int) (int, error) { return cShardOf(groupID, shards) }
 
 // call runs f on the open handle, or returns ErrClosed.
 func (t *Transport) call(f func(h cTransport) error) error {
@@ -136,7 +200,8 @@ func publishOptions(opts []PublishOption) (pc publishConfig) {
 // before) fixes its priority and routing key. Every message is checked before anything is
 // written, and an error names the bad one by its index ("messages[3].event_json ...").
 // An empty msgs does nothing. A batch in which a message sets Key, Delay or NotBefore is
-// PublishManyWith without the outcomes.
+// PublishManyWith without the outcomes. On a queue opened with OpenShards it is one
+// transaction per shard: all or none on each shard, not across them.
 //
 // Errors: ErrArgument (as Publish's, for any message; nothing was written), ErrBusy,
 // ErrDatabase (the batch was rolled back), ErrClosed.
@@ -157,7 +222,8 @@ func (t *Transport) PublishMany(msgs []Message) error {
 // transaction: every message stored or found a duplicate, or nothing written. A key met
 // earlier in the batch makes the later message a duplicate of the earlier one (its Seq);
 // a key seen before the batch, within the retention, a duplicate of that message. An
-// empty msgs writes nothing and returns an empty slice.
+// empty msgs writes nothing and returns an empty slice. On a queue opened with OpenShards
+// it is one transaction per shard, as PublishMany.
 //
 // Errors: as PublishWith's, naming the bad message by its index ("messages[3].key is
 // empty"); nothing was written.
