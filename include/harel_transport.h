@@ -497,7 +497,8 @@ typedef struct harel_dead_page {
   const char *next_cursor;
   /**
    * `n_letters` shard indexes: `shards[i]` is the shard `letters[i]` is on (all 0 unless
-   * the queue is sharded; redrive or purge a sharded queue's letters by seq there).
+   * the queue is sharded, where redrive and purge by seq are refused: a seq is one
+   * shard's; the CLI's `dead redrive --seq S --shard N` names the shard).
    */
   const size_t *shards;
 } harel_dead_page;

@@ -58,7 +58,7 @@ impl AsyncTransport {
             return Err(Error::Argument(format!("databases has {n} entries; it must have 1..{MAX_SHARDS}")));
         }
         for (i, database) in databases.iter().enumerate() {
-            validate::non_empty(&format!("databases[{i}]"), database)?;
+            validate::non_empty(&if n == 1 { "database".to_owned() } else { format!("databases[{i}]") }, database)?;
             if let Some(j) = databases[..i].iter().position(|d| d == database) {
                 return Err(Error::Argument(format!("databases[{i}] repeats databases[{j}] ({database})")));
             }

@@ -92,6 +92,7 @@ fn the_set_is_recorded_and_a_list_that_does_not_match_is_refused() {
     refused(&[list[0], list[1], list[2], &empty], "1 database is extra");
     refused(&[list[1], list[0], list[2]], "is shard 1 of queue");
     refused(&[list[0], list[1], &other[1]], "belongs to another sharded queue");
+    refused(&[list[0], list[1], &empty], "the set is in use");
     refused(&[list[0]], "is shard 0 of 3 of the sharded queue");
     refused(&[&empty, &lone], "databases[1] (");
     refused(&[&empty, &lone], "holds messages and belongs to no shard set");

@@ -1,7 +1,8 @@
 //! Which databases make one sharded queue. Each records, in its own table, the queue's id,
 //! its index and how many shards there are; `open_shards` reads them all and refuses a list
 //! that does not match them: a database missing, one too many, the order changed, or a
-//! database of another queue. A queue over one database keeps no record, and a database
+//! database of another queue. A set whose making was cut short (no message in it yet) is
+//! completed. A queue over one database keeps no record, and a database
 //! that has one is refused when opened alone, since a transport over it alone would serve
 //! and take the groups of every shard.
 
@@ -77,8 +78,8 @@ pub fn check_set(found: &[(Option<SetRecord>, bool)], databases: &[&str]) -> Res
                 let (what, how) = if r.shards > n { ("missing", r.shards - n) } else { ("extra", n - r.shards) };
                 return Err(Error::Argument(format!(
                     "the list has {n} databases, and {} is shard {} of {} of queue {queue_id}: {how} database{} \
-                     {what}; list all {} of its databases in their order (changing the number of shards is \
-                     `harel-transport reshard`, not a new list)",
+                     {what}; list all {} of its databases in their order (changing the number of shards is a \
+                     drain and switch to a new set: docs/queue.md, \"Sharded queues\")",
                     name(i),
                     r.shard,
                     r.shards,
@@ -105,6 +106,15 @@ pub fn check_set(found: &[(Option<SetRecord>, bool)], databases: &[&str]) -> Res
             }
             None => missing.push(i),
         }
+    }
+    // A set whose making was cut short holds no message yet: a database without a record
+    // beside a set in use is a wrong path, not the rest of the set.
+    if let (Some(&i), true) = (missing.first(), found.iter().any(|(r, holds)| r.is_some() && *holds)) {
+        return Err(Error::Argument(format!(
+            "{} is not a shard of queue {queue_id} (it has no record of the set, and the set is in use): \
+             a wrong path, or another database than the shard's?",
+            name(i)
+        )));
     }
     Ok(Plan::Complete { queue_id: queue_id.clone(), missing })
 }
@@ -145,9 +155,10 @@ mod tests {
         assert_eq!(ok(&[(None, true)]), Plan::Alone);
         assert_eq!(ok(&[(None, false), (None, false)]), Plan::New);
         assert_eq!(
-            ok(&[(rec("a", 0, 3), true), (rec("a", 1, 3), false), (None, false)]),
+            ok(&[(rec("a", 0, 3), false), (rec("a", 1, 3), false), (None, false)]),
             Plan::Complete { queue_id: "a".into(), missing: vec![2] }
         );
+        refused(&[(rec("a", 0, 3), true), (rec("a", 1, 3), false), (None, false)], "the set is in use");
         refused(&[(rec("a", 1, 3), false)], "database q0.db is shard 1 of 3 of the sharded queue a");
         refused(&[(None, false), (None, true)], "databases[1] (q1.db) holds messages and belongs to no shard set");
         refused(&[(rec("a", 0, 3), false), (rec("a", 1, 3), false)], "1 database is missing");

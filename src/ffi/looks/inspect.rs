@@ -160,7 +160,8 @@ pub struct harel_dead_page {
     /// NULL when this is the last page.
     pub next_cursor: *const c_char,
     /// `n_letters` shard indexes: `shards[i]` is the shard `letters[i]` is on (all 0 unless
-    /// the queue is sharded; redrive or purge a sharded queue's letters by seq there).
+    /// the queue is sharded, where redrive and purge by seq are refused: a seq is one
+    /// shard's; the CLI's `dead redrive --seq S --shard N` names the shard).
     pub shards: *const usize,
 }
 
