@@ -228,7 +228,10 @@ export interface Lease<E = unknown> {
   readonly attempts: number;
 }
 
-/** Which dead letters redrive and purgeDead take: exactly one of these (the library checks). */
+/**
+ * Which dead letters redrive and purgeDead take: exactly one of these (the library checks).
+ * On a sharded queue (Transport.openShards) `seqs` is refused with HAREL_ERR_ARGUMENT.
+ */
 export type DeadLetterSelection =
   | { readonly all: true }
   | { readonly groupId: string }
@@ -350,6 +353,8 @@ export interface GroupInfo {
   readonly routingKey: string | null;
   /** How many times the head has been claimed. */
   readonly headAttempts: number;
+  /** The shard the group was found on (Transport.openShards); 0 when the queue is not sharded. */
+  readonly shard: number;
 }
 
 /** One message of a peek() page. */
@@ -381,6 +386,11 @@ export interface DeadLetter<E = unknown> {
   readonly reason: string;
   /** When it was moved, epoch seconds. */
   readonly deadAt: number;
+  /**
+   * The shard it is on (Transport.openShards); 0 when the queue is not sharded. On a
+   * sharded queue redrive and purgeDead take no seqs (a seq names a letter of one shard).
+   */
+  readonly shard: number;
 }
 
 export interface PageOptions {
@@ -500,8 +510,28 @@ export declare class Transport {
    */
   static open(path: string, options?: OpenOptions): Promise<Transport>;
 
-  /** The path or URL it was opened with. */
+  /**
+   * Opens one queue sharded over `databases` (1..256 paths or URLs, each as open takes it,
+   * in shard order; the same options for each): a group lives on the shard shardOf(its id,
+   * databases.length) names, claims serve the shards in turn, stats and listings add them
+   * up. The first open of empty databases makes them a set; every later open must pass the
+   * same list in the same order. Rejects with HAREL_ERR_ARGUMENT, the library's message
+   * naming the database ("databases[i] (...)"), for an empty list or one over 256, an empty
+   * or repeated entry, or a list that does not match the set (a database missing, one
+   * extra, the order changed, another queue's, a database with messages that is in no
+   * set). On a sharded queue a transaction (begin, transaction) is refused at its first
+   * call, redrive and purgeDead by seqs are refused, and publishMany commits one
+   * transaction per shard. Runs on the thread pool, as open does.
+   */
+  static openShards(databases: readonly string[], options?: OpenOptions): Promise<Transport>;
+
+  /** The path or URL it was opened with (openShards: its first database). */
   readonly path: string;
+  /**
+   * How many databases its queue is sharded over: 1 when opened with open. Synchronous
+   * (read in memory); throws HAREL_ERR_CLOSED after close().
+   */
+  readonly shardCount: number;
   /** True once close() has been called. */
   readonly closed: boolean;
 
@@ -519,7 +549,7 @@ export declare class Transport {
    * Appends `messages` in order, each as publish would, in one transaction: all of them or
    * none (one bad message rejects the batch with HAREL_ERR_ARGUMENT naming its index), with
    * one commit for the batch. Within a group the batch's order is the FIFO order. An empty
-   * array does nothing.
+   * array does nothing. On a sharded queue (openShards): one transaction per shard.
    */
   publishMany(messages: readonly Message[]): Promise<void>;
 
@@ -537,6 +567,7 @@ export declare class Transport {
    * stored or found a duplicate, or nothing written (a bad message rejects the batch with
    * HAREL_ERR_ARGUMENT naming its index). A key met earlier in the batch makes the later
    * message a duplicate of the earlier one. Resolves an outcome per message, in order.
+   * On a sharded queue (openShards): one transaction per shard.
    */
   publishManyWith(messages: readonly MessageWith[]): Promise<Published[]>;
 
@@ -651,7 +682,9 @@ export declare class Transport {
    * Begins a transaction (synchronous: nothing is sent, no lock taken before its first query
    * or its commit). A transport runs one transaction at a time: while one holds the
    * connection (after a query), the transport's other calls and another transaction's query
-   * or commit wait up to the busy timeout, then reject with HAREL_ERR_BUSY.
+   * or commit wait up to the busy timeout, then reject with HAREL_ERR_BUSY. On a sharded
+   * queue (openShards) its first call rejects with HAREL_ERR_ARGUMENT: a transaction runs
+   * on one database.
    */
   begin(): Tx;
 
@@ -685,3 +718,10 @@ export declare function schemaSql(prefix?: string): string;
 
 /** The statements that upgrade a harel 0.9 groups table (adds routing_key). Not idempotent. */
 export declare function schemaUpgradeSql(prefix?: string): string;
+
+/**
+ * The shard (0..shards-1) that holds `groupId` in a queue sharded over `shards` databases
+ * (1..256): FNV-1a 64 of the id's UTF-8 bytes, modulo `shards` (the library computes it).
+ * Synchronous, no transport. An empty id or `shards` outside 1..256 throws HAREL_ERR_ARGUMENT.
+ */
+export declare function shardOf(groupId: string, shards: number): number;

@@ -2,13 +2,14 @@
 // harel-transport for Node.js: the C ABI of libharel_transport (see include/harel_transport.h)
 // through koffi. CommonJS; `import { Transport } from 'harel-transport'` works too.
 //
-// Threading: every call that touches the database (open, publish, publishMany, publishWith,
-// publishManyWith, claim, claimMany, ack, ackMany, ackAndClaim, ackAndClaimMany, extend,
-// nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release, stats, groups, peek,
-// deadLetters, close, and a transaction's execute, query, publish, publishWith, commit and
-// rollback) runs on the libuv thread pool through koffi's `.async()`, so the event loop
-// keeps running while a call waits (metrics(), which reads counters in memory, and begin(),
-// which sends nothing, are synchronous). The calls of one Transport go to the pool concurrently: each reads its
+// Threading: every call that touches the database (open, openShards, publish, publishMany,
+// publishWith, publishManyWith, claim, claimMany, ack, ackMany, ackAndClaim,
+// ackAndClaimMany, extend, nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release,
+// stats, groups, peek, deadLetters, close, and a transaction's execute, query, publish,
+// publishWith, commit and rollback) runs on the libuv thread pool through koffi's
+// `.async()`, so the event loop keeps running while a call waits (metrics() and
+// shardCount, which read memory, begin(), which sends nothing, and shardOf() are
+// synchronous). The calls of one Transport go to the pool concurrently: each reads its
 // own error from its `harel_error **err` out-parameter, and the library runs them on the
 // handle (publishes arriving while another commits share its next commit). The one
 // exception is a Transport with a JS clock (see lib/clock.js). A claim that waits holds no
@@ -26,7 +27,7 @@ const { STATUS, HarelError } = require('./lib/errors');
 const { DEFAULT_VISIBILITY, DEFAULT_LIMIT, MAX_PAGE, MAX_CLAIM } = require('./lib/args');
 const { Transport } = require('./lib/transport');
 const { Tx } = require('./lib/tx');
-const { version, libraryInfo, schemaSql, schemaUpgradeSql } = require('./lib/library');
+const { version, libraryInfo, schemaSql, schemaUpgradeSql, shardOf } = require('./lib/library');
 
 const METHODS = [
   require('./lib/methods/publish'),
@@ -37,6 +38,7 @@ const METHODS = [
   require('./lib/methods/inspect'),
   require('./lib/methods/metrics'),
   require('./lib/methods/transaction'),
+  require('./lib/methods/shards'),
 ];
 
 // Added as a class body adds its own: not enumerable.
@@ -59,4 +61,5 @@ module.exports = {
   libraryInfo,
   schemaSql,
   schemaUpgradeSql,
+  shardOf,
 };

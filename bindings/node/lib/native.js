@@ -155,7 +155,11 @@ const MetricsType = koffi.struct({
   ...Object.fromEntries(METRICS_OPERATIONS.map((name) => [name, HistogramType])),
 });
 // harel_group_page, harel_message_page and harel_dead_page: items, count, next_cursor.
+// A page of groups and a page of dead letters carry, after them, the shard of each item
+// (`const size_t *shards`: added for sharded queues, at the end; the library allocates the
+// struct).
 const PageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *' });
+const ShardedPageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *', shards: 'void *' });
 const MessageType = koffi.struct({
   group_id: 'const char *',
   event_json: 'const char *',
@@ -299,6 +303,12 @@ function bind(lib, where) {
     txRollback: fn('harel_tx_rollback', status, [X, ERR]),
     txFree: fn('harel_tx_free', 'void', [X]),
     rowsFree: fn('harel_rows_free', 'void', ['void *']),
+    // a queue sharded over several databases (issue 28): databases, a JS array of strings
+    openShards: fn('harel_transport_open_shards', status, [
+      'const char **', 'size_t', O, koffi.out(koffi.pointer(T)), ERR,
+    ]),
+    shardCount: fn('harel_transport_shard_count', status, [T, SIZE_OUT, ERR]),
+    shardOf: fn('harel_shard_of', status, ['const char *', 'size_t', SIZE_OUT, ERR]),
   };
 }
 
@@ -310,6 +320,7 @@ module.exports = {
   MessageInfoType,
   DeadLetterType,
   PageType,
+  ShardedPageType,
   MetricsType,
   ValueType,
   RowsType,

@@ -36,6 +36,55 @@ let waiting;
 let now;
 let handleNow;
 let txCall;
+let construct; // a Transport of an open handle (openWith)
+
+/**
+ * What open and openShards share: checks `options` (every one before anything is
+ * allocated), sets them on a harel_options, then runs the open `opening(options_, out)`
+ * names (a C function and its arguments, `out` last but for err) on the pool. `where`:
+ * the Transport's path.
+ */
+async function openWith(f, what, options, where, opening) {
+  const o = checkOptions('options', options, OPEN_OPTIONS);
+  const set = [];
+  if (o.prefix !== undefined) set.push([f.setPrefix, checkString('prefix', o.prefix)]);
+  if (o.createSchema !== undefined) set.push([f.setCreateSchema, checkBoolean('createSchema', o.createSchema)]);
+  if (o.syncUrl !== undefined) set.push([f.setSyncUrl, checkString('syncUrl', o.syncUrl, { nullable: true })]);
+  if (o.authToken !== undefined) set.push([f.setAuthToken, checkString('authToken', o.authToken, { nullable: true })]);
+  if (o.syncInterval !== undefined) set.push([f.setSyncInterval, checkNumber('syncInterval', o.syncInterval)]);
+  if (o.busyTimeout !== undefined) set.push([f.setBusyTimeout, checkNumber('busyTimeout', o.busyTimeout)]);
+  if (o.synchronousFull !== undefined) {
+    set.push([f.setSynchronousFull, checkBoolean('synchronousFull', o.synchronousFull)]);
+  }
+  if (o.maxAttempts !== undefined) set.push([f.setMaxAttempts, checkUint32('maxAttempts', o.maxAttempts)]);
+  if (o.keyRetention !== undefined) set.push([f.setKeyRetention, checkNumber('keyRetention', o.keyRetention)]);
+  if (o.clock !== undefined && typeof o.clock !== 'function') {
+    throw argumentError(`clock must be a function returning epoch seconds, got ${describe(o.clock)}`);
+  }
+
+  const options_ = f.optionsNew();
+  if (!options_) throw new HarelError('HAREL_ERR_PANIC', 'harel_options_new failed', { status: STATUS.HAREL_ERR_PANIC });
+  let clock = null;
+  try {
+    for (const [setter, value] of set) callCheckedHere(f, what, setter, [options_, value]);
+    if (o.clock !== undefined) {
+      clock = new ClockCell(o.clock);
+      clock.tick();
+      callCheckedHere(f, what, f.setClock, [options_, f.atof, clock.ptr]);
+    }
+    const out = [null];
+    // On the pool: opening waits for the write lock while it sets up the schema, and for
+    // a server's round trips. The options stay allocated until it has returned.
+    const [fn, args] = opening(options_, out);
+    await callChecked(f, what, fn, args);
+    return construct(out[0], clock, where);
+  } catch (e) {
+    if (clock) clock.free();
+    throw e;
+  } finally {
+    f.optionsFree(options_);
+  }
+}
 
 class Transport {
   #handle;
@@ -65,48 +114,26 @@ class Transport {
   static async open(path, options = {}) {
     const f = load();
     checkString('path', path);
-    const o = checkOptions('options', options, OPEN_OPTIONS);
-    // Check every option before anything is allocated.
-    const set = [];
-    if (o.prefix !== undefined) set.push([f.setPrefix, checkString('prefix', o.prefix)]);
-    if (o.createSchema !== undefined) set.push([f.setCreateSchema, checkBoolean('createSchema', o.createSchema)]);
-    if (o.syncUrl !== undefined) set.push([f.setSyncUrl, checkString('syncUrl', o.syncUrl, { nullable: true })]);
-    if (o.authToken !== undefined) set.push([f.setAuthToken, checkString('authToken', o.authToken, { nullable: true })]);
-    if (o.syncInterval !== undefined) set.push([f.setSyncInterval, checkNumber('syncInterval', o.syncInterval)]);
-    if (o.busyTimeout !== undefined) set.push([f.setBusyTimeout, checkNumber('busyTimeout', o.busyTimeout)]);
-    if (o.synchronousFull !== undefined) {
-      set.push([f.setSynchronousFull, checkBoolean('synchronousFull', o.synchronousFull)]);
-    }
-    if (o.maxAttempts !== undefined) set.push([f.setMaxAttempts, checkUint32('maxAttempts', o.maxAttempts)]);
-    if (o.keyRetention !== undefined) set.push([f.setKeyRetention, checkNumber('keyRetention', o.keyRetention)]);
-    if (o.clock !== undefined && typeof o.clock !== 'function') {
-      throw argumentError(`clock must be a function returning epoch seconds, got ${describe(o.clock)}`);
-    }
-
-    const options_ = f.optionsNew();
-    if (!options_) throw new HarelError('HAREL_ERR_PANIC', 'harel_options_new failed', { status: STATUS.HAREL_ERR_PANIC });
-    let clock = null;
-    try {
-      for (const [setter, value] of set) callCheckedHere(f, 'open', setter, [options_, value]);
-      if (o.clock !== undefined) {
-        clock = new ClockCell(o.clock);
-        clock.tick();
-        callCheckedHere(f, 'open', f.setClock, [options_, f.atof, clock.ptr]);
-      }
-      const out = [null];
-      // On the pool: opening waits for the write lock while it sets up the schema, and for
-      // a server's round trips. The options stay allocated until it has returned.
-      await callChecked(f, 'open', f.open, [path, options_, out]);
-      return new Transport(PRIVATE, out[0], clock, path);
-    } catch (e) {
-      if (clock) clock.free();
-      throw e;
-    } finally {
-      f.optionsFree(options_);
-    }
+    return openWith(f, 'open', options, path, (options_, out) => [f.open, [path, options_, out]]);
   }
 
-  /** The path (or URL) this transport was opened with. */
+  /**
+   * Opens one queue sharded over `databases` (1..256 paths or URLs, each as open takes
+   * it, in shard order; the same options for each): harel_transport_open_shards. The
+   * list's checks (its length, an empty or repeated entry, a list that does not match the
+   * databases' records) are the library's.
+   */
+  static async openShards(databases, options = {}) {
+    const f = load();
+    if (!Array.isArray(databases)) {
+      throw argumentError(`databases must be an array of strings, got ${describe(databases)}`);
+    }
+    // A copy: the caller's array may change while the open waits for its turn.
+    const list = Array.from(databases, (database, i) => checkString(`databases[${i}]`, database));
+    return openWith(f, 'openShards', options, list[0], (options_, out) => [f.openShards, [list, list.length, options_, out]]);
+  }
+
+  /** The path (or URL) this transport was opened with: openShards's first database. */
   get path() {
     return this.#path;
   }
@@ -208,6 +235,7 @@ class Transport {
   }
 
   static {
+    construct = (handle, clock, where) => new Transport(PRIVATE, handle, clock, where);
     call = (transport, what, readsClock, prepare) => transport.#call(what, readsClock, prepare);
     clocked = (transport, step) => transport.#clocked(step);
     waiting = (transport, ...args) => transport.#waits.claim(...args);

@@ -71,7 +71,7 @@ test('deadLetter, deadLetters (pages, a group), redrive and purgeDead by each se
   assert.equal(typeof first.next, 'string');
   assert.deepEqual({ ...first.letters[0] }, {
     seq: lease.seq, groupId: 'a', event: { n: 0 }, eventJson: '{"n":0}', attempts: 1, lastWorker: 'w',
-    reason: 'cannot parse', deadAt: 1001,
+    reason: 'cannot parse', deadAt: 1001, shard: 0,
   });
   assert.equal(first.letters[1].eventJson, ' {"n": 1} ', 'byte for byte');
   const rest = await t.deadLetters({ cursor: first.next, limit: 2 });
@@ -172,7 +172,7 @@ test('groups: pages followed by next, every field, the state filter', async () =
   assert.equal(pages, 3);
   assert.deepEqual({ ...all[0], headSeq: undefined }, {
     groupId: 'a', state: 'ready', depth: 2, headSeq: undefined, headAge: 4, holder: null, lockExpiry: null,
-    priority: 1, routingKey: 'key', headAttempts: 0,
+    priority: 1, routingKey: 'key', headAttempts: 0, shard: 0,
   });
   assert.deepEqual([all[3].state, all[3].holder, all[3].lockExpiry, all[3].headSeq, all[3].headAttempts], ['parked', null, 1060, parked.seq, 1]);
   assert.deepEqual([all[4].state, all[4].holder, all[4].lockExpiry, all[4].headSeq], ['leased', 'w1', leased.lockExpiry, leased.seq]);

@@ -7,13 +7,16 @@ const { argumentError } = require('../errors');
 const { DEFAULT_LIMIT, MAX_PAGE, checkString, checkOptions, describe } = require('../args');
 const { callChecked } = require('../calls');
 const { bytesText, parsed, optionalNumber } = require('../decode');
-const { PriorityStatsType, StatsType, GroupInfoType, MessageInfoType, DeadLetterType, PageType } = require('../native');
+const {
+  PriorityStatsType, StatsType, GroupInfoType, MessageInfoType, DeadLetterType, PageType, ShardedPageType,
+} = require('../native');
 const { call } = require('../transport');
 
 const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
 const PEEK_OPTIONS = ['cursor', 'limit'];
 const DEAD_OPTIONS = ['groupId', 'cursor', 'limit'];
 const GROUP_STATES = ['ready', 'leased', 'parked', 'delayed']; // harel_group_state's values, in order
+const SIZE_T = koffi.sizeof('size_t');
 
 /**
  * A page's limit, as the C size_t: an integer >= 0 (koffi would turn -1 into 2^64 - 1 and
@@ -83,19 +86,24 @@ function priorityStats(p) {
 /**
  * A page the library handed out: its items (of C type `type`) copied by `item` into frozen
  * JS objects, and its next cursor (null on the last page); `ptr` is freed with `free`.
+ * `sharded`: a page of groups or of dead letters, whose `shards` array gives `item` each
+ * item's shard as its second argument.
  */
-function takePage(ptr, type, free, item) {
+function takePage(ptr, type, free, item, sharded = false) {
   try {
-    const page = koffi.decode(ptr, PageType);
+    const page = koffi.decode(ptr, sharded ? ShardedPageType : PageType);
     const n = Number(page.n_items);
     const raws = n ? koffi.decode(page.items, type, n) : [];
-    return [Object.freeze(raws.map(item)), page.next_cursor || null];
+    // Each size_t at its offset: koffi.decode with a count (the items' above) makes a new
+    // array type at every call and keeps it, some 20 bytes of the native heap.
+    const shard = (i) => Number(koffi.decode(page.shards, i * SIZE_T, 'size_t'));
+    return [Object.freeze(raws.map((raw, i) => item(raw, sharded ? shard(i) : undefined))), page.next_cursor || null];
   } finally {
     free(ptr);
   }
 }
 
-function groupInfo(g) {
+function groupInfo(g, shard) {
   return Object.freeze({
     groupId: bytesText(g.group_id, g.group_id_len),
     state: GROUP_STATES[g.state] || `unknown(${g.state})`,
@@ -107,6 +115,7 @@ function groupInfo(g) {
     priority: g.priority,
     routingKey: g.routing_key || null,
     headAttempts: Number(g.head_attempts),
+    shard,
   });
 }
 
@@ -123,7 +132,7 @@ function messageInfo(m) {
   });
 }
 
-function deadLetter(d) {
+function deadLetter(d, shard) {
   const eventJson = bytesText(d.event, d.event_len);
   return Object.freeze({
     seq: d.seq,
@@ -134,6 +143,7 @@ function deadLetter(d) {
     lastWorker: d.last_worker || null,
     reason: d.reason,
     deadAt: d.dead_at,
+    shard,
   });
 }
 
@@ -155,7 +165,7 @@ module.exports = {
       const cursor = checkString('cursor', o.cursor, { nullable: true });
       const limit = checkLimit(o.limit);
       return (f, handle) => lookOf(f, 'groups', f.groups, [handle, state, cursor, limit], (ptr) => {
-        const [groups, next] = takePage(ptr, GroupInfoType, f.groupPageFree, groupInfo);
+        const [groups, next] = takePage(ptr, GroupInfoType, f.groupPageFree, groupInfo, true);
         return Object.freeze({ groups, next });
       });
     });
@@ -183,7 +193,7 @@ module.exports = {
       const cursor = checkString('cursor', o.cursor, { nullable: true });
       const limit = checkLimit(o.limit);
       return (f, handle) => lookOf(f, 'dead_letters', f.deadLetters, [handle, group, cursor, limit], (ptr) => {
-        const [letters, next] = takePage(ptr, DeadLetterType, f.deadPageFree, deadLetter);
+        const [letters, next] = takePage(ptr, DeadLetterType, f.deadPageFree, deadLetter, true);
         return Object.freeze({ letters, next });
       });
     });

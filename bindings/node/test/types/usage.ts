@@ -13,6 +13,7 @@ import {
   libraryInfo,
   schemaSql,
   schemaUpgradeSql,
+  shardOf,
   type Lease,
   type LeaseRef,
   type OpenOptions,
@@ -255,6 +256,16 @@ async function usage(): Promise<void> {
   void [closed, where];
   await t.close();
 
+  // A queue sharded over three databases: the same options as open.
+  const databases: readonly string[] = ['q0.db', 'q1.db', 'q2.db'];
+  const sharded: Transport = await Transport.openShards(databases, options);
+  const shards: number = sharded.shardCount; // synchronous: no Promise
+  const home: number = shardOf('order-42', shards);
+  const groupShard: number | undefined = (await sharded.groups()).groups[0]?.shard;
+  const letterShard: number | undefined = (await sharded.deadLetters()).letters[0]?.shard;
+  void [home, groupShard, letterShard];
+  await sharded.close();
+
   {
     await using scoped = await Transport.open(':memory:');
     await scoped.publish('g', {});
@@ -350,6 +361,20 @@ async function usage(): Promise<void> {
   new Tx();
   // @ts-expect-error keyRetention is a number of seconds
   await Transport.open('q.db', { keyRetention: '1d' });
+  // @ts-expect-error openShards takes an array of databases
+  await Transport.openShards('q0.db');
+  // @ts-expect-error unknown option
+  await Transport.openShards(['q0.db'], { shards: 3 });
+  // @ts-expect-error shardCount is a number, not a method
+  t.shardCount();
+  // @ts-expect-error shardCount is read only
+  t.shardCount = 2;
+  // @ts-expect-error shardOf takes the number of shards
+  shardOf('order-42');
+  // @ts-expect-error shardOf is synchronous: a number, not a promise
+  await shardOf('order-42', 3).then(() => {});
+  // @ts-expect-error a group's shard is read only
+  all[0].shard = 1;
 }
 
 // The README's worker loop, typed.
