@@ -8,7 +8,8 @@ The Python face of libharel_transport (its C ABI, through ctypes):
   stats, groups, peek, dead_letters, close), sync and async, and the worker loop (claims
   that wait, with a `Cancel`; claim_many, ack_many, ack_and_claim_many; extend and
   keep_alive; interrupt), and `transaction()`: the application's statements and its
-  publishes in one transaction (`Transaction`, `AsyncTransaction`);
+  publishes in one transaction (`Transaction`, `AsyncTransaction`); `open_shards`: one
+  queue sharded over several databases (`shard_count`, and `shard_of`, which needs none);
 - `harel_transport.harel`: transports for harel 0.9's workers (`SqliteTransport`,
   `AsyncSqliteTransport`, harel's own signatures, `Lease` and `Event`);
 - one exception class per status of the ABI, all under `HarelError`.
@@ -35,7 +36,7 @@ from ._errors import (
 )
 from ._inspect import GROUP_STATES, MAX_PAGE, DeadLetter, GroupInfo, MessageInfo, Page, PriorityStats, Stats
 from ._keepalive import AsyncKeepAlive, KeepAlive
-from ._library import library_path, schema_sql, schema_upgrade_sql, status_name, version
+from ._library import library_path, schema_sql, schema_upgrade_sql, shard_of, status_name, version
 from ._metrics import Histogram, Latency, Metrics
 from ._sql import SqlParam, SqlValue
 from ._transaction import AsyncTransaction, Transaction
@@ -48,6 +49,7 @@ from ._values import (
     MAX_KEY_LEN,
     MAX_PREFIX_LEN,
     MAX_PRIORITY,
+    MAX_SHARDS,
     AckAndClaimResult,
     Lease,
     Message,
@@ -89,10 +91,12 @@ __all__ = [
     "MAX_PREFIX_LEN",
     "MAX_KEY_LEN",
     "MAX_DELAY",
+    "MAX_SHARDS",
     "version",
     "library_path",
     "schema_sql",
     "schema_upgrade_sql",
+    "shard_of",
     "status_name",
     "STATUS_NAMES",
     "HarelError",

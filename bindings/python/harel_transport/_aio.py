@@ -46,7 +46,8 @@ T = TypeVar("T")
 class AsyncTransport:
     """`Transport`'s operations as coroutines; open with ``await AsyncTransport.open(path,
     **options)`` (the options of `Transport`, plus `executor`: where the C calls run, the
-    loop's default executor if None). ``async with`` closes it."""
+    loop's default executor if None), or a queue sharded over several databases with
+    ``await AsyncTransport.open_shards(databases, **options)``. ``async with`` closes it."""
 
     def __init__(self, transport: Transport, executor: Optional[Executor] = None) -> None:
         """Wraps an open `Transport` (prefer `AsyncTransport.open`)."""
@@ -66,6 +67,18 @@ class AsyncTransport:
         transport = await loop.run_in_executor(executor, functools.partial(Transport, path, **options))
         return cls(transport, executor)
 
+    @classmethod
+    async def open_shards(
+        cls, databases: Sequence[PathType], *, executor: Optional[Executor] = None, **options: Any
+    ) -> "AsyncTransport":
+        """Opens one queue sharded over `databases` off the loop: `Transport.open_shards`
+        (the same list, the same options, the same refusals), plus `executor`."""
+        loop = asyncio.get_running_loop()
+        transport = await loop.run_in_executor(
+            executor, functools.partial(Transport.open_shards, databases, **options)
+        )
+        return cls(transport, executor)
+
     @property
     def transport(self) -> Transport:
         """The underlying sync `Transport` (the same handle)."""
@@ -78,6 +91,12 @@ class AsyncTransport:
     @property
     def closed(self) -> bool:
         return self._t.closed
+
+    @property
+    def shard_count(self) -> int:
+        """`Transport.shard_count` (no I/O, so no coroutine): how many databases the queue is
+        sharded over; 1 when it is not sharded."""
+        return self._t.shard_count
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -355,5 +374,7 @@ class AsyncTransport:
         await self.close()
 
     def __repr__(self) -> str:
-        return f"<harel_transport.AsyncTransport {self._t.path!r}{' closed' if self._t.closed else ''}>"
+        shards = self._t._shards
+        where = repr(self._t.path) if shards is None else f"shards={list(shards)!r}"
+        return f"<harel_transport.AsyncTransport {where}{' closed' if self._t.closed else ''}>"
 

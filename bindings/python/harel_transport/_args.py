@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Tuple
 
 from ._errors import ArgumentError
 from ._inspect import GROUP_STATES, MAX_PAGE
-from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_PRIORITY
+from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_PRIORITY, MAX_SHARDS
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -176,12 +176,38 @@ def _flag(name: str, value: Any) -> bool:
     return value
 
 
-def _path(value: Any) -> bytes:
+def _path(value: Any, name: str = "path") -> bytes:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
         if isinstance(value, bytes):
             value = os.fsdecode(value)
-    return _text("path", value)
+    return _text(name, value)
+
+
+def _databases(value: Any) -> List[bytes]:
+    """The databases of a sharded open, each as `_path` takes it. The list's length (0, past
+    256), an empty or a repeated element, and whether the list matches the databases' records
+    are the library's to check."""
+    if isinstance(value, (str, bytes, bytearray, os.PathLike)):
+        raise ArgumentError(
+            f"databases must be a sequence of paths (str), got {_describe(value)}; "
+            "Transport(path) opens one database"
+        )
+    try:
+        items = list(value)
+    except TypeError:
+        raise ArgumentError(f"databases must be a sequence of paths (str), got {_describe(value)}") from None
+    return [_path(d, f"databases[{i}]") for i, d in enumerate(items)]
+
+
+def _shards(value: Any) -> int:
+    """A number of shards, for a size_t: what ctypes would wrap is ours to refuse; the range
+    1..256 is the library's."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"shards must be an int, got {_describe(value)}")
+    if not 0 <= value <= _SIZE_MAX:
+        raise ArgumentError(f"shards is {value}; it must be 1..{MAX_SHARDS}")
+    return value
 
 
 def _routing_keys(value: Any) -> Tuple[Any, int, List[bytes]]:

@@ -13,11 +13,11 @@ import math
 import os
 import threading
 import weakref
-from ctypes import byref, c_void_p
-from typing import Any, List, Optional, Tuple
+from ctypes import byref, c_char_p, c_void_p
+from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _native
-from ._args import _describe, _flag, _path, _seconds, _text, _uint32
+from ._args import _databases, _describe, _flag, _path, _seconds, _text, _uint32
 from ._errors import ArgumentError, PanicError, TransportClosedError, error_for_status
 from ._values import Clock, PathType
 from ._waiting import BY_CLOSE, _CallCancel
@@ -67,6 +67,15 @@ class _ClockCell:
         return exc
 
 
+class _ShardList:
+    """The databases `Transport.open_shards` opens, checked and encoded: what it passes as
+    the `path` of the constructor, so that a sharded open takes the constructor's options
+    (and a subclass's constructor) exactly as an ordinary open does."""
+
+    def __init__(self, databases: Sequence[PathType]) -> None:
+        self.encoded = _databases(databases)
+
+
 class _Handle:
     """An open queue: `Transport` is this and the method groups of `_methods`."""
 
@@ -89,7 +98,9 @@ class _Handle:
         self._closed = True
         lib = _native.lib()
         self._lib = lib
-        database = _path(path)
+        # A `_ShardList` (Transport.open_shards): harel_transport_open_shards.
+        shards: Optional[List[bytes]] = path.encoded if isinstance(path, _ShardList) else None
+        database = _path(path) if shards is None else b""
         setters: List[Tuple[Any, Any]] = []
         if prefix is not None:
             setters.append((lib.harel_options_set_prefix, _text("prefix", prefix)))
@@ -129,11 +140,20 @@ class _Handle:
                     _raise(lib, status, err)
             handle = c_void_p()
             err = c_void_p()
-            status = lib.harel_transport_open(database, options, byref(handle), byref(err))
+            if shards is None:
+                status = lib.harel_transport_open(database, options, byref(handle), byref(err))
+            else:
+                array = (c_char_p * len(shards))(*shards)
+                status = lib.harel_transport_open_shards(array, len(shards), options, byref(handle), byref(err))
             if status < 0:
                 _raise(lib, status, err)
         finally:
             lib.harel_options_free(options)
+        #: The databases of `open_shards`, in shard order; None for an ordinary open.
+        self._shards: Optional[Tuple[str, ...]] = None
+        if shards is not None:
+            self._shards = tuple(os.fsdecode(d) for d in shards)
+            database = shards[0]
         self._path = os.fsdecode(database)
         self._state = threading.Condition(threading.Lock())
         self._in_flight = 0
@@ -148,7 +168,8 @@ class _Handle:
 
     @property
     def path(self) -> str:
-        """The path (or URL) the transport was opened with."""
+        """The path (or URL) the transport was opened with; of a sharded queue
+        (`open_shards`), its first database."""
         return self._path
 
     @property

@@ -113,6 +113,10 @@ class GroupInfo:
     routing_key: Optional[str]
     #: How many times the head has been claimed.
     head_attempts: int
+    #: The shard the group was found on (0..shard_count-1, as `shard_of` names it); 0 when
+    #: the queue is not sharded. Last, with a default, so that positional construction of
+    #: the fields before it keeps working.
+    shard: int = 0
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,9 @@ class DeadLetter:
     reason: str
     #: When it was moved, epoch seconds.
     dead_at: float
+    #: The shard the dead letter is on (0 when the queue is not sharded): its `seq` is that
+    #: shard's. Last, with a default, so that positional construction keeps working.
+    shard: int = 0
 
     def json(self) -> Any:
         """The event parsed (`json.loads`)."""
@@ -238,9 +245,15 @@ def _state(value: int) -> str:
         return f"unknown({value})"
 
 
+def _shard(shards: Any, i: int) -> int:
+    """``shards[i]`` of a page's shard array (a NULL array, as an empty page may have: 0)."""
+    return shards[i] if shards else 0
+
+
 def copy_group_page(c: Any) -> Page[GroupInfo]:
     """A `Page` of `GroupInfo` from a harel_group_page (``ptr.contents``)."""
     items = []
+    shards = c.shards
     for i in range(c.n_groups):
         g = c.groups[i]
         items.append(
@@ -255,6 +268,7 @@ def copy_group_page(c: Any) -> Page[GroupInfo]:
                 priority=g.priority,
                 routing_key=_c_text(g.routing_key),
                 head_attempts=g.head_attempts,
+                shard=_shard(shards, i),
             )
         )
     return Page(items, _next(c.next_cursor))
@@ -281,6 +295,7 @@ def copy_message_page(c: Any) -> Page[MessageInfo]:
 def copy_dead_page(c: Any) -> Page[DeadLetter]:
     """A `Page` of `DeadLetter` from a harel_dead_page (``ptr.contents``)."""
     items = []
+    shards = c.shards
     for i in range(c.n_letters):
         d = c.letters[i]
         items.append(
@@ -292,6 +307,7 @@ def copy_dead_page(c: Any) -> Page[DeadLetter]:
                 last_worker=_c_text(d.last_worker),
                 reason=_c_text(d.reason) or "",
                 dead_at=d.dead_at,
+                shard=_shard(shards, i),
             )
         )
     return Page(items, _next(c.next_cursor))

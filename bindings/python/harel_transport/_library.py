@@ -1,15 +1,15 @@
 """The module functions, of the library rather than of a queue: `version`,
-`library_path`, `status_name`, `schema_sql`, `schema_upgrade_sql`."""
+`library_path`, `status_name`, `schema_sql`, `schema_upgrade_sql`, `shard_of`."""
 
 from __future__ import annotations
 
-from ctypes import byref, c_void_p, string_at
+from ctypes import byref, c_size_t, c_void_p, string_at
 
 from . import _native
-from ._args import _int32, _text
+from ._args import _int32, _shards, _text
 from ._handle import _raise
 
-__all__ = ["version", "library_path", "status_name", "schema_sql", "schema_upgrade_sql"]
+__all__ = ["version", "library_path", "status_name", "schema_sql", "schema_upgrade_sql", "shard_of"]
 
 
 def version() -> str:
@@ -51,3 +51,19 @@ def schema_upgrade_sql(prefix: str = "harel") -> str:
     """The statements that upgrade a harel 0.9 groups table (adds ``routing_key``); not
     idempotent: run them once."""
     return _schema("harel_schema_upgrade_sql", prefix)
+
+
+def shard_of(group_id: str, shards: int) -> int:
+    """The shard (0..shards-1) that holds `group_id` in a queue sharded over `shards`
+    databases (`Transport.open_shards`): the library's FNV-1a 64 of the id's UTF-8 bytes,
+    modulo `shards` (docs/queue.md, "Sharded queues"). Needs no transport. `ArgumentError`:
+    an empty group id, `shards` not 1..MAX_SHARDS (256)."""
+    lib = _native.lib()
+    g = _text("group_id", group_id)
+    n = _shards(shards)
+    out = c_size_t()
+    err = c_void_p()
+    status = lib.harel_shard_of(g, n, byref(out), byref(err))
+    if status < 0:
+        _raise(lib, status, err)
+    return out.value

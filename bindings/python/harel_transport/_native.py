@@ -49,6 +49,9 @@ ERR_ARGUMENT = -1
 #: HAREL_MAX_CLAIM: the most leases one claim_many or ack_and_claim_many hands out.
 MAX_CLAIM = 1000
 
+#: MAX_SHARDS: the most databases one queue is sharded over.
+MAX_SHARDS = 256
+
 #: enum harel_value_type: the type of a harel_value.
 VALUE_NULL = 0
 VALUE_INTEGER = 1
@@ -162,6 +165,8 @@ class HarelGroupPage(Structure):
         ("groups", POINTER(HarelGroupInfo)),
         ("n_groups", c_size_t),
         ("next_cursor", c_char_p),
+        # Added at the end with the sharded queues: n_groups shard indexes (all 0 unless sharded).
+        ("shards", POINTER(c_size_t)),
     ]
 
 
@@ -212,6 +217,8 @@ class HarelDeadPage(Structure):
         ("letters", POINTER(HarelDeadLetter)),
         ("n_letters", c_size_t),
         ("next_cursor", c_char_p),
+        # Added at the end with the sharded queues: n_letters shard indexes (all 0 unless sharded).
+        ("shards", POINTER(c_size_t)),
     ]
 
 
@@ -289,6 +296,12 @@ _PROTOTYPES = {
     "harel_options_set_key_retention": (_status, [c_void_p, c_double, _ERR]),
     "harel_options_set_clock": (_status, [c_void_p, CLOCK, c_void_p, _ERR]),
     "harel_transport_open": (_status, [c_char_p, c_void_p, POINTER(c_void_p), _ERR]),
+    # A queue sharded over several databases. (databases, n_databases, options, out, err)
+    "harel_transport_open_shards": (_status, [POINTER(c_char_p), c_size_t, c_void_p, POINTER(c_void_p), _ERR]),
+    # (t, n, err)
+    "harel_transport_shard_count": (_status, [c_void_p, POINTER(c_size_t), _ERR]),
+    # (group_id, n_shards, shard, err): no transport
+    "harel_shard_of": (_status, [c_char_p, c_size_t, POINTER(c_size_t), _ERR]),
     "harel_transport_publish": (_status, [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _ERR]),
     "harel_transport_publish_many": (_status, [c_void_p, POINTER(HarelMessage), c_size_t, _ERR]),
     # (t, group_id, event_json, priority, routing_key, key, delay, not_before, seq, duplicate, err)

@@ -4,20 +4,24 @@ lib/methods/."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence, cast
 
+from ._handle import _ShardList
 from ._methods.admin import AdminMethods
 from ._methods.claim import ClaimMethods
 from ._methods.finish import FinishMethods
 from ._methods.looks import LookMethods
 from ._methods.publish import PublishMethods
+from ._methods.shards import ShardMethods
 from ._methods.transaction import TransactionMethods
 from ._values import PathType
 
 __all__ = ["Transport"]
 
 
-class Transport(PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminMethods, TransactionMethods):
+class Transport(
+    PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminMethods, TransactionMethods, ShardMethods
+):
     """An open queue: a local libSQL file (WAL), ``":memory:"``, a libSQL server
     (``libsql://``, ``http://``, ``https://``), or an embedded replica (a path and
     `sync_url`).
@@ -38,6 +42,9 @@ class Transport(PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminM
     - `clock` (callable returning epoch seconds): where "now" comes from (default: the
       system clock, read by the library).
 
+    ``Transport.open_shards(databases, **options)`` opens one queue sharded over several
+    databases (see `open_shards`).
+
     One transport may be used from several threads at once; its calls run one at a time
     in the library, except that publishes arriving while another commits share its
     commit. `close()` waits for the calls in progress, and rolls back its transactions
@@ -48,6 +55,27 @@ class Transport(PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminM
         """The same as ``Transport(path, **options)``."""
         return cls(path, **options)
 
+    @classmethod
+    def open_shards(cls, databases: Sequence[PathType], **options: Any) -> "Transport":
+        """Opens one queue sharded over `databases` (1..MAX_SHARDS (256) files, URLs, or
+        replica paths with `sync_url`, each as ``Transport(path)`` takes it), in their shard
+        order, with the options of ``Transport(path, **options)`` for each. The transport
+        is an ordinary one: a group lives on the shard `shard_of` names (publishes, acks,
+        nacks go there), claims serve the shards in turn (the serving order holds within a
+        shard), waits cover all of them, stats and listings add them up (`GroupInfo.shard`,
+        `DeadLetter.shard`), and `publish_many` is one transaction per shard.
+
+        The first open of empty databases makes them a set (each records the queue, its
+        index and the number of shards); every later open must pass the same list in the
+        same order. `ArgumentError` (the library's message, naming "databases[i] (...)"): an
+        empty list or one past 256, an element empty or repeated, a list that does not match
+        the databases' records (one missing, one extra, the order changed, another queue's
+        database, a non-empty database of no set). On a sharded queue, `transaction()` is
+        refused at its first call, and `redrive`/`purge_dead` by `seqs` (a seq is one
+        shard's); by `all` or `group_id` they work. Opening one member of a set alone with
+        ``Transport(path)`` is refused."""
+        return cls(cast(PathType, _ShardList(databases)), **options)
+
     def __enter__(self) -> "Transport":
         return self
 
@@ -55,4 +83,5 @@ class Transport(PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminM
         self.close()
 
     def __repr__(self) -> str:
-        return f"<harel_transport.Transport {self._path!r}{' closed' if self._closed else ''}>"
+        where = repr(self._path) if self._shards is None else f"shards={list(self._shards)!r}"
+        return f"<harel_transport.Transport {where}{' closed' if self._closed else ''}>"

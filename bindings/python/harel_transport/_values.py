@@ -21,6 +21,9 @@ MAX_PREFIX_LEN = 30
 #: The most leases one `claim_many` or `ack_and_claim_many` hands out (HAREL_MAX_CLAIM).
 MAX_CLAIM = _native.MAX_CLAIM
 
+#: The most databases one queue is sharded over (`Transport.open_shards`; MAX_SHARDS).
+MAX_SHARDS = _native.MAX_SHARDS
+
 #: The largest `max_attempts` (a uint32_t in C); 0 is "no limit".
 MAX_ATTEMPTS_MAX = 2**32 - 1
 

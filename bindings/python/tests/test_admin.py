@@ -31,17 +31,19 @@ def test_the_structs_have_the_headers_layout():
         _native.HarelPriorityStats: 40,
         _native.HarelStats: 112,
         _native.HarelGroupInfo: 88,
-        _native.HarelGroupPage: 24,
+        _native.HarelGroupPage: 32,
         _native.HarelMessageInfo: 56,
         _native.HarelMessagePage: 24,
         _native.HarelDeadLetter: 72,
-        _native.HarelDeadPage: 24,
+        _native.HarelDeadPage: 32,
     }
     assert {s.__name__: ctypes.sizeof(s) for s in sizes} == {s.__name__: n for s, n in sizes.items()}
     assert _native.HarelLease.attempts.offset == 56
     assert _native.HarelGroupInfo.head_attempts.offset == 80
     assert _native.HarelStats.oldest_ready_seq.offset == 88, "added at the end: older fields keep their offsets"
     assert (_native.HarelStats.delayed.offset, _native.HarelStats.next_due_at.offset) == (96, 104)
+    # The shards of a page (sharded queues) were added at the end of the pages.
+    assert (_native.HarelGroupPage.shards.offset, _native.HarelDeadPage.shards.offset) == (24, 24)
     from harel_transport._leases import _LeaseArg
 
     assert ctypes.sizeof(_LeaseArg) == 64

@@ -8,5 +8,6 @@ class over the handle (`_handle._Handle`) that `_transport.Transport` is made of
   keep_alive;
 - `looks`: stats, groups, peek, dead_letters;
 - `admin`: redrive, purge_dead, purge_group, purge, release;
-- `transaction`: transaction, begin (publishing inside the application's transaction).
+- `transaction`: transaction, begin (publishing inside the application's transaction);
+- `shards`: shard_count (a queue sharded over several databases: `Transport.open_shards`).
 """
