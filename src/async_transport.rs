@@ -754,8 +754,8 @@ impl AsyncTransport {
     fn sharded_seqs(&self, which: &DeadLetters<'_>, operation: &str) -> Result<()> {
         match (which, self.shards.len()) {
             (DeadLetters::Seqs(_), n) if n > 1 => Err(Error::Argument(format!(
-                "{operation}: a seq names a dead letter of one shard, and this queue has {n}: use {operation}_on \
-                 with the shard the listing showed"
+                "{operation}: a seq names a dead letter of one shard, and this queue has {n}: name the shard the \
+                 listing showed ({operation}_on in Rust, --shard in the CLI), or take the group's letters"
             ))),
             _ => Ok(()),
         }
