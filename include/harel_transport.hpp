@@ -61,6 +61,9 @@
  *   harel::Value, a std::variant of SQLite's five types) and its publishes, committed
  *   together or not at all; destroyed before its commit, it rolls back. A Transport runs one
  *   transaction at a time: see the class for what that means inside one.
+ * - Transport::open_shards opens one queue sharded over a list of databases (the same
+ *   Options for each); the Transport is an ordinary one, shard_count() says over how many.
+ *   harel::shard_of(group_id, n) names the shard a group lives on, without a Transport.
  * - Every failed call throws harel::Error, a std::runtime_error carrying the call's
  *   harel_status (status()), its name, and the library's message (what() is
  *   "HAREL_ERR_LEASE_LOST: ..."); code() is the same status as a std::error_code of
@@ -837,6 +840,24 @@ class Tx {
   std::size_t published_ = 0;  // the publishes queued: the length of commit's outcomes
 };
 
+// ---- sharded queues -------------------------------------------------------------------------
+
+/// The shard (0..n_shards-1) that holds `group_id` in a queue sharded over `n_shards`
+/// databases (harel_shard_of: FNV-1a, 64-bit, over the id's UTF-8 bytes, modulo n_shards;
+/// docs/queue.md, "Sharded queues"). Needs no Transport. Throws Error (HAREL_ERR_ARGUMENT):
+/// group_id empty, not UTF-8 or holding a NUL byte (the C side would read up to it and name
+/// another group's shard), n_shards 0 or above 256.
+inline std::size_t shard_of(std::string_view group_id, std::size_t n_shards) {
+  if (group_id.find('\0') != std::string_view::npos)
+    throw Error(HAREL_ERR_ARGUMENT, "group_id holds a NUL byte at " + std::to_string(group_id.find('\0')) +
+                                        ": harel_shard_of reads a NUL-terminated string");
+  const std::string id(group_id);
+  std::size_t shard = 0;
+  detail::ErrorSlot slot;
+  detail::check(harel_shard_of(id.c_str(), n_shards, &shard, slot.out()), slot);
+  return shard;
+}
+
 // ---- the transport --------------------------------------------------------------------------
 
 /// An open queue, owned: closed when destroyed (closing cannot fail). Move-only.
@@ -848,6 +869,39 @@ class Transport {
   static Transport open(CStr database, const Options &options) { return open_raw(database, options.get()); }
   /// Opens with the default options.
   static Transport open(CStr database) { return open_raw(database, nullptr); }
+
+  /// Opens one queue sharded over `databases` (1..256 file paths, URLs, or paths with
+  /// Options::sync_url, each as open takes it; `options` for each), in their shard order
+  /// (harel_transport_open_shards). Each group lives on the shard harel::shard_of names:
+  /// its publishes, acks and nacks go there; claims serve the shards in turn (a group's
+  /// order holds, not the order across shards); publish_many is one transaction per shard;
+  /// stats and the listings add the shards up. The first open of empty databases makes them
+  /// a set (each records the queue, its index and the number of shards): every later open
+  /// must give the same list in the same order. A list of one is a queue that is not
+  /// sharded, as open opens it. The Transport is an ordinary one, but a transaction (begin,
+  /// transaction) is refused at its first call, and so are harel_transport_redrive and
+  /// _purge_dead by seqs (by group or all work). Throws Error: HAREL_ERR_ARGUMENT (an empty
+  /// list or one above 256, an element empty, not UTF-8 or repeated; a list that does not
+  /// match the databases' records: one missing, one extra, the order changed, another
+  /// queue's database, a database holding messages that belongs to no set; the message
+  /// names it, "databases[i] (its text)"), and as open, naming the database that failed.
+  /// On error nothing is left open. Opening one database of a set with open is refused.
+  static Transport open_shards(const std::vector<std::string> &databases, const Options &options) {
+    return open_shards_raw(databases, options.get());
+  }
+  /// Opens a sharded queue with the default options.
+  static Transport open_shards(const std::vector<std::string> &databases) {
+    return open_shards_raw(databases, nullptr);
+  }
+
+  /// How many databases the queue is sharded over (harel_transport_shard_count): 1 when it
+  /// is not sharded. Throws Error (HAREL_ERR_ARGUMENT) on an empty Transport.
+  std::size_t shard_count() const {
+    std::size_t n = 0;
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_shard_count(raw_.get(), &n, slot.out()), slot);
+    return n;
+  }
 
   /// No handle (like a moved-from Transport): to be assigned an opened one.
   Transport() noexcept = default;
@@ -873,7 +927,9 @@ class Transport {
   }
 
   /// Appends a batch in one transaction: all of it or none (one bad message rejects the
-  /// batch; the error names it, "messages[3].event_json ..."). Empty: nothing happens.
+  /// batch; the error names it, "messages[3].event_json ..."). Empty: nothing happens. On a
+  /// sharded queue (open_shards), one transaction per shard: each shard's part all or none,
+  /// and an error names the shards whose parts were stored before it.
   void publish_many(Span<Message> messages) {
     detail::ErrorSlot slot;
     detail::check(harel_transport_publish_many(raw_.get(), messages.data(), messages.size(), slot.out()), slot);
@@ -1166,7 +1222,9 @@ class Transport {
 
   // The other ops calls of the C ABI (harel_transport_groups, _peek, _dead_letters,
   // _redrive, _purge_dead, _purge_group, _purge, _release) have no wrapper here: call them
-  // with get() (the ops CLI, harel-transport, uses them).
+  // with get() (the ops CLI, harel-transport, uses them). On a sharded queue a page of
+  // groups or of dead letters gives each item's shard in its `shards` array (shards[i] is
+  // the shard of groups[i] / letters[i]; all 0 when not sharded).
 
  private:
   struct Close {
@@ -1177,6 +1235,16 @@ class Transport {
     harel_transport *out = nullptr;
     detail::ErrorSlot slot;
     detail::check(harel_transport_open(database.c_str(), options, &out, slot.out()), slot);
+    return Transport(out);
+  }
+
+  static Transport open_shards_raw(const std::vector<std::string> &databases, const harel_options *options) {
+    std::vector<const char *> raw;
+    raw.reserve(databases.size());
+    for (const std::string &database : databases) raw.push_back(database.c_str());
+    harel_transport *out = nullptr;
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_open_shards(raw.data(), raw.size(), options, &out, slot.out()), slot);
     return Transport(out);
   }
 

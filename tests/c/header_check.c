@@ -140,6 +140,12 @@ int main(void) {
   void (*string_free)(char *) = harel_string_free;
   schema_fn schema_sql = harel_schema_sql;
   schema_fn schema_upgrade_sql = harel_schema_upgrade_sql;
+  /* a queue sharded over several databases */
+  harel_status (*open_shards)(const char *const *, size_t, const harel_options *,
+                              harel_transport **, harel_error **) = harel_transport_open_shards;
+  harel_status (*shard_count)(const harel_transport *, size_t *, harel_error **) =
+      harel_transport_shard_count;
+  harel_status (*shard_of)(const char *, size_t, size_t *, harel_error **) = harel_shard_of;
 
   /* the lease's fields by name and type, and in this order (fields a later minor version
    * appends may follow them) */
@@ -196,6 +202,15 @@ int main(void) {
   const harel_group_info **group_items = &gp.groups;
   const harel_message_info **message_items = &mp.messages;
   const harel_dead_letter **dead_items = &dp.letters;
+  /* the fields added after 0.4.0 at the end of the two pages: each item's shard */
+  const size_t **group_shards = &gp.shards;
+  const size_t **dead_shards = &dp.shards;
+  int page_order = offsetof(harel_group_page, groups) < offsetof(harel_group_page, n_groups) &&
+                   offsetof(harel_group_page, n_groups) < offsetof(harel_group_page, next_cursor) &&
+                   offsetof(harel_group_page, next_cursor) < offsetof(harel_group_page, shards) &&
+                   offsetof(harel_dead_page, letters) < offsetof(harel_dead_page, n_letters) &&
+                   offsetof(harel_dead_page, n_letters) < offsetof(harel_dead_page, next_cursor) &&
+                   offsetof(harel_dead_page, next_cursor) < offsetof(harel_dead_page, shards);
   int group_states = HAREL_GROUP_READY == 0 && HAREL_GROUP_LEASED == 1 &&
                      HAREL_GROUP_PARKED == 2 && HAREL_GROUP_DELAYED == 3 &&
                      HAREL_MAX_PAGE == 10000 && MAX_PAGE == HAREL_MAX_PAGE /* 0.2.0's name */;
@@ -276,7 +291,8 @@ int main(void) {
             begin && tx_execute && tx_query && tx_publish && tx_commit && tx_rollback &&
             tx_free && rows_free && value_type && value_integer && value_real && value_text &&
             value_blob && row_sizes[2] && row_values && value_order && value_numbers &&
-            no_tx == NULL;
+            no_tx == NULL && open_shards && shard_count && shard_of && group_shards &&
+            dead_shards && page_order;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -8,7 +8,10 @@
 // publish_many_with: seq and duplicate, keys, delays, each error; key_retention; stats with the
 // delayed groups apart); publishing inside a transaction (harel::Tx, Value and Rows:
 // rows and messages committed together, every value kind, rollback and destruction, transaction()'s
-// commit and its rollback on a throw, every error, moves, a closed Transport). Run under
+// commit and its rollback on a throw, every error, moves, a closed Transport); sharded queues
+// (open_shards over three files: each message claimed once, each listed item's shard,
+// reopened, every list refused with the library's message; shard_count; shard_of; a
+// transaction refused). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -1542,6 +1545,152 @@ static void test_tx_errors_and_moves() {
   CHECK(scalar(reopened, "SELECT count(*) FROM orders") == 1 && reopened.stats()->messages == 0);
 }
 
+// ---- sharded queues: open_shards, shard_count, shard_of ----------------------------------------
+
+// Three group ids on each of `n` shards, shard by shard: ids[s * 3 + k] lives on shard s.
+static std::vector<std::string> groups_on_each_shard(std::size_t n) {
+  std::vector<std::string> ids(3 * n);
+  std::vector<std::size_t> on(n, 0);
+  std::size_t found = 0;
+  for (int i = 0; found < ids.size() && i < 1000; i++) {
+    std::string id = "g" + std::to_string(i);
+    std::size_t s = harel::shard_of(id, n);
+    if (on[s] == 3) continue;
+    ids[s * 3 + on[s]++] = id;
+    found++;
+  }
+  CHECK(found == ids.size());
+  return ids;
+}
+
+static void test_shard_of() {
+  CHECK(harel::shard_of("order-42", 3) == 2);
+  CHECK(harel::shard_of("order-42", 4) == 0);
+  CHECK(harel::shard_of("order-42", 1) == 0);
+  CHECK(harel::shard_of(std::string("order-42"), 3) == 2);
+  std::string_view longer = "order-42-and-more";
+  CHECK(harel::shard_of(longer.substr(0, 8), 3) == 2);  // a view's bytes only, not what follows
+  CHECK(harel::shard_of("order-42", 256) < 256);
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::shard_of("", 3));
+  CHECK(what.find("group_id") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::shard_of("\xff", 3));
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::shard_of("order-42", 0));
+  CHECK(what.find("n_shards") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::shard_of("order-42", 257));
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::shard_of(std::string_view("a\0b", 3), 3));
+  CHECK(what.find("NUL") != std::string::npos);
+}
+
+static void test_open_shards() {
+  TempDir dir;
+  double now = 1000.0;
+  const std::vector<std::string> files{dir.file("s0.db"), dir.file("s1.db"), dir.file("s2.db")};
+  const std::vector<std::string> ids = groups_on_each_shard(3);
+  {
+    auto t = harel::Transport::open_shards(files, harel::Options().clock(fake_clock, &now));
+    CHECK(static_cast<bool>(t) && t.shard_count() == 3);
+    // Groups on every shard, one by one and in a batch (one transaction a shard).
+    for (const std::string &id : ids) t.publish(id, "\"first\"");
+    std::vector<harel::Message> batch;
+    for (const std::string &id : ids) batch.emplace_back(id, "\"second\"");
+    t.publish_many(batch);
+    CHECK(t.stats()->messages == 18 && t.stats()->groups == 9);
+    // The listing gives each group's shard: harel::shard_of's.
+    harel_group_page *page = nullptr;
+    CHECK(harel_transport_groups(t.get(), -1, nullptr, 100, &page, nullptr) == HAREL_OK);
+    CHECK(page && page->n_groups == 9 && page->shards);
+    for (std::size_t i = 0; page && page->shards && i < page->n_groups; i++) {
+      std::string_view id(page->groups[i].group_id, page->groups[i].group_id_len);
+      CHECK(page->shards[i] == harel::shard_of(id, 3));
+    }
+    harel_group_page_free(page);
+    // Claimed and acked through the one Transport, each message exactly once, in its group's order.
+    std::set<std::string> seen;
+    int claims = 0;
+    for (auto batch_of = t.claim_many("w", 30.0, 4); !batch_of.empty() && claims < 40;
+         batch_of = t.ack_and_claim_many(batch_of, "w", 30.0, 4).leases) {
+      for (const harel::Lease &lease : batch_of) {
+        std::string key = std::string(lease.group_id()) + "/" + std::string(lease.event());
+        CHECK(seen.insert(key).second);
+        if (lease.event() == "\"second\"")
+          CHECK(seen.count(std::string(lease.group_id()) + "/\"first\"") == 1);
+        claims++;
+      }
+    }
+    CHECK(claims == 18 && seen.size() == 18 && !t.claim("w", 30.0));
+    // A dead letter on each shard: the dead letters' page gives its shard.
+    for (std::size_t s = 0; s < 3; s++) t.publish(ids[s * 3], "\"doomed\"");
+    for (int i = 0; i < 3; i++) {
+      auto lease = t.claim("w", 30.0);
+      CHECK(lease.has_value());
+      if (lease) t.dead_letter(*lease, "poison");
+    }
+    harel_dead_page *dead = nullptr;
+    CHECK(harel_transport_dead_letters(t.get(), nullptr, nullptr, 100, &dead, nullptr) == HAREL_OK);
+    CHECK(dead && dead->n_letters == 3 && dead->shards);
+    for (std::size_t i = 0; dead && dead->shards && i < dead->n_letters; i++)
+      CHECK(dead->shards[i] == harel::shard_of(dead->letters[i].group_id, 3));
+    harel_dead_page_free(dead);
+    // Redrive by seqs is refused (a seq is one shard's); all of them works.
+    const int64_t seq = 1;
+    uint64_t moved = 0;
+    CHECK(harel_transport_redrive(t.get(), false, nullptr, &seq, 1, &moved, nullptr) == HAREL_ERR_ARGUMENT);
+    CHECK(harel_transport_redrive(t.get(), true, nullptr, nullptr, 0, &moved, nullptr) == HAREL_OK && moved == 3);
+    t.publish(ids[4], "\"kept\"");
+  }
+  // Reopened with the same list (the default options): the queue as it was.
+  {
+    auto t = harel::Transport::open_shards(files);
+    CHECK(t.shard_count() == 3);
+    CHECK(drain(t, "w") == 4);
+  }
+  // Each list that does not match is refused with the library's message.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Transport::open_shards({files[1], files[0], files[2]}));
+  CHECK(what.find("databases[0] (" + files[1] + ")") != std::string::npos);
+  CHECK(what.find("reordered") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Transport::open_shards({files[0], files[1]}));
+  CHECK(what.find("1 database is missing") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT,
+                      harel::Transport::open_shards({files[0], files[1], files[2], dir.file("s3.db")}));
+  CHECK(what.find("1 database is extra") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Transport::open_shards({}));
+  CHECK(what.find("databases has 0 entries") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Transport::open_shards({files[0], files[1], files[0]}));
+  CHECK(what.find("databases[2] repeats databases[0]") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Transport::open_shards({files[0], "", files[2]}, harel::Options()));
+  CHECK(what.find("databases[1] is empty") != std::string::npos);
+  const std::vector<std::string> too_many(257, files[0]);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Transport::open_shards(too_many));
+  CHECK(what.find("257") != std::string::npos);
+  // One database of the set opened alone is refused.
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Transport::open(files[1]));
+  CHECK(what.find("shard 1 of 3") != std::string::npos);
+  // A list of one is a queue that is not sharded; so is a queue opened with open.
+  auto one = harel::Transport::open_shards({dir.file("one.db")});
+  CHECK(one.shard_count() == 1);
+  auto plain = harel::Transport::open(":memory:");
+  CHECK(plain.shard_count() == 1);
+  harel::Transport empty;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.shard_count());
+}
+
+static void test_a_transaction_on_a_sharded_queue() {
+  TempDir dir;
+  auto t = harel::Transport::open_shards({dir.file("a.db"), dir.file("b.db"), dir.file("c.db")});
+  harel::Tx tx = t.begin();  // handed out; refused at its first call
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.execute(ORDERS));
+  CHECK(what.find("a transaction runs on one database") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish("order-42", "1"));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.query("SELECT 1"));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.commit());
+  tx.rollback();
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.transaction([](harel::Tx &inner) { inner.publish("order-42", "1"); }));
+  CHECK(what.find("a transaction runs on one database") != std::string::npos);
+  CHECK(t.stats()->messages == 0);
+  t.publish("order-42", "\"after\"");
+  CHECK(drain(t, "w") == 1);
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -1581,6 +1730,10 @@ int main() {
   run("transaction: commits when the work returns (its value too), rolls back and rethrows",
       test_transaction_commits_or_rolls_back);
   run("Tx: refused arguments, an ended transaction, busy, moves, a closed Transport", test_tx_errors_and_moves);
+  run("shard_of: the known values, a view's bytes; each error", test_shard_of);
+  run("open_shards: three files, each message once, each item's shard, reopened; each list refused",
+      test_open_shards);
+  run("a transaction on a sharded queue is refused at its first call", test_a_transaction_on_a_sharded_queue);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
