@@ -63,6 +63,13 @@ impl AsyncTransport {
                 return Err(Error::Argument(format!("databases[{i}] repeats databases[{j}] ({database})")));
             }
         }
+        if n > 1 && options.sync_url.is_some() {
+            return Err(Error::Argument(
+                "sync_url is set, and a list of databases has one primary per shard: a sharded queue's shards are \
+                 files or server URLs, not embedded replicas"
+                    .into(),
+            ));
+        }
         let meters = Arc::new(Meters::default());
         let mut opened = Vec::with_capacity(n);
         for (i, database) in databases.iter().enumerate() {

@@ -1,0 +1,155 @@
+//! A queue sharded over three sqld servers (docs/queue.md, "Sharded queues"): the shared
+//! contract, and a shard killed and restarted while workers drain the queue — the others
+//! served meanwhile, its publishes refused with `Error::Connect`, nothing lost. Without
+//! sqld (HAREL_SQLD or PATH) each test passes as skipped and says so.
+
+use harel_transport_testkit as common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::contract::CHECKS;
+use common::sqld::{serial, Sqld};
+use common::sqld_or_skip;
+use harel_transport::{shard_of, Error, Options, Transport};
+
+fn open(servers: &[Sqld], options: &Options) -> harel_transport::Result<Transport> {
+    let urls: Vec<String> = servers.iter().map(Sqld::url).collect();
+    Transport::open_shards(&urls.iter().map(String::as_str).collect::<Vec<_>>(), options)
+}
+
+/// The checks of tests/shards.rs' OTHERWISE list: a queue of one database's serving order,
+/// seqs of dead letters and transactions (tests/shards.rs shows the sharded rules).
+const OTHERWISE: &[&str] = &[
+    "round_robin_cycles_through_groups",
+    "priority_floor_skips_lower_groups",
+    "claim_many_hands_out_distinct_groups_in_serving_order",
+    "ack_and_claim_many_acks_a_batch_then_claims_the_next",
+    "extend_moves_the_lease_end_and_keeps_the_group_out",
+    "a_delayed_message_keeps_its_place_in_its_group",
+    "redrive_moves_dead_letters_back_as_the_newest",
+    "purge_dead_deletes_what_it_is_asked",
+    "a_transaction_commits_its_rows_and_messages_together",
+    "a_transaction_that_fails_keeps_nothing",
+    "a_query_begins_the_transaction_and_sees_its_own_writes",
+    "a_waiting_claim_wakes_when_a_transaction_commits",
+    "transaction_misuse_is_refused_and_changes_nothing",
+];
+
+#[test]
+fn the_shared_contract_on_three_sqld_shards() {
+    let binary = sqld_or_skip!("the_shared_contract_on_three_sqld_shards");
+    let _serial = serial();
+    let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
+    let mut failed = Vec::new();
+    for (i, &(name, check)) in CHECKS.iter().enumerate().filter(|(_, (name, _))| !OTHERWISE.contains(name)) {
+        let started = Instant::now();
+        let run = || {
+            check(&|options: &Options| {
+                let mut o = options.clone();
+                o.prefix(&format!("c{i}")).unwrap();
+                open(&servers, &o).expect("open three sqld shards")
+            })
+        };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+            Ok(()) => println!("sharded sqld contract: {name}: ok ({:.2} s)", started.elapsed().as_secs_f64()),
+            Err(panic) => {
+                let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+                println!("sharded sqld contract: {name}: FAILED: {text}");
+                failed.push(name);
+            }
+        }
+    }
+    assert!(failed.is_empty(), "failed on three sqld shards: {failed:?}");
+}
+
+/// Workers drain 3 shards × 20 groups × 5 messages while shard 1's server is killed and,
+/// two seconds later, started again: the other shards' messages keep coming out, a publish
+/// to a group of shard 1 fails with `Error::Connect` and one of shard 0 is stored, and in
+/// the end every message came out once, each group in order.
+#[test]
+fn a_shard_killed_and_restarted_mid_run_loses_nothing() {
+    let binary = sqld_or_skip!("a_shard_killed_and_restarted_mid_run_loses_nothing");
+    let _serial = serial();
+    let mut servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
+    let mut o = Options::new();
+    o.busy_timeout(30.0).unwrap();
+    let t = open(&servers, &o).unwrap();
+    let groups: Vec<String> = (0..60).map(|i| format!("g{i}")).collect();
+    for k in 0..5 {
+        let events: Vec<String> = groups.iter().map(|g| format!(r#"{{"g":"{g}","k":{k}}}"#)).collect();
+        let batch: Vec<harel_transport::Message> = groups
+            .iter()
+            .zip(&events)
+            .map(|(g, e)| harel_transport::Message { group_id: g, event_json: e, priority: 0, routing_key: None })
+            .collect();
+        t.publish_many(&batch).unwrap();
+    }
+    let total = groups.len() * 5;
+    let on = |s: usize| groups.iter().find(|g| shard_of(g, 3) == s).unwrap().clone();
+    let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for _ in 0..total / 4 {
+        assert!(take(&t, &mut out).unwrap());
+    }
+    servers[1].kill();
+    let (mut served, mut refused) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        match take(&t, &mut out) {
+            Ok(true) => served += 1,
+            Ok(false) => break,
+            Err(Error::Connect(m)) => {
+                assert!(m.contains("shard 1"), "{m}");
+                refused += 1;
+                break;
+            }
+            Err(e) => panic!("with shard 1 down: {e:?}"),
+        }
+    }
+    assert!(served > 0, "the other shards are served while shard 1 is down");
+    println!("while shard 1 was down: {served} messages from the others, then {refused} refusal");
+    match t.publish(&on(1), r#"{"late":1}"#, 0, None) {
+        Err(Error::Connect(_)) => {}
+        other => panic!("a publish to shard 1's group while it is down: {other:?}"),
+    }
+    t.publish(&on(0), r#"{"g":"x","k":5}"#, 0, None).expect("shard 0 takes publishes meanwhile");
+    servers[1].restart();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while out.values().map(Vec::len).sum::<usize>() < total + 1 {
+        match take(&t, &mut out) {
+            Ok(true) => {}
+            Ok(false) => std::thread::sleep(Duration::from_millis(50)),
+            Err(Error::Connect(_)) => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => panic!("after the restart: {e:?}"),
+        }
+        assert!(Instant::now() < deadline, "drained {} of {}", out.values().map(Vec::len).sum::<usize>(), total + 1);
+    }
+    for (g, ks) in &out {
+        let want: Vec<u64> = if *g == on(0) { (0..=5).collect() } else { (0..5).collect() };
+        assert_eq!(ks, &want, "{g}: each message once, in order");
+    }
+    assert_eq!(t.stats().unwrap().messages, 0);
+}
+
+/// Claims and acks one message, noting its k under its group.
+fn take(t: &Transport, out: &mut BTreeMap<String, Vec<u64>>) -> harel_transport::Result<bool> {
+    match t.claim("w", 30.0, 0, &[])? {
+        Some(lease) => {
+            let v: serde_json::Value = serde_json::from_str(&lease.event).unwrap();
+            out.entry(lease.group_id.clone()).or_default().push(v["k"].as_u64().unwrap());
+            t.ack(&lease)?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+#[test]
+fn replicas_cannot_be_shards_yet() {
+    let mut o = Options::new();
+    o.sync_url(Some("http://127.0.0.1:9")).unwrap();
+    match Transport::open_shards(&["a.db", "b.db"], &o) {
+        Err(Error::Argument(m)) => assert!(m.contains("not embedded replicas"), "{m}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
