@@ -49,6 +49,7 @@
 //!              [--only ID,ID...]      (case ids: "publish", "publish_many", "publish_threads",
 //!                                      "publish_new_groups", "drain", "drain_fused", "procs",
 //!                                      "server", "looks", "serve", "watch", "producers", "server_limit",
+//!                                      "shards",
 //!                                      or a claim case's id)
 //!        bench worker ...             (internal: one worker process of part 3)
 //!        bench publisher ...          (internal: the publishing process of part 8)
@@ -61,12 +62,13 @@ mod measure;
 mod ours;
 mod peers;
 mod procs;
+mod producers;
 mod raw;
 mod report;
 mod serve;
 mod server;
 mod server_limit;
-mod producers;
+mod shards;
 mod states;
 mod watch;
 
@@ -405,7 +407,7 @@ fn run(config: &Config) -> Result<(), String> {
             for k in PROCS.iter().chain(PROCS.iter().rev()) {
                 progress(&format!("{k} worker process(es), synchronous {}", sync_name(sync)));
                 let r = fresh_wal(&path)
-                    .and_then(|()| procs::run(&path, sync, *k, PROCS_SECS))
+                    .and_then(|()| procs::run(path.to_str().unwrap_or_default(), sync, *k, PROCS_SECS))
                     .unwrap_or_else(|e| json!({"workers": k, "error": e}));
                 remove_db(&path);
                 runs.push((*k, r));
@@ -416,7 +418,7 @@ fn run(config: &Config) -> Result<(), String> {
         }
         progress(&format!("4 worker processes for {SUSTAINED_SECS} s, synchronous FULL"));
         sustained = fresh_wal(&path)
-            .and_then(|()| procs::run(&path, Synchronous::Full, 4, SUSTAINED_SECS))
+            .and_then(|()| procs::run(path.to_str().unwrap_or_default(), Synchronous::Full, 4, SUSTAINED_SECS))
             .unwrap_or_else(|e| json!({"workers": 4, "error": e}));
         remove_db(&path);
         // The open race: 4 processes opening at once a file still in journal_mode DELETE
@@ -498,6 +500,12 @@ fn run(config: &Config) -> Result<(), String> {
         Err(_) => Value::Null,
     };
 
+    // Part 11: a queue sharded over several databases, on sqld and on local files.
+    let shards = match config.wants("shards") {
+        true => shards::run(sqld::binary().ok().filter(|_| config.server).as_deref(), work),
+        false => Value::Null,
+    };
+
     let meta = json!({
         "machine": {"cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
                     "loadavg_1min_start": load_start, "loadavg_1min_end": loadavg(),
@@ -517,6 +525,7 @@ fn run(config: &Config) -> Result<(), String> {
         "peer_settings": peer_settings,
         "server": server,
         "server_limit": server_limit,
+        "shards": shards,
         "looks": looks,
         "serve": serve,
         "watch": watch,

@@ -1,5 +1,6 @@
-//! Several worker processes draining one file. The bench binary re-executes itself as
-//! `bench worker <path> <full|normal> <seconds> <worker-id>`: the worker opens the queue
+//! Several worker processes draining one file, or a queue sharded over several (part 11).
+//! The bench binary re-executes itself as `bench worker <path> <full|normal> <seconds>
+//! <worker-id>`, `<path>` being the shards' paths one per line when sharded: the worker opens the queue
 //! with our defaults (busy timeout 5 s: the library waits for the write lock itself) but
 //! the given synchronous, says "ready", waits for "go" on stdin, then drains the way a
 //! worker of ours would: claim once, then `ack_and_claim` (ack this message and lease the
@@ -24,7 +25,7 @@ pub fn worker_main(args: &[String]) -> i32 {
     };
     let mut options = Options::new();
     options.synchronous(if sync == "full" { Synchronous::Full } else { Synchronous::Normal });
-    let t = match Transport::open(path, &options) {
+    let t = match Transport::open_shards(&path.lines().collect::<Vec<_>>(), &options) {
         Ok(t) => t,
         Err(e) => {
             println!("{}", json!({"error": format!("open: {e:?}")}));
@@ -97,13 +98,14 @@ pub fn worker_main(args: &[String]) -> i32 {
 
 /// One run: `k` workers on a fresh copy; aggregate cycles/s over the span from the first
 /// start to the last end.
-pub fn run(path: &Path, synchronous: Synchronous, k: usize, secs: f64) -> Result<Value, String> {
+/// `k` workers draining the queue at `path` (the shards' paths, one per line, when sharded).
+pub fn run(path: &str, synchronous: Synchronous, k: usize, secs: f64) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let sync = if synchronous == Synchronous::Full { "full" } else { "normal" };
     let mut children: Vec<(Child, BufReader<std::process::ChildStdout>)> = Vec::new();
     for i in 0..k {
         let mut child = Command::new(&exe)
-            .args(["worker", path.to_str().ok_or("path not UTF-8")?, sync, &secs.to_string(), &format!("w{i}")])
+            .args(["worker", path, sync, &secs.to_string(), &format!("w{i}")])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -168,7 +168,14 @@ impl Queue for Raw {
             };
             exec(&s.stamp_group, (now, group_id.as_str())).await?;
             exec(&s.lease_message, (worker_id, now + visibility, seq)).await?;
-            Ok(Some(Lease { seq, group_id, event, worker_id: worker_id.to_owned(), lock_expiry: now + visibility, attempts: 0 }))
+            Ok(Some(Lease {
+                seq,
+                group_id,
+                event,
+                worker_id: worker_id.to_owned(),
+                lock_expiry: now + visibility,
+                attempts: 0,
+            }))
         })
     }
 

@@ -51,12 +51,12 @@ pub fn run(cli: &Path, work: &Path, templates: &mut Templates) -> Result<Value, 
         let run = if with_serve {
             let serving = Serving::start(cli, &path)?;
             let poller = Poller::start(serving.address.clone());
-            let r = procs::run(&path, Synchronous::Full, WORKERS, SECS);
+            let r = procs::run(&path.to_string_lossy(), Synchronous::Full, WORKERS, SECS);
             polls.add(poller.stop());
             drop(serving);
             r
         } else {
-            procs::run(&path, Synchronous::Full, WORKERS, SECS)
+            procs::run(&path.to_string_lossy(), Synchronous::Full, WORKERS, SECS)
         };
         remove_db(&path);
         let run = run?;

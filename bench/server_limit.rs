@@ -51,7 +51,7 @@ const TARGET: f64 = 0.8;
 const PREFIX: &str = "limit";
 
 #[derive(Clone, Copy, PartialEq)]
-enum Loop {
+pub enum Loop {
     ClaimAck,
     AckAndClaim,
     Batch,
@@ -86,7 +86,7 @@ impl Loop {
 }
 
 /// One worker's share of a figure.
-struct Tally {
+pub struct Tally {
     started: Instant,
     ended: Instant,
     /// Transactions committed (the yardstick) or messages acked (ours), within the span.
@@ -100,17 +100,17 @@ struct Tally {
 }
 
 /// A figure: what all workers did over the span, and what the machine did meanwhile.
-struct Figure {
+pub struct Figure {
     done: u64,
     secs: f64,
-    busy: u64,
-    dry: u64,
-    slowest: Duration,
-    cpu: Cpu,
+    pub busy: u64,
+    pub dry: u64,
+    pub slowest: Duration,
+    pub cpu: Cpu,
 }
 
 impl Figure {
-    fn rate(&self) -> f64 {
+    pub fn rate(&self) -> f64 {
         self.done as f64 / self.secs
     }
 
@@ -133,7 +133,7 @@ impl Figure {
 
 /// Runs `work(worker, deadline)` on `workers` threads that start together; the work done
 /// over the span from the first start to the last end.
-fn timed(
+pub fn timed(
     workers: usize,
     span: Duration,
     work: impl Fn(usize, Instant) -> Result<Tally, String> + Sync,
@@ -221,7 +221,7 @@ fn measure(server: &Sqld) -> Result<Vec<Count>, String> {
 }
 
 /// Publishes until the queue holds `BACKLOG` messages again.
-fn top_up(t: &Transport, published: &mut usize) -> Result<(), String> {
+pub fn top_up(t: &Transport, published: &mut usize) -> Result<(), String> {
     let held = t.stats().map_err(|e| format!("stats: {e:?}"))?.messages as usize;
     let missing = BACKLOG.saturating_sub(held);
     *published += backlog::fill(t, *published, missing, GROUPS, FILL_BATCH, None)?;
@@ -229,7 +229,7 @@ fn top_up(t: &Transport, published: &mut usize) -> Result<(), String> {
 }
 
 /// One worker of ours until `deadline`: messages acked, and the pauses after busy answers.
-fn drain(t: &Transport, w: usize, deadline: Instant, l: Loop) -> Result<Tally, String> {
+pub fn drain(t: &Transport, w: usize, deadline: Instant, l: Loop) -> Result<Tally, String> {
     let worker = format!("w{w}");
     let fail = |what: &str, e: harel_transport::Error| format!("{worker}: {what}: {e:?}");
     let busy = t.metrics().busy_retries;
@@ -495,9 +495,9 @@ fn step(condition: Option<Value>, sql: &str) -> Value {
 /// The share of the machine's CPU in use (all cores: 1.0 is every core busy) and this
 /// process's share of the machine (the clients), over a figure.
 #[derive(Clone, Copy)]
-struct Cpu {
-    machine: f64,
-    bench: f64,
+pub struct Cpu {
+    pub machine: f64,
+    pub bench: f64,
 }
 
 struct CpuMark {

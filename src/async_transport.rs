@@ -25,13 +25,22 @@ use crate::types::{
 use crate::validate;
 use crate::waiting::wait::Wait;
 
+/// A worker's `ack_and_claim` claims on its lease's shard, in the same transaction, this
+/// many times in a row at most: then once from the next shard in turn, so that a worker
+/// kept busy by one shard still serves the others.
+const STAY: usize = 8;
+
 /// How soon a waiting claim tries a shard again that could not be reached.
 const UNREACHABLE_RETRY: Duration = Duration::from_secs(1);
 
 pub struct AsyncTransport {
     shards: Vec<Shard>,
-    /// The shard the next claim looks at first: claims serve the shards in turn.
+    /// The shard the next claim looks at first: claims serve the shards in turn, from a
+    /// shard of the transport's own, so that a fleet's workers start spread over them.
     turn: AtomicUsize,
+    /// `ack_and_claim` calls: every `STAY`-th one claims from the next shard in turn
+    /// instead of the lease's (see `leaves_home`).
+    fused: AtomicUsize,
     max_attempts: u32,
     meters: Arc<Meters>,
     /// What the shards lack of the schema, each named with its shard when there are several.
@@ -94,7 +103,10 @@ impl AsyncTransport {
         };
         let transport = AsyncTransport {
             shards: opened,
-            turn: AtomicUsize::new(0),
+            turn: AtomicUsize::new(
+                std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), n) as usize,
+            ),
+            fused: AtomicUsize::new(0),
             max_attempts: options.max_attempts,
             meters,
             absent,
@@ -529,6 +541,11 @@ impl AsyncTransport {
         };
         FinishMany::new(leases).map_err(|e| e.during("ack_and_claim_many"))?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
+        if self.leaves_home() {
+            let outcomes = self.ack_by_shard(leases, None).await;
+            let claimed = self.claim_pass(&claim, &[]).await.map_err(|e| e.during("ack_and_claim_many"))?;
+            return Ok((outcomes, claimed));
+        }
         let home = self.shard_of(&first_lease.group_id);
         let mut outcomes = self.ack_by_shard(leases, Some(home)).await;
         let at_home: Vec<usize> = (0..leases.len()).filter(|&i| self.shard_of(&leases[i].group_id) == home).collect();
@@ -569,7 +586,8 @@ impl AsyncTransport {
     /// worker's loop with one commit per message instead of two. If the ack fails
     /// (`Error::LeaseLost`, ...) nothing is claimed. Arguments as for `ack` and `claim`.
     /// Sharded, the claim is on the lease's shard in the same transaction, and on the other
-    /// shards in turn when that one has nothing.
+    /// shards in turn when that one has nothing; one call in 8 acks alone and claims from
+    /// the next shard in turn, so a worker kept busy by one shard still serves the others.
     pub async fn ack_and_claim(
         &self,
         lease: &Lease,
@@ -579,6 +597,12 @@ impl AsyncTransport {
         routing_keys: &[&str],
     ) -> Result<Option<Lease>> {
         let home = self.shard_of(&lease.group_id);
+        if self.shards.len() > 1 && self.leaves_home() {
+            let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
+            self.shards[home].ack(lease).await.map_err(|e| e.during("ack_and_claim"))?;
+            let next = self.claim_pass(&claim, &[]).await.map_err(|e| e.during("ack_and_claim"))?;
+            return Ok(next.into_iter().next());
+        }
         let next = self.shards[home].ack_and_claim(lease, worker_id, visibility, min_priority, routing_keys).await?;
         if self.shards.len() == 1 {
             return Ok(next);
@@ -745,6 +769,12 @@ impl AsyncTransport {
         for shard in self.shards {
             shard.close().await;
         }
+    }
+
+    /// Whether this `ack_and_claim` is the one in `STAY` that claims from the next shard in
+    /// turn rather than in the lease's shard's transaction.
+    fn leaves_home(&self) -> bool {
+        self.fused.fetch_add(1, Ordering::Relaxed) % STAY == STAY - 1
     }
 
     fn shard_at(&self, shard: usize) -> Result<&Shard> {

@@ -8,7 +8,7 @@ use harel_transport_testkit as common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::contract::CHECKS;
+use common::contract::{CHECKS, OTHERWISE_SHARDED};
 use common::sqld::{serial, Sqld};
 use common::sqld_or_skip;
 use harel_transport::{shard_of, Error, Options, Transport};
@@ -18,31 +18,15 @@ fn open(servers: &[Sqld], options: &Options) -> harel_transport::Result<Transpor
     Transport::open_shards(&urls.iter().map(String::as_str).collect::<Vec<_>>(), options)
 }
 
-/// The checks of tests/shards.rs' OTHERWISE list: a queue of one database's serving order,
-/// seqs of dead letters and transactions (tests/shards.rs shows the sharded rules).
-const OTHERWISE: &[&str] = &[
-    "round_robin_cycles_through_groups",
-    "priority_floor_skips_lower_groups",
-    "claim_many_hands_out_distinct_groups_in_serving_order",
-    "ack_and_claim_many_acks_a_batch_then_claims_the_next",
-    "extend_moves_the_lease_end_and_keeps_the_group_out",
-    "a_delayed_message_keeps_its_place_in_its_group",
-    "redrive_moves_dead_letters_back_as_the_newest",
-    "purge_dead_deletes_what_it_is_asked",
-    "a_transaction_commits_its_rows_and_messages_together",
-    "a_transaction_that_fails_keeps_nothing",
-    "a_query_begins_the_transaction_and_sees_its_own_writes",
-    "a_waiting_claim_wakes_when_a_transaction_commits",
-    "transaction_misuse_is_refused_and_changes_nothing",
-];
-
 #[test]
 fn the_shared_contract_on_three_sqld_shards() {
     let binary = sqld_or_skip!("the_shared_contract_on_three_sqld_shards");
     let _serial = serial();
     let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
     let mut failed = Vec::new();
-    for (i, &(name, check)) in CHECKS.iter().enumerate().filter(|(_, (name, _))| !OTHERWISE.contains(name)) {
+    for (i, &(name, check)) in
+        CHECKS.iter().enumerate().filter(|(_, (name, _))| !OTHERWISE_SHARDED.iter().any(|(o, _)| o == name))
+    {
         let started = Instant::now();
         let run = || {
             check(&|options: &Options| {

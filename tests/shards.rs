@@ -4,7 +4,7 @@
 
 use harel_transport_testkit as common;
 
-use common::contract::{Check, CHECKS};
+use common::contract::{Check, CHECKS, OTHERWISE_SHARDED as OTHERWISE};
 use common::TestClock;
 use harel_transport::{shard_of, Error, Options, Transport};
 
@@ -24,24 +24,6 @@ fn on_three_files(check: Check) {
     let (_dir, paths) = three_files();
     check(&|options: &Options| open(&paths, options).expect("open three shards"));
 }
-
-/// The shared checks of what a queue of one database does otherwise: each names the
-/// difference docs/queue.md ("Sharded queues") states, and a test below shows the sharded rule.
-const OTHERWISE: &[(&str, &str)] = &[
-    ("round_robin_cycles_through_groups", "serving order is each shard's; claims take the shards in turn"),
-    ("priority_floor_skips_lower_groups", "serving order is each shard's; claims take the shards in turn"),
-    ("claim_many_hands_out_distinct_groups_in_serving_order", "serving order is each shard's"),
-    ("ack_and_claim_many_acks_a_batch_then_claims_the_next", "serving order is each shard's"),
-    ("extend_moves_the_lease_end_and_keeps_the_group_out", "it expects the first group served first: serving order"),
-    ("a_delayed_message_keeps_its_place_in_its_group", "it expects one group served before another: serving order"),
-    ("redrive_moves_dead_letters_back_as_the_newest", "a seq names one shard's dead letter: redrive_on"),
-    ("purge_dead_deletes_what_it_is_asked", "a seq names one shard's dead letter: purge_dead_on"),
-    ("a_transaction_commits_its_rows_and_messages_together", "a transaction is one database's: refused"),
-    ("a_transaction_that_fails_keeps_nothing", "a transaction is one database's: refused"),
-    ("a_query_begins_the_transaction_and_sees_its_own_writes", "a transaction is one database's: refused"),
-    ("a_waiting_claim_wakes_when_a_transaction_commits", "a transaction is one database's: refused"),
-    ("transaction_misuse_is_refused_and_changes_nothing", "a transaction is one database's: refused"),
-];
 
 #[test]
 fn the_shared_contract_on_three_files() {

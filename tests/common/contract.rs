@@ -20,6 +20,27 @@ pub type Check = fn(Open<'_>);
 const V: f64 = 30.0;
 
 /// Every check, by name.
+/// The checks of what a queue of one database does otherwise than a sharded one: each names
+/// the difference docs/queue.md ("Sharded queues") states; tests/shards.rs shows the sharded
+/// rule. The sharded runs of the contract (tests/shards.rs, tests/server_shards.rs) leave them out.
+pub const OTHERWISE_SHARDED: &[(&str, &str)] = &[
+    ("nack_now_makes_the_message_claimable_at_once", "it expects one group served before another: serving order"),
+    ("stats_count_every_state", "it expects one group served before another: serving order"),
+    ("round_robin_cycles_through_groups", "serving order is each shard's; claims take the shards in turn"),
+    ("priority_floor_skips_lower_groups", "serving order is each shard's; claims take the shards in turn"),
+    ("claim_many_hands_out_distinct_groups_in_serving_order", "serving order is each shard's"),
+    ("ack_and_claim_many_acks_a_batch_then_claims_the_next", "serving order is each shard's"),
+    ("extend_moves_the_lease_end_and_keeps_the_group_out", "it expects the first group served first: serving order"),
+    ("a_delayed_message_keeps_its_place_in_its_group", "it expects one group served before another: serving order"),
+    ("redrive_moves_dead_letters_back_as_the_newest", "a seq names one shard's dead letter: redrive_on"),
+    ("purge_dead_deletes_what_it_is_asked", "a seq names one shard's dead letter: purge_dead_on"),
+    ("a_transaction_commits_its_rows_and_messages_together", "a transaction is one database's: refused"),
+    ("a_transaction_that_fails_keeps_nothing", "a transaction is one database's: refused"),
+    ("a_query_begins_the_transaction_and_sees_its_own_writes", "a transaction is one database's: refused"),
+    ("a_waiting_claim_wakes_when_a_transaction_commits", "a transaction is one database's: refused"),
+    ("transaction_misuse_is_refused_and_changes_nothing", "a transaction is one database's: refused"),
+];
+
 pub const CHECKS: &[(&str, Check)] = &[
     ("fifo_within_a_group", fifo_within_a_group),
     ("one_in_flight_per_group_while_others_proceed", one_in_flight_per_group_while_others_proceed),
@@ -47,8 +68,12 @@ pub const CHECKS: &[(&str, Check)] = &[
     (
         "a_long_batch_keeps_its_order_and_first_messages_across_inserts",
         a_long_batch_keeps_its_order_and_first_messages_across_inserts,
-    ),    ("attempts_count_every_claim", attempts_count_every_claim),
-    ("max_attempts_moves_a_poison_message_out_and_serves_its_group", max_attempts_moves_a_poison_message_out_and_serves_its_group),
+    ),
+    ("attempts_count_every_claim", attempts_count_every_claim),
+    (
+        "max_attempts_moves_a_poison_message_out_and_serves_its_group",
+        max_attempts_moves_a_poison_message_out_and_serves_its_group,
+    ),
     ("a_worker_dead_letters_a_message_it_holds", a_worker_dead_letters_a_message_it_holds),
     ("redrive_moves_dead_letters_back_as_the_newest", redrive_moves_dead_letters_back_as_the_newest),
     ("purge_dead_deletes_what_it_is_asked", purge_dead_deletes_what_it_is_asked),
@@ -63,7 +88,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("ack_and_claim_many_acks_a_batch_then_claims_the_next", ack_and_claim_many_acks_a_batch_then_claims_the_next),
     ("extend_moves_the_lease_end_and_keeps_the_group_out", extend_moves_the_lease_end_and_keeps_the_group_out),
     ("extend_after_a_lapse_no_one_claimed_keeps_the_lease", extend_after_a_lapse_no_one_claimed_keeps_the_lease),
-    ("a_waiting_claim_returns_as_soon_as_another_transport_publishes", a_waiting_claim_returns_as_soon_as_another_transport_publishes),
+    (
+        "a_waiting_claim_returns_as_soon_as_another_transport_publishes",
+        a_waiting_claim_returns_as_soon_as_another_transport_publishes,
+    ),
     ("a_waiting_claim_lets_other_calls_on_its_transport_run", a_waiting_claim_lets_other_calls_on_its_transport_run),
     ("a_waiting_claim_wakes_when_a_park_ends", a_waiting_claim_wakes_when_a_park_ends),
     ("a_waiting_claim_returns_nothing_when_its_wait_is_over", a_waiting_claim_returns_nothing_when_its_wait_is_over),
@@ -75,7 +103,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("a_watch_rings_at_a_park_end_and_a_lease_end", a_watch_rings_at_a_park_end_and_a_lease_end),
     ("a_watch_looks_with_its_filter", a_watch_looks_with_its_filter),
     ("a_watch_belongs_to_its_transport", a_watch_belongs_to_its_transport),
-    ("a_key_seen_again_stores_nothing_and_names_the_first_message", a_key_seen_again_stores_nothing_and_names_the_first_message),
+    (
+        "a_key_seen_again_stores_nothing_and_names_the_first_message",
+        a_key_seen_again_stores_nothing_and_names_the_first_message,
+    ),
     ("keys_in_a_batch_each_stored_once", keys_in_a_batch_each_stored_once),
     ("a_key_is_forgotten_after_its_retention", a_key_is_forgotten_after_its_retention),
     ("a_delayed_message_is_not_delivered_before_its_time", a_delayed_message_is_not_delivered_before_its_time),
@@ -566,22 +597,34 @@ pub fn groups_are_listed_in_pages_and_by_state(open: Open<'_>) {
     let ids: Vec<_> = first.items.iter().map(|g| g.group_id.as_str()).collect();
     assert_eq!(ids, ["a", "b"]);
     let g = &first.items[0];
-    assert_eq!((g.state, g.depth, g.priority, g.routing_key.as_deref(), g.head_attempts), (harel_transport::GroupState::Ready, 2, 1, Some("key"), 0));
+    assert_eq!(
+        (g.state, g.depth, g.priority, g.routing_key.as_deref(), g.head_attempts),
+        (harel_transport::GroupState::Ready, 2, 1, Some("key"), 0)
+    );
     let rest = t.groups(None, first.next.as_deref(), 10).unwrap();
     assert_eq!(rest.items.iter().map(|g| g.group_id.as_str()).collect::<Vec<_>>(), ["c", "d", "e"]);
     assert_eq!(rest.next, None);
     let leased = t.groups(Some(harel_transport::GroupState::Leased), None, 10).unwrap();
     assert_eq!(leased.items.len(), 1);
     let l = &leased.items[0];
-    assert_eq!((l.group_id.as_str(), l.holder.as_deref(), l.lock_expiry, l.head_attempts), (a.group_id.as_str(), Some("w1"), Some(1030.0), 1));
+    assert_eq!(
+        (l.group_id.as_str(), l.holder.as_deref(), l.lock_expiry, l.head_attempts),
+        (a.group_id.as_str(), Some("w1"), Some(1030.0), 1)
+    );
     let parked = t.groups(Some(harel_transport::GroupState::Parked), None, 10).unwrap();
-    assert_eq!(parked.items.iter().map(|g| (g.group_id.as_str(), g.holder.clone(), g.lock_expiry)).collect::<Vec<_>>(), [(b.group_id.as_str(), None, Some(1060.0))]);
+    assert_eq!(
+        parked.items.iter().map(|g| (g.group_id.as_str(), g.holder.clone(), g.lock_expiry)).collect::<Vec<_>>(),
+        [(b.group_id.as_str(), None, Some(1060.0))]
+    );
     let ready = t.groups(Some(harel_transport::GroupState::Ready), None, 2).unwrap();
     assert_eq!(ready.items.len(), 2);
     let more = t.groups(Some(harel_transport::GroupState::Ready), ready.next.as_deref(), 2).unwrap();
     assert_eq!((more.items.len(), more.next), (1, None));
     assert!(matches!(t.groups(None, Some("x1.00"), 10), Err(Error::Argument(m)) if m.contains("cursor")));
-    assert!(matches!(t.groups(None, first.next.as_deref().map(|c| c.replacen('g', "m", 1)).as_deref(), 10), Err(Error::Argument(_))));
+    assert!(matches!(
+        t.groups(None, first.next.as_deref().map(|c| c.replacen('g', "m", 1)).as_deref(), 10),
+        Err(Error::Argument(_))
+    ));
     assert!(matches!(t.groups(None, None, 0), Err(Error::Argument(m)) if m.contains("limit")));
 }
 
@@ -854,7 +897,9 @@ pub fn eight_waiters_one_publish_exactly_one_gets_it(open: Open<'_>) {
         let waiting: Vec<_> = waiters
             .iter()
             .enumerate()
-            .map(|(i, t)| s.spawn(move || t.claim_wait(&format!("w{i}"), V, 0, &[], &Wait::up_to(Duration::from_secs(3)))))
+            .map(|(i, t)| {
+                s.spawn(move || t.claim_wait(&format!("w{i}"), V, 0, &[], &Wait::up_to(Duration::from_secs(3))))
+            })
             .collect();
         std::thread::sleep(Duration::from_millis(300));
         publisher.publish("g", &event(0), 0, None).unwrap();
@@ -1086,9 +1131,8 @@ pub fn a_delayed_message_is_not_delivered_before_its_time(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
     let t = open(&clock.options());
     let delayed = t.publish_with(msg("later", &event(0)), Delivery { delay: 30.0, ..Delivery::default() }).unwrap();
-    let at = t
-        .publish_with(msg("at", &event(1)), Delivery { not_before: Some(1010.0), ..Delivery::default() })
-        .unwrap();
+    let at =
+        t.publish_with(msg("at", &event(1)), Delivery { not_before: Some(1010.0), ..Delivery::default() }).unwrap();
     assert!(claim(&t, "w").is_none(), "neither is due");
     let s = t.stats().unwrap();
     assert_eq!((s.groups, s.ready, s.leased, s.delayed, s.next_due_at), (2, 0, 0, 2, Some(1010.0)));
@@ -1154,7 +1198,10 @@ pub fn bad_delivery_options_are_refused_and_change_nothing(open: Open<'_>) {
     ];
     for (delivery, says) in bad {
         let refused = t.publish_with(msg("g", &event(1)), delivery);
-        assert!(matches!(&refused, Err(Error::Argument(m)) if m.contains(says) && m.starts_with("publish: ")), "{refused:?}");
+        assert!(
+            matches!(&refused, Err(Error::Argument(m)) if m.contains(says) && m.starts_with("publish: ")),
+            "{refused:?}"
+        );
     }
     let refused = t.publish_many_with(&[(msg("g", &event(1)), keyed("ok")), (msg("g", &event(2)), keyed(""))]);
     assert!(matches!(&refused, Err(Error::Argument(m)) if m.contains("messages[1].key is empty")), "{refused:?}");
@@ -1242,7 +1289,10 @@ pub fn a_transaction_that_fails_keeps_nothing(open: Open<'_>) {
         tx.publish(msg("g", &event(1)))?;
         tx.execute(&insert, [Value::Integer(1), Value::Null])
     });
-    assert!(matches!(&failed, Err(Error::Database(m)) if m.contains("UNIQUE") && m.starts_with("commit: ")), "{failed:?}");
+    assert!(
+        matches!(&failed, Err(Error::Database(m)) if m.contains("UNIQUE") && m.starts_with("commit: ")),
+        "{failed:?}"
+    );
     nothing_kept("a constraint failed at the commit");
     let failed = t.transaction(|tx| {
         tx.publish(msg("g", &event(1)))?;
@@ -1281,17 +1331,27 @@ pub fn a_query_begins_the_transaction_and_sees_its_own_writes(open: Open<'_>) {
             tx.publish_with(msg("g", &e1), keyed("k"))?;
             let seen = tx.query(&format!("SELECT id, note FROM {orders} ORDER BY id"), [])?;
             tx.publish_with(msg("g", &e2), keyed("k"))?;
-            let returned = tx.query(&format!("UPDATE {orders} SET note = ?1 WHERE id = 2 RETURNING note"), [
-                Value::Text("changed".into()),
-            ])?;
+            let returned = tx.query(
+                &format!("UPDATE {orders} SET note = ?1 WHERE id = 2 RETURNING note"),
+                [Value::Text("changed".into())],
+            )?;
             assert_eq!(returned, [vec![Value::Text("changed".into())]]);
             Ok::<_, Error>(seen)
         })
         .unwrap();
-    assert_eq!(seen, [vec![Value::Integer(1), Value::Text("a".into())], vec![Value::Integer(2), Value::Text("b".into())]]);
+    assert_eq!(
+        seen,
+        [vec![Value::Integer(1), Value::Text("a".into())], vec![Value::Integer(2), Value::Text("b".into())]]
+    );
     assert_eq!(published[1], Published { seq: published[0].seq, duplicate: true }, "the key seen earlier in it");
     assert_eq!(t.stats().unwrap().messages, 1);
-    let values = [Value::Null, Value::Integer(i64::MIN), Value::Real(0.1 + 0.2), Value::Text("a'\"\u{10FFFF}".into()), Value::Blob(vec![0, 255])];
+    let values = [
+        Value::Null,
+        Value::Integer(i64::MIN),
+        Value::Real(0.1 + 0.2),
+        Value::Text("a'\"\u{10FFFF}".into()),
+        Value::Blob(vec![0, 255]),
+    ];
     let (rows, _) = t.transaction(|tx| tx.query("SELECT ?1, ?2, ?3, ?4, ?5", values.clone())).unwrap();
     assert_eq!(rows, [values.to_vec()], "every type goes and comes back exactly");
 }
@@ -1334,7 +1394,10 @@ pub fn transaction_misuse_is_refused_and_changes_nothing(open: Open<'_>) {
     argument(tx.publish(msg("g", "not json")), "event_json");
     argument(tx.publish_with(msg("g", &event(1)), keyed("")), "key is empty");
     argument(tx.publish_with(msg("g", &event(1)), Delivery { delay: -1.0, ..Delivery::default() }), "delay");
-    argument(tx.publish_with(msg("g", &event(1)), Delivery { not_before: Some(1e15), ..Delivery::default() }), "ten years");
+    argument(
+        tx.publish_with(msg("g", &event(1)), Delivery { not_before: Some(1e15), ..Delivery::default() }),
+        "ten years",
+    );
     // Refused arguments queued nothing; the transaction goes on.
     tx.execute(&insert, [Value::Integer(1)]).unwrap();
     tx.publish(msg("g", &event(1))).unwrap();
@@ -1364,7 +1427,9 @@ pub fn transaction_misuse_is_refused_and_changes_nothing(open: Open<'_>) {
     argument(failed.execute(&insert, [Value::Integer(5)]), "rolled back after an error");
     argument(failed.publish(msg("g", &event(3))), "rolled back after an error");
     assert!(matches!(failed.query("SELECT 1", []), Err(Error::Argument(m)) if m.contains("begin a new one")));
-    assert!(matches!(failed.commit(), Err(Error::Argument(m)) if m.starts_with("commit: the transaction was rolled back")));
+    assert!(
+        matches!(failed.commit(), Err(Error::Argument(m)) if m.starts_with("commit: the transaction was rolled back"))
+    );
     assert_eq!(count(&t, &orders), 1);
     assert_eq!(t.stats().unwrap().messages, 1);
 }
