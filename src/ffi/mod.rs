@@ -33,6 +33,8 @@ mod lease;
 mod message;
 #[path = "looks/metrics.rs"]
 mod metrics;
+#[path = "calls/open_transactions.rs"]
+mod open_transactions;
 #[path = "arguments/options.rs"]
 mod options;
 mod ownership;

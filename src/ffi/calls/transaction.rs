@@ -7,13 +7,14 @@ use std::ffi::{c_char, c_int};
 
 use super::args;
 use super::error::harel_error;
-use super::ownership::{try_ref_from_ptr, Registry};
+use super::open_transactions::{on_tx, Slot, TRANSACTIONS};
+use super::ownership::try_ref_from_ptr;
 use super::publish_with;
 use super::status::harel_status::{self, HAREL_OK};
 use super::transport::harel_transport;
 use super::values::{self, harel_rows, harel_value};
 use super::{boundary, boundary_out, boundary_value};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::transaction::TxState;
 use crate::{Delivery, Message, Transport};
 
@@ -41,46 +42,6 @@ use crate::{Delivery, Message, Transport};
 /// threads are serialized). A stale handle is refused, and a second free does nothing.
 pub struct harel_tx {
     _private: [u8; 0],
-}
-
-/// A transaction and the transport it runs on (0 once that transport was closed).
-struct Slot {
-    transport: usize,
-    state: TxState,
-}
-
-/// Transactions are looked up by id: a freed one is refused, a second free does nothing.
-static TRANSACTIONS: Registry<std::sync::Mutex<Slot>> = Registry::new();
-
-/// Runs `body` on the live transaction `tx` and its transport.
-fn on_tx<T>(tx: *const harel_tx, body: impl FnOnce(&Transport, &mut TxState) -> Result<T>) -> Result<T> {
-    if tx.is_null() {
-        return Err(args::null("tx"));
-    }
-    let slot = TRANSACTIONS
-        .get(tx)
-        .ok_or_else(|| Error::Argument("tx is not a live transaction (freed already, or never made)".into()))?;
-    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-    if slot.transport == 0 {
-        return Err(Error::Argument("the transaction's transport was closed: it was rolled back".into()));
-    }
-    // SAFETY: a live transport (closing it sets `transport` to 0 under this lock first,
-    // `end_transactions_of`), borrowed for the call.
-    let transport = unsafe { &*(slot.transport as *const Transport) };
-    body(transport, &mut slot.state)
-}
-
-/// Rolls back every transaction of the transport at `t`, which is closing, and makes
-/// their handles refuse further use.
-pub(crate) fn end_transactions_of(t: &Transport) {
-    let at = t as *const Transport as usize;
-    for slot in TRANSACTIONS.values() {
-        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.transport == at {
-            t.tx_rollback(&mut slot.state);
-            slot.transport = 0;
-        }
-    }
 }
 
 /// Begins a transaction on `t`. Nothing is sent, and no lock taken, before its first

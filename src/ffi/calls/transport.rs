@@ -313,7 +313,7 @@ pub extern "C" fn harel_transport_close(t: *mut harel_transport) {
         // SAFETY: NULL or from harel_transport_open, closed once (this function's contract).
         // Its transactions end first, while it is where they point.
         if let Some(transport) = unsafe { ref_from_ptr(t) } {
-            super::transaction::end_transactions_of(transport);
+            super::open_transactions::end_transactions_of(transport);
         }
         // SAFETY: as above.
         if let Some(t) = unsafe { take_from_ptr(t) } {
