@@ -165,13 +165,13 @@ fn metrics_hold_every_count_of_a_known_queue() {
 
     let mut want = BTreeMap::from([
         ("harel_transport_up{queue=harel}".to_owned(), 1.0),
-        ("harel_transport_messages{queue=harel}".to_owned(), 7.0),
+        ("harel_transport_messages{queue=harel}".to_owned(), 8.0),
         ("harel_transport_dead_letters{queue=harel}".to_owned(), 1.0),
     ]);
-    // (priority, ready, leased, parked): ready-a and the markup group; leased; parked and
-    // overdue (whose lease lapsed, so it is ready).
-    for (priority, ready, leased, parked) in [(0, 2, 0, 0), (1, 0, 1, 0), (2, 1, 0, 1)] {
-        for (state, n) in [("ready", ready), ("leased", leased), ("parked", parked), ("delayed", 0)] {
+    // (priority, ready, leased, parked, delayed): ready-a and the markup group; leased and
+    // delayed; parked and overdue (whose lease lapsed, so it is ready).
+    for (priority, ready, leased, parked, delayed) in [(0, 2, 0, 0, 0), (1, 0, 1, 0, 1), (2, 1, 0, 1, 0)] {
+        for (state, n) in [("ready", ready), ("leased", leased), ("parked", parked), ("delayed", delayed)] {
             want.insert(format!("harel_transport_groups{{priority={priority},queue=harel,state={state}}}"), n as f64);
         }
     }
@@ -382,7 +382,7 @@ fn the_page_and_its_answers_carry_the_security_headers() {
     );
     let next = group["next"].as_str().unwrap();
     let second = serving.get(&format!("/api/groups?limit=1&cursor={next}")).json();
-    assert_eq!(second["groups"][0]["group_id"], "leased", "the next page, by the library's cursor");
+    assert_eq!(second["groups"][0]["group_id"], "delayed", "the next page, by the library's cursor");
 }
 
 /// sqld killed while `serve` reads it: /metrics answers `harel_transport_up 0` and no

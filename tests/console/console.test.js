@@ -65,18 +65,18 @@ async function statsMatchTheLibrary() {
   await page.waitForFunction(
     (m, d) => document.getElementById("stat-messages").textContent === m && document.getElementById("stat-dead").textContent === d,
     { timeout: 10000 }, String(s.messages), String(s.dead));
-  for (const key of ["messages", "groups", "ready", "leased", "parked", "dead"]) {
+  for (const key of ["messages", "groups", "ready", "leased", "parked", "delayed", "dead"]) {
     assert.equal(await text(`#stat-${key}`), String(s[key]), key);
   }
   const levels = await page.$$eval("#priorities tbody tr", (rows) =>
     rows.map((r) => [...r.cells].map((c) => Number(c.textContent))));
-  assert.deepEqual(levels, s.by_priority.map((p) => [p.priority, p.groups, p.ready, p.leased, p.parked]));
+  assert.deepEqual(levels, s.by_priority.map((p) => [p.priority, p.groups, p.ready, p.leased, p.parked, p.delayed]));
   return s;
 }
 
 test("the numbers shown are the library's", async () => {
   const s = await statsMatchTheLibrary();
-  assert.deepEqual([s.messages, s.dead, s.groups], [7, 1, 5], "the queue console_queue builds");
+  assert.deepEqual([s.messages, s.dead, s.groups, s.delayed], [8, 1, 6, 1], "the queue console_queue builds");
 });
 
 test("group ids and events are shown as text, never run", async (t) => {
@@ -112,7 +112,7 @@ test("with the token the dead letter goes back into its group", async () => {
   const peek = cli("peek", "poison");
   assert.deepEqual(peek.messages.map((m) => m.event), [SCRIPT_EVENT]);
   const s = await statsMatchTheLibrary();
-  assert.deepEqual([s.messages, s.dead], [8, 0]);
+  assert.deepEqual([s.messages, s.dead], [9, 0]);
 
   // The group's messages, opened from its row: the event is still text.
   // The ready groups only, then the poison group's button, found and clicked in one step

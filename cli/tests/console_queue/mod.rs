@@ -7,11 +7,12 @@
 //! - `<img src=x onerror="window.__xss=1">`: 1 message, priority 0, ready
 //! - leased: 2 messages, priority 1, the head leased to "worker-stuck" for 600 s
 //! - parked: 1 message, priority 2, nacked with a delay of 600 s
+//! - delayed: 1 message, priority 1, published with a delay of 600 s
 //! - overdue: 1 message, priority 2, its lease lapsed (a worker that died): ready
 //! - poison: priority 3, its one message moved to the dead letters (`<script>` in its event,
 //!   markup in its reason), so the group is gone until a redrive brings it back
 
-use harel_transport::Transport;
+use harel_transport::{Delivery, Message, Transport};
 
 pub const MARKUP_GROUP: &str = r#"<img src=x onerror="window.__xss=1">"#;
 pub const SCRIPT_EVENT: &str = r#"{"html":"<script>window.__xss=1;alert(1)</script>"}"#;
@@ -30,6 +31,8 @@ pub fn build(t: &Transport) -> i64 {
     t.publish("parked", r#"{"n":6}"#, 2, Some("parked")).unwrap();
     t.publish("overdue", r#"{"n":7}"#, 2, Some("overdue")).unwrap();
     t.publish("poison", SCRIPT_EVENT, 3, Some("poison")).unwrap();
+    let delayed = Message { group_id: "delayed", event_json: r#"{"n":8}"#, priority: 1, routing_key: Some("delayed") };
+    t.publish_with(delayed, Delivery { delay: HELD, ..Delivery::default() }).unwrap();
 
     let claim = |key: &str, visibility: f64| t.claim("worker-stuck", visibility, 0, &[key]).unwrap().expect(key);
     claim("leased", HELD);

@@ -46,9 +46,7 @@ pub extern "C" fn harel_transport_open_shards(
         // The count first: the array is read only once it is known to be of a size allowed.
         if !(1..=crate::MAX_SHARDS).contains(&n_databases) {
             let allowed = crate::MAX_SHARDS;
-            return Err(Error::Argument(format!(
-                "databases has {n_databases} entries (n_databases); it must have 1..{allowed}"
-            )));
+            return Err(Error::Argument(format!("databases has {n_databases} entries; it must have 1..{allowed}")));
         }
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let databases = unsafe { args::strings(databases, n_databases, "databases") }?;

@@ -81,7 +81,7 @@ async function refreshStats() {
     body.replaceChildren();
     for (const p of s.by_priority) {
       const row = document.createElement("tr");
-      for (const value of [p.priority, p.groups, p.ready, p.leased, p.parked]) cell(row, value);
+      for (const value of [p.priority, p.groups, p.ready, p.leased, p.parked, p.delayed]) cell(row, value);
       body.appendChild(row);
     }
     status.textContent = `updated ${new Date(s.now * 1000).toLocaleTimeString()}`;
