@@ -1182,8 +1182,9 @@ enum harel_status harel_schema_upgrade_sql(const char *prefix,
 
 /**
  * Opens one queue sharded over the `n_databases` databases of `databases` (1..256 file
- * paths, URLs, or replica paths with `harel_options_set_sync_url`, each as
- * `harel_transport_open` takes it; the same `options` for each), in their shard order.
+ * paths or server URLs, each as `harel_transport_open` takes it; the same `options` for
+ * each; not embedded replicas: with `harel_options_set_sync_url` a list of two or more is
+ * refused, since the options name one primary), in their shard order.
  * Each group lives on the shard `harel_shard_of` names: publishes, acks and nacks go
  * there, claims serve the shards in turn, waits and watches cover all of them, and
  * stats and listings add them up (docs/queue.md, "Sharded queues"). Each database is an

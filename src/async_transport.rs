@@ -55,8 +55,9 @@ impl AsyncTransport {
         Self::open_shards(&[database], options).await
     }
 
-    /// Opens one queue sharded over `databases` (files, URLs, or replicas with
-    /// `Options::sync_url`, the same options for each), in their shard order: each group
+    /// Opens one queue sharded over `databases` (files or server URLs, the same options for
+    /// each; not embedded replicas, refused since `Options::sync_url` names one primary), in
+    /// their shard order: each group
     /// lives on the shard `shard_of` names. The first open of a list of empty databases
     /// makes it a set, recorded in each; later opens must give the same list in the same
     /// order, or are refused with `Error::Argument` saying which database does not match.

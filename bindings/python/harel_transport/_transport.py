@@ -57,8 +57,9 @@ class Transport(
 
     @classmethod
     def open_shards(cls, databases: Sequence[PathType], **options: Any) -> "Transport":
-        """Opens one queue sharded over `databases` (1..MAX_SHARDS (256) files, URLs, or
-        replica paths with `sync_url`, each as ``Transport(path)`` takes it), in their shard
+        """Opens one queue sharded over `databases` (1..MAX_SHARDS (256) files or server
+        URLs, each as ``Transport(path)`` takes it; not embedded replicas, since `sync_url`
+        names one primary), in their shard
         order, with the options of ``Transport(path, **options)`` for each. The transport
         is an ordinary one: a group lives on the shard `shard_of` names (publishes, acks,
         nacks go there), claims serve the shards in turn (the serving order holds within a
