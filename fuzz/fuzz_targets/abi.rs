@@ -1046,7 +1046,7 @@ fn groups(input: &mut Input, state: &mut State, arg: ErrArg) {
     let mut err = CallErr::new(arg, state);
     let status = harel_transport_groups(t, filter, ptr_of(&cursor), limit, out_ptr, err.ptr());
     check("groups", status, err, state);
-    if t.is_null() || !use_out || !(-1..=2).contains(&filter) || bad_page_args(&cursor, saved, 0, limit) {
+    if t.is_null() || !use_out || !(-1..=3).contains(&filter) || bad_page_args(&cursor, saved, 0, limit) {
         expect_argument("groups", status);
     }
     if !use_out {
