@@ -55,9 +55,9 @@ impl AsyncTransport {
         Self::open_shards(&[database], options).await
     }
 
-    /// Opens one queue sharded over `databases` (files or server URLs, the same options for
-    /// each; not embedded replicas, refused since `Options::sync_url` names one primary), in
-    /// their shard order: each group
+    /// Opens one queue sharded over `databases` (files, server URLs, or paths of embedded
+    /// replicas with `Options::sync_urls` naming each one's primary; the same options
+    /// otherwise), in their shard order: each group
     /// lives on the shard `shard_of` names. The first open of a list of empty databases
     /// makes it a set, recorded in each; later opens must give the same list in the same
     /// order, or are refused with `Error::Argument` saying which database does not match.
@@ -73,21 +73,15 @@ impl AsyncTransport {
                 return Err(Error::Argument(format!("databases[{i}] repeats databases[{j}] ({database})")));
             }
         }
-        if n > 1 && options.sync_url.is_some() {
-            return Err(Error::Argument(
-                "sync_url is set, and a list of databases has one primary per shard: a sharded queue's shards are \
-                 files or server URLs, not embedded replicas"
-                    .into(),
-            ));
-        }
+        let each = shards::options_of_each(databases, options)?;
         let meters = Arc::new(Meters::default());
         let mut opened = Vec::with_capacity(n);
         for (i, database) in databases.iter().enumerate() {
-            let shard = Shard::open(database, options, Arc::clone(&meters)).await;
+            let shard = Shard::open(database, &each[i], Arc::clone(&meters)).await;
             opened.push(shard.map_err(|e| if n > 1 { e.during(&format!("databases[{i}] ({database})")) } else { e })?);
         }
         // Two spellings of one file are one database: refused before any record is written.
-        let files: Vec<_> = databases.iter().map(|d| Backend::file_of(d, options)).collect();
+        let files: Vec<_> = databases.iter().zip(&each).map(|(d, o)| Backend::file_of(d, o)).collect();
         for (i, file) in files.iter().enumerate().filter(|(_, f)| f.is_some()) {
             if let Some(j) = files[..i].iter().position(|f| f == file) {
                 return Err(Error::Argument(format!(

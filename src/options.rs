@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::validate;
 
 /// "Now" as epoch seconds. Injected so tests move time instead of sleeping.
@@ -35,6 +35,8 @@ pub struct Options {
     pub(crate) create_schema: bool,
     pub(crate) schema_as_is: bool,
     pub(crate) sync_url: Option<String>,
+    /// A sharded queue's primaries, one per shard: its shards are embedded replicas.
+    pub(crate) sync_urls: Vec<String>,
     pub(crate) auth_token: Option<String>,
     pub(crate) sync_interval: Option<Duration>,
     pub(crate) busy_timeout: Duration,
@@ -56,6 +58,7 @@ impl Default for Options {
             create_schema: true,
             schema_as_is: false,
             sync_url: None,
+            sync_urls: Vec::new(),
             auth_token: None,
             sync_interval: None,
             busy_timeout: Duration::from_secs(5),
@@ -75,6 +78,7 @@ impl fmt::Debug for Options {
             .field("create_schema", &self.create_schema)
             .field("schema_as_is", &self.schema_as_is)
             .field("sync_url", &self.sync_url)
+            .field("sync_urls", &self.sync_urls)
             .field("auth_token", &self.auth_token.as_ref().map(|_| "<set>"))
             .field("sync_interval", &self.sync_interval)
             .field("busy_timeout", &self.busy_timeout)
@@ -120,6 +124,20 @@ impl Options {
             validate::non_empty("url", u)?;
         }
         self.sync_url = url.map(str::to_owned);
+        Ok(self)
+    }
+
+    /// Makes the paths of a sharded queue embedded replicas, of the libSQL server at
+    /// `urls[i]` for shard `i` (`open_shards` takes as many paths as URLs; empty unsets).
+    /// The other options (`auth_token`, `sync_interval`) hold for every shard.
+    pub fn sync_urls(&mut self, urls: &[&str]) -> Result<&mut Self> {
+        for (i, u) in urls.iter().enumerate() {
+            validate::non_empty(&format!("urls[{i}]"), u)?;
+            if let Some(j) = urls[..i].iter().position(|v| v == u) {
+                return Err(Error::Argument(format!("urls[{i}] repeats urls[{j}] ({u})")));
+            }
+        }
+        self.sync_urls = urls.iter().map(|u| (*u).to_owned()).collect();
         Ok(self)
     }
 

@@ -128,12 +128,112 @@ fn take(t: &Transport, out: &mut BTreeMap<String, Vec<u64>>) -> harel_transport:
     }
 }
 
+/// Paths for three replica shards, new at every call: a replica's file is its transport's
+/// own.
+fn replica_paths(dir: &std::path::Path) -> Vec<String> {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    (0..3).map(|i| dir.join(format!("replica-{n}-{i}.db")).to_str().unwrap().to_owned()).collect()
+}
+
+/// `options` with the three servers as the primaries of three replica shards.
+fn replica_options(servers: &[Sqld], options: &Options) -> Options {
+    let urls: Vec<String> = servers.iter().map(Sqld::url).collect();
+    let mut o = options.clone();
+    o.sync_urls(&urls.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+    o
+}
+
+fn open_replicas(dir: &std::path::Path, servers: &[Sqld], options: &Options) -> harel_transport::Result<Transport> {
+    let paths = replica_paths(dir);
+    Transport::open_shards(&paths.iter().map(String::as_str).collect::<Vec<_>>(), &replica_options(servers, options))
+}
+
 #[test]
-fn replicas_cannot_be_shards_yet() {
+fn the_shared_contract_on_three_replica_shards() {
+    let binary = sqld_or_skip!("the_shared_contract_on_three_replica_shards");
+    let _serial = serial();
+    let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut failed = Vec::new();
+    for (i, &(name, check)) in
+        CHECKS.iter().enumerate().filter(|(_, (name, _))| !OTHERWISE_SHARDED.iter().any(|(o, _)| o == name))
+    {
+        let started = Instant::now();
+        let run = || {
+            check(&|options: &Options| {
+                let mut o = options.clone();
+                o.prefix(&format!("c{i}")).unwrap();
+                open_replicas(dir.path(), &servers, &o).expect("open three replica shards")
+            })
+        };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+            Ok(()) => println!("sharded replica contract: {name}: ok ({:.2} s)", started.elapsed().as_secs_f64()),
+            Err(panic) => {
+                let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+                println!("sharded replica contract: {name}: FAILED: {text}");
+                failed.push(name);
+            }
+        }
+    }
+    assert!(failed.is_empty(), "failed on three replica shards: {failed:?}");
+}
+
+/// The set a list of replicas makes is recorded on the primaries: the same servers opened
+/// as URLs are the same queue, and replicas of them in another order are refused.
+#[test]
+fn replica_shards_record_their_set_on_the_primaries() {
+    let binary = sqld_or_skip!("replica_shards_record_their_set_on_the_primaries");
+    let _serial = serial();
+    let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let t = open_replicas(dir.path(), &servers, &Options::new()).unwrap();
+    assert_eq!(t.shard_count(), 3);
+    for g in ["a", "b", "c", "d", "e", "f"] {
+        t.publish(g, &format!(r#"{{"g":"{g}"}}"#), 0, None).unwrap();
+    }
+    let remote = open(&servers, &Options::new()).expect("the primaries as URLs are the same set");
+    let listed: Vec<(String, usize)> =
+        remote.groups(None, None, 10).unwrap().items.into_iter().map(|g| (g.group_id, g.shard)).collect();
+    let want: Vec<(String, usize)> =
+        ["a", "b", "c", "d", "e", "f"].iter().map(|g| (g.to_string(), shard_of(g, 3))).collect();
+    assert_eq!(listed, want, "each group on its shard's primary");
+    let lease = remote.claim("w", 30.0, 0, &[]).unwrap().unwrap();
+    remote.ack(&lease).unwrap();
+    assert_eq!(t.stats().unwrap().messages, 5, "the replicas see the primaries' writes");
+    let reordered = [&servers[1], &servers[0], &servers[2]].map(Sqld::url);
     let mut o = Options::new();
-    o.sync_url(Some("http://127.0.0.1:9")).unwrap();
-    match Transport::open_shards(&["a.db", "b.db"], &o) {
-        Err(Error::Argument(m)) => assert!(m.contains("not embedded replicas"), "{m}"),
-        other => panic!("{:?}", other.map(|_| ())),
+    o.sync_urls(&reordered.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+    let paths = replica_paths(dir.path());
+    match Transport::open_shards(&paths.iter().map(String::as_str).collect::<Vec<_>>(), &o) {
+        Err(Error::Argument(m)) => assert!(m.contains("databases[0]") && m.contains("shard 1"), "{m}"),
+        other => panic!("replicas of the primaries reordered: {:?}", other.map(|_| ())),
+    }
+}
+
+fn refused(databases: &[&str], options: &Options, says: &str) {
+    match Transport::open_shards(databases, options) {
+        Err(Error::Argument(m)) => assert!(m.contains(says), "{m:?} should say {says:?}"),
+        other => panic!("want Error::Argument saying {says:?}, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn replica_shards_need_one_primary_each() {
+    let mut one = Options::new();
+    one.sync_url(Some("http://127.0.0.1:9")).unwrap();
+    refused(&["a.db", "b.db"], &one, "sync_url names one primary, and a list of 2 databases");
+    let mut two = Options::new();
+    two.sync_urls(&["http://127.0.0.1:9", "http://127.0.0.1:10"]).unwrap();
+    refused(&["a.db", "b.db", "c.db"], &two, "sync_urls has 2 URLs and databases 3 paths");
+    two.sync_url(Some("http://127.0.0.1:9")).unwrap();
+    refused(&["a.db", "b.db"], &two, "sync_url and sync_urls are both set");
+    for (urls, says) in
+        [(&["http://x", "http://x"][..], "urls[1] repeats urls[0]"), (&["http://x", ""][..], "urls[1] is empty")]
+    {
+        match Options::new().sync_urls(urls) {
+            Err(Error::Argument(m)) => assert!(m.contains(says), "{m:?} should say {says:?}"),
+            other => panic!("{urls:?}: {:?}", other.map(|_| ())),
+        }
     }
 }

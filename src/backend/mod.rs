@@ -79,8 +79,8 @@ impl Backend {
     /// The runtime a blocking transport drives its calls on: the caller's thread for a
     /// local queue (libsql's local calls run on it anyway), one I/O thread of its own for
     /// a server's network (any shard's).
-    pub fn runtime(databases: &[&str], options: &Options) -> Result<Runtime> {
-        let network = databases.iter().any(|d| matches!(Mode::of(d, options), Mode::Remote | Mode::Replica));
+    pub fn runtime(databases: &[&str], each: &[Options]) -> Result<Runtime> {
+        let network = databases.iter().zip(each).any(|(d, o)| matches!(Mode::of(d, o), Mode::Remote | Mode::Replica));
         let mut builder = match network {
             true => {
                 let mut b = Builder::new_multi_thread();

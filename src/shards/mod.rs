@@ -1,15 +1,18 @@
 //! A queue over several databases (docs/queue.md, "Sharded queues"): each group lives on
 //! the shard its id hashes to (`shard_of`), each database is an unchanged queue of its
-//! own (shard.rs), and records the set it belongs to (set.rs). The transports
+//! own (shard.rs) opened with its options (options.rs), and records the set it belongs to
+//! (set.rs). The transports
 //! (async_transport.rs) route every call: a group's to its shard, a claim to the shards in
 //! turn, a look to all of them (merge.rs); a sharded watch polls every shard's (watch.rs).
 
 mod merge;
+mod options;
 mod set;
 pub(crate) mod shard;
 mod watch;
 
 pub(crate) use self::merge::{dead_page, merge_groups, sum_stats, ShardedCursor};
+pub(crate) use self::options::of_each as options_of_each;
 pub(crate) use self::set::{check_set, new_queue_id, Plan, SetRecord};
 pub use self::watch::Watch;
 

@@ -146,6 +146,8 @@ int main(void) {
   harel_status (*shard_count)(const harel_transport *, size_t *, harel_error **) =
       harel_transport_shard_count;
   harel_status (*shard_of)(const char *, size_t, size_t *, harel_error **) = harel_shard_of;
+  harel_status (*set_sync_urls)(harel_options *, const char *const *, size_t, harel_error **) =
+      harel_options_set_sync_urls;
 
   /* the lease's fields by name and type, and in this order (fields a later minor version
    * appends may follow them) */
@@ -291,7 +293,7 @@ int main(void) {
             begin && tx_execute && tx_query && tx_publish && tx_commit && tx_rollback &&
             tx_free && rows_free && value_type && value_integer && value_real && value_text &&
             value_blob && row_sizes[2] && row_values && value_order && value_numbers &&
-            no_tx == NULL && open_shards && shard_count && shard_of && group_shards &&
+            no_tx == NULL && open_shards && shard_count && shard_of && set_sync_urls && group_shards &&
             dead_shards && page_order;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",

@@ -7057,6 +7057,52 @@ static void bad_arguments_of_open_shards(void) {
   harel_options_free(o);
 }
 
+/* harel_options_set_sync_urls: its bad arguments; the open's count and mix checks; three
+ * replicas of servers that can't be reached fail as HAREL_ERR_CONNECT naming databases[0],
+ * so the URLs reached the shards. (tests/server_shards.rs opens replica shards on sqld.) */
+static void replica_shards_take_one_primary_each(void) {
+  shard_files f;
+  char urls_text[N_SHARDS][64], says[700];
+  const char *urls[N_SHARDS], *many[SHARDS_MAX + 1], *list[N_SHARDS];
+  harel_options *o = harel_options_new();
+  harel_error *e = NULL;
+  size_t i;
+  if (!EXPECT(o != NULL)) return;
+  new_shard_files(&f);
+  for (i = 0; i < N_SHARDS; i++) {
+    snprintf(urls_text[i], sizeof urls_text[i], "http://127.0.0.1:%d/%zu", closed_port(), i);
+    urls[i] = urls_text[i];
+  }
+  EXPECT_BAD("o", harel_options_set_sync_urls(NULL, urls, N_SHARDS, ERR));
+  EXPECT_BAD("urls", harel_options_set_sync_urls(o, NULL, N_SHARDS, ERR));
+  for (i = 0; i < N_OF(many); i++) many[i] = urls[0];
+  EXPECT_BAD("urls", harel_options_set_sync_urls(o, many, SHARDS_MAX + 1, ERR));
+  list[0] = urls[0], list[1] = NULL, list[2] = urls[2];
+  EXPECT_BAD("urls[1]", harel_options_set_sync_urls(o, list, N_SHARDS, ERR));
+  list[1] = "";
+  EXPECT_BAD("urls[1]", harel_options_set_sync_urls(o, list, N_SHARDS, ERR));
+  for (i = 0; i < N_BAD_UTF8; i++) {
+    list[1] = BAD_UTF8[i];
+    EXPECT_BAD("urls[1]", harel_options_set_sync_urls(o, list, N_SHARDS, ERR));
+  }
+  list[1] = urls[0];
+  EXPECT_BAD("urls[1]", harel_options_set_sync_urls(o, list, N_SHARDS, ERR)); /* repeated */
+  EXPECT_STATUS(harel_options_set_sync_urls(o, NULL, 0, NULL), HAREL_OK);       /* unsets */
+  /* the open checks the URLs against the list */
+  EXPECT_CALL(harel_options_set_sync_urls(o, urls, 2, &e), &e, HAREL_OK);
+  OPEN_SHARDS_BAD(NULL, "sync_urls has 2 URLs and databases 3 paths", f.dbs, N_SHARDS, o);
+  EXPECT_CALL(harel_options_set_sync_urls(o, urls, N_SHARDS, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_options_set_sync_url(o, urls[0], &e), &e, HAREL_OK);
+  OPEN_SHARDS_BAD(NULL, "sync_url and sync_urls are both set", f.dbs, N_SHARDS, o);
+  EXPECT_STATUS(harel_options_set_sync_urls(o, NULL, 0, NULL), HAREL_OK);
+  OPEN_SHARDS_BAD(NULL, "sync_url names one primary", f.dbs, N_SHARDS, o);
+  EXPECT_CALL(harel_options_set_sync_url(o, NULL, &e), &e, HAREL_OK);
+  EXPECT_CALL(harel_options_set_sync_urls(o, urls, N_SHARDS, &e), &e, HAREL_OK);
+  snprintf(says, sizeof says, "databases[0] (%s)", f.dbs[0]);
+  OPEN_SHARDS_FAILS(HAREL_ERR_CONNECT, NULL, says, f.dbs, N_SHARDS, o);
+  harel_options_free(o);
+}
+
 /* A later open whose list does not match the set's records is refused, *out NULL, the
  * message naming the database ("databases[i] (its text)") and what is wrong: a database
  * missing, one extra, the order changed, another queue's database, a database that holds
@@ -7179,6 +7225,12 @@ static void a_set_err_is_refused_by_the_shard_calls(void) {
   EXPECT(n == NOT_SET_COUNT);
   REFUSED(harel_shard_of("order-42", 3, &shard, &stale));
   EXPECT(shard == NOT_SET_COUNT);
+  {
+    harel_options *o = harel_options_new();
+    const char *const urls[] = {"http://127.0.0.1:1"};
+    if (EXPECT(o != NULL)) REFUSED(harel_options_set_sync_urls(o, urls, 1, &stale));
+    harel_options_free(o);
+  }
   harel_error_free(stale);
   harel_transport_close(t);
 }
@@ -7302,6 +7354,7 @@ int main(int argc, char **argv) {
   RUN(redrive_and_purge_on_a_sharded_queue);
   RUN(a_transaction_on_a_sharded_queue_is_refused);
   RUN(bad_arguments_of_open_shards);
+  RUN(replica_shards_take_one_primary_each);
   RUN(open_shards_refuses_a_list_that_does_not_match);
   RUN(bad_arguments_of_shard_count);
   RUN(a_set_err_is_refused_by_the_shard_calls);

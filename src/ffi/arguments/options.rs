@@ -96,6 +96,30 @@ pub extern "C" fn harel_options_set_sync_url(
     set(o, err, |opts| opts.sync_url(unsafe { args::optional_string(url, "url") }?).map(drop))
 }
 
+/// Makes the databases of `harel_transport_open_shards` embedded replicas: shard `i`'s
+/// path replicates the libSQL server at `urls[i]` (as `harel_options_set_sync_url`
+/// takes it), so the open takes as many paths as `n_urls`. The auth token and sync
+/// interval hold for every shard. `n_urls` 0 unsets (`urls` may then be NULL). Copied.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL; urls NULL with n_urls above 0;
+/// n_urls above 256; an element NULL, empty, not UTF-8 or repeated).
+#[no_mangle]
+pub extern "C" fn harel_options_set_sync_urls(
+    o: *mut harel_options,
+    urls: *const *const c_char,
+    n_urls: usize,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| {
+        // The count first: the array is read only once it is known to be of a size allowed.
+        if n_urls > crate::MAX_SHARDS {
+            return Err(crate::Error::Argument(format!("urls has {n_urls} entries; at most {}", crate::MAX_SHARDS)));
+        }
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        opts.sync_urls(&unsafe { args::strings(urls, n_urls, "urls") }?).map(drop)
+    })
+}
+
 /// The auth token for a libSQL server (remote URL or a replica's primary). NULL unsets
 /// it. Copied.
 ///

@@ -14,9 +14,9 @@ use crate::error::Error;
 use crate::Transport;
 
 /// Opens one queue sharded over the `n_databases` databases of `databases` (1..256 file
-/// paths or server URLs, each as `harel_transport_open` takes it; the same `options` for
-/// each; not embedded replicas: with `harel_options_set_sync_url` a list of two or more is
-/// refused, since the options name one primary), in their shard order.
+/// paths or server URLs, each as `harel_transport_open` takes it, or paths of embedded
+/// replicas with `harel_options_set_sync_urls` naming each one's primary; the same
+/// `options` otherwise), in their shard order.
 /// Each group lives on the shard `harel_shard_of` names: publishes, acks and nacks go
 /// there, claims serve the shards in turn, waits and watches cover all of them, and
 /// stats and listings add them up (docs/queue.md, "Sharded queues"). Each database is an
@@ -29,7 +29,8 @@ use crate::Transport;
 ///
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (databases or out NULL, n_databases 0 or above
 /// 256, an element NULL, empty, not UTF-8 or repeated (also as another path to the same
-/// file); the list does not match the
+/// file); sync_urls of another count than n_databases, or set beside sync_url; sync_url
+/// with n_databases above 1; the list does not match the
 /// databases' records: a database missing, one extra, the order changed, another queue's
 /// database, a database that holds messages but belongs to no set — the message names
 /// the database as "databases[i] (its text)"; a transaction begun on a sharded queue is
