@@ -74,7 +74,7 @@
  * - No destructor throws, and nothing allocates on the success path beyond what the C
  *   side allocates (the handle, the options, a lease, a schema string) and the batch
  *   calls' std::vectors (the leases, the outcomes, the lease pointers passed to the C
- *   side; publish_many_with's results and the option arrays it passes; a transaction's
+ *   side, and those of the string lists of open_shards and Options::sync_urls; publish_many_with's results and the option arrays it passes; a transaction's
  *   Values, its Rows, its commit's outcomes and the parameters passed to the C side):
  *   strings go in as const char* or std::string (harel::CStr, never copied), batches and
  *   routing keys as a pointer and a length (harel::Span, never copied), and harel::Message
@@ -339,6 +339,18 @@ class Options {
   /// Make the path an embedded replica of the libSQL server at `url`; NULL unsets it.
   Options &sync_url(CStr url) & { return set(harel_options_set_sync_url, url.c_str()); }
   Options &&sync_url(CStr url) && { return std::move(sync_url(url)); }
+  /// Make the paths of Transport::open_shards embedded replicas, `urls[i]` the primary of
+  /// shard i (open_shards then takes as many paths as URLs); empty unsets. Throws Error
+  /// (HAREL_ERR_ARGUMENT) for a URL empty, not UTF-8 or repeated, or more than 256.
+  Options &sync_urls(const std::vector<std::string> &urls) & {
+    std::vector<const char *> raw;
+    raw.reserve(urls.size());
+    for (const std::string &url : urls) raw.push_back(url.c_str());
+    detail::ErrorSlot slot;
+    detail::check(harel_options_set_sync_urls(raw_.get(), raw.data(), raw.size(), slot.out()), slot);
+    return *this;
+  }
+  Options &&sync_urls(const std::vector<std::string> &urls) && { return std::move(sync_urls(urls)); }
   /// The libSQL server's auth token; NULL unsets it.
   Options &auth_token(CStr token) & { return set(harel_options_set_auth_token, token.c_str()); }
   Options &&auth_token(CStr token) && { return std::move(auth_token(token)); }
@@ -870,8 +882,9 @@ class Transport {
   /// Opens with the default options.
   static Transport open(CStr database) { return open_raw(database, nullptr); }
 
-  /// Opens one queue sharded over `databases` (1..256 file paths, URLs, or paths with
-  /// Options::sync_url, each as open takes it; `options` for each), in their shard order
+  /// Opens one queue sharded over `databases` (1..256 file paths or URLs, each as open
+  /// takes it, or paths of embedded replicas with Options::sync_urls naming each one's
+  /// primary; `options` for each otherwise), in their shard order
   /// (harel_transport_open_shards). Each group lives on the shard harel::shard_of names:
   /// its publishes, acks and nacks go there; claims serve the shards in turn (a group's
   /// order holds, not the order across shards); publish_many is one transaction per shard;

@@ -228,6 +228,17 @@ func setOptions(o *C.harel_options, cfg *config, clock cgo.Handle, strs *cString
 		func(p *C.char, ce errOut) C.enum_harel_status { return C.harel_options_set_prefix(o, p, ce) })
 	text("WithSyncURL", "url", cfg.syncURL,
 		func(p *C.char, ce errOut) C.enum_harel_status { return C.harel_options_set_sync_url(o, p, ce) })
+	if cfg.syncURLs != nil && err == nil {
+		urls := make([]*C.char, len(cfg.syncURLs))
+		for i, u := range cfg.syncURLs {
+			if urls[i], err = strs.add("urls["+strconv.Itoa(i)+"]", u); err != nil {
+				return optionError("WithSyncURLs", err)
+			}
+		}
+		set("WithSyncURLs", func(ce errOut) C.enum_harel_status {
+			return C.harel_options_set_sync_urls(o, firstOf(urls), C.size_t(len(urls)), ce)
+		})
+	}
 	text("WithAuthToken", "token", cfg.authToken,
 		func(p *C.char, ce errOut) C.enum_harel_status { return C.harel_options_set_auth_token(o, p, ce) })
 	if v := cfg.createSchema; v != nil {

@@ -11,6 +11,7 @@ type config struct {
 	prefix          *string
 	createSchema    *bool
 	syncURL         *string
+	syncURLs        []string
 	authToken       *string
 	syncInterval    *time.Duration
 	busyTimeout     *time.Duration
@@ -33,6 +34,14 @@ func WithCreateSchema(create bool) Option { return func(c *config) { c.createSch
 // (its HTTP URL, e.g. "http://127.0.0.1:8080" or "libsql://db.turso.io"). An unreachable
 // server fails Open with ErrConnect within seconds.
 func WithSyncURL(url string) Option { return func(c *config) { c.syncURL = &url } }
+
+// WithSyncURLs makes the database paths of OpenShards embedded replicas: urls[i] is the
+// primary of shard i, so OpenShards then takes as many paths as URLs (ErrArgument
+// otherwise, or beside WithSyncURL). WithAuthToken and WithSyncInterval hold for every
+// shard. No URLs unsets it.
+func WithSyncURLs(urls ...string) Option {
+	return func(c *config) { c.syncURLs = append([]string{}, urls...) }
+}
 
 // WithAuthToken is the token for a libSQL server: a remote URL's, or a replica's primary's.
 func WithAuthToken(token string) Option { return func(c *config) { c.authToken = &token } }

@@ -314,6 +314,37 @@ func TestOpenShardsRefusals(t *testing.T) {
 	// A bad option is the option's error, as Open's.
 	_, err := harel.OpenShards(files, harel.WithPrefix("bad prefix"))
 	wantError(t, "OpenShards with a bad option", err, harel.ErrArgument, "WithPrefix", "prefix")
+	// Replica shards take one primary each; servers that are not there fail to connect, so
+	// the URLs reached the shards.
+	replicas := []string{extra + "r0", extra + "r1", extra + "r2"}
+	for _, r := range []struct {
+		what   string
+		opts   []harel.Option
+		status *harel.Error
+		says   []string
+	}{
+		{"too few primaries", []harel.Option{harel.WithSyncURLs("http://127.0.0.1:1")}, harel.ErrArgument,
+			[]string{"sync_urls has 1 URLs and databases 3 paths"}},
+		{"a repeated primary", []harel.Option{harel.WithSyncURLs("http://127.0.0.1:1", "http://127.0.0.1:1")},
+			harel.ErrArgument, []string{"WithSyncURLs", "urls[1] repeats urls[0]"}},
+		{"a primary with a NUL byte", []harel.Option{harel.WithSyncURLs("http://127.0.0.1:1", "http://x\x00")},
+			harel.ErrArgument, []string{"WithSyncURLs", "urls[1]", "NUL"}},
+		{"WithSyncURL beside", []harel.Option{harel.WithSyncURL("http://127.0.0.1:1"),
+			harel.WithSyncURLs("http://127.0.0.1:1/a", "http://127.0.0.1:1/b", "http://127.0.0.1:1/c")},
+			harel.ErrArgument, []string{"sync_url and sync_urls are both set"}},
+		{"one primary for three", []harel.Option{harel.WithSyncURL("http://127.0.0.1:1")},
+			harel.ErrArgument, []string{"sync_url names one primary"}},
+		{"primaries not there", []harel.Option{
+			harel.WithSyncURLs("http://127.0.0.1:1/a", "http://127.0.0.1:1/b", "http://127.0.0.1:1/c")},
+			harel.ErrConnect, []string{"databases[0] (" + replicas[0] + ")"}},
+	} {
+		tr, err := harel.OpenShards(replicas, r.opts...)
+		if tr != nil {
+			t.Errorf("%s: a Transport was returned", r.what)
+			tr.Close()
+		}
+		wantError(t, "OpenShards: "+r.what, err, r.status, r.says...)
+	}
 	// One member of the set alone.
 	tr, err := harel.Open(b)
 	if tr != nil {

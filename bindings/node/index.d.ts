@@ -60,6 +60,11 @@ export interface OpenOptions {
   createSchema?: boolean;
   /** Make `path` an embedded replica of the libSQL server at this URL. */
   syncUrl?: string | null;
+  /**
+   * Transport.openShards: make its paths embedded replicas, `syncUrls[i]` the primary of
+   * shard i (as many URLs as paths; not beside syncUrl). [] unsets.
+   */
+  syncUrls?: readonly string[];
   /** The token for a libSQL server (a remote URL or a replica's primary). */
   authToken?: string | null;
   /** How often an embedded replica pulls from its primary, in seconds (> 0). */
@@ -512,7 +517,8 @@ export declare class Transport {
 
   /**
    * Opens one queue sharded over `databases` (1..256 paths or URLs, each as open takes it,
-   * in shard order; the same options for each): a group lives on the shard shardOf(its id,
+   * or paths of embedded replicas with `syncUrls` naming each one's primary, in shard
+   * order; the same options for each otherwise): a group lives on the shard shardOf(its id,
    * databases.length) names, claims serve the shards in turn, stats and listings add them
    * up. The first open of empty databases makes them a set; every later open must pass the
    * same list in the same order. Rejects with HAREL_ERR_ARGUMENT, the library's message

@@ -1672,6 +1672,21 @@ static void test_open_shards() {
   CHECK(plain.shard_count() == 1);
   harel::Transport empty;
   EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.shard_count());
+  // Replica shards: one primary each (reached: servers that are not there fail to connect).
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Options().sync_urls({"http://127.0.0.1:1", "http://127.0.0.1:1"}));
+  CHECK(what.find("urls[1] repeats urls[0]") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Options().sync_urls({"http://127.0.0.1:1", ""}));
+  CHECK(what.find("urls[1] is empty") != std::string::npos);
+  const std::vector<std::string> replicas{dir.file("r0.db"), dir.file("r1.db"), dir.file("r2.db")};
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT,
+                      harel::Transport::open_shards(replicas, harel::Options().sync_urls({"http://127.0.0.1:1"})));
+  CHECK(what.find("sync_urls has 1 URLs and databases 3 paths") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_CONNECT,
+                      harel::Transport::open_shards(replicas, harel::Options().sync_urls({"http://127.0.0.1:1/a",
+                                                                                          "http://127.0.0.1:1/b",
+                                                                                          "http://127.0.0.1:1/c"})));
+  CHECK(what.find("databases[0] (" + replicas[0] + ")") != std::string::npos);
+  CHECK(harel::Options().sync_urls({}).get() != nullptr);  // empty unsets
 }
 
 static void test_a_transaction_on_a_sharded_queue() {

@@ -225,6 +225,7 @@ function bind(lib, where) {
     setPrefix: fn('harel_options_set_prefix', status, [O, 'const char *', ERR]),
     setCreateSchema: fn('harel_options_set_create_schema', status, [O, 'bool', ERR]),
     setSyncUrl: fn('harel_options_set_sync_url', status, [O, 'const char *', ERR]),
+    setSyncUrls: fn('harel_options_set_sync_urls', status, [O, 'const char **', 'size_t', ERR]),
     setAuthToken: fn('harel_options_set_auth_token', status, [O, 'const char *', ERR]),
     setSyncInterval: fn('harel_options_set_sync_interval', status, [O, 'double', ERR]),
     setBusyTimeout: fn('harel_options_set_busy_timeout', status, [O, 'double', ERR]),

@@ -11,7 +11,7 @@ const { ClockCell } = require('./clock');
 const { Waits } = require('./waiting');
 const { refuseInside } = require('./tx');
 
-const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'keyRetention', 'clock'];
+const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'syncUrls', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'keyRetention', 'clock'];
 
 const PRIVATE = Symbol('harel-transport constructor');
 
@@ -50,6 +50,11 @@ async function openWith(f, what, options, where, opening) {
   if (o.prefix !== undefined) set.push([f.setPrefix, checkString('prefix', o.prefix)]);
   if (o.createSchema !== undefined) set.push([f.setCreateSchema, checkBoolean('createSchema', o.createSchema)]);
   if (o.syncUrl !== undefined) set.push([f.setSyncUrl, checkString('syncUrl', o.syncUrl, { nullable: true })]);
+  if (o.syncUrls !== undefined) {
+    if (!Array.isArray(o.syncUrls)) throw argumentError(`syncUrls must be an array of strings, got ${describe(o.syncUrls)}`);
+    const urls = Array.from(o.syncUrls, (url, i) => checkString(`syncUrls[${i}]`, url));
+    set.push([f.setSyncUrls, urls, urls.length]);
+  }
   if (o.authToken !== undefined) set.push([f.setAuthToken, checkString('authToken', o.authToken, { nullable: true })]);
   if (o.syncInterval !== undefined) set.push([f.setSyncInterval, checkNumber('syncInterval', o.syncInterval)]);
   if (o.busyTimeout !== undefined) set.push([f.setBusyTimeout, checkNumber('busyTimeout', o.busyTimeout)]);
@@ -66,7 +71,7 @@ async function openWith(f, what, options, where, opening) {
   if (!options_) throw new HarelError('HAREL_ERR_PANIC', 'harel_options_new failed', { status: STATUS.HAREL_ERR_PANIC });
   let clock = null;
   try {
-    for (const [setter, value] of set) callCheckedHere(f, what, setter, [options_, value]);
+    for (const [setter, ...values] of set) callCheckedHere(f, what, setter, [options_, ...values]);
     if (o.clock !== undefined) {
       clock = new ClockCell(o.clock);
       clock.tick();

@@ -229,6 +229,19 @@ test('openShards: each refusal is HAREL_ERR_ARGUMENT with the library\'s message
   await rejectsWith(assert, Transport.openShards(databases, { shards: 3 }), 'HAREL_ERR_ARGUMENT', /unknown option "shards"/);
   await rejectsWith(assert, Transport.openShards(databases, { maxAttempts: -1 }), 'HAREL_ERR_ARGUMENT', /maxAttempts/);
 
+  // replica shards: one primary each; servers that are not there fail to connect, so the
+  // URLs reached the shards
+  const replicas = [box.db('r0'), box.db('r1'), box.db('r2')];
+  const urls = ['http://127.0.0.1:1/a', 'http://127.0.0.1:1/b', 'http://127.0.0.1:1/c'];
+  await rejectsWith(assert, Transport.openShards(replicas, { syncUrls: urls.slice(0, 1) }), 'HAREL_ERR_ARGUMENT', /sync_urls has 1 URLs and databases 3 paths/);
+  await rejectsWith(assert, Transport.openShards(replicas, { syncUrls: [urls[0], urls[0], urls[2]] }), 'HAREL_ERR_ARGUMENT', /urls\[1\] repeats urls\[0\]/);
+  await rejectsWith(assert, Transport.openShards(replicas, { syncUrls: urls, syncUrl: urls[0] }), 'HAREL_ERR_ARGUMENT', /sync_url and sync_urls are both set/);
+  await rejectsWith(assert, Transport.openShards(replicas, { syncUrl: urls[0] }), 'HAREL_ERR_ARGUMENT', /sync_url names one primary/);
+  await rejectsWith(assert, Transport.openShards(replicas, { syncUrls: [urls[0], 7] }), 'HAREL_ERR_ARGUMENT', /syncUrls\[1\] must be a string, got number 7/);
+  await rejectsWith(assert, Transport.openShards(replicas, { syncUrls: urls[0] }), 'HAREL_ERR_ARGUMENT', /syncUrls must be an array of strings/);
+  const unreached = await rejectsWith(assert, Transport.openShards(replicas, { syncUrls: urls }), 'HAREL_ERR_CONNECT', /databases\[0\]/);
+  assert.match(unreached.message, name(0, replicas[0]));
+
   // the set itself is unharmed
   const t = await Transport.openShards(databases);
   assert.equal(t.shardCount, 3);

@@ -200,6 +200,18 @@ def _databases(value: Any) -> List[bytes]:
     return [_path(d, f"databases[{i}]") for i, d in enumerate(items)]
 
 
+def _texts(name: str, value: Any) -> List[bytes]:
+    """A list of C strings (`sync_urls`), each as `_text` takes it; how many, and whether
+    they repeat, are the library's to check."""
+    if isinstance(value, (str, bytes, bytearray)):
+        raise ArgumentError(f"{name} must be a sequence of str, got {_describe(value)}")
+    try:
+        items = list(value)
+    except TypeError:
+        raise ArgumentError(f"{name} must be a sequence of str, got {_describe(value)}") from None
+    return [_text(f"{name}[{i}]", v) for i, v in enumerate(items)]
+
+
 def _shards(value: Any) -> int:
     """A number of shards, for a size_t: what ctypes would wrap is ours to refuse; the range
     1..256 is the library's."""

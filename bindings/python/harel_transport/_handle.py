@@ -17,7 +17,7 @@ from ctypes import byref, c_char_p, c_void_p
 from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _native
-from ._args import _databases, _describe, _flag, _path, _seconds, _text, _uint32
+from ._args import _databases, _describe, _flag, _path, _seconds, _text, _texts, _uint32
 from ._errors import ArgumentError, PanicError, TransportClosedError, error_for_status
 from ._values import Clock, PathType
 from ._waiting import BY_CLOSE, _CallCancel
@@ -86,6 +86,7 @@ class _Handle:
         prefix: Optional[str] = None,
         create_schema: Optional[bool] = None,
         sync_url: Optional[str] = None,
+        sync_urls: Optional[Sequence[str]] = None,
         auth_token: Optional[str] = None,
         sync_interval: Optional[float] = None,
         busy_timeout: Optional[float] = None,
@@ -101,25 +102,28 @@ class _Handle:
         # A `_ShardList` (Transport.open_shards): harel_transport_open_shards.
         shards: Optional[List[bytes]] = path.encoded if isinstance(path, _ShardList) else None
         database = _path(path) if shards is None else b""
-        setters: List[Tuple[Any, Any]] = []
+        setters: List[Tuple[Any, Tuple[Any, ...]]] = []
         if prefix is not None:
-            setters.append((lib.harel_options_set_prefix, _text("prefix", prefix)))
+            setters.append((lib.harel_options_set_prefix, (_text("prefix", prefix),)))
         if create_schema is not None:
-            setters.append((lib.harel_options_set_create_schema, _flag("create_schema", create_schema)))
+            setters.append((lib.harel_options_set_create_schema, (_flag("create_schema", create_schema),)))
         if sync_url is not None:
-            setters.append((lib.harel_options_set_sync_url, _text("sync_url", sync_url)))
+            setters.append((lib.harel_options_set_sync_url, (_text("sync_url", sync_url),)))
+        if sync_urls is not None:
+            urls = _texts("sync_urls", sync_urls)
+            setters.append((lib.harel_options_set_sync_urls, ((c_char_p * len(urls))(*urls), len(urls))))
         if auth_token is not None:
-            setters.append((lib.harel_options_set_auth_token, _text("auth_token", auth_token)))
+            setters.append((lib.harel_options_set_auth_token, (_text("auth_token", auth_token),)))
         if sync_interval is not None:
-            setters.append((lib.harel_options_set_sync_interval, _seconds("sync_interval", sync_interval)))
+            setters.append((lib.harel_options_set_sync_interval, (_seconds("sync_interval", sync_interval),)))
         if busy_timeout is not None:
-            setters.append((lib.harel_options_set_busy_timeout, _seconds("busy_timeout", busy_timeout)))
+            setters.append((lib.harel_options_set_busy_timeout, (_seconds("busy_timeout", busy_timeout),)))
         if synchronous_full is not None:
-            setters.append((lib.harel_options_set_synchronous_full, _flag("synchronous_full", synchronous_full)))
+            setters.append((lib.harel_options_set_synchronous_full, (_flag("synchronous_full", synchronous_full),)))
         if max_attempts is not None:
-            setters.append((lib.harel_options_set_max_attempts, _uint32("max_attempts", max_attempts, "0: no limit")))
+            setters.append((lib.harel_options_set_max_attempts, (_uint32("max_attempts", max_attempts, "0: no limit"),)))
         if key_retention is not None:
-            setters.append((lib.harel_options_set_key_retention, _seconds("key_retention", key_retention)))
+            setters.append((lib.harel_options_set_key_retention, (_seconds("key_retention", key_retention),)))
         if clock is not None and not callable(clock):
             raise ArgumentError(f"clock must be a callable returning epoch seconds, got {_describe(clock)}")
         self._clock: Optional[_ClockCell] = _ClockCell(clock) if clock is not None else None
@@ -128,9 +132,9 @@ class _Handle:
         if not options:
             raise PanicError("harel_options_new failed")
         try:
-            for setter, value in setters:
+            for setter, values in setters:
                 err = c_void_p()
-                status = setter(options, value, byref(err))
+                status = setter(options, *values, byref(err))
                 if status < 0:
                     _raise(lib, status, err)
             if self._clock is not None:

@@ -288,6 +288,8 @@ _PROTOTYPES = {
     "harel_options_set_prefix": (_status, [c_void_p, c_char_p, _ERR]),
     "harel_options_set_create_schema": (_status, [c_void_p, c_bool, _ERR]),
     "harel_options_set_sync_url": (_status, [c_void_p, c_char_p, _ERR]),
+    # (options, urls, n_urls, err)
+    "harel_options_set_sync_urls": (_status, [c_void_p, POINTER(c_char_p), c_size_t, _ERR]),
     "harel_options_set_auth_token": (_status, [c_void_p, c_char_p, _ERR]),
     "harel_options_set_sync_interval": (_status, [c_void_p, c_double, _ERR]),
     "harel_options_set_busy_timeout": (_status, [c_void_p, c_double, _ERR]),

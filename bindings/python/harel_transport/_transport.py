@@ -32,6 +32,8 @@ class Transport(
     - `prefix` (str): table names start with it (default ``"harel"``).
     - `create_schema` (bool): create and upgrade the tables at open (default on).
     - `sync_url`, `auth_token` (str), `sync_interval` (seconds): a libSQL server.
+    - `sync_urls` (a sequence of str): `open_shards` only: its paths are embedded
+      replicas, ``sync_urls[i]`` the primary of shard i (as many URLs as paths).
     - `busy_timeout` (seconds): how long a write waits for the lock (default 5).
     - `synchronous_full` (bool): a sync (fdatasync) at every commit (default) or not (NORMAL).
     - `max_attempts` (int, 0..2**32-1): how many times a message may be claimed; the claim
@@ -58,9 +60,8 @@ class Transport(
     @classmethod
     def open_shards(cls, databases: Sequence[PathType], **options: Any) -> "Transport":
         """Opens one queue sharded over `databases` (1..MAX_SHARDS (256) files or server
-        URLs, each as ``Transport(path)`` takes it; not embedded replicas, since `sync_url`
-        names one primary), in their shard
-        order, with the options of ``Transport(path, **options)`` for each. The transport
+        URLs, each as ``Transport(path)`` takes it, or paths of embedded replicas with
+        `sync_urls` naming each one's primary), in their shard order, with the options of ``Transport(path, **options)`` for each. The transport
         is an ordinary one: a group lives on the shard `shard_of` names (publishes, acks,
         nacks go there), claims serve the shards in turn (the serving order holds within a
         shard), waits cover all of them, stats and listings add them up (`GroupInfo.shard`,

@@ -198,6 +198,28 @@ def test_a_bad_list_is_refused(dbs):
     assert not any(os.path.exists(d) for d in dbs), "a refused list created nothing"
 
 
+def test_replica_shards_take_one_primary_each(dbs):
+    urls = ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b", "http://127.0.0.1:1/c"]
+    refused(lambda: Transport.open_shards(dbs, sync_urls=urls[:1]), "sync_urls has 1 URLs and databases 3 paths")
+    refused(lambda: Transport.open_shards(dbs, sync_urls=[urls[0]] * 3), "urls[1] repeats urls[0]")
+    refused(lambda: Transport.open_shards(dbs, sync_urls=urls, sync_url=urls[0]), "sync_url and sync_urls are both set")
+    refused(lambda: Transport.open_shards(dbs, sync_url=urls[0]), "sync_url names one primary")
+    refused(lambda: Transport.open_shards(dbs, sync_urls=urls[0]), "sync_urls must be a sequence of str")
+    refused(lambda: Transport.open_shards(dbs, sync_urls=[urls[0], 7]), "sync_urls[1] must be a str")  # type: ignore[list-item]
+    refused(lambda: Transport.open_shards(dbs, sync_urls=[urls[0], "a\0b", urls[2]]), "sync_urls[1] holds a NUL")
+    # Servers that are not there fail to connect: the URLs reached the shards.
+    with pytest.raises(ht.ConnectError, match=r"databases\[0\]"):
+        Transport.open_shards(dbs, sync_urls=urls)
+
+
+def test_async_replica_shards_take_the_same_option(dbs):
+    async def main():
+        with pytest.raises(ht.ArgumentError, match="sync_urls has 2 URLs"):
+            await AsyncTransport.open_shards(dbs, sync_urls=["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"])
+
+    asyncio.run(main())
+
+
 def test_a_transaction_on_a_sharded_queue_is_refused(t):
     g = groups_by_shard(1)[0][0]
     with pytest.raises(ht.ArgumentError) as e:

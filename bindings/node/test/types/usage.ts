@@ -363,6 +363,10 @@ async function usage(): Promise<void> {
   await Transport.open('q.db', { keyRetention: '1d' });
   // @ts-expect-error openShards takes an array of databases
   await Transport.openShards('q0.db');
+  const replicas: Transport = await Transport.openShards(['r0.db', 'r1.db'], { syncUrls: ['http://a:8080', 'http://b:8080'] });
+  await replicas.close();
+  // @ts-expect-error syncUrls is an array of URLs
+  await Transport.openShards(['r0.db'], { syncUrls: 'http://a:8080' });
   // @ts-expect-error unknown option
   await Transport.openShards(['q0.db'], { shards: 3 });
   // @ts-expect-error shardCount is a number, not a method
