@@ -23,6 +23,12 @@ fn the_shared_contract_on_three_sqld_shards() {
     let binary = sqld_or_skip!("the_shared_contract_on_three_sqld_shards");
     let _serial = serial();
     let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
+    on_every_check("sqld", &|options: &Options| open(&servers, options).expect("open three sqld shards"));
+}
+
+/// Runs the contract's checks for a sharded queue, each on tables of its own prefix, and
+/// fails naming those that failed; `what` names the shards in the output.
+fn on_every_check(what: &str, open: common::contract::Open<'_>) {
     let mut failed = Vec::new();
     for (i, &(name, check)) in
         CHECKS.iter().enumerate().filter(|(_, (name, _))| !OTHERWISE_SHARDED.iter().any(|(o, _)| o == name))
@@ -32,19 +38,19 @@ fn the_shared_contract_on_three_sqld_shards() {
             check(&|options: &Options| {
                 let mut o = options.clone();
                 o.prefix(&format!("c{i}")).unwrap();
-                open(&servers, &o).expect("open three sqld shards")
+                open(&o)
             })
         };
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-            Ok(()) => println!("sharded sqld contract: {name}: ok ({:.2} s)", started.elapsed().as_secs_f64()),
+            Ok(()) => println!("sharded {what} contract: {name}: ok ({:.2} s)", started.elapsed().as_secs_f64()),
             Err(panic) => {
                 let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
-                println!("sharded sqld contract: {name}: FAILED: {text}");
+                println!("sharded {what} contract: {name}: FAILED: {text}");
                 failed.push(name);
             }
         }
     }
-    assert!(failed.is_empty(), "failed on three sqld shards: {failed:?}");
+    assert!(failed.is_empty(), "failed on three {what} shards: {failed:?}");
 }
 
 /// Workers drain 3 shards × 20 groups × 5 messages while shard 1's server is killed and,
@@ -155,28 +161,9 @@ fn the_shared_contract_on_three_replica_shards() {
     let _serial = serial();
     let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
     let dir = tempfile::tempdir().unwrap();
-    let mut failed = Vec::new();
-    for (i, &(name, check)) in
-        CHECKS.iter().enumerate().filter(|(_, (name, _))| !OTHERWISE_SHARDED.iter().any(|(o, _)| o == name))
-    {
-        let started = Instant::now();
-        let run = || {
-            check(&|options: &Options| {
-                let mut o = options.clone();
-                o.prefix(&format!("c{i}")).unwrap();
-                open_replicas(dir.path(), &servers, &o).expect("open three replica shards")
-            })
-        };
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-            Ok(()) => println!("sharded replica contract: {name}: ok ({:.2} s)", started.elapsed().as_secs_f64()),
-            Err(panic) => {
-                let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
-                println!("sharded replica contract: {name}: FAILED: {text}");
-                failed.push(name);
-            }
-        }
-    }
-    assert!(failed.is_empty(), "failed on three replica shards: {failed:?}");
+    on_every_check("replica", &|options: &Options| {
+        open_replicas(dir.path(), &servers, options).expect("open three replica shards")
+    });
 }
 
 /// The set a list of replicas makes is recorded on the primaries: the same servers opened

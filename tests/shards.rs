@@ -319,6 +319,23 @@ fn changing_the_number_of_shards_by_drain_and_switch_keeps_every_group_in_order(
     }
 }
 
+/// A worker's loop: claims and acks, logging `claimed acking group event` for each, until
+/// a claim finds nothing, `stats` shows no message and `finished` says so.
+fn serve(t: &Transport, id: &str, log: &mut String, finished: &dyn Fn() -> bool) {
+    loop {
+        match t.claim(id, 60.0, 0, &[]).unwrap() {
+            Some(lease) => {
+                let claimed = common::procs::nanos();
+                let acking = common::procs::nanos();
+                log.push_str(&format!("{claimed} {acking} {} {}\n", lease.group_id, lease.event));
+                t.ack(&lease).unwrap();
+            }
+            None if t.stats().unwrap().messages == 0 && finished() => break,
+            None => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+}
+
 #[test]
 #[ignore = "a worker process of changing_the_number_of_shards_by_drain_and_switch_keeps_every_group_in_order"]
 fn switch_worker() {
@@ -335,22 +352,10 @@ fn switch_worker() {
         std::thread::sleep(std::time::Duration::from_secs(600));
     }
     let mut log = String::new();
-    let mut serve = |t: &Transport, finished: &dyn Fn() -> bool| loop {
-        match t.claim(&id, 60.0, 0, &[]).unwrap() {
-            Some(lease) => {
-                let claimed = common::procs::nanos();
-                let acking = common::procs::nanos();
-                log.push_str(&format!("{claimed} {acking} {} {}\n", lease.group_id, lease.event));
-                t.ack(&lease).unwrap();
-            }
-            None if t.stats().unwrap().messages == 0 && finished() => break,
-            None => std::thread::sleep(std::time::Duration::from_millis(1)),
-        }
-    };
-    serve(&old, &|| true);
+    serve(&old, &id, &mut log, &|| true);
     drop(old);
     let done = common::procs::env("HAREL_TEST_DONE");
-    serve(&open(&set("HAREL_TEST_NEW"), &o).unwrap(), &|| std::path::Path::new(&done).exists());
+    serve(&open(&set("HAREL_TEST_NEW"), &o).unwrap(), &id, &mut log, &|| std::path::Path::new(&done).exists());
     std::fs::write(common::procs::env("HAREL_TEST_LOG"), log).unwrap();
 }
 
@@ -364,17 +369,6 @@ fn drain_worker() {
     let t = open(&paths, &o).unwrap();
     let id = std::env::var("HAREL_TEST_ID").unwrap();
     let mut log = String::new();
-    loop {
-        match t.claim(&id, 60.0, 0, &[]).unwrap() {
-            Some(lease) => {
-                let claimed = common::procs::nanos();
-                let acking = common::procs::nanos();
-                log.push_str(&format!("{claimed} {acking} {} {}\n", lease.group_id, lease.event));
-                t.ack(&lease).unwrap();
-            }
-            None if t.stats().unwrap().messages == 0 => break,
-            None => std::thread::sleep(std::time::Duration::from_millis(1)),
-        }
-    }
+    serve(&t, &id, &mut log, &|| true);
     std::fs::write(std::env::var("HAREL_TEST_LOG").unwrap(), log).unwrap();
 }
