@@ -6,7 +6,8 @@
 //!   network would); and on one server through the proxy, 1 and 8 workers. Part 10's
 //!   workers and backlog (bench/server_limit.rs), a fresh prefix (a new set) per figure.
 //!   Targets: through the proxy, 8 workers ≥ 4× one; 2 shards ≥ 1.7× and 4 shards ≥ 3×
-//!   one shard with 16 workers.
+//!   one shard with 16 workers. Then shards that are embedded replicas (each transport's
+//!   files of its own, each shard's primary behind its proxy): 8 workers over 1 and 2.
 //! - On local files at synchronous FULL: 4 and 8 worker processes (part 3's worker) draining
 //!   one file, then a queue sharded over 4 files, each from a backlog of its own, in
 //!   alternating runs.
@@ -36,6 +37,8 @@ const FIGURES: [(usize, usize, bool); 8] = [
     (2, 16, false),
     (4, 16, false),
 ];
+/// Shards that are embedded replicas, through the proxy: (shards, workers).
+const REPLICA_FIGURES: [(usize, usize); 2] = [(1, 8), (2, 8)];
 /// Local files: the backlog of each run, its groups, how long it runs.
 const FILE_BACKLOG: usize = 40_000;
 const FILE_GROUPS: usize = 2_000;
@@ -44,7 +47,7 @@ const FILE_SHARDS: usize = 4;
 
 pub fn run(binary: Option<&Path>, work: &Path) -> Value {
     let servers = match binary {
-        Some(binary) => sqld_figures(binary),
+        Some(binary) => sqld_figures(binary, work),
         None => json!({"skipped": "no sqld"}),
     };
     let files = file_figures(work);
@@ -52,26 +55,32 @@ pub fn run(binary: Option<&Path>, work: &Path) -> Value {
     json!({"sqld": servers, "files": files})
 }
 
-fn sqld_figures(binary: &Path) -> Value {
+fn sqld_figures(binary: &Path, work: &Path) -> Value {
     crate::progress("shards: 4 sqld servers, each behind a proxy adding 2 ms");
     let servers: Vec<Sqld> = (0..MAX_SHARDS).map(|_| Sqld::start(binary, false)).collect();
     let proxies: Vec<CountingProxy> = servers.iter().map(|s| CountingProxy::start(s.port(), LATENCY)).collect();
-    let figures: Vec<Value> = FIGURES
-        .iter()
+    let direct = FIGURES.iter().map(|&(shards, workers, proxied)| (shards, workers, proxied, false));
+    let replicas = REPLICA_FIGURES.iter().map(|&(shards, workers)| (shards, workers, true, true));
+    let figures: Vec<Value> = direct
+        .chain(replicas)
         .enumerate()
-        .map(|(i, &(shards, workers, proxied))| {
-            crate::progress(&format!("shards: {workers} worker(s) over {shards} shard(s){}", via(proxied)));
+        .map(|(i, (shards, workers, proxied, replica))| {
+            let what = if replica { " of embedded replicas" } else { "" };
+            crate::progress(&format!("shards: {workers} worker(s) over {shards} shard(s){what}{}", via(proxied)));
             let urls: Vec<String> = match proxied {
                 true => proxies[..shards].iter().map(CountingProxy::url).collect(),
                 false => servers[..shards].iter().map(Sqld::url).collect(),
             };
-            let figure = sqld_figure(&urls, &format!("shards{i}"), workers);
-            match figure {
-                Ok(f) => json!({"shards": shards, "workers": workers, "proxy": proxied, "per_s": f.rate(),
-                    "cpu_machine": f.cpu.machine, "cpu_clients": f.cpu.bench, "busy": f.busy, "dry": f.dry,
-                    "slowest_ms": f.slowest.as_secs_f64() * 1000.0}),
-                Err(e) => json!({"shards": shards, "workers": workers, "proxy": proxied, "error": e}),
-            }
+            let replicas = replica.then(|| work.join(format!("replicas{i}")));
+            let figure = sqld_figure(&urls, replicas.as_deref(), &format!("shards{i}"), workers);
+            let about = json!({"shards": shards, "workers": workers, "proxy": proxied, "replica": replica});
+            let mut figure = match figure {
+                Ok(f) => json!({"per_s": f.rate(), "cpu_machine": f.cpu.machine, "cpu_clients": f.cpu.bench,
+                    "busy": f.busy, "dry": f.dry, "slowest_ms": f.slowest.as_secs_f64() * 1000.0}),
+                Err(e) => json!({"error": e}),
+            };
+            figure.as_object_mut().unwrap().extend(about.as_object().unwrap().clone());
+            figure
         })
         .collect();
     json!(figures)
@@ -86,15 +95,28 @@ fn via(proxied: bool) -> &'static str {
 }
 
 /// Messages a second that `workers` `ack_and_claim` loops ack over `SPAN` on the sharded
-/// queue at `urls`, from a backlog topped up first.
-fn sqld_figure(urls: &[String], prefix: &str, workers: usize) -> Result<Figure, String> {
+/// queue at `urls` (or on embedded replicas of them, files under `replicas`), from a
+/// backlog topped up first.
+fn sqld_figure(urls: &[String], replicas: Option<&Path>, prefix: &str, workers: usize) -> Result<Figure, String> {
     let list: Vec<&str> = urls.iter().map(String::as_str).collect();
     let mut options = Options::new();
     options.prefix(prefix).map_err(|e| format!("{e:?}"))?;
     options.busy_timeout(30.0).map_err(|e| format!("{e:?}"))?;
-    let open = || Transport::open_shards(&list, &options).map_err(|e| format!("open: {e:?}"));
-    top_up(&open()?, &mut 0)?;
-    let transports = (0..workers).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
+    if replicas.is_some() {
+        options.sync_urls(&list).map_err(|e| format!("{e:?}"))?;
+    }
+    let open = |n: usize| match replicas {
+        None => Transport::open_shards(&list, &options).map_err(|e| format!("open: {e:?}")),
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let files: Vec<String> =
+                (0..list.len()).map(|s| dir.join(format!("t{n}-s{s}.db")).to_string_lossy().into_owned()).collect();
+            let files: Vec<&str> = files.iter().map(String::as_str).collect();
+            Transport::open_shards(&files, &options).map_err(|e| format!("open a replica: {e:?}"))
+        }
+    };
+    top_up(&open(workers)?, &mut 0)?;
+    let transports = (0..workers).map(open).collect::<Result<Vec<_>, _>>()?;
     timed(workers, SPAN, |w, deadline| drain(&transports[w], w, deadline, Loop::AckAndClaim))
 }
 
@@ -139,12 +161,17 @@ fn print(servers: &Value, files: &Value) {
         LATENCY.as_millis(),
         SPAN.as_secs_f64()
     );
-    let find = |shards: usize, workers: usize, proxy: bool| {
+    let find_of = |shards: usize, workers: usize, proxy: bool, replica: bool| {
         servers.as_array().and_then(|a| {
-            a.iter()
-                .find(|f| f["shards"] == json!(shards) && f["workers"] == json!(workers) && f["proxy"] == json!(proxy))
+            a.iter().find(|f| {
+                f["shards"] == json!(shards)
+                    && f["workers"] == json!(workers)
+                    && f["proxy"] == json!(proxy)
+                    && f["replica"] == json!(replica)
+            })
         })
     };
+    let find = |shards: usize, workers: usize, proxy: bool| find_of(shards, workers, proxy, false);
     let cell = |f: Option<&Value>| match f {
         Some(f) => per_s(f).map_or_else(
             || format!("failed: {}", f["error"]),
@@ -180,6 +207,14 @@ fn print(servers: &Value, files: &Value) {
             let target = if proxy { "; targets ×1.7 and ×3" } else { "" };
             println!("  16 workers{}: {}{target}", via(proxy), row.join(", "));
         }
+        let (one, two) = (find_of(1, 8, true, true), find_of(2, 8, true, true));
+        println!(
+            "  8 workers on embedded replicas through the proxy: 1 shard {} ({} of remote), 2 shards {} ({})",
+            cell(one),
+            ratio(one, eight),
+            cell(two),
+            ratio(two, one)
+        );
     }
     for k in [4, 8] {
         let runs = |shards: usize| -> Vec<f64> {

@@ -795,6 +795,43 @@ fn remote_calls_after_an_idle_stream_expired() {
     assert!(failures.is_empty(), "calls after an idle stream failed:\n{}", failures.join("\n"));
 }
 
+/// A primary that compacts its log every second answers a replica that needs the new
+/// snapshot "snapshot not found" until it is written (libsql issue #1310): replicas opened
+/// one after another while a writer publishes all open, each seeing what was published
+/// before it opened, and their looks (a sync each) work.
+#[test]
+fn replicas_open_while_the_primary_compacts_its_log() {
+    let binary = sqld_or_skip!("replicas_open_while_the_primary_compacts_its_log");
+    let _serial = serial();
+    let server = Sqld::start_with(&binary, false, &["--max-log-duration", "1"]);
+    let client = Client::of(Via::Replica, &server);
+    let writer = Transport::open(&server.url(), &Options::new()).unwrap();
+    let published = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let publishing = {
+        let (published, stop) = (published.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let n = published.load(Ordering::SeqCst);
+                writer.publish(&format!("g{}", n % 50), &event(n), 0, None).unwrap();
+                published.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let mut opened = 0;
+    while Instant::now() < deadline {
+        let before = published.load(Ordering::SeqCst) as u64;
+        let replica = client.try_open(&Options::new()).unwrap_or_else(|e| panic!("replica {opened}: {e:?}"));
+        let seen = replica.stats().unwrap_or_else(|e| panic!("replica {opened}'s stats: {e:?}")).messages;
+        assert!(seen >= before, "replica {opened} sees {seen} messages, {before} were published before it opened");
+        opened += 1;
+    }
+    stop.store(true, Ordering::SeqCst);
+    publishing.join().unwrap();
+    println!("{opened} replicas opened while {} messages were published", published.load(Ordering::SeqCst));
+}
+
 /// A real embedded replica's file opened without `sync_url` is refused (written to
 /// locally it would part from the server's queue), and a local queue file is refused as a
 /// replica; neither file is touched.

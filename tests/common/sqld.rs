@@ -75,6 +75,8 @@ pub struct Sqld {
     dir: tempfile::TempDir,
     port: u16,
     auth: bool,
+    /// More command-line arguments, e.g. a log compaction schedule.
+    args: Vec<String>,
     child: Option<Child>,
     starts: usize,
 }
@@ -83,11 +85,17 @@ impl Sqld {
     /// Starts sqld and waits until it answers `/health`. With `auth`, it accepts only
     /// tokens signed for [`JWT_PUBLIC_KEY`] (use [`GOOD_TOKEN`]).
     pub fn start(binary: &Path, auth: bool) -> Sqld {
+        Sqld::start_with(binary, auth, &[])
+    }
+
+    /// As `start`, with more arguments for sqld.
+    pub fn start_with(binary: &Path, auth: bool, args: &[&str]) -> Sqld {
         let dir = tempfile::tempdir().expect("tempdir for sqld");
         if auth {
             std::fs::write(dir.path().join("jwt.key"), JWT_PUBLIC_KEY).unwrap();
         }
-        let mut sqld = Sqld { binary: binary.to_owned(), dir, port: free_port(), auth, child: None, starts: 0 };
+        let args = args.iter().map(|a| (*a).to_owned()).collect();
+        let mut sqld = Sqld { binary: binary.to_owned(), dir, port: free_port(), auth, args, child: None, starts: 0 };
         sqld.launch();
         sqld
     }
@@ -175,6 +183,7 @@ impl Sqld {
             .arg("--http-listen-addr")
             .arg(format!("127.0.0.1:{}", self.port))
             .arg("--no-welcome")
+            .args(&self.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);

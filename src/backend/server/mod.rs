@@ -14,6 +14,7 @@ mod claim;
 mod open;
 mod open_transaction;
 mod pipeline;
+mod sync;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,12 +126,12 @@ impl Replica {
     /// The replica's copy lags the primary until its next sync, so a look pulls the
     /// primary's latest frames first (one round trip; the look itself stays local).
     async fn read(&self, reads: &[(&str, Vec<Value>)], limit: Duration) -> Result<Vec<Vec<Row>>> {
-        match tokio::time::timeout(limit, self.database.sync()).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
+        match sync::sync(&self.database, limit).await {
+            Ok(()) => {}
+            Err(sync::SyncFailed::Error(e)) => {
                 return Err(Error::Connect(format!("the replica could not sync from the libSQL server: {e}")))
             }
-            Err(_) => {
+            Err(sync::SyncFailed::NoAnswer) => {
                 return Err(Error::Connect(format!("the replica's sync got no answer within {} s", limit.as_secs())))
             }
         }

@@ -9,6 +9,7 @@ use libsql::Builder;
 use libsql_hrana::proto::{Batch, BatchStep, Stmt};
 
 use super::pipeline::Pipeline;
+use super::sync::{sync, SyncFailed};
 use super::{Replica, Server};
 use crate::backend::connect::{check_not_mixed, sqlite_busy_timeout, within_connect_timeout, NO_ANSWER};
 use crate::error::{Error, Result};
@@ -52,9 +53,10 @@ impl Server {
         // The first sync downloads the whole database: the primary has answered, so it has
         // as long as any call (busy timeout + 20 s), not 10 s.
         let limit = server.answer_limit();
-        let synced = match tokio::time::timeout(limit, database.sync()).await {
-            Ok(synced) => synced.map(drop).map_err(|e| e.to_string()),
-            Err(_) => Err(format!("{path}: the first sync got {NO_ANSWER} {} s", limit.as_secs())),
+        let synced = match sync(&database, limit).await {
+            Ok(()) => Ok(()),
+            Err(SyncFailed::Error(e)) => Err(e),
+            Err(SyncFailed::NoAnswer) => Err(format!("{path}: the first sync got {NO_ANSWER} {} s", limit.as_secs())),
         };
         if let Err(e) = synced {
             return Err(server.explained(path, &url, e).await);
