@@ -61,7 +61,8 @@ class Transport(
     def open_shards(cls, databases: Sequence[PathType], **options: Any) -> "Transport":
         """Opens one queue sharded over `databases` (1..MAX_SHARDS (256) files or server
         URLs, each as ``Transport(path)`` takes it, or paths of embedded replicas with
-        `sync_urls` naming each one's primary), in their shard order, with the options of ``Transport(path, **options)`` for each. The transport
+        `sync_urls` naming each one's primary), in their shard order, with the options of
+        ``Transport(path, **options)`` for each. The transport
         is an ordinary one: a group lives on the shard `shard_of` names (publishes, acks,
         nacks go there), claims serve the shards in turn (the serving order holds within a
         shard), waits cover all of them, stats and listings add them up (`GroupInfo.shard`,

@@ -14,9 +14,9 @@ const SNAPSHOT_PENDING: &str = "snapshot not found";
 const PAUSE: Duration = Duration::from_millis(100);
 
 pub(super) enum SyncFailed {
-    /// The server's answer, or the replica's own error.
+    /// The server's answer (a snapshot still pending at the limit too), or the replica's own error.
     Error(String),
-    /// No answer (or no snapshot) within the limit.
+    /// No answer within the limit.
     NoAnswer,
 }
 
