@@ -73,14 +73,16 @@ fn sqld_figures(binary: &Path, work: &Path) -> Value {
             };
             let replicas = replica.then(|| work.join(format!("replicas{i}")));
             let figure = sqld_figure(&urls, replicas.as_deref(), &format!("shards{i}"), workers);
-            let about = json!({"shards": shards, "workers": workers, "proxy": proxied, "replica": replica});
-            let mut figure = match figure {
+            let mut about = json!({"shards": shards, "workers": workers, "proxy": proxied, "replica": replica});
+            let result = match figure {
                 Ok(f) => json!({"per_s": f.rate(), "cpu_machine": f.cpu.machine, "cpu_clients": f.cpu.bench,
                     "busy": f.busy, "dry": f.dry, "slowest_ms": f.slowest.as_secs_f64() * 1000.0}),
                 Err(e) => json!({"error": e}),
             };
-            figure.as_object_mut().unwrap().extend(about.as_object().unwrap().clone());
-            figure
+            if let (Value::Object(about), Value::Object(result)) = (&mut about, result) {
+                about.extend(result);
+            }
+            about
         })
         .collect();
     json!(figures)
@@ -102,13 +104,13 @@ fn sqld_figure(urls: &[String], replicas: Option<&Path>, prefix: &str, workers: 
     let mut options = Options::new();
     options.prefix(prefix).map_err(|e| format!("{e:?}"))?;
     options.busy_timeout(30.0).map_err(|e| format!("{e:?}"))?;
-    if replicas.is_some() {
+    if let Some(dir) = replicas {
         options.sync_urls(&list).map_err(|e| format!("{e:?}"))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let open = |n: usize| match replicas {
         None => Transport::open_shards(&list, &options).map_err(|e| format!("open: {e:?}")),
         Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             let files: Vec<String> =
                 (0..list.len()).map(|s| dir.join(format!("t{n}-s{s}.db")).to_string_lossy().into_owned()).collect();
             let files: Vec<&str> = files.iter().map(String::as_str).collect();

@@ -26,13 +26,14 @@ pub(super) async fn sync(database: &Database, limit: Duration) -> Result<(), Syn
     let deadline = Instant::now() + limit;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, database.sync()).await {
+        let e = match tokio::time::timeout(left, database.sync()).await {
             Ok(Ok(_)) => return Ok(()),
-            Ok(Err(e)) if e.to_string().contains(SNAPSHOT_PENDING) && Instant::now() + PAUSE < deadline => {
-                tokio::time::sleep(PAUSE).await
-            }
-            Ok(Err(e)) => return Err(SyncFailed::Error(e.to_string())),
+            Ok(Err(e)) => e.to_string(),
             Err(_) => return Err(SyncFailed::NoAnswer),
+        };
+        if !e.contains(SNAPSHOT_PENDING) || Instant::now() + PAUSE >= deadline {
+            return Err(SyncFailed::Error(e));
         }
+        tokio::time::sleep(PAUSE).await;
     }
 }
