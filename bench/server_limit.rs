@@ -15,6 +15,9 @@
 //!   `claim_many` + `ack_and_claim_many` of 10 (one per 10 messages after the first).
 //!   Leases still held when the span ends are acked after it, untimed.
 //!
+//! - what a commit costs on this sqld, and what each page it writes adds (`commit_costs`):
+//!   what bounds one worker, whose requests never wait for the lock.
+//!
 //! Ours against the yardstick: messages/s × transactions per message ÷ the yardstick's
 //! txn/s (issue #28's target: ≥ 0.8 at every worker count). Beside each figure, to say
 //! what limits each row: the busy answers (ours: `metrics().busy_retries`, the pauses
@@ -176,11 +179,14 @@ struct Count {
 pub fn run(binary: &Path) -> Value {
     crate::progress("server limit: a fresh sqld, the yardstick and ours at 1-16 workers");
     let server = Sqld::start(binary, false);
-    let counts = measure(&server);
-    let out = match &counts {
-        Ok(counts) => {
+    let measured = measure(&server);
+    let out = match &measured {
+        Ok((commits, counts)) => {
             print(counts);
-            to_json(counts)
+            print_commits(commits, counts);
+            let mut out = to_json(counts);
+            out["commit_ms"] = commits.as_ref().map_or_else(|e| json!({"error": e}), CommitCosts::to_json);
+            out
         }
         Err(e) => {
             println!("\n10. The server's own limit: FAILED: {e}");
@@ -191,7 +197,7 @@ pub fn run(binary: &Path) -> Value {
     out
 }
 
-fn measure(server: &Sqld) -> Result<Vec<Count>, String> {
+fn measure(server: &Sqld) -> Result<(Result<CommitCosts, String>, Vec<Count>), String> {
     let url = server.url();
     let mut options = Options::new();
     options.prefix(PREFIX).map_err(|e| format!("{e:?}"))?;
@@ -200,6 +206,7 @@ fn measure(server: &Sqld) -> Result<Vec<Count>, String> {
     let mut published = 0;
     let mut setup = Hrana::connect(server.port())?;
     setup.setup(*WORKERS.iter().max().unwrap_or(&1))?;
+    let commits = commit_costs(&mut setup);
     setup.close();
     let mut counts = Vec::new();
     for workers in WORKERS {
@@ -217,7 +224,7 @@ fn measure(server: &Sqld) -> Result<Vec<Count>, String> {
         let yardstick = before.and_then(|b| after.map(|a| (b.plus(&a), [b.rate(), a.rate()])));
         counts.push(Count { workers, yardstick, ours });
     }
-    Ok(counts)
+    Ok((commits, counts))
 }
 
 /// Publishes until the queue holds `BACKLOG` messages again.
@@ -316,6 +323,67 @@ fn yardstick(port: u16, workers: usize, span: Duration) -> Result<Figure, String
     figure
 }
 
+/// The pages a commit writes in its larger variant: one row each, of 3,000 bytes (a 4 KB page).
+const PAGES: usize = 7;
+/// Requests per variant in a round, and rounds (the variants take turns).
+const COST_REQUESTS: usize = 100;
+const COST_ROUNDS: usize = 5;
+
+/// What a commit costs on this sqld, from one client with no other writer: the median
+/// request of `BEGIN IMMEDIATE`, UPDATEs of rows on 1 or `PAGES` pages, then `COMMIT` or
+/// `ROLLBACK`, in ms. The difference is the commit's own cost. An `ack_and_claim` of ours
+/// writes several pages (the message and its index entry, the head it leases, two groups
+/// and their turns in the index), the yardstick one.
+struct CommitCosts {
+    /// [committed, rolled back] for 1 page, then for `PAGES`.
+    one: [f64; 2],
+    many: [f64; 2],
+}
+
+impl CommitCosts {
+    fn to_json(&self) -> Value {
+        json!({"pages": PAGES, "one_page": [round(self.one[0], 3), round(self.one[1], 3)],
+               "many_pages": [round(self.many[0], 3), round(self.many[1], 3)]})
+    }
+}
+
+fn commit_costs(c: &mut Hrana) -> Result<CommitCosts, String> {
+    let table = step(None, "CREATE TABLE IF NOT EXISTS pages (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB)");
+    let rows = step(
+        Some(json!({"type": "ok", "step": 0})),
+        &format!("INSERT OR IGNORE INTO pages SELECT value, 0, zeroblob(3000) FROM generate_series(1, {PAGES})"),
+    );
+    c.checked(json!([table, rows]))?;
+    let request = |pages: usize, end: &str| {
+        let mut steps = vec![step(None, "BEGIN IMMEDIATE")];
+        for id in 1..=pages {
+            steps.push(step(
+                Some(json!({"type": "ok", "step": id - 1})),
+                &format!("UPDATE pages SET n = n + 1 WHERE id = {id}"),
+            ));
+        }
+        steps.push(step(Some(json!({"type": "ok", "step": pages})), end));
+        Value::Array(steps)
+    };
+    let variants = [request(1, "COMMIT"), request(1, "ROLLBACK"), request(PAGES, "COMMIT"), request(PAGES, "ROLLBACK")];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
+    for _ in 0..COST_ROUNDS {
+        for (v, steps) in variants.iter().enumerate() {
+            for _ in 0..COST_REQUESTS {
+                let at = Instant::now();
+                c.checked(steps.clone())?;
+                times[v].push(at.elapsed());
+            }
+        }
+    }
+    let median = |t: &mut Vec<Duration>| {
+        t.sort();
+        t[t.len() / 2].as_secs_f64() * 1e3
+    };
+    let m: Vec<f64> = times.iter_mut().map(median).collect();
+    Ok(CommitCosts { one: [m[0], m[1]], many: [m[2], m[3]] })
+}
+
 /// One Hrana stream on a TCP connection of its own (HTTP/1.1, kept alive): each request a
 /// pipeline of one batch, on the stream the last answer named (its baton), as ours sends.
 struct Hrana {
@@ -398,6 +466,15 @@ impl Hrana {
             return Err(format!("the batch failed: {result}"));
         }
         Ok(result["response"]["result"].clone())
+    }
+
+    /// Runs one batch that must not fail in any step.
+    fn checked(&mut self, steps: Value) -> Result<(), String> {
+        let result = self.batch(steps)?;
+        match result["step_errors"].as_array().and_then(|e| e.iter().find(|e| !e.is_null())) {
+            Some(e) => Err(format!("a step failed: {e}")),
+            None => Ok(()),
+        }
     }
 
     /// Ends the stream (the server closes its connection).
@@ -635,6 +712,36 @@ fn print(counts: &[Count]) {
                 Ok(_) => {}
             }
         }
+    }
+}
+
+/// The commit's cost beside one request of ours, to say what bounds one worker.
+fn print_commits(commits: &Result<CommitCosts, String>, counts: &[Count]) {
+    let c = match commits {
+        Ok(c) => c,
+        Err(e) => return println!("  what a commit costs: failed: {e}"),
+    };
+    println!(
+        "one client, median request (ms): 1 page written, committed {:.3} / rolled back {:.3} (the commit {:.3}); \
+         {PAGES} pages {:.3} / {:.3} (the commit {:.3}, {:+.3} a page)",
+        c.one[0],
+        c.one[1],
+        c.one[0] - c.one[1],
+        c.many[0],
+        c.many[1],
+        c.many[0] - c.many[1],
+        ((c.many[0] - c.many[1]) - (c.one[0] - c.one[1])) / (PAGES - 1) as f64
+    );
+    let one = counts.iter().find(|c| c.workers == 1);
+    let ours =
+        one.and_then(|c| LOOPS.iter().position(|&l| l == Loop::AckAndClaim).and_then(|i| c.ours[i].as_ref().ok()));
+    let yardstick = one.and_then(|c| c.yardstick.as_ref().ok());
+    if let (Some(ours), Some((y, _))) = (ours, yardstick) {
+        println!(
+            "  1 worker, mean request (ms): the yardstick {:.3}, ours' ack_and_claim {:.3}",
+            1e3 / y.rate(),
+            1e3 / ours.rate()
+        );
     }
 }
 

@@ -17,8 +17,8 @@ mod publish;
 mod shards;
 
 pub use claim::{LEASE_GUARD, LEASE_LOST};
-pub use publish::PublishWith;
 pub use dead_letters::DeadFilter;
+pub use publish::PublishWith;
 pub use shards::ShardSql;
 
 /// Above this many routing keys a claim uses one candidate query with `IN` instead of one
@@ -157,37 +157,50 @@ impl Statements {
         (*rows, messages, groups)
     }
 
-    /// One candidate: the first group, in serving order, that passes `filter` and whose
-    /// head (oldest message) is free now (?1). Columns: ready_at, arrival, seq, gid.
+    /// One candidate: the first group, in serving order, that passes its filter and whose
+    /// head (oldest message) is free now (?1). Columns: ready_at, arrival, seq, gid. See
+    /// `first_of`; the outer SELECT lets candidates, each with its own ORDER BY and LIMIT,
+    /// be joined by UNION ALL.
+    fn candidate(&self, c: &Candidate) -> String {
+        let columns = "g.last_claimed_at AS ready_at, g.rowid AS arrival, h.seq AS seq, g.group_id AS gid";
+        format!("SELECT * FROM ({})", self.first_of(c, columns))
+    }
+
+    /// `columns` of the first group, in serving order, that passes `c`'s filter and whose
+    /// head is free now (?1), with the group as `g` and its head as `h`.
     ///
     /// `ready_at <= now` is what keeps this cheap: a claim stamps a group with its lease's
     /// end and a park with the park's end, so groups in flight or parked lie beyond `now`
     /// and the index range never reaches them. Only a group's head is ever leased, so
     /// the head's own lock says whether the group has anything in flight; that check
     /// still matters for groups leased by a harel Python transport, which stamps the
-    /// claim instant instead. `ready_at` is `g.last_claimed_at`, or `+g.last_claimed_at` to
-    /// keep SQLite off that column's indexes.
-    fn candidate(&self, filter: &str, ready_at: &str) -> String {
-        let (g, m) = (&self.groups_table, &self.messages_table);
+    /// claim instant instead.
+    fn first_of(&self, c: &Candidate, columns: &str) -> String {
+        let (g, m, ready_at) = (&self.groups_table, &self.messages_table, c.ready_at);
         format!(
-            "SELECT * FROM (SELECT g.last_claimed_at AS ready_at, g.rowid AS arrival, h.seq AS seq, \
-             g.group_id AS gid FROM {g} g \
+            "SELECT {columns} FROM {g} g \
              JOIN {m} h ON h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id) \
-             WHERE {filter} AND {ready_at} <= ?1 AND (h.locked_by IS NULL OR h.lock_expiry < ?1) \
-             ORDER BY {ready_at}, g.rowid LIMIT 1)"
+             WHERE {} AND {ready_at} <= ?1 AND (h.locked_by IS NULL OR h.lock_expiry < ?1) \
+             ORDER BY {ready_at}, g.rowid LIMIT 1",
+            c.filter
         )
+    }
+
+    /// The candidates as one compound SELECT (columns as `candidate`'s).
+    fn union_of(&self, candidates: &[Candidate]) -> String {
+        candidates.iter().map(|c| self.candidate(c)).collect::<Vec<_>>().join(" UNION ALL ")
     }
 
     /// The best of the candidates, with its event. Columns: seq, group_id, event, attempts
     /// (claims so far); group_id and event as BLOBs, because libsql reads TEXT as a C
     /// string and would cut a value another writer stored with a NUL byte in it at that byte.
-    fn best_candidate(&self, candidates: Vec<String>) -> String {
+    fn best_candidate(&self, candidates: &[Candidate]) -> String {
         let m = &self.messages_table;
         format!(
             "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts \
              FROM ({}) c JOIN {m} e ON e.seq = c.seq \
              ORDER BY c.ready_at, c.arrival LIMIT 1",
-            candidates.join(" UNION ALL ")
+            self.union_of(candidates)
         )
     }
 
@@ -197,20 +210,7 @@ impl Statements {
     /// ones; a last candidate takes priorities above 4, which harel's Python publish does not
     /// reject (few groups, so it may sort them).
     fn build_unrouted_claim(&self, min_priority: i32) -> String {
-        self.best_candidate(self.unrouted_candidates(min_priority))
-    }
-
-    fn unrouted_candidates(&self, min_priority: i32) -> Vec<String> {
-        if min_priority == 0 {
-            return vec![self.candidate("1", "g.last_claimed_at")];
-        }
-        // "priority > 0" lets SQLite use the partial index.
-        let mut candidates: Vec<String> = (min_priority..=MAX_PRIORITY)
-            .map(|p| self.candidate(&format!("g.priority = {p} AND g.priority > 0"), "g.last_claimed_at"))
-            .collect();
-        candidates
-            .push(self.candidate(&format!("g.priority > {MAX_PRIORITY} AND g.priority > 0"), "+g.last_claimed_at"));
-        candidates
+        self.best_candidate(&unrouted_candidates(min_priority))
     }
 
     /// The claim statement and its parameters: ?1 now; with routing keys, ?2 min_priority
@@ -221,31 +221,8 @@ impl Statements {
         if routing_keys.is_empty() {
             return (self.unrouted_claims[min_priority as usize].as_str().into(), vec![now.into()]);
         }
-        let (candidates, params) = self.claim_candidates(now, min_priority, routing_keys);
-        (self.best_candidate(candidates).into(), params)
-    }
-
-    /// The candidates of `claim` (see `candidate`) and their parameters, as `claim`'s.
-    fn claim_candidates(&self, now: f64, min_priority: i32, routing_keys: &[&str]) -> (Vec<String>, Vec<Value>) {
-        if routing_keys.is_empty() {
-            return (self.unrouted_candidates(min_priority), vec![now.into()]);
-        }
-        let mut params = vec![now.into(), min_priority.into()];
-        let candidates = if routing_keys.len() <= MAX_ROUTING_CANDIDATES {
-            params.extend(routing_keys.iter().map(|&k| Value::from(k)));
-            (0..routing_keys.len())
-                .map(|i| {
-                    self.candidate(&format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3), "g.last_claimed_at")
-                })
-                .collect()
-        } else {
-            params.push(serde_json::to_string(routing_keys).unwrap_or_default().into());
-            vec![self.candidate(
-                "g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2",
-                "g.last_claimed_at",
-            )]
-        };
-        (candidates, params)
+        let (candidates, params) = claim_candidates(now, min_priority, routing_keys);
+        (self.best_candidate(&candidates).into(), params)
     }
 
     /// The column `attempts` of the message `alias`, or 0 where the table lacks it.
@@ -364,6 +341,46 @@ impl Statements {
             publish::keys_index(&self.keys_table),
         ]
     }
+}
+
+/// Which groups a claim's candidate walks (`filter`, on the group `g`), and the expression
+/// of their turn it orders by: `g.last_claimed_at`, or `+g.last_claimed_at` to keep SQLite
+/// off that column's indexes.
+struct Candidate {
+    filter: String,
+    ready_at: &'static str,
+}
+
+fn unrouted_candidates(min_priority: i32) -> Vec<Candidate> {
+    let on_index = |filter: String| Candidate { filter, ready_at: "g.last_claimed_at" };
+    if min_priority == 0 {
+        return vec![on_index("1".into())];
+    }
+    // "priority > 0" lets SQLite use the partial index.
+    let mut candidates: Vec<Candidate> =
+        (min_priority..=MAX_PRIORITY).map(|p| on_index(format!("g.priority = {p} AND g.priority > 0"))).collect();
+    candidates.push(Candidate {
+        filter: format!("g.priority > {MAX_PRIORITY} AND g.priority > 0"),
+        ready_at: "+g.last_claimed_at",
+    });
+    candidates
+}
+
+/// The candidates of `Statements::claim` and their parameters, as `claim`'s.
+fn claim_candidates(now: f64, min_priority: i32, routing_keys: &[&str]) -> (Vec<Candidate>, Vec<Value>) {
+    if routing_keys.is_empty() {
+        return (unrouted_candidates(min_priority), vec![now.into()]);
+    }
+    let on_index = |filter: String| Candidate { filter, ready_at: "g.last_claimed_at" };
+    let mut params = vec![now.into(), min_priority.into()];
+    let candidates = if routing_keys.len() <= MAX_ROUTING_CANDIDATES {
+        params.extend(routing_keys.iter().map(|&k| Value::from(k)));
+        (0..routing_keys.len()).map(|i| on_index(format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3))).collect()
+    } else {
+        params.push(serde_json::to_string(routing_keys).unwrap_or_default().into());
+        vec![on_index("g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2".into())]
+    };
+    (candidates, params)
 }
 
 /// Statements as text for a migration tool: one per line, each ending in ';'.
