@@ -597,6 +597,32 @@ fn replica_server_killed_and_restarted_mid_run() {
     restart_mid_run(Via::Replica, "replica_server_killed_and_restarted_mid_run");
 }
 
+/// A transport idle while its server restarts goes on at its next call, every time: the
+/// connection the old server closed is dropped before the call, not written to (the
+/// request would be lost with it: `Error::Connect`, "may have been applied"), and the
+/// stream it left is replaced. Nothing is repeated or lost.
+#[test]
+fn a_transport_idle_while_its_server_restarts_goes_on_at_its_next_call() {
+    let binary = sqld_or_skip!("a_transport_idle_while_its_server_restarts_goes_on_at_its_next_call");
+    let _serial = serial();
+    let mut server = Sqld::start(&binary, false);
+    let client = Client::of(Via::Remote, &server);
+    let t = client.open(&Options::new());
+    t.publish("g", &event(0), 0, None).unwrap();
+    const RESTARTS: usize = 5;
+    for n in 1..=RESTARTS {
+        server.restart();
+        let after = t.publish("g", &event(n), 0, None);
+        assert!(after.is_ok(), "the first call after restart {n}: {after:?}\n{}", server.log_tail());
+    }
+    for n in 0..=RESTARTS {
+        let lease = claim(&t, "w").expect("every message published is there");
+        assert_eq!(lease.event, event(n));
+        t.ack(&lease).unwrap();
+    }
+    assert!(claim(&t, "w").is_none());
+}
+
 // ---------------------------------------------------------------------------------------
 // sqld's clocks. A write transaction held more than 5 s while another writer waits is
 // rolled back by the server; a remote stream (a connection's server-side session) idle for
