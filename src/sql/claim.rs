@@ -59,7 +59,8 @@ impl Statements {
         let (candidates, params) = claim_candidates(now, min_priority, routing_keys);
         // The rowid of the group served next: the best candidate of `best_candidate`. A
         // server compiles every statement of every request, so one candidate goes in
-        // without the wrapping that joins several (half the mark's compile time).
+        // without the wrapping that joins several (the mark then compiles in 45 µs more
+        // than a trivial UPDATE, not 74).
         let next_group = match candidates.as_slice() {
             [only] => self.first_of(only, "g.rowid"),
             several => {
