@@ -63,6 +63,12 @@ impl AsyncTransport {
     /// order, or are refused with `Error::Argument` saying which database does not match.
     /// A list of one is a queue of one database, as `open` opens.
     pub async fn open_shards(databases: &[&str], options: &Options) -> Result<AsyncTransport> {
+        Self::open_each(databases, &Self::options_of_each(databases, options)?).await
+    }
+
+    /// The options each of `databases` opens with, once the list itself is checked: of
+    /// 1..=`MAX_SHARDS` databases, none empty or repeated, and `options` fit for it.
+    pub(crate) fn options_of_each(databases: &[&str], options: &Options) -> Result<Vec<Options>> {
         let n = databases.len();
         if !(1..=MAX_SHARDS).contains(&n) {
             return Err(Error::Argument(format!("databases has {n} entries; it must have 1..{MAX_SHARDS}")));
@@ -73,7 +79,12 @@ impl AsyncTransport {
                 return Err(Error::Argument(format!("databases[{i}] repeats databases[{j}] ({database})")));
             }
         }
-        let each = shards::options_of_each(databases, options)?;
+        shards::options_of_each(databases, options)
+    }
+
+    /// `open_shards` of a checked list, each database with its options (`options_of_each`).
+    pub(crate) async fn open_each(databases: &[&str], each: &[Options]) -> Result<AsyncTransport> {
+        let n = databases.len();
         let meters = Arc::new(Meters::default());
         let mut opened = Vec::with_capacity(n);
         for (i, database) in databases.iter().enumerate() {
@@ -81,7 +92,7 @@ impl AsyncTransport {
             opened.push(shard.map_err(|e| if n > 1 { e.during(&format!("databases[{i}] ({database})")) } else { e })?);
         }
         // Two spellings of one file are one database: refused before any record is written.
-        let files: Vec<_> = databases.iter().zip(&each).map(|(d, o)| Backend::file_of(d, o)).collect();
+        let files: Vec<_> = databases.iter().zip(each).map(|(d, o)| Backend::file_of(d, o)).collect();
         for (i, file) in files.iter().enumerate().filter(|(_, f)| f.is_some()) {
             if let Some(j) = files[..i].iter().position(|f| f == file) {
                 return Err(Error::Argument(format!(
@@ -102,7 +113,7 @@ impl AsyncTransport {
                 std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), n) as usize,
             ),
             fused: AtomicUsize::new(0),
-            max_attempts: options.max_attempts,
+            max_attempts: each[0].max_attempts,
             meters,
             absent,
         };

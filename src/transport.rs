@@ -13,7 +13,7 @@ use crate::metrics::Metrics;
 use crate::mode::Mode;
 use crate::options::Options;
 use crate::request::Publish;
-use crate::shards::{self, Watch};
+use crate::shards::Watch;
 use crate::types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
 };
@@ -34,8 +34,9 @@ impl Transport {
 
     /// See [`AsyncTransport::open_shards`].
     pub fn open_shards(databases: &[&str], options: &Options) -> Result<Transport> {
-        let runtime = Backend::runtime(databases, &shards::options_of_each(databases, options)?)?;
-        let inner = runtime.block_on(AsyncTransport::open_shards(databases, options))?;
+        let each = AsyncTransport::options_of_each(databases, options)?;
+        let runtime = Backend::runtime(databases, &each)?;
+        let inner = runtime.block_on(AsyncTransport::open_each(databases, &each))?;
         Ok(Transport { inner: Some(inner), runtime, commits: GroupCommit::default() })
     }
 

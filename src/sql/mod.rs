@@ -351,14 +351,21 @@ struct Candidate {
     ready_at: &'static str,
 }
 
+impl Candidate {
+    /// A candidate that walks `last_claimed_at`'s index (or an index ending in it).
+    fn on_index(filter: String) -> Candidate {
+        Candidate { filter, ready_at: "g.last_claimed_at" }
+    }
+}
+
 fn unrouted_candidates(min_priority: i32) -> Vec<Candidate> {
-    let on_index = |filter: String| Candidate { filter, ready_at: "g.last_claimed_at" };
     if min_priority == 0 {
-        return vec![on_index("1".into())];
+        return vec![Candidate::on_index("1".into())];
     }
     // "priority > 0" lets SQLite use the partial index.
-    let mut candidates: Vec<Candidate> =
-        (min_priority..=MAX_PRIORITY).map(|p| on_index(format!("g.priority = {p} AND g.priority > 0"))).collect();
+    let mut candidates: Vec<Candidate> = (min_priority..=MAX_PRIORITY)
+        .map(|p| Candidate::on_index(format!("g.priority = {p} AND g.priority > 0")))
+        .collect();
     candidates.push(Candidate {
         filter: format!("g.priority > {MAX_PRIORITY} AND g.priority > 0"),
         ready_at: "+g.last_claimed_at",
@@ -371,14 +378,15 @@ fn claim_candidates(now: f64, min_priority: i32, routing_keys: &[&str]) -> (Vec<
     if routing_keys.is_empty() {
         return (unrouted_candidates(min_priority), vec![now.into()]);
     }
-    let on_index = |filter: String| Candidate { filter, ready_at: "g.last_claimed_at" };
     let mut params = vec![now.into(), min_priority.into()];
     let candidates = if routing_keys.len() <= MAX_ROUTING_CANDIDATES {
         params.extend(routing_keys.iter().map(|&k| Value::from(k)));
-        (0..routing_keys.len()).map(|i| on_index(format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3))).collect()
+        (0..routing_keys.len())
+            .map(|i| Candidate::on_index(format!("g.routing_key = ?{} AND g.priority >= ?2", i + 3)))
+            .collect()
     } else {
         params.push(serde_json::to_string(routing_keys).unwrap_or_default().into());
-        vec![on_index("g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2".into())]
+        vec![Candidate::on_index("g.routing_key IN (SELECT value FROM json_each(?3)) AND g.priority >= ?2".into())]
     };
     (candidates, params)
 }
