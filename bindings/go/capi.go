@@ -85,9 +85,13 @@ func (a *cStrings) addWhole(s string) *C.char {
 	return p
 }
 
-// alloc is size bytes of C memory, freed with the strings.
+// alloc is size bytes of zeroed C memory, freed with the strings. Zeroed because Go fills
+// arrays of pointer-holding structs in it: a pointer store's write barrier hands the slot's
+// old value to a marking GC, and what malloc returns may still hold the address of a dead
+// Go object (the library frees memory that held &cerr or &out), which corrupts the heap
+// when read as live (dirty_memory_internal_test.go).
 func (a *cStrings) alloc(size C.size_t) unsafe.Pointer {
-	p := C.malloc(size)
+	p := C.calloc(1, size)
 	*a = append(*a, (*C.char)(p))
 	return p
 }
