@@ -794,8 +794,11 @@ enum harel_status harel_transport_claim_many(struct harel_transport *t,
  * Acks `n_leases` leases in one transaction (one commit), in array order, each read as
  * by `harel_transport_ack`, with an outcome per lease in the caller's array `outcomes`
  * (`n_leases` elements): HAREL_OK (acked) or HAREL_ERR_LEASE_LOST (lost as ack would
- * report it; nothing of it changed) — the others are acked all the same. The leases stay
- * the caller's. `leases` and `outcomes` may be NULL only when `n_leases` is 0 (nothing is
+ * report it; nothing of it changed) — the others are acked all the same. On a sharded
+ * queue, one transaction per shard: a lease of a shard whose transaction failed gets that
+ * error's status (HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT: not acked, and
+ * still held unless it lapsed), the other shards' leases their own. The leases stay the
+ * caller's. `leases` and `outcomes` may be NULL only when `n_leases` is 0 (nothing is
  * written).
  *
  * Returns HAREL_OK (the transaction committed: read `outcomes`); HAREL_ERR_ARGUMENT (t
@@ -1214,10 +1217,11 @@ enum harel_status harel_schema_upgrade_sql(const char *prefix,
  * file); sync_urls of another count than n_databases, or set beside sync_url; sync_url
  * with n_databases above 1; the list does not match the
  * databases' records: a database missing, one extra, the order changed, another queue's
- * database, a database that holds messages but belongs to no set — the message names
- * the database as "databases[i] (its text)"; a transaction begun on a sharded queue is
- * refused at its first call); otherwise as `harel_transport_open`, the message naming the
- * database that failed. On error nothing is left open and `*out` is NULL.
+ * database, a database that holds messages but belongs to no set, a path that names no
+ * file yet beside a set's databases — the message names the database as "databases[i]
+ * (its text)", and no file is made; a transaction begun on a sharded queue is refused at
+ * its first call); otherwise as `harel_transport_open`, the message naming the database
+ * that failed. On error nothing is left open and `*out` is NULL.
  */
 enum harel_status harel_transport_open_shards(const char *const *databases,
                                               size_t n_databases,

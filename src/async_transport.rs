@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, FileAt};
 use crate::error::{Error, Result};
 use crate::metrics::{Meters, Metrics, Operation};
 use crate::mode::Mode;
@@ -86,21 +86,27 @@ impl AsyncTransport {
     pub(crate) async fn open_each(databases: &[&str], each: &[Options]) -> Result<AsyncTransport> {
         let n = databases.len();
         let meters = Arc::new(Meters::default());
-        let mut opened = Vec::with_capacity(n);
-        for (i, database) in databases.iter().enumerate() {
-            let shard = Shard::open(database, &each[i], Arc::clone(&meters)).await;
-            opened.push(shard.map_err(|e| if n > 1 { e.during(&format!("databases[{i}] ({database})")) } else { e })?);
-        }
-        // Two spellings of one file are one database: refused before any record is written.
-        let files: Vec<_> = databases.iter().zip(each).map(|(d, o)| Backend::file_of(d, o)).collect();
-        for (i, file) in files.iter().enumerate().filter(|(_, f)| f.is_some()) {
-            if let Some(j) = files[..i].iter().position(|f| f == file) {
-                return Err(Error::Argument(format!(
-                    "databases[{i}] ({}) is the file databases[{j}] ({}) is",
-                    databases[i], databases[j]
-                )));
+        one_file_each(databases, each)?;
+        // A file not made yet is made once the list is known to fit the set: a refused open
+        // creates nothing. (Alone, a database has no set to fit.)
+        let not_made = |i: usize| n > 1 && matches!(Backend::file_at(databases[i], &each[i]), Some(FileAt::New { .. }));
+        let mut opened: Vec<Option<Shard>> = (0..n).map(|_| None).collect();
+        let plan = loop {
+            for (i, shard) in opened.iter_mut().enumerate().filter(|(i, s)| s.is_none() && !not_made(*i)) {
+                *shard = Some(open_shard(databases, each, i, &meters).await?);
             }
+            let found = set_records(&opened).await.map_err(|e| e.during("open"))?;
+            // A file made meanwhile is another open making this set (it makes every file
+            // before it records any): read it too.
+            if (0..n).all(|i| opened[i].is_some() || not_made(i)) {
+                let new: Vec<bool> = opened.iter().map(Option::is_none).collect();
+                break shards::check_set(&found, &new, databases).map_err(|e| e.during("open"))?;
+            }
+        };
+        for (i, shard) in opened.iter_mut().enumerate().filter(|(_, s)| s.is_none()) {
+            *shard = Some(open_shard(databases, each, i, &meters).await?);
         }
+        let opened: Vec<Shard> = opened.into_iter().flatten().collect();
         let absent = match n {
             1 => opened[0].absent().to_vec(),
             _ => (opened.iter().enumerate())
@@ -117,20 +123,16 @@ impl AsyncTransport {
             meters,
             absent,
         };
-        transport.join_set(databases).await.map_err(|e| e.during("open"))?;
+        transport.join_set(plan, databases).await.map_err(|e| e.during("open"))?;
         Ok(transport)
     }
 
-    /// Checks the list against the databases' records of their set, and writes the records
-    /// a new set (or one whose making was cut short) lacks: shard 0's first, so that of two
-    /// openers making a set at once, both take the queue id that shard 0 kept.
-    async fn join_set(&self, databases: &[&str]) -> Result<()> {
-        let mut found = Vec::with_capacity(self.shards.len());
-        for shard in &self.shards {
-            found.push(shard.set_record().await?);
-        }
+    /// Writes the records `plan` says a new set (or one whose making was cut short) lacks:
+    /// shard 0's first, so that of two openers making a set at once, both take the queue id
+    /// that shard 0 kept.
+    async fn join_set(&self, plan: Plan, databases: &[&str]) -> Result<()> {
         let n = self.shards.len();
-        let (queue_id, missing) = match shards::check_set(&found, databases)? {
+        let (queue_id, missing) = match plan {
             Plan::Alone => return Ok(()),
             Plan::New => (shards::new_queue_id()?, (0..n).collect()),
             Plan::Complete { queue_id, missing } => (queue_id, missing),
@@ -811,6 +813,42 @@ impl AsyncTransport {
             _ => e.during(&format!("shard {i}")),
         }
     }
+}
+
+/// Two spellings of one file are one database: refused before anything is opened or made.
+fn one_file_each(databases: &[&str], each: &[Options]) -> Result<()> {
+    let files: Vec<_> = databases.iter().zip(each).map(|(d, o)| Backend::file_at(d, o)).collect();
+    for (i, file) in files.iter().enumerate().filter(|(_, f)| f.is_some()) {
+        if let Some(j) = files[..i].iter().position(|f| f == file) {
+            return Err(Error::Argument(format!(
+                "databases[{i}] ({}) is the file databases[{j}] ({}) is",
+                databases[i], databases[j]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Opens `databases[i]` with its options; an error names it when there are several.
+async fn open_shard(databases: &[&str], each: &[Options], i: usize, meters: &Arc<Meters>) -> Result<Shard> {
+    let shard = Shard::open(databases[i], &each[i], Arc::clone(meters)).await;
+    shard.map_err(|e| match databases.len() {
+        1 => e,
+        _ => e.during(&format!("databases[{i}] ({})", databases[i])),
+    })
+}
+
+/// Each database's record of its set and whether it holds messages; a database not opened
+/// (a file not made yet) has neither.
+async fn set_records(opened: &[Option<Shard>]) -> Result<Vec<(Option<SetRecord>, bool)>> {
+    let mut found = Vec::with_capacity(opened.len());
+    for shard in opened {
+        found.push(match shard {
+            Some(shard) => shard.set_record().await?,
+            None => (None, false),
+        });
+    }
+    Ok(found)
 }
 
 /// The outcomes of `parts` (each with its items' indexes) put back in the items' order.

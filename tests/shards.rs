@@ -27,6 +27,7 @@ fn on_three_files(check: Check) {
 
 #[test]
 fn the_shared_contract_on_three_files() {
+    let _limit = common::time_limit();
     for (name, _) in OTHERWISE {
         assert!(CHECKS.iter().any(|(check, _)| check == name), "{name} is not a check of the contract");
     }
@@ -55,6 +56,7 @@ fn refused(paths: &[&str], says: &str) {
 
 #[test]
 fn the_set_is_recorded_and_a_list_that_does_not_match_is_refused() {
+    let _limit = common::time_limit();
     let (dir, paths) = three_files();
     let list: Vec<&str> = paths.iter().map(String::as_str).collect();
     let t = Transport::open_shards(&list, &Options::new()).unwrap();
@@ -69,12 +71,16 @@ fn the_set_is_recorded_and_a_list_that_does_not_match_is_refused() {
     let lone = dir.path().join("lone.db").to_str().unwrap().to_owned();
     Transport::open(&lone, &Options::new()).unwrap().publish("g", "{}", 0, None).unwrap();
     let empty = dir.path().join("empty.db").to_str().unwrap().to_owned();
+    drop(Transport::open(&empty, &Options::new()).unwrap()); // a queue of its own, empty
+    let missing = dir.path().join("missing.db").to_str().unwrap().to_owned();
 
     refused(&list[..2], "1 database is missing");
     refused(&[list[0], list[1], list[2], &empty], "1 database is extra");
     refused(&[list[1], list[0], list[2]], "is shard 1 of queue");
     refused(&[list[0], list[1], &other[1]], "belongs to another sharded queue");
     refused(&[list[0], list[1], &empty], "the set is in use");
+    refused(&[list[0], list[1], &missing], "databases[2] (");
+    refused(&[list[0], list[1], &missing], "does not exist");
     refused(&[list[0]], "is shard 0 of 3 of the sharded queue");
     refused(&[&empty, &lone], "databases[1] (");
     refused(&[&empty, &lone], "holds messages and belongs to no shard set");
@@ -94,8 +100,166 @@ fn the_set_is_recorded_and_a_list_that_does_not_match_is_refused() {
     assert_eq!(per_shard, [1, 1, 1], "each group on the shard its hash names");
 }
 
+/// What a database holds: every message and group row, and its record of a set if it has one.
+fn contents(path: &str) -> Vec<Vec<String>> {
+    let raw = common::Raw::open(path);
+    let mut all = raw.snapshot("harel");
+    if raw.objects().iter().any(|(_, name)| name == "harel_transport_shard") {
+        all.extend(raw.rows("SELECT queue_id, shard, shards FROM harel_transport_shard"));
+    }
+    all
+}
+
+/// `path` and the files SQLite and our lock keep beside it: none of them exists.
+fn nothing_at(path: &str) {
+    for file in ["", "-wal", "-shm", "-harel"].map(|s| format!("{path}{s}")) {
+        assert!(!std::path::Path::new(&file).exists(), "a refused open left {file}");
+    }
+}
+
+/// A refused open creates nothing: each new path it named stays absent (with its -wal,
+/// -shm and -harel files), and the databases that were there hold what they held.
+#[test]
+fn a_refused_open_leaves_no_new_file_and_changes_nothing() {
+    let _limit = common::time_limit();
+    let (dir, paths) = three_files();
+    let list: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let t = Transport::open_shards(&list, &Options::new()).unwrap();
+    for s in 0..3 {
+        t.publish(&group_on(s, 3, 0), "{}", 0, None).unwrap();
+    }
+    drop(t);
+    let lone = dir.path().join("lone.db").to_str().unwrap().to_owned();
+    Transport::open(&lone, &Options::new()).unwrap().publish("g", "{}", 0, None).unwrap();
+    let new = dir.path().join("new.db").to_str().unwrap().to_owned();
+    let same_new = dir.path().join(".").join("new.db").to_str().unwrap().to_owned();
+    let before: Vec<_> = paths.iter().chain([&lone]).map(|p| contents(p)).collect();
+
+    refused(&[list[0], list[1], list[2], &new], "1 database is extra");
+    nothing_at(&new);
+    refused(&[&new, &lone], "databases[1] (");
+    nothing_at(&new);
+    refused(&[&new, &same_new], "databases[1] (");
+    refused(&[&new, &same_new], "is the file databases[0]");
+    nothing_at(&new);
+
+    let after: Vec<_> = paths.iter().chain([&lone]).map(|p| contents(p)).collect();
+    assert_eq!(after, before, "the refusals changed nothing");
+    assert_eq!(open(&paths, &Options::new()).unwrap().stats().unwrap().messages, 3);
+}
+
+/// A mistyped path in the list, beside a set whose messages are all on the shard the path
+/// should have named, parked or delayed: no database of the list holds a message, yet the
+/// set is in use. Refused, and the mistyped path is not made a shard (nor a file).
+#[test]
+fn a_mistyped_path_beside_a_set_whose_messages_are_parked_or_delayed_is_refused() {
+    let _limit = common::time_limit();
+    for how in ["parked", "delayed"] {
+        let (dir, paths) = three_files();
+        let clock = TestClock::at(1000.0);
+        let t = open(&paths, &clock.options()).unwrap();
+        let g = group_on(2, 3, 0);
+        if how == "parked" {
+            t.publish(&g, "{}", 0, None).unwrap();
+            let lease = t.claim("w", 30.0, 0, &[]).unwrap().unwrap();
+            t.nack(&lease, 3600.0).unwrap();
+        } else {
+            let message = harel_transport::Message { group_id: &g, event_json: "{}", priority: 0, routing_key: None };
+            t.publish_with(message, harel_transport::Delivery { key: None, delay: 3600.0, not_before: None }).unwrap();
+        }
+        assert_eq!(t.stats().unwrap().messages, 1, "{how}");
+        drop(t);
+        let typo = dir.path().join("shard2.bd").to_str().unwrap().to_owned();
+        let before: Vec<_> = paths.iter().map(|p| contents(p)).collect();
+        refused(&[&paths[0], &paths[1], &typo], "databases[2] (");
+        nothing_at(&typo);
+        assert_eq!(paths.iter().map(|p| contents(p)).collect::<Vec<_>>(), before, "{how}: nothing written");
+        let t = open(&paths, &clock.options()).expect("the right list still opens");
+        assert_eq!(t.shard_stats().unwrap()[2].messages, 1, "{how}");
+    }
+}
+
+/// `ack_many` with one shard's write lock held past the busy timeout (another connection's
+/// BEGIN IMMEDIATE): each lease of that shard gets the busy error an `ack` of it gets, not
+/// a lost lease (it is still held: acked once the lock is free), and the other shards'
+/// leases their own outcomes; in the C ABI, each its status.
+#[test]
+fn ack_many_gives_each_lease_of_a_busy_shard_the_busy_error() {
+    let _limit = common::time_limit();
+    use harel_transport::ffi::{
+        harel_lease, harel_options_free, harel_options_new, harel_options_set_busy_timeout, harel_status,
+        harel_transport_ack_many, harel_transport_close, harel_transport_open_shards,
+    };
+    use std::ffi::CString;
+    use std::ptr::null_mut;
+    let (_dir, paths) = three_files();
+    let mut options = Options::new();
+    options.busy_timeout(0.2).unwrap();
+    let t = open(&paths, &options).unwrap();
+    let c_paths: Vec<CString> = paths.iter().map(|p| CString::new(p.as_str()).unwrap()).collect();
+    let c_list: Vec<*const std::ffi::c_char> = c_paths.iter().map(|p| p.as_ptr()).collect();
+    let (o, mut ct) = (harel_options_new(), null_mut());
+    assert_eq!(harel_options_set_busy_timeout(o, 0.2, null_mut()), harel_status::HAREL_OK);
+    assert_eq!(harel_transport_open_shards(c_list.as_ptr(), 3, o, &mut ct, null_mut()), harel_status::HAREL_OK);
+    harel_options_free(o);
+    for k in 0..2 {
+        for s in 0..2 {
+            t.publish(&group_on(s, 3, k), "{}", 0, None).unwrap();
+        }
+    }
+    let leases: Vec<harel_transport::Lease> = std::iter::from_fn(|| t.claim("w", 60.0, 0, &[]).unwrap()).collect();
+    assert_eq!(leases.len(), 4);
+    let on_busy = |l: &harel_transport::Lease| shard_of(&l.group_id, 3) == 1;
+    let holder = common::Raw::open(&paths[1]);
+    holder.batch("BEGIN IMMEDIATE");
+    let alone = t.ack(leases.iter().find(|l| on_busy(l)).unwrap());
+    assert!(matches!(alone, Err(Error::Busy(_))), "an ack on the busy shard: {alone:?}");
+
+    // The C face: the leases as a binding fills them, one status each.
+    let strings: Vec<[CString; 2]> = leases
+        .iter()
+        .map(|l| [CString::new(l.group_id.as_str()).unwrap(), CString::new(l.worker_id.as_str()).unwrap()])
+        .collect();
+    let c_leases: Vec<harel_lease> = leases
+        .iter()
+        .zip(&strings)
+        .map(|(l, [g, w])| harel_lease {
+            seq: l.seq,
+            group_id: g.as_ptr() as *mut _,
+            group_id_len: l.group_id.len(),
+            event: g.as_ptr() as *mut _,
+            event_len: 0,
+            worker_id: w.as_ptr() as *mut _,
+            lock_expiry: l.lock_expiry,
+            attempts: l.attempts,
+        })
+        .collect();
+    let pointers: Vec<*const harel_lease> = c_leases.iter().map(|l| l as *const _).collect();
+    let mut statuses = vec![harel_status::HAREL_OK; 4];
+    let status = harel_transport_ack_many(ct, pointers.as_ptr(), 4, statuses.as_mut_ptr(), null_mut());
+    assert_eq!(status, harel_status::HAREL_OK);
+    let want: Vec<harel_status> =
+        leases.iter().map(|l| if on_busy(l) { harel_status::HAREL_ERR_BUSY } else { harel_status::HAREL_OK }).collect();
+    assert_eq!(statuses, want, "C: the busy shard's leases HAREL_ERR_BUSY, the others acked");
+    harel_transport_close(ct);
+
+    // The Rust face: the other shard's leases were acked just now, so they are lost.
+    for (lease, outcome) in leases.iter().zip(t.ack_many(&leases).unwrap()) {
+        match on_busy(lease) {
+            true => assert!(matches!(outcome, Err(Error::Busy(_))), "a lease of the busy shard: {outcome:?}"),
+            false => assert!(matches!(outcome, Err(Error::LeaseLost(_))), "acked by the C call: {outcome:?}"),
+        }
+    }
+    holder.batch("ROLLBACK");
+    for lease in leases.iter().filter(|l| on_busy(l)) {
+        t.ack(lease).expect("the busy shard's leases were still held");
+    }
+    assert_eq!(t.stats().unwrap().messages, 0);
+}
+
 #[test]
 fn claims_take_the_shards_in_turn_and_listings_show_the_shard() {
+    let _limit = common::time_limit();
     let (_dir, paths) = three_files();
     let t = open(&paths, &Options::new()).unwrap();
     for k in 0..2 {
@@ -121,6 +285,7 @@ fn claims_take_the_shards_in_turn_and_listings_show_the_shard() {
 
 #[test]
 fn batches_split_by_shard_and_keep_each_groups_order() {
+    let _limit = common::time_limit();
     let (_dir, paths) = three_files();
     let t = open(&paths, &Options::new()).unwrap();
     let groups: Vec<String> = (0..3).map(|s| group_on(s, 3, 0)).collect();
@@ -156,6 +321,7 @@ fn batches_split_by_shard_and_keep_each_groups_order() {
 
 #[test]
 fn a_transaction_and_seqs_of_dead_letters_name_one_database() {
+    let _limit = common::time_limit();
     let (_dir, paths) = three_files();
     let clock = TestClock::at(1000.0);
     let t = open(&paths, &clock.options()).unwrap();
@@ -196,6 +362,7 @@ fn publish_from_another_program(path: &str, group: &str) {
 
 #[test]
 fn a_group_on_a_shard_its_hash_does_not_name_is_set_aside() {
+    let _limit = common::time_limit();
     let (_dir, paths) = three_files();
     let t = open(&paths, &Options::new()).unwrap();
     let g = group_on(0, 3, 0);
@@ -224,6 +391,7 @@ fn a_group_on_a_shard_its_hash_does_not_name_is_set_aside() {
 /// each one's log).
 #[test]
 fn four_processes_drain_three_shards_exactly_once_in_order() {
+    let _limit = common::time_limit();
     let (dir, paths) = three_files();
     let t = open(&paths, &Options::new()).unwrap();
     common::drain::fill(&t, common::drain::GROUPS, common::drain::PER_GROUP);
@@ -279,6 +447,7 @@ fn check_handled(logs: &[std::path::PathBuf], total: usize, per_group: usize) {
 /// lost or repeated and every group keeps its order across the two sets.
 #[test]
 fn changing_the_number_of_shards_by_drain_and_switch_keeps_every_group_in_order() {
+    let _limit = common::time_limit();
     const GROUPS: usize = 30;
     let dir = tempfile::tempdir().unwrap();
     let set = |n: usize, name: &str| -> Vec<String> {
@@ -339,6 +508,7 @@ fn serve(t: &Transport, id: &str, log: &mut String, finished: &dyn Fn() -> bool)
 #[test]
 #[ignore = "a worker process of changing_the_number_of_shards_by_drain_and_switch_keeps_every_group_in_order"]
 fn switch_worker() {
+    let _limit = common::time_limit();
     let Ok(role) = std::env::var("HAREL_TEST_ROLE") else { return };
     let set = |name: &str| -> Vec<String> { common::procs::env(name).lines().map(str::to_owned).collect() };
     let mut o = Options::new();
@@ -362,6 +532,7 @@ fn switch_worker() {
 #[test]
 #[ignore = "a worker process of four_processes_drain_three_shards_exactly_once_in_order"]
 fn drain_worker() {
+    let _limit = common::time_limit();
     let Ok(shards) = std::env::var("HAREL_TEST_SHARDS") else { return };
     let paths: Vec<String> = shards.lines().map(str::to_owned).collect();
     let mut o = Options::new();

@@ -1055,15 +1055,19 @@ func firstOf[T any](s []T) *T {
 	return &s[0]
 }
 
-// outcomeErrors turns a batch ack's outcomes into nil (acked) or an *Error per lease.
+// outcomeErrors turns a batch ack's outcomes into nil (acked) or an *Error per lease: a
+// lost lease, or (sharded) the error of its shard's transaction.
 func outcomeErrors(ls []*Lease, outcomes []C.enum_harel_status) []error {
 	errs := make([]error, len(ls))
 	for i, s := range outcomes {
 		if s < 0 {
+			why := " is no longer leased to " + strconv.Quote(ls[i].WorkerID) +
+				" (acked or nacked already, or it lapsed and another worker claimed it); nothing of it changed"
+			if Status(s) != StatusLeaseLost {
+				why = " was not acked: its shard's transaction failed (it is still held)"
+			}
 			errs[i] = &Error{Status: Status(s), Message: "leases[" + strconv.Itoa(i) + "]: message " +
-				strconv.FormatInt(ls[i].Seq, 10) + " of group " + strconv.Quote(ls[i].GroupID) +
-				" is no longer leased to " + strconv.Quote(ls[i].WorkerID) +
-				" (acked or nacked already, or it lapsed and another worker claimed it); nothing of it changed"}
+				strconv.FormatInt(ls[i].Seq, 10) + " of group " + strconv.Quote(ls[i].GroupID) + why}
 		}
 	}
 	return errs

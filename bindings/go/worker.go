@@ -62,8 +62,10 @@ func (t *Transport) ClaimMany(ctx context.Context, workerID string, visibility t
 
 // AckMany acks leases in one transaction (one commit), in order. acked has an element per
 // lease: nil when it was acked, or an error matching ErrLeaseLost when it was lost (as Ack
-// would report it; nothing of it changed) while the others were acked all the same. err is
-// the whole call's: then nothing was acked and acked is nil. An empty leases does nothing.
+// would report it; nothing of it changed) while the others were acked all the same; on a
+// sharded queue, a lease of a shard whose transaction failed has that error (ErrBusy, ...:
+// not acked, still held). err is the whole call's: then nothing was acked and acked is
+// nil. An empty leases does nothing.
 //
 // Errors: ErrArgument (a lease nil or as for Ack, named by its index "leases[2]"; nothing
 // was acked), ErrBusy, ErrDatabase, ErrConnect, ErrClosed.

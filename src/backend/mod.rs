@@ -33,6 +33,14 @@ pub enum Backend {
     Server(Server),
 }
 
+/// A local file: one that exists, by its (device, inode); one not made yet, by its
+/// directory's and its name (a path's spelling aside, the file it would be made as).
+#[derive(Debug, PartialEq, Eq)]
+pub enum FileAt {
+    Existing((u64, u64)),
+    New { dir: (u64, u64), name: std::ffi::OsString },
+}
+
 /// An opened backend, and how claims on it wait.
 pub struct Opened {
     pub backend: Backend,
@@ -70,10 +78,23 @@ impl Backend {
         Ok(Opened { backend, mode, wake, polling })
     }
 
-    /// The file `database` is, as (device, inode), when it is a local file that exists:
-    /// what tells two paths to one file.
-    pub fn file_of(database: &str, options: &Options) -> Option<(u64, u64)> {
-        (Mode::of(database, options) == Mode::File).then(|| file_identity::at(database).ok()).flatten()
+    /// The local file `database` names, as what tells two paths to one file from two files;
+    /// None for memory, a server or a replica, and for a path whose directory cannot be read
+    /// (opening it says why).
+    pub fn file_at(database: &str, options: &Options) -> Option<FileAt> {
+        if Mode::of(database, options) != Mode::File {
+            return None;
+        }
+        match file_identity::at(database) {
+            Ok(file) => Some(FileAt::Existing(file)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let path = std::path::Path::new(database);
+                let dir = path.parent().and_then(|d| d.to_str()).filter(|d| !d.is_empty()).unwrap_or(".");
+                let name = path.file_name()?.to_owned();
+                file_identity::at(dir).ok().map(|dir| FileAt::New { dir, name })
+            }
+            Err(_) => None,
+        }
     }
 
     /// The runtime a blocking transport drives its calls on: the caller's thread for a

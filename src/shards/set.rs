@@ -2,9 +2,10 @@
 //! its index and how many shards there are; `open_shards` reads them all and refuses a list
 //! that does not match them: a database missing, one too many, the order changed, or a
 //! database of another queue. A set whose making was cut short (no message in it yet) is
-//! completed. A queue over one database keeps no record, and a database
-//! that has one is refused when opened alone, since a transport over it alone would serve
-//! and take the groups of every shard.
+//! completed; a file not made yet is never one of its databases, since a set's making
+//! makes every file before it records any. A queue over one database keeps no record, and
+//! a database that has one is refused when opened alone, since a transport over it alone
+//! would serve and take the groups of every shard.
 
 use crate::error::{Error, Result};
 
@@ -28,8 +29,9 @@ pub enum Plan {
 }
 
 /// What a list of databases must be, from what each says of itself (its record, whether it
-/// holds messages). `Error::Argument` naming the database and the mismatch.
-pub fn check_set(found: &[(Option<SetRecord>, bool)], databases: &[&str]) -> Result<Plan> {
+/// holds messages) and which are files not made yet (`new`: no record, no message).
+/// `Error::Argument` naming the database and the mismatch.
+pub fn check_set(found: &[(Option<SetRecord>, bool)], new: &[bool], databases: &[&str]) -> Result<Plan> {
     let n = databases.len();
     let name = |i: usize| match n {
         1 => format!("database {}", databases[0]),
@@ -97,6 +99,16 @@ pub fn check_set(found: &[(Option<SetRecord>, bool)], databases: &[&str]) -> Res
                 )))
             }
             Some(_) => {}
+            // The set's own messages may all be on the shard this path should have named,
+            // so that none of the list holds one: a new file is told by itself.
+            None if new[i] => {
+                return Err(Error::Argument(format!(
+                    "{} does not exist, and the list's other databases are shards of queue {queue_id}: a \
+                     set's making makes all its files before it records any, so this is not one of them (a \
+                     wrong path?); nothing was created",
+                    name(i)
+                )))
+            }
             None if *holds => {
                 return Err(Error::Argument(format!(
                     "{} holds messages and is not a shard of queue {queue_id} (it has no record of the set): \
@@ -138,9 +150,13 @@ mod tests {
     }
 
     fn refused(found: &[(Option<SetRecord>, bool)], says: &str) {
+        refused_new(found, &vec![false; found.len()], says)
+    }
+
+    fn refused_new(found: &[(Option<SetRecord>, bool)], new: &[bool], says: &str) {
         let dbs: Vec<String> = (0..found.len()).map(|i| format!("q{i}.db")).collect();
         let dbs: Vec<&str> = dbs.iter().map(String::as_str).collect();
-        match check_set(found, &dbs) {
+        match check_set(found, new, &dbs) {
             Err(Error::Argument(m)) => assert!(m.contains(says), "{m:?} should say {says:?}"),
             other => panic!("{other:?}"),
         }
@@ -150,7 +166,7 @@ mod tests {
     fn a_list_is_checked_against_the_records() {
         let ok = |found: &[(Option<SetRecord>, bool)]| {
             let dbs: Vec<&str> = vec!["x"; found.len()];
-            check_set(found, &dbs).unwrap()
+            check_set(found, &vec![false; found.len()], &dbs).unwrap()
         };
         assert_eq!(ok(&[(None, true)]), Plan::Alone);
         assert_eq!(ok(&[(None, false), (None, false)]), Plan::New);
@@ -166,5 +182,9 @@ mod tests {
         refused(&[(rec("a", 1, 2), false), (rec("a", 0, 2), false)], "is shard 1 of queue a, not shard 0");
         refused(&[(rec("a", 0, 2), false), (rec("b", 1, 2), false)], "belongs to another sharded queue (b)");
         refused(&[(rec("a", 0, 2), false), (None, true)], "another queue's database?");
+        let new = [false, false, true];
+        refused_new(&[(rec("a", 0, 3), false), (rec("a", 1, 3), false), (None, false)], &new, "q2.db) does not exist");
+        let all_new = check_set(&[(None, false), (None, false)], &[true, true], &["x", "y"]).unwrap();
+        assert_eq!(all_new, Plan::New);
     }
 }

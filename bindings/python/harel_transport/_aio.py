@@ -28,7 +28,7 @@ from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from ._args import _int32, _max, _routing_keys, _seconds, _text
-from ._errors import LeaseLostError
+from ._errors import HarelError
 from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
 from ._keepalive import AsyncKeepAlive, beats
 from ._metrics import Metrics
@@ -256,7 +256,7 @@ class AsyncTransport:
         """`Transport.ack_and_claim`, off the loop."""
         return await self._claiming(self._t.ack_and_claim, lease, worker_id, visibility, min_priority, routing_keys)
 
-    async def ack_many(self, leases: Iterable[Lease]) -> List[Optional[LeaseLostError]]:
+    async def ack_many(self, leases: Iterable[Lease]) -> List[Optional[HarelError]]:
         """`Transport.ack_many`, off the loop."""
         return await self._run(self._t.ack_many, leases)
 

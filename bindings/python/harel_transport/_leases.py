@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Tuple
 
 from . import _native
 from ._args import _describe, _text
-from ._errors import ArgumentError, LeaseLostError
+from ._errors import ArgumentError, HarelError, LeaseLostError, error_for_status
 from ._values import MAX_CLAIM, Lease
 
 
@@ -67,17 +67,24 @@ def _lease_args(leases: Any) -> Tuple[List[Lease], List[_LeaseArg], Any]:
     return items, args, array
 
 
-def _outcomes(leases: List[Lease], outcomes: Any) -> List[Optional[LeaseLostError]]:
-    """A batch ack's outcomes, each HAREL_OK or HAREL_ERR_LEASE_LOST (the ABI's only two):
-    None (acked) or a LeaseLostError naming the lease."""
+def _outcomes(leases: List[Lease], outcomes: Any) -> List[Optional[HarelError]]:
+    """A batch ack's outcomes: None (acked), a LeaseLostError naming the lease, or on a
+    sharded queue the error of the lease's shard's transaction (a BusyError, ...: not
+    acked, still held)."""
     return [
-        None if status == _native.OK else LeaseLostError(
-            f"leases[{i}]: message {lease.seq} of group {lease.group_id!r} is no longer leased to "
-            f"{lease.worker_id!r} (acked or nacked already, or it lapsed and another worker claimed it); "
-            "nothing of it changed"
-        )
+        None if status == _native.OK else _not_acked(i, lease, status)
         for i, (lease, status) in enumerate(zip(leases, outcomes))
     ]
+
+
+def _not_acked(i: int, lease: Lease, status: int) -> HarelError:
+    what = f"leases[{i}]: message {lease.seq} of group {lease.group_id!r}"
+    if status != LeaseLostError.STATUS:
+        return error_for_status(status, f"{what} was not acked: its shard's transaction failed (it is still held)")
+    return LeaseLostError(
+        f"{what} is no longer leased to {lease.worker_id!r} (acked or nacked already, or it lapsed and "
+        "another worker claimed it); nothing of it changed"
+    )
 
 
 def _leases_out(m: int) -> Any:

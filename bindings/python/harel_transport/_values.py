@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, NamedTuple, Optional, Union
 
 from . import _native
-from ._errors import LeaseLostError
+from ._errors import HarelError
 
 #: The visibility a claim uses when none is given, in seconds (as the Node binding's).
 DEFAULT_VISIBILITY = 30.0
@@ -75,8 +75,9 @@ class AckAndClaimResult(NamedTuple):
     #: The new leases, at most `max`; empty when nothing was deliverable.
     leases: List[Lease]
     #: One element per lease given, in order: None (acked) or the `LeaseLostError` of a
-    #: lease that was lost (nothing of it changed).
-    acked: List[Optional[LeaseLostError]]
+    #: lease that was lost (nothing of it changed); sharded, a lease of a shard whose
+    #: transaction failed has that error (a `BusyError`, ...: not acked, still held).
+    acked: List[Optional[HarelError]]
 
 
 class Published(NamedTuple):

@@ -81,7 +81,7 @@ from harel.spec.states import Event
 
 from ._aio import AsyncTransport as _NativeAsyncTransport
 from ._args import _int32, _seconds, _text
-from ._errors import ArgumentError, LeaseLostError
+from ._errors import ArgumentError, HarelError, LeaseLostError
 from ._prefetch import Pending as _Pending
 from ._prefetch import Prefetch, fresh, prefetch_size
 from ._transport import Transport as _NativeTransport
@@ -174,7 +174,7 @@ def _native_lease(lease: Any) -> _NativeLease:
     return _NativeLease(lease.seq, lease.group_id, "", lease.token, 0.0)
 
 
-def _dropped(op: str, lease: Lease, e: LeaseLostError) -> None:
+def _dropped(op: str, lease: Lease, e: HarelError) -> None:
     logger.warning(
         "%s of message %s of execution %r dropped: the lease of worker %r was lost (%s); "
         "delivery is at least once, so the message is delivered again or was handled already",
@@ -194,7 +194,7 @@ def _claim_args(worker_id: Any, visibility: Any, floor: Any) -> None:
     _int32("min_priority", floor)
 
 
-def _report(pending: List[_Pending], acked: List[Optional[LeaseLostError]]) -> None:
+def _report(pending: List[_Pending], acked: List[Optional[HarelError]]) -> None:
     """Logs the deferred acks a batch found lost (the others were applied)."""
     for (lease, _), lost in zip(pending, acked):
         if lost is not None:

@@ -7,7 +7,7 @@ use super::args;
 use super::error::harel_error;
 use super::lease::harel_lease;
 use super::ownership::try_ref_from_ptr;
-use super::status::harel_status::{self, HAREL_EMPTY, HAREL_ERR_LEASE_LOST, HAREL_OK};
+use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
 use super::transport::{harel_transport, on_handle};
 use super::waiting::{harel_cancel, wait_of};
 use crate::error::{Error, Result};
@@ -61,8 +61,11 @@ pub extern "C" fn harel_transport_claim_many(
 /// Acks `n_leases` leases in one transaction (one commit), in array order, each read as
 /// by `harel_transport_ack`, with an outcome per lease in the caller's array `outcomes`
 /// (`n_leases` elements): HAREL_OK (acked) or HAREL_ERR_LEASE_LOST (lost as ack would
-/// report it; nothing of it changed) — the others are acked all the same. The leases stay
-/// the caller's. `leases` and `outcomes` may be NULL only when `n_leases` is 0 (nothing is
+/// report it; nothing of it changed) — the others are acked all the same. On a sharded
+/// queue, one transaction per shard: a lease of a shard whose transaction failed gets that
+/// error's status (HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT: not acked, and
+/// still held unless it lapsed), the other shards' leases their own. The leases stay the
+/// caller's. `leases` and `outcomes` may be NULL only when `n_leases` is 0 (nothing is
 /// written).
 ///
 /// Returns HAREL_OK (the transaction committed: read `outcomes`); HAREL_ERR_ARGUMENT (t
@@ -193,8 +196,14 @@ unsafe fn outcomes_of<'a>(outcomes: *mut harel_status, n: usize) -> Result<&'a m
     Ok(unsafe { std::slice::from_raw_parts_mut(outcomes, n) })
 }
 
+/// Each lease's status: a lost one's HAREL_ERR_LEASE_LOST, and on a sharded queue a lease
+/// of a shard whose transaction failed gets that error's (HAREL_ERR_BUSY, ...): it was
+/// not acked, and may well still be held.
 fn write_outcomes(outcomes: &mut [harel_status], acked: Vec<Result<()>>) {
     for (slot, outcome) in outcomes.iter_mut().zip(acked) {
-        *slot = if outcome.is_ok() { HAREL_OK } else { HAREL_ERR_LEASE_LOST };
+        *slot = match outcome {
+            Ok(()) => HAREL_OK,
+            Err(e) => harel_status::from(&e),
+        };
     }
 }

@@ -32,10 +32,11 @@ use crate::Transport;
 /// file); sync_urls of another count than n_databases, or set beside sync_url; sync_url
 /// with n_databases above 1; the list does not match the
 /// databases' records: a database missing, one extra, the order changed, another queue's
-/// database, a database that holds messages but belongs to no set — the message names
-/// the database as "databases[i] (its text)"; a transaction begun on a sharded queue is
-/// refused at its first call); otherwise as `harel_transport_open`, the message naming the
-/// database that failed. On error nothing is left open and `*out` is NULL.
+/// database, a database that holds messages but belongs to no set, a path that names no
+/// file yet beside a set's databases — the message names the database as "databases[i]
+/// (its text)", and no file is made; a transaction begun on a sharded queue is refused at
+/// its first call); otherwise as `harel_transport_open`, the message naming the database
+/// that failed. On error nothing is left open and `*out` is NULL.
 #[no_mangle]
 pub extern "C" fn harel_transport_open_shards(
     databases: *const *const c_char,

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Iterable, List, Optional
 
 from .._args import _seconds, _text
-from .._errors import LeaseLostError
+from .._errors import HarelError
 from .._handle import _Handle
 from .._keepalive import KeepAlive, beats
 from .._leases import _lease_arg, _lease_args, _outcomes
@@ -24,12 +24,13 @@ class FinishMethods(_Handle):
         arg = _lease_arg(lease)
         self._call("ack", self._lib.harel_transport_ack, byref(arg))
 
-    def ack_many(self, leases: Iterable[Lease]) -> List[Optional[LeaseLostError]]:
+    def ack_many(self, leases: Iterable[Lease]) -> List[Optional[HarelError]]:
         """Acks `leases` in one transaction (one commit), in order. Returns one element per
         lease: None when it was acked, or the `LeaseLostError` of a lease that was lost
         (acked or nacked already, or it lapsed and another worker claimed it; nothing of
-        it changed) while the others were acked all the same. An exception is the whole
-        call's, and then nothing was acked: `ArgumentError` for a lease that is not one
+        it changed) while the others were acked all the same; on a sharded queue, a lease
+        of a shard whose transaction failed has that error (a `BusyError`, ...: not acked,
+        still held). An exception is the whole call's, and then nothing was acked: `ArgumentError` for a lease that is not one
         (naming it, ``leases[2]``), `BusyError`, `DatabaseError`, `ConnectError`."""
         items, _args, array = _lease_args(leases)
         outcomes = (c_int32 * len(items))()
