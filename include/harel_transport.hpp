@@ -1077,8 +1077,9 @@ class Transport {
   /// Acks `leases` in one transaction (one commit), in order, with an outcome per lease:
   /// HAREL_OK (acked) or HAREL_ERR_LEASE_LOST (no longer this worker's; nothing of it
   /// changed), the others acked all the same; sharded, a lease of a shard whose transaction
-  /// failed has that error's status (HAREL_ERR_BUSY, ...: not acked, still held). The leases
-  /// stay yours. Throws Error for the call as a whole, nothing acked: HAREL_ERR_ARGUMENT (a
+  /// failed has that error's status (HAREL_ERR_BUSY, ...: not acked, still held;
+  /// HAREL_ERR_CONNECT: unreachable or its answer lost, so it may have been acked: ack it
+  /// again, and HAREL_ERR_LEASE_LOST then says it was). The leases stay yours. Throws Error for the call as a whole, nothing acked: HAREL_ERR_ARGUMENT (a
   /// lease named by its index, "leases[2] is NULL" for an empty one), HAREL_ERR_BUSY,
   /// HAREL_ERR_DATABASE, HAREL_ERR_CONNECT. No leases: nothing is written.
   std::vector<harel_status> ack_many(Span<Lease> leases) {

@@ -295,8 +295,9 @@ impl AsyncTransport {
                 Err(e) => {
                     let stored: Vec<String> = done.iter().map(|(s, _)| s.to_string()).collect();
                     let said = match stored.as_slice() {
-                        [] => "nothing of the batch was stored".to_owned(),
-                        _ => format!("the messages for shards {} were stored, the rest not", stored.join(", ")),
+                        // This shard's own part is as its error says (a lost answer: it may be stored).
+                        [] => "no other shard's part was stored".to_owned(),
+                        _ => format!("the parts for shards {} were stored, later shards' not", stored.join(", ")),
                     };
                     return Err(e.during(&format!("shard {i} ({said})")));
                 }
@@ -449,6 +450,14 @@ impl AsyncTransport {
         }
     }
 
+    /// The claim of a sharded `ack_and_claim` that follows its committed acks: a failure is
+    /// not the call's, whose outcome is the acks' (an error would say nothing was acked).
+    /// Nothing is claimed then (a claim whose answer was lost leaves a lease that lapses),
+    /// and the next claim meets the shard's error itself.
+    async fn claim_after_ack(&self, request: &Claim<'_>, skip: &[usize]) -> Vec<Lease> {
+        self.claim_pass(request, skip).await.unwrap_or_default()
+    }
+
     /// A watch for event loops: a descriptor (`AsRawFd`) that becomes readable when a claim
     /// with this filter may find work, polled instead of waiting in a claim (see `Watch`
     /// and docs/abi.md, "Watching for work"). It starts readable; `rearm` says whether to
@@ -551,8 +560,7 @@ impl AsyncTransport {
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
         if self.leaves_home() {
             let outcomes = self.ack_by_shard(leases, None).await;
-            let claimed = self.claim_pass(&claim, &[]).await.map_err(|e| e.during("ack_and_claim_many"))?;
-            return Ok((outcomes, claimed));
+            return Ok((outcomes, self.claim_after_ack(&claim, &[]).await));
         }
         let home = self.shard_of(&first_lease.group_id);
         let mut outcomes = self.ack_by_shard(leases, Some(home)).await;
@@ -564,8 +572,9 @@ impl AsyncTransport {
                 at_home.iter().zip(done).for_each(|(&i, o)| outcomes[i] = o);
                 let (kept, misplaced): (Vec<Lease>, Vec<Lease>) =
                     claimed.into_iter().partition(|l| self.shard_of(&l.group_id) == home);
+                // The acks are committed: a set-aside that fails leaves that lease to lapse.
                 for lease in &misplaced {
-                    self.shards[home].set_aside(lease).await?;
+                    let _ = self.shards[home].set_aside(lease).await;
                 }
                 kept
             }
@@ -576,7 +585,7 @@ impl AsyncTransport {
         };
         if claimed.len() < max {
             let more = Claim { max: max - claimed.len(), ..claim };
-            claimed.extend(self.claim_pass(&more, &[home]).await.map_err(|e| e.during("ack_and_claim_many"))?);
+            claimed.extend(self.claim_after_ack(&more, &[home]).await);
         }
         Ok((outcomes, claimed))
     }
@@ -596,6 +605,8 @@ impl AsyncTransport {
     /// Sharded, the claim is on the lease's shard in the same transaction, and on the other
     /// shards in turn when that one has nothing; one call in 8 acks alone and claims from
     /// the next shard in turn, so a worker kept busy by one shard still serves the others.
+    /// Once the ack is committed, a claim on the other shards that fails is not the call's
+    /// error: it returns no lease.
     pub async fn ack_and_claim(
         &self,
         lease: &Lease,
@@ -608,8 +619,7 @@ impl AsyncTransport {
         if self.shards.len() > 1 && self.leaves_home() {
             let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
             self.shards[home].ack(lease).await.map_err(|e| e.during("ack_and_claim"))?;
-            let next = self.claim_pass(&claim, &[]).await.map_err(|e| e.during("ack_and_claim"))?;
-            return Ok(next.into_iter().next());
+            return Ok(self.claim_after_ack(&claim, &[]).await.into_iter().next());
         }
         let next = self.shards[home].ack_and_claim(lease, worker_id, visibility, min_priority, routing_keys).await?;
         if self.shards.len() == 1 {
@@ -619,11 +629,13 @@ impl AsyncTransport {
             if self.shard_of(&next.group_id) == home {
                 return Ok(Some(next));
             }
-            self.shards[home].set_aside(&next).await.map_err(|e| e.during("ack_and_claim"))?;
+            // The ack is committed: a set-aside that fails leaves that lease to lapse.
+            if self.shards[home].set_aside(&next).await.is_err() {
+                return Ok(None);
+            }
         }
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
-        let more = self.claim_pass(&claim, &[]).await.map_err(|e| e.during("ack_and_claim"))?;
-        Ok(more.into_iter().next())
+        Ok(self.claim_after_ack(&claim, &[]).await.into_iter().next())
     }
 
     /// Gives the message back: claimable at once with `delay` 0, parked (its group

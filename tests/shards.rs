@@ -257,6 +257,33 @@ fn ack_many_gives_each_lease_of_a_busy_shard_the_busy_error() {
     assert_eq!(t.stats().unwrap().messages, 0);
 }
 
+/// `ack_and_claim` (and `_many`) on a sharded queue whose other shard is busy past the busy
+/// timeout: the ack commits on the lease's shard, the claim that follows fails on the busy
+/// one, and the call returns the ack's outcome with no lease, not that error, which would
+/// say nothing was acked (the faults matrix found it on sqld: "shard 0 ... could not be
+/// reached (nothing was applied)" for an ack that was committed).
+#[test]
+fn ack_and_claim_is_not_failed_by_another_shard_once_its_ack_committed() {
+    let _limit = common::time_limit();
+    let (_dir, paths) = three_files();
+    let mut options = Options::new();
+    options.busy_timeout(0.2).unwrap();
+    let t = open(&paths, &options).unwrap();
+    for k in 0..2 {
+        t.publish(&group_on(0, 3, k), "{}", 0, None).unwrap();
+    }
+    let first = t.claim("w", 60.0, 0, &[]).unwrap().expect("a message of shard 0");
+    let second = t.claim("w", 60.0, 0, &[]).unwrap().expect("the other message of shard 0");
+    let holder = common::Raw::open(&paths[1]);
+    holder.batch("BEGIN IMMEDIATE");
+    let next = t.ack_and_claim(&first, "w", 60.0, 0, &[]);
+    assert!(matches!(next, Ok(None)), "acked, nothing claimed: {next:?}");
+    let (acked, claimed) = t.ack_and_claim_many(&[second], "w", 60.0, 0, &[], 5).expect("acked");
+    assert!(acked[0].is_ok() && claimed.is_empty(), "{acked:?} {claimed:?}");
+    holder.batch("ROLLBACK");
+    assert_eq!(t.stats().unwrap().messages, 0, "both acks were committed");
+}
+
 #[test]
 fn claims_take_the_shards_in_turn_and_listings_show_the_shard() {
     let _limit = common::time_limit();

@@ -1063,7 +1063,11 @@ func outcomeErrors(ls []*Lease, outcomes []C.enum_harel_status) []error {
 		if s < 0 {
 			why := " is no longer leased to " + strconv.Quote(ls[i].WorkerID) +
 				" (acked or nacked already, or it lapsed and another worker claimed it); nothing of it changed"
-			if Status(s) != StatusLeaseLost {
+			switch Status(s) {
+			case StatusLeaseLost:
+			case StatusConnect:
+				why = " may not have been acked: its shard was unreachable or its answer was lost (ack it again: ErrLeaseLost then says it was)"
+			default:
 				why = " was not acked: its shard's transaction failed (it is still held)"
 			}
 			errs[i] = &Error{Status: Status(s), Message: "leases[" + strconv.Itoa(i) + "]: message " +

@@ -98,7 +98,9 @@ function ackOutcomes(what, leases, statuses) {
     const code = statusName(status);
     const why = status === STATUS.HAREL_ERR_LEASE_LOST
       ? `is no longer leased to worker ${JSON.stringify(lease.workerId)}: it was acked or nacked already, or its lease lapsed and another worker claimed it`
-      : `was not acked (${code})`;
+      : status === STATUS.HAREL_ERR_CONNECT
+        ? `may not have been acked (${code}): its shard was unreachable or its answer was lost (ack it again: HAREL_ERR_LEASE_LOST then says it was)`
+        : `was not acked (${code})`;
     const error = new HarelError(code, `${what}: leases[${i}], message ${lease.seq} of group ${JSON.stringify(lease.groupId)}, ${why}`, { status });
     return Object.freeze({ lease, ok: false, error });
   });

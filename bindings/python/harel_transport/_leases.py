@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Tuple
 
 from . import _native
 from ._args import _describe, _text
-from ._errors import ArgumentError, HarelError, LeaseLostError, error_for_status
+from ._errors import ArgumentError, ConnectError, HarelError, LeaseLostError, error_for_status
 from ._values import MAX_CLAIM, Lease
 
 
@@ -79,6 +79,12 @@ def _outcomes(leases: List[Lease], outcomes: Any) -> List[Optional[HarelError]]:
 
 def _not_acked(i: int, lease: Lease, status: int) -> HarelError:
     what = f"leases[{i}]: message {lease.seq} of group {lease.group_id!r}"
+    if status == ConnectError.STATUS:
+        return error_for_status(
+            status,
+            f"{what} may not have been acked: its shard was unreachable or its answer was lost (ack it again: "
+            "a LeaseLostError then says it was)",
+        )
     if status != LeaseLostError.STATUS:
         return error_for_status(status, f"{what} was not acked: its shard's transaction failed (it is still held)")
     return LeaseLostError(

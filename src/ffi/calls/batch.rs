@@ -63,8 +63,10 @@ pub extern "C" fn harel_transport_claim_many(
 /// (`n_leases` elements): HAREL_OK (acked) or HAREL_ERR_LEASE_LOST (lost as ack would
 /// report it; nothing of it changed) — the others are acked all the same. On a sharded
 /// queue, one transaction per shard: a lease of a shard whose transaction failed gets that
-/// error's status (HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT: not acked, and
-/// still held unless it lapsed), the other shards' leases their own. The leases stay the
+/// error's status (HAREL_ERR_BUSY, HAREL_ERR_DATABASE: not acked, and still held unless
+/// it lapsed; HAREL_ERR_CONNECT: its shard unreachable, or its answer lost, so it may have
+/// been acked: ack it again, and HAREL_ERR_LEASE_LOST then says it was), the other shards'
+/// leases their own. The leases stay the
 /// caller's. `leases` and `outcomes` may be NULL only when `n_leases` is 0 (nothing is
 /// written).
 ///
