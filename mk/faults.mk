@@ -10,6 +10,7 @@
 # say "skipped:" and succeed.
 .PHONY: test-faults soak-faults faults-bin
 test: test-faults
+soak: soak-faults
 
 FAULTS_DIR         := $(BUILD)/faults
 FAULTS_BIN         := $(FAULTS_DIR)/faults

@@ -6,6 +6,7 @@
 # mattn/go-sqlite3's own SQLite in the process beside ours) SOAK_GO_RUNS times so.
 .PHONY: test-go-stress soak-go
 test: test-go-stress
+soak: soak-go
 
 GO_STRESS    := GOGC=1 GOEXPERIMENT=cgocheck2
 SOAK_GO_RUNS ?= 10

@@ -9,7 +9,8 @@
 #                       every client, which must pass; and three times 8 s with a rogue
 #                       client (a planted bug: plain SQL around the library), each of which
 #                       must be caught by the property it breaks
-#   make soak           SOAK_SECONDS (600) of history, which must pass
+#   make soak           SOAK_SECONDS (600) of history, which must pass; with it the Go
+#                       programs under GOGC=1 (go-stress.mk) and the soak faults (faults.mk)
 .PHONY: test-history soak history-tools
 test: test-history
 
