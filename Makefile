@@ -17,6 +17,10 @@ export CC CXX
 VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 # The soname's number (docs/abi.md, "Versioning"), kept in build.rs.
 ABI_VERSION := $(shell sed -n 's/^const ABI_VERSION: u32 = \([0-9]*\);/\1/p' build.rs)
+# $(call timed,MINUTES,COMMAND) runs a test program, stopped past MINUTES (SIGTERM, then
+# SIGKILL 10 s later) with a message naming it: a hang fails within minutes, not at CI's
+# own timeout. Environment assignments go before the call.
+timed = timeout -k 10 $(1)m $(2) || { s=$$?; case $$s in 124|137) echo "timed out after $(1) min: $(2)" >&2;; esac; exit $$s; }
 
 .PHONY: all lib demo test venv clean
 all: lib

@@ -22,14 +22,14 @@ test-c: lib c-tools examples-c
 	@mkdir -p $(C_TESTS)
 	$(CC) $(C_FLAGS) -g -DEXPECTED_VERSION='"$(VERSION)"' tests/c/test_abi.c $(C_LINK) \
 		-pthread -lm -o $(C_TESTS)/test_abi
-	$(C_TESTS)/test_abi
+	$(call timed,10,$(C_TESTS)/test_abi)
 	$(CC) $(C_FLAGS) tests/c/header_check.c $(C_LINK) -o $(C_TESTS)/header_check_c
 	$(CXX) $(CXX_FLAGS) -x c++ tests/c/header_check.c -x none $(C_LINK) -o $(C_TESTS)/header_check_cxx
-	$(C_TESTS)/header_check_c
-	$(C_TESTS)/header_check_cxx
-	$(VALGRIND) $(C_TESTS)/test_abi
-	rm -f $(C_TESTS)/epoll.db* && $(C_EXAMPLES)/epoll_worker $(C_TESTS)/epoll.db 300
-	MAKE='$(MAKE)' CC='$(CC)' bash tests/install.sh
+	$(call timed,5,$(C_TESTS)/header_check_c)
+	$(call timed,5,$(C_TESTS)/header_check_cxx)
+	$(call timed,20,$(VALGRIND) $(C_TESTS)/test_abi)
+	rm -f $(C_TESTS)/epoll.db* && $(call timed,5,$(C_EXAMPLES)/epoll_worker $(C_TESTS)/epoll.db 300)
+	MAKE='$(MAKE)' CC='$(CC)' $(call timed,20,bash tests/install.sh)
 
 # What the C tests run besides the compilers: pkg-config (tests/install.sh) and valgrind.
 # Installed from Debian's packages when missing and we are root; otherwise named.

@@ -23,5 +23,5 @@ test-console:
 	  $(CARGO) build --release -p harel-transport-cli --bin harel-transport --example console_queue && \
 	  cd $(CONSOLE_DIR) && HAREL_BIN=$(CURDIR)/$(RELEASE_DIR)/harel-transport \
 	    HAREL_FIXTURE=$(CURDIR)/$(RELEASE_DIR)/examples/console_queue CHROMIUM=$(CHROMIUM) \
-	    $(if $(SCREENSHOT),SCREENSHOT=$(abspath $(SCREENSHOT))) $(NODE) --test console.test.js; \
+	    $(if $(SCREENSHOT),SCREENSHOT=$(abspath $(SCREENSHOT))) $(NODE) --test --test-timeout=$(NODE_TEST_TIMEOUT) console.test.js; \
 	fi

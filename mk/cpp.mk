@@ -27,18 +27,18 @@ test-cpp: lib cpp-tools examples-cpp
 	$(CXX) -std=c++17 $(CXX_STRICT) -g -O1 -fsanitize=address -fno-omit-frame-pointer \
 		-DEXPECTED_VERSION='"$(VERSION)"' tests/cpp/test_wrapper.cpp $(CPP_LINK) -pthread \
 		-o $(CPP_TESTS)/test_wrapper
-	$(CPP_ASAN_ENV) $(CPP_TESTS)/test_wrapper
+	$(CPP_ASAN_ENV) $(call timed,10,$(CPP_TESTS)/test_wrapper)
 	$(CXX) -std=c++20 $(CXX_STRICT) examples/cpp/queue.cpp $(CPP_LINK) -o $(CPP_TESTS)/queue_cxx20
-	rm -f $(CPP_TESTS)/queue.db* && $(CPP_TESTS)/queue_cxx20 $(CPP_TESTS)/queue.db 3 7
+	rm -f $(CPP_TESTS)/queue.db* && $(call timed,5,$(CPP_TESTS)/queue_cxx20 $(CPP_TESTS)/queue.db 3 7)
 	@if echo '#include "harel_transport.hpp"' | $(CXX) -std=c++14 -Iinclude -fsyntax-only -x c++ - \
 	    2>$(CPP_TESTS)/cxx14.log; then \
 	  echo "harel_transport.hpp compiled as C++14: it must refuse with #error" >&2; exit 1; \
 	elif ! grep -q 'needs C++17' $(CPP_TESTS)/cxx14.log; then cat $(CPP_TESTS)/cxx14.log; exit 1; \
 	else echo "harel_transport.hpp refuses C++14 with its #error, as it should"; fi
-	rm -f $(CPP_EXAMPLES)/queue.db* && $(CPP_EXAMPLES)/queue $(CPP_EXAMPLES)/queue.db
-	rm -f $(CPP_EXAMPLES)/poll_worker.db* && $(CPP_EXAMPLES)/poll_worker $(CPP_EXAMPLES)/poll_worker.db 200
-	rm -f $(CPP_EXAMPLES)/orders.db* && $(CPP_EXAMPLES)/orders $(CPP_EXAMPLES)/orders.db 20
-	MAKE='$(MAKE)' bash tests/cpp/cmake_check.sh
+	rm -f $(CPP_EXAMPLES)/queue.db* && $(call timed,5,$(CPP_EXAMPLES)/queue $(CPP_EXAMPLES)/queue.db)
+	rm -f $(CPP_EXAMPLES)/poll_worker.db* && $(call timed,5,$(CPP_EXAMPLES)/poll_worker $(CPP_EXAMPLES)/poll_worker.db 200)
+	rm -f $(CPP_EXAMPLES)/orders.db* && $(call timed,5,$(CPP_EXAMPLES)/orders $(CPP_EXAMPLES)/orders.db 20)
+	MAKE='$(MAKE)' $(call timed,20,bash tests/cpp/cmake_check.sh)
 
 # What the C++ tests run besides make: a C++ compiler, cmake and pkg-config (the Debian
 # package test builds with them too). Installed from Debian's packages when missing and we

@@ -23,7 +23,7 @@ test-deb:
 	    "(run make test-deb as root on a machine you can change)"; \
 	else \
 	  $(MAKE) --no-print-directory deb && $(MAKE) --no-print-directory cpp-tools && \
-	  $(DEB_ENV) GO='$(GO)' CC='$(CC)' CXX='$(CXX)' bash packaging/test-deb.sh $(DEB_DIR); \
+	  $(DEB_ENV) GO='$(GO)' CC='$(CC)' CXX='$(CXX)' $(call timed,30,bash packaging/test-deb.sh $(DEB_DIR)); \
 	fi
 
 # What building and checking the packages takes: dpkg-dev (dpkg-shlibdeps, dpkg-gencontrol,

@@ -23,4 +23,4 @@ npm-pack: lib node-poll
 	rm -rf $(NPM_STAGE)
 
 test-npm: npm-pack
-	$(NODE) $(NODE_DIR)/test/pack/check.js $(NPM_TGZ)
+	$(call timed,15,$(NODE) $(NODE_DIR)/test/pack/check.js $(NPM_TGZ))

@@ -19,14 +19,20 @@ STRIP        ?= strip
 
 # What builds the wheel (setuptools from PyPI), and what the tests run on: harel, and what
 # harel's own suite needs (test_harel_suite.py runs it): its libsql extra, its dev group's
-# test packages and the clients of the backends its unit tests fake; and prometheus_client,
-# which the metrics example (bindings/python/examples) exports with.
+# test packages and the clients of the backends its unit tests fake; prometheus_client,
+# which the metrics example (bindings/python/examples) exports with; and pytest-timeout, for
+# PY_TEST_TIMEOUT.
 PY_BUILD_REQS := setuptools==75.8.0
 PY_TEST_REQS  := harel==0.9.0 pytest==8.3.4 pytest-asyncio==1.3.0 libsql==0.1.11 \
 	fakeredis==2.41.0 lupa==2.8 redis==8.1.0 mongomock==4.3.0 pymongo==4.20.1 motor==3.7.1 \
 	moto==5.2.4 boto3==1.40.61 aioboto3==15.5.0 aiomoto==0.5.8 "psycopg[binary]==3.3.9" \
 	psycopg-pool==3.3.3 httpx==0.28.1 requests==2.34.2 pygls==1.3.1 textual==8.2.8 \
-	prometheus_client==0.21.1
+	prometheus_client==0.21.1 pytest-timeout==2.4.0
+# Seconds a test may run: a hang fails within minutes, naming the test (in the stacks
+# pytest-timeout prints), instead of at CI's own timeout. The thread method, because the
+# signal one cannot end a test stuck in a C call. test_harel_suite.py's run of harel's
+# suite sets its own.
+PY_TEST_TIMEOUT := 300
 # The bench's peers: harel's LibsqlTransport (libsql), RedisTransport (redis) and
 # PostgresTransport (psycopg), as harel's extras name them.
 PY_BENCH_REQS := harel==0.9.0 libsql==0.1.11 "redis>=5,<9" "psycopg[binary]>=3,<4"
@@ -69,7 +75,8 @@ test-python: wheel $(PY_TEST_VENV)/.ready
 	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_WHEEL)
 	@run=$$(mktemp -d) && cp -r $(PY_DIR)/tests $$run/tests && cp -r $(PY_DIR)/examples $$run/examples && \
 		cd $$run && env -u PYTHONPATH -u HAREL_TRANSPORT_LIB HAREL_PY_STRICT=1 \
-		$(CURDIR)/$(PY_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -p no:asyncio -q tests; \
+		$(CURDIR)/$(PY_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -p no:asyncio -q \
+		--timeout=$(PY_TEST_TIMEOUT) --timeout-method=thread tests; \
 		status=$$?; cd / && rm -rf $$run; exit $$status
 
 $(PY_BENCH_VENV)/.ready: mk/python.mk

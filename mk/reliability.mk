@@ -25,7 +25,7 @@ test-c-asan: lib
 	@mkdir -p $(C_ASAN_DIR)
 	$(CC) $(C_FLAGS) -g -O1 -fsanitize=address -fno-omit-frame-pointer -DEXPECTED_VERSION='"$(VERSION)"' \
 		tests/c/test_abi.c $(C_LINK) -pthread -lm -o $(C_ASAN_DIR)/test_abi
-	$(C_ASAN_ENV) $(C_ASAN_DIR)/test_abi
+	$(C_ASAN_ENV) $(call timed,10,$(C_ASAN_DIR)/test_abi)
 
 # ---- the fuzzer -------------------------------------------------------------------------------
 # fuzz/ is a crate of its own (its own [workspace] and Cargo.lock). It is built the way

@@ -159,7 +159,9 @@ if command -v "$GO" >/dev/null; then
   check "the Go binding's tests build with -tags harel_pkgconfig" go_build
   check "the Go test binary loads $libdir/libharel_transport.so.$abi" loads_package_lib "$tmp/work/harel.test"
   go_run() {
-    (cd bindings/go && "$tmp/work/harel.test" -test.run 'Example|TestSmoke' -test.count=1 >"$tmp/go.log" 2>&1) ||
+    # -test.timeout: a test binary run directly has no time limit (go test gives it 10m).
+    (cd bindings/go && "$tmp/work/harel.test" -test.run 'Example|TestSmoke' -test.count=1 -test.timeout 5m \
+      >"$tmp/go.log" 2>&1) ||
       { cat "$tmp/go.log"; return 1; }
     tail -1 "$tmp/go.log" | sed 's/^/    /'
   }

@@ -64,6 +64,7 @@ const NACK: u64 = 14;
 #[test]
 #[ignore = "a worker process for the tests of this file; does nothing on its own"]
 fn worker() {
+    let _limit = common::time_limit();
     let Ok(path) = std::env::var("HAREL_TEST_DB") else {
         return;
     };
@@ -412,6 +413,7 @@ fn report(what: &str, o: &Outcome) {
 
 #[test]
 fn eight_processes_mixing_every_operation_on_one_file_keep_every_guarantee() {
+    let _limit = common::time_limit();
     let o = run(8, None, Duration::from_secs(3));
     report("8 processes", &o);
     // Turns are shared (src/lock_sharing.rs): nobody is left with a sliver of the work.
@@ -430,6 +432,7 @@ fn eight_processes_mixing_every_operation_on_one_file_keep_every_guarantee() {
 /// it: over 10 s, no errors anywhere and every Python worker gets a real share.
 #[test]
 fn harel_python_workers_mixed_in_keep_every_guarantee_and_get_their_turns() {
+    let _limit = common::time_limit();
     let Some(python) =
         harel_python("contention::harel_python_workers_mixed_in_keep_every_guarantee_and_get_their_turns")
     else {

@@ -61,6 +61,7 @@ fn child(role: &str, path: &str, extra: &[(&str, String)]) -> Watched {
 #[test]
 #[ignore = "a process for the tests of this file; does nothing on its own"]
 fn worker() {
+    let _limit = common::time_limit();
     let Ok(role) = std::env::var("HAREL_TEST_ROLE") else {
         return;
     };
@@ -202,6 +203,7 @@ fn drain_racing(path: &str, clock: &TestClock, workers: usize) -> Vec<Lease> {
 /// is gone; every other message is delivered exactly once, in FIFO order per group.
 #[test]
 fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_back_once() {
+    let _limit = common::time_limit();
     const GROUPS: u64 = 6;
     const PER_GROUP: u64 = 30;
     let mut rng = Rng::new(7);
@@ -339,6 +341,7 @@ fn check_after_producer(path: &str, lines: &[String], when: &str) -> usize {
 /// opens cleanly and serves every message in order.
 #[test]
 fn a_producer_killed_in_a_publish_loop_keeps_every_confirmed_publish() {
+    let _limit = common::time_limit();
     let mut rng = Rng::new(11);
     let mut total = 0;
     for iteration in 0..ITERATIONS {
@@ -377,6 +380,7 @@ fn a_producer_killed_in_a_publish_loop_keeps_every_confirmed_publish() {
 /// rows are gone; the file is intact.
 #[test]
 fn a_process_killed_inside_begin_immediate_releases_the_write_lock_at_once() {
+    let _limit = common::time_limit();
     let mut rng = Rng::new(13);
     let mut slowest = Duration::ZERO;
     for iteration in 0..ITERATIONS {
@@ -422,6 +426,7 @@ fn a_process_killed_inside_begin_immediate_releases_the_write_lock_at_once() {
 /// that returned OK is kept.
 #[test]
 fn a_producer_of_large_events_killed_mid_transaction_blocks_nobody() {
+    let _limit = common::time_limit();
     let mut rng = Rng::new(17);
     let mut slowest = Duration::ZERO;
     for iteration in 0..ITERATIONS {
@@ -457,6 +462,7 @@ fn a_producer_of_large_events_killed_mid_transaction_blocks_nobody() {
 /// dead letters and delivers its group's next message.
 #[test]
 fn a_message_that_kills_every_worker_is_dead_lettered_after_max_attempts() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let t = Transport::open(&path, &TestClock::at(T0).options()).unwrap();
     t.publish("g", &event(0, 0), 0, None).unwrap();
@@ -486,6 +492,7 @@ fn a_message_that_kills_every_worker_is_dead_lettered_after_max_attempts() {
 /// does so at once.
 #[test]
 fn an_application_killed_mid_transaction_keeps_each_committed_one_whole_and_nothing_else() {
+    let _limit = common::time_limit();
     let mut rng = Rng::new(17);
     let mut kept = 0;
     for iteration in 0..ITERATIONS {

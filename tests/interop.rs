@@ -133,6 +133,7 @@ fn claim_ok(t: &Transport, worker: &str) -> Option<Lease> {
 
 #[test]
 fn python_publishes_and_ours_claims_in_order() {
+    let _limit = common::time_limit();
     let Some(python) = harel_python("python_publishes_and_ours_claims_in_order") else {
         return;
     };
@@ -159,6 +160,7 @@ fn python_publishes_and_ours_claims_in_order() {
 
 #[test]
 fn ours_publishes_and_python_claims_in_order() {
+    let _limit = common::time_limit();
     let Some(python) = harel_python("ours_publishes_and_python_claims_in_order") else {
         return;
     };
@@ -188,6 +190,7 @@ fn ours_publishes_and_python_claims_in_order() {
 /// Python leases and parks hold against ours, and ours against Python, on one clock.
 #[test]
 fn leases_and_parks_hold_across_implementations() {
+    let _limit = common::time_limit();
     let Some(python) = harel_python("leases_and_parks_hold_across_implementations") else {
         return;
     };
@@ -250,6 +253,7 @@ fn leases_and_parks_hold_across_implementations() {
 /// ack (ours) is refused.
 #[test]
 fn lapsed_leases_pass_across_implementations() {
+    let _limit = common::time_limit();
     let Some(python) = harel_python("lapsed_leases_pass_across_implementations") else {
         return;
     };
@@ -278,6 +282,7 @@ fn lapsed_leases_pass_across_implementations() {
 /// Python transports, open at the time or opened after, go on serving it.
 #[test]
 fn a_file_python_created_is_upgraded_and_python_still_serves_it() {
+    let _limit = common::time_limit();
     let Some(python) = harel_python("a_file_python_created_is_upgraded_and_python_still_serves_it") else {
         return;
     };
@@ -322,6 +327,7 @@ fn a_file_python_created_is_upgraded_and_python_still_serves_it() {
 /// messages as any other.
 #[test]
 fn harel_never_delivers_a_delayed_message_early() {
+    let _limit = common::time_limit();
     let Some(python) = harel_python("harel_never_delivers_a_delayed_message_early") else {
         return;
     };
@@ -362,6 +368,7 @@ fn harel_never_delivers_a_delayed_message_early() {
 /// transports behave as on a fresh file and never hand out the delayed message.
 #[test]
 fn harels_contract_passes_on_files_with_our_delayed_messages_keys_and_transactions() {
+    let _limit = common::time_limit();
     let Some(python) = harel_python("harels_contract_passes_on_files_with_our_delayed_messages_keys_and_transactions")
     else {
         return;
@@ -384,6 +391,7 @@ fn harels_contract_passes_on_files_with_our_delayed_messages_keys_and_transactio
 #[test]
 #[ignore = "run in a process of its own by harels_contract_passes_on_files_with_..."]
 fn prepare_a_file() {
+    let _limit = common::time_limit();
     let Ok(path) = std::env::var("HAREL_TEST_DB") else {
         return;
     };

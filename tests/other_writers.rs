@@ -21,6 +21,7 @@ fn python(script: &str, args: &[&str]) -> String {
 
 #[test]
 fn nul_bytes_written_by_another_program_are_handed_out_whole_and_acked() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let clock = TestClock::at(1000.0);
     let t = Transport::open(&path, &clock.options()).unwrap();
@@ -109,6 +110,7 @@ fn queue_file() -> (tempfile::TempDir, String) {
 
 #[test]
 fn open_refuses_a_file_another_sqlite_of_this_process_has_open() {
+    let _limit = common::time_limit();
     let (_dir, path) = queue_file();
     let said = python(BOTH_IN_ONE_PROCESS, &[&library(), &path, "sqlite3-first"]);
     assert!(said.starts_with("-2 "), "DATABASE expected: {said}");
@@ -117,6 +119,7 @@ fn open_refuses_a_file_another_sqlite_of_this_process_has_open() {
 
 #[test]
 fn a_write_after_another_sqlite_of_this_process_deleted_the_wal_fails() {
+    let _limit = common::time_limit();
     let (_dir, path) = queue_file();
     let said = python(BOTH_IN_ONE_PROCESS, &[&library(), &path, "ours-first"]);
     assert!(said.starts_with("-2 "), "DATABASE expected: {said}");
@@ -126,6 +129,7 @@ fn a_write_after_another_sqlite_of_this_process_deleted_the_wal_fails() {
 
 #[test]
 fn files_opened_by_other_processes_and_by_several_of_our_transports_are_fine() {
+    let _limit = common::time_limit();
     let (_dir, path) = queue_file();
     let clock = TestClock::at(1000.0);
     // Another process holding the file open (a read transaction's locks) is no hazard.
@@ -146,6 +150,7 @@ fn files_opened_by_other_processes_and_by_several_of_our_transports_are_fine() {
 
 #[test]
 fn opening_a_second_transport_keeps_the_first_ones_locks() {
+    let _limit = common::time_limit();
     // Through the C ABI, open checks the file's locks with descriptors of its own; closing
     // one drops all of this process's POSIX locks on the file. An open whose check closed
     // one let another process's SQLite, closing, believe it was the last user and delete
@@ -182,6 +187,7 @@ fn opening_a_second_transport_keeps_the_first_ones_locks() {
 
 #[test]
 fn a_look_inside_does_not_wait_for_the_write_lock() {
+    let _limit = common::time_limit();
     let (_dir, path) = queue_file();
     let clock = TestClock::at(1000.0);
     let mut o = clock.options();
@@ -205,6 +211,7 @@ fn a_look_inside_does_not_wait_for_the_write_lock() {
 
 #[test]
 fn groups_page_on_past_a_group_id_that_is_not_utf8() {
+    let _limit = common::time_limit();
     // Shown with U+FFFD, such an id once made a cursor of the replaced text, which sorts
     // before the stored bytes: every page after it was the same page.
     let (_dir, path) = queue_file();

@@ -80,6 +80,7 @@ const KEYS: usize = 1000;
 #[test]
 #[ignore = "a worker process for the tests of this file; does nothing on its own"]
 fn worker() {
+    let _limit = common::time_limit();
     let Ok(role) = std::env::var("HAREL_TEST_ROLE") else {
         return;
     };
@@ -133,6 +134,7 @@ struct Handled {
 
 #[test]
 fn four_processes_drain_one_file_exactly_once_without_overlap() {
+    let _limit = common::time_limit();
     let (dir, path) = temp_db();
     let clock = TestClock::at(1000.0);
     let t = file(&path, &clock);
@@ -234,6 +236,7 @@ fn four_processes_drain_one_file_exactly_once_without_overlap() {
 /// message, and the dead worker's lease is lost. Time moves by the processes' clocks.
 #[test]
 fn a_killed_workers_message_goes_to_exactly_one_new_holder_after_its_lease() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let clock = TestClock::at(1000.0);
     let t = file(&path, &clock);
@@ -294,6 +297,7 @@ fn a_killed_workers_message_goes_to_exactly_one_new_holder_after_its_lease() {
 /// are stored, each key once, and the processes' own counts of what they stored add up.
 #[test]
 fn eight_processes_publishing_the_same_keys_store_each_once() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     drop(file(&path, &TestClock::at(1000.0)));
     let children: Vec<_> = (0..8)

@@ -49,6 +49,7 @@ fn claim_the_old_message(t: &Transport) {
 
 #[test]
 fn a_harel_09_file_is_upgraded_in_place() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let raw = harel_09_file(&path, "harel");
     let clock = TestClock::at(1000.0);
@@ -81,6 +82,7 @@ fn a_harel_09_file_is_upgraded_in_place() {
 
 #[test]
 fn threads_opening_a_harel_09_file_at_once_all_succeed() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let _raw = harel_09_file(&path, "harel");
     let barrier = std::sync::Barrier::new(4);
@@ -99,6 +101,7 @@ fn threads_opening_a_harel_09_file_at_once_all_succeed() {
 /// succeed (the ALTER runs once, under the write lock) and each can publish at once.
 #[test]
 fn processes_opening_a_harel_09_file_at_once_all_succeed() {
+    let _limit = common::time_limit();
     for round in 0..3 {
         let (dir, path) = temp_db();
         let raw = harel_09_file(&path, "harel");
@@ -113,6 +116,7 @@ fn processes_opening_a_harel_09_file_at_once_all_succeed() {
 /// The same with no file yet: each process may be the one that creates it.
 #[test]
 fn processes_creating_a_new_file_at_once_all_succeed() {
+    let _limit = common::time_limit();
     for round in 0..2 {
         let (dir, path) = temp_db();
         open_at_once(dir.path(), &path, &format!("round {round}"));
@@ -164,6 +168,7 @@ fn wait_for(done: impl Fn() -> bool, what: &str) {
 #[test]
 #[ignore = "run in a process of its own by the processes_..._at_once tests"]
 fn open_worker() {
+    let _limit = common::time_limit();
     let Ok(path) = std::env::var("HAREL_TEST_DB") else {
         return;
     };
@@ -177,6 +182,7 @@ fn open_worker() {
 
 #[test]
 fn prefixes_are_isolated() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let clock = TestClock::at(1000.0);
     let with_prefix = |p: &str| {
@@ -215,6 +221,7 @@ fn prefixes_are_isolated() {
 
 #[test]
 fn create_schema_off_with_no_tables_fails_at_open_naming_them() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let clock = TestClock::at(1000.0);
     let message = database_error(Transport::open(&path, &no_schema(&clock)));
@@ -230,6 +237,7 @@ fn create_schema_off_with_no_tables_fails_at_open_naming_them() {
 
 #[test]
 fn create_schema_off_with_one_table_missing_fails_at_open() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let raw = Raw::open(&path);
     raw.batch(&harel_09_schema("harel"));
@@ -240,6 +248,7 @@ fn create_schema_off_with_one_table_missing_fails_at_open() {
 
 #[test]
 fn create_schema_off_on_a_harel_09_file_fails_naming_what_it_lacks() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let raw = harel_09_file(&path, "harel");
     let message = database_error(Transport::open(&path, &no_schema(&TestClock::at(1000.0))));
@@ -251,6 +260,7 @@ fn create_schema_off_on_a_harel_09_file_fails_naming_what_it_lacks() {
 
 #[test]
 fn create_schema_off_with_the_tables_present_works() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let clock = TestClock::at(1000.0);
     file(&path, &clock).publish("g", &event(1), 0, None).unwrap();
@@ -267,6 +277,7 @@ fn create_schema_off_with_the_tables_present_works() {
 
 #[test]
 fn schema_sql_gives_the_schema_open_creates() {
+    let _limit = common::time_limit();
     let script = schema_sql("harel").unwrap();
     for line in script.lines() {
         assert!(line.starts_with("CREATE ") && line.ends_with(';'), "one statement per line: {line}");
@@ -290,6 +301,7 @@ fn schema_sql_gives_the_schema_open_creates() {
 
 #[test]
 fn schema_sql_names_only_its_prefix() {
+    let _limit = common::time_limit();
     let script = schema_sql("tenant_7").unwrap();
     let (_dir, path) = temp_db();
     let raw = Raw::open(&path);
@@ -305,6 +317,7 @@ fn schema_sql_names_only_its_prefix() {
 
 #[test]
 fn schema_upgrade_sql_upgrades_a_harel_09_file() {
+    let _limit = common::time_limit();
     let script = schema_upgrade_sql("harel").unwrap();
     assert!(script.lines().all(|l| l.ends_with(';')), "{script}");
     let (_dir, by_tool) = temp_db();
@@ -326,6 +339,7 @@ const BAD_PREFIXES: &[&str] = &["", "1abc", "a-b", "a b", "préfixe", "é", "x;D
 
 #[test]
 fn bad_prefixes_are_rejected() {
+    let _limit = common::time_limit();
     let too_long = "a".repeat(31);
     let bad = BAD_PREFIXES.iter().copied().chain([too_long.as_str()]);
     for prefix in bad {
@@ -346,6 +360,7 @@ fn bad_prefixes_are_rejected() {
 
 #[test]
 fn good_prefixes_are_accepted() {
+    let _limit = common::time_limit();
     let longest = "a".repeat(30);
     for prefix in ["a", "_", "_9", "A_b9", "harel", longest.as_str()] {
         Options::new().prefix(prefix).unwrap_or_else(|e| panic!("{prefix:?}: {e}"));
@@ -365,6 +380,7 @@ fn as_is(clock: &TestClock) -> Options {
 /// lacks, and every write is refused naming it, with nothing of the file changed.
 #[test]
 fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let raw = harel_09_file(&path, "harel");
     // As harel's SqliteTransport leaves them at 1000: "old" leased (claim-instant stamp),

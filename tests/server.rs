@@ -80,11 +80,13 @@ fn run_contract(via: Via, test: &str) {
 
 #[test]
 fn remote_contract() {
+    let _limit = common::time_limit();
     run_contract(Via::Remote, "remote_contract");
 }
 
 #[test]
 fn replica_contract() {
+    let _limit = common::time_limit();
     run_contract(Via::Replica, "replica_contract");
 }
 
@@ -196,11 +198,13 @@ fn eight_threads(via: Via, test: &str) {
 
 #[test]
 fn remote_eight_threads_drain_exactly_once() {
+    let _limit = common::time_limit();
     eight_threads(Via::Remote, "remote_eight_threads_drain_exactly_once");
 }
 
 #[test]
 fn replica_eight_threads_drain_exactly_once() {
+    let _limit = common::time_limit();
     eight_threads(Via::Replica, "replica_eight_threads_drain_exactly_once");
 }
 
@@ -213,6 +217,7 @@ fn replica_eight_threads_drain_exactly_once() {
 #[test]
 #[ignore = "a worker process for the tests of this file; does nothing on its own"]
 fn server_worker() {
+    let _limit = common::time_limit();
     let Ok(via) = std::env::var("HAREL_SERVER_TEST_VIA") else {
         return;
     };
@@ -332,11 +337,13 @@ fn four_processes(via: Via, test: &str) {
 
 #[test]
 fn remote_four_processes_drain_exactly_once() {
+    let _limit = common::time_limit();
     four_processes(Via::Remote, "remote_four_processes_drain_exactly_once");
 }
 
 #[test]
 fn replica_four_processes_drain_exactly_once() {
+    let _limit = common::time_limit();
     four_processes(Via::Replica, "replica_four_processes_drain_exactly_once");
 }
 
@@ -362,6 +369,7 @@ fn expect_connect_error(client: &Client, what: &str) -> String {
 
 #[test]
 fn a_wrong_or_missing_token_is_refused_at_open() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_wrong_or_missing_token_is_refused_at_open");
     let _serial = serial();
     let server = Sqld::start(&binary, true);
@@ -378,6 +386,7 @@ fn a_wrong_or_missing_token_is_refused_at_open() {
 
 #[test]
 fn an_unreachable_server_fails_open_within_seconds() {
+    let _limit = common::time_limit();
     let _binary = sqld_or_skip!("an_unreachable_server_fails_open_within_seconds");
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
@@ -589,11 +598,13 @@ fn restart_mid_run(via: Via, test: &str) {
 
 #[test]
 fn remote_server_killed_and_restarted_mid_run() {
+    let _limit = common::time_limit();
     restart_mid_run(Via::Remote, "remote_server_killed_and_restarted_mid_run");
 }
 
 #[test]
 fn replica_server_killed_and_restarted_mid_run() {
+    let _limit = common::time_limit();
     restart_mid_run(Via::Replica, "replica_server_killed_and_restarted_mid_run");
 }
 
@@ -603,6 +614,7 @@ fn replica_server_killed_and_restarted_mid_run() {
 /// stream it left is replaced. Nothing is repeated or lost.
 #[test]
 fn a_transport_idle_while_its_server_restarts_goes_on_at_its_next_call() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_transport_idle_while_its_server_restarts_goes_on_at_its_next_call");
     let _serial = serial();
     let mut server = Sqld::start(&binary, false);
@@ -731,21 +743,25 @@ fn stalled_claim(via: Via, stall: Duration, contender: bool, test: &str) {
 
 #[test]
 fn remote_claim_stalled_past_the_5s_transaction_timeout() {
+    let _limit = common::time_limit();
     stalled_claim(Via::Remote, Duration::from_secs(7), true, "remote_claim_stalled_past_the_5s_transaction_timeout");
 }
 
 #[test]
 fn replica_claim_stalled_past_the_5s_transaction_timeout() {
+    let _limit = common::time_limit();
     stalled_claim(Via::Replica, Duration::from_secs(7), true, "replica_claim_stalled_past_the_5s_transaction_timeout");
 }
 
 #[test]
 fn remote_claim_stalled_past_the_10s_stream_expiry() {
+    let _limit = common::time_limit();
     stalled_claim(Via::Remote, Duration::from_secs(12), false, "remote_claim_stalled_past_the_10s_stream_expiry");
 }
 
 #[test]
 fn replica_claim_stalled_past_the_10s_stream_expiry() {
+    let _limit = common::time_limit();
     stalled_claim(Via::Replica, Duration::from_secs(12), false, "replica_claim_stalled_past_the_10s_stream_expiry");
 }
 
@@ -753,6 +769,7 @@ fn replica_claim_stalled_past_the_10s_stream_expiry() {
 /// server to take the lock back (5 s), then succeeds.
 #[test]
 fn a_claim_waits_out_another_clients_abandoned_transaction() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_claim_waits_out_another_clients_abandoned_transaction");
     let _serial = serial();
     let server = Sqld::start(&binary, false);
@@ -787,6 +804,7 @@ fn a_claim_waits_out_another_clients_abandoned_transaction() {
 /// A remote connection left idle for more than 10 s, outside any transaction.
 #[test]
 fn remote_calls_after_an_idle_stream_expired() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("remote_calls_after_an_idle_stream_expired");
     let _serial = serial();
     let server = Sqld::start(&binary, false);
@@ -827,6 +845,7 @@ fn remote_calls_after_an_idle_stream_expired() {
 /// before it opened, and their looks (a sync each) work.
 #[test]
 fn replicas_open_while_the_primary_compacts_its_log() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("replicas_open_while_the_primary_compacts_its_log");
     let _serial = serial();
     let server = Sqld::start_with(&binary, false, &["--max-log-duration", "1"]);
@@ -863,6 +882,7 @@ fn replicas_open_while_the_primary_compacts_its_log() {
 /// replica; neither file is touched.
 #[test]
 fn replica_and_local_files_are_never_mixed() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("replica_and_local_files_are_never_mixed");
     let _serial = serial();
     let server = Sqld::start(&binary, false);
@@ -898,6 +918,7 @@ fn replica_and_local_files_are_never_mixed() {
 /// again the transport's next calls succeed.
 #[test]
 fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_server_that_stops_answering_fails_the_call_within_a_bound");
     let _serial = serial();
     let mut server = Sqld::start(&binary, false);
@@ -970,6 +991,7 @@ fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
 /// holds the lock between requests, so the rule cannot reach it.
 #[test]
 fn a_transaction_holding_the_lock_over_5_s_while_another_writes_is_rolled_back() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_transaction_holding_the_lock_over_5_s_while_another_writes_is_rolled_back");
     let _serial = serial();
     let server = Sqld::start(&binary, false);

@@ -39,6 +39,7 @@ fn requests<T>(proxy: &CountingProxy, call: impl FnOnce() -> T) -> (usize, T) {
 
 #[test]
 fn the_counting_proxy_finds_each_request_however_its_bytes_arrive() {
+    let _limit = common::time_limit();
     let one = b"POST /v3/pipeline HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello";
     let two = [&one[..], b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n"].concat();
     let mut counter = RequestCounter::default();
@@ -78,6 +79,7 @@ fn the_counting_proxy_finds_each_request_however_its_bytes_arrive() {
 /// sent fails before any request.
 #[test]
 fn each_operation_is_one_request() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("each_operation_is_one_request");
     let _serial = serial();
     let server = Sqld::start(&binary, false);
@@ -209,6 +211,7 @@ fn each_operation_is_one_request() {
 /// of its second 128 messages), and the lease UPDATE of an ack_and_claim after its ack.
 #[test]
 fn a_batch_that_fails_half_way_applies_nothing() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_batch_that_fails_half_way_applies_nothing");
     let _serial = serial();
     let server = Sqld::start(&binary, false);
@@ -262,6 +265,7 @@ fn a_batch_that_fails_half_way_applies_nothing() {
 /// server byte for byte, with nothing else touched; a 10 MB event fails cleanly.
 #[test]
 fn hostile_strings_round_trip_on_the_server() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("hostile_strings_round_trip_on_the_server");
     let _serial = serial();
     let server = Sqld::start(&binary, false);
@@ -323,6 +327,7 @@ fn hostile_strings_round_trip_on_the_server() {
 /// it again finds the lease lost).
 #[test]
 fn an_answer_lost_after_the_commit_is_a_connect_error_and_the_operation_applied() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("an_answer_lost_after_the_commit_is_a_connect_error_and_the_operation_applied");
     let _serial = serial();
     let server = Sqld::start(&binary, false);
@@ -358,6 +363,7 @@ fn an_answer_lost_after_the_commit_is_a_connect_error_and_the_operation_applied(
 /// message behind them is served.
 #[test]
 fn a_claim_buries_the_heads_it_cannot_hand_out() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_claim_buries_the_heads_it_cannot_hand_out");
     let _serial = serial();
     let server = Sqld::start(&binary, false);

@@ -20,6 +20,7 @@ fn open(servers: &[Sqld], options: &Options) -> harel_transport::Result<Transpor
 
 #[test]
 fn the_shared_contract_on_three_sqld_shards() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("the_shared_contract_on_three_sqld_shards");
     let _serial = serial();
     let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
@@ -59,6 +60,7 @@ fn on_every_check(what: &str, open: common::contract::Open<'_>) {
 /// the end every message came out once, each group in order.
 #[test]
 fn a_shard_killed_and_restarted_mid_run_loses_nothing() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_shard_killed_and_restarted_mid_run_loses_nothing");
     let _serial = serial();
     let mut servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
@@ -157,6 +159,7 @@ fn open_replicas(dir: &std::path::Path, servers: &[Sqld], options: &Options) -> 
 
 #[test]
 fn the_shared_contract_on_three_replica_shards() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("the_shared_contract_on_three_replica_shards");
     let _serial = serial();
     let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
@@ -170,6 +173,7 @@ fn the_shared_contract_on_three_replica_shards() {
 /// as URLs are the same queue, and replicas of them in another order are refused.
 #[test]
 fn replica_shards_record_their_set_on_the_primaries() {
+    let _limit = common::time_limit();
     let binary = sqld_or_skip!("replica_shards_record_their_set_on_the_primaries");
     let _serial = serial();
     let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
@@ -207,6 +211,7 @@ fn refused(databases: &[&str], options: &Options, says: &str) {
 
 #[test]
 fn replica_shards_need_one_primary_each() {
+    let _limit = common::time_limit();
     let mut one = Options::new();
     one.sync_url(Some("http://127.0.0.1:9")).unwrap();
     refused(&["a.db", "b.db"], &one, "sync_url names one primary, and a list of 2 databases");

@@ -188,6 +188,7 @@ impl Drop for Tmpfs {
 /// clearly. Nothing changes.
 #[test]
 fn a_read_only_file_fails_clearly_at_the_first_write_and_changes_nothing() {
+    let _limit = common::time_limit();
     let (dir, path) = temp_db();
     let before = make_queue(&path, 30, 0);
     let bytes = std::fs::read(&path).unwrap();
@@ -224,6 +225,7 @@ fn a_read_only_file_fails_clearly_at_the_first_write_and_changes_nothing() {
 /// beside the file. Open fails at once, naming the file; nothing changes.
 #[test]
 fn a_read_only_directory_fails_clearly_at_open_and_changes_nothing() {
+    let _limit = common::time_limit();
     let (dir, path) = temp_db();
     let before = make_queue(&path, 30, 0);
     let Some(guard) = ReadOnly::set(dir.path(), "storage_faults::a_read_only_directory") else {
@@ -241,6 +243,7 @@ fn a_read_only_directory_fails_clearly_at_open_and_changes_nothing() {
 /// the file system is writable again the queue is as it was.
 #[test]
 fn a_read_only_file_system_fails_clearly_and_changes_nothing() {
+    let _limit = common::time_limit();
     let (dir, _) = temp_db();
     let Some(fs) = Tmpfs::mount(dir.path().join("ro"), "4m", "storage_faults::a_read_only_file_system") else {
         return;
@@ -274,6 +277,7 @@ fn a_read_only_file_system_fails_clearly_and_changes_nothing() {
 /// Open fails with "file is not a database" (or "malformed"), and the file is untouched.
 #[test]
 fn a_file_that_is_not_a_database_fails_at_open_and_is_left_alone() {
+    let _limit = common::time_limit();
     let (dir, _) = temp_db();
     let mut seed = 0x1234_5678u64;
     let random: Vec<u8> = (0..16384)
@@ -311,6 +315,7 @@ fn a_file_that_is_not_a_database_fails_at_open_and_is_left_alone() {
 /// simply an empty database: the queue starts afresh there.
 #[test]
 fn a_truncated_database_fails_clearly_at_the_call_that_meets_the_damage() {
+    let _limit = common::time_limit();
     let (dir, path) = temp_db();
     make_queue(&path, 400, 1000);
     let whole = std::fs::read(&path).unwrap();
@@ -376,6 +381,7 @@ fn a_truncated_database_fails_clearly_at_the_call_that_meets_the_damage() {
 /// nothing.
 #[test]
 fn a_missing_directory_fails_at_open_naming_the_path() {
+    let _limit = common::time_limit();
     let (dir, _) = temp_db();
     let missing = dir.path().join("no").join("such").join("dir");
     let path = missing.join("queue.db").to_str().unwrap().to_owned();
@@ -411,6 +417,7 @@ const SIG_IGN: usize = 1;
 #[test]
 #[ignore = "a process for the tests of this file; does nothing on its own"]
 fn worker() {
+    let _limit = common::time_limit();
     let Ok(role) = std::env::var("HAREL_TEST_ROLE") else {
         return;
     };
@@ -488,6 +495,7 @@ fn full_disk(role: &str, path: &str, extra: &[(&str, String)], before: &[Vec<Str
 /// RLIMIT_FSIZE: the writer's files may not grow past a limit a little above their size.
 #[test]
 fn a_full_disk_fails_the_write_clearly_and_keeps_what_committed() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let before = make_queue(&path, 60, 500);
     let size = std::fs::metadata(&path).unwrap().len();
@@ -501,6 +509,7 @@ fn a_full_disk_fails_the_write_clearly_and_keeps_what_committed() {
 /// A 2 MB tmpfs that fills up (ENOSPC), where mounting is allowed.
 #[test]
 fn a_small_file_system_that_fills_up_fails_clearly_and_keeps_what_committed() {
+    let _limit = common::time_limit();
     let (dir, _) = temp_db();
     let Some(fs) = Tmpfs::mount(dir.path().join("small"), "2m", "storage_faults::a_small_file_system") else {
         return;
@@ -527,6 +536,7 @@ fn a_small_file_system_that_fills_up_fails_clearly_and_keeps_what_committed() {
 /// `open_error(database, mode, e)` instead names the path.) Fixed: configure_local names it.
 #[test]
 fn open_errors_name_the_database_path() {
+    let _limit = common::time_limit();
     let (dir, _) = temp_db();
     let missing = dir.path().join("no").join("such").join("queue.db").to_str().unwrap().to_owned();
     let not_db = dir.path().join("text.db").to_str().unwrap().to_owned();
@@ -551,6 +561,7 @@ fn open_errors_name_the_database_path() {
 /// resident memory over 20 000 failed opens. Fixed: connect.rs refuses a directory first.
 #[test]
 fn a_failed_open_leaks_nothing() {
+    let _limit = common::time_limit();
     let (dir, _) = temp_db();
     let path = dir.path().to_str().unwrap().to_owned();
     let rss = || -> u64 {

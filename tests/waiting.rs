@@ -27,6 +27,7 @@ fn open(path: &str) -> Transport {
 #[test]
 #[ignore = "a publisher process for the tests of this file; does nothing on its own"]
 fn publisher() {
+    let _limit = common::time_limit();
     let Ok(path) = std::env::var("HAREL_TEST_DB") else { return };
     let t = open(&path);
     std::thread::sleep(Duration::from_millis(env("HAREL_TEST_DELAY_MS").parse().unwrap()));
@@ -36,6 +37,7 @@ fn publisher() {
 
 #[test]
 fn a_waiting_claim_is_woken_by_another_process_publishing() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let t = open(&path);
     for round in 0..3 {
@@ -62,6 +64,7 @@ fn a_waiting_claim_is_woken_by_another_process_publishing() {
 
 #[test]
 fn idle_waiters_take_no_write_lock_and_commit_nothing() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let waiters: Vec<Transport> = (0..8).map(|_| open(&path)).collect();
     let wal = format!("{path}-wal");
@@ -151,6 +154,7 @@ fn serve_idle(t: &Transport, w: &harel_transport::Watch, how_long: Duration) {
 
 #[test]
 fn a_watch_hears_another_process_publishing_and_idles_without_a_wake() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let t = open(&path);
     let w = t.watch(0, &[]).unwrap();
@@ -174,6 +178,7 @@ fn a_watch_hears_another_process_publishing_and_idles_without_a_wake() {
 
 #[test]
 fn a_watch_looks_each_second_while_a_lease_of_harels_holds_a_group() {
+    let _limit = common::time_limit();
     let (_dir, path) = temp_db();
     let t = open(&path);
     t.publish("g", &event(0), 0, None).unwrap();

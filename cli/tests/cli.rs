@@ -136,6 +136,7 @@ fn stats_of(q: &Queue) -> Value {
 
 #[test]
 fn stats_as_a_table_and_as_json() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     let text = ok(&q.args(&["stats"]));
     assert!(line(&text, "messages").ends_with(" 8"), "{text}");
@@ -168,6 +169,7 @@ fn stats_as_a_table_and_as_json() {
 
 #[test]
 fn stats_watch_refreshes() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     let lines = ok(&q.args(&["stats", "--watch", "0.1", "--count", "3", "--json"]));
     let docs: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).expect("one JSON document a line")).collect();
@@ -185,6 +187,7 @@ fn stats_watch_refreshes() {
 
 #[test]
 fn groups_show_the_stuck_group_and_its_holder() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     let leased = ok(&q.args(&["groups", "--state", "leased"]));
     let rows: Vec<&str> = leased.lines().collect();
@@ -228,6 +231,7 @@ fn groups_show_the_stuck_group_and_its_holder() {
 
 #[test]
 fn groups_page_by_cursor_or_all() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     let first = json(&q.args(&["groups", "--limit", "2"]));
     let cursor = first["next"].as_str().expect("a next cursor after 2 of 5").to_owned();
@@ -252,6 +256,7 @@ fn groups_page_by_cursor_or_all() {
 
 #[test]
 fn peek_shows_a_groups_messages_head_first() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     let text = ok(&q.args(&["peek", "stuck"]));
     let rows: Vec<&str> = text.lines().collect();
@@ -288,6 +293,7 @@ fn peek_shows_a_groups_messages_head_first() {
 
 #[test]
 fn dead_letters_are_listed_redriven_and_purged() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     let text = ok(&q.args(&["dead", "list"]));
     let row: Vec<&str> = text.lines().nth(1).expect("one dead letter").split_whitespace().collect();
@@ -347,6 +353,7 @@ fn dead_letters_are_listed_redriven_and_purged() {
 
 #[test]
 fn purge_a_group_or_everything() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     assert!(fails(&q.args(&["purge"]), 2).contains("--group"));
     fails(&q.args(&["purge", "--group", "orders-1", "--all"]), 2);
@@ -373,6 +380,7 @@ fn purge_a_group_or_everything() {
 
 #[test]
 fn release_frees_a_stuck_head() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     assert_eq!(ok(&q.args(&["release", "stuck"])), "released group \"stuck\": its head can be claimed now\n");
     assert_eq!(ok(&q.args(&["groups", "--state", "leased"])), "no leased groups\n");
@@ -391,6 +399,7 @@ fn release_frees_a_stuck_head() {
 
 #[test]
 fn every_command_has_help() {
+    let _limit = harel_transport_testkit::time_limit();
     let top = ok(&["--help"]);
     for needle in [
         "stats",
@@ -436,6 +445,7 @@ fn every_command_has_help() {
 
 #[test]
 fn errors_name_the_problem() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     let dir = tempfile::tempdir().unwrap();
     let at = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
@@ -496,6 +506,7 @@ fn errors_name_the_problem() {
 
 #[test]
 fn the_token_is_never_an_argument() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = live_queue();
     for flag in [&["--auth-token", "s3cret"][..], &["--auth-token=s3cret"], &["--token", "s3cret"]] {
         let args = [&["-d", "http://127.0.0.1:1"][..], flag, &["stats"]].concat();
@@ -524,6 +535,7 @@ fn the_token_is_never_an_argument() {
 /// --auth-token-file (which wins), and is refused without a good one.
 #[test]
 fn a_server_by_url_with_a_token() {
+    let _limit = harel_transport_testkit::time_limit();
     let Some(binary) = sqld::binary_or_skip("a_server_by_url_with_a_token") else { return };
     let server = sqld::Sqld::start(&binary, true);
     let url = server.url();
@@ -584,6 +596,7 @@ const LACKS: [&str; 5] = [
 /// named; every repair refused naming what it needs; the file unchanged.
 #[test]
 fn a_harel_09_queue_is_read_as_it_is() {
+    let _limit = harel_transport_testkit::time_limit();
     let Some(q) = harel_queue("cli::a_harel_09_queue_is_read_as_it_is") else { return };
     let before = std::fs::read(&q.path).unwrap();
 
@@ -652,6 +665,7 @@ fn a_harel_09_queue_is_read_as_it_is() {
 /// stats and the listings read the rows, not only our stamps.
 #[test]
 fn harel_leases_count_on_an_upgraded_queue() {
+    let _limit = harel_transport_testkit::time_limit();
     let Some(q) = harel_queue("cli::harel_leases_count_on_an_upgraded_queue") else { return };
     q.open().close();
     let text = ok(&q.args(&["stats"]));
@@ -674,6 +688,7 @@ fn harel_leases_count_on_an_upgraded_queue() {
 /// a list in another order is refused, naming the database.
 #[test]
 fn a_sharded_queue_is_given_as_its_databases_in_order() {
+    let _limit = harel_transport_testkit::time_limit();
     let dir = tempfile::tempdir().unwrap();
     let paths: Vec<String> = (0..3).map(|i| dir.path().join(format!("s{i}.db")).to_str().unwrap().to_owned()).collect();
     let list: Vec<&str> = paths.iter().map(String::as_str).collect();

@@ -146,6 +146,7 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
 
 #[test]
 fn metrics_hold_every_count_of_a_known_queue() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = queue();
     let serving = Serving::start(&q.path, &[], &[]);
     let before = q.built.elapsed().as_secs_f64();
@@ -196,6 +197,7 @@ fn metrics_hold_every_count_of_a_known_queue() {
 
 #[test]
 fn changes_need_the_token_and_the_consoles_own_origin() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = queue();
     let serving = Serving::start(&q.path, &[], &[("HAREL_ADMIN_TOKEN", TOKEN)]);
     let bearer = format!("Bearer {TOKEN}");
@@ -266,6 +268,7 @@ fn changes_need_the_token_and_the_consoles_own_origin() {
 /// refused with 409 naming what the file lacks, and the file left as harel wrote it.
 #[test]
 fn a_harel_09_queue_is_served_as_it_is() {
+    let _limit = harel_transport_testkit::time_limit();
     let Some((_dir, path)) = harel_queue::make("serve::a_harel_09_queue_is_served_as_it_is") else { return };
     let before = std::fs::read(&path).unwrap();
     let serving = Serving::start(&path, &[], &[("HAREL_ADMIN_TOKEN", TOKEN)]);
@@ -304,6 +307,7 @@ fn a_harel_09_queue_is_served_as_it_is() {
 
 #[test]
 fn without_an_admin_token_the_console_only_looks() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = queue();
     let serving = Serving::start(&q.path, &[], &[]);
     let answer = serving.post("/api/release", &[("Authorization", "Bearer anything")], r#"{"group":"leased"}"#);
@@ -316,6 +320,7 @@ fn without_an_admin_token_the_console_only_looks() {
 
 #[test]
 fn the_token_file_is_read_and_a_missing_one_is_refused() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = queue();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("token");
@@ -340,6 +345,7 @@ fn the_token_file_is_read_and_a_missing_one_is_refused() {
 
 #[test]
 fn a_bad_address_is_refused_clearly() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = queue();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let taken = taken.local_addr().unwrap().to_string();
@@ -353,6 +359,7 @@ fn a_bad_address_is_refused_clearly() {
 
 #[test]
 fn the_page_and_its_answers_carry_the_security_headers() {
+    let _limit = harel_transport_testkit::time_limit();
     let q = queue();
     let serving = Serving::start(&q.path, &[], &[]);
     for (path, content_type) in [
@@ -389,6 +396,7 @@ fn the_page_and_its_answers_carry_the_security_headers() {
 /// counts; started again, the same serve recovers.
 #[test]
 fn a_server_that_goes_away_and_comes_back() {
+    let _limit = harel_transport_testkit::time_limit();
     let Some(binary) = sqld::binary_or_skip("serve::a_server_that_goes_away_and_comes_back") else { return };
     let mut server = sqld::Sqld::start(&binary, false);
     let t = Transport::open(&server.url(), &Options::new()).unwrap();

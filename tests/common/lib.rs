@@ -173,6 +173,41 @@ impl Drop for ChildGuard {
     }
 }
 
+/// How long a test that starts processes or servers may run (the slowest file, all its tests
+/// together, takes about 5 minutes on a loaded 2-core machine).
+pub const TEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// Holds the calling test to `TEST_LIMIT` until the guard drops: a hang then fails the
+/// run within minutes, naming the test, instead of at CI's own timeout. A hung test cannot
+/// be unwound from another thread and libtest would wait for it, so past the limit the
+/// test binary kills its child processes (servers, other test processes) and exits.
+/// The name is the test thread's: libtest names each test's thread after the test.
+pub fn time_limit() -> TimeLimit {
+    let name = std::thread::current().name().unwrap_or("a test").to_owned();
+    let (done, ended) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = ended.recv_timeout(TEST_LIMIT) {
+            // Written to the descriptor: eprintln! here is captured with the test's output,
+            // which the exit loses.
+            let limit = TEST_LIMIT.as_secs();
+            let message = format!("\n{name}: still running after {limit} s: timed out (TEST_LIMIT, tests/common)\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
+            for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+                let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+                for pid in children.split_whitespace().filter_map(|pid| pid.parse().ok()) {
+                    // SAFETY: a plain system call, on a child of this process.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            std::process::exit(124);
+        }
+    });
+    TimeLimit(done)
+}
+
+/// See `time_limit`: dropping it (the test ended, or panicked) ends the watch.
+pub struct TimeLimit(#[allow(dead_code)] std::sync::mpsc::Sender<()>);
+
 /// Waits for a child and panics with its output if it failed.
 pub fn expect_success(child: std::process::Child, what: &str) -> String {
     let out = child.wait_with_output().expect("wait for a child process");

@@ -8,11 +8,12 @@
 // non-waiting claims on the pool only when it fires:
 //
 // - A waiting claim first claims once itself (unless a relay, below, is running on its
-//   watch: it then just joins). If that brings nothing and the wait is not over, it joins
-//   the FIFO queue of its watch: one C watch per filter (min priority and routing keys) of
-//   the transport, shared by all the claims waiting with that filter, made when the first
-//   joins (harel_transport_watch makes descriptors and touches no database: on the main
-//   thread).
+//   watch: it then joins, and makes that claim in the relay, after the waiters before it,
+//   even if theirs brought nothing). If that brings nothing and the wait is not over, it
+//   joins the FIFO queue of its watch: one C watch per filter (min priority and routing
+//   keys) of the transport, shared by all the claims waiting with that filter, made when
+//   the first joins (harel_transport_watch makes descriptors and touches no database: on
+//   the main thread).
 // - When the descriptor is readable, the watch stops polling and calls harel_watch_rearm
 //   on the pool (it clears the descriptor and looks). HAREL_EMPTY: nothing to claim; poll
 //   again. HAREL_OK: a relay: the waiters claim in FIFO order, one after another, each its
@@ -221,7 +222,10 @@ class Watch {
     this.relay();
   }
 
-  /** Rearm, then (HAREL_OK) the waiters claim in turn until a claim brings nothing. */
+  /**
+   * Rearm, then (HAREL_OK) the waiters claim in turn until a claim brings nothing; then
+   * those who joined meanwhile and were not reached make their first claim.
+   */
   async relay() {
     this.busy = true;
     this.poller.stop(); // level-triggered: it would call back on every turn meanwhile
@@ -233,10 +237,16 @@ class Watch {
         this.fail(e);
         return;
       }
-      if (status !== STATUS.HAREL_OK) return;
       // A Set's iterator sees the waiters who join meanwhile and skips those who left.
+      if (status === STATUS.HAREL_OK) {
+        for (const waiter of this.queue) {
+          if (!(await waiter.claim())) break;
+        }
+      }
+      // Those who joined during the relay and were not reached make their first claim now:
+      // every waiting claim looks once (one with a wait of 0 has no deadline to end it).
       for (const waiter of this.queue) {
-        if (!(await waiter.claim())) break;
+        if (!waiter.looked) await waiter.claim();
       }
     } finally {
       this.busy = false;
@@ -286,6 +296,7 @@ class Waiter {
     this.why = null; // 'interrupt' or 'close': the first that came
     this.timedOut = wait === 0;
     this.claiming = false; // a claim of this waiter is in flight: decided when it is back
+    this.looked = false; // it has made a claim (its first look)
     this.watch = null; // the watch whose queue it is in
     this.settled = false;
     this.timer = null;
@@ -319,6 +330,7 @@ class Waiter {
    */
   async claim() {
     this.claiming = true;
+    this.looked = true;
     let leases = [];
     let error = null;
     try {

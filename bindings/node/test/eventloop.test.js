@@ -85,7 +85,8 @@ async function stats(n) {
 
 /**
  * `n` claims waiting on `t` (made by `claim(i)`), each with its outcome recorded:
- * resolves once all have made their first look and wait on the watch.
+ * resolves once all have made their first look and wait on the watch. A claim that failed
+ * instead (the poll addon not loaded, say) never counts one: it fails the test.
  */
 async function waiters(t, n, claim = (i) => t.claim(`w${i}`, { wait: 60 })) {
   const before = t.metrics().latency.claim.count;
@@ -97,7 +98,11 @@ async function waiters(t, n, claim = (i) => t.claim(`w${i}`, { wait: 60 })) {
     );
     return waiter;
   });
-  while (t.metrics().latency.claim.count < before + n) await sleep(5);
+  while (t.metrics().latency.claim.count < before + n) {
+    const failed = list.find((w) => w.error);
+    if (failed) throw failed.error;
+    await sleep(5);
+  }
   await sleep(50);
   return list;
 }

@@ -1,7 +1,8 @@
 'use strict';
-// Shared by the tests: a scratch directory per test file, a clock the test moves, and
-// python3's sqlite3 in another process (holding the write lock, or writing rows as another
-// program would). The test process itself never opens a queue file with a second SQLite.
+// Shared by the tests: a time limit on each test, a scratch directory per test file, a
+// clock the test moves, and python3's sqlite3 in another process (holding the write lock,
+// or writing rows as another program would). The test process itself never opens a queue
+// file with a second SQLite.
 
 const fs = require('node:fs');
 const os = require('node:os');
@@ -9,9 +10,27 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { once } = require('node:events');
 const readline = require('node:readline');
-const { after } = require('node:test');
+const { after, beforeEach, afterEach } = require('node:test');
 
 const PYTHON = process.env.HAREL_PYTHON || 'python3';
+
+// A test of a file that takes these helpers ends its process, naming itself, once it has
+// run this long: a hang fails within minutes. mk/node.mk's --test-timeout would too, but
+// before Node 24 it bounds each file, not each test, and names only the file.
+const TEST_LIMIT_MS = 5 * 60_000;
+const limits = new Map(); // test context -> its timer
+beforeEach((t) => {
+  const timer = setTimeout(() => {
+    process.stderr.write(`\n${t.name}: still running after ${TEST_LIMIT_MS / 1000} s: timed out (test/helpers.js)\n`);
+    process.exit(1);
+  }, TEST_LIMIT_MS);
+  timer.unref();
+  limits.set(t, timer);
+});
+afterEach((t) => {
+  clearTimeout(limits.get(t));
+  limits.delete(t);
+});
 
 /** A fresh directory, removed when the test file ends. */
 function scratch() {
