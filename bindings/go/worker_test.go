@@ -479,10 +479,12 @@ func TestWaitersAreWoken(t *testing.T) {
 		publish(t, tr, "parked", event(1))
 		lease := claim(t, tr, "w")
 		const delay = 300 * time.Millisecond
+		// The park runs from the instant the nack reads the clock: timed from after it
+		// returned, a slow nack on a loaded machine made the wake look early.
+		parkedAt := time.Now()
 		if err := tr.Nack(lease, delay); err != nil {
 			t.Fatal(err)
 		}
-		parkedAt := time.Now()
 		leases, err := tr.ClaimMany(ctx, "w", visibility, 10, time.Minute)
 		took := time.Since(parkedAt)
 		if err != nil || len(leases) != 1 || leases[0].Seq != lease.Seq || leases[0].Attempts != 2 {
