@@ -8,6 +8,7 @@ import (
 
 	harel "github.com/harel-transport/harel-transport/bindings/go"
 	"github.com/harel-transport/harel-transport/tests/history/hist"
+	"github.com/harel-transport/harel-transport/tests/history/leaselog"
 )
 
 // The calls a cell makes, each timed, counted and logged in the history format: on a
@@ -156,7 +157,7 @@ func (c *cell) claimed(lg *client, inv hist.Record, start, end time.Time, leases
 		}
 		r := outcome(err)
 		if err == nil {
-			r.Got = got(by[s])
+			r.Got = leaselog.Got(by[s])
 		}
 		lg.emit(s, inv, start, r, end)
 	}
@@ -188,7 +189,7 @@ func (c *cell) claimMany(t *harel.Transport, lg *client, worker string, vis time
 }
 
 func (c *cell) ack(t *harel.Transport, lg *client, l *harel.Lease) error {
-	inv := hist.Record{Op: "ack", Leases: []hist.Ref{ref(l)}}
+	inv := hist.Record{Op: "ack", Leases: []hist.Ref{leaselog.Ref(l)}}
 	start := time.Now()
 	err := t.Ack(l)
 	end := time.Now()
@@ -244,7 +245,7 @@ func (c *cell) ackMany(t *harel.Transport, lg *client, ls []*harel.Lease) ([]err
 	for s, idx := range by {
 		inv := hist.Record{Op: "ack_many"}
 		for _, i := range idx {
-			inv.Leases = append(inv.Leases, ref(ls[i]))
+			inv.Leases = append(inv.Leases, leaselog.Ref(ls[i]))
 		}
 		lg.emit(s, inv, start, acksOf(ls, acked, idx, err), end)
 	}
@@ -255,7 +256,7 @@ func (c *cell) ackMany(t *harel.Transport, lg *client, ls []*harel.Lease) ([]err
 
 func (c *cell) ackAndClaim(t *harel.Transport, lg *client, l *harel.Lease, worker string,
 	vis time.Duration) (*harel.Lease, error) {
-	inv := hist.Record{Op: "ack_and_claim", Leases: []hist.Ref{ref(l)}, Worker: worker, Vis: vis.Seconds()}
+	inv := hist.Record{Op: "ack_and_claim", Leases: []hist.Ref{leaselog.Ref(l)}, Worker: worker, Vis: vis.Seconds()}
 	start := time.Now()
 	next, err := t.AckAndClaim(l, worker, vis)
 	end := time.Now()
@@ -264,14 +265,14 @@ func (c *cell) ackAndClaim(t *harel.Transport, lg *client, l *harel.Lease, worke
 	if err == nil {
 		r.Got = []hist.Lease{}
 		if next != nil && c.shardOf(next.GroupID) == home {
-			r.Got = got([]*harel.Lease{next})
+			r.Got = leaselog.Got([]*harel.Lease{next})
 		}
 	}
 	lg.emit(home, inv, start, r, end)
 	if err == nil && next != nil && c.shardOf(next.GroupID) != home {
 		// The claim that went on to another shard, within the same call.
 		lg.emit(c.shardOf(next.GroupID), hist.Record{Op: "claim", Worker: worker, Vis: vis.Seconds(), Max: 1},
-			start, hist.Record{Type: "ok", Got: got([]*harel.Lease{next})}, end)
+			start, hist.Record{Type: "ok", Got: leaselog.Got([]*harel.Lease{next})}, end)
 	}
 	c.finished(lg, "ack_and_claim", err, end.Sub(start), c.shards+1, 0)
 	return next, err
@@ -301,11 +302,11 @@ func (c *cell) ackAndClaimMany(t *harel.Transport, lg *client, ls []*harel.Lease
 			// The fused ack and claim on the home shard (or a failed call's part).
 			inv := hist.Record{Op: "ack_and_claim_many", Worker: worker, Vis: vis.Seconds(), Max: max}
 			for _, i := range idx {
-				inv.Leases = append(inv.Leases, ref(ls[i]))
+				inv.Leases = append(inv.Leases, leaselog.Ref(ls[i]))
 			}
 			r := acksOf(ls, acked, idx, err)
 			if r.Type == "ok" {
-				r.Got = got(byNext[s])
+				r.Got = leaselog.Got(byNext[s])
 			}
 			lg.emit(s, inv, start, r, end)
 			continue
@@ -313,13 +314,13 @@ func (c *cell) ackAndClaimMany(t *harel.Transport, lg *client, ls []*harel.Lease
 		if len(idx) > 0 {
 			inv := hist.Record{Op: "ack_many", Leases: nil}
 			for _, i := range idx {
-				inv.Leases = append(inv.Leases, ref(ls[i]))
+				inv.Leases = append(inv.Leases, leaselog.Ref(ls[i]))
 			}
 			lg.emit(s, inv, start, acksOf(ls, acked, idx, err), end)
 		}
 		if err == nil && len(byNext[s]) > 0 {
 			lg.emit(s, hist.Record{Op: "claim", Worker: worker, Vis: vis.Seconds(), Max: max}, start,
-				hist.Record{Type: "ok", Got: got(byNext[s])}, end)
+				hist.Record{Type: "ok", Got: leaselog.Got(byNext[s])}, end)
 		}
 	}
 	c.finished(lg, "ack_and_claim_many", err, end.Sub(start), 2*c.shards, 0)

@@ -469,20 +469,7 @@ func (c *cell) dump() error {
 		if err != nil {
 			return fmt.Errorf("dump shard %d: %w", s, err)
 		}
-		d := hist.Dump{At: hist.Now(), Messages: []hist.DumpMsg{}, Dead: []hist.DumpMsg{}, Keys: []hist.DumpKey{}, App: []string{}}
-		for _, r := range res[0] {
-			d.Messages = append(d.Messages, hist.DumpMsg{S: i64(r[0]), G: str(r[1]), E: hist.EventID([]byte(str(r[2]))),
-				LockedBy: str(r[3]), Exp: f64(r[4]), Att: int(i64(r[5]))})
-		}
-		for _, r := range res[1] {
-			d.Dead = append(d.Dead, hist.DumpMsg{S: i64(r[0]), G: str(r[1]), E: hist.EventID([]byte(str(r[2]))), Att: int(i64(r[3]))})
-		}
-		for _, r := range res[2] {
-			d.Keys = append(d.Keys, hist.DumpKey{Key: str(r[0]), S: i64(r[1])})
-		}
-		for _, r := range res[3] {
-			d.App = append(d.App, str(r[0]))
-		}
+		d := hist.DumpOf(hist.Now(), res[0], res[1], res[2], res[3])
 		b, _ := json.MarshalIndent(d, "", " ")
 		if err := os.WriteFile(filepath.Join(c.logs.dirs[s], "dump.json"), b, 0o644); err != nil {
 			return err
@@ -514,31 +501,4 @@ func (c *cell) check() {
 	}
 	c.verdict = "FAIL"
 	c.checks = append(c.checks, failed...)
-}
-
-func i64(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case float64:
-		return int64(x)
-	}
-	return 0
-}
-
-func f64(v any) float64 {
-	switch x := v.(type) {
-	case int64:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return 0
-}
-
-func str(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return ""
 }

@@ -138,27 +138,6 @@ func (c *client) emit(shard int, inv hist.Record, invAt time.Time, cmp hist.Reco
 	}
 }
 
-func ref(l *harel.Lease) hist.Ref {
-	return hist.Ref{S: l.Seq, G: l.GroupID, W: l.WorkerID, E: hist.EventID(l.Event)}
-}
-
-func refs(ls []*harel.Lease) []hist.Ref {
-	out := make([]hist.Ref, len(ls))
-	for i, l := range ls {
-		out[i] = ref(l)
-	}
-	return out
-}
-
-func got(ls []*harel.Lease) []hist.Lease {
-	out := make([]hist.Lease, len(ls))
-	for i, l := range ls {
-		out[i] = hist.Lease{S: l.Seq, G: l.GroupID, E: hist.EventID(l.Event), W: l.WorkerID,
-			Exp: float64(l.LockExpiry.UnixMicro()) / 1e6, Att: l.Attempts}
-	}
-	return out
-}
-
 // ---- a sharded batch's error ----------------------------------------------------------------
 
 var (

@@ -12,47 +12,20 @@ harel's publish is two autocommit statements (message, then group row): a failur
 between them leaves the message stored, so a failed publish is logged as unknown.
 """
 
-import argparse
-import json
-import os
 import random
 import sqlite3
 import time
 
-from harel.engine.transport import Lease, SqliteTransport
+from harel.engine.transport import SqliteTransport
 from harel.spec.states import Event
+
+import histlog
 
 VISIBILITY = 10.0  # long: harel's ack deletes by seq, so its leases must not lapse
 
 
-class Log:
-    def __init__(self, path, client):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self.client = client
-        self.n = 0
-
-    def write(self, rec):
-        os.write(self.fd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
-
-    def invoke(self, op, **args):
-        i = self.n
-        self.n += 1
-        self.write({"client": self.client, "lang": "harel", "i": i, "type": "invoke", "op": op, "at": time.time_ns(), **args})
-        return i
-
-    def complete(self, i, type_, **res):
-        self.write({"client": self.client, "lang": "harel", "i": i, "type": type_, "at": time.time_ns(), **res})
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    for name in ("db", "log", "id"):
-        ap.add_argument("-" + name, required=True)
-    ap.add_argument("-seconds", type=float, default=10)
-    ap.add_argument("-seed", type=int, default=0)
-    ap.add_argument("-groups", type=int, default=10)
-    ap.add_argument("-start", type=int, default=0)
-    a = ap.parse_args()
+    a = histlog.parser().parse_args()
     rng = random.Random(a.seed or None)
     last_now = [0.0]
 
@@ -61,7 +34,7 @@ def main():
         return last_now[0]
 
     t = SqliteTransport(a.db, clock=clock)
-    log = Log(a.log, a.id)
+    log = histlog.Log(a.log, a.id, "harel")
     held = []  # (lease, ref)
     n = 0
     deadline = time.time() + a.seconds

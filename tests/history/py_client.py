@@ -7,37 +7,23 @@ process as harel's sqlite3 transports.
     python py_client.py -db FILE -log FILE -id ID -seconds S [-seed N] [-groups N]
 """
 
-import argparse
 import json
-import os
 import random
 import time
 
 from harel_transport import ConnectError, HarelError, Message, PanicError, Transport, UnknownStatusError
 
+import histlog
+
 UNKNOWN = (ConnectError, PanicError, UnknownStatusError)  # may have been applied
 
 
-class Log:
-    def __init__(self, path, client):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self.client, self.n = client, 0
-
-    def write(self, rec):
-        os.write(self.fd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
-
-    def invoke(self, op, **args):
-        i, self.n = self.n, self.n + 1
-        self.write({"client": self.client, "lang": "python", "i": i, "type": "invoke", "op": op, "at": time.time_ns(), **args})
-        return i
-
+class Log(histlog.Log):
     def ok(self, i, **res):
-        self.write({"client": self.client, "lang": "python", "i": i, "type": "ok", "at": time.time_ns(), **res})
+        self.complete(i, "ok", **res)
 
     def error(self, i, e):
-        kind = "info" if isinstance(e, UNKNOWN) else "fail"
-        self.write({"client": self.client, "lang": "python", "i": i, "type": kind, "at": time.time_ns(),
-                    "status": e.code, "err": e.message})
+        self.complete(i, "info" if isinstance(e, UNKNOWN) else "fail", status=e.code, err=e.message)
 
 
 def event(eid):
@@ -66,7 +52,7 @@ class Client:
         self.a, self.id = a, a.id
         self.rng = random.Random(a.seed or None)
         self.t = Transport(a.db, busy_timeout=10.0)
-        self.log = Log(a.log, a.id)
+        self.log = Log(a.log, a.id, "python")
         self.start = a.start / 1e9 if a.start else time.time()
         self.held, self.n, self.keys, self.txs = [], 0, 0, 0
 
@@ -224,14 +210,7 @@ class Client:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for name in ("db", "log", "id"):
-        ap.add_argument("-" + name, required=True)
-    ap.add_argument("-seconds", type=float, default=10)
-    ap.add_argument("-seed", type=int, default=0)
-    ap.add_argument("-groups", type=int, default=10)
-    ap.add_argument("-start", type=int, default=0)
-    a = ap.parse_args()
+    a = histlog.parser().parse_args()
     c = Client(a)
     deadline = time.time() + a.seconds
     while time.time() < deadline:

@@ -16,33 +16,16 @@ logs what it does as if it were an honest client (lang "rogue"; tests/history/hi
     python rogue.py -mode MODE -db FILE -log FILE -id ID -seconds S
 """
 
-import argparse
 import json
-import os
 import random
 import sqlite3
 import time
 
+import histlog
+
 M, G = "harel_transport_messages", "harel_transport_groups"
 VISIBILITY = 0.5
 STALE_VISIBILITY = 0.2
-
-
-class Log:
-    def __init__(self, path, client):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self.client, self.n = client, 0
-
-    def write(self, rec):
-        os.write(self.fd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
-
-    def invoke(self, op, **args):
-        i, self.n = self.n, self.n + 1
-        self.write({"client": self.client, "lang": "rogue", "i": i, "type": "invoke", "op": op, "at": time.time_ns(), **args})
-        return i
-
-    def complete(self, i, type_, **res):
-        self.write({"client": self.client, "lang": "rogue", "i": i, "type": type_, "at": time.time_ns(), **res})
 
 
 def event_id(text):
@@ -89,19 +72,13 @@ def lease_next(db, me, skip_group_check, visibility):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = histlog.parser()
     ap.add_argument("-mode", required=True, choices=["skip-group-check", "redeliver", "stale-ack"])
-    for name in ("db", "log", "id"):
-        ap.add_argument("-" + name, required=True)
-    ap.add_argument("-seconds", type=float, default=10)
-    ap.add_argument("-seed", type=int, default=0)
-    ap.add_argument("-groups", type=int, default=10)
-    ap.add_argument("-start", type=int, default=0)
     a = ap.parse_args()
     rng = random.Random(a.seed or None)
     db = sqlite3.connect(a.db, isolation_level=None)
     db.execute("PRAGMA busy_timeout=10000")
-    log = Log(a.log, a.id)
+    log = histlog.Log(a.log, a.id, "rogue")
     deadline = time.time() + a.seconds - 0.5
     time.sleep(min(1.0, a.seconds / 10))
     while time.time() < deadline:

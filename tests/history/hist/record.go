@@ -198,3 +198,53 @@ type DumpKey struct {
 	Key string `json:"key"`
 	S   int64  `json:"s"`
 }
+
+// DumpOf is the Dump of the rows a dump's four queries returned, at: the messages (seq,
+// group_id, event, locked_by, lock_expiry, attempts), the dead letters (seq, group_id,
+// event, attempts), the keys (key, seq) and the app table's ids. The values are as the
+// Go binding's queries and Hrana's JSON hand them: numbers as int64 or float64, texts
+// as strings, NULL as nil.
+func DumpOf(at int64, messages, dead, keys, app [][]any) Dump {
+	d := Dump{At: at, Messages: []DumpMsg{}, Dead: []DumpMsg{}, Keys: []DumpKey{}, App: []string{}}
+	for _, r := range messages {
+		d.Messages = append(d.Messages, DumpMsg{S: asInt(r[0]), G: asText(r[1]), E: EventID([]byte(asText(r[2]))),
+			LockedBy: asText(r[3]), Exp: asFloat(r[4]), Att: int(asInt(r[5]))})
+	}
+	for _, r := range dead {
+		d.Dead = append(d.Dead, DumpMsg{S: asInt(r[0]), G: asText(r[1]), E: EventID([]byte(asText(r[2]))), Att: int(asInt(r[3]))})
+	}
+	for _, r := range keys {
+		d.Keys = append(d.Keys, DumpKey{Key: asText(r[0]), S: asInt(r[1])})
+	}
+	for _, r := range app {
+		d.App = append(d.App, asText(r[0]))
+	}
+	return d
+}
+
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	}
+	return 0
+}
+
+func asFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return 0
+}
+
+func asText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
+}

@@ -18,6 +18,7 @@ import (
 
 	harel "github.com/harel-transport/harel-transport/bindings/go"
 	"github.com/harel-transport/harel-transport/tests/history/hist"
+	"github.com/harel-transport/harel-transport/tests/history/leaselog"
 )
 
 type client struct {
@@ -138,27 +139,6 @@ func statusOf(err error) string {
 		return e.Status.String()
 	}
 	return err.Error()
-}
-
-func ref(l *harel.Lease) hist.Ref {
-	return hist.Ref{S: l.Seq, G: l.GroupID, W: l.WorkerID, E: hist.EventID(l.Event)}
-}
-
-func refs(ls []*harel.Lease) []hist.Ref {
-	out := make([]hist.Ref, len(ls))
-	for i, l := range ls {
-		out[i] = ref(l)
-	}
-	return out
-}
-
-func got(ls []*harel.Lease) []hist.Lease {
-	out := make([]hist.Lease, len(ls))
-	for i, l := range ls {
-		out[i] = hist.Lease{S: l.Seq, G: l.GroupID, E: hist.EventID(l.Event), W: l.WorkerID,
-			Exp: float64(l.LockExpiry.UnixMicro()) / 1e6, Att: l.Attempts}
-	}
-	return out
 }
 
 func (c *client) group() string { return fmt.Sprintf("g%d", c.rng.Intn(c.groups)) }
@@ -337,7 +317,7 @@ func (c *client) claimSome() {
 
 func (c *client) completeClaim(i int, leases []*harel.Lease, err error) {
 	r := outcome(err)
-	r.Got = got(leases)
+	r.Got = leaselog.Got(leases)
 	c.log.Complete(i, r)
 	c.held = append(c.held, leases...)
 }
@@ -361,7 +341,7 @@ func (c *client) finishSome() {
 	case r < 0.53:
 		l := c.take(j)
 		vis := c.visibility()
-		i := c.log.Invoke(hist.Record{Op: "ack_and_claim", Leases: []hist.Ref{ref(l)}, Worker: c.id, Vis: vis.Seconds()})
+		i := c.log.Invoke(hist.Record{Op: "ack_and_claim", Leases: []hist.Ref{leaselog.Ref(l)}, Worker: c.id, Vis: vis.Seconds()})
 		next, err := c.t.AckAndClaim(l, c.id, vis)
 		var ls []*harel.Lease
 		if next != nil {
@@ -373,28 +353,28 @@ func (c *client) finishSome() {
 		c.held = nil
 		vis := c.visibility()
 		max := 1 + c.rng.Intn(3)
-		i := c.log.Invoke(hist.Record{Op: "ack_and_claim_many", Leases: refs(ls), Worker: c.id, Vis: vis.Seconds(), Max: max})
+		i := c.log.Invoke(hist.Record{Op: "ack_and_claim_many", Leases: leaselog.Refs(ls), Worker: c.id, Vis: vis.Seconds(), Max: max})
 		next, acked, err := c.t.AckAndClaimMany(ls, c.id, vis, max)
 		out := outcome(err)
 		for _, a := range acked {
 			out.Outcomes = append(out.Outcomes, statusOf(a))
 		}
-		out.Got = got(next)
+		out.Got = leaselog.Got(next)
 		c.log.Complete(i, out)
 		c.held = append(c.held, next...)
 	case r < 0.68:
 		l := c.take(j)
-		i := c.log.Invoke(hist.Record{Op: "nack", Leases: []hist.Ref{ref(l)}})
+		i := c.log.Invoke(hist.Record{Op: "nack", Leases: []hist.Ref{leaselog.Ref(l)}})
 		c.log.Complete(i, outcome(c.t.Nack(l, 0)))
 	case r < 0.76:
 		l := c.take(j)
 		d := time.Duration(50+c.rng.Intn(250)) * time.Millisecond
-		i := c.log.Invoke(hist.Record{Op: "nack", Leases: []hist.Ref{ref(l)}, Delay: d.Seconds()})
+		i := c.log.Invoke(hist.Record{Op: "nack", Leases: []hist.Ref{leaselog.Ref(l)}, Delay: d.Seconds()})
 		c.log.Complete(i, outcome(c.t.Nack(l, d)))
 	case r < 0.86:
 		l := c.held[j]
 		vis := c.visibility()
-		i := c.log.Invoke(hist.Record{Op: "extend", Leases: []hist.Ref{ref(l)}, Vis: vis.Seconds()})
+		i := c.log.Invoke(hist.Record{Op: "extend", Leases: []hist.Ref{leaselog.Ref(l)}, Vis: vis.Seconds()})
 		err := c.t.Extend(l, vis)
 		out := outcome(err)
 		if err == nil {
@@ -405,7 +385,7 @@ func (c *client) finishSome() {
 		c.log.Complete(i, out)
 	case r < 0.89:
 		l := c.take(j)
-		i := c.log.Invoke(hist.Record{Op: "dead_letter", Leases: []hist.Ref{ref(l)}})
+		i := c.log.Invoke(hist.Record{Op: "dead_letter", Leases: []hist.Ref{leaselog.Ref(l)}})
 		c.log.Complete(i, outcome(c.t.DeadLetter(l, "history: dead-lettered on purpose")))
 	case r < 0.95:
 		// The stale ack: wait past the lease's end (when it is near), then ack. Whether it
@@ -423,14 +403,14 @@ func (c *client) finishSome() {
 }
 
 func (c *client) ack(l *harel.Lease, stale bool) {
-	i := c.log.Invoke(hist.Record{Op: "ack", Leases: []hist.Ref{ref(l)}, Stale: stale})
+	i := c.log.Invoke(hist.Record{Op: "ack", Leases: []hist.Ref{leaselog.Ref(l)}, Stale: stale})
 	c.log.Complete(i, outcome(c.t.Ack(l)))
 }
 
 func (c *client) ackMany() {
 	ls := c.held
 	c.held = nil
-	i := c.log.Invoke(hist.Record{Op: "ack_many", Leases: refs(ls)})
+	i := c.log.Invoke(hist.Record{Op: "ack_many", Leases: leaselog.Refs(ls)})
 	acked, err := c.t.AckMany(ls)
 	out := outcome(err)
 	for _, a := range acked {

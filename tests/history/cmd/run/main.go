@@ -370,40 +370,24 @@ func dump(db, path string) error {
 		return err
 	}
 	defer t.Close()
-	d := hist.Dump{At: hist.Now(), Messages: []hist.DumpMsg{}, Dead: []hist.DumpMsg{}, Keys: []hist.DumpKey{}, App: []string{}}
+	var rows [4][][]any
 	_, err = t.InTx(context.Background(), func(tx *harel.Tx) error {
-		ctx := context.Background()
-		rows, err := tx.Query(ctx, "SELECT seq, group_id, event, locked_by, lock_expiry, attempts FROM harel_transport_messages ORDER BY seq")
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			d.Messages = append(d.Messages, hist.DumpMsg{S: i64(r[0]), G: str(r[1]), E: hist.EventID([]byte(str(r[2]))),
-				LockedBy: str(r[3]), Exp: f64(r[4]), Att: int(i64(r[5]))})
-		}
-		if rows, err = tx.Query(ctx, "SELECT seq, group_id, event, attempts FROM harel_transport_dead ORDER BY seq"); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			d.Dead = append(d.Dead, hist.DumpMsg{S: i64(r[0]), G: str(r[1]), E: hist.EventID([]byte(str(r[2]))), Att: int(i64(r[3]))})
-		}
-		if rows, err = tx.Query(ctx, "SELECT key, seq FROM harel_transport_keys ORDER BY key"); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			d.Keys = append(d.Keys, hist.DumpKey{Key: str(r[0]), S: i64(r[1])})
-		}
-		if rows, err = tx.Query(ctx, "SELECT id FROM hist_app WHERE id <> 'seed' ORDER BY id"); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			d.App = append(d.App, str(r[0]))
+		for i, sql := range []string{
+			"SELECT seq, group_id, event, locked_by, lock_expiry, attempts FROM harel_transport_messages ORDER BY seq",
+			"SELECT seq, group_id, event, attempts FROM harel_transport_dead ORDER BY seq",
+			"SELECT key, seq FROM harel_transport_keys ORDER BY key",
+			"SELECT id FROM hist_app WHERE id <> 'seed' ORDER BY id",
+		} {
+			if rows[i], err = tx.Query(context.Background(), sql); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	d := hist.DumpOf(hist.Now(), rows[0], rows[1], rows[2], rows[3])
 	sort.Slice(d.Messages, func(a, b int) bool { return d.Messages[a].S < d.Messages[b].S })
 	b, err := json.MarshalIndent(d, "", " ")
 	if err != nil {
@@ -412,34 +396,4 @@ func dump(db, path string) error {
 	fmt.Printf("history: the queue at the end: %d messages, %d dead letters, %d keys, %d app rows\n",
 		len(d.Messages), len(d.Dead), len(d.Keys), len(d.App))
 	return os.WriteFile(path, b, 0o644)
-}
-
-func i64(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case float64:
-		return int64(x)
-	}
-	return 0
-}
-
-func f64(v any) float64 {
-	switch x := v.(type) {
-	case int64:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return 0
-}
-
-func str(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	}
-	return ""
 }
