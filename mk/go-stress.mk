@@ -2,7 +2,7 @@
 # pointer checks (GOEXPERIMENT=cgocheck2): a binding that lets the GC read a stale address
 # out of C memory, or hands C memory that holds Go pointers, crashes here (the heap
 # corruption bench-goqite died of, fixed in capi.go's alloc). `make test` runs the binding's
-# and the examples' suites so; `make soak-go` also runs bench-goqite's program (goqite and
+# suite so; `make soak-go` the examples' too, and bench-goqite's program (goqite and
 # mattn/go-sqlite3's own SQLite in the process beside ours) SOAK_GO_RUNS times so.
 .PHONY: test-go-stress soak-go
 test: test-go-stress
@@ -13,11 +13,12 @@ SOAK_GO_RUNS ?= 10
 
 test-go-stress: lib
 	cd bindings/go && $(GO_CGO) $(GO_STRESS) $(GO) test -count=1 -timeout 10m ./...
+
+# The examples' suites so too (their cgocheck2 build costs CI a minute), then the bench's
+# program: each run a short bench (about half a minute), killed if it passes 10 minutes.
+soak-go: lib
 	cd examples/go && $(GO_CGO) $(GO_STRESS) $(GO) test -count=1 -timeout 5m ./...
 	cd examples/go-prometheus && $(GO_CGO) $(GO_STRESS) $(GO) test -count=1 -timeout 5m ./...
-
-# Each run is a short bench (about half a minute), killed if it passes 10 minutes.
-soak-go: lib
 	mkdir -p $(BUILD)/bench-goqite $(BUILD)/soak-go
 	cd bench/goqite && $(GO_CGO) GOEXPERIMENT=cgocheck2 $(GO) build -tags sqlite_dbstat -o $(CURDIR)/$(BUILD)/soak-go/goqite .
 	@failed=0; for run in $$(seq 1 $(SOAK_GO_RUNS)); do \

@@ -5,7 +5,7 @@
 # dumped, and a checker (its own checks, and porcupine v1.3.1 from the Go module proxy on a
 # model of a group) verifies the queue's promises on the history.
 #
-#   make test-history   the checker's unit tests; HISTORY_SECONDS (40) of history with
+#   make test-history   the checker's unit tests; HISTORY_SECONDS (25) of history with
 #                       every client, which must pass; and three times 8 s with a rogue
 #                       client (a planted bug: plain SQL around the library), each of which
 #                       must be caught by the property it breaks
@@ -18,7 +18,7 @@ HISTORY_DIR     := tests/history
 HISTORY_BIN     := $(BUILD)/history/bin
 HISTORY_RUNS    := $(BUILD)/history/runs
 HISTORY_RUST    := $(RELEASE_DIR)/examples/history_client
-HISTORY_SECONDS ?= 40
+HISTORY_SECONDS ?= 25
 SOAK_SECONDS    ?= 600
 # Every client of every language: Go (the C ABI), Rust, Python (this library's package,
 # from bindings/python on the release library), harel 0.9 (the venv's).
