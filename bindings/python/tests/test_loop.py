@@ -437,13 +437,25 @@ def test_close_ends_a_waiting_claim(qpath):
 
 
 def _sigint_soon(after: float) -> threading.Timer:
-    timer = threading.Timer(after, lambda: os.kill(os.getpid(), signal.SIGINT))
+    """Ctrl-C in `after` seconds, to the main thread, where a terminal's lands (sent to the
+    process, it may land on another of its threads, which wakes no wait of the main one)."""
+    main = threading.main_thread().ident
+    timer = threading.Timer(after, lambda: signal.pthread_kill(main, signal.SIGINT))
     timer.start()
     return timer
 
 
 def test_ctrl_c_ends_a_wait_of_the_main_thread(qpath):
     assert threading.current_thread() is threading.main_thread()
+    # Python's own Ctrl-C handler, whatever an earlier test of the process left installed.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_ends_the_waits(qpath)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_ends_the_waits(qpath):
     with Transport(qpath) as t:
         for call in (lambda: t.claim("w", wait=30), lambda: t.claim_many("w", max=2, wait=30)):
             _sigint_soon(0.3)
