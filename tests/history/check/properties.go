@@ -51,8 +51,8 @@ func Run(h *History) []Result {
 	return out
 }
 
-// Report prints a line per property, the first violations of a failed one with the log
-// lines involved, and "history: N passed, N failed". It returns how many failed.
+// Report prints a line per property and the first violations of a failed one with the log
+// lines involved. It returns how many failed; the caller prints the closing line.
 func Report(w io.Writer, rs []Result, maxShown int) int {
 	failed := 0
 	for _, r := range rs {
@@ -83,7 +83,6 @@ func Report(w io.Writer, rs []Result, maxShown int) int {
 			}
 		}
 	}
-	fmt.Fprintf(w, "history: %d passed, %d failed\n", len(rs)-failed, failed)
 	return failed
 }
 

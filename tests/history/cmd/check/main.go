@@ -29,7 +29,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if check.Report(os.Stdout, check.Run(h), *show) > 0 {
+	rs := check.Run(h)
+	failed := check.Report(os.Stdout, rs, *show)
+	fmt.Printf("history: %d passed, %d failed\n", len(rs)-failed, failed)
+	if failed > 0 {
 		os.Exit(1)
 	}
 }

@@ -269,6 +269,11 @@ func run(o *opts) int {
 		len(h.Ops), countUnknown(h), countLeases(h), byLang(h))
 	rs := check.Run(h)
 	failed := check.Report(os.Stdout, rs, o.show)
+	if o.expect == "" {
+		fmt.Printf("history: %d passed, %d failed\n", len(rs)-failed, failed)
+	} else { // not a suite's closing line: these failures are the point of the run
+		fmt.Printf("history: with the planted bug, %d properties held and %d broke\n", len(rs)-failed, failed)
+	}
 	fmt.Printf("history: checked in %.1f s\n", time.Since(checked).Seconds())
 	if bad > 0 {
 		fmt.Fprintf(os.Stderr, "history: %d client(s) failed on their own\n", bad)
