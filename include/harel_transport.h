@@ -42,6 +42,11 @@
 #define MAX_PAGE HAREL_MAX_PAGE
 
 /**
+ * The file's stamps, by index.
+ */
+#define STAMPS 2
+
+/**
  * How many latency buckets each histogram has (besides the count, which is `+Inf`'s).
  */
 #define HAREL_LATENCY_BUCKETS 16
@@ -1064,8 +1069,10 @@ enum harel_status harel_options_set_busy_timeout(struct harel_options *o,
 
 /**
  * Local files: `full` true (the default) makes every commit durable against power loss
- * (synchronous FULL); false trades the last commits before a power loss for speed
- * (synchronous NORMAL; still safe against process crashes).
+ * (synchronous FULL) but a claim's, whose lease a power loss ends anyway (its worker
+ * stops too; the message is delivered again, that claim not counted in `attempts`);
+ * false trades the last commits before a power loss for speed (synchronous NORMAL;
+ * still safe against process crashes).
  *
  * Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
  */

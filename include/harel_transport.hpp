@@ -360,7 +360,7 @@ class Options {
   /// How long a write waits for the write lock before HAREL_ERR_BUSY, in seconds (>= 0).
   Options &busy_timeout(double seconds) & { return set(harel_options_set_busy_timeout, seconds); }
   Options &&busy_timeout(double seconds) && { return std::move(busy_timeout(seconds)); }
-  /// fsync at every commit (true, the default) or synchronous NORMAL (false).
+  /// fsync at every commit but a claim's (true, the default) or synchronous NORMAL (false).
   Options &synchronous_full(bool full) & { return set(harel_options_set_synchronous_full, full); }
   Options &&synchronous_full(bool full) && { return std::move(synchronous_full(full)); }
   /// How many times a message may be claimed before a claim moves it to the dead letters

@@ -18,7 +18,8 @@ pub fn system_clock() -> f64 {
 /// SQLite's `synchronous` setting for a local file (WAL journal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Synchronous {
-    /// fsync at every commit: a committed publish survives power loss. The default.
+    /// fsync at every commit but a claim's (a lease dies with its worker anyway: README,
+    /// "Durability"): a committed publish, ack or nack survives power loss. The default.
     Full,
     /// fsync at checkpoints only: safe against process crashes, and faster, but the last
     /// commits can be lost if the machine loses power.

@@ -54,7 +54,8 @@ func WithSyncInterval(d time.Duration) Option { return func(c *config) { c.syncI
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = &d } }
 
 // WithSynchronousFull chooses, for local files, between synchronous FULL (true, the
-// default: every commit survives a power loss) and NORMAL (false: faster; the last commits
+// default: every commit but a claim's survives a power loss; a lease dies with its worker
+// anyway) and NORMAL (false: faster; the last commits
 // before a power loss may be lost, a process crash loses nothing).
 func WithSynchronousFull(full bool) Option { return func(c *config) { c.synchronousFull = &full } }
 

@@ -71,7 +71,7 @@ export interface OpenOptions {
   syncInterval?: number;
   /** How long a write waits for the write lock before HAREL_ERR_BUSY, in seconds. Default 5. */
   busyTimeout?: number;
-  /** Local files: durable commits (synchronous FULL, the default) or faster NORMAL (false). */
+  /** Local files: durable commits but a claim's (synchronous FULL, the default: a lease dies with its worker anyway) or faster NORMAL (false). */
   synchronousFull?: boolean;
   /**
    * How many times a message may be claimed (0..2^32-1; 0, the default: no limit): a claim

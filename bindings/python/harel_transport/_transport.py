@@ -35,7 +35,8 @@ class Transport(
     - `sync_urls` (a sequence of str): `open_shards` only: its paths are embedded
       replicas, ``sync_urls[i]`` the primary of shard i (as many URLs as paths).
     - `busy_timeout` (seconds): how long a write waits for the lock (default 5).
-    - `synchronous_full` (bool): a sync (fdatasync) at every commit (default) or not (NORMAL).
+    - `synchronous_full` (bool): a sync (fdatasync) at every commit but a claim's (default;
+      a lease dies with its worker anyway) or at checkpoints only (NORMAL).
     - `max_attempts` (int, 0..2**32-1): how many times a message may be claimed; the claim
       that would hand it out once more moves it to the dead letters instead (default 0:
       no limit).

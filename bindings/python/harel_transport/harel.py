@@ -250,6 +250,8 @@ class HarelTransport:
         self._clock = clock
         self._defer_ack = bool(defer_ack)
         self._held = held
+        # Neither option: nothing is ever held or deferred, and each call is one native call.
+        self._plain = held.size == 1 and not self._defer_ack
 
     @property
     def transport(self) -> _NativeTransport:
@@ -270,6 +272,8 @@ class HarelTransport:
         if floor is None:  # nothing can match: only the deferred acks to apply
             self.flush()
             return None
+        if self._plain:
+            return _harel_lease(self._t.claim(worker_id, visibility, floor))
         _claim_args(worker_id, visibility, floor)
         while True:
             lease = self._held.take(worker_id, floor)
@@ -294,6 +298,12 @@ class HarelTransport:
         return None if lease is None else self._handed(worker_id, lease)
 
     def ack(self, lease: Lease) -> None:
+        if self._plain:
+            try:
+                self._t.ack(_native_lease(lease))
+            except LeaseLostError as e:
+                _dropped("ack", lease, e)
+            return
         pending = (lease, _native_lease(lease))  # checked now: a bad lease raises here
         if not self._defer_ack:
             self._ack_now([pending])

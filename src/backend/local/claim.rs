@@ -12,6 +12,7 @@
 
 use libsql::Value;
 
+use super::durability::Commit;
 use super::Local;
 use crate::chain::{row_values, Before, Chain, Claimed};
 use crate::error::Result;
@@ -28,7 +29,9 @@ impl Local {
         now: Now<'_>,
         before: Option<Before<'_, 'a>>,
     ) -> Result<Claimed> {
-        self.transaction(async |local| {
+        // A claim alone commits a lease only; after an ack it commits the ack too.
+        let commit = if before.is_some() { Commit::Durable } else { Commit::Lease };
+        self.transaction(commit, async |local| {
             let now = now()?;
             let mut claimed = Claimed::default();
             if let Some(before) = before {

@@ -29,6 +29,24 @@ pub fn at(path: &str) -> std::io::Result<Identity> {
     std::fs::metadata(path).map(|m| (m.dev(), m.ino()))
 }
 
+/// Whether an open file still has a name (a link count above 0), asking for nothing else
+/// (see `at`) and looking up no path. An error counts as linked: a check that cannot be
+/// made must not fail a transaction.
+#[cfg(target_os = "linux")]
+pub fn linked(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed statx is a valid value; with AT_EMPTY_PATH and "" statx reads the
+    // descriptor's file and writes the struct.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let done = unsafe { libc::statx(file.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_NLINK, &mut stx) };
+    done != 0 || stx.stx_nlink > 0
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn linked(file: &File) -> bool {
+    file.metadata().map_or(true, |m| m.nlink() > 0)
+}
+
 /// The identity of an open file.
 pub fn of(file: &File) -> std::io::Result<Identity> {
     file.metadata().map(|m| (m.dev(), m.ino()))
@@ -49,6 +67,19 @@ mod tests {
         let other = dir.path().join("other.db");
         std::fs::write(&other, b"y").unwrap();
         assert_ne!(at(path).unwrap(), at(other.to_str().unwrap()).unwrap());
+    }
+
+    #[test]
+    fn an_open_file_is_linked_until_its_name_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.db-wal");
+        std::fs::write(&path, b"x").unwrap();
+        let file = File::open(&path).unwrap();
+        assert!(linked(&file));
+        // Replaced: a new file under the name leaves the open one without a link.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"y").unwrap();
+        assert!(!linked(&file), "other_sqlite.rs tells a replaced WAL by its link count");
     }
 
     #[test]

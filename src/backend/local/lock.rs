@@ -22,20 +22,20 @@
 //! the file and tries every [`STARVING_POLL`], and whoever takes the slot instead steps
 //! back for [`GIVE_WAY`]: the longest wait stays in the tens of ms.
 //!
-//! Without other programs and without starving waiters this costs three system calls per
+//! Without other programs and without starving waiters this costs two system calls per
 //! transaction. When the file cannot be opened or locked (a read-only directory, a
 //! filesystem without flock), ours wait on SQLite's lock alone.
 //!
 //! The engine is synchronous on local files (every libsql call runs on the calling
 //! thread) and tokio's timer counts whole milliseconds, so the pauses are thread sleeps.
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::FileExt;
+use std::fs::TryLockError;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use libsql::Connection;
 
+use super::slot_file::SlotFile;
 use super::statement_cache::StatementCache;
 use crate::backend::lock_wait::LockWait;
 use crate::error::{Error, Result};
@@ -56,15 +56,15 @@ const GIVE_WAY: Duration = Duration::from_micros(150);
 /// A starving stamp older than this is stale (its waiter rewrites it at every try).
 const STARVING_FRESH: Duration = Duration::from_millis(5);
 
-/// Where the file keeps what: the last time another program was seen holding the lock,
-/// and the last time one of ours was starving (0: nobody).
-const SEEN_AT: u64 = 0;
-const STARVING_AT: u64 = 8;
+/// The file's stamps (slot_file.rs): the last time another program was seen holding the
+/// lock, and the last time one of ours was starving (0: nobody).
+const SEEN_AT: usize = 0;
+const STARVING_AT: usize = 1;
 
 pub struct LocalLock {
     /// The slot's file. None: no sharing (in memory, or the file could not be opened or
     /// locked).
-    slot: Option<Arc<File>>,
+    slot: Option<Arc<SlotFile>>,
     busy_timeout: Duration,
     /// Until when this process keeps the quiet parts (what it last read or saw).
     quiet_until: Option<Instant>,
@@ -74,13 +74,13 @@ pub struct LocalLock {
 
 /// A write transaction's hold on our processes' slot; dropping it frees the slot.
 pub struct Held {
-    slot: Option<Arc<File>>,
+    slot: Option<Arc<SlotFile>>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         if let Some(file) = &self.slot {
-            let _ = file.unlock();
+            file.unlock();
         }
     }
 }
@@ -88,8 +88,8 @@ impl Drop for Held {
 impl LocalLock {
     /// The lock of the database file at `path`, shared through `<path>-harel`.
     pub fn file(path: &str, busy_timeout: Duration) -> LocalLock {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(format!("{path}-harel"));
-        LocalLock { slot: file.ok().map(Arc::new), busy_timeout, quiet_until: None, waiting_since: None }
+        let slot = SlotFile::open(&format!("{path}-harel")).map(Arc::new);
+        LocalLock { slot, busy_timeout, quiet_until: None, waiting_since: None }
     }
 
     /// An in-memory database, which no other connection can reach.
@@ -147,7 +147,7 @@ impl LocalLock {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 if waited >= STARVING {
-                    let _ = file.write_at(&wall_clock_nanos().to_le_bytes(), STARVING_AT);
+                    file.write(STARVING_AT, wall_clock_nanos());
                 }
                 return None;
             }
@@ -157,20 +157,16 @@ impl LocalLock {
                 return Some(Held { slot: None });
             }
         }
-        let mut stamps = [0u8; 16];
-        if let Ok(16) = file.read_at(&mut stamps, 0) {
-            let [seen_at, starving_at] =
-                [&stamps[..8], &stamps[8..]].map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
-            if waited >= STARVING {
-                // Ours now: the others may stop stepping back.
-                let _ = file.write_at(&0u64.to_le_bytes(), STARVING_AT);
-            } else if starving_at > 0 && age(starving_at) < STARVING_FRESH {
-                let _ = file.unlock();
-                std::thread::sleep(GIVE_WAY);
-                return None;
-            }
-            self.remember(seen_at);
+        let starving_at = file.read(STARVING_AT);
+        if waited >= STARVING {
+            // Ours now: the others may stop stepping back.
+            file.write(STARVING_AT, 0);
+        } else if starving_at > 0 && age(starving_at) < STARVING_FRESH {
+            file.unlock();
+            std::thread::sleep(GIVE_WAY);
+            return None;
         }
+        self.remember(file.read(SEEN_AT));
         self.waiting_since = None;
         self.wait_out_quiet_part();
         Some(Held { slot: Some(file) })
@@ -189,7 +185,7 @@ impl LocalLock {
     fn other_program_holds_lock(&mut self) {
         let Some(file) = &self.slot else { return };
         let now = wall_clock_nanos();
-        let _ = file.write_at(&now.to_le_bytes(), SEEN_AT);
+        file.write(SEEN_AT, now);
         self.remember(now);
         self.wait_out_quiet_part();
     }

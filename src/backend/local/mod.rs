@@ -5,17 +5,20 @@
 //! explicit ROLLBACK.
 
 mod claim;
+mod durability;
 pub mod file_identity;
 mod lock;
 mod open;
 mod open_transaction;
 pub mod other_sqlite;
+mod slot_file;
 mod statement_cache;
 
 use std::sync::Arc;
 
 use libsql::{Connection, Database, Value};
 
+use self::durability::{Commit, Durability};
 use self::lock::{Held, LocalLock};
 use self::other_sqlite::FileWatch;
 use self::statement_cache::StatementCache;
@@ -28,6 +31,7 @@ pub struct Local {
     conn: Connection,
     statements: StatementCache,
     lock: LocalLock,
+    durability: Durability,
     busy_retries: Arc<Counter>,
     /// A file's watch (other_sqlite.rs); None in memory. Declared after the connection and
     /// the statements, so it drops last, once nothing of ours has the file open.
@@ -42,7 +46,7 @@ pub struct Local {
 impl Local {
     /// Runs the chain `build` makes as one write transaction (see `transaction`).
     pub async fn run<'c, T>(&mut self, build: impl FnOnce() -> Result<(Chain<'c>, T)>) -> Result<(Vec<Done>, T)> {
-        self.transaction(async |local| {
+        self.transaction(Commit::Durable, async |local| {
             let (chain, extra) = build()?;
             Ok((local.run_chain(chain).await?, extra))
         })
@@ -51,9 +55,9 @@ impl Local {
 
     /// Runs `work` inside `BEGIN IMMEDIATE`: the write lock is taken before anything is
     /// read ("now" included, which `work` reads), so what it reads is still true when it
-    /// writes. COMMIT on success; on any error an explicit ROLLBACK, so nothing half-done
-    /// is ever kept.
-    async fn transaction<T>(&mut self, work: impl AsyncFnOnce(&mut Local) -> Result<T>) -> Result<T> {
+    /// writes. COMMIT on success, synced as `commit` needs (durability.rs); on any error an
+    /// explicit ROLLBACK, so nothing half-done is ever kept.
+    async fn transaction<T>(&mut self, commit: Commit, work: impl AsyncFnOnce(&mut Local) -> Result<T>) -> Result<T> {
         if !self.conn.is_autocommit() {
             // An earlier call was cancelled mid-transaction (its future dropped), or an
             // application's transaction was dropped where it could not be rolled back.
@@ -61,6 +65,7 @@ impl Local {
             self.rollback().await;
         }
         self.check_wal(false)?;
+        self.durability.prepare(&self.conn, commit).await?;
         let _slot: Held = self.lock.begin(&self.conn, &mut self.statements, &self.busy_retries).await?;
         let outcome = match work(self).await {
             Ok(value) => match self.statements.execute(&self.conn, "COMMIT", ()).await {

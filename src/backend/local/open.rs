@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use libsql::{Builder, Connection};
 
+use super::durability::Durability;
 use super::lock::LocalLock;
 use super::other_sqlite::FileWatch;
 use super::statement_cache::StatementCache;
@@ -29,6 +30,7 @@ impl Local {
             conn,
             statements: StatementCache::new(),
             lock,
+            durability: Durability::new(options.synchronous),
             busy_retries,
             watch: Some(watch),
             open: None,
@@ -45,6 +47,8 @@ impl Local {
             conn,
             statements: StatementCache::new(),
             lock,
+            // Nothing in memory is ever synced: no level to switch between.
+            durability: Durability::new(Synchronous::Normal),
             busy_retries,
             watch: None,
             open: None,
@@ -98,11 +102,7 @@ async fn configure(database: &str, conn: &Connection, options: &Options, file: O
                 }
             }
         }
-        let sync = match options.synchronous {
-            Synchronous::Full => "FULL",
-            Synchronous::Normal => "NORMAL",
-        };
-        conn.execute(&format!("PRAGMA synchronous = {sync}"), ()).await.map_err(fail)?;
+        conn.execute(Durability::pragma(options.synchronous), ()).await.map_err(fail)?;
     }
     // From here on the transactions wait for the write lock themselves (see lock.rs).
     conn.busy_timeout(Duration::ZERO).map_err(fail)?;

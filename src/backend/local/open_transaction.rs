@@ -3,6 +3,7 @@
 //! and held until its COMMIT or ROLLBACK. Any error rolls it back: what was run of it is
 //! never kept.
 
+use super::durability::Commit;
 use super::Local;
 use crate::chain::{Chain, Done};
 use crate::error::Result;
@@ -16,6 +17,7 @@ impl Local {
                 self.rollback().await;
             }
             self.check_wal(false)?;
+            self.durability.prepare(&self.conn, Commit::Durable).await?;
             self.open = Some(self.lock.begin(&self.conn, &mut self.statements, &self.busy_retries).await?);
         }
         let outcome = match build() {

@@ -15,8 +15,9 @@
 //!   process is the other copy's. While one of ours has it open, the two cannot be told
 //!   apart, and the check is skipped.
 //! - later, the WAL was deleted or replaced under our connection: before each write
-//!   transaction and after each commit, `<file>-wal` must still be the file our connection
-//!   writes to (same device and inode). A write into a deleted WAL is refused, and a commit
+//!   transaction and after each commit, the WAL our connection writes to must still have a
+//!   name (its link count, asked of a descriptor kept open on it: no path lookup, two cheap
+//!   system calls per transaction). A write into a deleted WAL is refused, and a commit
 //!   that went into one is reported, instead of returning OK for data that is gone.
 //!
 //! What cannot be caught: the other copy opening the file while one of ours has it open,
@@ -53,8 +54,9 @@ struct Watched {
 pub struct FileWatch {
     file: Option<Identity>,
     wal_path: String,
-    /// The WAL our connection writes to, once it exists.
-    wal: Option<Identity>,
+    /// The WAL our connection writes to, once it exists. SQLite takes no lock on the WAL
+    /// itself, so this descriptor drops none when it closes.
+    wal: Option<File>,
 }
 
 impl FileWatch {
@@ -100,12 +102,11 @@ impl FileWatch {
     /// Before a write transaction and after its commit: the WAL must be the one our
     /// connection opened. `committed`: the check follows a commit.
     pub fn check_wal(&mut self, committed: bool) -> Result<()> {
-        let now = file_identity::at(&self.wal_path).ok();
-        match (self.wal, now) {
-            (None, Some(found)) => self.wal = Some(found),
-            (None, None) => {}
-            (Some(ours), Some(found)) if ours == found => {}
-            (Some(_), _) => {
+        match &self.wal {
+            None => self.wal = File::open(&self.wal_path).ok(),
+            // Deleted, or replaced (deleted, and another made under its name): no link left.
+            Some(wal) if file_identity::linked(wal) => {}
+            Some(_) => {
                 let outcome = if committed {
                     "this commit went into the deleted file and is lost, as may be earlier ones"
                 } else {

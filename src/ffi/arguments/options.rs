@@ -163,8 +163,10 @@ pub extern "C" fn harel_options_set_busy_timeout(
 }
 
 /// Local files: `full` true (the default) makes every commit durable against power loss
-/// (synchronous FULL); false trades the last commits before a power loss for speed
-/// (synchronous NORMAL; still safe against process crashes).
+/// (synchronous FULL) but a claim's, whose lease a power loss ends anyway (its worker
+/// stops too; the message is delivered again, that claim not counted in `attempts`);
+/// false trades the last commits before a power loss for speed (synchronous NORMAL;
+/// still safe against process crashes).
 ///
 /// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL).
 #[no_mangle]
