@@ -67,6 +67,7 @@ local!(
     release_frees_a_stuck_group_now,
     claim_many_hands_out_distinct_groups_in_serving_order,
     claim_many_keeps_the_floor_and_routing_keys,
+    claim_many_buries_a_poison_head_and_serves_its_group_in_its_place,
     ack_many_reports_a_lost_lease_and_acks_the_others,
     ack_and_claim_many_acks_a_batch_then_claims_the_next,
     extend_moves_the_lease_end_and_keeps_the_group_out,

@@ -29,7 +29,7 @@ pub async fn readiness(
     // (deliverable) or, unseen, leaves the version as it was, so the waiter keeps settling
     // instead of sleeping through it.
     let data_version = backend.data_version().await?;
-    let (claim, params) = sql.claim(now, min_priority, routing_keys);
+    let (claim, params) = sql.claim(now, min_priority, routing_keys, 1);
     let (look, next) = ((claim.as_ref(), params), (sql.next_ready_at.as_str(), vec![now.into()]));
     let (found, next, undated_turns) = if undated {
         let turns = (sql.undated_turns.as_str(), vec![now.into()]);

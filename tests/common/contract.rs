@@ -29,6 +29,7 @@ pub const OTHERWISE_SHARDED: &[(&str, &str)] = &[
     ("round_robin_cycles_through_groups", "serving order is each shard's; claims take the shards in turn"),
     ("priority_floor_skips_lower_groups", "serving order is each shard's; claims take the shards in turn"),
     ("claim_many_hands_out_distinct_groups_in_serving_order", "serving order is each shard's"),
+    ("claim_many_buries_a_poison_head_and_serves_its_group_in_its_place", "serving order is each shard's"),
     ("ack_and_claim_many_acks_a_batch_then_claims_the_next", "serving order is each shard's"),
     ("extend_moves_the_lease_end_and_keeps_the_group_out", "it expects the first group served first: serving order"),
     ("a_delayed_message_keeps_its_place_in_its_group", "it expects one group served before another: serving order"),
@@ -84,6 +85,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("release_frees_a_stuck_group_now", release_frees_a_stuck_group_now),
     ("claim_many_hands_out_distinct_groups_in_serving_order", claim_many_hands_out_distinct_groups_in_serving_order),
     ("claim_many_keeps_the_floor_and_routing_keys", claim_many_keeps_the_floor_and_routing_keys),
+    (
+        "claim_many_buries_a_poison_head_and_serves_its_group_in_its_place",
+        claim_many_buries_a_poison_head_and_serves_its_group_in_its_place,
+    ),
     ("ack_many_reports_a_lost_lease_and_acks_the_others", ack_many_reports_a_lost_lease_and_acks_the_others),
     ("ack_and_claim_many_acks_a_batch_then_claims_the_next", ack_and_claim_many_acks_a_batch_then_claims_the_next),
     ("extend_moves_the_lease_end_and_keeps_the_group_out", extend_moves_the_lease_end_and_keeps_the_group_out),
@@ -717,6 +722,29 @@ pub fn claim_many_hands_out_distinct_groups_in_serving_order(open: Open<'_>) {
     assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("max is 0")));
     let bad = t.claim_many("w", V, 0, &[], harel_transport::MAX_CLAIM + 1, &Wait::none());
     assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("max is 1001")));
+}
+
+/// A head over max_attempts in the middle of a batch: buried, and its group's next message
+/// takes its place in serving order, before the groups after it.
+pub fn claim_many_buries_a_poison_head_and_serves_its_group_in_its_place(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(clock.options().max_attempts(2));
+    t.publish("g1", &event(1), 0, None).unwrap();
+    t.publish("g2", &event(2), 0, Some("p")).unwrap();
+    t.publish("g2", &event(3), 0, Some("p")).unwrap();
+    t.publish("g3", &event(4), 0, None).unwrap();
+    // Each head claimed once and given back at one instant: served g1, g2, g3 (arrival).
+    for lease in claim_many(&t, "w", 3) {
+        t.nack(&lease, 0.0).unwrap();
+    }
+    // g2's head a second time (only g2 has the key): it is at max_attempts, in the middle.
+    let second = t.claim("w", V, 0, &["p"]).unwrap().expect("g2's head");
+    t.nack(&second, 0.0).unwrap();
+    let batch = claim_many(&t, "w", 3);
+    assert_eq!(groups_of(&batch), ["g1", "g2", "g3"], "the poison's group keeps its place");
+    assert_eq!(batch[1].event, event(3), "g2's next message, its head buried");
+    let dead = t.dead_letters(None, None, 10).unwrap().items;
+    assert_eq!(dead.iter().map(|d| (d.group_id.as_str(), d.attempts)).collect::<Vec<_>>(), [("g2", 2)]);
 }
 
 pub fn claim_many_keeps_the_floor_and_routing_keys(open: Open<'_>) {

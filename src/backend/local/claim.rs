@@ -1,5 +1,6 @@
-//! A claim on a local file: inside the transaction, a look (the `SELECT` of the best head,
-//! `Statements::claim`) and, with what it found, the group's turn and the lease. A head
+//! A claim on a local file: inside the transaction, a look (the `SELECT` of the best heads,
+//! as many as the claim wants, `Statements::claim`) and, with what it found, each group's
+//! turn and lease; a claim of ten is one look, not ten. A head
 //! that cannot be handed out (claimed `max_attempts` times already, 0 meaning no limit; or
 //! text another program stored that is not UTF-8) moves to the dead-letter table instead,
 //! and the claim looks again: that group's next message (which keeps the group's place) or
@@ -39,55 +40,74 @@ impl Local {
                 let done = local.run_chain(chain).await?;
                 claimed.before = marked.iter().map(|&i| done[i].changed).collect();
             }
-            while claimed.leases.len() < want {
-                match local.claim_one(sql, c, now, &mut claimed.buried).await? {
-                    Some(lease) => claimed.leases.push(lease),
-                    None => break,
-                }
-            }
+            local.claim_up_to(sql, c, now, want, &mut claimed).await?;
             Ok(claimed)
         })
         .await
     }
 
-    /// The next lease, after burying (and counting in `buried`) the heads it cannot hand out.
-    async fn claim_one(
+    /// Leases up to `want` heads into `claimed`, in serving order, from one look for as
+    /// many as are still wanted; a head it cannot hand out is buried (and counted), and the
+    /// look is made again for the rest: that group's next message keeps the group's place.
+    async fn claim_up_to(
         &mut self,
         sql: &Statements,
         c: &Claim<'_>,
         now: f64,
-        buried: &mut u64,
-    ) -> Result<Option<Lease>> {
+        want: usize,
+        claimed: &mut Claimed,
+    ) -> Result<()> {
         loop {
-            let (claim, params) = sql.claim(now, c.min_priority, c.routing_keys);
-            let Some(row) = self.statements.query_first(&self.conn, &claim, params, row_values).await? else {
-                return Ok(None);
-            };
-            let (seq, group_id, event, attempts) = match <[Value; 4]>::try_from(row) {
-                Ok([Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts)]) => {
-                    (seq, group_id, event, attempts)
-                }
-                Ok(other) => return Err(unexpected(&other)),
-                Err(other) => return Err(unexpected(&other)),
-            };
-            let undeliverable = match (String::from_utf8(group_id), String::from_utf8(event)) {
-                _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
-                    format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
-                }
-                (Ok(group_id), Ok(event)) => {
-                    let lock_expiry = now + c.visibility;
-                    self.execute(&sql.set_group_ready_at, vec![group_id.as_str().into(), lock_expiry.into()]).await?;
-                    self.execute(&sql.lease_message, vec![seq.into(), c.worker_id.into(), lock_expiry.into()]).await?;
-                    let worker_id = c.worker_id.to_owned();
-                    return Ok(Some(Lease { seq, group_id, event, worker_id, lock_expiry, attempts: attempts + 1 }));
-                }
-                (Err(_), _) => "its group_id is not valid UTF-8 (written by another program)".to_owned(),
-                (_, Err(_)) => "its event is not valid UTF-8 (written by another program)".to_owned(),
-            };
-            self.execute(&sql.bury_head, vec![seq.into(), undeliverable.into(), now.into()]).await?;
-            self.execute(&sql.delete_message, vec![seq.into()]).await?;
-            self.execute(&sql.drop_buried_group_if_empty, vec![seq.into()]).await?;
-            *buried += 1;
+            let wanted = want - claimed.leases.len();
+            if wanted == 0 {
+                return Ok(());
+            }
+            let (look, params) = sql.claim(now, c.min_priority, c.routing_keys, wanted);
+            let heads = self.statements.query_all(&self.conn, &look, params, row_values).await?;
+            let found = heads.len();
+            let mut buried = false;
+            for head in heads {
+                let (seq, group_id, event, attempts) = match <[Value; 4]>::try_from(head) {
+                    Ok([Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts)]) => {
+                        (seq, group_id, event, attempts)
+                    }
+                    Ok(other) => return Err(unexpected(&other)),
+                    Err(other) => return Err(unexpected(&other)),
+                };
+                let undeliverable = match (String::from_utf8(group_id), String::from_utf8(event)) {
+                    _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
+                        format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
+                    }
+                    (Ok(group_id), Ok(event)) => {
+                        let lock_expiry = now + c.visibility;
+                        self.execute(&sql.set_group_ready_at, vec![group_id.as_str().into(), lock_expiry.into()])
+                            .await?;
+                        self.execute(&sql.lease_message, vec![seq.into(), c.worker_id.into(), lock_expiry.into()])
+                            .await?;
+                        let worker_id = c.worker_id.to_owned();
+                        claimed.leases.push(Lease {
+                            seq,
+                            group_id,
+                            event,
+                            worker_id,
+                            lock_expiry,
+                            attempts: attempts + 1,
+                        });
+                        continue;
+                    }
+                    (Err(_), _) => "its group_id is not valid UTF-8 (written by another program)".to_owned(),
+                    (_, Err(_)) => "its event is not valid UTF-8 (written by another program)".to_owned(),
+                };
+                self.execute(&sql.bury_head, vec![seq.into(), undeliverable.into(), now.into()]).await?;
+                self.execute(&sql.delete_message, vec![seq.into()]).await?;
+                self.execute(&sql.drop_buried_group_if_empty, vec![seq.into()]).await?;
+                claimed.buried += 1;
+                buried = true;
+                break;
+            }
+            if !buried && found < wanted {
+                return Ok(());
+            }
         }
     }
 

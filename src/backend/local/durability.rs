@@ -51,9 +51,7 @@ impl Durability {
             Commit::Lease => Synchronous::Normal,
         };
         if wanted != self.set {
-            conn.execute(Durability::pragma(wanted), ())
-                .await
-                .map_err(|e| Error::from_libsql("set synchronous", e))?;
+            conn.execute(Durability::pragma(wanted), ()).await.map_err(|e| Error::from_libsql("set synchronous", e))?;
             self.set = wanted;
         }
         Ok(())

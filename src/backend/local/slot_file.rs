@@ -34,7 +34,14 @@ impl SlotFile {
         }
         // SAFETY: a fresh shared mapping of the file's first LEN bytes, which exist.
         let at = unsafe {
-            libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
         };
         if at == libc::MAP_FAILED {
             return None;
