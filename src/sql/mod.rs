@@ -396,6 +396,11 @@ fn claim_candidates(now: f64, min_priority: i32, routing_keys: &[&str]) -> (Vec<
     if routing_keys.is_empty() {
         return (unrouted_candidates(min_priority), vec![now.into()]);
     }
+    // One candidate per distinct key: a key given twice would list its groups twice, and
+    // a claim of several would lease a head twice.
+    let mut seen = std::collections::HashSet::with_capacity(routing_keys.len());
+    let distinct: Vec<&str> = routing_keys.iter().copied().filter(|key| seen.insert(*key)).collect();
+    let routing_keys = distinct.as_slice();
     let mut params = vec![now.into(), min_priority.into()];
     let candidates = if routing_keys.len() <= MAX_ROUTING_CANDIDATES {
         params.extend(routing_keys.iter().map(|&k| Value::from(k)));

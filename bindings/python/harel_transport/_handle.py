@@ -195,7 +195,7 @@ class _Handle:
             self._in_flight -= 1
             if call is not None:
                 self._waits.discard(call)
-            if self._in_flight == 0:
+            if self._in_flight == 0 and self._closed:  # only close waits for it
                 self._state.notify_all()
 
     def _call(self, what: str, fn: Any, *args: Any, clock: bool = True) -> None:

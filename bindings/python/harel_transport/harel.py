@@ -505,6 +505,12 @@ class AsyncHarelTransport:
         return None if lease is None else self._handed(worker_id, lease)
 
     async def ack(self, lease: Lease) -> None:
+        if self._held.size == 1 and not self._defer_ack:  # nothing is held or deferred
+            try:
+                await self._t.ack(_native_lease(lease))
+            except LeaseLostError as e:
+                _dropped("ack", lease, e)
+            return
         pending = (lease, _native_lease(lease))
         if not self._defer_ack:
             await self._ack_now([pending])
