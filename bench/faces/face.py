@@ -1,13 +1,15 @@
 """The Python faces of `make bench-faces` (bench/faces/run.py): the work of face.c through
 the native binding (harel_transport.Transport, ctypes) or harel 0.9's drop-in
 (harel_transport.harel.SqliteTransport, synchronous_full=False), one script so that both
-do the same. Usage:
+do the same; and the yardstick they are held to, harel 0.9's own SqliteTransport
+("harel-sqlite", PRAGMA synchronous=NORMAL set on its connection). Usage:
 
-    python face.py <python|harel> <path|:memory:> <claim_ack|ack_and_claim> [messages] [groups]
+    python face.py <python|harel|harel-sqlite> <path|:memory:> <claim_ack|ack_and_claim> [messages] [groups]
 
-The drop-in has no ack_and_claim (harel's Transport protocol has none) and no batch
-publish: its messages go in through the native transport underneath it (untimed; the
-events are harel's Event JSON, as the drop-in stores them). Its claim hands out harel's
+The drop-in and harel's own transport have no ack_and_claim (harel's Transport protocol has
+none) and no batch publish: the drop-in's messages go in through the native transport
+underneath it, harel's through its publish, one by one (both untimed; the events are
+harel's Event JSON, as both store them). Its claim hands out harel's
 Lease, whose Event it decodes from the JSON: that is the face."""
 
 import json
@@ -16,7 +18,8 @@ import time
 
 
 def main() -> int:
-    if len(sys.argv) < 4 or sys.argv[1] not in ("python", "harel") or sys.argv[3] not in ("claim_ack", "ack_and_claim"):
+    faces = ("python", "harel", "harel-sqlite")
+    if len(sys.argv) < 4 or sys.argv[1] not in faces or sys.argv[3] not in ("claim_ack", "ack_and_claim"):
         print(__doc__, file=sys.stderr)
         return 2
     face, path, mode = sys.argv[1:4]
@@ -27,10 +30,18 @@ def main() -> int:
         for i in range(n)
     ]
 
-    if face == "harel":
-        if mode != "claim_ack":
-            print("the drop-in has no ack_and_claim", file=sys.stderr)
-            return 2
+    if face.startswith("harel") and mode != "claim_ack":
+        print("harel's Transport protocol has no ack_and_claim", file=sys.stderr)
+        return 2
+    if face == "harel-sqlite":
+        from harel.engine.transport import SqliteTransport
+        from harel.spec.states import Event
+
+        t = SqliteTransport(path)
+        t._conn.execute("PRAGMA synchronous=NORMAL")  # harel's default is FULL; the faces run at NORMAL
+        for group, event in batch:
+            t.publish(group, Event.model_validate_json(event))
+    elif face == "harel":
         from harel_transport.harel import SqliteTransport
 
         t = SqliteTransport(path, synchronous_full=False)
