@@ -205,7 +205,10 @@ fn drain_racing(path: &str, clock: &TestClock, workers: usize) -> Vec<Lease> {
 fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_back_once() {
     let _limit = common::time_limit();
     const GROUPS: u64 = 6;
-    const PER_GROUP: u64 = 30;
+    // More than the worker drains in the 25 ms before its kill: at FULL its claims are not
+    // synced, so a message costs one sync (as little as 100 µs), and a queue it could empty
+    // first would leave most kills landing after its last ack.
+    const PER_GROUP: u64 = 100;
     let mut rng = Rng::new(7);
     let mut held_leases = 0;
     for iteration in 0..ITERATIONS {
@@ -302,8 +305,10 @@ fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_bac
         assert_integrity(&path, &when);
     }
     println!("killed {ITERATIONS} workers, {held_leases} while holding a lease");
+    // 9–13 of 24 here, quiet or beside two busy processes: a checkpoint's syncs and a claim
+    // fall outside a lease, and a worker with no handling time holds one only around its ack.
     assert!(
-        held_leases >= ITERATIONS / 3,
+        held_leases >= ITERATIONS / 4,
         "too few kills landed between claim and ack ({held_leases}): the timings need a look"
     );
 }

@@ -1,19 +1,18 @@
 //! Prepared statements kept for reuse, by SQL text: the connection compiles them in this
 //! process, once each.
 
-use std::collections::HashMap;
-
 use libsql::params::IntoParams;
 use libsql::{Connection, Row, Statement};
+use rustc_hash::FxHashMap;
 
 pub struct StatementCache {
     /// None once cleared: the connection is closing.
-    prepared: Option<HashMap<String, Statement>>,
+    prepared: Option<FxHashMap<String, Statement>>,
 }
 
 impl StatementCache {
     pub fn new() -> StatementCache {
-        StatementCache { prepared: Some(HashMap::new()) }
+        StatementCache { prepared: Some(FxHashMap::default()) }
     }
 
     async fn prepared(&mut self, conn: &Connection, sql: &str) -> libsql::Result<Option<&Statement>> {
