@@ -19,9 +19,10 @@
 // The files: lib/native.js loads the library and declares its functions; lib/transport.js
 // is the Transport (open, close, and what every call goes through); lib/methods/ holds its
 // methods by group, added to the class here; lib/calls.js runs a C call and maps its error
-// (lib/errors.js), after the checks of lib/args.js; lib/lease.js turns leases both ways;
-// lib/message.js checks a message's arguments; lib/tx.js is a transaction (begin()'s Tx);
-// lib/waiting.js waits, with the poll addon lib/poll.js loads (src/poll.c).
+// (lib/errors.js), after the checks of lib/args.js, its out-parameters in the memory of
+// lib/slots.js; lib/lease.js turns leases both ways; lib/message.js checks a message's
+// arguments; lib/tx.js is a transaction (begin()'s Tx); lib/waiting.js waits, with the
+// poll addon lib/poll.js loads (src/poll.c).
 
 const { STATUS, HarelError } = require('./lib/errors');
 const { DEFAULT_VISIBILITY, DEFAULT_LIMIT, MAX_PAGE, MAX_CLAIM } = require('./lib/args');

@@ -4,10 +4,13 @@
 
 const koffi = require('koffi');
 
-/** The `len` bytes at `ptr` as text (NUL bytes included). */
+/**
+ * The `len` bytes at `ptr` as text (NUL bytes included), decoded straight from C memory
+ * (V8's UTF-8 decoder, as Buffer's toString: an invalid sequence becomes U+FFFD).
+ */
 function bytesText(ptr, len) {
   const n = Number(len);
-  return n === 0 ? '' : Buffer.from(koffi.view(ptr, n)).toString('utf8');
+  return n === 0 ? '' : koffi.decode.string(ptr, n);
 }
 
 /** JSON.parse(text), or undefined for text that isn't JSON JavaScript parses. */

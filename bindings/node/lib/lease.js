@@ -9,6 +9,15 @@ const { STATUS, HarelError, argumentError } = require('./errors');
 const { checkString, checkSeq, describe } = require('./args');
 const { statusName, callChecked } = require('./calls');
 const { bytesText, parsed } = require('./decode');
+const { LeaseType } = require('./native');
+
+// Where the fields of a harel_lease are, by koffi's layout of the C struct: a lease the
+// library hands out is read field by field (koffi's decoding of the struct makes an object,
+// and a BigInt per pointer, to be read again).
+const AT = Object.fromEntries(
+  ['seq', 'group_id', 'group_id_len', 'event', 'event_len', 'worker_id', 'lock_expiry', 'attempts']
+    .map((field) => [field, koffi.offsetof(LeaseType, field)]),
+);
 
 /**
  * The harel_lease ack, nack, extend and ackAndClaim read (seq, group_id with group_id_len,
@@ -58,29 +67,44 @@ const INSPECT = {
   },
 };
 
-/** A lease the library handed out, copied into a frozen JS object (the caller frees `ptr`). */
-function makeLease(f, ptr) {
-  const raw = koffi.decode(ptr, f.Lease);
-  const eventJson = bytesText(raw.event, raw.event_len);
+/**
+ * The lease the library handed out at `ptr`, copied into a frozen JS object (the caller
+ * frees `ptr`). Its properties are added in their order, each one new: every lease then
+ * shares V8's hidden class (redefining a property already there, as a placeholder, would
+ * turn each lease into a slow dictionary object). Pointers and sizes are read as 64-bit
+ * integers (both platforms of the package, x64 and arm64, are 64-bit), as Numbers: an
+ * address is below 2^53.
+ */
+function makeLease(ptr) {
+  const p = Number(ptr);
+  const eventJson = bytesText(koffi.decode.uint64(p + AT.event), koffi.decode.uint64(p + AT.event_len));
   const lease = {
-    seq: raw.seq,
-    groupId: bytesText(raw.group_id, raw.group_id_len),
+    seq: koffi.decode.int64(p + AT.seq),
+    groupId: bytesText(koffi.decode.uint64(p + AT.group_id), koffi.decode.uint64(p + AT.group_id_len)),
     event: parsed(eventJson),
     eventJson,
-    workerId: raw.worker_id,
-    lockExpiry: undefined, // keeps the key's place; made the getter below
-    attempts: Number(raw.attempts),
+    workerId: koffi.decode.string(koffi.decode.uint64(p + AT.worker_id)),
   };
-  Object.defineProperty(lease, EXPIRY, { value: { lockExpiry: raw.lock_expiry } });
   Object.defineProperty(lease, 'lockExpiry', LOCK_EXPIRY);
+  lease.attempts = Number(koffi.decode.int64(p + AT.attempts));
+  Object.defineProperty(lease, EXPIRY, { value: { lockExpiry: koffi.decode.double(p + AT.lock_expiry) } });
   Object.defineProperty(lease, inspect.custom, INSPECT);
   return Object.freeze(lease);
+}
+
+/** The lease at `ptr`, copied out; the library's copy freed. */
+function takeLease(f, ptr) {
+  try {
+    return makeLease(ptr);
+  } finally {
+    f.leaseFree(ptr);
+  }
 }
 
 /** The first `n` leases of an array the library filled, copied out; each one freed. */
 function takeLeases(f, ptrs, n) {
   try {
-    return ptrs.slice(0, n).map((ptr) => makeLease(f, ptr));
+    return ptrs.slice(0, n).map(makeLease);
   } finally {
     for (let i = 0; i < n; i++) f.leaseFree(ptrs[i]);
   }
@@ -106,17 +130,14 @@ function ackOutcomes(what, leases, statuses) {
   });
 }
 
-/** Runs a call that leases a message into its out argument; copies the lease out and frees it. */
-async function leaseOf(f, what, call, args) {
-  const out = [null];
-  const status = await callChecked(f, what, call, [...args, out]);
-  if (status === STATUS.HAREL_EMPTY) return null;
-  const ptr = out[0];
-  try {
-    return makeLease(f, ptr);
-  } finally {
-    f.leaseFree(ptr);
-  }
+/**
+ * Runs a call that leases a message into its out argument (appended to `args`, before its
+ * err); resolves the lease, copied out in koffi's callback and freed, or null for
+ * HAREL_EMPTY.
+ */
+function leaseOf(f, what, call, args) {
+  const take = (status, ptr) => (status === STATUS.HAREL_EMPTY ? null : takeLease(f, ptr));
+  return callChecked(f, what, call, args, { out: true, take });
 }
 
 module.exports = { EXPIRY, leaseStruct, leaseStructs, takeLeases, leaseOf, ackOutcomes };

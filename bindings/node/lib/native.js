@@ -210,7 +210,6 @@ function bind(lib, where) {
 
   return {
     where,
-    Lease: LeaseType,
     // The C clock of a Transport with a JS clock: the C library's atof (a dependency of
     // libharel_transport, found through it) reading the text of "now" (see ClockCell).
     atof: lib.symbol('atof'),
@@ -315,6 +314,7 @@ function bind(lib, where) {
 
 module.exports = {
   load,
+  LeaseType,
   PriorityStatsType,
   StatsType,
   GroupInfoType,

@@ -5,6 +5,7 @@
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const { inspect } = require('node:util');
 const { test } = require('node:test');
 const harel = require('..');
 const { Transport, STATUS, DEFAULT_VISIBILITY } = harel;
@@ -49,6 +50,54 @@ test('a lease is a frozen copy of every field; the event text comes back byte fo
   assert.equal(bigLease.lockExpiry, clock.now + DEFAULT_VISIBILITY, 'the default visibility is 30 s');
   await t.ack(bigLease);
   assert.equal((await t.claim('w')).event, 'just a string', 'a string event is JSON text');
+  await t.close();
+});
+
+test("a lease is a plain frozen object: its fields in order and read-only, lockExpiry a getter, its symbols hidden", async () => {
+  const t = await Transport.open(box.db(), { clock: manualClock(2000).fn });
+  await t.publish('g', { n: 1 });
+  const lease = await t.claim('w', { visibility: 5 });
+  assert.equal(Object.getPrototypeOf(lease), Object.prototype, 'a plain object');
+  assert.ok(Object.isFrozen(lease));
+  assert.deepEqual(Object.keys(lease), ['seq', 'groupId', 'event', 'eventJson', 'workerId', 'lockExpiry', 'attempts']);
+  const own = Object.getOwnPropertyDescriptors(lease);
+  for (const key of Object.keys(lease).filter((k) => k !== 'lockExpiry')) {
+    assert.deepEqual([own[key].enumerable, own[key].writable, own[key].configurable], [true, false, false], key);
+  }
+  assert.deepEqual([typeof own.lockExpiry.get, own.lockExpiry.set, own.lockExpiry.enumerable], ['function', undefined, true]);
+  for (const symbol of Object.getOwnPropertySymbols(lease)) assert.equal(own[symbol].enumerable, false, String(symbol));
+  const plain = { seq: lease.seq, groupId: 'g', event: { n: 1 }, eventJson: '{"n":1}', workerId: 'w', lockExpiry: 2005, attempts: 1 };
+  assert.deepStrictEqual({ ...lease }, plain, 'a spread: the fields alone, lockExpiry a value');
+  assert.equal(JSON.stringify(lease), JSON.stringify(plain));
+  assert.equal(inspect(lease), inspect(plain), 'inspect shows lockExpiry, not [Getter]');
+  assert.throws(() => {
+    lease.attempts = 2;
+  }, TypeError);
+  assert.throws(() => {
+    lease.note = 'x';
+  }, TypeError);
+  await t.ack(lease);
+  await t.close();
+});
+
+test('a lease goes back whole: ids of several UTF-8 bytes, a copy, a bigint seq', async () => {
+  const t = await Transport.open(box.db());
+  const group = 'gröup-漢字-🦀';
+  const worker = 'wörker-é-🦀';
+  for (let i = 0; i < 4; i++) await t.publish(group, { i });
+  const first = await t.claim(worker);
+  assert.deepEqual([first.groupId, first.workerId], [group, worker]);
+  assert.ok((await t.extend(first, 60)) > 0, 'extend reads the ids too');
+  await t.nack({ ...first });
+  const again = await t.claim(worker);
+  assert.equal(again.seq, first.seq);
+  const second = await t.ackAndClaim(again, worker);
+  assert.deepEqual([second.event, second.workerId], [{ i: 1 }, worker]);
+  await t.ack({ seq: BigInt(second.seq), groupId: group, workerId: worker });
+  const [third] = await t.claimMany(worker, { max: 1 });
+  assert.deepEqual((await t.ackMany([third])).map((o) => o.ok), [true]);
+  await rejectsWith(assert, t.ack(third), 'HAREL_ERR_LEASE_LOST', new RegExp(`"${worker}"`));
+  assert.deepEqual((await t.claim(worker)).event, { i: 3 });
   await t.close();
 });
 
