@@ -42,11 +42,6 @@
 #define MAX_PAGE HAREL_MAX_PAGE
 
 /**
- * The file's stamps, by index.
- */
-#define STAMPS 2
-
-/**
  * How many latency buckets each histogram has (besides the count, which is `+Inf`'s).
  */
 #define HAREL_LATENCY_BUCKETS 16

@@ -186,6 +186,11 @@ def _dropped(op: str, lease: Lease, e: HarelError) -> None:
     )
 
 
+def _plain(held: Prefetch, defer_ack: bool) -> bool:
+    """Neither option: nothing is ever held or deferred, and each call is one native call."""
+    return held.size == 1 and not defer_ack
+
+
 def _claim_args(worker_id: Any, visibility: Any, floor: Any) -> None:
     """The types a held lease is matched by (its worker, floor and visibility), checked as
     the native claim checks them; the values are the library's to judge."""
@@ -250,8 +255,7 @@ class HarelTransport:
         self._clock = clock
         self._defer_ack = bool(defer_ack)
         self._held = held
-        # Neither option: nothing is ever held or deferred, and each call is one native call.
-        self._plain = held.size == 1 and not self._defer_ack
+        self._plain = _plain(held, self._defer_ack)
 
     @property
     def transport(self) -> _NativeTransport:
@@ -505,7 +509,7 @@ class AsyncHarelTransport:
         return None if lease is None else self._handed(worker_id, lease)
 
     async def ack(self, lease: Lease) -> None:
-        if self._held.size == 1 and not self._defer_ack:  # nothing is held or deferred
+        if _plain(self._held, self._defer_ack):
             try:
                 await self._t.ack(_native_lease(lease))
             except LeaseLostError as e:

@@ -64,9 +64,7 @@ impl Local {
             self.open = None;
             self.rollback().await;
         }
-        self.check_wal(false)?;
-        self.durability.prepare(&self.conn, commit).await?;
-        let _slot: Held = self.lock.begin(&self.conn, &mut self.statements, &self.busy_retries).await?;
+        let _slot: Held = self.begin(commit).await?;
         let outcome = match work(self).await {
             Ok(value) => match self.statements.execute(&self.conn, "COMMIT", ()).await {
                 Ok(_) => self.check_wal(true).map(|()| value),
@@ -78,6 +76,15 @@ impl Local {
             self.rollback().await;
         }
         outcome
+    }
+
+    /// Begins a write transaction whose commit needs `commit`: the WAL still ours, the sync
+    /// level set, our processes' slot and SQLite's write lock taken (held until the guard
+    /// drops).
+    async fn begin(&mut self, commit: Commit) -> Result<Held> {
+        self.check_wal(false)?;
+        self.durability.prepare(&self.conn, commit).await?;
+        self.lock.begin(&self.conn, &mut self.statements, &self.busy_retries).await
     }
 
     /// The chain's statements in order, inside a transaction; a guard reads the changes of

@@ -16,9 +16,7 @@ impl Local {
             if !self.conn.is_autocommit() {
                 self.rollback().await;
             }
-            self.check_wal(false)?;
-            self.durability.prepare(&self.conn, Commit::Durable).await?;
-            self.open = Some(self.lock.begin(&self.conn, &mut self.statements, &self.busy_retries).await?);
+            self.open = Some(self.begin(Commit::Durable).await?);
         }
         let outcome = match build() {
             Ok((chain, extra)) => self.run_chain(chain).await.map(|done| (done, extra)),

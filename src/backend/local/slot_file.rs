@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The file's stamps, by index.
-pub const STAMPS: usize = 2;
+const STAMPS: usize = 2;
 const LEN: usize = STAMPS * 8;
 
 pub struct SlotFile {
