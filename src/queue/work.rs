@@ -239,7 +239,7 @@ fn push_ack_many<'a>(
         deletes.push(
             chain.push(&sql.ack_message, vec![lease.seq.into(), group_id.into(), lease.worker_id.as_str().into()]),
         );
-        chain.push(sql.requeue_group_if_acked(), vec![group_id.into(), now.into()]);
+        chain.push(&sql.requeue_group_if_acked, vec![group_id.into(), now.into()]);
         chain.push_unless_changed(&sql.drop_group_if_empty, vec![group_id.into()]);
     }
     (chain, deletes)

@@ -135,17 +135,6 @@ impl Statements {
         bury_as(&self.messages_table, &self.groups_table, &self.dead_table, buried)
     }
 
-    /// After an ack's DELETE of a message of group ?1: the group is ready again at ?2 if
-    /// the DELETE deleted it and the group has messages left (`drop_group_if_empty` drops
-    /// it otherwise).
-    pub fn requeue_group_if_acked(&self) -> String {
-        let (m, g) = (&self.messages_table, &self.groups_table);
-        format!(
-            "UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1 AND changes() > 0 \
-             AND EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)"
-        )
-    }
-
     /// Deletes message ?1 if it is in the dead-letter table too: it was just buried.
     pub fn delete_buried(&self) -> String {
         let (m, d) = (&self.messages_table, &self.dead_table);
@@ -220,7 +209,7 @@ mod tests {
         assert_eq!(highest_parameter(&sql.bury_claimed()), 5);
         assert_eq!(highest_parameter(&sql.delete_buried()), 1);
         assert_eq!(highest_parameter(&sql.requeue_buried_group()), 2);
-        assert_eq!(highest_parameter(&sql.requeue_group_if_acked()), 2);
+        assert_eq!(highest_parameter(&sql.requeue_group_if_acked), 2);
         assert!(LEASE_GUARD.contains(&format!("'{LEASE_LOST}'")));
     }
 }

@@ -68,6 +68,9 @@ pub struct Statements {
     pub lease_message: String,
     pub ack_message: String,
     pub requeue_group_if_not_empty: String,
+    /// The same in an ack of several, which has no guard: only if the DELETE before it
+    /// deleted.
+    pub requeue_group_if_acked: String,
     pub drop_group_if_empty: String,
     pub release_message: String,
     pub extend_lease: String,
@@ -107,6 +110,11 @@ impl Statements {
             requeue_group_if_not_empty: format!(
                 "UPDATE {g} SET last_claimed_at = {} \
                  WHERE group_id = ?1 AND EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)",
+                publish::turn_after_head(&m)
+            ),
+            requeue_group_if_acked: format!(
+                "UPDATE {g} SET last_claimed_at = {} \
+                 WHERE group_id = ?1 AND changes() > 0 AND EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)",
                 publish::turn_after_head(&m)
             ),
             drop_group_if_empty: format!(

@@ -775,11 +775,33 @@ pub fn ack_many_reports_a_lost_lease_and_acks_the_others(open: Open<'_>) {
     assert!(outcomes[1].is_ok() && outcomes[2].is_ok());
     let s = t.stats().unwrap();
     assert_eq!((s.messages, s.groups), (1, 1), "b's second message is left");
-    assert_eq!(claim(&t, "w").unwrap().event, event(1));
+    let b = claim(&t, "w").unwrap();
+    assert_eq!(b.event, event(1));
     assert!(t.ack_many(&[]).unwrap().is_empty());
     let forged = Lease { worker_id: String::new(), ..leases[1].clone() };
     let bad = t.ack_many(&[leases[2].clone(), forged]);
     assert!(matches!(bad, Err(Error::Argument(m)) if m.contains("leases[1].worker_id is empty")), "named by index");
+
+    // A lease given twice is acked once. A lease that lapsed and went to another worker
+    // is lost, and the other worker's lease and its group's place are left as they were.
+    for g in ["d", "e"] {
+        t.publish(g, &event(2), 0, None).unwrap();
+        t.publish(g, &event(3), 0, None).unwrap();
+    }
+    t.ack(&b).unwrap();
+    let stale = claim_many(&t, "w", 2);
+    clock.advance(V + 1.0);
+    let d = claim(&t, "w2").unwrap();
+    assert_eq!((d.group_id.as_str(), d.seq), ("d", stale[0].seq));
+    let outcomes = t.ack_many(&[stale[1].clone(), stale[1].clone(), stale[0].clone()]).unwrap();
+    assert!(outcomes[0].is_ok(), "{outcomes:?}");
+    assert!(matches!(&outcomes[1], Err(Error::LeaseLost(_))), "the second time: {outcomes:?}");
+    assert!(matches!(&outcomes[2], Err(Error::LeaseLost(_))), "held by w2: {outcomes:?}");
+    let e = claim(&t, "w3").expect("e goes on with its next message");
+    assert_eq!((e.group_id.as_str(), e.event.as_str()), ("e", event(3).as_str()));
+    assert!(claim(&t, "w3").is_none(), "d is still w2's");
+    assert_eq!(t.ack_many(&[d, e]).unwrap().iter().filter(|o| o.is_ok()).count(), 2);
+    assert_eq!(claim(&t, "w3").unwrap().event, event(3), "d's next message");
 }
 
 pub fn ack_and_claim_many_acks_a_batch_then_claims_the_next(open: Open<'_>) {
