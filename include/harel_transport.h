@@ -677,21 +677,6 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Moves the leased message to the dead-letter table with `reason` (for a worker that
- * knows the message will never succeed); its group goes on with the next message. Reads
- * only lease->seq, lease->group_id (group_id_len bytes) and lease->worker_id; the lease
- * stays the caller's to free.
- *
- * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
- * HAREL_ERR_ARGUMENT (as for ack, or reason NULL, empty or not UTF-8); HAREL_ERR_BUSY;
- * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
- */
-enum harel_status harel_transport_dead_letter(struct harel_transport *t,
-                                              const struct harel_lease *lease,
-                                              const char *reason,
-                                              struct harel_error **err);
-
-/**
  * Moves dead letters back into their groups as the newest messages (after what each
  * group holds now), in the order they had, claimed 0 times; a group they bring back is
  * made with its old priority and routing key. Which: exactly one of `all`, `group_id`,
@@ -761,6 +746,51 @@ enum harel_status harel_transport_release(struct harel_transport *t,
                                           struct harel_error **err);
 
 /**
+ * Leases the head (oldest message) of the group that has waited longest among those
+ * with nothing in flight, priority >= `min_priority` (0..4) and, when `n_routing_keys`
+ * is above 0, a routing key among `routing_keys`, to `worker_id` until now +
+ * `visibility` seconds. `routing_keys` may be NULL when `n_routing_keys` is 0 (any group).
+ *
+ * On HAREL_OK `*out` is a lease the caller owns (free it with `harel_lease_free`); on
+ * HAREL_EMPTY (nothing deliverable now) and on error `*out` is NULL.
+ *
+ * Returns HAREL_OK; HAREL_EMPTY; HAREL_ERR_ARGUMENT (t, worker_id or out NULL; a string
+ * not UTF-8; worker_id empty or "__parked__"; visibility not finite or <= 0;
+ * min_priority outside 0..4; routing_keys NULL with n_routing_keys > 0, or an element
+ * NULL or empty; the clock returned a non-finite time); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
+ */
+enum harel_status harel_transport_claim(struct harel_transport *t,
+                                        const char *worker_id,
+                                        double visibility,
+                                        int32_t min_priority,
+                                        const char *const *routing_keys,
+                                        size_t n_routing_keys,
+                                        struct harel_lease **out,
+                                        struct harel_error **err);
+
+/**
+ * Acks `lease` and claims the next message for `worker_id`, in one transaction: a
+ * worker loop with one commit per message instead of two (at synchronous FULL, half the
+ * fsyncs). If the ack fails, nothing is claimed. The claim's arguments and `*out` are as
+ * for `harel_transport_claim`; `lease` is read as by `harel_transport_ack` and stays the
+ * caller's to free.
+ *
+ * Returns HAREL_OK (acked, and `*out` is the next lease); HAREL_EMPTY (acked, nothing
+ * deliverable); HAREL_ERR_LEASE_LOST (not acked, nothing claimed); HAREL_ERR_ARGUMENT
+ * (as for ack and claim); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
+ */
+enum harel_status harel_transport_ack_and_claim(struct harel_transport *t,
+                                                const struct harel_lease *lease,
+                                                const char *worker_id,
+                                                double visibility,
+                                                int32_t min_priority,
+                                                const char *const *routing_keys,
+                                                size_t n_routing_keys,
+                                                struct harel_lease **out,
+                                                struct harel_error **err);
+
+/**
  * Leases up to `max` messages (1..1000), each the head of a different group, in the
  * order `harel_transport_claim` would hand them out one after another, in one
  * transaction; the claim's arguments and rules are those of `harel_transport_claim`.
@@ -791,30 +821,6 @@ enum harel_status harel_transport_claim_many(struct harel_transport *t,
                                              struct harel_error **err);
 
 /**
- * Acks `n_leases` leases in one transaction (one commit), in array order, each read as
- * by `harel_transport_ack`, with an outcome per lease in the caller's array `outcomes`
- * (`n_leases` elements): HAREL_OK (acked) or HAREL_ERR_LEASE_LOST (lost as ack would
- * report it; nothing of it changed) — the others are acked all the same. On a sharded
- * queue, one transaction per shard: a lease of a shard whose transaction failed gets that
- * error's status (HAREL_ERR_BUSY, HAREL_ERR_DATABASE: not acked, and still held unless
- * it lapsed; HAREL_ERR_CONNECT: its shard unreachable, or its answer lost, so it may have
- * been acked: ack it again, and HAREL_ERR_LEASE_LOST then says it was), the other shards'
- * leases their own. The leases stay the
- * caller's. `leases` and `outcomes` may be NULL only when `n_leases` is 0 (nothing is
- * written).
- *
- * Returns HAREL_OK (the transaction committed: read `outcomes`); HAREL_ERR_ARGUMENT (t
- * NULL; leases or outcomes NULL with n_leases > 0; an element NULL or as for ack, named
- * by index: nothing was acked); HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT
- * (nothing was acked; `outcomes` is not written).
- */
-enum harel_status harel_transport_ack_many(struct harel_transport *t,
-                                           const struct harel_lease *const *leases,
-                                           size_t n_leases,
-                                           enum harel_status *outcomes,
-                                           struct harel_error **err);
-
-/**
  * `harel_transport_ack_many` and then `harel_transport_claim_many` without waiting, in
  * one transaction: a batch worker's loop with one commit per batch. `outcomes` as for
  * ack_many (a lost lease does not stop the claim); `leases_out` and `*n_out` as for
@@ -837,6 +843,57 @@ enum harel_status harel_transport_ack_and_claim_many(struct harel_transport *t,
                                                      struct harel_lease **leases_out,
                                                      size_t *n_out,
                                                      struct harel_error **err);
+
+/**
+ * A new cancel, not fired; the caller owns it.
+ */
+struct harel_cancel *harel_cancel_new(void);
+
+/**
+ * Fires `cancel`: every call waiting with it returns HAREL_ERR_INTERRUPTED, having
+ * claimed nothing (a call that had already claimed returns its leases). Safe from any
+ * thread, any number of times. NULL does nothing.
+ */
+void harel_cancel_fire(const struct harel_cancel *cancel);
+
+/**
+ * Frees a cancel. NULL does nothing. Never free one that a running call was given.
+ */
+void harel_cancel_free(struct harel_cancel *cancel);
+
+/**
+ * `harel_transport_claim`, waiting up to `wait` seconds (finite, >= 0; 0 looks once)
+ * for something deliverable. It returns as soon as a lease is had. While it waits it
+ * holds no lock of the database and other threads' calls on this handle go ahead; it
+ * wakes at once on a commit by any handle of this process on the same queue, within a
+ * few ms of another process's commit to a local file (Linux; elsewhere it polls every
+ * 50 ms), at the end of a lease or park, and on a libSQL server it polls (20 ms doubling
+ * to 1 s). `cancel` (NULL: none) or `harel_transport_interrupt` ends the wait early.
+ *
+ * `*out` as for harel_transport_claim.
+ *
+ * Returns HAREL_OK; HAREL_EMPTY (nothing came within `wait`); HAREL_ERR_INTERRUPTED
+ * (`cancel` fired, or the handle was interrupted, during the wait: nothing claimed);
+ * HAREL_ERR_ARGUMENT (as for claim, or wait not finite or < 0); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_claim_wait(struct harel_transport *t,
+                                             const char *worker_id,
+                                             double visibility,
+                                             int32_t min_priority,
+                                             const char *const *routing_keys,
+                                             size_t n_routing_keys,
+                                             double wait,
+                                             const struct harel_cancel *cancel,
+                                             struct harel_lease **out,
+                                             struct harel_error **err);
+
+/**
+ * Ends every claim waiting on `t` now (harel_transport_claim_wait, harel_transport_claim_many):
+ * each returns HAREL_ERR_INTERRUPTED. Later calls wait as usual. Safe from any thread
+ * while other threads use `t` (unlike close). NULL does nothing.
+ */
+void harel_transport_interrupt(struct harel_transport *t);
 
 /**
  * The status of `e`: a negative harel_status. HAREL_OK for NULL.
@@ -863,6 +920,98 @@ void harel_error_free(struct harel_error *e);
  * function that takes a `harel_error **err`; copy it to keep it. Never free it.
  */
 const char *harel_last_error(void);
+
+/**
+ * Finishes a lease: deletes its message (and the group's row when it was the last).
+ * Reads only lease->seq, lease->group_id (lease->group_id_len bytes) and
+ * lease->worker_id; the lease stays the caller's to free.
+ *
+ * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (the message is gone, or no longer leased to
+ * this worker: acked or nacked already, or its lease lapsed and another worker claimed
+ * it; nothing changed); HAREL_ERR_ARGUMENT (t or lease NULL, lease->group_id or
+ * lease->worker_id NULL or not UTF-8, lease->group_id_len 0, lease->worker_id empty or
+ * "__parked__"); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
+ */
+enum harel_status harel_transport_ack(struct harel_transport *t,
+                                      const struct harel_lease *lease,
+                                      struct harel_error **err);
+
+/**
+ * The lease now runs to now + `visibility` seconds (finite, > 0), and `lease->lock_expiry`
+ * is set to the new end; nothing else of the lease is written. Reads `seq`, `group_id`
+ * (`group_id_len` bytes) and `worker_id` as ack does. A handler that runs longer than its
+ * visibility extends its lease while it works; the group stays out of claims until the
+ * new end.
+ *
+ * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (acked or nacked already, or the lease lapsed and
+ * another worker claimed the message; a lapsed lease no one claimed since is still this
+ * worker's and is extended; on LEASE_LOST nothing changed); HAREL_ERR_ARGUMENT (as for
+ * ack, or visibility not finite or <= 0); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_extend(struct harel_transport *t,
+                                         struct harel_lease *lease,
+                                         double visibility,
+                                         struct harel_error **err);
+
+/**
+ * Gives a leased message back: `delay` 0 makes it claimable at once; `delay` > 0 parks
+ * it, blocking its group, for `delay` seconds. The lease is over either way. Reads only
+ * lease->seq, lease->group_id (lease->group_id_len bytes) and lease->worker_id; the lease
+ * stays the caller's to free.
+ *
+ * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
+ * HAREL_ERR_ARGUMENT (as for ack, or delay not finite or < 0); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
+ */
+enum harel_status harel_transport_nack(struct harel_transport *t,
+                                       const struct harel_lease *lease,
+                                       double delay,
+                                       struct harel_error **err);
+
+/**
+ * Acks `n_leases` leases in one transaction (one commit), in array order, each read as
+ * by `harel_transport_ack`, with an outcome per lease in the caller's array `outcomes`
+ * (`n_leases` elements): HAREL_OK (acked) or HAREL_ERR_LEASE_LOST (lost as ack would
+ * report it; nothing of it changed) — the others are acked all the same. On a sharded
+ * queue, one transaction per shard: a lease of a shard whose transaction failed gets that
+ * error's status (HAREL_ERR_BUSY, HAREL_ERR_DATABASE: not acked, and still held unless
+ * it lapsed; HAREL_ERR_CONNECT: its shard unreachable, or its answer lost, so it may have
+ * been acked: ack it again, and HAREL_ERR_LEASE_LOST then says it was), the other shards'
+ * leases their own. The leases stay the
+ * caller's. `leases` and `outcomes` may be NULL only when `n_leases` is 0 (nothing is
+ * written).
+ *
+ * Returns HAREL_OK (the transaction committed: read `outcomes`); HAREL_ERR_ARGUMENT (t
+ * NULL; leases or outcomes NULL with n_leases > 0; an element NULL or as for ack, named
+ * by index: nothing was acked); HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT
+ * (nothing was acked; `outcomes` is not written).
+ */
+enum harel_status harel_transport_ack_many(struct harel_transport *t,
+                                           const struct harel_lease *const *leases,
+                                           size_t n_leases,
+                                           enum harel_status *outcomes,
+                                           struct harel_error **err);
+
+/**
+ * Moves the leased message to the dead-letter table with `reason` (for a worker that
+ * knows the message will never succeed); its group goes on with the next message. Reads
+ * only lease->seq, lease->group_id (group_id_len bytes) and lease->worker_id; the lease
+ * stays the caller's to free.
+ *
+ * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
+ * HAREL_ERR_ARGUMENT (as for ack, or reason NULL, empty or not UTF-8); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_dead_letter(struct harel_transport *t,
+                                              const struct harel_lease *lease,
+                                              const char *reason,
+                                              struct harel_error **err);
+
+/**
+ * Frees a lease a claim returned, with its strings. NULL does nothing.
+ */
+void harel_lease_free(struct harel_lease *lease);
 
 /**
  * Exact counts of the queue now: messages, groups ready, leased and parked, dead letters,
@@ -952,11 +1101,6 @@ enum harel_status harel_transport_dead_letters(struct harel_transport *t,
 void harel_dead_page_free(struct harel_dead_page *page);
 
 /**
- * Frees a lease a claim returned, with its strings. NULL does nothing.
- */
-void harel_lease_free(struct harel_lease *lease);
-
-/**
  * What handle `t` counted since it was opened: messages published, claimed, acked,
  * nacked, parked and dead-lettered, lost leases, busy retries, and a latency histogram per
  * operation. Reads counters in memory: no database access, no lock, never busy.
@@ -973,6 +1117,104 @@ enum harel_status harel_transport_metrics(struct harel_transport *t,
  * Frees what `harel_transport_metrics` handed out. NULL does nothing.
  */
 void harel_metrics_free(struct harel_metrics *metrics);
+
+/**
+ * Opens the queue at `database`: a file path (a local libSQL file, WAL journal),
+ * ":memory:", a "libsql://", "http://" or "https://" URL (a libSQL server), or a path
+ * with `harel_options_set_sync_url` (an embedded replica of that server). `options` may
+ * be NULL for the defaults; it is only read during the call.
+ *
+ * On HAREL_OK `*out` is a new handle the caller owns (free it with
+ * `harel_transport_close`); on error `*out` is NULL and, when `err` is not NULL, `*err`
+ * is the error (see harel_error).
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (database or out NULL, database empty or not
+ * UTF-8); HAREL_ERR_DATABASE (the file can't be opened or isn't a database, a table is
+ * missing with create_schema off); HAREL_ERR_BUSY (another process held the write lock
+ * past the busy timeout while the schema was set up); HAREL_ERR_CONNECT (a server can't
+ * be reached within seconds or refused the token).
+ */
+enum harel_status harel_transport_open(const char *database,
+                                       const struct harel_options *options,
+                                       struct harel_transport **out,
+                                       struct harel_error **err);
+
+/**
+ * Closes the connection and frees the handle; closing cannot fail. Never use `t` again,
+ * and never close a handle while another thread is using it. NULL does nothing. Its
+ * transactions still open are rolled back; their handles then refuse every call but
+ * harel_tx_rollback and harel_tx_free.
+ */
+void harel_transport_close(struct harel_transport *t);
+
+/**
+ * Opens one queue sharded over the `n_databases` databases of `databases` (1..256 file
+ * paths or server URLs, each as `harel_transport_open` takes it, or paths of embedded
+ * replicas with `harel_options_set_sync_urls` naming each one's primary; the same
+ * `options` otherwise), in their shard order.
+ * Each group lives on the shard `harel_shard_of` names: publishes, acks and nacks go
+ * there, claims serve the shards in turn, waits and watches cover all of them, and
+ * stats and listings add them up (docs/queue.md, "Sharded queues"). Each database is an
+ * unchanged queue that harel's own workers can serve.
+ *
+ * The first open of a list of empty databases makes them a set: each records the queue's
+ * id, its index and the number of shards. Every later open must pass the same list in
+ * the same order. A list of one is a queue that is not sharded, as `harel_transport_open`
+ * opens it. The handle is freed with `harel_transport_close`.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (databases or out NULL, n_databases 0 or above
+ * 256, an element NULL, empty, not UTF-8 or repeated (also as another path to the same
+ * file); sync_urls of another count than n_databases, or set beside sync_url; sync_url
+ * with n_databases above 1; the list does not match the
+ * databases' records: a database missing, one extra, the order changed, another queue's
+ * database, a database that holds messages but belongs to no set, a path that names no
+ * file yet beside a set's databases — the message names the database as "databases[i]
+ * (its text)", and no file is made; a transaction begun on a sharded queue is refused at
+ * its first call); otherwise as `harel_transport_open`, the message naming the database
+ * that failed. On error nothing is left open and `*out` is NULL.
+ */
+enum harel_status harel_transport_open_shards(const char *const *databases,
+                                              size_t n_databases,
+                                              const struct harel_options *options,
+                                              struct harel_transport **out,
+                                              struct harel_error **err);
+
+/**
+ * Frees a string the library handed out (`harel_schema_sql`, `harel_schema_upgrade_sql`).
+ * NULL does nothing.
+ */
+void harel_string_free(char *s);
+
+/**
+ * The idempotent CREATE statements of a fresh schema under `prefix`, one per line, each
+ * ending in ';', for a migration tool that owns the schema (open with create_schema off).
+ *
+ * On HAREL_OK `*out` is a string the caller owns (free it with `harel_string_free`);
+ * on error it is NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (prefix or out NULL, prefix not an identifier).
+ */
+enum harel_status harel_schema_sql(const char *prefix, char **out, struct harel_error **err);
+
+/**
+ * The statements that upgrade a groups table made without `routing_key` (harel 0.9),
+ * one per line, each ending in ';'. Not idempotent: run them once.
+ *
+ * On HAREL_OK `*out` is a string the caller owns (free it with `harel_string_free`);
+ * on error it is NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (prefix or out NULL, prefix not an identifier).
+ */
+enum harel_status harel_schema_upgrade_sql(const char *prefix,
+                                           char **out,
+                                           struct harel_error **err);
+
+/**
+ * The library's version, "MAJOR.MINOR.PATCH"; the header's HAREL_TRANSPORT_VERSION_MAJOR,
+ * _MINOR and _PATCH are the numbers of the version it was generated with. Static: never
+ * free it.
+ */
+const char *harel_version(void);
 
 /**
  * New options with the defaults: prefix "harel", create_schema on, a local file, busy
@@ -1115,6 +1357,49 @@ enum harel_status harel_options_set_clock(struct harel_options *o,
                                           struct harel_error **err);
 
 /**
+ * Appends `event_json` (any valid JSON text, stored byte for byte) to the FIFO of
+ * `group_id`. The first publish into a group fixes its `priority` (0..4) and
+ * `routing_key` (NULL: none); later publishes leave both as they are. One transaction:
+ * the message and its group, or neither. Strings are copied.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t, group_id or event_json NULL; a string not
+ * UTF-8; group_id or routing_key empty; event_json not JSON; priority outside 0..4);
+ * HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
+ */
+enum harel_status harel_transport_publish(struct harel_transport *t,
+                                          const char *group_id,
+                                          const char *event_json,
+                                          int32_t priority,
+                                          const char *routing_key,
+                                          struct harel_error **err);
+
+/**
+ * Appends `n_messages` messages, in array order, in one transaction: all of them (and
+ * the groups they create) or none. One commit for the batch: at synchronous FULL one
+ * fsync instead of one per message. Each element holds what `harel_transport_publish`
+ * takes, under the same rules; within a group the messages keep their order in the
+ * array, and the first message into a group (in this batch or before it) fixes its
+ * priority and routing key. Every message is checked before anything is written: one bad
+ * message rejects the whole batch, and the error message names it by index
+ * ("messages[3].event_json is not valid JSON: ...").
+ *
+ * `messages` may be NULL only when `n_messages` is 0; an empty batch returns HAREL_OK and
+ * writes nothing. The strings are copied; the array is only read during the call and
+ * stays the caller's.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL; messages NULL with n_messages > 0; in any
+ * element: group_id or event_json NULL, a string not UTF-8, group_id or routing_key
+ * empty, event_json not JSON, priority outside 0..4; nothing was written);
+ * HAREL_ERR_BUSY (nothing was written); HAREL_ERR_DATABASE (the batch was rolled back:
+ * nothing was written); HAREL_ERR_CONNECT (a libSQL server could not be reached or did
+ * not answer; if it was the commit that got no answer, the batch may have been applied).
+ */
+enum harel_status harel_transport_publish_many(struct harel_transport *t,
+                                               const struct harel_message *messages,
+                                               size_t n_messages,
+                                               struct harel_error **err);
+
+/**
  * `harel_transport_publish` with delivery options:
  *
  * - `key` (NULL: none): an idempotency key, 1..256 bytes of UTF-8. A key seen within the
@@ -1170,68 +1455,6 @@ enum harel_status harel_transport_publish_many_with(struct harel_transport *t,
                                                     int64_t *seqs,
                                                     int *duplicates,
                                                     struct harel_error **err);
-
-/**
- * Frees a string the library handed out (`harel_schema_sql`, `harel_schema_upgrade_sql`).
- * NULL does nothing.
- */
-void harel_string_free(char *s);
-
-/**
- * The idempotent CREATE statements of a fresh schema under `prefix`, one per line, each
- * ending in ';', for a migration tool that owns the schema (open with create_schema off).
- *
- * On HAREL_OK `*out` is a string the caller owns (free it with `harel_string_free`);
- * on error it is NULL.
- *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (prefix or out NULL, prefix not an identifier).
- */
-enum harel_status harel_schema_sql(const char *prefix, char **out, struct harel_error **err);
-
-/**
- * The statements that upgrade a groups table made without `routing_key` (harel 0.9),
- * one per line, each ending in ';'. Not idempotent: run them once.
- *
- * On HAREL_OK `*out` is a string the caller owns (free it with `harel_string_free`);
- * on error it is NULL.
- *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (prefix or out NULL, prefix not an identifier).
- */
-enum harel_status harel_schema_upgrade_sql(const char *prefix,
-                                           char **out,
-                                           struct harel_error **err);
-
-/**
- * Opens one queue sharded over the `n_databases` databases of `databases` (1..256 file
- * paths or server URLs, each as `harel_transport_open` takes it, or paths of embedded
- * replicas with `harel_options_set_sync_urls` naming each one's primary; the same
- * `options` otherwise), in their shard order.
- * Each group lives on the shard `harel_shard_of` names: publishes, acks and nacks go
- * there, claims serve the shards in turn, waits and watches cover all of them, and
- * stats and listings add them up (docs/queue.md, "Sharded queues"). Each database is an
- * unchanged queue that harel's own workers can serve.
- *
- * The first open of a list of empty databases makes them a set: each records the queue's
- * id, its index and the number of shards. Every later open must pass the same list in
- * the same order. A list of one is a queue that is not sharded, as `harel_transport_open`
- * opens it. The handle is freed with `harel_transport_close`.
- *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (databases or out NULL, n_databases 0 or above
- * 256, an element NULL, empty, not UTF-8 or repeated (also as another path to the same
- * file); sync_urls of another count than n_databases, or set beside sync_url; sync_url
- * with n_databases above 1; the list does not match the
- * databases' records: a database missing, one extra, the order changed, another queue's
- * database, a database that holds messages but belongs to no set, a path that names no
- * file yet beside a set's databases — the message names the database as "databases[i]
- * (its text)", and no file is made; a transaction begun on a sharded queue is refused at
- * its first call); otherwise as `harel_transport_open`, the message naming the database
- * that failed. On error nothing is left open and `*out` is NULL.
- */
-enum harel_status harel_transport_open_shards(const char *const *databases,
-                                              size_t n_databases,
-                                              const struct harel_options *options,
-                                              struct harel_transport **out,
-                                              struct harel_error **err);
 
 /**
  * Sets `*n` to the number of databases `t` is sharded over (1 when it is not sharded).
@@ -1371,232 +1594,9 @@ enum harel_status harel_tx_rollback(struct harel_tx *tx, struct harel_error **er
 void harel_tx_free(struct harel_tx *tx);
 
 /**
- * Opens the queue at `database`: a file path (a local libSQL file, WAL journal),
- * ":memory:", a "libsql://", "http://" or "https://" URL (a libSQL server), or a path
- * with `harel_options_set_sync_url` (an embedded replica of that server). `options` may
- * be NULL for the defaults; it is only read during the call.
- *
- * On HAREL_OK `*out` is a new handle the caller owns (free it with
- * `harel_transport_close`); on error `*out` is NULL and, when `err` is not NULL, `*err`
- * is the error (see harel_error).
- *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (database or out NULL, database empty or not
- * UTF-8); HAREL_ERR_DATABASE (the file can't be opened or isn't a database, a table is
- * missing with create_schema off); HAREL_ERR_BUSY (another process held the write lock
- * past the busy timeout while the schema was set up); HAREL_ERR_CONNECT (a server can't
- * be reached within seconds or refused the token).
- */
-enum harel_status harel_transport_open(const char *database,
-                                       const struct harel_options *options,
-                                       struct harel_transport **out,
-                                       struct harel_error **err);
-
-/**
- * Appends `event_json` (any valid JSON text, stored byte for byte) to the FIFO of
- * `group_id`. The first publish into a group fixes its `priority` (0..4) and
- * `routing_key` (NULL: none); later publishes leave both as they are. One transaction:
- * the message and its group, or neither. Strings are copied.
- *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t, group_id or event_json NULL; a string not
- * UTF-8; group_id or routing_key empty; event_json not JSON; priority outside 0..4);
- * HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
- */
-enum harel_status harel_transport_publish(struct harel_transport *t,
-                                          const char *group_id,
-                                          const char *event_json,
-                                          int32_t priority,
-                                          const char *routing_key,
-                                          struct harel_error **err);
-
-/**
- * Appends `n_messages` messages, in array order, in one transaction: all of them (and
- * the groups they create) or none. One commit for the batch: at synchronous FULL one
- * fsync instead of one per message. Each element holds what `harel_transport_publish`
- * takes, under the same rules; within a group the messages keep their order in the
- * array, and the first message into a group (in this batch or before it) fixes its
- * priority and routing key. Every message is checked before anything is written: one bad
- * message rejects the whole batch, and the error message names it by index
- * ("messages[3].event_json is not valid JSON: ...").
- *
- * `messages` may be NULL only when `n_messages` is 0; an empty batch returns HAREL_OK and
- * writes nothing. The strings are copied; the array is only read during the call and
- * stays the caller's.
- *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL; messages NULL with n_messages > 0; in any
- * element: group_id or event_json NULL, a string not UTF-8, group_id or routing_key
- * empty, event_json not JSON, priority outside 0..4; nothing was written);
- * HAREL_ERR_BUSY (nothing was written); HAREL_ERR_DATABASE (the batch was rolled back:
- * nothing was written); HAREL_ERR_CONNECT (a libSQL server could not be reached or did
- * not answer; if it was the commit that got no answer, the batch may have been applied).
- */
-enum harel_status harel_transport_publish_many(struct harel_transport *t,
-                                               const struct harel_message *messages,
-                                               size_t n_messages,
-                                               struct harel_error **err);
-
-/**
- * Leases the head (oldest message) of the group that has waited longest among those
- * with nothing in flight, priority >= `min_priority` (0..4) and, when `n_routing_keys`
- * is above 0, a routing key among `routing_keys`, to `worker_id` until now +
- * `visibility` seconds. `routing_keys` may be NULL when `n_routing_keys` is 0 (any group).
- *
- * On HAREL_OK `*out` is a lease the caller owns (free it with `harel_lease_free`); on
- * HAREL_EMPTY (nothing deliverable now) and on error `*out` is NULL.
- *
- * Returns HAREL_OK; HAREL_EMPTY; HAREL_ERR_ARGUMENT (t, worker_id or out NULL; a string
- * not UTF-8; worker_id empty or "__parked__"; visibility not finite or <= 0;
- * min_priority outside 0..4; routing_keys NULL with n_routing_keys > 0, or an element
- * NULL or empty; the clock returned a non-finite time); HAREL_ERR_BUSY;
- * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
- */
-enum harel_status harel_transport_claim(struct harel_transport *t,
-                                        const char *worker_id,
-                                        double visibility,
-                                        int32_t min_priority,
-                                        const char *const *routing_keys,
-                                        size_t n_routing_keys,
-                                        struct harel_lease **out,
-                                        struct harel_error **err);
-
-/**
- * Finishes a lease: deletes its message (and the group's row when it was the last).
- * Reads only lease->seq, lease->group_id (lease->group_id_len bytes) and
- * lease->worker_id; the lease stays the caller's to free.
- *
- * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (the message is gone, or no longer leased to
- * this worker: acked or nacked already, or its lease lapsed and another worker claimed
- * it; nothing changed); HAREL_ERR_ARGUMENT (t or lease NULL, lease->group_id or
- * lease->worker_id NULL or not UTF-8, lease->group_id_len 0, lease->worker_id empty or
- * "__parked__"); HAREL_ERR_BUSY;
- * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
- */
-enum harel_status harel_transport_ack(struct harel_transport *t,
-                                      const struct harel_lease *lease,
-                                      struct harel_error **err);
-
-/**
- * Acks `lease` and claims the next message for `worker_id`, in one transaction: a
- * worker loop with one commit per message instead of two (at synchronous FULL, half the
- * fsyncs). If the ack fails, nothing is claimed. The claim's arguments and `*out` are as
- * for `harel_transport_claim`; `lease` is read as by `harel_transport_ack` and stays the
- * caller's to free.
- *
- * Returns HAREL_OK (acked, and `*out` is the next lease); HAREL_EMPTY (acked, nothing
- * deliverable); HAREL_ERR_LEASE_LOST (not acked, nothing claimed); HAREL_ERR_ARGUMENT
- * (as for ack and claim); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
- */
-enum harel_status harel_transport_ack_and_claim(struct harel_transport *t,
-                                                const struct harel_lease *lease,
-                                                const char *worker_id,
-                                                double visibility,
-                                                int32_t min_priority,
-                                                const char *const *routing_keys,
-                                                size_t n_routing_keys,
-                                                struct harel_lease **out,
-                                                struct harel_error **err);
-
-/**
- * The lease now runs to now + `visibility` seconds (finite, > 0), and `lease->lock_expiry`
- * is set to the new end; nothing else of the lease is written. Reads `seq`, `group_id`
- * (`group_id_len` bytes) and `worker_id` as ack does. A handler that runs longer than its
- * visibility extends its lease while it works; the group stays out of claims until the
- * new end.
- *
- * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (acked or nacked already, or the lease lapsed and
- * another worker claimed the message; a lapsed lease no one claimed since is still this
- * worker's and is extended; on LEASE_LOST nothing changed); HAREL_ERR_ARGUMENT (as for
- * ack, or visibility not finite or <= 0); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
- */
-enum harel_status harel_transport_extend(struct harel_transport *t,
-                                         struct harel_lease *lease,
-                                         double visibility,
-                                         struct harel_error **err);
-
-/**
- * Gives a leased message back: `delay` 0 makes it claimable at once; `delay` > 0 parks
- * it, blocking its group, for `delay` seconds. The lease is over either way. Reads only
- * lease->seq, lease->group_id (lease->group_id_len bytes) and lease->worker_id; the lease
- * stays the caller's to free.
- *
- * Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
- * HAREL_ERR_ARGUMENT (as for ack, or delay not finite or < 0); HAREL_ERR_BUSY;
- * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
- */
-enum harel_status harel_transport_nack(struct harel_transport *t,
-                                       const struct harel_lease *lease,
-                                       double delay,
-                                       struct harel_error **err);
-
-/**
- * Closes the connection and frees the handle; closing cannot fail. Never use `t` again,
- * and never close a handle while another thread is using it. NULL does nothing. Its
- * transactions still open are rolled back; their handles then refuse every call but
- * harel_tx_rollback and harel_tx_free.
- */
-void harel_transport_close(struct harel_transport *t);
-
-/**
  * Frees rows from `harel_tx_query`, with their texts and blobs. NULL does nothing.
  */
 void harel_rows_free(struct harel_rows *rows);
-
-/**
- * The library's version, "MAJOR.MINOR.PATCH"; the header's HAREL_TRANSPORT_VERSION_MAJOR,
- * _MINOR and _PATCH are the numbers of the version it was generated with. Static: never
- * free it.
- */
-const char *harel_version(void);
-
-/**
- * A new cancel, not fired; the caller owns it.
- */
-struct harel_cancel *harel_cancel_new(void);
-
-/**
- * Fires `cancel`: every call waiting with it returns HAREL_ERR_INTERRUPTED, having
- * claimed nothing (a call that had already claimed returns its leases). Safe from any
- * thread, any number of times. NULL does nothing.
- */
-void harel_cancel_fire(const struct harel_cancel *cancel);
-
-/**
- * Frees a cancel. NULL does nothing. Never free one that a running call was given.
- */
-void harel_cancel_free(struct harel_cancel *cancel);
-
-/**
- * `harel_transport_claim`, waiting up to `wait` seconds (finite, >= 0; 0 looks once)
- * for something deliverable. It returns as soon as a lease is had. While it waits it
- * holds no lock of the database and other threads' calls on this handle go ahead; it
- * wakes at once on a commit by any handle of this process on the same queue, within a
- * few ms of another process's commit to a local file (Linux; elsewhere it polls every
- * 50 ms), at the end of a lease or park, and on a libSQL server it polls (20 ms doubling
- * to 1 s). `cancel` (NULL: none) or `harel_transport_interrupt` ends the wait early.
- *
- * `*out` as for harel_transport_claim.
- *
- * Returns HAREL_OK; HAREL_EMPTY (nothing came within `wait`); HAREL_ERR_INTERRUPTED
- * (`cancel` fired, or the handle was interrupted, during the wait: nothing claimed);
- * HAREL_ERR_ARGUMENT (as for claim, or wait not finite or < 0); HAREL_ERR_BUSY;
- * HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
- */
-enum harel_status harel_transport_claim_wait(struct harel_transport *t,
-                                             const char *worker_id,
-                                             double visibility,
-                                             int32_t min_priority,
-                                             const char *const *routing_keys,
-                                             size_t n_routing_keys,
-                                             double wait,
-                                             const struct harel_cancel *cancel,
-                                             struct harel_lease **out,
-                                             struct harel_error **err);
-
-/**
- * Ends every claim waiting on `t` now (harel_transport_claim_wait, harel_transport_claim_many):
- * each returns HAREL_ERR_INTERRUPTED. Later calls wait as usual. Safe from any thread
- * while other threads use `t` (unlike close). NULL does nothing.
- */
-void harel_transport_interrupt(struct harel_transport *t);
 
 /**
  * A watch of `t` for claims with this filter (`min_priority` 0..4 and routing keys as

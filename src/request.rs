@@ -1,6 +1,7 @@
 //! One checked request per operation. Each is built only through its constructor, which
 //! checks the arguments (validate.rs), so an operation in `queue` never sees an unchecked
-//! value, and the blocking and async faces both just build the request and forward it.
+//! value. The async face (async_transport.rs) builds each call's request once and passes
+//! it down: the router (shards/) and the queue (queue/) take it as it is.
 
 use std::borrow::Cow;
 
@@ -70,6 +71,11 @@ impl<'m, 'a> Deliver<'m, 'a> {
         Deliver { items: Cow::Owned(items), batch: false }
     }
 
+    /// A checked batch's part (a shard's): errors name its messages by their index in it.
+    pub(crate) fn checked_batch(items: Vec<(Message<'a>, Delivery<'a>)>) -> Deliver<'m, 'a> {
+        Deliver { items: Cow::Owned(items), batch: true }
+    }
+
     pub fn items(&self) -> &[(Message<'a>, Delivery<'a>)] {
         &self.items
     }
@@ -85,6 +91,22 @@ impl<'m, 'a> Deliver<'m, 'a> {
 
     pub fn has_keys(&self) -> bool {
         self.items.iter().any(|(_, d)| d.key.is_some())
+    }
+}
+
+/// Which groups a claim or a watch may serve: priority >= `min_priority` and, when any are
+/// given, one of `routing_keys`.
+#[derive(Clone, Copy)]
+pub struct Filter<'a> {
+    pub min_priority: i32,
+    pub routing_keys: &'a [&'a str],
+}
+
+impl<'a> Filter<'a> {
+    pub fn new(min_priority: i32, routing_keys: &'a [&'a str]) -> Result<Filter<'a>> {
+        validate::priority("min_priority", min_priority)?;
+        validate::routing_keys(routing_keys)?;
+        Ok(Filter { min_priority, routing_keys })
     }
 }
 
@@ -109,8 +131,7 @@ impl<'a> Claim<'a> {
     ) -> Result<Claim<'a>> {
         validate::worker_id(worker_id)?;
         validate::positive_seconds("visibility", visibility)?;
-        validate::priority("min_priority", min_priority)?;
-        validate::routing_keys(routing_keys)?;
+        Filter::new(min_priority, routing_keys)?;
         Ok(Claim { worker_id, visibility, min_priority, routing_keys, max_attempts, max: 1 })
     }
 
@@ -149,6 +170,11 @@ impl<'a> FinishMany<'a> {
         }
         Ok(FinishMany { leases })
     }
+
+    /// Leases checked already: a sharded batch's part.
+    pub(crate) fn checked(leases: &'a [Lease]) -> FinishMany<'a> {
+        FinishMany { leases }
+    }
 }
 
 /// An extension: the lease, and how long from now it is to run.
@@ -162,6 +188,31 @@ impl<'a> Extend<'a> {
         let finish = Finish::new(lease)?;
         validate::positive_seconds("visibility", visibility)?;
         Ok(Extend { finish, visibility })
+    }
+}
+
+/// A dead letter a worker makes: the lease, and why.
+pub struct Bury<'a> {
+    pub finish: Finish<'a>,
+    pub reason: &'a str,
+}
+
+impl<'a> Bury<'a> {
+    pub fn new(lease: &'a Lease, reason: &'a str) -> Result<Bury<'a>> {
+        let finish = Finish::new(lease)?;
+        validate::non_empty("reason", reason)?;
+        Ok(Bury { finish, reason })
+    }
+}
+
+/// A group named by a look or an administrator's call: not empty.
+#[derive(Clone, Copy)]
+pub struct Group<'a>(pub &'a str);
+
+impl<'a> Group<'a> {
+    pub fn new(group_id: &'a str) -> Result<Group<'a>> {
+        validate::non_empty("group_id", group_id)?;
+        Ok(Group(group_id))
     }
 }
 
@@ -197,7 +248,24 @@ impl<'a> DeadSelection<'a> {
     }
 }
 
-/// A page of a listing: where it starts and how long it is.
+/// A listing's page as asked: the cursor (None: the first page; else the `next` of the page
+/// before) and at most how many items, checked to be 1..=MAX_PAGE.
+#[derive(Clone, Copy)]
+pub struct Listing<'a> {
+    pub cursor: Option<&'a str>,
+    pub limit: usize,
+}
+
+impl<'a> Listing<'a> {
+    pub fn new(cursor: Option<&'a str>, limit: usize) -> Result<Listing<'a>> {
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(Error::Argument(format!("limit is {limit}; it must be 1..{MAX_PAGE}")));
+        }
+        Ok(Listing { cursor, limit })
+    }
+}
+
+/// A page of one database's listing: where it starts and how long it is.
 pub struct PageRequest {
     /// What the cursor says (its kind checked), or None for the first page.
     pub after: Option<Vec<u8>>,
@@ -206,10 +274,8 @@ pub struct PageRequest {
 
 impl PageRequest {
     /// `kind`: the listing's cursor kind (see cursor.rs).
-    pub fn new(kind: char, cursor: Option<&str>, limit: usize) -> Result<PageRequest> {
-        if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(Error::Argument(format!("limit is {limit}; it must be 1..{MAX_PAGE}")));
-        }
-        Ok(PageRequest { after: cursor.map(|c| crate::cursor::parse_cursor(kind, c)).transpose()?, limit })
+    pub fn of(kind: char, listing: &Listing<'_>) -> Result<PageRequest> {
+        let after = listing.cursor.map(|c| crate::cursor::parse_cursor(kind, c)).transpose()?;
+        Ok(PageRequest { after, limit: listing.limit })
     }
 }

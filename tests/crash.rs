@@ -211,7 +211,12 @@ fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_bac
     const PER_GROUP: u64 = 100;
     let mut rng = Rng::new(7);
     let mut held_leases = 0;
-    for iteration in 0..ITERATIONS {
+    // Enough kills must land inside a lease for the test to mean something. How many do
+    // depends on the machine's load, so a run that is short of them goes on killing, up to
+    // three times as many workers.
+    let wanted = ITERATIONS / 4;
+    let mut iteration = 0;
+    while iteration < ITERATIONS || (held_leases < wanted && iteration < 3 * ITERATIONS) {
         let (_dir, path) = temp_db();
         let clock = TestClock::at(T0);
         {
@@ -303,13 +308,15 @@ fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_bac
         let raw = Raw::open(&path);
         assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages"), 0, "{when}");
         assert_integrity(&path, &when);
+        iteration += 1;
     }
-    println!("killed {ITERATIONS} workers, {held_leases} while holding a lease");
-    // 9–13 of 24 here, quiet or beside two busy processes: a checkpoint's syncs and a claim
-    // fall outside a lease, and a worker with no handling time holds one only around its ack.
+    println!("killed {iteration} workers, {held_leases} while holding a lease");
+    // 9–13 of 24 here on a quiet machine or beside two busy processes; 5 of 24 once beside
+    // several test suites: a checkpoint's syncs and a claim fall outside a lease, and a
+    // worker with no handling time holds one only around its ack.
     assert!(
-        held_leases >= ITERATIONS / 4,
-        "too few kills landed between claim and ack ({held_leases}): the timings need a look"
+        held_leases >= wanted,
+        "too few kills landed between claim and ack ({held_leases} of {iteration}): the timings need a look"
     );
 }
 

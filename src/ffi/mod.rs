@@ -15,67 +15,65 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 // cbindgen writes the header's functions module by module, in the order declared here. So
-// that filing a module under a folder (calls/, looks/, errors/, arguments/) cannot reorder
-// the header, the modules stay one flat, alphabetical list (rustfmt keeps it so) and
-// `#[path]` says where each file is.
+// that filing a module under a folder (calls/, errors/, arguments/) cannot reorder the
+// header, the modules stay one flat, alphabetical list (rustfmt keeps it so) and `#[path]`
+// says where each file is. calls/ holds a file per method group (docs/architecture.md,
+// "Method groups"), and the lease every group hands over.
+#[path = "calls/admin.rs"]
 mod admin;
 #[path = "arguments/args.rs"]
 mod args;
-#[path = "calls/batch.rs"]
-mod batch;
+#[path = "calls/claim.rs"]
+mod claim;
 #[path = "errors/error.rs"]
 mod error;
-#[path = "looks/inspect.rs"]
-mod inspect;
+#[path = "calls/finish.rs"]
+mod finish;
 #[path = "calls/lease.rs"]
 mod lease;
+#[path = "calls/looks.rs"]
+mod looks;
 #[path = "arguments/message.rs"]
 mod message;
-#[path = "looks/metrics.rs"]
+#[path = "calls/metrics.rs"]
 mod metrics;
-#[path = "calls/open_transactions.rs"]
-mod open_transactions;
+#[path = "calls/open.rs"]
+mod open;
 #[path = "arguments/options.rs"]
 mod options;
 mod ownership;
-#[path = "calls/publish_with.rs"]
-mod publish_with;
-mod schema;
+#[path = "calls/publish.rs"]
+mod publish;
 #[path = "calls/shards.rs"]
 mod shards;
 #[path = "errors/status.rs"]
 mod status;
-#[path = "looks/strings_out.rs"]
 mod strings_out;
-#[path = "calls/transaction.rs"]
-mod transaction;
-#[path = "calls/transport.rs"]
-mod transport;
+#[path = "calls/transactions.rs"]
+mod transactions;
+mod unwind;
 #[path = "arguments/values.rs"]
 mod values;
-mod version;
-mod waiting;
 #[path = "calls/watch.rs"]
 mod watch;
 
 pub use admin::*;
-pub use batch::*;
+pub use claim::*;
 pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};
-pub use inspect::*;
+pub use finish::*;
 pub use lease::{harel_lease, harel_lease_free};
+pub use looks::*;
 pub use message::harel_message;
 pub use metrics::*;
+pub use open::*;
 pub use options::*;
-pub use publish_with::*;
-pub use schema::*;
+pub use publish::*;
 pub use shards::*;
 pub use status::{harel_status, harel_status_name};
-pub use transaction::*;
-pub use transport::*;
+pub use transactions::*;
 pub use values::*;
-pub use version::*;
-pub use waiting::*;
 pub use watch::*;
+pub(crate) use unwind::boundary_value;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -113,10 +111,4 @@ pub(crate) fn boundary_out<T>(
         o
     });
     boundary(err, || body(out.ok_or_else(|| Error::Argument("out is NULL".into()))?))
-}
-
-/// The boundary for functions that return a value instead of a status (free functions,
-/// constructors, static strings): a panic yields `on_panic`.
-pub(crate) fn boundary_value<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
 }

@@ -1,19 +1,20 @@
 //! A queue over several databases (docs/queue.md, "Sharded queues"): each group lives on
-//! the shard its id hashes to (`shard_of`), each database is an unchanged queue of its
-//! own (shard.rs) opened with its options (options.rs), and records the set it belongs to
-//! (set.rs). The transports
-//! (async_transport.rs) route every call: a group's to its shard, a claim to the shards in
-//! turn, a look to all of them (merge.rs); a sharded watch polls every shard's (watch.rs).
+//! the shard its id hashes to (`shard_of`), and each database is an unchanged queue of its
+//! own (queue/database.rs). Opening a list (open.rs) gives each database its options
+//! (options.rs) and checks the set it belongs to (set.rs) against each database's record
+//! of it (record.rs); the router (router.rs) sends every call where it goes, merging the
+//! looks of several (merge.rs); a sharded watch polls every shard's (watch.rs).
 
 mod merge;
+mod open;
 mod options;
+mod record;
+mod router;
 mod set;
-pub(crate) mod shard;
 mod watch;
 
-pub(crate) use self::merge::{dead_page, merge_groups, sum_stats, ShardedCursor};
-pub(crate) use self::options::of_each as options_of_each;
-pub(crate) use self::set::{check_set, new_queue_id, Plan, SetRecord};
+pub(crate) use self::open::{open_each, options_of_each};
+pub(crate) use self::router::Router;
 pub use self::watch::Watch;
 
 /// At most this many databases in one queue.

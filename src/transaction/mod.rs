@@ -27,7 +27,7 @@ use tokio::sync::OwnedMutexGuard;
 pub use self::async_tx::AsyncTx;
 use self::queued::{OwnedPublish, Queued};
 pub use self::tx::Tx;
-use crate::shards::shard::Shard;
+use crate::queue::database::Queue;
 use crate::backend::Backend;
 use crate::chain::{Done, Row};
 use crate::error::{Error, Result};
@@ -84,7 +84,7 @@ impl TxState {
     }
 }
 
-impl Shard {
+impl Queue {
     /// Queues an application statement (see `AsyncTx::execute`).
     pub(crate) fn tx_execute(&self, state: &mut TxState, sql: &str, params: Vec<Value>) -> Result<()> {
         state.live()?;

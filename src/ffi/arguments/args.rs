@@ -59,3 +59,15 @@ pub unsafe fn strings<'a>(ptr: *const *const c_char, n: usize, name: &str) -> Re
         .map(|(i, &p)| unsafe { string(p, &format!("{name}[{i}]")) })
         .collect()
 }
+
+/// What every call that claims reads the same way: the worker's id and the routing keys.
+///
+/// # Safety
+/// As for [`string`] and [`strings`].
+pub unsafe fn claimer<'a>(
+    worker_id: *const c_char,
+    routing_keys: *const *const c_char,
+    n_routing_keys: usize,
+) -> Result<(&'a str, Vec<&'a str>)> {
+    unsafe { Ok((string(worker_id, "worker_id")?, strings(routing_keys, n_routing_keys, "routing_keys")?)) }
+}

@@ -28,14 +28,27 @@ impl harel_message {
     /// # Safety
     /// The string fields are NULL or NUL-terminated strings live as long as `self`.
     unsafe fn to_message(&self) -> Result<Message<'_>> {
-        unsafe {
-            Ok(Message {
-                group_id: args::string(self.group_id, "group_id")?,
-                event_json: args::string(self.event_json, "event_json")?,
-                priority: self.priority,
-                routing_key: args::optional_string(self.routing_key, "routing_key")?,
-            })
-        }
+        unsafe { message(self.group_id, self.event_json, self.priority, self.routing_key) }
+    }
+}
+
+/// A message from `harel_transport_publish`'s arguments (or a `harel_message`'s fields).
+///
+/// # Safety
+/// The strings are NULL or NUL-terminated strings live for `'a`.
+pub(crate) unsafe fn message<'a>(
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+) -> Result<Message<'a>> {
+    unsafe {
+        Ok(Message {
+            group_id: args::string(group_id, "group_id")?,
+            event_json: args::string(event_json, "event_json")?,
+            priority,
+            routing_key: args::optional_string(routing_key, "routing_key")?,
+        })
     }
 }
 

@@ -2,9 +2,9 @@
 
 use std::ffi::c_char;
 
-use super::args;
-use super::boundary_value;
-use super::ownership::{free_box, to_boxed_mut_ptr_keeping, Boxed, Castable};
+use super::ownership::{free_box, to_boxed_mut_ptr_keeping, try_ref_from_ptr, Boxed, Castable};
+use super::status::harel_status::{self, HAREL_OK};
+use super::{args, boundary_value};
 use crate::error::{Error, Result};
 use crate::Lease;
 
@@ -111,4 +111,44 @@ unsafe fn group_id_of<'a>(ptr: *const c_char, len: usize) -> Result<&'a str> {
 pub extern "C" fn harel_lease_free(lease: *mut harel_lease) {
     // SAFETY: NULL or a lease a claim handed out, freed once (this function's contract).
     boundary_value((), || unsafe { free_box(lease) })
+}
+
+/// # Safety
+/// `leases` is NULL or points to `n` pointers, each NULL or a live harel_lease.
+pub(crate) unsafe fn leases_of(leases: *const *const harel_lease, n: usize) -> Result<Vec<Lease>> {
+    let name = |i: usize| format!("leases[{i}]");
+    let pointers = unsafe { args::slice(leases, n, "leases") }?;
+    pointers
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            try_ref_from_ptr!(p, &name(i))
+                .to_lease()
+                .map_err(|e| Error::Argument(format!("leases[{i}].{}", e.message().trim_start_matches("lease."))))
+        })
+        .collect()
+}
+
+/// # Safety
+/// `outcomes` is NULL or valid for `n` writes.
+pub(crate) unsafe fn outcomes_of<'a>(outcomes: *mut harel_status, n: usize) -> Result<&'a mut [harel_status]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if outcomes.is_null() {
+        return Err(Error::Argument(format!("outcomes is NULL but n_leases is {n}")));
+    }
+    Ok(unsafe { std::slice::from_raw_parts_mut(outcomes, n) })
+}
+
+/// Each lease's status: a lost one's HAREL_ERR_LEASE_LOST, and on a sharded queue a lease
+/// of a shard whose transaction failed gets that error's (HAREL_ERR_BUSY, ...): it was
+/// not acked, and may well still be held.
+pub(crate) fn write_outcomes(outcomes: &mut [harel_status], acked: Vec<Result<()>>) {
+    for (slot, outcome) in outcomes.iter_mut().zip(acked) {
+        *slot = match outcome {
+            Ok(()) => HAREL_OK,
+            Err(e) => harel_status::from(&e),
+        };
+    }
 }

@@ -1,62 +1,14 @@
-//! A queue sharded over several databases (docs/queue.md, "Sharded queues"): opened from a
-//! list; every other call takes its `harel_transport` as it takes any.
+//! A sharded queue's own calls from C (docs/queue.md, "Sharded queues"): how many shards,
+//! and which holds a group. Every other call takes a sharded `harel_transport` as any.
 
 use std::ffi::c_char;
 
-use super::args;
 use super::error::harel_error;
-use super::options::harel_options;
-use super::ownership::{to_boxed_mut_ptr, try_ref_from_ptr};
+use super::open::harel_transport;
+use super::ownership::try_ref_from_ptr;
 use super::status::harel_status::{self, HAREL_OK};
-use super::transport::{c_options, harel_transport};
-use super::{boundary, boundary_out};
+use super::{args, boundary};
 use crate::error::Error;
-use crate::Transport;
-
-/// Opens one queue sharded over the `n_databases` databases of `databases` (1..256 file
-/// paths or server URLs, each as `harel_transport_open` takes it, or paths of embedded
-/// replicas with `harel_options_set_sync_urls` naming each one's primary; the same
-/// `options` otherwise), in their shard order.
-/// Each group lives on the shard `harel_shard_of` names: publishes, acks and nacks go
-/// there, claims serve the shards in turn, waits and watches cover all of them, and
-/// stats and listings add them up (docs/queue.md, "Sharded queues"). Each database is an
-/// unchanged queue that harel's own workers can serve.
-///
-/// The first open of a list of empty databases makes them a set: each records the queue's
-/// id, its index and the number of shards. Every later open must pass the same list in
-/// the same order. A list of one is a queue that is not sharded, as `harel_transport_open`
-/// opens it. The handle is freed with `harel_transport_close`.
-///
-/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (databases or out NULL, n_databases 0 or above
-/// 256, an element NULL, empty, not UTF-8 or repeated (also as another path to the same
-/// file); sync_urls of another count than n_databases, or set beside sync_url; sync_url
-/// with n_databases above 1; the list does not match the
-/// databases' records: a database missing, one extra, the order changed, another queue's
-/// database, a database that holds messages but belongs to no set, a path that names no
-/// file yet beside a set's databases — the message names the database as "databases[i]
-/// (its text)", and no file is made; a transaction begun on a sharded queue is refused at
-/// its first call); otherwise as `harel_transport_open`, the message naming the database
-/// that failed. On error nothing is left open and `*out` is NULL.
-#[no_mangle]
-pub extern "C" fn harel_transport_open_shards(
-    databases: *const *const c_char,
-    n_databases: usize,
-    options: *const harel_options,
-    out: *mut *mut harel_transport,
-    err: *mut *mut harel_error,
-) -> harel_status {
-    boundary_out(out, err, |out| {
-        // The count first: the array is read only once it is known to be of a size allowed.
-        if !(1..=crate::MAX_SHARDS).contains(&n_databases) {
-            let allowed = crate::MAX_SHARDS;
-            return Err(Error::Argument(format!("databases has {n_databases} entries; it must have 1..{allowed}")));
-        }
-        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let databases = unsafe { args::strings(databases, n_databases, "databases") }?;
-        *out = to_boxed_mut_ptr(Transport::open_shards(&databases, &unsafe { c_options(options) })?);
-        Ok(HAREL_OK)
-    })
-}
 
 /// Sets `*n` to the number of databases `t` is sharded over (1 when it is not sharded).
 ///

@@ -5,12 +5,11 @@
 use std::ffi::c_int;
 use std::os::fd::AsRawFd;
 
-use super::args;
 use super::error::harel_error;
+use super::open::{harel_transport, on_handle};
 use super::ownership::{try_ref_from_ptr, Registry};
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
-use super::transport::{harel_transport, on_handle};
-use super::{boundary, boundary_out, boundary_value};
+use super::{args, boundary, boundary_out, boundary_value};
 use crate::error::{Error, Result};
 use crate::Watch;
 

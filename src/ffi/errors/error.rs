@@ -8,9 +8,9 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::ptr;
 
-use super::boundary_value;
 use super::ownership::{free_box, ref_from_ptr, to_boxed_mut_ptr, Boxed, Castable};
 use super::status::harel_status;
+use super::unwind::boundary_value;
 use crate::error::Error;
 
 /// The error of one failed call (opaque): its status and its message. A call that takes

@@ -2,6 +2,7 @@
 
 use std::ffi::c_char;
 
+use super::unwind::boundary_value;
 use crate::error::Error;
 
 /// What a call did. `HAREL_OK` is 0, "nothing to do" is positive, every error is
@@ -55,7 +56,7 @@ impl From<&Error> for harel_status {
 /// The string is static: never free it.
 #[no_mangle]
 pub extern "C" fn harel_status_name(status: i32) -> *const c_char {
-    super::boundary_value(c"HAREL_UNKNOWN".as_ptr(), || status_name(status).as_ptr().cast())
+    boundary_value(c"HAREL_UNKNOWN".as_ptr(), || status_name(status).as_ptr().cast())
 }
 
 fn status_name(status: i32) -> &'static str {

@@ -3,13 +3,12 @@
 
 use std::ffi::c_char;
 
-use super::args;
 use super::error::harel_error;
+use super::open::harel_transport;
 use super::ownership::{free_box, to_boxed_mut_ptr_keeping, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
 use super::strings_out::{or_minus_one, Strings};
-use super::transport::harel_transport;
-use super::{boundary_out, boundary_value};
+use super::{args, boundary_out, boundary_value};
 use crate::error::{Error, Result};
 use crate::{GroupState, Page, Transport};
 

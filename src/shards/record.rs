@@ -1,10 +1,10 @@
-//! Reading and writing a database's record of the shard set it belongs to (shards/set.rs
-//! decides what a list of databases must look like).
+//! Reading and writing a database's record of the shard set it belongs to (set.rs decides
+//! what a list of databases must look like).
 
 use crate::backend::Backend;
 use crate::chain::Chain;
 use crate::error::{Error, Result};
-use crate::shards::SetRecord;
+use super::set::SetRecord;
 use crate::sql::Statements;
 
 /// The database's record, if it has one, and whether it holds messages.

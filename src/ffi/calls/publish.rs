@@ -1,15 +1,73 @@
-//! Publishing with delivery options from C: an idempotency key, a delay or a due instant
-//! (`harel_transport_publish_with`, `harel_transport_publish_many_with`).
+//! Publishing from C: one message or a batch, with or without delivery options (an
+//! idempotency key, a delay or a due instant).
 
 use std::ffi::{c_char, c_int};
 
-use super::args;
 use super::error::harel_error;
 use super::message::{self, harel_message};
+use super::open::{harel_transport, on_handle};
 use super::status::harel_status::{self, HAREL_OK};
-use super::transport::{harel_transport, on_handle};
+use super::args;
 use crate::error::Result;
 use crate::{Delivery, Message, Published};
+
+/// Appends `event_json` (any valid JSON text, stored byte for byte) to the FIFO of
+/// `group_id`. The first publish into a group fixes its `priority` (0..4) and
+/// `routing_key` (NULL: none); later publishes leave both as they are. One transaction:
+/// the message and its group, or neither. Strings are copied.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t, group_id or event_json NULL; a string not
+/// UTF-8; group_id or routing_key empty; event_json not JSON; priority outside 0..4);
+/// HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT (a libSQL server: see harel_status).
+#[no_mangle]
+pub extern "C" fn harel_transport_publish(
+    t: *mut harel_transport,
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let m = unsafe { message::message(group_id, event_json, priority, routing_key) }?;
+        t.publish(m.group_id, m.event_json, m.priority, m.routing_key)?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// Appends `n_messages` messages, in array order, in one transaction: all of them (and
+/// the groups they create) or none. One commit for the batch: at synchronous FULL one
+/// fsync instead of one per message. Each element holds what `harel_transport_publish`
+/// takes, under the same rules; within a group the messages keep their order in the
+/// array, and the first message into a group (in this batch or before it) fixes its
+/// priority and routing key. Every message is checked before anything is written: one bad
+/// message rejects the whole batch, and the error message names it by index
+/// ("messages[3].event_json is not valid JSON: ...").
+///
+/// `messages` may be NULL only when `n_messages` is 0; an empty batch returns HAREL_OK and
+/// writes nothing. The strings are copied; the array is only read during the call and
+/// stays the caller's.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL; messages NULL with n_messages > 0; in any
+/// element: group_id or event_json NULL, a string not UTF-8, group_id or routing_key
+/// empty, event_json not JSON, priority outside 0..4; nothing was written);
+/// HAREL_ERR_BUSY (nothing was written); HAREL_ERR_DATABASE (the batch was rolled back:
+/// nothing was written); HAREL_ERR_CONNECT (a libSQL server could not be reached or did
+/// not answer; if it was the commit that got no answer, the batch may have been applied).
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_many(
+    t: *mut harel_transport,
+    messages: *const harel_message,
+    n_messages: usize,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        t.publish_many(&unsafe { message::batch(messages, n_messages) }?)?;
+        Ok(HAREL_OK)
+    })
+}
 
 /// `not_before` from C: a negative finite value means none; NaN and infinities go on to
 /// be refused.
@@ -72,15 +130,9 @@ pub extern "C" fn harel_transport_publish_with(
 ) -> harel_status {
     on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (group_id, event_json, routing_key, key) = unsafe {
-            (
-                args::string(group_id, "group_id")?,
-                args::string(event_json, "event_json")?,
-                args::optional_string(routing_key, "routing_key")?,
-                args::optional_string(key, "key")?,
-            )
+        let (message, key) = unsafe {
+            (message::message(group_id, event_json, priority, routing_key)?, args::optional_string(key, "key")?)
         };
-        let message = Message { group_id, event_json, priority, routing_key };
         let published = t.publish_with(message, Delivery { key, delay, not_before: instant(not_before) })?;
         // SAFETY: NULL or valid for one write each.
         unsafe { hand_out(&[published], seq, duplicate) };

@@ -2,19 +2,19 @@
 //! inside a transaction"): `harel_transport_begin` hands out a `harel_tx`; `harel_tx_execute`,
 //! `harel_tx_query` and `harel_tx_publish` fill it; `harel_tx_commit` or
 //! `harel_tx_rollback` end it; `harel_tx_free` frees it.
+//! The transactions open through the C ABI, each with the transport it runs on: looked up
+//! by `harel_tx` handle (transaction.rs), and rolled back when their transport closes
+//! (transport.rs), so neither of those modules needs the other for it.
 
 use std::ffi::{c_char, c_int};
 
-use super::args;
 use super::error::harel_error;
-use super::open_transactions::{on_tx, Slot, TRANSACTIONS};
-use super::ownership::try_ref_from_ptr;
-use super::publish_with;
+use super::open::harel_transport;
+use super::ownership::{try_ref_from_ptr, Registry};
 use super::status::harel_status::{self, HAREL_OK};
-use super::transport::harel_transport;
 use super::values::{self, harel_rows, harel_value};
-use super::{boundary, boundary_out, boundary_value};
-use crate::error::Error;
+use super::{args, boundary, boundary_out, boundary_value, publish};
+use crate::error::{Error, Result};
 use crate::transaction::TxState;
 use crate::{Delivery, Message, Transport};
 
@@ -154,7 +154,7 @@ pub extern "C" fn harel_tx_publish(
                 )
             };
             let message = Message { group_id, event_json, priority, routing_key };
-            t.tx_publish(state, message, Delivery { key, delay, not_before: publish_with::instant(not_before) })
+            t.tx_publish(state, message, Delivery { key, delay, not_before: publish::instant(not_before) })
         })?;
         Ok(HAREL_OK)
     })
@@ -185,7 +185,7 @@ pub extern "C" fn harel_tx_commit(
     boundary(err, || {
         let published = on_tx(tx, |t, state| t.tx_commit(state))?;
         // SAFETY: each array is NULL or `n` long, per the contract.
-        unsafe { publish_with::hand_out(&published[..n.min(published.len())], seqs, duplicates) };
+        unsafe { publish::hand_out(&published[..n.min(published.len())], seqs, duplicates) };
         // SAFETY: NULL or valid for one write.
         if let Some(count) = unsafe { n_published.as_mut() } {
             *count = published.len();
@@ -227,4 +227,44 @@ pub extern "C" fn harel_tx_free(tx: *mut harel_tx) {
         });
         TRANSACTIONS.remove(tx);
     })
+}
+
+/// A transaction and the transport it runs on (0 once that transport was closed).
+pub(crate) struct Slot {
+    pub transport: usize,
+    pub state: TxState,
+}
+
+/// Transactions are looked up by id: a freed one is refused, a second free does nothing.
+pub(crate) static TRANSACTIONS: Registry<std::sync::Mutex<Slot>> = Registry::new();
+
+/// Runs `body` on the live transaction `tx` and its transport.
+pub(crate) fn on_tx<C, T>(tx: *const C, body: impl FnOnce(&Transport, &mut TxState) -> Result<T>) -> Result<T> {
+    if tx.is_null() {
+        return Err(args::null("tx"));
+    }
+    let slot = TRANSACTIONS
+        .get(tx)
+        .ok_or_else(|| Error::Argument("tx is not a live transaction (freed already, or never made)".into()))?;
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.transport == 0 {
+        return Err(Error::Argument("the transaction's transport was closed: it was rolled back".into()));
+    }
+    // SAFETY: a live transport (closing it sets `transport` to 0 under this lock first,
+    // `end_transactions_of`), borrowed for the call.
+    let transport = unsafe { &*(slot.transport as *const Transport) };
+    body(transport, &mut slot.state)
+}
+
+/// Rolls back every transaction of the transport at `t`, which is closing, and makes
+/// their handles refuse further use.
+pub(crate) fn end_transactions_of(t: &Transport) {
+    let at = t as *const Transport as usize;
+    for slot in TRANSACTIONS.values() {
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.transport == at {
+            t.tx_rollback(&mut slot.state);
+            slot.transport = 0;
+        }
+    }
 }

@@ -1,40 +1,14 @@
-//! Dead letters and administration from C: a worker's `harel_transport_dead_letter`, and
-//! the operator's redrive, purges and release.
+//! The operator's writes from C: redrive and purge dead letters, purge a group or the
+//! queue, release a group's hold.
 
 use std::ffi::c_char;
 
-use super::args;
 use super::error::harel_error;
-use super::lease::harel_lease;
-use super::ownership::try_ref_from_ptr;
+use super::open::{harel_transport, on_handle};
 use super::status::harel_status::{self, HAREL_OK};
-use super::transport::{harel_transport, on_handle};
+use super::args;
 use crate::error::{Error, Result};
 use crate::DeadLetters;
-
-/// Moves the leased message to the dead-letter table with `reason` (for a worker that
-/// knows the message will never succeed); its group goes on with the next message. Reads
-/// only lease->seq, lease->group_id (group_id_len bytes) and lease->worker_id; the lease
-/// stays the caller's to free.
-///
-/// Returns HAREL_OK; HAREL_ERR_LEASE_LOST (as for ack; nothing changed);
-/// HAREL_ERR_ARGUMENT (as for ack, or reason NULL, empty or not UTF-8); HAREL_ERR_BUSY;
-/// HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
-#[no_mangle]
-pub extern "C" fn harel_transport_dead_letter(
-    t: *mut harel_transport,
-    lease: *const harel_lease,
-    reason: *const c_char,
-    err: *mut *mut harel_error,
-) -> harel_status {
-    on_handle(t, err, |t| {
-        let lease = try_ref_from_ptr!(lease).to_lease()?;
-        // SAFETY: the caller passes NULL or a NUL-terminated string, per this function's contract.
-        let reason = unsafe { args::string(reason, "reason") }?;
-        t.dead_letter(&lease, reason)?;
-        Ok(HAREL_OK)
-    })
-}
 
 /// Which dead letters: exactly one of `all`, a `group_id` (not NULL) or `n_seqs` seqs.
 ///
