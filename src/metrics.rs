@@ -135,8 +135,8 @@ impl Meters {
     }
 }
 
-/// What a transport counted since it was opened (`metrics()`); README.md, "Metrics", says
-/// what each means.
+/// What a transport counted since it was opened (`metrics()`); docs/operations.md,
+/// "Metrics", says what each means.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metrics {
     /// Messages committed by publish and publish_many (messages, not calls).

@@ -1,7 +1,8 @@
 //! The statements of the worker's operations as chains (chain.rs, queue/work.rs): run
-//! inside one transaction with no value from the client between two statements, on a
-//! local file as on a server. What one statement found, the next one finds again in the
-//! database itself:
+//! inside one transaction with no value from the client between two statements. Every
+//! backend runs the chains of the ack, nack and dead letter; the claim's chain is a
+//! server's (a local file claims with a look, backend/local/claim.rs). What one statement
+//! found, the next one finds again in the database itself:
 //!
 //! - A claim marks the group it serves with a sentinel turn (`MARK`, negative: no turn is
 //!   ever below 0, the clock is checked to be >= 0), leases that group's head, then gives
@@ -58,9 +59,9 @@ impl Statements {
         let (m, g) = (&self.messages_table, &self.groups_table);
         let (candidates, params) = claim_candidates(now, min_priority, routing_keys);
         // The rowid of the group served next: the best candidate of `best_candidate`. A
-        // server compiles every statement of every request, so one candidate goes in
-        // without the wrapping that joins several (the mark then compiles in 45 µs more
-        // than a trivial UPDATE, not 74).
+        // server compiles every statement of every request, under its write lock, so one
+        // candidate goes in without the wrapping that joins several (a shorter compile;
+        // docs/benchmark.md has the figures).
         let next_group = match candidates.as_slice() {
             [only] => self.first_of(only, "g.rowid", "1"),
             several => {

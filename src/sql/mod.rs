@@ -2,7 +2,7 @@
 //! SQL lives. The tables and the first three indexes are harel's (docs/queue.md, "The
 //! tables"), so harel's Python transports share the file; the last index is ours. Together
 //! with the way `queue` stamps `last_claimed_at` they make a claim's cost independent of
-//! the queue's size (see README, "How the claim finds a group").
+//! the queue's size (see docs/queue.md, "How the claim finds a group").
 
 use std::borrow::Cow;
 
@@ -22,8 +22,8 @@ pub use publish::PublishWith;
 pub use shards::ShardSql;
 
 /// The claim's limit, ?2. A plain `LIMIT ?N` makes SQLite compile the statement again at
-/// every new binding of ?N (it plans for the value), which cost a claim a fifth of its CPU;
-/// `+?N` is the same number without it.
+/// every new binding of ?N (it plans for the value): a compile per claim. `+?N` is the same
+/// number without it.
 const LIMIT_2: &str = "+?2";
 
 /// Above this many routing keys a claim uses one candidate query with `IN` instead of one

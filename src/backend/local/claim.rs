@@ -7,9 +7,9 @@
 //! another group's is served, and the queue is never blocked behind it.
 //!
 //! The server's chain (sql/claim.rs) would serve here too, but it costs a local claim
-//! 1.4–1.9× as much at NORMAL (docs/architecture.md, "One claim algorithm?"): a look that
-//! finds nothing is one statement here and three there, and with no network to wait on,
-//! the statements are the whole price of a claim.
+//! more (docs/architecture.md, "One claim algorithm?", has the figures): a look that finds
+//! nothing is one statement here and three there, and with no network to wait on, the
+//! statements are the whole price of a claim.
 
 use libsql::Value;
 

@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn the_checked_in_header_defines_the_same_numbers() {
-        let header = include_str!("../../include/harel_transport.h");
+        let header = include_str!("../../../include/harel_transport.h");
         for (name, value) in [
             ("HAREL_TRANSPORT_VERSION_MAJOR", HAREL_TRANSPORT_VERSION_MAJOR),
             ("HAREL_TRANSPORT_VERSION_MINOR", HAREL_TRANSPORT_VERSION_MINOR),
