@@ -29,6 +29,7 @@ mod claim;
 mod error;
 #[path = "calls/finish.rs"]
 mod finish;
+mod handle;
 #[path = "calls/lease.rs"]
 mod lease;
 #[path = "calls/looks.rs"]
@@ -61,6 +62,7 @@ pub use admin::*;
 pub use claim::*;
 pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};
 pub use finish::*;
+pub use handle::harel_transport;
 pub use lease::{harel_lease, harel_lease_free};
 pub use looks::*;
 pub use message::harel_message;

@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use super::error::harel_error;
-use super::open::{harel_transport, on_handle};
+use super::handle::{harel_transport, on_handle};
 use super::status::harel_status::{self, HAREL_OK};
 use super::args;
 use crate::error::{Error, Result};

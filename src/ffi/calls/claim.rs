@@ -5,8 +5,8 @@
 use std::ffi::c_char;
 
 use super::error::harel_error;
+use super::handle::{harel_transport, on_handle};
 use super::lease::{harel_lease, leases_of, outcomes_of, write_outcomes};
-use super::open::{harel_transport, on_handle};
 use super::ownership::{free_box, ref_from_ptr, to_boxed_mut_ptr, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
 use super::{args, boundary_out};

@@ -4,8 +4,8 @@
 use std::ffi::c_char;
 
 use super::error::harel_error;
+use super::handle::{harel_transport, on_handle};
 use super::lease::{harel_lease, leases_of, outcomes_of, write_outcomes};
-use super::open::{harel_transport, on_handle};
 use super::ownership::{try_mut_from_ptr, try_ref_from_ptr};
 use super::status::harel_status::{self, HAREL_OK};
 use super::args;

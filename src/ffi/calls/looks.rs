@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use super::error::harel_error;
-use super::open::harel_transport;
+use super::handle::harel_transport;
 use super::ownership::{free_box, to_boxed_mut_ptr_keeping, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
 use super::strings_out::{or_minus_one, Strings};

@@ -2,7 +2,7 @@
 //! into one allocation, freed with `harel_metrics_free`.
 
 use super::error::harel_error;
-use super::open::harel_transport;
+use super::handle::harel_transport;
 use super::ownership::{free_box, to_boxed_mut_ptr, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
 use super::{boundary_out, boundary_value};

@@ -11,41 +11,13 @@
 use std::ffi::{c_char, CString};
 
 use super::error::harel_error;
+use super::handle::harel_transport;
 use super::options::harel_options;
-use super::ownership::{
-    free_c_string, ref_from_ptr, take_from_ptr, to_boxed_mut_ptr, to_c_string, try_ref_from_ptr, Boxed, Castable,
-};
+use super::ownership::{free_c_string, ref_from_ptr, take_from_ptr, to_boxed_mut_ptr, to_c_string};
 use super::status::harel_status::{self, HAREL_OK};
-use super::{args, boundary, boundary_out, boundary_value};
+use super::{args, boundary_out, boundary_value};
 use crate::error::Error;
 use crate::{Options, Transport};
-
-/// An open queue (opaque). Made by `harel_transport_open`, freed by
-/// `harel_transport_close`. One handle may be used from several threads at once (each
-/// call reports its own error through its `err`); its calls run one at a time, except
-/// that publishes (`harel_transport_publish`,
-/// `harel_transport_publish_many`) made from several threads while one of them commits
-/// are written together in the next transaction: one commit (one fsync at synchronous
-/// FULL) for all of them, each call still returning its own status, and each returning
-/// only once its messages are committed. To claim in parallel open one handle per thread
-/// or process on the same database. Never close a handle while another thread is using it.
-pub struct harel_transport {
-    _private: [u8; 0],
-}
-
-impl Castable for harel_transport {
-    type Ownership = Boxed;
-    type RustType = Transport;
-}
-
-/// Runs a call on handle `t` inside the boundary.
-pub(crate) fn on_handle(
-    t: *mut harel_transport,
-    err: *mut *mut harel_error,
-    body: impl FnOnce(&Transport) -> crate::Result<harel_status>,
-) -> harel_status {
-    boundary(err, || body(try_ref_from_ptr!(t)))
-}
 
 /// Opens the queue at `database`: a file path (a local libSQL file, WAL journal),
 /// ":memory:", a "libsql://", "http://" or "https://" URL (a libSQL server), or a path

@@ -4,8 +4,8 @@
 use std::ffi::{c_char, c_int};
 
 use super::error::harel_error;
+use super::handle::{harel_transport, on_handle};
 use super::message::{self, harel_message};
-use super::open::{harel_transport, on_handle};
 use super::status::harel_status::{self, HAREL_OK};
 use super::args;
 use crate::error::Result;

@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use super::error::harel_error;
-use super::open::harel_transport;
+use super::handle::harel_transport;
 use super::ownership::try_ref_from_ptr;
 use super::status::harel_status::{self, HAREL_OK};
 use super::{args, boundary};

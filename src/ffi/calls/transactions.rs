@@ -9,7 +9,7 @@
 use std::ffi::{c_char, c_int};
 
 use super::error::harel_error;
-use super::open::harel_transport;
+use super::handle::harel_transport;
 use super::ownership::{try_ref_from_ptr, Registry};
 use super::status::harel_status::{self, HAREL_OK};
 use super::values::{self, harel_rows, harel_value};

@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use std::os::fd::AsRawFd;
 
 use super::error::harel_error;
-use super::open::{harel_transport, on_handle};
+use super::handle::{harel_transport, on_handle};
 use super::ownership::{try_ref_from_ptr, Registry};
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
 use super::{args, boundary, boundary_out, boundary_value};
