@@ -10,6 +10,8 @@ CXX_FLAGS  := -std=c++11 -Wall -Wextra -Werror -pedantic
 C_EXAMPLES := $(BUILD)/examples/c
 C_TESTS    := $(BUILD)/tests/c
 C_LINK     := -Iinclude -L$(RELEASE_DIR) -lharel_transport -Wl,-rpath,$(abspath $(RELEASE_DIR))
+# test_abi: the runner and one file a method group (docs/architecture.md).
+C_ABI_SRCS := tests/c/harness.c $(sort $(wildcard tests/c/test_*.c))
 VALGRIND   := valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
 
 examples-c: lib
@@ -20,7 +22,7 @@ examples-c: lib
 
 test-c: lib c-tools examples-c
 	@mkdir -p $(C_TESTS)
-	$(CC) $(C_FLAGS) -g -DEXPECTED_VERSION='"$(VERSION)"' tests/c/test_abi.c $(C_LINK) \
+	$(CC) $(C_FLAGS) -g -DEXPECTED_VERSION='"$(VERSION)"' $(C_ABI_SRCS) $(C_LINK) \
 		-pthread -lm -o $(C_TESTS)/test_abi
 	$(call timed,10,$(C_TESTS)/test_abi)
 	$(CC) $(C_FLAGS) tests/c/header_check.c $(C_LINK) -o $(C_TESTS)/header_check_c

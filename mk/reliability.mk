@@ -24,7 +24,7 @@ C_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:strict_string_checks=1
 test-c-asan: lib
 	@mkdir -p $(C_ASAN_DIR)
 	$(CC) $(C_FLAGS) -g -O1 -fsanitize=address -fno-omit-frame-pointer -DEXPECTED_VERSION='"$(VERSION)"' \
-		tests/c/test_abi.c $(C_LINK) -pthread -lm -o $(C_ASAN_DIR)/test_abi
+		$(C_ABI_SRCS) $(C_LINK) -pthread -lm -o $(C_ASAN_DIR)/test_abi
 	$(C_ASAN_ENV) $(call timed,10,$(C_ASAN_DIR)/test_abi)
 
 # ---- the fuzzer -------------------------------------------------------------------------------

@@ -18,7 +18,8 @@
 //
 // The files: lib/native.js loads the library and declares its functions; lib/transport.js
 // is the Transport (open, close, and what every call goes through); lib/methods/ holds its
-// methods by group, added to the class here; lib/calls.js runs a C call and maps its error
+// other methods, a file per group of docs/architecture.md's glossary (the names every face
+// shares), added to the class here; lib/calls.js runs a C call and maps its error
 // (lib/errors.js), after the checks of lib/args.js, its out-parameters in the memory of
 // lib/slots.js; lib/lease.js turns leases both ways; lib/message.js checks a message's
 // arguments; lib/tx.js is a transaction (begin()'s Tx); lib/waiting.js waits, with the
@@ -34,12 +35,11 @@ const METHODS = [
   require('./lib/methods/publish'),
   require('./lib/methods/claim'),
   require('./lib/methods/finish'),
-  require('./lib/methods/extend'),
+  require('./lib/methods/looks'),
   require('./lib/methods/admin'),
-  require('./lib/methods/inspect'),
-  require('./lib/methods/metrics'),
-  require('./lib/methods/transaction'),
   require('./lib/methods/shards'),
+  require('./lib/methods/transactions'),
+  require('./lib/methods/metrics'),
 ];
 
 // Added as a class body adds its own: not enumerable.

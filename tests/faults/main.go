@@ -183,7 +183,7 @@ func main() {
 		for r := 0; r < *rounds; r++ {
 			for i := range chosen {
 				// An episode whose setup failed (sqld 0.24 can stall every writer for
-				// tens of seconds on a loaded machine: README, "Stalls of sqld 0.24") is
+				// tens of seconds on a loaded machine: docs/server.md, "Stalls of sqld 0.24 under contention") is
 				// run once more with new cells before the fault; a failure after it counts.
 				var cs []*cell
 				var err error

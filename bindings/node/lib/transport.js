@@ -1,7 +1,8 @@
 'use strict';
 // The Transport: opening and closing a queue, and what every call goes through (the
-// transport's calls in flight, its JS clock, its waiting claims). Its methods are grouped in
-// lib/methods/, which index.js adds to the class.
+// transport's calls in flight, its JS clock, its waiting claims). Its other methods are in
+// lib/methods/, a file per group of docs/architecture.md's glossary, which index.js adds to
+// the class; the open group's stay here, with the private state they set up and tear down.
 
 const { STATUS, HarelError, argumentError, closedError } = require('./errors');
 const { load } = require('./native');
@@ -26,13 +27,14 @@ function noop() {}
 
 // How lib/methods/ reach a Transport's private members, given the transport: call
 // (#call), clocked (#clocked), waiting (a waiting claim on it: Waits.claim in
-// lib/waiting.js), now (the time by its clock), handleNow (its handle for a call made
-// here on the main thread, one that never waits) and txCall (a call of one of its
-// transactions: counted in flight, and in turn with a JS clock if it reads it). The
-// class's static block sets them.
+// lib/waiting.js), interruptWaits (the end of its waiting claims: Waits.interrupt), now
+// (the time by its clock), handleNow (its handle for a call made here on the main thread,
+// one that never waits) and txCall (a call of one of its transactions: counted in flight,
+// and in turn with a JS clock if it reads it). The class's static block sets them.
 let call;
 let clocked;
 let waiting;
+let interruptWaits;
 let now;
 let handleNow;
 let txCall;
@@ -149,17 +151,6 @@ class Transport {
   }
 
   /**
-   * Ends the waits of the claims made so far on this transport: each rejects with
-   * HAREL_ERR_INTERRUPTED (or resolves its leases, had it claimed meanwhile). Claims made
-   * later wait as usual.
-   */
-  interrupt() {
-    // The binding's own waiting claims (no C call of theirs waits), so not
-    // harel_transport_interrupt.
-    this.#waits.interrupt();
-  }
-
-  /**
    * Closes the transport once the calls already made on it have finished (claims that wait
    * are interrupted first): the handle is never closed while a call uses it. Calls made
    * after close() reject with HAREL_ERR_CLOSED. Calling close() again returns the same
@@ -244,6 +235,7 @@ class Transport {
     call = (transport, what, readsClock, prepare) => transport.#call(what, readsClock, prepare);
     clocked = (transport, step) => transport.#clocked(step);
     waiting = (transport, ...args) => transport.#waits.claim(...args);
+    interruptWaits = (transport) => transport.#waits.interrupt();
     now = (transport) => (transport.#clock ? transport.#clock.read() : Date.now() / 1000);
     handleNow = (transport, what) => {
       if (transport.#closed) throw closedError(what);
@@ -255,4 +247,4 @@ class Transport {
   }
 }
 
-module.exports = { Transport, call, clocked, waiting, now, handleNow, txCall };
+module.exports = { Transport, call, clocked, waiting, interruptWaits, now, handleNow, txCall };

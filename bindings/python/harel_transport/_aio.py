@@ -27,7 +27,7 @@ import functools
 from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from ._args import _int32, _max, _routing_keys, _seconds, _text
+from ._args import ClaimArgs, _max, _seconds
 from ._errors import HarelError
 from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
 from ._keepalive import AsyncKeepAlive, beats
@@ -195,22 +195,17 @@ class AsyncTransport:
         """`Transport.claim`: a wait holds no thread, only the task (see the module).
         Cancelling the task ends the wait, leaving no lease behind."""
         cancels = cancels_of(cancel)
-        w = _text("worker_id", worker_id)
-        v = _seconds("visibility", visibility)
-        p = _int32("min_priority", min_priority)
-        keys, n, keep = _routing_keys(routing_keys)
+        a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
         seconds = _seconds("wait", wait)
         if waits_for(seconds):
             t, fn, never = self._t, self._t._lib.harel_transport_claim_wait, self._waits.cancel
 
             def call(handle: int) -> Optional[Lease]:  # a look, and a claim if it found work
-                return t._lease(handle, fn, w, v, p, keys, n, 0.0, never)
+                return t._lease(handle, fn, *a.c, 0.0, never)
 
-            return await self._waits.claim("claim", call, None, p, keys, n, keep, seconds, cancels)
+            return await self._waits.claim("claim", call, None, a, seconds, cancels)
         caller = Cancel._for_caller()
-        return await self._claiming(
-            self._t._claim, worker_id, visibility, min_priority, routing_keys, wait, cancels + (caller,), caller=caller
-        )
+        return await self._claiming(self._t._claim, a, seconds, cancels + (caller,), caller=caller)
 
     async def claim_many(
         self,
@@ -226,24 +221,18 @@ class AsyncTransport:
         """`Transport.claim_many`: a wait holds no thread, only the task (see the module).
         Cancelling the task ends the wait, leaving no lease behind."""
         cancels = cancels_of(cancel)
-        w = _text("worker_id", worker_id)
-        v = _seconds("visibility", visibility)
-        p = _int32("min_priority", min_priority)
-        keys, n, keep = _routing_keys(routing_keys)
+        a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
         m = _max(max)
         seconds = _seconds("wait", wait)
         if waits_for(seconds):
             t, fn, never = self._t, self._t._lib.harel_transport_claim_many, self._waits.cancel
 
             def call(handle: int) -> List[Lease]:  # a look, and a claim if it found work
-                return t._leases(handle, fn, m, w, v, p, keys, n, m, 0.0, never)
+                return t._leases(handle, fn, m, *a.c, m, 0.0, never)
 
-            return await self._waits.claim("claim_many", call, [], p, keys, n, keep, seconds, cancels)
+            return await self._waits.claim("claim_many", call, [], a, seconds, cancels)
         caller = Cancel._for_caller()
-        return await self._claiming(
-            self._t._claim_many, worker_id, visibility, min_priority, routing_keys, max, wait, cancels + (caller,),
-            caller=caller,
-        )
+        return await self._claiming(self._t._claim_many, a, m, seconds, cancels + (caller,), caller=caller)
 
     async def ack_and_claim(
         self,

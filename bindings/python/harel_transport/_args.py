@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from ctypes import c_char_p, c_int64
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ._errors import ArgumentError
 from ._inspect import GROUP_STATES, MAX_PAGE
@@ -110,6 +110,11 @@ def _limit(value: Any) -> int:
     if not 0 <= value <= _SIZE_MAX:
         raise ArgumentError(f"limit is {value}; it must be 1..{MAX_PAGE}")
     return value
+
+
+def _page(cursor: Any, limit: Any) -> Tuple[Optional[bytes], int]:
+    """A listing's (cursor, limit), for groups, peek and dead_letters."""
+    return _optional_text("cursor", cursor), _limit(limit)
 
 
 def _max(value: Any) -> int:
@@ -236,3 +241,31 @@ def _routing_keys(value: Any) -> Tuple[Any, int, List[bytes]]:
     if not encoded:
         return None, 0, encoded
     return (c_char_p * len(encoded))(*encoded), len(encoded), encoded
+
+
+class ClaimArgs(NamedTuple):
+    """The arguments every claim takes (worker_id, visibility, min_priority, routing_keys),
+    checked and converted in one place for every claiming call, sync, async and harel's."""
+
+    worker_id: bytes
+    visibility: float
+    min_priority: int
+    routing_keys: Any  # a const char** array or None
+    n_routing_keys: int
+    keys: List[bytes]  # what routing_keys points to: a wait's filter
+
+    @classmethod
+    def read(cls, worker_id: Any, visibility: Any, min_priority: Any, routing_keys: Any) -> "ClaimArgs":
+        """Checked in this order, so the first bad argument is the one named."""
+        return cls(
+            _text("worker_id", worker_id),
+            _seconds("visibility", visibility),
+            _int32("min_priority", min_priority),
+            *_routing_keys(routing_keys),
+        )
+
+    @property
+    def c(self) -> Tuple[bytes, float, int, Any, int]:
+        """The arguments in the order of every C claim: worker_id, visibility, min_priority,
+        routing_keys, n_routing_keys."""
+        return self.worker_id, self.visibility, self.min_priority, self.routing_keys, self.n_routing_keys

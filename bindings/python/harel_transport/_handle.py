@@ -221,6 +221,15 @@ class _Handle:
             _raise(self._lib, status, err, cell)
         return status
 
+    def _call_out(self, what: str, fn: Any, free: Any, out: Any, copy: Any, *args: Any) -> Any:
+        """Calls ``fn(handle, *args, &out, &err)`` as `_call`, copies ``out`` with `copy`,
+        and frees it with `free` whatever happens: a look's or the metrics' result."""
+        try:
+            self._call(what, fn, *args, byref(out))
+            return copy(out.contents)
+        finally:
+            free(out)  # NULL (after an error) does nothing
+
     def close(self) -> None:
         """Closes the transport once the calls in progress (on other threads) have
         returned, ending the waits of waiting claims first (they raise

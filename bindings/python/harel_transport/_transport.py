@@ -11,16 +11,18 @@ from ._methods.admin import AdminMethods
 from ._methods.claim import ClaimMethods
 from ._methods.finish import FinishMethods
 from ._methods.looks import LookMethods
+from ._methods.metrics import MetricsMethods
 from ._methods.publish import PublishMethods
 from ._methods.shards import ShardMethods
-from ._methods.transaction import TransactionMethods
+from ._methods.transactions import TransactionMethods
 from ._values import PathType
 
 __all__ = ["Transport"]
 
 
 class Transport(
-    PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminMethods, TransactionMethods, ShardMethods
+    PublishMethods, ClaimMethods, FinishMethods, LookMethods, AdminMethods, TransactionMethods, ShardMethods,
+    MetricsMethods,
 ):
     """An open queue: a local libSQL file (WAL), ``":memory:"``, a libSQL server
     (``libsql://``, ``http://``, ``https://``), or an embedded replica (a path and

@@ -39,6 +39,7 @@ from ctypes import byref, c_int, c_void_p
 from typing import Any, Callable, Deque, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import _native
+from ._args import ClaimArgs
 from ._errors import TransportClosedError, WaitInterruptedError
 from ._handle import _raise
 from ._values import Lease, _leases_in
@@ -152,12 +153,11 @@ class _Link:
 class _Watcher:
     """One watch on one loop: its FIFO of waiting calls, its reader and its relays."""
 
-    def __init__(self, waits: "AsyncWaits", loop: asyncio.AbstractEventLoop, key: Filter, keys: Any, n: int,
-                 keep: List[bytes]) -> None:
+    def __init__(self, waits: "AsyncWaits", loop: asyncio.AbstractEventLoop, key: Filter, a: ClaimArgs) -> None:
         self._waits = waits
         self.loop = loop
         self.key = key
-        self._keys = (keys, n, keep)  # the C array and the bytes it points to, for the watch
+        self._args = a  # the filter's C array (and the bytes it points to), for the watch
         self.watch: Optional[_Watch] = None
         self.failed: Optional[BaseException] = None  # why the watch could not be made
         self.waiters: Set[_Waiter] = set()  # every call waiting here, those in their first claim included
@@ -183,8 +183,8 @@ class _Watcher:
         return self.loop.run_in_executor(self._waits.executor, fn, *args)
 
     async def _open(self) -> None:
-        keys, n, _keep = self._keys
-        job = self._run(_Watch, self._waits.t, "claim", self.key[0], keys, n)
+        a = self._args
+        job = self._run(_Watch, self._waits.t, "claim", a.min_priority, a.routing_keys, a.n_routing_keys)
         try:
             watch = await asyncio.shield(job)
         except asyncio.CancelledError:  # the loop is ending: free what the job makes
@@ -437,28 +437,28 @@ class AsyncWaits:
         if self._watchers.get((watcher.loop, watcher.key)) is watcher:
             del self._watchers[(watcher.loop, watcher.key)]
 
-    def _watcher(self, loop: asyncio.AbstractEventLoop, min_priority: int, keys: Any, n: int,
-                 keep: List[bytes]) -> _Watcher:
+    def _watcher(self, loop: asyncio.AbstractEventLoop, a: ClaimArgs) -> _Watcher:
         for (other, _), stale in list(self._watchers.items()):
             if other.is_closed():  # a loop that ended without closing the transport
                 self.forget(stale)
                 stale.drop_off_loop()
-        key: Filter = (min_priority, frozenset(keep))
+        key: Filter = (a.min_priority, frozenset(a.keys))
         watcher = self._watchers.get((loop, key))
         if watcher is None:
-            watcher = _Watcher(self, loop, key, keys, n, list(keep))
+            watcher = _Watcher(self, loop, key, a)
             self._watchers[(loop, key)] = watcher
         return watcher
 
-    async def claim(self, what: str, call: Callable[[int], Any], empty: Any, min_priority: int, keys: Any, n: int,
-                    keep: List[bytes], seconds: float, cancels: Tuple[Cancel, ...]) -> Any:
-        """A claim that waits up to `seconds` (finite, > 0) on the loop, holding no thread."""
+    async def claim(self, what: str, call: Callable[[int], Any], empty: Any, a: ClaimArgs, seconds: float,
+                    cancels: Tuple[Cancel, ...]) -> Any:
+        """A claim that waits up to `seconds` (finite, > 0) on the loop, holding no thread,
+        on the watch of `a`'s filter."""
         loop = asyncio.get_running_loop()
         if self.t.closed:
             raise TransportClosedError(f"{what}: the transport is closed")
         if any(c.fired for c in cancels):
             raise WaitInterruptedError(CANCELLED)
-        watcher = self._watcher(loop, min_priority, keys, n, keep)
+        watcher = self._watcher(loop, a)
         w = _Waiter(what, call, empty, loop.create_future(), self.interrupts)
         link = _Link(loop, watcher, w)
         for c in cancels:

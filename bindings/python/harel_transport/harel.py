@@ -80,7 +80,7 @@ from harel.engine.transport.base import Lease
 from harel.spec.states import Event
 
 from ._aio import AsyncTransport as _NativeAsyncTransport
-from ._args import _int32, _seconds, _text
+from ._args import ClaimArgs, _seconds
 from ._errors import ArgumentError, HarelError, LeaseLostError
 from ._prefetch import Pending as _Pending
 from ._prefetch import Prefetch, fresh, prefetch_size
@@ -194,9 +194,7 @@ def _plain(held: Prefetch, defer_ack: bool) -> bool:
 def _claim_args(worker_id: Any, visibility: Any, floor: Any) -> None:
     """The types a held lease is matched by (its worker, floor and visibility), checked as
     the native claim checks them; the values are the library's to judge."""
-    _text("worker_id", worker_id)
-    _seconds("visibility", visibility)
-    _int32("min_priority", floor)
+    ClaimArgs.read(worker_id, visibility, floor, None)
 
 
 def _report(pending: List[_Pending], acked: List[Optional[HarelError]]) -> None:

@@ -1,6 +1,6 @@
 'use strict';
 // Claiming: claim and claimMany, waiting or not, and the worker loop's ackAndClaim and
-// ackAndClaimMany, which ack in the same transaction.
+// ackAndClaimMany, which ack in the same transaction; interrupt, which ends the waits.
 
 const { STATUS, argumentError } = require('../errors');
 const {
@@ -8,7 +8,7 @@ const {
 } = require('../args');
 const { callChecked } = require('../calls');
 const { leaseStruct, leaseStructs, takeLeases, leaseOf, ackOutcomes } = require('../lease');
-const { call, clocked, waiting } = require('../transport');
+const { call, clocked, waiting, interruptWaits } = require('../transport');
 
 const CLAIM_OPTIONS = ['visibility', 'minPriority', 'routingKeys'];
 const WAITING_CLAIM_OPTIONS = [...CLAIM_OPTIONS, 'wait', 'signal'];
@@ -142,5 +142,16 @@ module.exports = {
         return Object.freeze({ acked: ackOutcomes('ackAndClaimMany', leases, statuses), leases: next });
       };
     });
+  },
+
+  /**
+   * Ends the waits of the claims made so far on this transport: each rejects with
+   * HAREL_ERR_INTERRUPTED (or resolves its leases, had it claimed meanwhile). Claims made
+   * later wait as usual.
+   */
+  interrupt() {
+    // The binding's own waiting claims (no C call of theirs waits), so not
+    // harel_transport_interrupt.
+    interruptWaits(this);
   },
 };

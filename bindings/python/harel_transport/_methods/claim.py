@@ -9,7 +9,7 @@ from ctypes import POINTER, byref, c_int32, c_size_t, c_void_p
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from .. import _native
-from .._args import _int32, _max, _routing_keys, _seconds, _text
+from .._args import ClaimArgs, _max, _seconds
 from .._errors import TransportClosedError, WaitInterruptedError
 from .._handle import _Handle
 from .._leases import _copy_lease, _lease_arg, _lease_args, _leases_out, _outcomes
@@ -40,21 +40,17 @@ class ClaimMethods(_Handle):
         ms, a lease's or park's end at that instant. It holds no lock while it waits, and
         the transport's other calls go ahead. `cancel` (a `Cancel`), `interrupt()` and
         `close()` end the wait early: `WaitInterruptedError`, nothing claimed."""
-        return self._claim(worker_id, visibility, min_priority, routing_keys, wait, cancels_of(cancel))
+        cancels = cancels_of(cancel)
+        a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
+        return self._claim(a, _seconds("wait", wait), cancels)
 
-    def _claim(self, worker_id: Any, visibility: Any, min_priority: Any, routing_keys: Any, wait: Any,
-               cancels: Tuple[Cancel, ...]) -> Optional[Lease]:
-        w = _text("worker_id", worker_id)
-        v = _seconds("visibility", visibility)
-        p = _int32("min_priority", min_priority)
-        keys, n, _keep = _routing_keys(routing_keys)
-        seconds = _seconds("wait", wait)
+    def _claim(self, a: ClaimArgs, seconds: float, cancels: Tuple[Cancel, ...]) -> Optional[Lease]:
         lib = self._lib
 
         def call(handle: int, seconds: float, cancel: Optional[int]) -> Optional[Lease]:
             if seconds == 0 and cancel is None:  # no wait to end: the plain claim
-                return self._lease(handle, lib.harel_transport_claim, w, v, p, keys, n)
-            return self._lease(handle, lib.harel_transport_claim_wait, w, v, p, keys, n, seconds, cancel)
+                return self._lease(handle, lib.harel_transport_claim, *a.c)
+            return self._lease(handle, lib.harel_transport_claim_wait, *a.c, seconds, cancel)
 
         return self._waiting("claim", seconds, cancels, call)
 
@@ -74,20 +70,16 @@ class ClaimMethods(_Handle):
         after another; an empty list when nothing is deliverable (within `wait`). `wait`
         and `cancel` as for `claim`. Each lease is finished on its own (`ack`, `nack`) or
         with the others (`ack_many`, `ack_and_claim_many`)."""
-        return self._claim_many(worker_id, visibility, min_priority, routing_keys, max, wait, cancels_of(cancel))
-
-    def _claim_many(self, worker_id: Any, visibility: Any, min_priority: Any, routing_keys: Any, max: Any,
-                    wait: Any, cancels: Tuple[Cancel, ...]) -> List[Lease]:
-        w = _text("worker_id", worker_id)
-        v = _seconds("visibility", visibility)
-        p = _int32("min_priority", min_priority)
-        keys, n, _keep = _routing_keys(routing_keys)
+        cancels = cancels_of(cancel)
+        a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
         m = _max(max)
-        seconds = _seconds("wait", wait)
+        return self._claim_many(a, m, _seconds("wait", wait), cancels)
+
+    def _claim_many(self, a: ClaimArgs, m: int, seconds: float, cancels: Tuple[Cancel, ...]) -> List[Lease]:
         lib = self._lib
 
         def call(handle: int, seconds: float, cancel: Optional[int]) -> List[Lease]:
-            return self._leases(handle, lib.harel_transport_claim_many, m, w, v, p, keys, n, m, seconds, cancel)
+            return self._leases(handle, lib.harel_transport_claim_many, m, *a.c, m, seconds, cancel)
 
         return self._waiting("claim_many", seconds, cancels, call)
 
@@ -168,13 +160,10 @@ class ClaimMethods(_Handle):
         commit instead of two). None: acked, nothing deliverable. If the ack fails
         (`LeaseLostError`, ...), nothing is claimed."""
         arg = _lease_arg(lease)
-        w = _text("worker_id", worker_id)
-        v = _seconds("visibility", visibility)
-        p = _int32("min_priority", min_priority)
-        keys, n, _keep = _routing_keys(routing_keys)
+        a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
         handle = self._enter("ack_and_claim")
         try:
-            return self._lease(handle, self._lib.harel_transport_ack_and_claim, byref(arg), w, v, p, keys, n)
+            return self._lease(handle, self._lib.harel_transport_ack_and_claim, byref(arg), *a.c)
         finally:
             self._leave()
 
@@ -194,16 +183,13 @@ class ClaimMethods(_Handle):
         nothing is deliverable), and `ack_many`'s outcomes (a lost lease does not stop the
         claim). On an exception nothing was acked or claimed."""
         items, _args, array = _lease_args(leases)
-        w = _text("worker_id", worker_id)
-        v = _seconds("visibility", visibility)
-        p = _int32("min_priority", min_priority)
-        keys, n, _keep = _routing_keys(routing_keys)
+        a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
         m = _max(max)
         outcomes = (c_int32 * len(items))()
         handle = self._enter("ack_and_claim_many")
         try:
             fn = self._lib.harel_transport_ack_and_claim_many
-            claimed = self._leases(handle, fn, m, array, len(items), outcomes, w, v, p, keys, n, m)
+            claimed = self._leases(handle, fn, m, array, len(items), outcomes, *a.c, m)
         finally:
             self._leave()
         return AckAndClaimResult(claimed, _outcomes(items, outcomes))

@@ -1,14 +1,13 @@
 """A look inside, claiming nothing: `stats`, and pages of `groups`, `peek` (a group's
-messages) and `dead_letters`, copied out of what the library hands out (`_inspect`); and
-`metrics`, what this transport counted (`_metrics`)."""
+messages) and `dead_letters`, copied out of what the library hands out (`_inspect`)."""
 
 from __future__ import annotations
 
-from ctypes import POINTER, byref
-from typing import Any, Optional
+from ctypes import POINTER
+from typing import Optional
 
 from .. import _native
-from .._args import _group_state, _limit, _optional_text, _text
+from .._args import _group_state, _optional_text, _page, _text
 from .._handle import _Handle
 from .._inspect import (
     DeadLetter,
@@ -21,20 +20,10 @@ from .._inspect import (
     copy_message_page,
     copy_stats,
 )
-from .._metrics import Metrics, copy_metrics
 
 
 class LookMethods(_Handle):
-    """stats, groups, peek, dead_letters, metrics."""
-
-    def _look(self, what: str, fn: Any, free: Any, out: Any, copy: Any, *args: Any) -> Any:
-        """Calls ``fn(handle, *args, &out, &err)``, copies ``out`` with `copy`, and frees
-        it with `free` whatever happens."""
-        try:
-            self._call(what, fn, *args, byref(out))
-            return copy(out.contents)
-        finally:
-            free(out)  # NULL (after an error) does nothing
+    """stats, groups, peek, dead_letters."""
 
     def stats(self) -> Stats:
         """Exact counts of the queue now: messages, groups ready, leased, parked and
@@ -43,15 +32,7 @@ class LookMethods(_Handle):
         write lock and holds up no claim."""
         out = POINTER(_native.HarelStats)()
         lib = self._lib
-        return self._look("stats", lib.harel_transport_stats, lib.harel_stats_free, out, copy_stats)
-
-    def metrics(self) -> Metrics:
-        """What this transport counted since it was opened: messages published, claimed,
-        acked, nacked, parked and dead-lettered, lost leases, busy retries, and a latency
-        histogram per operation. Reads memory only: no database access, no lock."""
-        out = POINTER(_native.HarelMetrics)()
-        lib = self._lib
-        return self._look("metrics", lib.harel_transport_metrics, lib.harel_metrics_free, out, copy_metrics)
+        return self._call_out("stats", lib.harel_transport_stats, lib.harel_stats_free, out, copy_stats)
 
     def groups(
         self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
@@ -61,11 +42,10 @@ class LookMethods(_Handle):
         `cursor`: None for the first page, else the `Page.next` of the page before;
         `limit`: 1..10000."""
         s = _group_state(state)
-        c = _optional_text("cursor", cursor)
-        n = _limit(limit)
+        c, n = _page(cursor, limit)
         out = POINTER(_native.HarelGroupPage)()
         lib = self._lib
-        return self._look(
+        return self._call_out(
             "groups", lib.harel_transport_groups, lib.harel_group_page_free, out, copy_group_page, s, c, n
         )
 
@@ -73,11 +53,10 @@ class LookMethods(_Handle):
         """A page of `group_id`'s messages, oldest first, claiming nothing (an unknown
         group: an empty page). `cursor` and `limit` as for `groups`."""
         g = _text("group_id", group_id)
-        c = _optional_text("cursor", cursor)
-        n = _limit(limit)
+        c, n = _page(cursor, limit)
         out = POINTER(_native.HarelMessagePage)()
         lib = self._lib
-        return self._look(
+        return self._call_out(
             "peek", lib.harel_transport_peek, lib.harel_message_page_free, out, copy_message_page, g, c, n
         )
 
@@ -87,10 +66,9 @@ class LookMethods(_Handle):
         """A page of dead letters in the order they had in the queue: `group_id`'s only, or
         every group's (None). `cursor` and `limit` as for `groups`."""
         g = _optional_text("group_id", group_id)
-        c = _optional_text("cursor", cursor)
-        n = _limit(limit)
+        c, n = _page(cursor, limit)
         out = POINTER(_native.HarelDeadPage)()
         lib = self._lib
-        return self._look(
+        return self._call_out(
             "dead_letters", lib.harel_transport_dead_letters, lib.harel_dead_page_free, out, copy_dead_page, g, c, n
         )

@@ -1,12 +1,7 @@
 package harel
 
-import (
-	"encoding/json"
-	"time"
-)
-
-// When a message keeps failing: the dead letters (a table beside the queue), what a worker
-// and an operator do with them, and the operator's purges and release. Each method is one
+// The operator's writes: dead letters redriven or purged (which ones: DeadLetters), a
+// group's messages or every message purged, a stuck group released. Each method is one
 // transaction of the library.
 
 // DeadLetters says which dead letters Redrive or PurgeDead takes: exactly one of all of
@@ -33,39 +28,6 @@ func DeadLettersOfGroup(groupID string) DeadLetters {
 // queue opened with OpenShards, Redrive and PurgeDead refuse this selection (ErrArgument).
 func DeadLettersBySeq(seqs ...int64) DeadLetters {
 	return DeadLetters{seqs: append([]int64(nil), seqs...)}
-}
-
-// DeadLetter is a message moved out of its group: by WithMaxAttempts, by a worker's
-// DeadLetter, or by a claim that met text another program stored that is not UTF-8 (its
-// invalid bytes show as U+FFFD here).
-type DeadLetter struct {
-	// Seq is the message's seq in the queue before it died.
-	Seq int64
-	// GroupID is its group, every byte of it.
-	GroupID string
-	// Event is its JSON text, byte for byte.
-	Event json.RawMessage
-	// Attempts is how many times it had been claimed.
-	Attempts int
-	// LastWorker is the worker that held it last; "" when it was parked or never claimed.
-	LastWorker string
-	// Reason says why it died: the worker's reason, or the library's.
-	Reason string
-	// DeadAt is when it was moved, by the Transport's clock.
-	DeadAt time.Time
-	// Shard is the shard the dead letter is on (OpenShards); 0 when the queue is not
-	// sharded. Its Seq is that shard's: DeadLettersBySeq is refused on a sharded queue.
-	Shard int
-}
-
-// DeadLetter moves the leased message to the dead letters with reason (not empty), for a
-// worker that knows the message will never succeed; its group goes on with the next
-// message at once. The lease is over, as after Ack. It reads the lease as Ack does.
-//
-// Errors: ErrLeaseLost (as Ack's; nothing changed), ErrArgument (as Ack's, or reason empty,
-// holding a NUL byte or invalid UTF-8), ErrBusy, ErrDatabase, ErrClosed.
-func (t *Transport) DeadLetter(lease *Lease, reason string) error {
-	return t.call(func(h cTransport) error { return h.deadLetter(lease, reason) })
 }
 
 // Redrive moves the selected dead letters back into their groups as the newest messages

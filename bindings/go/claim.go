@@ -1,22 +1,49 @@
 package harel
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"sync"
-	"time"
-)
-
-// The worker loop: claims that wait for work, in batches, and leases kept alive while a
-// handler runs.
+// The claims: a lease now (Claim), after an ack in the same transaction (AckAndClaim,
+// AckAndClaimMany), waiting for work (ClaimWait) and in batches (ClaimMany).
 //
 //	leases, err := t.ClaimMany(ctx, "w1", 30*time.Second, 10, 20*time.Second)
 //	// handle each lease.Event, then one commit for the acks and the next batch:
 //	leases, lost, err = t.AckAndClaimMany(leases, "w1", 30*time.Second, 10)
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
 // MaxClaim is the largest batch ClaimMany and AckAndClaimMany take (max: 1..MaxClaim).
 const MaxClaim = 1000
+
+// Claim leases one message to workerID for visibility: the oldest message of the group
+// that has waited longest among those with nothing in flight (and, with ClaimOptions, a
+// priority at least WithMinPriority and a routing key among WithRoutingKeys). Until the lease
+// lapses no other message of that group is handed out; finish it with Ack or Nack.
+//
+// Claim returns (nil, nil) when nothing is deliverable now. An empty queue is the normal
+// state a worker polls, not a failure (the library reports it as the non-error status
+// HAREL_EMPTY), so err stays reserved for things that went wrong and a worker loop reads:
+//
+//	lease, err := t.Claim("w1", 30*time.Second)
+//	if err != nil { return err }
+//	if lease == nil { time.Sleep(poll); continue }
+//
+// To wait for work instead of polling, use ClaimWait or ClaimMany.
+//
+// Errors: ErrArgument (workerID empty, "__parked__" or "__delayed__" (reserved), visibility
+// <= 0, a bad priority or routing key, a NUL byte or invalid UTF-8 in a string), ErrBusy,
+// ErrDatabase, ErrClosed.
+func (t *Transport) Claim(workerID string, visibility time.Duration, opts ...ClaimOption) (*Lease, error) {
+	cc := claimOptions(opts)
+	var lease *Lease
+	err := t.call(func(h cTransport) (err error) {
+		lease, err = h.claim(workerID, visibility, cc.minPriority, cc.routingKeys)
+		return err
+	})
+	return lease, err
+}
 
 // ClaimWait is Claim, waiting up to wait for something deliverable: it returns as soon as a
 // lease is had, and nil, nil when nothing came within wait (0 looks once, as Claim). While
@@ -60,21 +87,20 @@ func (t *Transport) ClaimMany(ctx context.Context, workerID string, visibility t
 	return leases, err
 }
 
-// AckMany acks leases in one transaction (one commit), in order. acked has an element per
-// lease: nil when it was acked, or an error matching ErrLeaseLost when it was lost (as Ack
-// would report it; nothing of it changed) while the others were acked all the same; on a
-// sharded queue, a lease of a shard whose transaction failed has that error (ErrBusy, ...:
-// not acked, still held). err is the whole call's: then nothing was acked and acked is
-// nil. An empty leases does nothing.
+// AckAndClaim acks lease and claims the next message for workerID in one transaction: a
+// worker loop with one commit per message instead of two (at synchronous FULL, half the
+// fsyncs). It returns the next lease, or nil, nil when the ack succeeded and nothing is
+// deliverable. If the ack fails, nothing is claimed.
 //
-// Errors: ErrArgument (a lease nil or as for Ack, named by its index "leases[2]"; nothing
-// was acked), ErrBusy, ErrDatabase, ErrConnect, ErrClosed.
-func (t *Transport) AckMany(leases []*Lease) (acked []error, err error) {
-	err = t.call(func(h cTransport) (err error) {
-		acked, err = h.ackMany(leases)
+// Errors: as Ack's and Claim's.
+func (t *Transport) AckAndClaim(lease *Lease, workerID string, visibility time.Duration, opts ...ClaimOption) (*Lease, error) {
+	cc := claimOptions(opts)
+	var next *Lease
+	err := t.call(func(h cTransport) (err error) {
+		next, err = h.ackAndClaim(lease, workerID, visibility, cc.minPriority, cc.routingKeys)
 		return err
 	})
-	return acked, err
+	return next, err
 }
 
 // AckAndClaimMany is AckMany and then ClaimMany without waiting, in one transaction: a
@@ -91,87 +117,6 @@ func (t *Transport) AckAndClaimMany(leases []*Lease, workerID string, visibility
 		return err
 	})
 	return next, acked, err
-}
-
-// Extend makes lease run to now + visibility and sets lease.LockExpiry to its new end: a
-// handler that runs longer than its visibility keeps its message (see KeepAlive, which
-// does it periodically). A lease that lapsed but that no other worker claimed since is
-// still this worker's, and is extended.
-//
-// Errors: ErrLeaseLost (acked or nacked already, or it lapsed and another worker claimed
-// the message; nothing changed), ErrArgument (as for Ack, or visibility <= 0), ErrBusy,
-// ErrDatabase, ErrConnect, ErrClosed.
-func (t *Transport) Extend(lease *Lease, visibility time.Duration) error {
-	return t.call(func(h cTransport) error { return h.extend(lease, visibility) })
-}
-
-// KeepAlive keeps lease for as long as a handler works on it: every visibility/3 it extends
-// the lease to now + visibility, until stop is called or ctx is done. The context it
-// returns, derived from ctx, is cancelled if an extension fails (the lease lost to another
-// worker, the database busy beyond its timeout, the Transport closed): the handler should
-// then give up, as another worker may have the message. stop ends the heartbeat, waits
-// for an extension in progress, copies the lease's latest end into lease.LockExpiry, and
-// returns the error that ended the heartbeat (one matching ErrLeaseLost for a lost lease),
-// or nil if the lease was kept throughout; calling it again returns the same.
-//
-//	ctx, stop := t.KeepAlive(ctx, lease, 30*time.Second)
-//	err := handle(ctx, lease.Event)
-//	if lost := stop(); lost != nil {
-//		return lost // not ours any more: do not ack
-//	}
-//	return t.Ack(lease)
-//
-// Call stop before finishing the lease (an extension after the Ack would find it lost).
-// Until stop returns, the heartbeat works on its own copy of the lease: the handler may
-// read lease meanwhile. The errors are Extend's; a nil lease, or a visibility whose third
-// is not a positive duration, is ErrArgument at once (the context is returned done).
-func (t *Transport) KeepAlive(ctx context.Context, lease *Lease, visibility time.Duration) (context.Context, func() error) {
-	kept, cancel := context.WithCancelCause(ctx)
-	var bad error
-	switch {
-	case lease == nil:
-		bad = argumentError("lease is nil")
-	case visibility/3 <= 0: // also the heartbeat's period
-		bad = argumentError("visibility is " + visibility.String() + "; it must be at least 3ns (the lease is extended every third of it)")
-	}
-	if bad != nil {
-		cancel(bad)
-		return kept, func() error { return bad }
-	}
-	held := *lease // the heartbeat's own copy
-	quit, done := make(chan struct{}), make(chan struct{})
-	var ended error // written before done is closed
-	go func() {
-		defer close(done)
-		timer := time.NewTimer(visibility / 3)
-		defer timer.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-kept.Done():
-				return
-			case <-timer.C:
-			}
-			if err := t.Extend(&held, visibility); err != nil {
-				ended = err
-				cancel(err)
-				return
-			}
-			timer.Reset(visibility / 3)
-		}
-	}()
-	var once sync.Once
-	stop := func() error {
-		once.Do(func() {
-			close(quit)
-			<-done
-			cancel(nil)
-			lease.LockExpiry = held.LockExpiry
-		})
-		return ended
-	}
-	return kept, stop
 }
 
 // Interrupt ends every claim waiting on t now (ClaimWait, ClaimMany): each returns an

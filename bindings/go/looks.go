@@ -1,11 +1,5 @@
 package harel
 
-import (
-	"encoding/json"
-	"strconv"
-	"time"
-)
-
 // A look inside the queue: counts (Stats) and pages of groups, of a group's messages and of
 // dead letters. Each is one read of the library that takes no write lock, so it never
 // holds up a claim, and claims nothing.
@@ -14,6 +8,12 @@ import (
 // *time.Duration: 0 would be a real age); a string it does not have is "" (the library
 // never stores an empty holder, worker or routing key). A page's Next is "" on the last
 // page.
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
 
 // MaxPage is the largest limit a listing takes (Groups, Peek, DeadLetters: 1..MaxPage).
 const MaxPage = 10000
@@ -139,6 +139,29 @@ type MessageInfo struct {
 type MessagePage struct {
 	Messages []MessageInfo
 	Next     string
+}
+
+// DeadLetter is a message moved out of its group: by WithMaxAttempts, by a worker's
+// DeadLetter, or by a claim that met text another program stored that is not UTF-8 (its
+// invalid bytes show as U+FFFD here).
+type DeadLetter struct {
+	// Seq is the message's seq in the queue before it died.
+	Seq int64
+	// GroupID is its group, every byte of it.
+	GroupID string
+	// Event is its JSON text, byte for byte.
+	Event json.RawMessage
+	// Attempts is how many times it had been claimed.
+	Attempts int
+	// LastWorker is the worker that held it last; "" when it was parked or never claimed.
+	LastWorker string
+	// Reason says why it died: the worker's reason, or the library's.
+	Reason string
+	// DeadAt is when it was moved, by the Transport's clock.
+	DeadAt time.Time
+	// Shard is the shard the dead letter is on (OpenShards); 0 when the queue is not
+	// sharded. Its Seq is that shard's: DeadLettersBySeq is refused on a sharded queue.
+	Shard int
 }
 
 // DeadLetterPage is a page of dead letters in the order they had in the queue; Next as for

@@ -1,0 +1,79 @@
+package harel
+
+// The C calls of admin: the operator's writes.
+
+// #include "harel_transport.h"
+import "C"
+
+import "unsafe"
+
+// selectDead redrives (or, with purge, deletes) the dead letters which selects, passed to
+// C as its three arguments: all, group_id (NULL unless a group is chosen), seqs with their
+// count (Go memory of int64s: no Go pointers in it).
+func (t cTransport) selectDead(which DeadLetters, purge bool) (uint64, error) {
+	var strs cStrings
+	defer strs.free()
+	var group *C.char
+	if which.byGroup {
+		g, err := strs.add("group_id", which.group)
+		if err != nil {
+			return 0, err
+		}
+		group = g
+	}
+	var seqs *C.int64_t
+	if len(which.seqs) > 0 {
+		seqs = (*C.int64_t)(unsafe.Pointer(&which.seqs[0]))
+	}
+	var n C.uint64_t
+	var cerr *C.harel_error
+	var s C.enum_harel_status
+	if purge {
+		s = C.harel_transport_purge_dead(t.p, C.bool(which.all), group, seqs, C.size_t(len(which.seqs)), &n, &cerr)
+	} else {
+		s = C.harel_transport_redrive(t.p, C.bool(which.all), group, seqs, C.size_t(len(which.seqs)), &n, &cerr)
+	}
+	if err := check(s, &cerr); err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
+}
+
+func (t cTransport) purgeGroup(groupID string) (uint64, error) {
+	var strs cStrings
+	defer strs.free()
+	g, err := strs.add("group_id", groupID)
+	if err != nil {
+		return 0, err
+	}
+	var n C.uint64_t
+	var cerr *C.harel_error
+	if err := check(C.harel_transport_purge_group(t.p, g, &n, &cerr), &cerr); err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
+}
+
+func (t cTransport) purge() (uint64, error) {
+	var n C.uint64_t
+	var cerr *C.harel_error
+	if err := check(C.harel_transport_purge(t.p, &n, &cerr), &cerr); err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
+}
+
+func (t cTransport) release(groupID string) (bool, error) {
+	var strs cStrings
+	defer strs.free()
+	g, err := strs.add("group_id", groupID)
+	if err != nil {
+		return false, err
+	}
+	var released C.bool
+	var cerr *C.harel_error
+	if err := check(C.harel_transport_release(t.p, g, &released, &cerr), &cerr); err != nil {
+		return false, err
+	}
+	return bool(released), nil
+}
