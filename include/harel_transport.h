@@ -524,7 +524,8 @@ typedef struct harel_histogram {
 
 /**
  * What one transport counted since it was opened, from `harel_transport_metrics`; free
- * with `harel_metrics_free`. Counters only go up; README.md, "Metrics", explains each.
+ * with `harel_metrics_free`. Counters only go up; docs/operations.md, "Metrics", explains
+ * each.
  * Fields are only ever added at the end of this struct, which the library allocates.
  */
 typedef struct harel_metrics {
