@@ -14,6 +14,13 @@ fn main() {
     // The soname carries the ABI version (docs/abi.md, "Versioning"); `make install` puts
     // the file libharel_transport.so.VERSION behind it.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libharel_transport.so.{ABI_VERSION}");
+    // Only the header's functions are exported: rustc exports every #[no_mangle] item of
+    // every crate linked in (libsql's `update_hook_cb` among them), names that could bind
+    // to another library's in a process that loads both. The dependencies come in as
+    // archives (rlibs), so --exclude-libs hides all of theirs and leaves this crate's. A
+    // second version script cannot narrow rustc's: lld merges the two, GNU ld refuses the
+    // pair. tests/exports.sh holds the exports to the header.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-env-changed=HAREL_WRITE_HEADER");
     let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");

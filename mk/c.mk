@@ -2,8 +2,8 @@
 # C, natively and under valgrind; the header as C99 and C++; the epoll worker example run
 # end to end; the installed package used through pkg-config, dynamically and statically:
 # tests/install.sh).
-.PHONY: examples-c test-c c-tools
-test: test-c
+.PHONY: examples-c test-c test-exports c-tools
+test: test-c test-exports
 
 C_FLAGS    := -std=c99 -Wall -Wextra -Werror -pedantic
 CXX_FLAGS  := -std=c++11 -Wall -Wextra -Werror -pedantic
@@ -32,6 +32,12 @@ test-c: lib c-tools examples-c
 	$(call timed,20,$(VALGRIND) $(C_TESTS)/test_abi)
 	rm -f $(C_TESTS)/epoll.db* && $(call timed,5,$(C_EXAMPLES)/epoll_worker $(C_TESTS)/epoll.db 300)
 	MAKE='$(MAKE)' CC='$(CC)' $(call timed,20,bash tests/install.sh)
+
+# The shared library exports exactly the header's functions (tests/exports.sh, which
+# build.rs's --exclude-libs keeps so); its self-test plants an extra export and a missing
+# function in a library of its own and must see both named. Seconds.
+test-exports: lib
+	$(call timed,2,bash tests/exports.sh --self-test)
 
 # What the C tests run besides the compilers: pkg-config (tests/install.sh) and valgrind.
 # Installed from Debian's packages when missing and we are root; otherwise named.
