@@ -1,7 +1,7 @@
 //! `harel_transport`, the handle of an open queue that every call takes, and the frame of
 //! the calls that take one and return only a status.
 
-use super::boundary;
+use super::boundary::boundary;
 use super::error::harel_error;
 use super::ownership::{try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status;

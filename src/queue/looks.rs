@@ -30,10 +30,9 @@ pub async fn readiness(
     // instead of sleeping through it.
     let data_version = backend.data_version().await?;
     let (claim, params) = sql.claim(now, min_priority, routing_keys, 1);
-    let (look, next) = ((claim.as_ref(), params), (sql.next_ready_at.as_str(), vec![now.into()]));
+    let (look, next) = ((claim.as_ref(), params), sql.next_ready_at(now));
     let (found, next, undated_turns) = if undated {
-        let turns = (sql.undated_turns.as_str(), vec![now.into()]);
-        let [found, next, turns] = reads::<3>(backend.read(&[look, next, turns]).await?)?;
+        let [found, next, turns] = reads::<3>(backend.read(&[look, next, sql.undated_turns(now)]).await?)?;
         (found, next, int(turns.first().and_then(|row| row.first())).is_some_and(|n| n != 0))
     } else {
         let [found, next] = reads::<2>(backend.read(&[look, next]).await?)?;
@@ -44,7 +43,7 @@ pub async fn readiness(
 }
 
 pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<Stats> {
-    let [rows] = reads::<1>(backend.read(&[(&sql.stats(), vec![now.into()])]).await?)?;
+    let [rows] = reads::<1>(backend.read(&[sql.stats(now)]).await?)?;
     let (totals, levels) = rows.split_first().ok_or_else(|| Error::Database("stats: no totals row".into()))?;
     let (messages, dead, next_due_at) = (count(totals.get(1)), count(totals.get(2)), real(totals.get(3)));
     let (next_release_at, oldest_enqueued_at, oldest_seq, overdue_since) =
@@ -107,13 +106,8 @@ pub async fn groups(
     page_request: &PageRequest,
     now: f64,
 ) -> Result<Page<GroupInfo>> {
-    let after = page_request.after.clone();
-    let statement = sql.groups_page(state, after.is_some());
-    let mut params: Vec<Value> = vec![after.map_or(Value::Null, Value::Blob), page_limit(page_request).into()];
-    if state.is_some() {
-        params.push(now.into());
-    }
-    let [rows] = reads::<1>(backend.read(&[(&statement, params)]).await?)?;
+    let look = sql.groups_page(state, page_request.after.as_deref(), page_limit(page_request), now);
+    let [rows] = reads::<1>(backend.read(&[look]).await?)?;
     let rows = rows.iter().map(|row| {
         let locked_by = text(row.get(4));
         let lock_expiry = real(row.get(5));
@@ -145,8 +139,8 @@ pub async fn peek(
     group_id: &str,
     page_request: &PageRequest,
 ) -> Result<Page<MessageInfo>> {
-    let params: Vec<Value> = vec![after_seq(page_request)?.into(), page_limit(page_request).into(), group_id.into()];
-    let [rows] = reads::<1>(backend.read(&[(&sql.messages_page(), params)]).await?)?;
+    let look = sql.messages_page(group_id, after_seq(page_request)?, page_limit(page_request));
+    let [rows] = reads::<1>(backend.read(&[look]).await?)?;
     let messages = rows.iter().map(|row| MessageInfo {
         seq: int(row.first()).unwrap_or(0),
         event: lossy(bytes(row.get(1))),
@@ -164,13 +158,12 @@ pub async fn dead_letters(
     group_id: Option<&str>,
     page_request: &PageRequest,
 ) -> Result<Page<DeadLetter>> {
-    if sql.lacks.dead {
+    if sql.lacks().dead {
         // A queue opened as it is without the table (`Transport::absent` says so) has none.
         return Ok(Page { items: Vec::new(), next: None });
     }
-    let mut params: Vec<Value> = vec![after_seq(page_request)?.into(), page_limit(page_request).into()];
-    params.extend(group_id.map(Value::from));
-    let [rows] = reads::<1>(backend.read(&[(&sql.dead_page(group_id.is_some()), params)]).await?)?;
+    let look = sql.dead_page(group_id, after_seq(page_request)?, page_limit(page_request));
+    let [rows] = reads::<1>(backend.read(&[look]).await?)?;
     let letters = rows.iter().map(|row| DeadLetter {
         seq: int(row.first()).unwrap_or(0),
         group_id: lossy(bytes(row.get(1))),

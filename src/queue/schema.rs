@@ -66,7 +66,7 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
     let mut absent: Vec<String> =
         columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();
     absent.extend(tables.iter().map(|t| format!("the table {t}")));
-    sql.lacks = lacks;
+    sql.read_around(lacks);
     Ok(absent)
 }
 
@@ -80,7 +80,7 @@ async fn check(backend: &mut Backend, sql: &mut Statements) -> Result<()> {
         tables.iter().filter(|t| **t != keys).map(|t| format!("the table {t}")).collect();
     missing.extend(columns.iter().map(|(table, column)| format!("the column {table}.{column}")));
     if missing.is_empty() {
-        sql.lacks.keys = lacks_keys;
+        sql.read_around(Lacks { keys: lacks_keys, ..sql.lacks() });
         return Ok(());
     }
     Err(Error::Database(format!(

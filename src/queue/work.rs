@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::request::{Claim, Deliver, Extend, Finish, FinishMany, Nack, Now, Publish};
 use crate::sql::Statements;
 use crate::types::{Lease, Published};
-use crate::validate::{self, DELAYED, MISPLACED, PARKED, SET_ASIDE_UNTIL};
+use crate::validate::{self, MISPLACED, PARKED, SET_ASIDE_UNTIL};
 
 /// Appends the messages in order, in one transaction: all of them (and the groups they
 /// create) or none. One commit for the whole batch, so at synchronous FULL one fsync
@@ -41,14 +41,13 @@ pub async fn publish(backend: &mut Backend, sql: &Statements, request: &Publish<
             let mut chain = Chain::new();
             let mut rest = messages;
             while !rest.is_empty() {
-                let (rows, insert_messages, insert_groups) = sql.publish_rows(rest.len());
-                let (run, later) = rest.split_at(rows);
-                let values = run.iter().flat_map(|m| [Value::from(m.group_id), Value::from(m.event_json)]);
-                chain.push(insert_messages, std::iter::once(Value::from(now)).chain(values).collect());
-                let groups = run.iter().flat_map(|m| [m.group_id.into(), m.priority.into(), m.routing_key.into()]);
-                // OR IGNORE: the first publish into a group fixes its priority and routing key.
-                chain.push(insert_groups, groups.collect());
-                rest = later;
+                // The groups' INSERT is OR IGNORE: the first publish into a group fixes its
+                // priority and routing key.
+                let (rows, statements) = sql.publish_rows(now, rest);
+                for (statement, params) in statements {
+                    chain.push(statement, params);
+                }
+                rest = &rest[rows..];
             }
             Ok((chain, ()))
         })
@@ -80,7 +79,7 @@ pub async fn publish_with(
 /// A publish with a key needs the keys table, which a harel 0.9 file opened with
 /// create_schema off lacks.
 pub fn keys_kept(sql: &Statements, has_keys: bool) -> Result<()> {
-    if has_keys && sql.lacks.keys {
+    if has_keys && sql.lacks().keys {
         return Err(Error::Database(format!(
             "the table {} is missing, which a publish with a key needs: open the queue once with \
              create_schema on, or run harel_schema_sql's statements",
@@ -102,31 +101,40 @@ pub fn push_deliveries<'c>(
 ) -> Result<Vec<usize>> {
     let p = &sql.publish_with;
     if request.has_keys() {
-        chain.push(&p.sweep_keys, vec![now.into()]);
+        let (sweep, params) = p.sweep_keys(now);
+        chain.push(sweep, params);
     }
     let mut reads = Vec::with_capacity(request.items().len());
     for (i, (m, d)) in request.items().iter().enumerate() {
         let due = validate::due(&request.at(i), d, now)?;
-        let (locked_by, until) = due.map_or((Value::Null, Value::Null), |t| (DELAYED.into(), t.into()));
-        let message = vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by, until];
-        let group = vec![m.group_id.into(), m.priority.into(), m.routing_key.into()];
         match d.key {
             Some(key) => {
-                chain.push(&p.forget_key, vec![key.into(), now.into()]);
-                chain.push(&p.take_key, vec![key.into(), (now + retention).into()]);
-                chain.push(&p.insert_message_if_new, message);
-                chain.push(&p.bind_key, vec![key.into()]);
-                reads.push(chain.query(&p.published, vec![key.into()]));
-                chain.push(&p.insert_group_if_new, group);
+                let before_read = [
+                    p.forget_key(key, now),
+                    p.take_key(key, now + retention),
+                    p.insert_message_if_new(now, m, due),
+                    p.bind_key(key),
+                ];
+                for (statement, params) in before_read {
+                    chain.push(statement, params);
+                }
+                let (published, params) = p.published(key);
+                reads.push(chain.query(published, params));
+                let (insert_group, params) = p.insert_group_if_new(m);
+                chain.push(insert_group, params);
             }
             None => {
-                chain.push(&p.insert_message, message);
-                reads.push(chain.query(&p.published_unkeyed, Vec::new()));
-                chain.push(&p.insert_group, group);
+                let (insert_message, params) = p.insert_message(now, m, due);
+                chain.push(insert_message, params);
+                let (published, params) = p.published_unkeyed();
+                reads.push(chain.query(published, params));
+                let (insert_group, params) = p.insert_group(m);
+                chain.push(insert_group, params);
             }
         }
         if due.is_some() {
-            chain.push(&p.stamp_delayed_head, vec![m.group_id.into()]);
+            let (stamp, params) = p.stamp_delayed_head(m.group_id);
+            chain.push(stamp, params);
         }
     }
     Ok(reads)
@@ -215,10 +223,11 @@ pub async fn extend(backend: &mut Backend, sql: &Statements, request: &Extend<'_
         .run(|| {
             let lock_expiry = now()? + request.visibility;
             let mut chain = Chain::new();
-            let (seq, group_id, worker_id) = (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str());
-            chain.push(&sql.extend_lease, vec![seq.into(), group_id.into(), worker_id.into(), lock_expiry.into()]);
+            let (extend, params) = sql.extend_lease(lease, lock_expiry);
+            chain.push(extend, params);
             chain.guard(lease);
-            chain.push(&sql.set_group_ready_at, vec![group_id.into(), lock_expiry.into()]);
+            let (stamp, params) = sql.set_group_ready_at(&lease.group_id, lock_expiry);
+            chain.push(stamp, params);
             Ok((chain, lock_expiry))
         })
         .await?;
@@ -235,12 +244,12 @@ fn push_ack_many<'a>(
 ) -> (Chain<'a>, Vec<usize>) {
     let mut deletes = Vec::with_capacity(leases.len());
     for lease in leases {
-        let group_id = lease.group_id.as_str();
-        deletes.push(
-            chain.push(&sql.ack_message, vec![lease.seq.into(), group_id.into(), lease.worker_id.as_str().into()]),
-        );
-        chain.push(&sql.requeue_group_if_acked, vec![group_id.into(), now.into()]);
-        chain.push_unless_changed(&sql.drop_group_if_empty, vec![group_id.into()]);
+        let (delete, params) = sql.ack_message(lease);
+        deletes.push(chain.push(delete, params));
+        let (requeue, params) = sql.requeue_group_if_acked(&lease.group_id, now);
+        chain.push(requeue, params);
+        let (drop_group, params) = sql.drop_group_if_empty(&lease.group_id);
+        chain.push_unless_changed(drop_group, params);
     }
     (chain, deletes)
 }
@@ -256,15 +265,13 @@ pub async fn nack(backend: &mut Backend, sql: &Statements, request: &Nack<'_>, n
     backend
         .run(|| {
             let now = now()?;
-            let (locked_by, lock_expiry) = if delay > 0.0 { (Some(PARKED), Some(now + delay)) } else { (None, None) };
+            let (holder, until) = if delay > 0.0 { (Some(PARKED), Some(now + delay)) } else { (None, None) };
             let mut chain = Chain::new();
-            let (seq, group_id, worker_id) = (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str());
-            chain.push(
-                &sql.release_message,
-                vec![seq.into(), group_id.into(), worker_id.into(), locked_by.into(), lock_expiry.into()],
-            );
+            let (release, params) = sql.release_message(lease, holder, until);
+            chain.push(release, params);
             chain.guard(lease);
-            chain.push(&sql.set_group_ready_at, vec![group_id.into(), (now + delay).into()]);
+            let (stamp, params) = sql.set_group_ready_at(&lease.group_id, now + delay);
+            chain.push(stamp, params);
             Ok((chain, ()))
         })
         .await
@@ -278,14 +285,11 @@ pub async fn set_aside(backend: &mut Backend, sql: &Statements, request: Finish<
     backend
         .run(|| {
             let mut chain = Chain::new();
-            let (seq, group_id, worker_id) = (lease.seq, lease.group_id.as_str(), lease.worker_id.as_str());
-            let (holder, until) = (MISPLACED, SET_ASIDE_UNTIL);
-            chain.push(
-                &sql.release_message,
-                vec![seq.into(), group_id.into(), worker_id.into(), holder.into(), until.into()],
-            );
+            let (release, params) = sql.release_message(lease, Some(MISPLACED), Some(SET_ASIDE_UNTIL));
+            chain.push(release, params);
             chain.guard(lease);
-            chain.push(&sql.set_group_ready_at, vec![group_id.into(), until.into()]);
+            let (stamp, params) = sql.set_group_ready_at(&lease.group_id, SET_ASIDE_UNTIL);
+            chain.push(stamp, params);
             Ok((chain, ()))
         })
         .await
@@ -307,14 +311,12 @@ pub async fn dead_letter(
         .run(|| {
             let now = now()?;
             let mut chain = Chain::new();
-            let (group_id, worker_id) = (lease.group_id.as_str(), lease.worker_id.as_str());
-            chain.push(
-                &sql.bury_leased,
-                vec![lease.seq.into(), reason.into(), now.into(), group_id.into(), worker_id.into()],
-            );
+            let (bury, params) = sql.bury_leased(lease, reason, now);
+            chain.push(bury, params);
             chain.guard(lease);
-            chain.push(&sql.delete_message, vec![lease.seq.into()]);
-            Ok((push_group_goes_on(chain, sql, group_id, now), ()))
+            let (delete, params) = sql.delete_message(lease.seq);
+            chain.push(delete, params);
+            Ok((push_group_goes_on(chain, sql, &lease.group_id, now), ()))
         })
         .await
         .map(drop)
@@ -322,16 +324,18 @@ pub async fn dead_letter(
 
 /// The ack's statements: the message, if still leased to its worker, then its group.
 fn push_ack<'a>(mut chain: Chain<'a>, sql: &'a Statements, lease: &'a Lease, now: f64) -> Chain<'a> {
-    let group_id = lease.group_id.as_str();
-    chain.push(&sql.ack_message, vec![lease.seq.into(), group_id.into(), lease.worker_id.as_str().into()]);
+    let (delete, params) = sql.ack_message(lease);
+    chain.push(delete, params);
     chain.guard(lease);
-    push_group_goes_on(chain, sql, group_id, now)
+    push_group_goes_on(chain, sql, &lease.group_id, now)
 }
 
 /// After a group's head was removed: ready again now, or gone when it was the last (one of
 /// the two applies).
 fn push_group_goes_on<'a>(mut chain: Chain<'a>, sql: &'a Statements, group_id: &str, now: f64) -> Chain<'a> {
-    chain.push(&sql.requeue_group_if_not_empty, vec![group_id.into(), now.into()]);
-    chain.push_unless_changed(&sql.drop_group_if_empty, vec![group_id.into()]);
+    let (requeue, params) = sql.requeue_group_if_not_empty(group_id, now);
+    chain.push(requeue, params);
+    let (drop_group, params) = sql.drop_group_if_empty(group_id);
+    chain.push_unless_changed(drop_group, params);
     chain
 }

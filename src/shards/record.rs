@@ -27,9 +27,8 @@ pub async fn write(backend: &mut Backend, sql: &Statements, wanted: &SetRecord) 
         .run(|| {
             let mut chain = Chain::new();
             chain.push(&sql.create_table, Vec::new());
-            let params =
-                vec![wanted.queue_id.as_str().into(), (wanted.shard as i64).into(), (wanted.shards as i64).into()];
-            chain.push(&sql.insert_record, params);
+            let (insert, params) = sql.insert_record(&wanted.queue_id, wanted.shard, wanted.shards);
+            chain.push(insert, params);
             let read = chain.query(&sql.read_record, Vec::new());
             Ok((chain, read))
         })

@@ -16,7 +16,7 @@
 use libsql::Value;
 
 use super::dead_letters::{bury_as, Buried};
-use super::{claim_candidates, Statements};
+use super::{claim_candidates, Bound, Statements};
 
 /// The text of the error `LEASE_GUARD` raises; the chain knows its guard by it.
 pub const LEASE_LOST: &str = "harel-transport: the lease is lost";
@@ -126,51 +126,57 @@ impl Statements {
              AND changes() > 0 AND NOT EXISTS (SELECT 1 FROM {m} WHERE group_id = {g}.group_id)"
         )
     }
+}
 
-    /// A head a claim leased but cannot hand out (not UTF-8) into the dead-letter table,
-    /// counted as it was before that claim: message ?1 if still leased to worker ?4 until
-    /// ?5, reason ?2, now ?3. Then `delete_buried` and the group's turn.
-    pub fn bury_claimed(&self) -> String {
-        let which = "e.seq = ?1 AND e.locked_by = ?4 AND e.lock_expiry = ?5";
-        let buried = Buried { attempts: "e.attempts - 1", reason: "?2", dead_at: "?3", which };
-        bury_as(&self.messages_table, &self.groups_table, &self.dead_table, buried)
+/// A head a claim leased but cannot hand out (not UTF-8) into the dead-letter table, counted
+/// as it was before that claim (`Statements::bury_claimed`).
+pub(super) fn bury_claimed(m: &str, g: &str, d: &str) -> String {
+    // ?1 seq, ?2 worker_id, ?3 lock_expiry (the claim's lease), ?4 reason, ?5 now
+    let which = "e.seq = ?1 AND e.locked_by = ?2 AND e.lock_expiry = ?3";
+    bury_as(m, g, d, Buried { attempts: "e.attempts - 1", reason: "?4", dead_at: "?5", which })
+}
+
+/// Deletes message ?1 if it is in the dead-letter table too.
+pub(super) fn delete_buried(m: &str, d: &str) -> String {
+    format!("DELETE FROM {m} WHERE seq = ?1 AND EXISTS (SELECT 1 FROM {d} WHERE seq = ?1)")
+}
+
+/// The group of dead letter ?1 ready again at ?2 if it has messages left.
+pub(super) fn requeue_buried_group(m: &str, g: &str, d: &str) -> String {
+    format!(
+        "UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = (SELECT group_id FROM {d} WHERE seq = ?1) \
+         AND EXISTS (SELECT 1 FROM {m} WHERE group_id = {g}.group_id)"
+    )
+}
+
+impl Statements {
+    /// A server's claim leased head `seq` to `worker_id` until `lock_expiry` and cannot hand
+    /// it out (not UTF-8): into the dead-letter table with `reason` at `now`, if still so
+    /// leased, counted as it was before that claim. Then `delete_buried` and the group's turn
+    /// (`requeue_buried_group`, `drop_buried_group_if_empty`).
+    pub fn bury_claimed(&self, seq: i64, (worker_id, lock_expiry): (&str, f64), reason: &str, now: f64) -> Bound<'_> {
+        (&self.bury_claimed, vec![seq.into(), worker_id.into(), lock_expiry.into(), reason.into(), now.into()])
     }
 
-    /// Deletes message ?1 if it is in the dead-letter table too: it was just buried.
-    pub fn delete_buried(&self) -> String {
-        let (m, d) = (&self.messages_table, &self.dead_table);
-        format!("DELETE FROM {m} WHERE seq = ?1 AND EXISTS (SELECT 1 FROM {d} WHERE seq = ?1)")
+    /// Deletes message `seq` if it is in the dead-letter table too: it was just buried.
+    pub fn delete_buried(&self, seq: i64) -> Bound<'_> {
+        (&self.delete_buried, vec![seq.into()])
     }
 
-    /// After the dead letter ?1 was taken out of its group: the group is ready again at ?2
+    /// After dead letter `seq` was taken out of its group: the group is ready again at `now`
     /// if it has messages left (`drop_buried_group_if_empty` drops it otherwise).
-    pub fn requeue_buried_group(&self) -> String {
-        let (m, g, d) = (&self.messages_table, &self.groups_table, &self.dead_table);
-        format!(
-            "UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = (SELECT group_id FROM {d} WHERE seq = ?1) \
-             AND EXISTS (SELECT 1 FROM {m} WHERE group_id = {g}.group_id)"
-        )
+    pub fn requeue_buried_group(&self, seq: i64, now: f64) -> Bound<'_> {
+        (&self.requeue_buried_group, vec![seq.into(), now.into()])
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::highest_parameter;
     use super::*;
 
     fn claim(max_attempts: u32, keys: &[&str]) -> ClaimStatements {
         Statements::new("t").claim_chain(1000.0, (0, keys), max_attempts, ("w", 1030.0))
-    }
-
-    /// Every statement has exactly the parameters it names (a libSQL server refuses extra ones).
-    fn highest_parameter(sql: &str) -> usize {
-        let mut highest = 0;
-        let mut rest = sql;
-        while let Some(at) = rest.find('?') {
-            rest = &rest[at + 1..];
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            highest = highest.max(digits.parse().expect("numbered parameters only"));
-        }
-        highest
     }
 
     #[test]
@@ -205,12 +211,7 @@ mod tests {
     }
 
     #[test]
-    fn the_statements_of_a_bury_name_their_parameters() {
-        let sql = Statements::new("t");
-        assert_eq!(highest_parameter(&sql.bury_claimed()), 5);
-        assert_eq!(highest_parameter(&sql.delete_buried()), 1);
-        assert_eq!(highest_parameter(&sql.requeue_buried_group()), 2);
-        assert_eq!(highest_parameter(&sql.requeue_group_if_acked), 2);
+    fn the_guard_fails_with_the_lost_lease_text() {
         assert!(LEASE_GUARD.contains(&format!("'{LEASE_LOST}'")));
     }
 }

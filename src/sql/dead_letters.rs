@@ -2,7 +2,10 @@
 //! `<prefix>_transport_dead`, where it waits to be redriven (back into its group, as its
 //! newest message) or purged.
 
-use super::{Statements, PARKED};
+use libsql::Value;
+
+use super::{leased, Bound, Statements, PARKED};
+use crate::types::{DeadLetters, Lease};
 
 /// The dead-letter table: the message as it was (seq, group, event, claims so far), who
 /// held it last, why and when it died, and what its group was made with (priority, routing
@@ -13,14 +16,6 @@ pub(super) fn table(d: &str) -> String {
          event TEXT NOT NULL, attempts INTEGER NOT NULL, last_worker TEXT, reason TEXT NOT NULL, \
          dead_at REAL NOT NULL, priority INT NOT NULL DEFAULT 0, routing_key TEXT, enqueued_at REAL)"
     )
-}
-
-/// Copies message ?1 into the dead-letter table, with reason ?2 and time ?3, byte for
-/// byte; `guard` narrows it to the message of a lease (`{guard}` uses ?4 and ?5). Then
-/// `delete_message` removes it.
-fn bury(m: &str, g: &str, d: &str, guard: &str) -> String {
-    let which = format!("e.seq = ?1{guard}");
-    bury_as(m, g, d, Buried { attempts: "e.attempts", reason: "?2", dead_at: "?3", which: &which })
 }
 
 /// What a bury writes, as SQL expressions over the message `e` and its group `g`, and
@@ -45,14 +40,16 @@ pub(super) fn bury_as(m: &str, g: &str, d: &str, buried: Buried<'_>) -> String {
     )
 }
 
-/// A worker's own dead_letter: only if message ?1 is in group ?4 and leased to worker ?5.
+/// A worker's own dead_letter (`Statements::bury_leased`).
 pub(super) fn bury_leased(m: &str, g: &str, d: &str) -> String {
-    bury(m, g, d, " AND e.group_id = ?4 AND e.locked_by = ?5")
+    // ?1 seq, ?2 group_id, ?3 worker_id (the lease), ?4 reason, ?5 now
+    let which = "e.seq = ?1 AND e.group_id = ?2 AND e.locked_by = ?3";
+    bury_as(m, g, d, Buried { attempts: "e.attempts", reason: "?4", dead_at: "?5", which })
 }
 
-/// A local claim's: the head it just looked up, inside its transaction.
+/// A local claim's (`Statements::bury_head`): ?1 seq, ?2 reason, ?3 now.
 pub(super) fn bury_head(m: &str, g: &str, d: &str) -> String {
-    bury(m, g, d, "")
+    bury_as(m, g, d, Buried { attempts: "e.attempts", reason: "?2", dead_at: "?3", which: "e.seq = ?1" })
 }
 
 /// After a claim buried message ?1: its group's row goes if it has no message left. (By
@@ -62,9 +59,28 @@ pub(super) fn drop_buried_group_if_empty(m: &str, g: &str, d: &str) -> String {
     format!("DELETE FROM {g} WHERE group_id = {buried} AND NOT EXISTS (SELECT 1 FROM {m} WHERE group_id = {buried})")
 }
 
+impl Statements {
+    /// A worker's own dead letter: the message of `lease`, if still leased to its worker,
+    /// into the dead-letter table with `reason` at `now`. Then `delete_message`.
+    pub fn bury_leased(&self, lease: &Lease, reason: &str, now: f64) -> Bound<'_> {
+        (&self.bury_leased, leased(lease, [reason.into(), now.into()]))
+    }
+
+    /// A local claim's: head `seq`, which it looked up inside its transaction, into the
+    /// dead-letter table with `reason` at `now`. Then `delete_message`.
+    pub fn bury_head(&self, seq: i64, reason: &str, now: f64) -> Bound<'_> {
+        (&self.bury_head, vec![seq.into(), reason.into(), now.into()])
+    }
+
+    /// After a claim buried message `seq`: its group's row goes if it has no message left.
+    pub fn drop_buried_group_if_empty(&self, seq: i64) -> Bound<'_> {
+        (&self.drop_buried_group_if_empty, vec![seq.into()])
+    }
+}
+
 /// Which dead letters a statement takes; its parameter, if any, is the statement's last.
 #[derive(Debug, Clone, Copy)]
-pub enum DeadFilter {
+enum DeadFilter {
     All,
     /// One group's (a text parameter).
     Group,
@@ -73,6 +89,20 @@ pub enum DeadFilter {
 }
 
 impl DeadFilter {
+    /// Every filter, in the order of declaration: `DeadSql` keeps its statements by `filter as usize`.
+    const EACH: [DeadFilter; 3] = [DeadFilter::All, DeadFilter::Group, DeadFilter::Seqs];
+
+    /// The filter that takes `which`, and its parameter's value.
+    fn of(which: DeadLetters<'_>) -> (DeadFilter, Option<Value>) {
+        match which {
+            DeadLetters::All => (DeadFilter::All, None),
+            DeadLetters::Group(group_id) => (DeadFilter::Group, Some(group_id.into())),
+            DeadLetters::Seqs(seqs) => {
+                (DeadFilter::Seqs, Some(serde_json::to_string(seqs).unwrap_or_default().into()))
+            }
+        }
+    }
+
     fn condition(self, param: usize) -> String {
         match self {
             DeadFilter::All => "1".into(),
@@ -82,41 +112,67 @@ impl DeadFilter {
     }
 }
 
+/// The statements of redrives, purges and pages of dead letters, built once per prefix.
+#[derive(Debug, Clone)]
+pub(super) struct DeadSql {
+    /// By filter: a redrive's statements (`Statements::redrive`), the last one a purge.
+    redrive: [[String; 3]; 3],
+    /// A page of every group's dead letters, and one of a group's.
+    pages: [String; 2],
+}
+
+impl DeadSql {
+    pub(super) fn new(m: &str, g: &str, d: &str) -> DeadSql {
+        let redrive = |filter: DeadFilter| {
+            let with_now = filter.condition(2);
+            [
+                format!(
+                    "INSERT INTO {m} (group_id, event, enqueued_at) SELECT group_id, event, ?1 FROM {d} \
+                     WHERE {with_now} ORDER BY seq"
+                ),
+                format!(
+                    "INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) \
+                     SELECT group_id, priority, routing_key FROM {d} WHERE {} ORDER BY seq",
+                    filter.condition(1)
+                ),
+                format!("DELETE FROM {d} WHERE {}", filter.condition(1)),
+            ]
+        };
+        let page = |group: bool| {
+            let only_group = if group { " AND group_id = ?3" } else { "" };
+            format!(
+                "SELECT seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, last_worker, reason, dead_at \
+                 FROM {d} WHERE seq > ?1{only_group} ORDER BY seq LIMIT ?2 + 1"
+            )
+        };
+        DeadSql { redrive: DeadFilter::EACH.map(redrive), pages: [page(false), page(true)] }
+    }
+}
+
 impl Statements {
-    /// A redrive, in order: the messages back into their groups as the newest ones (?1
-    /// now, their new enqueued_at; attempts start again at 0), in the order they had; the
-    /// groups a redrive brings back, made as their first publish made them; then the dead
-    /// letters gone. Parameters: now and the filter's; the last statement only the filter's.
-    pub fn redrive(&self, filter: DeadFilter) -> [String; 3] {
-        let (m, g, d) = (&self.messages_table, &self.groups_table, &self.dead_table);
-        let with_now = filter.condition(2);
-        [
-            format!(
-                "INSERT INTO {m} (group_id, event, enqueued_at) SELECT group_id, event, ?1 FROM {d} \
-                 WHERE {with_now} ORDER BY seq"
-            ),
-            format!(
-                "INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) \
-                 SELECT group_id, priority, routing_key FROM {d} WHERE {} ORDER BY seq",
-                filter.condition(1)
-            ),
-            self.purge_dead(filter),
-        ]
+    /// A redrive of `which` at `now`, in order: the messages back into their groups as the
+    /// newest ones (?1 now, their new enqueued_at; attempts start again at 0; ?2 the
+    /// filter's), in the order they had; the groups a redrive brings back, made as their
+    /// first publish made them (?1 the filter's); then the dead letters gone (`purge_dead`).
+    pub fn redrive(&self, which: DeadLetters<'_>, now: f64) -> [Bound<'_>; 3] {
+        let (filter, value) = DeadFilter::of(which);
+        let [messages, groups, delete] = &self.dead.redrive[filter as usize];
+        let with_now = std::iter::once(Value::from(now)).chain(value.clone()).collect();
+        [(messages, with_now), (groups, value.iter().cloned().collect()), (delete, value.into_iter().collect())]
     }
 
-    /// Deletes the dead letters the filter takes (its parameter is ?1).
-    pub fn purge_dead(&self, filter: DeadFilter) -> String {
-        format!("DELETE FROM {} WHERE {}", self.dead_table, filter.condition(1))
+    /// Deletes the dead letters of `which` (?1 the filter's).
+    pub fn purge_dead(&self, which: DeadLetters<'_>) -> Bound<'_> {
+        let (filter, value) = DeadFilter::of(which);
+        (&self.dead.redrive[filter as usize][2], value.into_iter().collect())
     }
 
-    /// A page of dead letters in seq order after seq ?1, ?2 + 1 rows (one more than the
-    /// page, to know whether another follows); with `group`, only group ?3's.
-    pub fn dead_page(&self, group: bool) -> String {
-        let only_group = if group { " AND group_id = ?3" } else { "" };
-        format!(
-            "SELECT seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, last_worker, reason, dead_at \
-             FROM {} WHERE seq > ?1{only_group} ORDER BY seq LIMIT ?2 + 1",
-            self.dead_table
-        )
+    /// A page of dead letters in seq order after seq `after` (?1), `limit` + 1 rows (?2: one
+    /// more than the page, to know whether another follows); with `group_id`, only that
+    /// group's (?3).
+    pub fn dead_page(&self, group_id: Option<&str>, after: i64, limit: i64) -> Bound<'_> {
+        let mut values = vec![after.into(), limit.into()];
+        values.extend(group_id.map(Value::from));
+        (&self.dead.pages[usize::from(group_id.is_some())], values)
     }
 }

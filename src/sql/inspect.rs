@@ -2,16 +2,60 @@
 //! so it reads one snapshot, takes no write lock, and works the same on an embedded
 //! replica (where it reads the local copy).
 
-use super::{Statements, DELAYED, PARKED};
+use libsql::Value;
+
+use super::{Bound, Statements, DELAYED, PARKED};
 use crate::types::GroupState;
 
+/// The listings of `Statements::groups_page`: every group, or those in one state.
+const LISTINGS: [Option<GroupState>; 5] = [
+    None,
+    Some(GroupState::Ready),
+    Some(GroupState::Leased),
+    Some(GroupState::Parked),
+    Some(GroupState::Delayed),
+];
+
+/// The statements of the looks and of the admin's purges and releases, built once per
+/// prefix and again when the queue turns out to lack columns of ours (`Statements::read_around`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Inspect {
+    stats: String,
+    /// By `LISTINGS`: the first page, and a page after a cursor.
+    groups_pages: Vec<[String; 2]>,
+    messages_page: String,
+    purge_group: [String; 2],
+    purge_all: [String; 2],
+    release_head: [String; 2],
+}
+
+impl Inspect {
+    pub(super) fn new(sql: &Statements) -> Inspect {
+        let (m, g) = (&sql.messages_table, &sql.groups_table);
+        Inspect {
+            stats: sql.build_stats(),
+            groups_pages: LISTINGS
+                .iter()
+                .map(|&state| [false, true].map(|after| sql.build_groups_page(state, after)))
+                .collect(),
+            messages_page: sql.build_messages_page(),
+            purge_group: sql.build_purge_group(),
+            purge_all: [format!("DELETE FROM {m}"), format!("DELETE FROM {g}")],
+            release_head: sql.build_release_head(),
+        }
+    }
+}
+
 impl Statements {
-    /// Every count of `Stats` at now (?1). Row 1: NULL, total messages, dead letters, the
+    /// Every count of `Stats` at `now` (?1). Row 1: NULL, total messages, dead letters, the
     /// soonest due time of a delayed head, the soonest end of a lease, park or delay, the
     /// oldest ready message's enqueued_at, its seq, the earliest end of a lease that lapsed
     /// with its holder still named (a worker that died or hung). Then one row per priority
     /// level: level, groups, leased, parked, delayed, NULL, NULL, NULL.
-    ///
+    pub fn stats(&self, now: f64) -> Bound<'_> {
+        (&self.inspect.stats, vec![now.into()])
+    }
+
     /// Whoever leased or parked a head, its own row says so: the scan of the messages for
     /// locked rows finds the heads in flight whatever their group's stamp (ours the lease's
     /// end, harel's Python transports the claim instant), with no index the claim would have
@@ -19,7 +63,7 @@ impl Statements {
     /// head check keeps a stray row from counting twice. `CROSS JOIN` keeps SQLite on the
     /// scan (each group's messages by index would read every row). The oldest ready message
     /// is the first in seq order whose group's head is free.
-    pub fn stats(&self) -> String {
+    fn build_stats(&self) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
         let dead = if self.lacks.dead { "0".to_owned() } else { format!("(SELECT count(*) FROM {})", self.dead_table) };
         let enqueued_at = self.enqueued_at("e");
@@ -48,13 +92,23 @@ impl Statements {
         )
     }
 
-    /// A page of groups in group_id order, after group ?1 when `after` (the first page
-    /// otherwise), ?2 + 1 rows; with a state, only groups in it at now (?3). Columns:
-    /// group_id, priority, routing_key, the head's seq, locked_by, lock_expiry, attempts,
-    /// enqueued_at, and the group's depth. Every head shown is checked. The leased and
-    /// parked listings scan the messages for locked heads, as `stats` does, so a head
-    /// leased by harel's Python transports is listed too; the others walk the groups.
-    pub fn groups_page(&self, state: Option<GroupState>, after: bool) -> String {
+    /// A page of groups in group_id order, after group `after` (?1, the cursor's bytes; the
+    /// first page without one), `limit` + 1 rows (?2); with a state, only groups in it at
+    /// `now` (?3). Columns: group_id, priority, routing_key, the head's seq, locked_by,
+    /// lock_expiry, attempts, enqueued_at, and the group's depth.
+    pub fn groups_page(&self, state: Option<GroupState>, after: Option<&[u8]>, limit: i64, now: f64) -> Bound<'_> {
+        let listing = LISTINGS.iter().position(|&l| l == state).expect("LISTINGS has every state");
+        let mut values = vec![after.map_or(Value::Null, |cursor| Value::Blob(cursor.to_vec())), limit.into()];
+        if state.is_some() {
+            values.push(now.into());
+        }
+        (&self.inspect.groups_pages[listing][usize::from(after.is_some())], values)
+    }
+
+    /// Every head shown is checked. The leased and parked listings scan the messages for
+    /// locked heads, as `stats` does, so a head leased by harel's Python transports is listed
+    /// too; the others walk the groups.
+    fn build_groups_page(&self, state: Option<GroupState>, after: bool) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
         let columns = format!(
             "CAST(g.group_id AS BLOB), g.priority, {}, h.seq, h.locked_by, h.lock_expiry, {}, {}, \
@@ -87,9 +141,13 @@ impl Statements {
         format!("SELECT {columns} FROM {from} WHERE {after}{held} ORDER BY g.group_id LIMIT ?2 + 1")
     }
 
-    /// A page of group ?3's messages, oldest first, after seq ?1, ?2 + 1 rows. Columns:
-    /// seq, event, attempts, locked_by, lock_expiry, enqueued_at.
-    pub fn messages_page(&self) -> String {
+    /// A page of group `group_id`'s messages (?3), oldest first, after seq `after` (?1),
+    /// `limit` + 1 rows (?2). Columns: seq, event, attempts, locked_by, lock_expiry, enqueued_at.
+    pub fn messages_page(&self, group_id: &str, after: i64, limit: i64) -> Bound<'_> {
+        (&self.inspect.messages_page, vec![after.into(), limit.into(), group_id.into()])
+    }
+
+    fn build_messages_page(&self) -> String {
         format!(
             "SELECT seq, CAST(event AS BLOB), {}, locked_by, lock_expiry, {} FROM {} e \
              WHERE group_id = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2 + 1",
@@ -99,8 +157,13 @@ impl Statements {
         )
     }
 
-    /// Purging group ?1: its messages, then its row.
-    pub fn purge_group(&self) -> [String; 2] {
+    /// Purging group `group_id` (?1): its messages, then its row.
+    pub fn purge_group(&self, group_id: &str) -> [Bound<'_>; 2] {
+        let [messages, group] = &self.inspect.purge_group;
+        [(messages, vec![group_id.into()]), (group, vec![group_id.into()])]
+    }
+
+    fn build_purge_group(&self) -> [String; 2] {
         [
             format!("DELETE FROM {} WHERE group_id = ?1", self.messages_table),
             format!("DELETE FROM {} WHERE group_id = ?1", self.groups_table),
@@ -108,14 +171,20 @@ impl Statements {
     }
 
     /// Purging the queue: every message, then every group (dead letters stay).
-    pub fn purge_all(&self) -> [String; 2] {
-        [format!("DELETE FROM {}", self.messages_table), format!("DELETE FROM {}", self.groups_table)]
+    pub fn purge_all(&self) -> [Bound<'_>; 2] {
+        let [messages, groups] = &self.inspect.purge_all;
+        [(messages, Vec::new()), (groups, Vec::new())]
     }
 
-    /// Releasing group ?1 now: its head's lease or park ends, whoever holds it (the
-    /// holder's ack or nack then finds its lease lost); then, if it did, the group is ready
-    /// at ?2.
-    pub fn release_head(&self) -> [String; 2] {
+    /// Releasing group `group_id` (?1) now: its head's lease or park ends, whoever holds it
+    /// (the holder's ack or nack then finds its lease lost); then, if it did, the group is
+    /// ready at `now` (?2).
+    pub fn release_head(&self, group_id: &str, now: f64) -> [Bound<'_>; 2] {
+        let [release, requeue] = &self.inspect.release_head;
+        [(release, vec![group_id.into()]), (requeue, vec![group_id.into(), now.into()])]
+    }
+
+    fn build_release_head(&self) -> [String; 2] {
         let (m, g) = (&self.messages_table, &self.groups_table);
         [
             format!(

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use libsql::Value;
 
+use crate::types::{Lease, Message};
 use crate::validate::{DELAYED, MAX_PRIORITY, PARKED};
 
 mod claim;
@@ -17,7 +18,8 @@ mod publish;
 mod shards;
 
 pub use claim::{LEASE_GUARD, LEASE_LOST};
-pub use dead_letters::DeadFilter;
+use dead_letters::DeadSql;
+use inspect::Inspect;
 pub use publish::PublishWith;
 pub use shards::ShardSql;
 
@@ -49,6 +51,14 @@ pub struct Lacks {
     pub keys: bool,
 }
 
+/// A statement and the values it runs with, in the order of its parameters (?1 first; a
+/// bare `?` takes the next number). sql/ hands out each statement with its values, written
+/// beside its SQL, so no caller binds what it cannot see; beside a statement with more than
+/// three parameters, a table names each (`// ?1 seq, ?2 group_id, ...`). Numbered, not
+/// named (`:seq`): libsql looks a name up at every run of a local statement, a cost the
+/// worker's path would pay.
+pub type Bound<'s> = (&'s str, Vec<Value>);
+
 #[derive(Debug, Clone)]
 pub struct Statements {
     /// The table names under the prefix.
@@ -57,32 +67,37 @@ pub struct Statements {
     pub dead_table: String,
     /// Idempotency keys (publish.rs); ours, and optional: a queue without it refuses keyed publishes.
     pub keys_table: String,
-    /// What the looks must read around (nothing, unless opened as it is).
-    pub lacks: Lacks,
+    /// What the looks must read around (nothing, unless opened as it is; `read_around`).
+    lacks: Lacks,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
     unrouted_claims: Vec<String>,
     /// By `INSERT_ROWS`' order: the messages' INSERT and the groups' INSERT OR IGNORE.
     publish_rows: Vec<(String, String)>,
-    pub set_group_ready_at: String,
+    set_group_ready_at: String,
     /// A local claim's lease of the head it looked up (backend/local/claim.rs).
-    pub lease_message: String,
-    pub ack_message: String,
-    pub requeue_group_if_not_empty: String,
+    lease_message: String,
+    ack_message: String,
+    requeue_group_if_not_empty: String,
     /// The same in an ack of several, which has no guard: only if the DELETE before it
     /// deleted.
-    pub requeue_group_if_acked: String,
-    pub drop_group_if_empty: String,
-    pub release_message: String,
-    pub extend_lease: String,
-    /// The earliest instant after ?1 that a group is next ready (a lease's or park's end).
-    pub next_ready_at: String,
-    /// Whether some group's turn has come by ?1 (see `Readiness::undated_turns`).
-    pub undated_turns: String,
-    /// Moving a message into the dead-letter table (see dead_letters.rs).
-    pub bury_leased: String,
-    pub bury_head: String,
-    pub drop_buried_group_if_empty: String,
-    pub delete_message: String,
+    requeue_group_if_acked: String,
+    drop_group_if_empty: String,
+    release_message: String,
+    extend_lease: String,
+    next_ready_at: String,
+    undated_turns: String,
+    /// Moving a message into the dead-letter table (see dead_letters.rs and claim.rs).
+    bury_leased: String,
+    bury_head: String,
+    bury_claimed: String,
+    delete_buried: String,
+    requeue_buried_group: String,
+    drop_buried_group_if_empty: String,
+    delete_message: String,
+    /// Redriving, purging and listing dead letters (dead_letters.rs).
+    dead: DeadSql,
+    /// The looks and the admin's other statements (inspect.rs): built again by `read_around`.
+    inspect: Inspect,
     /// A publish with a key or a due time.
     pub publish_with: PublishWith,
     /// A sharded queue's record of its set.
@@ -120,10 +135,12 @@ impl Statements {
             drop_group_if_empty: format!(
                 "DELETE FROM {g} WHERE group_id = ?1 AND NOT EXISTS (SELECT 1 FROM {m} WHERE group_id = ?1)"
             ),
+            // ?1 seq, ?2 group_id, ?3 worker_id (the lease), ?4 locked_by, ?5 lock_expiry
             release_message: format!(
                 "UPDATE {m} SET locked_by = ?4, lock_expiry = ?5 \
                  WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
+            // ?1 seq, ?2 group_id, ?3 worker_id (the lease), ?4 lock_expiry
             extend_lease: format!(
                 "UPDATE {m} SET lock_expiry = ?4 WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
@@ -131,8 +148,13 @@ impl Statements {
             undated_turns: format!("SELECT EXISTS (SELECT 1 FROM {g} WHERE last_claimed_at <= ?1)"),
             bury_leased: dead_letters::bury_leased(&m, &g, &d),
             bury_head: dead_letters::bury_head(&m, &g, &d),
+            bury_claimed: claim::bury_claimed(&m, &g, &d),
+            delete_buried: claim::delete_buried(&m, &d),
+            requeue_buried_group: claim::requeue_buried_group(&m, &g, &d),
             drop_buried_group_if_empty: dead_letters::drop_buried_group_if_empty(&m, &g, &d),
             delete_message: format!("DELETE FROM {m} WHERE seq = ?1"),
+            dead: DeadSql::new(&m, &g, &d),
+            inspect: Inspect::default(),
             messages_table: m,
             groups_table: g,
             dead_table: d,
@@ -143,7 +165,77 @@ impl Statements {
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
         sql.publish_rows = INSERT_ROWS.iter().map(|&n| sql.build_publish_rows(n)).collect();
+        sql.inspect = Inspect::new(&sql);
         sql
+    }
+
+    /// What the queue's tables lack of ours.
+    pub fn lacks(&self) -> Lacks {
+        self.lacks
+    }
+
+    /// Records what the queue's tables lack of ours, found at open: the looks read around it.
+    pub fn read_around(&mut self, lacks: Lacks) {
+        self.lacks = lacks;
+        self.inspect = Inspect::new(self);
+    }
+
+    /// Turns group `group_id` to `ready_at`: the end of its head's lease or park.
+    pub fn set_group_ready_at(&self, group_id: &str, ready_at: f64) -> Bound<'_> {
+        (&self.set_group_ready_at, vec![group_id.into(), ready_at.into()])
+    }
+
+    /// Leases message `seq` (a head a local claim looked up) to `worker_id` until
+    /// `lock_expiry`, counting the claim.
+    pub fn lease_message(&self, seq: i64, worker_id: &str, lock_expiry: f64) -> Bound<'_> {
+        (&self.lease_message, vec![seq.into(), worker_id.into(), lock_expiry.into()])
+    }
+
+    /// The ack: deletes the message of `lease` if it is still leased to its worker.
+    pub fn ack_message(&self, lease: &Lease) -> Bound<'_> {
+        (&self.ack_message, leased(lease, []))
+    }
+
+    /// After a group's head was removed: the group is ready again at `now` (or at its new
+    /// head's due time) if it has messages left.
+    pub fn requeue_group_if_not_empty(&self, group_id: &str, now: f64) -> Bound<'_> {
+        (&self.requeue_group_if_not_empty, vec![group_id.into(), now.into()])
+    }
+
+    /// `requeue_group_if_not_empty` in an ack of several: only if the ack before it deleted.
+    pub fn requeue_group_if_acked(&self, group_id: &str, now: f64) -> Bound<'_> {
+        (&self.requeue_group_if_acked, vec![group_id.into(), now.into()])
+    }
+
+    /// Deletes group `group_id`'s row if it has no message left.
+    pub fn drop_group_if_empty(&self, group_id: &str) -> Bound<'_> {
+        (&self.drop_group_if_empty, vec![group_id.into()])
+    }
+
+    /// The message of `lease`, if still leased to its worker, freed (`holder` and `until`
+    /// None) or held by `holder` until `until` (a park, a set-aside).
+    pub fn release_message(&self, lease: &Lease, holder: Option<&str>, until: Option<f64>) -> Bound<'_> {
+        (&self.release_message, leased(lease, [holder.into(), until.into()]))
+    }
+
+    /// The lease, if still its worker's, now runs to `lock_expiry`.
+    pub fn extend_lease(&self, lease: &Lease, lock_expiry: f64) -> Bound<'_> {
+        (&self.extend_lease, leased(lease, [lock_expiry.into()]))
+    }
+
+    /// The earliest instant after `now` that a group is next ready (a lease's or park's end).
+    pub fn next_ready_at(&self, now: f64) -> Bound<'_> {
+        (&self.next_ready_at, vec![now.into()])
+    }
+
+    /// Whether some group's turn has come by `now` (see `Readiness::undated_turns`).
+    pub fn undated_turns(&self, now: f64) -> Bound<'_> {
+        (&self.undated_turns, vec![now.into()])
+    }
+
+    /// Deletes message `seq` (after a bury copied it).
+    pub fn delete_message(&self, seq: i64) -> Bound<'_> {
+        (&self.delete_message, vec![seq.into()])
     }
 
     /// The INSERTs of `n` rows. Multi-row VALUES go in in order: FIFO within a group is
@@ -158,16 +250,20 @@ impl Statements {
         )
     }
 
-    /// The statements that write the first rows of a batch of `n` (> 0): how many rows,
-    /// the messages' INSERT (now, then group_id, event per row) and the groups' INSERT OR
-    /// IGNORE (group_id, priority, routing_key per row).
-    pub fn publish_rows(&self, n: usize) -> (usize, &str, &str) {
-        let (rows, (messages, groups)) = INSERT_ROWS
+    /// The statements that write the first rows of `messages` (not empty) at `now`, and how
+    /// many rows they write: the messages' INSERT (now, then group_id, event per row) and the
+    /// groups' INSERT OR IGNORE (group_id, priority, routing_key per row).
+    pub fn publish_rows(&self, now: f64, messages: &[Message<'_>]) -> (usize, [Bound<'_>; 2]) {
+        let (&rows, (insert_messages, insert_groups)) = INSERT_ROWS
             .iter()
             .zip(&self.publish_rows)
-            .find(|(&rows, _)| rows <= n)
+            .find(|(&rows, _)| rows <= messages.len())
             .expect("INSERT_ROWS ends with 1, and a batch is not empty");
-        (*rows, messages, groups)
+        let run = &messages[..rows];
+        let values = run.iter().flat_map(|m| [Value::from(m.group_id), Value::from(m.event_json)]);
+        let groups = run.iter().flat_map(|m| [m.group_id.into(), m.priority.into(), m.routing_key.into()]);
+        let messages = std::iter::once(Value::from(now)).chain(values).collect();
+        (rows, [(insert_messages, messages), (insert_groups, groups.collect())])
     }
 
     /// One candidate: the first `limit` groups, in serving order, that pass its filter and
@@ -422,7 +518,119 @@ fn claim_candidates(now: f64, min_priority: i32, routing_keys: &[&str]) -> (Vec<
     (candidates, params)
 }
 
+/// ?1 seq, ?2 group_id, ?3 worker_id: the lease of a statement that acts only on a message
+/// still leased to its worker; then `more` (?4, ...).
+fn leased<const N: usize>(lease: &Lease, more: [Value; N]) -> Vec<Value> {
+    let mut values = Vec::with_capacity(3 + N);
+    values.extend([lease.seq.into(), lease.group_id.as_str().into(), lease.worker_id.as_str().into()]);
+    values.extend(more);
+    values
+}
+
 /// Statements as text for a migration tool: one per line, each ending in ';'.
 pub fn as_script(statements: &[String]) -> String {
     statements.iter().map(|s| format!("{s};\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{DeadLetters, GroupState};
+
+    /// How many values a statement takes: its highest ?N, a bare `?` one more than the
+    /// highest before it (SQLite's numbering).
+    pub(super) fn highest_parameter(sql: &str) -> usize {
+        let mut highest = 0;
+        let mut rest = sql;
+        while let Some(at) = rest.find('?') {
+            rest = &rest[at + 1..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            highest = if digits.is_empty() { highest + 1 } else { highest.max(digits.parse().unwrap()) };
+        }
+        highest
+    }
+
+    /// Every statement sql/ hands out comes with exactly the values it numbers: a libSQL
+    /// server refuses extra ones, and SQLite would run a missing one as NULL.
+    #[test]
+    fn every_statement_comes_with_exactly_its_values() {
+        let lease = Lease {
+            seq: 7,
+            group_id: "g".into(),
+            event: "{}".into(),
+            worker_id: "w".into(),
+            lock_expiry: 1030.0,
+            attempts: 1,
+        };
+        let message = Message { group_id: "g", event_json: "{}", priority: 1, routing_key: Some("k") };
+        let mut sql = Statements::new("t");
+        let lacking_all = Lacks { attempts: true, enqueued_at: true, routing_key: true, dead: true, keys: true };
+        for lacks in [Lacks::default(), lacking_all] {
+            sql.read_around(lacks);
+            let p = &sql.publish_with;
+            let mut all = vec![
+                sql.set_group_ready_at("g", 1.0),
+                sql.lease_message(7, "w", 1.0),
+                sql.ack_message(&lease),
+                sql.requeue_group_if_not_empty("g", 1.0),
+                sql.requeue_group_if_acked("g", 1.0),
+                sql.drop_group_if_empty("g"),
+                sql.release_message(&lease, Some(PARKED), Some(2.0)),
+                sql.extend_lease(&lease, 2.0),
+                sql.next_ready_at(1.0),
+                sql.undated_turns(1.0),
+                sql.bury_leased(&lease, "why", 1.0),
+                sql.bury_head(7, "why", 1.0),
+                sql.bury_claimed(7, ("w", 2.0), "why", 1.0),
+                sql.delete_buried(7),
+                sql.requeue_buried_group(7, 1.0),
+                sql.drop_buried_group_if_empty(7),
+                sql.delete_message(7),
+                sql.stats(1.0),
+                sql.messages_page("g", 0, 10),
+                sql.shard.insert_record("q", 0, 2),
+                p.sweep_keys(1.0),
+                p.forget_key("k", 1.0),
+                p.take_key("k", 2.0),
+                p.insert_message(1.0, &message, None),
+                p.insert_message_if_new(1.0, &message, Some(2.0)),
+                p.bind_key("k"),
+                p.published("k"),
+                p.published_unkeyed(),
+                p.insert_group(&message),
+                p.insert_group_if_new(&message),
+                p.stamp_delayed_head("g"),
+            ];
+            for n in [1, 5, 100, 300] {
+                let (rows, statements) = sql.publish_rows(1.0, &vec![message; n]);
+                assert!(rows <= n && INSERT_ROWS.contains(&rows));
+                all.extend(statements);
+            }
+            for which in [DeadLetters::All, DeadLetters::Group("g"), DeadLetters::Seqs(&[1])] {
+                all.extend(sql.redrive(which, 1.0));
+                all.push(sql.purge_dead(which));
+            }
+            for group_id in [None, Some("g")] {
+                all.push(sql.dead_page(group_id, 0, 10));
+            }
+            let states = [
+                None,
+                Some(GroupState::Ready),
+                Some(GroupState::Leased),
+                Some(GroupState::Parked),
+                Some(GroupState::Delayed),
+            ];
+            for state in states {
+                for after in [None, Some(&b"g"[..])] {
+                    all.push(sql.groups_page(state, after, 10, 1.0));
+                }
+            }
+            all.extend(sql.purge_group("g"));
+            all.extend(sql.purge_all());
+            all.extend(sql.release_head("g", 1.0));
+            for (statement, values) in all {
+                assert_eq!(highest_parameter(statement), values.len(), "{statement}");
+            }
+        }
+    }
 }

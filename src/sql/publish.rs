@@ -19,6 +19,10 @@
 //! A key's row outlives its message: it lasts the retention, acked or not. `sweep_keys`
 //! deletes a bounded number of expired ones in each keyed publish.
 
+use libsql::Value;
+
+use super::Bound;
+use crate::types::Message;
 use crate::validate::DELAYED;
 
 /// How many expired keys one keyed publish deletes: a bounded step, however many expired.
@@ -27,17 +31,17 @@ const SWEEP: usize = 16;
 /// The publish statements, built once per prefix.
 #[derive(Debug, Clone)]
 pub struct PublishWith {
-    pub sweep_keys: String,
-    pub forget_key: String,
-    pub take_key: String,
-    pub insert_message: String,
-    pub insert_message_if_new: String,
-    pub bind_key: String,
-    pub published: String,
-    pub published_unkeyed: String,
-    pub insert_group: String,
-    pub insert_group_if_new: String,
-    pub stamp_delayed_head: String,
+    sweep_keys: String,
+    forget_key: String,
+    take_key: String,
+    insert_message: String,
+    insert_message_if_new: String,
+    bind_key: String,
+    published: String,
+    published_unkeyed: String,
+    insert_group: String,
+    insert_group_if_new: String,
+    stamp_delayed_head: String,
 }
 
 /// The keys table: a key, the seq of the message it stored, and when it is forgotten.
@@ -69,7 +73,7 @@ impl PublishWith {
     /// For the messages, groups and keys tables `m`, `g`, `k`.
     pub(super) fn new(m: &str, g: &str, k: &str) -> PublishWith {
         // ?1 now, ?2 group_id, ?3 event, ?4 locked_by (DELAYED or NULL), ?5 due (or NULL)
-        let message_values = "SELECT ?1, ?2, ?3, ?4, ?5";
+        let message_row = "SELECT ?1, ?2, ?3, ?4, ?5";
         let insert = format!("INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry)");
         let due = delayed_head_due(m);
         PublishWith {
@@ -84,8 +88,8 @@ impl PublishWith {
             take_key: format!(
                 "INSERT INTO {k} (key, seq, expires_at) VALUES (?1, -1, ?2) ON CONFLICT (key) DO NOTHING"
             ),
-            insert_message: format!("{insert} {message_values}"),
-            insert_message_if_new: format!("{insert} {message_values} WHERE changes() = 1"),
+            insert_message: format!("{insert} {message_row}"),
+            insert_message_if_new: format!("{insert} {message_row} WHERE changes() = 1"),
             // ?1 key
             bind_key: format!("UPDATE {k} SET seq = last_insert_rowid() WHERE key = ?1 AND seq = -1"),
             published: format!("SELECT seq, changes() FROM {k} WHERE key = ?1"),
@@ -102,4 +106,71 @@ impl PublishWith {
             ),
         }
     }
+
+    /// Deletes up to `SWEEP` keys whose retention ended by `now`.
+    pub fn sweep_keys(&self, now: f64) -> Bound<'_> {
+        (&self.sweep_keys, vec![now.into()])
+    }
+
+    /// 1: `key`, if its retention ended by `now`, is no longer seen.
+    pub fn forget_key(&self, key: &str, now: f64) -> Bound<'_> {
+        (&self.forget_key, vec![key.into(), now.into()])
+    }
+
+    /// 2: `key`'s row, kept until `expires_at`.
+    pub fn take_key(&self, key: &str, expires_at: f64) -> Bound<'_> {
+        (&self.take_key, vec![key.into(), expires_at.into()])
+    }
+
+    /// 3: message `m`, published at `now`; locked to `DELAYED` until `due`, if it has one.
+    pub fn insert_message(&self, now: f64, m: &Message<'_>, due: Option<f64>) -> Bound<'_> {
+        (&self.insert_message, message_values(now, m, due))
+    }
+
+    /// 3 with a key: the same, only when the key is new.
+    pub fn insert_message_if_new(&self, now: f64, m: &Message<'_>, due: Option<f64>) -> Bound<'_> {
+        (&self.insert_message_if_new, message_values(now, m, due))
+    }
+
+    /// 4: the new `key` stands for the message just inserted.
+    pub fn bind_key(&self, key: &str) -> Bound<'_> {
+        (&self.bind_key, vec![key.into()])
+    }
+
+    /// 5: the seq `key` stands for, and 1 when this publish stored it.
+    pub fn published(&self, key: &str) -> Bound<'_> {
+        (&self.published, vec![key.into()])
+    }
+
+    /// 5 without a key: the seq just inserted, and 1.
+    pub fn published_unkeyed(&self) -> Bound<'_> {
+        (&self.published_unkeyed, Vec::new())
+    }
+
+    /// 6: the group of message `m`, made with its priority and routing key unless it exists.
+    pub fn insert_group(&self, m: &Message<'_>) -> Bound<'_> {
+        (&self.insert_group, group_values(m))
+    }
+
+    /// 6 with a key: the same, only when the message is new.
+    pub fn insert_group_if_new(&self, m: &Message<'_>) -> Bound<'_> {
+        (&self.insert_group_if_new, group_values(m))
+    }
+
+    /// 7: group `group_id` stamped with its head's due time, if the head is delayed.
+    pub fn stamp_delayed_head(&self, group_id: &str) -> Bound<'_> {
+        (&self.stamp_delayed_head, vec![group_id.into()])
+    }
+}
+
+/// A message's row (`message_row` in `PublishWith::new`): ?1 now, ?2 group_id, ?3 event,
+/// ?4 locked_by, ?5 due.
+fn message_values(now: f64, m: &Message<'_>, due: Option<f64>) -> Vec<Value> {
+    let locked_by = due.map(|_| DELAYED);
+    vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by.into(), due.into()]
+}
+
+/// ?1 group_id, ?2 priority, ?3 routing_key.
+fn group_values(m: &Message<'_>) -> Vec<Value> {
+    vec![m.group_id.into(), m.priority.into(), m.routing_key.into()]
 }

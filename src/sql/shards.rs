@@ -1,13 +1,13 @@
 //! A sharded queue's record of its set, one row in each of its databases (shards/set.rs):
 //! which queue the database belongs to, its index, and how many shards there are.
 
+use super::Bound;
+
 #[derive(Debug, Clone)]
 pub struct ShardSql {
     pub table: String,
     pub create_table: String,
-    /// Writes the record unless one is there: of two openers creating a set at once, the
-    /// first one's stays, and both read it back.
-    pub insert_record: String,
+    insert_record: String,
     pub read_record: String,
     /// One row, 1 if the database holds a message.
     pub holds_messages: String,
@@ -28,5 +28,11 @@ impl ShardSql {
             holds_messages: format!("SELECT EXISTS (SELECT 1 FROM {messages_table})"),
             table: t,
         }
+    }
+
+    /// Writes the record (`queue_id`, `shard` of `shards`) unless one is there: of two
+    /// openers creating a set at once, the first one's stays, and both read it back.
+    pub fn insert_record(&self, queue_id: &str, shard: usize, shards: usize) -> Bound<'_> {
+        (&self.insert_record, vec![queue_id.into(), (shard as i64).into(), (shards as i64).into()])
     }
 }

@@ -93,11 +93,13 @@ def arrows(text, me, known):
             parts = base + parts
         else:
             continue
-        # The longest prefix that is a module.
+        # The longest prefix that is a module. A module's use of its own children is their
+        # declaration and re-export, not an arrow; a child's use of its parent is one (two
+        # children of one parent that reach each other through it make a circle).
         for n in range(len(parts), 0, -1):
             mod = "::".join(parts[:n])
             if mod in known:
-                if mod != me and not me.startswith(mod + "::"):
+                if mod != me and not (me == "" or mod.startswith(me + "::")):
                     named.add(mod)
                 break
     return named

@@ -18,7 +18,7 @@ use super::Local;
 use crate::chain::{row_values, Before, Chain, Claimed};
 use crate::error::Result;
 use crate::request::{Claim, Now};
-use crate::sql::Statements;
+use crate::sql::{Bound, Statements};
 use crate::types::Lease;
 
 impl Local {
@@ -80,10 +80,8 @@ impl Local {
                     }
                     (Ok(group_id), Ok(event)) => {
                         let lock_expiry = now + c.visibility;
-                        self.execute(&sql.set_group_ready_at, vec![group_id.as_str().into(), lock_expiry.into()])
-                            .await?;
-                        self.execute(&sql.lease_message, vec![seq.into(), c.worker_id.into(), lock_expiry.into()])
-                            .await?;
+                        self.execute(sql.set_group_ready_at(&group_id, lock_expiry)).await?;
+                        self.execute(sql.lease_message(seq, c.worker_id, lock_expiry)).await?;
                         let worker_id = c.worker_id.to_owned();
                         claimed.leases.push(Lease {
                             seq,
@@ -98,9 +96,9 @@ impl Local {
                     (Err(_), _) => "its group_id is not valid UTF-8 (written by another program)".to_owned(),
                     (_, Err(_)) => "its event is not valid UTF-8 (written by another program)".to_owned(),
                 };
-                self.execute(&sql.bury_head, vec![seq.into(), undeliverable.into(), now.into()]).await?;
-                self.execute(&sql.delete_message, vec![seq.into()]).await?;
-                self.execute(&sql.drop_buried_group_if_empty, vec![seq.into()]).await?;
+                self.execute(sql.bury_head(seq, &undeliverable, now)).await?;
+                self.execute(sql.delete_message(seq)).await?;
+                self.execute(sql.drop_buried_group_if_empty(seq)).await?;
                 claimed.buried += 1;
                 buried = true;
                 break;
@@ -111,7 +109,7 @@ impl Local {
         }
     }
 
-    async fn execute(&mut self, sql: &str, params: Vec<Value>) -> Result<u64> {
+    async fn execute(&mut self, (sql, params): Bound<'_>) -> Result<u64> {
         Ok(self.statements.execute(&self.conn, sql, params).await?)
     }
 }

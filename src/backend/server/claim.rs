@@ -108,11 +108,15 @@ fn push_bury_claimed<'a>(
     worker_id: &str,
     now: f64,
 ) -> Chain<'a> {
-    let params = vec![u.seq.into(), u.reason.into(), now.into(), worker_id.into(), u.lock_expiry.into()];
-    chain.push(sql.bury_claimed(), params);
-    chain.push(sql.delete_buried(), vec![u.seq.into()]);
-    chain.push(sql.requeue_buried_group(), vec![u.seq.into(), now.into()]);
-    chain.push(&sql.drop_buried_group_if_empty, vec![u.seq.into()]);
+    let statements = [
+        sql.bury_claimed(u.seq, (worker_id, u.lock_expiry), u.reason, now),
+        sql.delete_buried(u.seq),
+        sql.requeue_buried_group(u.seq, now),
+        sql.drop_buried_group_if_empty(u.seq),
+    ];
+    for (statement, params) in statements {
+        chain.push(statement, params);
+    }
     chain
 }
 

@@ -3,11 +3,12 @@
 
 use std::ffi::{c_char, c_void};
 
+use super::boundary::boundary;
+use super::unwind::boundary_value;
 use super::args;
 use super::error::harel_error;
 use super::ownership::{free_box, to_boxed_mut_ptr, try_mut_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
-use super::{boundary, boundary_value};
 use crate::{Options, Synchronous};
 
 /// Options for `harel_transport_open` (opaque). `harel_options_new` creates one with the

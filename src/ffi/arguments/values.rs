@@ -4,8 +4,8 @@
 
 use std::ffi::c_char;
 
+use super::unwind::boundary_value;
 use super::args;
-use super::boundary_value;
 use super::ownership::{free_box, to_boxed_mut_ptr_keeping, Boxed, Castable};
 use crate::error::{Error, Result};
 use crate::Value;

@@ -4,12 +4,14 @@
 
 use std::ffi::c_char;
 
+use super::boundary::boundary_out;
+use super::unwind::boundary_value;
 use super::error::harel_error;
 use super::handle::{harel_transport, on_handle};
 use super::lease::{harel_lease, leases_of, outcomes_of, write_outcomes};
 use super::ownership::{free_box, ref_from_ptr, to_boxed_mut_ptr, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
-use super::{args, boundary_out};
+use super::args;
 use crate::error::{Error, Result};
 use crate::waiting::wait::{self, Cancel, Wait};
 use crate::{Lease, Transport};
@@ -231,7 +233,7 @@ impl Castable for harel_cancel {
 /// A new cancel, not fired; the caller owns it.
 #[no_mangle]
 pub extern "C" fn harel_cancel_new() -> *mut harel_cancel {
-    super::boundary_value(std::ptr::null_mut(), || to_boxed_mut_ptr(Cancel::new()))
+    boundary_value(std::ptr::null_mut(), || to_boxed_mut_ptr(Cancel::new()))
 }
 
 /// Fires `cancel`: every call waiting with it returns HAREL_ERR_INTERRUPTED, having
@@ -239,7 +241,7 @@ pub extern "C" fn harel_cancel_new() -> *mut harel_cancel {
 /// thread, any number of times. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_cancel_fire(cancel: *const harel_cancel) {
-    super::boundary_value((), || {
+    boundary_value((), || {
         // SAFETY: NULL or a live cancel from harel_cancel_new.
         if let Some(cancel) = unsafe { ref_from_ptr(cancel) } {
             cancel.fire();
@@ -251,7 +253,7 @@ pub extern "C" fn harel_cancel_fire(cancel: *const harel_cancel) {
 #[no_mangle]
 pub extern "C" fn harel_cancel_free(cancel: *mut harel_cancel) {
     // SAFETY: NULL or from harel_cancel_new, freed once (this function's contract).
-    super::boundary_value((), || unsafe { free_box(cancel) })
+    boundary_value((), || unsafe { free_box(cancel) })
 }
 
 /// `harel_transport_claim`, waiting up to `wait` seconds (finite, >= 0; 0 looks once)
@@ -294,7 +296,7 @@ pub extern "C" fn harel_transport_claim_wait(
 /// while other threads use `t` (unlike close). NULL does nothing.
 #[no_mangle]
 pub extern "C" fn harel_transport_interrupt(t: *mut harel_transport) {
-    super::boundary_value((), || {
+    boundary_value((), || {
         // SAFETY: NULL or a live handle from harel_transport_open.
         if let Some(t) = unsafe { ref_from_ptr(t) } {
             t.interrupt();

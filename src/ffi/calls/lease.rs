@@ -2,9 +2,10 @@
 
 use std::ffi::c_char;
 
+use super::unwind::boundary_value;
 use super::ownership::{free_box, to_boxed_mut_ptr_keeping, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
-use super::{args, boundary_value};
+use super::args;
 use crate::error::{Error, Result};
 use crate::Lease;
 

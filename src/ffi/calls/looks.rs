@@ -3,12 +3,14 @@
 
 use std::ffi::c_char;
 
+use super::boundary::boundary_out;
+use super::unwind::boundary_value;
 use super::error::harel_error;
 use super::handle::harel_transport;
 use super::ownership::{free_box, to_boxed_mut_ptr_keeping, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
 use super::strings_out::{or_minus_one, Strings};
-use super::{args, boundary_out, boundary_value};
+use super::args;
 use crate::error::{Error, Result};
 use crate::{GroupState, Page, Transport};
 

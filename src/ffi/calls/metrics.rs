@@ -1,11 +1,12 @@
 //! What a transport counted, from C: `harel_transport_metrics` copies the core's snapshot
 //! into one allocation, freed with `harel_metrics_free`.
 
+use super::boundary::boundary_out;
+use super::unwind::boundary_value;
 use super::error::harel_error;
 use super::handle::harel_transport;
 use super::ownership::{free_box, to_boxed_mut_ptr, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
-use super::{boundary_out, boundary_value};
 use crate::metrics::{Histogram, LATENCY_BOUNDS, LATENCY_BUCKETS};
 
 /// One operation's latency in `harel_metrics`: counts of calls, cumulative as Prometheus

@@ -10,12 +10,14 @@
 
 use std::ffi::{c_char, CString};
 
+use super::boundary::boundary_out;
+use super::unwind::boundary_value;
 use super::error::harel_error;
 use super::handle::harel_transport;
 use super::options::harel_options;
 use super::ownership::{free_c_string, ref_from_ptr, take_from_ptr, to_boxed_mut_ptr, to_c_string};
 use super::status::harel_status::{self, HAREL_OK};
-use super::{args, boundary_out, boundary_value};
+use super::args;
 use crate::error::Error;
 use crate::{Options, Transport};
 
@@ -66,7 +68,7 @@ pub(crate) unsafe fn c_options(options: *const harel_options) -> Options {
 /// harel_tx_rollback and harel_tx_free.
 #[no_mangle]
 pub extern "C" fn harel_transport_close(t: *mut harel_transport) {
-    super::boundary_value((), || {
+    boundary_value((), || {
         // SAFETY: NULL or from harel_transport_open, closed once (this function's contract).
         // Its transactions end first, while it is where they point.
         if let Some(transport) = unsafe { ref_from_ptr(t) } {

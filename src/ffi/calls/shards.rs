@@ -3,11 +3,12 @@
 
 use std::ffi::c_char;
 
+use super::boundary::boundary;
 use super::error::harel_error;
 use super::handle::harel_transport;
 use super::ownership::try_ref_from_ptr;
 use super::status::harel_status::{self, HAREL_OK};
-use super::{args, boundary};
+use super::args;
 use crate::error::Error;
 
 /// Sets `*n` to the number of databases `t` is sharded over (1 when it is not sharded).

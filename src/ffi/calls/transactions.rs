@@ -8,12 +8,14 @@
 
 use std::ffi::{c_char, c_int};
 
+use super::boundary::{boundary, boundary_out};
+use super::unwind::boundary_value;
 use super::error::harel_error;
 use super::handle::harel_transport;
 use super::ownership::{try_ref_from_ptr, Registry};
 use super::status::harel_status::{self, HAREL_OK};
 use super::values::{self, harel_rows, harel_value};
-use super::{args, boundary, boundary_out, boundary_value, publish};
+use super::{args, publish};
 use crate::error::{Error, Result};
 use crate::transaction::TxState;
 use crate::{Delivery, Message, Transport};

@@ -5,11 +5,13 @@
 use std::ffi::c_int;
 use std::os::fd::AsRawFd;
 
+use super::boundary::{boundary, boundary_out};
+use super::unwind::boundary_value;
 use super::error::harel_error;
 use super::handle::{harel_transport, on_handle};
 use super::ownership::{try_ref_from_ptr, Registry};
 use super::status::harel_status::{self, HAREL_EMPTY, HAREL_OK};
-use super::{args, boundary, boundary_out, boundary_value};
+use super::args;
 use crate::error::{Error, Result};
 use crate::Watch;
 
