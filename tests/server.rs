@@ -6,7 +6,8 @@
 //! every test here passes as skipped and prints `skipped: <test>: <reason>` on stderr.
 //!
 //! The tests of this file run one at a time (they share two cores with sqld, and two of
-//! them measure throughput). Run them with `--nocapture` to see the figures:
+//! them measure throughput), but for those that mostly wait out a clock, which may run
+//! beside each other (`sqld::mostly_waiting`). Run them with `--nocapture` to see the figures:
 //! `HAREL_SQLD=/path/to/sqld cargo test --release --test server -- --nocapture`.
 
 use harel_transport_testkit as common;
@@ -52,15 +53,26 @@ fn claim(t: &Transport, worker: &str) -> Option<Lease> {
 fn run_contract(via: Via, test: &str) {
     let binary = sqld_or_skip!(test);
     let _serial = serial();
-    let server = Sqld::start(&binary, false);
-    let client = Client::of(via, &server);
-    let shared = contract::CHECKS.iter().enumerate().map(|(i, &(name, check))| {
+    // A new replica copies the server's whole log when it opens, and every check writes to
+    // it: on one server, each check's replicas opened slower than the last (the run took
+    // minutes). So a replica's checks get a server each; remote ones share one.
+    let shared = (via == Via::Remote).then(|| Sqld::start(&binary, false));
+    let shared_checks = contract::CHECKS.iter().enumerate().map(|(i, &(name, check))| {
         let run = move |c: &Client| check(&|options: &Options| c.with_prefix(&format!("c{i}"), options));
         (name, Box::new(run) as Box<dyn Fn(&Client)>)
     });
-    let checks = shared.chain([("schema_off_and_idempotent", Box::new(check_schema) as Box<dyn Fn(&Client)>)]);
+    let checks = shared_checks.chain([("schema_off_and_idempotent", Box::new(check_schema) as Box<dyn Fn(&Client)>)]);
     let mut failed = Vec::new();
     for (name, check) in checks {
+        let own;
+        let server = match &shared {
+            Some(server) => server,
+            None => {
+                own = Sqld::start(&binary, false);
+                &own
+            }
+        };
+        let client = Client::of(via, server);
         let started = Instant::now();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&client))) {
             Ok(()) => println!("{} contract: {name}: ok ({:.2} s)", via.name(), started.elapsed().as_secs_f64()),
@@ -71,11 +83,11 @@ fn run_contract(via: Via, test: &str) {
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
                 println!("{} contract: {name}: FAILED: {text}", via.name());
-                failed.push(format!("{name}: {text}"));
+                failed.push(format!("{name}: {text}\n{}", server.log_tail()));
             }
         }
     }
-    assert!(failed.is_empty(), "{} contract checks failed:\n{}\n{}", via.name(), failed.join("\n"), server.log_tail());
+    assert!(failed.is_empty(), "{} contract checks failed:\n{}", via.name(), failed.join("\n"));
 }
 
 #[test]
@@ -228,6 +240,7 @@ fn server_worker() {
     let dir = PathBuf::from(env("HAREL_SERVER_TEST_DIR"));
     let client = Client::new(via, &url, token.as_deref(), &dir);
     let t = client.open(&contended(&TestClock::at(1000.0)));
+    std::fs::write(dir.join(format!("ready-{id}")), "").unwrap();
     let server_sql = ServerSql::new(&url, token.as_deref());
     let mut log = String::new();
     let (mut claims, mut empty) = (0usize, 0usize);
@@ -268,8 +281,7 @@ fn four_processes(via: Via, test: &str) {
     fill(&client.open(&clock.options()), GROUPS, PER_GROUP);
     let dir = server.scratch().to_owned();
     let logs: Vec<PathBuf> = (0..4).map(|n| dir.join(format!("worker-{n}.log"))).collect();
-    let started = Instant::now();
-    let children: Vec<_> = logs
+    let mut children: Vec<_> = logs
         .iter()
         .enumerate()
         .map(|(n, log)| {
@@ -286,15 +298,27 @@ fn four_processes(via: Via, test: &str) {
             command.spawn().expect("spawn a worker process")
         })
         .collect();
-    // Let them open (a replica syncs at open), then start them together.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Let them open (a replica syncs at open), then start them together. A worker that
+    // exited instead is reported below.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !(0..4).all(|n| dir.join(format!("ready-p{n}")).exists()) {
+        if children.iter_mut().any(|c| !matches!(c.try_wait(), Ok(None))) {
+            break;
+        }
+        if Instant::now() > deadline {
+            children.iter_mut().for_each(|c| drop(c.kill()));
+            panic!("the worker processes did not all open within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     std::fs::write(dir.join("go"), "").unwrap();
+    let started = Instant::now();
     let mut reports = Vec::new();
     for (n, child) in children.into_iter().enumerate() {
         let out = expect_success(child, &format!("worker process {n}"));
         reports.extend(out.lines().filter(|l| l.starts_with("WORKER ")).map(str::to_owned));
     }
-    let elapsed = started.elapsed().as_secs_f64() - 1.5;
+    let elapsed = started.elapsed().as_secs_f64();
 
     let mut by_group: BTreeMap<String, Vec<(i64, usize, u128, u128)>> = BTreeMap::new();
     let mut seen = HashSet::new();
@@ -388,7 +412,7 @@ fn a_wrong_or_missing_token_is_refused_at_open() {
 fn an_unreachable_server_fails_open_within_seconds() {
     let _limit = common::time_limit();
     let _binary = sqld_or_skip!("an_unreachable_server_fails_open_within_seconds");
-    let _serial = serial();
+    let _serial = sqld::mostly_waiting();
     let dir = tempfile::tempdir().unwrap();
     // Nothing listens: the connection is refused at once.
     let nobody = format!("http://127.0.0.1:{}", sqld::free_port());
@@ -402,10 +426,19 @@ fn an_unreachable_server_fails_open_within_seconds() {
             held2.lock().unwrap().push(stream);
         }
     });
-    for via in Via::BOTH {
-        expect_connect_error(&Client::new(via, &nobody, None, dir.path()), "nothing listening");
-        expect_connect_error(&Client::new(via, &silent_url, None, dir.path()), "a server that never answers");
-    }
+    // The four cases at once: the silent server's bound is waited out once, not twice.
+    std::thread::scope(|s| {
+        let mut cases = Vec::new();
+        for via in Via::BOTH {
+            for (url, what) in [(&nobody, "nothing listening"), (&silent_url, "a server that never answers")] {
+                let client = Client::new(via, url, None, dir.path());
+                cases.push(s.spawn(move || expect_connect_error(&client, what)));
+            }
+        }
+        for case in cases {
+            case.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -649,7 +682,7 @@ const CLAIM_UPDATE: &str = "SET last_claimed_at";
 
 fn stalled_claim(via: Via, stall: Duration, contender: bool, test: &str) {
     let binary = sqld_or_skip!(test);
-    let _serial = serial();
+    let _serial = sqld::mostly_waiting();
     let server = Sqld::start(&binary, false);
     let proxy = StallProxy::start(server.port());
     let clock = TestClock::at(1000.0);
@@ -771,34 +804,47 @@ fn replica_claim_stalled_past_the_10s_stream_expiry() {
 fn a_claim_waits_out_another_clients_abandoned_transaction() {
     let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_claim_waits_out_another_clients_abandoned_transaction");
-    let _serial = serial();
-    let server = Sqld::start(&binary, false);
+    let _serial = sqld::mostly_waiting();
+    // Both modes at once, so sqld's 5 s is waited out once; a server each, or one mode's
+    // claim would wait behind the other's abandoned transaction too.
+    let servers: Vec<Sqld> = Via::BOTH.iter().map(|_| Sqld::start(&binary, false)).collect();
+    std::thread::scope(|s| {
+        let runs: Vec<_> = Via::BOTH
+            .iter()
+            .zip(&servers)
+            .map(|(&via, server)| s.spawn(move || behind_an_abandoned_transaction(via, server)))
+            .collect();
+        for run in runs {
+            run.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        }
+    });
+}
+
+fn behind_an_abandoned_transaction(via: Via, server: &Sqld) {
     let clock = TestClock::at(1000.0);
-    for via in Via::BOTH {
-        let t = Client::of(via, &server).open(&clock.options());
-        t.publish("g", &event(1), 0, None).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let (_db, conn) = rt.block_on(async {
-            let db = libsql::Builder::new_remote(server.url(), String::new()).build().await.unwrap();
-            let conn = db.connect().unwrap();
-            conn.execute("BEGIN IMMEDIATE", ()).await.unwrap();
-            conn.execute("UPDATE harel_transport_groups SET priority = priority", ()).await.unwrap();
-            (db, conn)
-        });
-        let started = Instant::now();
-        let result = t.claim("w", V, 0, &[]);
-        println!(
-            "{}: a claim behind an abandoned transaction returned after {:.2} s: {:?}",
-            via.name(),
-            started.elapsed().as_secs_f64(),
-            result.as_ref().map(|l| l.as_ref().map(|l| &l.group_id))
-        );
-        let lease = result.expect("the claim gets the lock once the server takes it back").expect("the message");
-        t.ack(&lease).unwrap();
-        let after = rt.block_on(conn.execute("COMMIT", ()));
-        println!("  the abandoned transaction's COMMIT afterwards: {after:?}");
-        assert!(after.is_err(), "the server rolled the abandoned transaction back");
-    }
+    let t = Client::of(via, server).open(&clock.options());
+    t.publish("g", &event(1), 0, None).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_db, conn) = rt.block_on(async {
+        let db = libsql::Builder::new_remote(server.url(), String::new()).build().await.unwrap();
+        let conn = db.connect().unwrap();
+        conn.execute("BEGIN IMMEDIATE", ()).await.unwrap();
+        conn.execute("UPDATE harel_transport_groups SET priority = priority", ()).await.unwrap();
+        (db, conn)
+    });
+    let started = Instant::now();
+    let result = t.claim("w", V, 0, &[]);
+    println!(
+        "{}: a claim behind an abandoned transaction returned after {:.2} s: {:?}",
+        via.name(),
+        started.elapsed().as_secs_f64(),
+        result.as_ref().map(|l| l.as_ref().map(|l| &l.group_id))
+    );
+    let lease = result.expect("the claim gets the lock once the server takes it back").expect("the message");
+    t.ack(&lease).unwrap();
+    let after = rt.block_on(conn.execute("COMMIT", ()));
+    println!("  {}: the abandoned transaction's COMMIT afterwards: {after:?}", via.name());
+    assert!(after.is_err(), "the server rolled the abandoned transaction back");
 }
 
 /// A remote connection left idle for more than 10 s, outside any transaction.
@@ -806,7 +852,7 @@ fn a_claim_waits_out_another_clients_abandoned_transaction() {
 fn remote_calls_after_an_idle_stream_expired() {
     let _limit = common::time_limit();
     let binary = sqld_or_skip!("remote_calls_after_an_idle_stream_expired");
-    let _serial = serial();
+    let _serial = sqld::mostly_waiting();
     let server = Sqld::start(&binary, false);
     let clock = TestClock::at(1000.0);
     let client = Client::of(Via::Remote, &server);
@@ -920,31 +966,45 @@ fn replica_and_local_files_are_never_mixed() {
 fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
     let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_server_that_stops_answering_fails_the_call_within_a_bound");
-    let _serial = serial();
+    let _serial = sqld::mostly_waiting();
     let mut server = Sqld::start(&binary, false);
     let clock = TestClock::at(1000.0);
     let mut failures = Vec::new();
-    for via in Via::BOTH {
-        let mut o = clock.options();
-        o.busy_timeout(1.0).unwrap();
-        let t = Client::of(via, &server).open(&o);
-        t.publish("g", &event(1), 0, None).unwrap();
-        server.pause();
-        let (done, result) = std::thread::scope(|s| {
-            let call = s.spawn(|| {
-                let started = Instant::now();
-                (t.claim("w", V, 0, &[]), started.elapsed())
-            });
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while !call.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let done = call.is_finished();
-            // Let a call still hanging finish, so the scope can end.
-            server.resume();
-            (done, call.join().expect("the claim panicked"))
-        });
-        let (outcome, took) = result;
+    // Both modes' claims during one pause, so the bound is waited out once; each mode on
+    // tables of its own, so each finds its own one message afterwards.
+    let transports: Vec<(Via, Transport)> = Via::BOTH
+        .iter()
+        .map(|&via| {
+            let mut o = clock.options();
+            o.busy_timeout(1.0).unwrap();
+            let t = Client::of(via, &server).with_prefix(via.name(), &o);
+            t.publish("g", &event(1), 0, None).unwrap();
+            (via, t)
+        })
+        .collect();
+    server.pause();
+    let results: Vec<_> = std::thread::scope(|s| {
+        let calls: Vec<_> = transports
+            .iter()
+            .map(|(_, t)| {
+                s.spawn(move || {
+                    let started = Instant::now();
+                    (t.claim("w", V, 0, &[]), started.elapsed())
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !calls.iter().all(|c| c.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let done: Vec<bool> = calls.iter().map(|c| c.is_finished()).collect();
+        // Let a call still hanging finish, so the scope can end.
+        server.resume();
+        calls.into_iter().zip(done).map(|(call, done)| (done, call.join().expect("the claim panicked"))).collect()
+    });
+    // The server answers again: the transports work, and each message is there once.
+    clock.advance(V + 1.0);
+    for ((via, t), (done, (outcome, took))) in transports.iter().zip(results) {
         println!(
             "{}: a claim on a server that stopped answering {} after {:.2} s: {:?}",
             via.name(),
@@ -957,8 +1017,6 @@ fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
         } else if outcome.is_ok() {
             failures.push(format!("{}: the claim returned Ok while the server was stopped", via.name()));
         }
-        // The server answers again: the transport works, and the message is there once.
-        clock.advance(V + 1.0);
         let mut got = 0;
         loop {
             match t.claim("w", V, 0, &[]) {
@@ -993,7 +1051,7 @@ fn a_server_that_stops_answering_fails_the_call_within_a_bound() {
 fn a_transaction_holding_the_lock_over_5_s_while_another_writes_is_rolled_back() {
     let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_transaction_holding_the_lock_over_5_s_while_another_writes_is_rolled_back");
-    let _serial = serial();
+    let _serial = sqld::mostly_waiting();
     let server = Sqld::start(&binary, false);
     let client = Client::of(Via::Remote, &server);
     let clock = TestClock::at(1000.0);

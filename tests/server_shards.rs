@@ -23,17 +23,31 @@ fn the_shared_contract_on_three_sqld_shards() {
     let _limit = common::time_limit();
     let binary = sqld_or_skip!("the_shared_contract_on_three_sqld_shards");
     let _serial = serial();
-    let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
-    on_every_check("sqld", &|options: &Options| open(&servers, options).expect("open three sqld shards"));
+    let servers = three(&binary);
+    on_every_check("sqld", &|| Box::new(|options: &Options| open(&servers, options).expect("open three sqld shards")));
 }
 
-/// Runs the contract's checks for a sharded queue, each on tables of its own prefix, and
-/// fails naming those that failed; `what` names the shards in the output.
-fn on_every_check(what: &str, open: common::contract::Open<'_>) {
+/// Three servers, started together.
+fn three(binary: &std::path::Path) -> Vec<Sqld> {
+    std::thread::scope(|s| {
+        let starting: Vec<_> = (0..3).map(|_| s.spawn(|| Sqld::start(binary, false))).collect();
+        starting.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
+}
+
+/// How a check opens its queue, and what that queue lives on (servers, files) until the
+/// check ends.
+type Queue<'a> = Box<dyn Fn(&Options) -> Transport + 'a>;
+
+/// Runs the contract's checks for a sharded queue, each on tables of its own prefix in the
+/// queue `queue` gives it, and fails naming those that failed; `what` names the shards in
+/// the output.
+fn on_every_check<'a>(what: &str, queue: &dyn Fn() -> Queue<'a>) {
     let mut failed = Vec::new();
     for (i, &(name, check)) in
         CHECKS.iter().enumerate().filter(|(_, (name, _))| !OTHERWISE_SHARDED.iter().any(|(o, _)| o == name))
     {
+        let open = queue();
         let started = Instant::now();
         let run = || {
             check(&|options: &Options| {
@@ -63,7 +77,7 @@ fn a_shard_killed_and_restarted_mid_run_loses_nothing() {
     let _limit = common::time_limit();
     let binary = sqld_or_skip!("a_shard_killed_and_restarted_mid_run_loses_nothing");
     let _serial = serial();
-    let mut servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
+    let mut servers = three(&binary);
     let mut o = Options::new();
     o.busy_timeout(30.0).unwrap();
     let t = open(&servers, &o).unwrap();
@@ -162,10 +176,14 @@ fn the_shared_contract_on_three_replica_shards() {
     let _limit = common::time_limit();
     let binary = sqld_or_skip!("the_shared_contract_on_three_replica_shards");
     let _serial = serial();
-    let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
     let dir = tempfile::tempdir().unwrap();
-    on_every_check("replica", &|options: &Options| {
-        open_replicas(dir.path(), &servers, options).expect("open three replica shards")
+    // A new replica copies its primary's whole log when it opens, and every check writes to
+    // it: on shared servers, each check's replicas opened slower than the last (the run
+    // took minutes). So each check gets three servers of its own.
+    on_every_check("replica", &|| {
+        let servers = three(&binary);
+        let dir = dir.path();
+        Box::new(move |options: &Options| open_replicas(dir, &servers, options).expect("open three replica shards"))
     });
 }
 
@@ -176,7 +194,7 @@ fn replica_shards_record_their_set_on_the_primaries() {
     let _limit = common::time_limit();
     let binary = sqld_or_skip!("replica_shards_record_their_set_on_the_primaries");
     let _serial = serial();
-    let servers: Vec<Sqld> = (0..3).map(|_| Sqld::start(&binary, false)).collect();
+    let servers = three(&binary);
     let dir = tempfile::tempdir().unwrap();
     let t = open_replicas(dir.path(), &servers, &Options::new()).unwrap();
     assert_eq!(t.shard_count(), 3);

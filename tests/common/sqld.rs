@@ -16,7 +16,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use harel_transport::{Options, Transport};
@@ -136,6 +136,14 @@ impl Sqld {
     /// SIGSTOP: the server keeps its sockets open and answers nothing (a hung host).
     pub fn pause(&mut self) {
         assert!(self.signal("-STOP"), "kill -STOP sqld");
+        // kill returns once the signal is sent, and each of sqld's threads stops as it next
+        // runs: on a loaded machine a request sent at once could still be answered.
+        let pid = self.child.as_ref().map(Child::id).expect("a running sqld");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !all_threads_stopped(pid) {
+            assert!(Instant::now() < deadline, "sqld's threads did not all stop within 10 s of SIGSTOP");
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// SIGCONT after `pause`.
@@ -213,7 +221,8 @@ impl Sqld {
             if Instant::now() > deadline {
                 panic!("sqld did not answer /health within 30 s\n{}", self.log_tail());
             }
-            std::thread::sleep(Duration::from_millis(50));
+            // Short: tests start a server per check, and sqld is up in tens of milliseconds.
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
@@ -226,6 +235,18 @@ impl Drop for Sqld {
         self.signal("-CONT"); // a paused server would not die of SIGKILL any sooner, but be sure
         self.kill();
     }
+}
+
+/// Every thread of process `pid` is stopped by a signal (state `T` in /proc).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // The state comes after the command name, which is in parentheses.
+        stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+    })
 }
 
 /// `GET /health` answered 200.
@@ -427,12 +448,19 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 // ---------------------------------------------------------------------------------------
 // What the server tests of each file share (tests/server.rs, tests/server_requests.rs)
 
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: RwLock<()> = RwLock::new(());
 
 /// One test of a file at a time (they share the cores with sqld, and some measure); a failed
 /// one does not stop the others.
-pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+pub fn serial() -> RwLockWriteGuard<'static, ()> {
+    SERIAL.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// For a test that spends its time waiting out a clock (sqld's 5 s and 10 s rules, a
+/// stall, a timeout) and barely uses the cores: it may run beside another such test, never
+/// beside a `serial` one. Their waits then overlap instead of adding up.
+pub fn mostly_waiting() -> RwLockReadGuard<'static, ()> {
+    SERIAL.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The sqld binary, or a skip notice and a return from the test.
