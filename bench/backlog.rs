@@ -25,7 +25,7 @@ pub fn fill(
             break;
         }
         let messages: Vec<Message> =
-            chunk.iter().map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None }).collect();
+            chunk.iter().map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None, headers: None }).collect();
         t.publish_many(&messages).map_err(|e| format!("publish_many: {e:?}"))?;
         done += messages.len();
     }

@@ -30,7 +30,7 @@ impl Queue for Ours {
     fn publish_many(&mut self, messages: &[(String, String)]) -> Result<(), String> {
         let batch: Vec<Message> = messages
             .iter()
-            .map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None })
+            .map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None, headers: None })
             .collect();
         self.0.publish_many(&batch).map_err(err)
     }

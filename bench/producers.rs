@@ -43,7 +43,7 @@ pub fn run(work: &Path) -> Result<Value, String> {
         let started = Instant::now();
         for i in 0..PUBLISHES {
             let (group, key) = (format!("g{}", i % 100), format!("key-{round}-{i}"));
-            let m = Message { group_id: &group, event_json: event, priority: 0, routing_key: None };
+            let m = Message { group_id: &group, event_json: event, priority: 0, routing_key: None, headers: None };
             if with_key {
                 t.publish_with(m, Delivery { key: Some(&key), ..Delivery::default() }).map_err(|e| e.to_string())?;
             } else {
@@ -63,14 +63,14 @@ pub fn run(work: &Path) -> Result<Value, String> {
         let t = open(&path)?;
         let batch: Vec<String> = (0..READY).map(|g| format!("ready-{g}")).collect();
         let messages: Vec<Message<'_>> =
-            batch.iter().map(|g| Message { group_id: g, event_json: event, priority: 0, routing_key: None }).collect();
+            batch.iter().map(|g| Message { group_id: g, event_json: event, priority: 0, routing_key: None, headers: None }).collect();
         t.publish_many(&messages).map_err(|e| e.to_string())?;
         let later: Vec<String> = (0..delayed).map(|g| format!("later-{g}")).collect();
         let wait = Delivery { delay: 3600.0, ..Delivery::default() };
         for chunk in later.chunks(500) {
             let items: Vec<_> = chunk
                 .iter()
-                .map(|g| (Message { group_id: g, event_json: event, priority: 0, routing_key: None }, wait))
+                .map(|g| (Message { group_id: g, event_json: event, priority: 0, routing_key: None, headers: None }, wait))
                 .collect();
             t.publish_many_with(&items).map_err(|e| e.to_string())?;
         }
@@ -130,7 +130,7 @@ fn transactions(work: &Path, event: &str) -> Result<(f64, f64), String> {
         for i in 0..ORDERS {
             let group = format!("order-{i}");
             let params = [harel_transport::Value::Integer(i as i64), harel_transport::Value::Real(9.5)];
-            let m = Message { group_id: &group, event_json: event, priority: 0, routing_key: None };
+            let m = Message { group_id: &group, event_json: event, priority: 0, routing_key: None, headers: None };
             let done = if in_one {
                 t.transaction(|tx| {
                     tx.execute(insert, params)?;

@@ -175,6 +175,7 @@ impl Queue for Raw {
                 worker_id: worker_id.to_owned(),
                 lock_expiry: now + visibility,
                 attempts: 0,
+                headers: Default::default(),
             }))
         })
     }

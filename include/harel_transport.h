@@ -42,6 +42,21 @@
 #define MAX_PAGE HAREL_MAX_PAGE
 
 /**
+ * The most pairs a message carries.
+ */
+#define MAX_HEADERS 64
+
+/**
+ * The most bytes of names and values, all pairs together.
+ */
+#define MAX_HEADERS_BYTES (16 * 1024)
+
+/**
+ * The longest name, in bytes.
+ */
+#define MAX_HEADER_NAME_LEN 128
+
+/**
  * How many latency buckets each histogram has (besides the count, which is `+Inf`'s).
  */
 #define HAREL_LATENCY_BUCKETS 16
@@ -56,6 +71,12 @@
  * At most this many databases in one queue.
  */
 #define HAREL_MAX_SHARDS 256
+
+/**
+ * The length of a version-00 `traceparent` value, in characters ("00-", 32 hex digits,
+ * "-", 16, "-", 2); a C buffer for one (`harel_traceparent_format`'s) holds this many and a NUL.
+ */
+#define HAREL_TRACEPARENT_LEN 55
 
 /**
  * The largest page a listing hands out.
@@ -248,6 +269,16 @@ typedef struct harel_tx harel_tx;
 typedef struct harel_watch harel_watch;
 
 /**
+ * One header: a name (1..128 bytes of visible ASCII without '=') and a value (UTF-8
+ * without NUL), both NUL-terminated. In what the library hands out, both point into the
+ * lease or page they came with and live as long as it does.
+ */
+typedef struct harel_header {
+  const char *name;
+  const char *value;
+} harel_header;
+
+/**
  * A claimed message. One returned by a claim belongs to the caller, who frees it with
  * `harel_lease_free` (after ack or nack, or when giving up on it); never change its
  * fields. The strings are NUL-terminated, but a group id or an event stored by another
@@ -290,6 +321,13 @@ typedef struct harel_lease {
    * How many times the message has been claimed, this claim included (1 on its first).
    */
   int64_t attempts;
+  /**
+   * The headers it was published with, in order: `n_headers` pairs at `headers` (NULL
+   * when there are none), living as long as the lease. Added after 0.4.0 at the end of
+   * the struct: a lease the caller fills itself need not set them.
+   */
+  const struct harel_header *headers;
+  size_t n_headers;
 } harel_lease;
 
 /**
@@ -444,6 +482,15 @@ typedef struct harel_message_info {
 } harel_message_info;
 
 /**
+ * A message's headers: `n` pairs at `items`, in the order they were published (`items`
+ * may be NULL when `n` is 0).
+ */
+typedef struct harel_headers {
+  const struct harel_header *items;
+  size_t n;
+} harel_headers;
+
+/**
  * A page of a group's messages from `harel_transport_peek`; free with
  * `harel_message_page_free`.
  */
@@ -454,6 +501,11 @@ typedef struct harel_message_page {
    * NULL when this is the last page.
    */
   const char *next_cursor;
+  /**
+   * `n_messages` header lists: `headers[i]` holds `messages[i]`'s (added after 0.4.0;
+   * `harel_message_info`, an array item, keeps its size).
+   */
+  const struct harel_headers *headers;
 } harel_message_page;
 
 /**
@@ -501,6 +553,11 @@ typedef struct harel_dead_page {
    * shard's; the CLI's `dead redrive --seq S --shard N` names the shard).
    */
   const size_t *shards;
+  /**
+   * `n_letters` header lists: `headers[i]` holds `letters[i]`'s, as it was published
+   * (added after 0.4.0; `harel_dead_letter`, an array item, keeps its size).
+   */
+  const struct harel_headers *headers;
 } harel_dead_page;
 
 /**
@@ -1436,6 +1493,50 @@ enum harel_status harel_transport_publish_with(struct harel_transport *t,
                                                struct harel_error **err);
 
 /**
+ * `harel_transport_publish` with headers: `n_headers` (name, value) pairs at `headers`
+ * (NULL when `n_headers` is 0), stored beside the message and handed back, in order and
+ * byte for byte, with every lease of it (`harel_lease`'s `headers`), by
+ * harel_transport_peek and with its dead letter; a redrive keeps them. harel's own Python
+ * workers never see them. At most 64 pairs and 16384 bytes of names and values in all; a
+ * name 1..128 bytes of visible ASCII (0x21..0x7e) without '='; a value UTF-8 without NUL;
+ * names may repeat. Strings are copied. Shares commits with other publishes as
+ * harel_transport_publish does.
+ *
+ * Returns as harel_transport_publish; HAREL_ERR_ARGUMENT also for headers NULL with
+ * n_headers > 0 or a header that breaks the rules, named ("headers[2].name holds byte
+ * 0x3d: ..."; nothing was written).
+ */
+enum harel_status harel_transport_publish_headers(struct harel_transport *t,
+                                                  const char *group_id,
+                                                  const char *event_json,
+                                                  int32_t priority,
+                                                  const char *routing_key,
+                                                  const struct harel_header *headers,
+                                                  size_t n_headers,
+                                                  struct harel_error **err);
+
+/**
+ * `harel_transport_publish_with` with headers, under harel_transport_publish_headers'
+ * rules. A duplicate (its key seen) stores nothing, its headers neither.
+ *
+ * Returns as harel_transport_publish_with; HAREL_ERR_ARGUMENT also for a bad header
+ * (nothing was written).
+ */
+enum harel_status harel_transport_publish_with_headers(struct harel_transport *t,
+                                                       const char *group_id,
+                                                       const char *event_json,
+                                                       int32_t priority,
+                                                       const char *routing_key,
+                                                       const struct harel_header *headers,
+                                                       size_t n_headers,
+                                                       const char *key,
+                                                       double delay,
+                                                       double not_before,
+                                                       int64_t *seq,
+                                                       int *duplicate,
+                                                       struct harel_error **err);
+
+/**
  * `harel_transport_publish_many` with delivery options per message, in one transaction:
  * every message stored or found a duplicate, or nothing written. `keys`, `delays` and
  * `not_before` are each NULL (none for every message) or `n_messages` long, element i
@@ -1456,6 +1557,26 @@ enum harel_status harel_transport_publish_many_with(struct harel_transport *t,
                                                     int64_t *seqs,
                                                     int *duplicates,
                                                     struct harel_error **err);
+
+/**
+ * `harel_transport_publish_many_with`, with each message's headers: `headers` is NULL
+ * (none for any message) or `n_messages` long, element i holding message i's under
+ * harel_transport_publish_headers' rules (`n` 0: none). An error names the message and
+ * the header ("messages[3].headers[0].name is 0 bytes; ...").
+ *
+ * Returns as harel_transport_publish_many_with; HAREL_ERR_ARGUMENT also for a bad
+ * header (nothing was written).
+ */
+enum harel_status harel_transport_publish_many_with_headers(struct harel_transport *t,
+                                                            const struct harel_message *messages,
+                                                            size_t n_messages,
+                                                            const struct harel_headers *headers,
+                                                            const char *const *keys,
+                                                            const double *delays,
+                                                            const double *not_before,
+                                                            int64_t *seqs,
+                                                            int *duplicates,
+                                                            struct harel_error **err);
 
 /**
  * Sets `*n` to the number of databases `t` is sharded over (1 when it is not sharded).
@@ -1486,6 +1607,68 @@ enum harel_status harel_shard_of(const char *group_id,
  * The string is static: never free it.
  */
 const char *harel_status_name(int32_t status);
+
+/**
+ * Writes the W3C `traceparent` value of a trace id, a span id (the spec's parent-id) and
+ * trace-flags into `out`: version 00, lower-case hex, "00-<trace_id>-<span_id>-<flags>",
+ * HAREL_TRACEPARENT_LEN (55) characters and a NUL.
+ *
+ * - `trace_id`: 16 bytes; `span_id`: 8 bytes. Neither may be all zero bytes (the spec
+ *   forbids it).
+ * - `flags`: written as given. Bit 0 (0x01) is "sampled"; the spec asks that the others be 0.
+ * - `out`: a buffer of at least HAREL_TRACEPARENT_LEN + 1 (56) bytes. Publish it as the
+ *   value of a message header named "traceparent".
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (trace_id, span_id or out NULL; trace_id or span_id
+ * all zero bytes), `out` untouched then.
+ */
+enum harel_status harel_traceparent_format(const uint8_t *trace_id,
+                                           const uint8_t *span_id,
+                                           uint8_t flags,
+                                           char *out,
+                                           struct harel_error **err);
+
+/**
+ * Reads a W3C `traceparent` value (a message header's, say), as a receiver must: a value
+ * that is not valid is no error but `*valid` false, to be ignored (start a new trace).
+ *
+ * Valid: version 00 exactly as harel_traceparent_format writes it (lower-case hex only,
+ * neither id all zero); or a higher version (01..fe), of which the first 55 characters are
+ * read as version 00 when they are followed by nothing or by '-' (its own fields, not read),
+ * and of its flags only the sampled bit. Version ff is invalid. Spaces and tabs around
+ * the value are ignored, as HTTP ignores them around a header's value.
+ *
+ * - `value`: NUL-terminated; text that is not UTF-8 is not valid (not an error).
+ * - `trace_id` (16 bytes), `span_id` (8 bytes), `flags`: the ids and flags when valid, all
+ *   zero bytes when not.
+ * - `valid`: whether it is.
+ *
+ * Returns HAREL_OK for any value; HAREL_ERR_ARGUMENT (value, trace_id, span_id, flags or
+ * valid NULL), every output untouched then.
+ */
+enum harel_status harel_traceparent_parse(const char *value,
+                                          uint8_t *trace_id,
+                                          uint8_t *span_id,
+                                          uint8_t *flags,
+                                          bool *valid,
+                                          struct harel_error **err);
+
+/**
+ * Whether `value` is a valid W3C `tracestate` value: a comma-separated list of at most 32
+ * `key=value` members, each key once, with optional spaces and tabs around each member;
+ * empty members are allowed, so "" is valid (an empty tracestate). A key is a lower-case
+ * letter then at most 255 of a-z 0-9 _ - * /, or a tenant id (a-z or 0-9, then at most
+ * 240 of those) '@' a system id (a lower-case letter, then at most 13 of those). A value
+ * is 1 to 256 printable ASCII characters (0x20-0x7E) other than ',' and '=', not ending
+ * in a space. A producer checks a value before it publishes it; a worker ignores one that
+ * is not valid, whole, rather than propagate it.
+ *
+ * - `value`: NUL-terminated; text that is not UTF-8 is not valid (not an error).
+ *
+ * Returns HAREL_OK for any value; HAREL_ERR_ARGUMENT (value or valid NULL), `*valid`
+ * untouched then.
+ */
+enum harel_status harel_tracestate_valid(const char *value, bool *valid, struct harel_error **err);
 
 /**
  * Begins a transaction on `t`. Nothing is sent, and no lock taken, before its first
@@ -1555,6 +1738,22 @@ enum harel_status harel_tx_publish(struct harel_tx *tx,
                                    double delay,
                                    double not_before,
                                    struct harel_error **err);
+
+/**
+ * `harel_tx_publish` with headers, under harel_transport_publish_headers' rules (checked
+ * now: a bad header is HAREL_ERR_ARGUMENT, nothing is queued and the transaction goes on).
+ */
+enum harel_status harel_tx_publish_headers(struct harel_tx *tx,
+                                           const char *group_id,
+                                           const char *event_json,
+                                           int32_t priority,
+                                           const char *routing_key,
+                                           const struct harel_header *headers,
+                                           size_t n_headers,
+                                           const char *key,
+                                           double delay,
+                                           double not_before,
+                                           struct harel_error **err);
 
 /**
  * Sends what was queued and commits: the application's statements and the messages, all

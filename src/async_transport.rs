@@ -127,7 +127,7 @@ impl AsyncTransport {
         priority: i32,
         routing_key: Option<&str>,
     ) -> Result<()> {
-        let request = Publish::one(Message { group_id, event_json, priority, routing_key })?;
+        let request = Publish::one(Message { group_id, event_json, priority, routing_key, headers: None })?;
         self.call(Some(Operation::Publish), "publish", self.router.append(&request)).await
     }
 

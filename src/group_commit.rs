@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{Error, Result};
+use crate::headers::Headers;
 use crate::types::Message;
 
 #[derive(Default)]
@@ -55,6 +56,7 @@ struct OwnedMessage {
     event_json: String,
     priority: i32,
     routing_key: Option<String>,
+    headers: Option<Headers>,
 }
 
 impl OwnedMessage {
@@ -64,6 +66,7 @@ impl OwnedMessage {
             event_json: m.event_json.to_owned(),
             priority: m.priority,
             routing_key: m.routing_key.map(str::to_owned),
+            headers: m.headers.cloned(),
         }
     }
 
@@ -73,6 +76,7 @@ impl OwnedMessage {
             event_json: &self.event_json,
             priority: self.priority,
             routing_key: self.routing_key.as_deref(),
+            headers: self.headers.as_ref(),
         }
     }
 }
@@ -172,7 +176,7 @@ mod tests {
     use super::*;
 
     fn message(group_id: &str) -> Message<'_> {
-        Message { group_id, event_json: "{}", priority: 0, routing_key: None }
+        Message { group_id, event_json: "{}", priority: 0, routing_key: None, headers: None }
     }
 
     /// The group ids of each commit, in order.

@@ -18,6 +18,7 @@ mod cursor;
 mod error;
 pub mod ffi;
 mod group_commit;
+mod headers;
 mod metrics;
 mod mode;
 mod options;
@@ -25,6 +26,7 @@ mod queue;
 mod request;
 mod shards;
 mod sql;
+pub mod trace_context;
 mod transaction;
 mod transport;
 mod types;
@@ -33,10 +35,12 @@ mod waiting;
 
 pub use async_transport::AsyncTransport;
 pub use error::{Error, Result};
+pub use headers::{Headers, MAX_HEADERS, MAX_HEADERS_BYTES, MAX_HEADER_NAME_LEN};
 pub use metrics::{Histogram, Latency, Metrics, LATENCY_BOUNDS, LATENCY_BUCKETS};
 pub use mode::Mode;
 pub use options::{system_clock, Clock, Options, Synchronous, DEFAULT_KEY_RETENTION};
 pub use libsql::Value;
+pub use trace_context::{TraceParent, TraceState, TRACEPARENT, TRACESTATE};
 pub use transaction::{AsyncTx, Tx};
 pub use transport::Transport;
 pub use types::{

@@ -93,7 +93,7 @@ impl Transport {
     /// transaction (one commit for all); each call still returns its own result, once its
     /// own message is committed.
     pub fn publish(&self, group_id: &str, event_json: &str, priority: i32, routing_key: Option<&str>) -> Result<()> {
-        let request = Publish::one(Message { group_id, event_json, priority, routing_key })?;
+        let request = Publish::one(Message { group_id, event_json, priority, routing_key, headers: None })?;
         self.append(&request).map_err(|e| e.during("publish"))
     }
 

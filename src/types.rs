@@ -1,6 +1,8 @@
 //! The values the library hands out and takes: a lease, a message to publish, and what
 //! a look inside the queue returns (counts, pages of groups, of messages, of dead letters).
 
+use crate::headers::Headers;
+
 /// The lease on one message. `ack` and `nack` read only `seq`, `group_id` and `worker_id`,
 /// so a lease rebuilt from those (say, by a binding that copied them) works too.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +19,9 @@ pub struct Lease {
     /// How many times the message has been claimed, this claim included (1 on its first).
     /// Claims by harel's Python transports are not counted. Not read by ack and nack.
     pub attempts: i64,
+    /// The headers it was published with, in order (none for a message harel published).
+    /// Not read by ack and nack.
+    pub headers: Headers,
 }
 
 /// One message for `publish_many`: the arguments of `publish`, borrowed for the call.
@@ -34,6 +39,8 @@ pub struct Message<'a> {
     pub priority: i32,
     /// The group's routing key, if this message creates the group; `None`: no key.
     pub routing_key: Option<&'a str>,
+    /// Its headers (checked when built), handed back with it on every lease and look.
+    pub headers: Option<&'a Headers>,
 }
 
 /// What a producer may ask of a message's delivery (`publish_with`): the default is a
@@ -160,6 +167,7 @@ pub struct MessageInfo {
     pub lock_expiry: Option<f64>,
     /// When it was published (None: its writer does not stamp the time).
     pub published_at: Option<f64>,
+    pub headers: Headers,
 }
 
 /// A message moved out of its group because it kept failing.
@@ -179,6 +187,8 @@ pub struct DeadLetter {
     pub dead_at: f64,
     /// The shard it was found on (0 unless the queue is sharded).
     pub shard: usize,
+    /// Its headers, kept through a redrive.
+    pub headers: Headers,
 }
 
 /// One page of a listing, and the cursor of the next one (None: this was the last).

@@ -100,7 +100,7 @@ fn batch_with<'a>(good: Message<'a>, bad: Message<'a>) -> [Message<'a>; 4] {
 fn publish_many_arguments_name_the_message() {
     let f = Fixture::new();
     let ok = event(9);
-    let good = Message { group_id: "a", event_json: &ok, priority: 0, routing_key: None };
+    let good = Message { group_id: "a", event_json: &ok, priority: 0, routing_key: None, headers: None };
     let rejects = |what: &str, parameter: &str, bad: Message| {
         f.rejects(parameter, what, |t| t.publish_many(&batch_with(good, bad)));
     };
@@ -164,7 +164,7 @@ fn lease_arguments() {
     // "__parked__" is what a parked message carries in locked_by: a lease forged with it
     // must not reach the parked message.
     let forged =
-        Lease { seq: f.parked_seq, group_id: "b".into(), event: event(3), worker_id: PARKED.into(), lock_expiry: 0.0, attempts: 0 };
+        Lease { seq: f.parked_seq, group_id: "b".into(), event: event(3), worker_id: PARKED.into(), lock_expiry: 0.0, attempts: 0, headers: Default::default() };
     f.rejects("worker_id", "ack of a parked message as __parked__", |t| t.ack(&forged));
     f.rejects("worker_id", "nack of a parked message as __parked__", |t| t.nack(&forged, 0.0));
     f.still_works();

@@ -11,7 +11,7 @@ use common::{event, temp_db};
 use harel_transport::{AsyncTransport, Error, Message, Options, Value};
 
 fn msg<'a>(group_id: &'a str, event_json: &'a str) -> Message<'a> {
-    Message { group_id, event_json, priority: 0, routing_key: None }
+    Message { group_id, event_json, priority: 0, routing_key: None, headers: None }
 }
 
 async fn count(t: &AsyncTransport) -> i64 {

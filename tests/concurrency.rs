@@ -103,7 +103,7 @@ fn eight_threads_publish_through_one_transport() {
                     } else {
                         let batch: Vec<Message> = round
                             .iter()
-                            .map(|(g, m)| Message { group_id: g, event_json: m, priority: 0, routing_key: None })
+                            .map(|(g, m)| Message { group_id: g, event_json: m, priority: 0, routing_key: None, headers: None })
                             .collect();
                         t.publish_many(&batch).expect("publish_many");
                     }

@@ -131,7 +131,7 @@ fn worker() {
                 if n % 2 == 1 {
                     tx.query("SELECT count(*) FROM app_orders", []).expect("query");
                 }
-                tx.publish(Message { group_id: &format!("g{}", n % 3), event_json: &e, priority: 0, routing_key: None })
+                tx.publish(Message { group_id: &format!("g{}", n % 3), event_json: &e, priority: 0, routing_key: None, headers: None })
                     .expect("publish");
                 say(&format!("T {n}"));
                 tx.commit().expect("commit");
@@ -143,7 +143,7 @@ fn worker() {
             let t = Transport::open(&path, &Options::new()).expect("open");
             let mut tx = t.begin();
             tx.execute("INSERT INTO app_orders (id) VALUES (-1)", []).expect("execute");
-            tx.publish(Message { group_id: "held", event_json: &event(0, 0), priority: 0, routing_key: None })
+            tx.publish(Message { group_id: "held", event_json: &event(0, 0), priority: 0, routing_key: None, headers: None })
                 .expect("publish");
             tx.query("SELECT count(*) FROM app_orders", []).expect("query");
             say("HELD");
@@ -285,6 +285,7 @@ fn a_worker_killed_between_claim_and_ack_loses_nothing_and_its_message_comes_bac
                 worker_id: WORKER.into(),
                 lock_expiry: 1030.0,
                 attempts: 0,
+                headers: Default::default(),
             };
             assert!(matches!(t.ack(&dead), Err(Error::LeaseLost(_))), "{when}: the dead worker's lease is lost");
         } else {

@@ -337,7 +337,7 @@ fn harel_never_delivers_a_delayed_message_early() {
         let t = file(&path, &clock);
         let plain = harel_transport::Delivery::default();
         let later = harel_transport::Delivery { delay: 60.0, ..plain };
-        let m = |group_id, event_json| harel_transport::Message { group_id, event_json, priority: 0, routing_key: None };
+        let m = |group_id, event_json| harel_transport::Message { group_id, event_json, priority: 0, routing_key: None, headers: None };
         let (d0, d1, k0) = (harel_event("d-0", 0), harel_event("d-1", 1), harel_event("k-0", 0));
         t.publish_with(m("d", &d0), later).unwrap();
         t.publish_with(m("d", &d1), plain).unwrap();
@@ -396,7 +396,7 @@ fn prepare_a_file() {
         return;
     };
     let t = Transport::open(&path, &harel_transport::Options::new()).expect("open");
-    let m = |group_id, event_json| harel_transport::Message { group_id, event_json, priority: 0, routing_key: None };
+    let m = |group_id, event_json| harel_transport::Message { group_id, event_json, priority: 0, routing_key: None, headers: None };
     let (d, k) = (harel_event("ours-d", 0), harel_event("ours-k", 0));
     let years = harel_transport::Delivery { delay: 5.0 * 365.0 * 86400.0, ..Default::default() };
     t.publish_with(m("ours-delayed", &d), years).unwrap();

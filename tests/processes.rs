@@ -55,7 +55,7 @@ fn publish_keys(t: &Transport, id: &str) {
     let groups: Vec<String> = order.iter().map(|i| format!("g{}", i % 50)).collect();
     let item = |j: usize| {
         (
-            Message { group_id: &groups[j], event_json: &events[j], priority: 0, routing_key: None },
+            Message { group_id: &groups[j], event_json: &events[j], priority: 0, routing_key: None, headers: None },
             Delivery { key: Some(keys[j].as_str()), ..Delivery::default() },
         )
     };
@@ -287,6 +287,7 @@ fn a_killed_workers_message_goes_to_exactly_one_new_holder_after_its_lease() {
         worker_id: "holder".into(),
         lock_expiry: 1002.0,
         attempts: 0,
+        headers: Default::default(),
     };
     assert!(matches!(t.ack(&dead), Err(Error::LeaseLost(_))), "the dead worker's lease is lost");
     t.ack(&Lease { worker_id: new_holder, ..dead }).expect("the new holder acks");

@@ -10,7 +10,7 @@ const V: f64 = 30.0;
 
 /// Messages into `group` with the events `events`, priority 0, no routing key.
 fn plain<'a>(group: &'a str, events: &'a [String]) -> Vec<Message<'a>> {
-    events.iter().map(|e| Message { group_id: group, event_json: e, priority: 0, routing_key: None }).collect()
+    events.iter().map(|e| Message { group_id: group, event_json: e, priority: 0, routing_key: None, headers: None }).collect()
 }
 
 /// A queue file holding one message, and a view of it of its own to compare what it
@@ -41,7 +41,7 @@ fn interleaved_groups_keep_each_group_in_batch_order() {
     let batch: Vec<Message> = events
         .iter()
         .enumerate()
-        .map(|(i, e)| Message { group_id: groups[i % 3], event_json: e, priority: 0, routing_key: None })
+        .map(|(i, e)| Message { group_id: groups[i % 3], event_json: e, priority: 0, routing_key: None, headers: None })
         .collect();
     t.publish_many(&batch).unwrap();
     let delivered = drain(&t);
@@ -73,9 +73,9 @@ fn the_first_message_into_a_group_fixes_priority_and_routing_key() {
     let t = memory(&clock);
     let (e1, e2, e3) = (event(1), event(2), event(3));
     t.publish_many(&[
-        Message { group_id: "g", event_json: &e1, priority: 4, routing_key: Some("east") },
-        Message { group_id: "g", event_json: &e2, priority: 0, routing_key: Some("west") },
-        Message { group_id: "h", event_json: &e3, priority: 1, routing_key: None },
+        Message { group_id: "g", event_json: &e1, priority: 4, routing_key: Some("east"), headers: None },
+        Message { group_id: "g", event_json: &e2, priority: 0, routing_key: Some("west"), headers: None },
+        Message { group_id: "h", event_json: &e3, priority: 1, routing_key: None, headers: None },
     ])
     .unwrap();
     assert!(t.claim("w", V, 0, &["west"]).unwrap().is_none(), "g's routing key stayed east");
@@ -93,7 +93,7 @@ fn a_batch_does_not_change_an_existing_group() {
     let t = memory(&clock);
     t.publish("g", &event(1), 3, Some("east")).unwrap();
     let e2 = event(2);
-    t.publish_many(&[Message { group_id: "g", event_json: &e2, priority: 0, routing_key: Some("west") }]).unwrap();
+    t.publish_many(&[Message { group_id: "g", event_json: &e2, priority: 0, routing_key: Some("west"), headers: None }]).unwrap();
     assert!(t.claim("w", V, 0, &["west"]).unwrap().is_none());
     let first = t.claim("w", V, 3, &["east"]).unwrap().unwrap();
     t.ack(&first).unwrap();
@@ -114,10 +114,10 @@ fn one_bad_message_rejects_the_whole_batch() {
     let before = raw.snapshot("harel");
     let (good, bad) = (event(2), "{not json".to_owned());
     let batch = [
-        Message { group_id: "g", event_json: &good, priority: 0, routing_key: None },
-        Message { group_id: "new", event_json: &good, priority: 2, routing_key: Some("k") },
-        Message { group_id: "g", event_json: &bad, priority: 0, routing_key: None },
-        Message { group_id: "g", event_json: &good, priority: 0, routing_key: None },
+        Message { group_id: "g", event_json: &good, priority: 0, routing_key: None, headers: None },
+        Message { group_id: "new", event_json: &good, priority: 2, routing_key: Some("k"), headers: None },
+        Message { group_id: "g", event_json: &bad, priority: 0, routing_key: None, headers: None },
+        Message { group_id: "g", event_json: &good, priority: 0, routing_key: None, headers: None },
     ];
     match t.publish_many(&batch) {
         Err(Error::Argument(m)) => assert!(m.contains("messages[2].event_json"), "{m}"),
@@ -139,7 +139,7 @@ fn a_database_failure_rolls_the_whole_batch_back() {
     let batch: Vec<Message> = events
         .iter()
         .enumerate()
-        .map(|(i, e)| Message { group_id: ["g", "new"][i % 2], event_json: e, priority: 0, routing_key: None })
+        .map(|(i, e)| Message { group_id: ["g", "new"][i % 2], event_json: e, priority: 0, routing_key: None, headers: None })
         .collect();
     match t.publish_many(&batch) {
         Err(Error::Database(m)) => {

@@ -1060,7 +1060,7 @@ fn a_transaction_holding_the_lock_over_5_s_while_another_writes_is_rolled_back()
     let holder = client.with_prefix("rule", &options);
     let other = client.with_prefix("rule", &options);
     let mut tx = holder.begin();
-    tx.publish(harel_transport::Message { group_id: "held", event_json: &event(1), priority: 0, routing_key: None })
+    tx.publish(harel_transport::Message { group_id: "held", event_json: &event(1), priority: 0, routing_key: None, headers: None })
         .unwrap();
     tx.query("SELECT 1", []).expect("the query begins the transaction");
     let started = Instant::now();

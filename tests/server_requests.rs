@@ -105,6 +105,7 @@ fn each_operation_is_one_request() {
                     event_json: e,
                     priority: 0,
                     routing_key: None,
+                    headers: None,
                 })
                 .collect();
             count("publish_many (300)", requests(&proxy, || t.publish_many(&messages).is_ok()));
@@ -179,7 +180,7 @@ fn each_operation_is_one_request() {
             let table = format!("app_orders_{}", report.len());
             t.transaction(|tx| tx.execute(&format!("CREATE TABLE {table} (id INTEGER PRIMARY KEY)"), [])).unwrap();
             let created = event(0);
-            let order = Message { group_id: "orders", event_json: &created, priority: 0, routing_key: None };
+            let order = Message { group_id: "orders", event_json: &created, priority: 0, routing_key: None, headers: None };
             let (n, ok) = requests(&proxy, || {
                 t.transaction(|tx| {
                     tx.execute(&format!("INSERT INTO {table} (id) VALUES (1)"), [])?;
@@ -233,6 +234,7 @@ fn a_batch_that_fails_half_way_applies_nothing() {
                 event_json: e,
                 priority: 0,
                 routing_key: None,
+                headers: None,
             })
             .collect();
         match t.publish_many(&messages) {

@@ -87,7 +87,7 @@ fn a_shard_killed_and_restarted_mid_run_loses_nothing() {
         let batch: Vec<harel_transport::Message> = groups
             .iter()
             .zip(&events)
-            .map(|(g, e)| harel_transport::Message { group_id: g, event_json: e, priority: 0, routing_key: None })
+            .map(|(g, e)| harel_transport::Message { group_id: g, event_json: e, priority: 0, routing_key: None, headers: None })
             .collect();
         t.publish_many(&batch).unwrap();
     }

@@ -164,7 +164,7 @@ fn a_mistyped_path_beside_a_set_whose_messages_are_parked_or_delayed_is_refused(
             let lease = t.claim("w", 30.0, 0, &[]).unwrap().unwrap();
             t.nack(&lease, 3600.0).unwrap();
         } else {
-            let message = harel_transport::Message { group_id: &g, event_json: "{}", priority: 0, routing_key: None };
+            let message = harel_transport::Message { group_id: &g, event_json: "{}", priority: 0, routing_key: None, headers: None };
             t.publish_with(message, harel_transport::Delivery { key: None, delay: 3600.0, not_before: None }).unwrap();
         }
         assert_eq!(t.stats().unwrap().messages, 1, "{how}");
@@ -232,6 +232,8 @@ fn ack_many_gives_each_lease_of_a_busy_shard_the_busy_error() {
             worker_id: w.as_ptr() as *mut _,
             lock_expiry: l.lock_expiry,
             attempts: l.attempts,
+            headers: std::ptr::null(),
+            n_headers: 0,
         })
         .collect();
     let pointers: Vec<*const harel_lease> = c_leases.iter().map(|l| l as *const _).collect();
@@ -323,6 +325,7 @@ fn batches_split_by_shard_and_keep_each_groups_order() {
             event_json: &events[i],
             priority: 0,
             routing_key: None,
+            headers: None,
         })
         .collect();
     t.publish_many(&messages).unwrap();

@@ -126,8 +126,8 @@ async fn a_dropped_async_wait_leaves_nothing_behind_and_async_waiters_share_a_tr
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
     t.publish_many(&[
-        Message { group_id: "a", event_json: &event(0), priority: 0, routing_key: None },
-        Message { group_id: "b", event_json: &event(1), priority: 0, routing_key: None },
+        Message { group_id: "a", event_json: &event(0), priority: 0, routing_key: None, headers: None },
+        Message { group_id: "b", event_json: &event(1), priority: 0, routing_key: None, headers: None },
     ])
     .await
     .unwrap();

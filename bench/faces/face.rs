@@ -43,7 +43,7 @@ fn run(path: &str, mode: &str, fused: bool, n: usize, groups: usize) -> Result<(
         })
         .collect();
     let batch: Vec<Message> =
-        work.iter().map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None }).collect();
+        work.iter().map(|(g, e)| Message { group_id: g, event_json: e, priority: 0, routing_key: None, headers: None }).collect();
     t.publish_many(&batch)?;
 
     let mut done = 0usize;

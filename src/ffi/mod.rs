@@ -31,6 +31,8 @@ mod error;
 #[path = "calls/finish.rs"]
 mod finish;
 mod handle;
+#[path = "arguments/headers.rs"]
+mod headers;
 #[path = "calls/lease.rs"]
 mod lease;
 #[path = "calls/looks.rs"]
@@ -51,6 +53,8 @@ mod shards;
 #[path = "errors/status.rs"]
 mod status;
 mod strings_out;
+#[path = "calls/trace.rs"]
+mod trace;
 #[path = "calls/transactions.rs"]
 mod transactions;
 mod unwind;
@@ -64,6 +68,7 @@ pub use claim::*;
 pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};
 pub use finish::*;
 pub use handle::harel_transport;
+pub use headers::{harel_header, harel_headers};
 pub use lease::{harel_lease, harel_lease_free};
 pub use looks::*;
 pub use message::harel_message;
@@ -73,6 +78,7 @@ pub use options::*;
 pub use publish::*;
 pub use shards::*;
 pub use status::{harel_status, harel_status_name};
+pub use trace::*;
 pub use transactions::*;
 pub use values::*;
 pub use watch::*;

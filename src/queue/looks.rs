@@ -11,6 +11,7 @@ use crate::cursor::cursor;
 use crate::error::{Error, Result};
 use crate::request::PageRequest;
 use crate::sql::Statements;
+use crate::headers::Headers;
 use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, PriorityStats, Stats};
 use crate::validate::{DELAYED, PARKED};
 use crate::waiting::Readiness;
@@ -148,6 +149,7 @@ pub async fn peek(
         locked_by: text(row.get(3)),
         lock_expiry: real(row.get(4)),
         published_at: real(row.get(5)),
+        headers: headers(row.get(6)),
     });
     Ok(page(messages.collect(), page_request.limit, 'm', |m| m.seq.to_be_bytes().to_vec()))
 }
@@ -173,8 +175,15 @@ pub async fn dead_letters(
         reason: text(row.get(5)).unwrap_or_default(),
         dead_at: real(row.get(6)).unwrap_or(0.0),
         shard: 0,
+        headers: headers(row.get(7)),
     });
     Ok(page(letters.collect(), page_request.limit, 'd', |d| d.seq.to_be_bytes().to_vec()))
+}
+
+/// A look shows headers another program stored unreadably as none (a claim buries their
+/// message, naming them).
+fn headers(value: Option<&Value>) -> Headers {
+    value.and_then(|v| Headers::from_column(v).ok()).unwrap_or_default()
 }
 
 /// The rows of `N` reads.

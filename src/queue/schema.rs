@@ -55,13 +55,16 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
             }
         )));
     }
-    let lacking = |column: &str| columns.iter().any(|(_, c)| *c == column);
+    let lacking = |table: &str, column: &str| columns.contains(&(table, column));
+    let (m, g, d) = (sql.messages_table.as_str(), sql.groups_table.as_str(), sql.dead_table.as_str());
     let lacks = Lacks {
-        attempts: lacking("attempts"),
-        enqueued_at: lacking("enqueued_at"),
-        routing_key: lacking("routing_key"),
-        dead: tables.contains(&sql.dead_table.as_str()),
+        attempts: lacking(m, "attempts"),
+        enqueued_at: lacking(m, "enqueued_at"),
+        routing_key: lacking(g, "routing_key"),
+        dead: tables.contains(&d),
         keys: tables.contains(&sql.keys_table.as_str()),
+        headers: lacking(m, "headers"),
+        dead_headers: lacking(d, "headers"),
     };
     let mut absent: Vec<String> =
         columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();

@@ -93,7 +93,7 @@ impl Statements {
         statements.push((
             format!(
                 "UPDATE {m} SET locked_by = ?1, lock_expiry = ?2, attempts = attempts + 1 \
-                 WHERE seq = {} RETURNING seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts",
+                 WHERE seq = {} RETURNING seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, headers",
                 head_of(&format!("(SELECT group_id FROM {g} WHERE last_claimed_at = {MARK})"))
             ),
             vec![worker_id.into(), lock_expiry.into()],

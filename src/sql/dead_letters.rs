@@ -9,12 +9,13 @@ use crate::types::{DeadLetters, Lease};
 
 /// The dead-letter table: the message as it was (seq, group, event, claims so far), who
 /// held it last, why and when it died, and what its group was made with (priority, routing
-/// key), so a redrive can make the group again.
+/// key), so a redrive can make the group again, and its headers.
 pub(super) fn table(d: &str) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {d} (seq INTEGER PRIMARY KEY, group_id TEXT NOT NULL, \
          event TEXT NOT NULL, attempts INTEGER NOT NULL, last_worker TEXT, reason TEXT NOT NULL, \
-         dead_at REAL NOT NULL, priority INT NOT NULL DEFAULT 0, routing_key TEXT, enqueued_at REAL)"
+         dead_at REAL NOT NULL, priority INT NOT NULL DEFAULT 0, routing_key TEXT, enqueued_at REAL, \
+         headers TEXT)"
     )
 }
 
@@ -32,9 +33,9 @@ pub(super) fn bury_as(m: &str, g: &str, d: &str, buried: Buried<'_>) -> String {
     let Buried { attempts, reason, dead_at, which } = buried;
     format!(
         "INSERT INTO {d} (seq, group_id, event, attempts, last_worker, reason, dead_at, priority, \
-         routing_key, enqueued_at) \
+         routing_key, enqueued_at, headers) \
          SELECT e.seq, e.group_id, e.event, {attempts}, NULLIF(e.locked_by, '{PARKED}'), {reason}, {dead_at}, \
-         g.priority, g.routing_key, e.enqueued_at \
+         g.priority, g.routing_key, e.enqueued_at, e.headers \
          FROM {m} e JOIN {g} g ON g.group_id = e.group_id \
          WHERE {which}"
     )
@@ -122,12 +123,13 @@ pub(super) struct DeadSql {
 }
 
 impl DeadSql {
-    pub(super) fn new(m: &str, g: &str, d: &str) -> DeadSql {
+    /// `lacks_headers`: the dead letters' `headers` is read as NULL (a file opened as it is).
+    pub(super) fn new(m: &str, g: &str, d: &str, lacks_headers: bool) -> DeadSql {
         let redrive = |filter: DeadFilter| {
             let with_now = filter.condition(2);
             [
                 format!(
-                    "INSERT INTO {m} (group_id, event, enqueued_at) SELECT group_id, event, ?1 FROM {d} \
+                    "INSERT INTO {m} (group_id, event, enqueued_at, headers) SELECT group_id, event, ?1, headers FROM {d} \
                      WHERE {with_now} ORDER BY seq"
                 ),
                 format!(
@@ -138,11 +140,12 @@ impl DeadSql {
                 format!("DELETE FROM {d} WHERE {}", filter.condition(1)),
             ]
         };
+        let headers = if lacks_headers { "NULL" } else { "headers" };
         let page = |group: bool| {
             let only_group = if group { " AND group_id = ?3" } else { "" };
             format!(
-                "SELECT seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, last_worker, reason, dead_at \
-                 FROM {d} WHERE seq > ?1{only_group} ORDER BY seq LIMIT ?2 + 1"
+                "SELECT seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, last_worker, reason, dead_at, \
+                 {headers} FROM {d} WHERE seq > ?1{only_group} ORDER BY seq LIMIT ?2 + 1"
             )
         };
         DeadSql { redrive: DeadFilter::EACH.map(redrive), pages: [page(false), page(true)] }

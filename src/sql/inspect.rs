@@ -142,17 +142,19 @@ impl Statements {
     }
 
     /// A page of group `group_id`'s messages (?3), oldest first, after seq `after` (?1),
-    /// `limit` + 1 rows (?2). Columns: seq, event, attempts, locked_by, lock_expiry, enqueued_at.
+    /// `limit` + 1 rows (?2). Columns: seq, event, attempts, locked_by, lock_expiry, enqueued_at,
+    /// headers.
     pub fn messages_page(&self, group_id: &str, after: i64, limit: i64) -> Bound<'_> {
         (&self.inspect.messages_page, vec![after.into(), limit.into(), group_id.into()])
     }
 
     fn build_messages_page(&self) -> String {
         format!(
-            "SELECT seq, CAST(event AS BLOB), {}, locked_by, lock_expiry, {} FROM {} e \
+            "SELECT seq, CAST(event AS BLOB), {}, locked_by, lock_expiry, {}, {} FROM {} e \
              WHERE group_id = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2 + 1",
             self.attempts("e"),
             self.enqueued_at("e"),
+            self.headers("e"),
             self.messages_table
         )
     }

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use libsql::Value;
 
+use crate::headers::Headers;
 use crate::types::{Lease, Message};
 use crate::validate::{DELAYED, MAX_PRIORITY, PARKED};
 
@@ -49,6 +50,9 @@ pub struct Lacks {
     pub dead: bool,
     /// The keys table (a harel 0.9 file, or one made by 0.4 and opened with create_schema off).
     pub keys: bool,
+    /// The messages' and the dead letters' `headers` (a file made before headers).
+    pub headers: bool,
+    pub dead_headers: bool,
 }
 
 /// A statement and the values it runs with, in the order of its parameters (?1 first; a
@@ -153,7 +157,7 @@ impl Statements {
             requeue_buried_group: claim::requeue_buried_group(&m, &g, &d),
             drop_buried_group_if_empty: dead_letters::drop_buried_group_if_empty(&m, &g, &d),
             delete_message: format!("DELETE FROM {m} WHERE seq = ?1"),
-            dead: DeadSql::new(&m, &g, &d),
+            dead: DeadSql::new(&m, &g, &d, false),
             inspect: Inspect::default(),
             messages_table: m,
             groups_table: g,
@@ -178,6 +182,7 @@ impl Statements {
     pub fn read_around(&mut self, lacks: Lacks) {
         self.lacks = lacks;
         self.inspect = Inspect::new(self);
+        self.dead = DeadSql::new(&self.messages_table, &self.groups_table, &self.dead_table, lacks.dead_headers);
     }
 
     /// Turns group `group_id` to `ready_at`: the end of its head's lease or park.
@@ -244,14 +249,14 @@ impl Statements {
         let rows = |row: &str| vec![row; n].join(", ");
         let (m, g) = (&self.messages_table, &self.groups_table);
         (
-            // ?1: now, for every row; then group_id, event per row.
-            format!("INSERT INTO {m} (enqueued_at, group_id, event) VALUES {}", rows("(?1, ?, ?)")),
+            // ?1: now, for every row; then group_id, event, headers per row.
+            format!("INSERT INTO {m} (enqueued_at, group_id, event, headers) VALUES {}", rows("(?1, ?, ?, ?)")),
             format!("INSERT OR IGNORE INTO {g} (group_id, priority, routing_key) VALUES {}", rows("(?, ?, ?)")),
         )
     }
 
     /// The statements that write the first rows of `messages` (not empty) at `now`, and how
-    /// many rows they write: the messages' INSERT (now, then group_id, event per row) and the
+    /// many rows they write: the messages' INSERT (now, then group_id, event, headers per row) and the
     /// groups' INSERT OR IGNORE (group_id, priority, routing_key per row).
     pub fn publish_rows(&self, now: f64, messages: &[Message<'_>]) -> (usize, [Bound<'_>; 2]) {
         let (&rows, (insert_messages, insert_groups)) = INSERT_ROWS
@@ -260,7 +265,8 @@ impl Statements {
             .find(|(&rows, _)| rows <= messages.len())
             .expect("INSERT_ROWS ends with 1, and a batch is not empty");
         let run = &messages[..rows];
-        let values = run.iter().flat_map(|m| [Value::from(m.group_id), Value::from(m.event_json)]);
+        let values =
+            run.iter().flat_map(|m| [m.group_id.into(), m.event_json.into(), m.headers.and_then(Headers::stored).into()]);
         let groups = run.iter().flat_map(|m| [m.group_id.into(), m.priority.into(), m.routing_key.into()]);
         let messages = std::iter::once(Value::from(now)).chain(values).collect();
         (rows, [(insert_messages, messages), (insert_groups, groups.collect())])
@@ -303,13 +309,13 @@ impl Statements {
     /// The best `limit` of the candidates, in serving order, with their events: each a
     /// different group's head, so a local claim of several leases them all from one look
     /// (each lease moves only its own group out of the range). Columns: seq, group_id,
-    /// event, attempts (claims so far); group_id and event as BLOBs, because libsql reads
+    /// event, attempts (claims so far), headers; group_id and event as BLOBs, because libsql reads
     /// TEXT as a C string and would cut a value another writer stored with a NUL byte in it
     /// at that byte.
     fn best_candidates(&self, candidates: &[Candidate], limit: &str) -> String {
         let m = &self.messages_table;
         format!(
-            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts \
+            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts, e.headers \
              FROM ({}) c JOIN {m} e ON e.seq = c.seq \
              ORDER BY c.ready_at, c.arrival LIMIT {limit}",
             self.union_of(candidates, limit)
@@ -365,6 +371,15 @@ impl Statements {
         }
     }
 
+    /// The column `headers` of the message `alias`, or NULL where the table lacks it.
+    fn headers(&self, alias: &str) -> String {
+        if self.lacks.headers {
+            "NULL".to_owned()
+        } else {
+            format!("{alias}.headers")
+        }
+    }
+
     /// The column `routing_key` of the group `alias`, or NULL where the table lacks it.
     fn routing_key(&self, alias: &str) -> String {
         if self.lacks.routing_key {
@@ -381,7 +396,7 @@ impl Statements {
         statements
     }
 
-    /// The tables. The messages table's `attempts` and `enqueued_at` and the groups table's
+    /// The tables. The messages table's `attempts`, `enqueued_at` and `headers` and the groups table's
     /// `routing_key` are ours: harel 0.9 makes the tables without them (see `added_columns`),
     /// and its transports neither write nor read them. The dead-letter table is ours.
     pub fn tables(&self) -> Vec<String> {
@@ -390,7 +405,7 @@ impl Statements {
             format!(
                 "CREATE TABLE IF NOT EXISTS {m} (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
                  group_id TEXT NOT NULL, event TEXT NOT NULL, locked_by TEXT, lock_expiry REAL, \
-                 attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL)"
+                 attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL, headers TEXT)"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {g} (group_id TEXT PRIMARY KEY, \
@@ -405,11 +420,14 @@ impl Statements {
     /// The columns harel 0.9's tables lack, as (table, column, the ALTER that adds it).
     /// SQLite has no ADD COLUMN IF NOT EXISTS: `schema` adds each one a file lacks.
     pub fn added_columns(&self) -> Vec<(&str, &'static str, String)> {
-        let (g, m) = (self.groups_table.as_str(), self.messages_table.as_str());
+        let (g, m, d) = (self.groups_table.as_str(), self.messages_table.as_str(), self.dead_table.as_str());
         vec![
             (g, "routing_key", format!("ALTER TABLE {g} ADD COLUMN routing_key TEXT")),
             (m, "attempts", format!("ALTER TABLE {m} ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")),
             (m, "enqueued_at", format!("ALTER TABLE {m} ADD COLUMN enqueued_at REAL")),
+            // after 0.4.0: a message's headers (headers.rs), kept by its dead letter
+            (m, "headers", format!("ALTER TABLE {m} ADD COLUMN headers TEXT")),
+            (d, "headers", format!("ALTER TABLE {d} ADD COLUMN headers TEXT")),
         ]
     }
 
@@ -433,11 +451,17 @@ impl Statements {
         statements
     }
 
-    /// What upgrades a harel 0.9 file: the columns it lacks, the dead-letter table, our
-    /// indexes. The ALTERs are not idempotent: run them once (a file made by harel-transport
-    /// 0.1 already has `routing_key`: leave out its ALTER).
+    /// What upgrades a harel 0.9 file: the columns it lacks, the dead-letter table (made
+    /// with its `headers`), our indexes. The ALTERs are not idempotent: run them once (a
+    /// file made by harel-transport leaves out those of the columns it has, and adds the
+    /// dead letters' `headers` if it lacks it: docs/queue.md, "Upgrading by hand").
     pub fn upgrade(&self) -> Vec<String> {
-        let mut statements: Vec<String> = self.added_columns().into_iter().map(|(_, _, alter)| alter).collect();
+        let mut statements: Vec<String> = self
+            .added_columns()
+            .into_iter()
+            .filter(|(table, _, _)| *table != self.dead_table)
+            .map(|(_, _, alter)| alter)
+            .collect();
         statements.push(dead_letters::table(&self.dead_table));
         statements.push(publish::keys_table(&self.keys_table));
         statements.extend(self.our_indexes());
@@ -561,10 +585,20 @@ mod tests {
             worker_id: "w".into(),
             lock_expiry: 1030.0,
             attempts: 1,
+            headers: Headers::none(),
         };
-        let message = Message { group_id: "g", event_json: "{}", priority: 1, routing_key: Some("k") };
+        let headers = Headers::new(&[("a", "1")]).unwrap();
+        let message = Message { group_id: "g", event_json: "{}", priority: 1, routing_key: Some("k"), headers: Some(&headers) };
         let mut sql = Statements::new("t");
-        let lacking_all = Lacks { attempts: true, enqueued_at: true, routing_key: true, dead: true, keys: true };
+        let lacking_all = Lacks {
+            attempts: true,
+            enqueued_at: true,
+            routing_key: true,
+            dead: true,
+            keys: true,
+            headers: true,
+            dead_headers: true,
+        };
         for lacks in [Lacks::default(), lacking_all] {
             sql.read_around(lacks);
             let p = &sql.publish_with;

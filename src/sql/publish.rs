@@ -22,6 +22,7 @@
 use libsql::Value;
 
 use super::Bound;
+use crate::headers::Headers;
 use crate::types::Message;
 use crate::validate::DELAYED;
 
@@ -72,9 +73,10 @@ pub(super) fn turn_after_head(m: &str) -> String {
 impl PublishWith {
     /// For the messages, groups and keys tables `m`, `g`, `k`.
     pub(super) fn new(m: &str, g: &str, k: &str) -> PublishWith {
-        // ?1 now, ?2 group_id, ?3 event, ?4 locked_by (DELAYED or NULL), ?5 due (or NULL)
-        let message_row = "SELECT ?1, ?2, ?3, ?4, ?5";
-        let insert = format!("INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry)");
+        // ?1 now, ?2 group_id, ?3 event, ?4 locked_by (DELAYED or NULL), ?5 due (or NULL),
+        // ?6 headers (or NULL)
+        let message_row = "SELECT ?1, ?2, ?3, ?4, ?5, ?6";
+        let insert = format!("INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry, headers)");
         let due = delayed_head_due(m);
         PublishWith {
             // ?1 now
@@ -164,10 +166,11 @@ impl PublishWith {
 }
 
 /// A message's row (`message_row` in `PublishWith::new`): ?1 now, ?2 group_id, ?3 event,
-/// ?4 locked_by, ?5 due.
+/// ?4 locked_by, ?5 due, ?6 headers.
 fn message_values(now: f64, m: &Message<'_>, due: Option<f64>) -> Vec<Value> {
     let locked_by = due.map(|_| DELAYED);
-    vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by.into(), due.into()]
+    let headers = m.headers.and_then(Headers::stored);
+    vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by.into(), due.into(), headers.into()]
 }
 
 /// ?1 group_id, ?2 priority, ?3 routing_key.

@@ -6,6 +6,7 @@ use libsql::Value;
 
 use crate::chain::Chain;
 use crate::error::{Error, Result};
+use crate::headers::Headers;
 use crate::queue::work;
 use crate::request::Deliver;
 use crate::sql::Statements;
@@ -22,6 +23,7 @@ pub struct OwnedPublish {
     event_json: String,
     priority: i32,
     routing_key: Option<String>,
+    headers: Option<Headers>,
     key: Option<String>,
     delay: f64,
     not_before: Option<f64>,
@@ -34,6 +36,7 @@ impl OwnedPublish {
             event_json: m.event_json.to_owned(),
             priority: m.priority,
             routing_key: m.routing_key.map(str::to_owned),
+            headers: m.headers.cloned(),
             key: d.key.map(str::to_owned),
             delay: d.delay,
             not_before: d.not_before,
@@ -46,6 +49,7 @@ impl OwnedPublish {
             event_json: &self.event_json,
             priority: self.priority,
             routing_key: self.routing_key.as_deref(),
+            headers: self.headers.as_ref(),
         };
         (message, Delivery { key: self.key.as_deref(), delay: self.delay, not_before: self.not_before })
     }

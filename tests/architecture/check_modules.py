@@ -29,7 +29,9 @@ FLOORS = [
     ("the backends", ["backend"]),
     ("waiting for work", ["waiting"]),
     ("statements and chains", ["sql", "chain"]),
-    ("values and rules", ["request", "validate", "types", "cursor", "error", "options", "mode", "metrics"]),
+    ("values and rules", [
+        "request", "validate", "types", "cursor", "error", "options", "mode", "metrics", "trace_context", "headers",
+    ]),
 ]
 
 

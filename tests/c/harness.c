@@ -24,6 +24,8 @@
  *   test_transactions.c     the application's transaction: begin, harel_tx_*, harel_rows_free
  *   test_watch.c            the readiness descriptor: watch, its fd, rearm, free
  *   test_metrics.c          harel_transport_metrics
+ *   test_trace.c            W3C Trace Context: traceparent_format, traceparent_parse,
+ *                           tracestate_valid
  */
 #include "harel_test.h"
 
@@ -564,7 +566,7 @@ int main(int argc, char **argv) {
   static const test_case *const files[] = {
       open_tests,  abi_conventions_tests, publish_tests, claim_tests,        finish_tests,
       looks_tests, admin_tests,           shards_tests,  transactions_tests, watch_tests,
-      metrics_tests};
+      metrics_tests, trace_tests};
   const char *tmp = getenv("TMPDIR");
   const test_case *test;
   size_t i;

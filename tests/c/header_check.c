@@ -148,6 +148,12 @@ int main(void) {
   harel_status (*shard_of)(const char *, size_t, size_t *, harel_error **) = harel_shard_of;
   harel_status (*set_sync_urls)(harel_options *, const char *const *, size_t, harel_error **) =
       harel_options_set_sync_urls;
+  /* W3C Trace Context */
+  harel_status (*traceparent_format)(const uint8_t *, const uint8_t *, uint8_t, char *,
+                                     harel_error **) = harel_traceparent_format;
+  harel_status (*traceparent_parse)(const char *, uint8_t *, uint8_t *, uint8_t *, bool *,
+                                    harel_error **) = harel_traceparent_parse;
+  harel_status (*tracestate_valid)(const char *, bool *, harel_error **) = harel_tracestate_valid;
 
   /* the lease's fields by name and type, and in this order (fields a later minor version
    * appends may follow them) */
@@ -261,7 +267,8 @@ int main(void) {
   harel_status statuses[] = {HAREL_OK,         HAREL_EMPTY,          HAREL_ERR_ARGUMENT,
                              HAREL_ERR_DATABASE, HAREL_ERR_BUSY,     HAREL_ERR_LEASE_LOST,
                              HAREL_ERR_CONNECT, HAREL_ERR_INTERRUPTED, HAREL_ERR_PANIC};
-  int limits = HAREL_MAX_PRIORITY == 4 && HAREL_MAX_PREFIX_LEN == 30 && HAREL_MAX_CLAIM == 1000;
+  int limits = HAREL_MAX_PRIORITY == 4 && HAREL_MAX_PREFIX_LEN == 30 && HAREL_MAX_CLAIM == 1000 &&
+               HAREL_TRACEPARENT_LEN == 55;
   /* an opaque cancel and an opaque watch, declared as a user would */
   const harel_cancel *no_cancel = NULL;
   const harel_watch *no_watch = NULL;
@@ -294,7 +301,7 @@ int main(void) {
             tx_free && rows_free && value_type && value_integer && value_real && value_text &&
             value_blob && row_sizes[2] && row_values && value_order && value_numbers &&
             no_tx == NULL && open_shards && shard_count && shard_of && set_sync_urls && group_shards &&
-            dead_shards && page_order;
+            dead_shards && page_order && traceparent_format && traceparent_parse && tracestate_valid;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -421,9 +421,9 @@ pub fn a_long_batch_keeps_its_order_and_first_messages_across_inserts(open: Open
         .map(|(i, e)| match i {
             // "late" first appears at 200, in a later INSERT, fixing priority 3 and key k;
             // its later messages ask for other values.
-            200 => Message { group_id: "late", event_json: e, priority: 3, routing_key: Some("k") },
-            _ if i > 200 && i % 10 == 0 => Message { group_id: "late", event_json: e, priority: 0, routing_key: None },
-            _ => Message { group_id: groups[i % groups.len()], event_json: e, priority: 0, routing_key: None },
+            200 => Message { group_id: "late", event_json: e, priority: 3, routing_key: Some("k"), headers: None },
+            _ if i > 200 && i % 10 == 0 => Message { group_id: "late", event_json: e, priority: 0, routing_key: None, headers: None },
+            _ => Message { group_id: groups[i % groups.len()], event_json: e, priority: 0, routing_key: None, headers: None },
         })
         .collect();
     t.publish_many(&batch).unwrap();
@@ -977,7 +977,7 @@ pub fn metrics_count_what_the_transport_did(open: Open<'_>) {
     let messages: Vec<Message> = groups
         .iter()
         .zip(&batch)
-        .map(|(group_id, e)| Message { group_id, event_json: e, priority: 0, routing_key: None })
+        .map(|(group_id, e)| Message { group_id, event_json: e, priority: 0, routing_key: None, headers: None })
         .collect();
     t.publish_many(&messages).unwrap();
     let mut ls = t.claim_many("w1", V, 0, &[], 5, &Wait::none()).unwrap();
@@ -1113,7 +1113,7 @@ pub fn a_watch_belongs_to_its_transport(open: Open<'_>) {
 // ---- producers: idempotency keys and delayed delivery ------------------------------------
 
 fn msg<'a>(group_id: &'a str, event_json: &'a str) -> Message<'a> {
-    Message { group_id, event_json, priority: 0, routing_key: None }
+    Message { group_id, event_json, priority: 0, routing_key: None, headers: None }
 }
 
 fn keyed(key: &str) -> Delivery<'_> {

@@ -31,7 +31,7 @@ pub fn build(t: &Transport) -> i64 {
     t.publish("parked", r#"{"n":6}"#, 2, Some("parked")).unwrap();
     t.publish("overdue", r#"{"n":7}"#, 2, Some("overdue")).unwrap();
     t.publish("poison", SCRIPT_EVENT, 3, Some("poison")).unwrap();
-    let delayed = Message { group_id: "delayed", event_json: r#"{"n":8}"#, priority: 1, routing_key: Some("delayed") };
+    let delayed = Message { group_id: "delayed", event_json: r#"{"n":8}"#, priority: 1, routing_key: Some("delayed"), headers: None };
     t.publish_with(delayed, Delivery { delay: HELD, ..Delivery::default() }).unwrap();
 
     let claim = |key: &str, visibility: f64| t.claim("worker-stuck", visibility, 0, &[key]).unwrap().expect(key);

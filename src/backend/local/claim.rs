@@ -17,6 +17,7 @@ use super::durability::Commit;
 use super::Local;
 use crate::chain::{row_values, Before, Chain, Claimed};
 use crate::error::Result;
+use crate::headers::Headers;
 use crate::request::{Claim, Now};
 use crate::sql::{Bound, Statements};
 use crate::types::Lease;
@@ -67,18 +68,18 @@ impl Local {
             let found = heads.len();
             let mut buried = false;
             for head in heads {
-                let (seq, group_id, event, attempts) = match <[Value; 4]>::try_from(head) {
-                    Ok([Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts)]) => {
-                        (seq, group_id, event, attempts)
+                let (seq, group_id, event, attempts, headers) = match <[Value; 5]>::try_from(head) {
+                    Ok([Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts), h]) => {
+                        (seq, group_id, event, attempts, h)
                     }
                     Ok(other) => return Err(unexpected(&other)),
                     Err(other) => return Err(unexpected(&other)),
                 };
-                let undeliverable = match (String::from_utf8(group_id), String::from_utf8(event)) {
+                let undeliverable = match (String::from_utf8(group_id), String::from_utf8(event), Headers::from_column(&headers)) {
                     _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
                         format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
                     }
-                    (Ok(group_id), Ok(event)) => {
+                    (Ok(group_id), Ok(event), Ok(headers)) => {
                         let lock_expiry = now + c.visibility;
                         self.execute(sql.set_group_ready_at(&group_id, lock_expiry)).await?;
                         self.execute(sql.lease_message(seq, c.worker_id, lock_expiry)).await?;
@@ -90,11 +91,13 @@ impl Local {
                             worker_id,
                             lock_expiry,
                             attempts: attempts + 1,
+                            headers,
                         });
                         continue;
                     }
-                    (Err(_), _) => "its group_id is not valid UTF-8 (written by another program)".to_owned(),
-                    (_, Err(_)) => "its event is not valid UTF-8 (written by another program)".to_owned(),
+                    (Err(_), _, _) => "its group_id is not valid UTF-8 (written by another program)".to_owned(),
+                    (_, Err(_), _) => "its event is not valid UTF-8 (written by another program)".to_owned(),
+                    (_, _, Err(why)) => why,
                 };
                 self.execute(sql.bury_head(seq, &undeliverable, now)).await?;
                 self.execute(sql.delete_message(seq)).await?;

@@ -148,6 +148,7 @@ pub fn value(v: libsql::Value) -> Result<proto::Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::headers::Headers;
     use crate::types::Lease;
 
     fn ok(rows: usize) -> Option<StmtResult> {
@@ -179,6 +180,7 @@ mod tests {
         worker_id: String::new(),
         lock_expiry: 0.0,
         attempts: 1,
+        headers: Headers::none(),
     };
 
     fn chain() -> Chain<'static> {

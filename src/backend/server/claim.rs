@@ -11,6 +11,7 @@ use libsql::Value;
 use super::Server;
 use crate::chain::{Before, Chain, Claimed, Done};
 use crate::error::{Error, Result};
+use crate::headers::Headers;
 use crate::request::{Claim, Now};
 use crate::sql::Statements;
 use crate::types::Lease;
@@ -19,7 +20,7 @@ use crate::types::Lease;
 struct Undeliverable {
     seq: i64,
     lock_expiry: f64,
-    reason: &'static str,
+    reason: String,
 }
 
 /// What a claim's request found.
@@ -109,7 +110,7 @@ fn push_bury_claimed<'a>(
     now: f64,
 ) -> Chain<'a> {
     let statements = [
-        sql.bury_claimed(u.seq, (worker_id, u.lock_expiry), u.reason, now),
+        sql.bury_claimed(u.seq, (worker_id, u.lock_expiry), &u.reason, now),
         sql.delete_buried(u.seq),
         sql.requeue_buried_group(u.seq, now),
         sql.drop_buried_group_if_empty(u.seq),
@@ -125,19 +126,21 @@ fn found(lease: &Done, more: Option<&Done>, worker_id: &str, lock_expiry: f64) -
     let Some(row) = lease.rows.first() else {
         return Ok(if more.is_some_and(|m| !m.rows.is_empty()) { Found::MoreToBury } else { Found::Nothing });
     };
-    let (seq, group_id, event, attempts) = match row.as_slice() {
-        [Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts)] => {
-            (*seq, group_id, event, *attempts)
+    let (seq, group_id, event, attempts, headers) = match row.as_slice() {
+        [Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts), headers] => {
+            (*seq, group_id, event, *attempts, headers)
         }
         _ => return Err(Error::Database(format!("a claim's lease came back as an unexpected row: {row:?}"))),
     };
     let undeliverable = |reason| Found::Undeliverable(Undeliverable { seq, lock_expiry, reason });
-    Ok(match (String::from_utf8(group_id.to_vec()), String::from_utf8(event.to_vec())) {
-        (Ok(group_id), Ok(event)) => {
-            Found::Lease(Lease { seq, group_id, event, worker_id: worker_id.to_owned(), lock_expiry, attempts })
+    Ok(match (String::from_utf8(group_id.to_vec()), String::from_utf8(event.to_vec()), Headers::from_column(headers)) {
+        (Ok(group_id), Ok(event), Ok(headers)) => {
+            let worker_id = worker_id.to_owned();
+            Found::Lease(Lease { seq, group_id, event, worker_id, lock_expiry, attempts, headers })
         }
-        (Err(_), _) => undeliverable("its group_id is not valid UTF-8 (written by another program)"),
-        (_, Err(_)) => undeliverable("its event is not valid UTF-8 (written by another program)"),
+        (Err(_), _, _) => undeliverable("its group_id is not valid UTF-8 (written by another program)".into()),
+        (_, Err(_), _) => undeliverable("its event is not valid UTF-8 (written by another program)".into()),
+        (_, _, Err(why)) => undeliverable(why),
     })
 }
 
@@ -149,26 +152,35 @@ mod tests {
         Done { rows, changed: 0 }
     }
 
-    fn head(group_id: &[u8], event: &[u8]) -> Done {
+    fn head(group_id: &[u8], event: &[u8], headers: Value) -> Done {
         rows(vec![vec![
             Value::Integer(7),
             Value::Blob(group_id.to_vec()),
             Value::Blob(event.to_vec()),
             Value::Integer(2),
+            headers,
         ]])
     }
 
     #[test]
     fn a_leased_head_is_a_lease() {
-        let Found::Lease(lease) = found(&head(b"g", b"{}"), None, "w", 1030.0).unwrap() else { panic!() };
+        let headers = Value::Text(r#"[["a","1"]]"#.into());
+        let Found::Lease(lease) = found(&head(b"g", b"{}", headers), None, "w", 1030.0).unwrap() else { panic!() };
         assert_eq!((lease.seq, lease.group_id.as_str(), lease.event.as_str(), lease.attempts), (7, "g", "{}", 2));
-        assert_eq!((lease.worker_id.as_str(), lease.lock_expiry), ("w", 1030.0));
+        assert_eq!((lease.worker_id.as_str(), lease.lock_expiry, lease.headers.get("a")), ("w", 1030.0, Some("1")));
     }
 
     #[test]
     fn a_head_that_is_not_utf8_is_buried_by_the_next_transaction() {
-        for (group_id, event, what) in [(&b"\xff"[..], &b"{}"[..], "group_id"), (b"g", b"\xc3(", "event")] {
-            let Found::Undeliverable(u) = found(&head(group_id, event), None, "w", 1030.0).unwrap() else { panic!() };
+        let cases = [
+            (&b"\xff"[..], &b"{}"[..], Value::Null, "group_id"),
+            (b"g", b"\xc3(", Value::Null, "event"),
+            (b"g", b"{}", Value::Text("{}".into()), "headers"),
+        ];
+        for (group_id, event, headers, what) in cases {
+            let Found::Undeliverable(u) = found(&head(group_id, event, headers), None, "w", 1030.0).unwrap() else {
+                panic!()
+            };
             assert_eq!((u.seq, u.lock_expiry), (7, 1030.0));
             assert!(u.reason.contains(what), "{}", u.reason);
         }

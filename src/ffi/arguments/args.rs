@@ -21,6 +21,29 @@ pub unsafe fn string<'a>(ptr: *const c_char, name: &str) -> Result<&'a str> {
     unsafe { CStr::from_ptr(ptr) }.to_str().map_err(|e| Error::Argument(format!("{name} is not valid UTF-8: {e}")))
 }
 
+/// A NUL-terminated string whose text the call judges (a traceparent, a tracestate): NULL is
+/// an error, bytes that are not UTF-8 are `None` (not valid, as any other text can be).
+///
+/// # Safety
+/// As for [`string`].
+pub unsafe fn judged_string<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a str>> {
+    if ptr.is_null() {
+        return Err(null(name));
+    }
+    Ok(unsafe { CStr::from_ptr(ptr) }.to_str().ok())
+}
+
+/// `N` bytes (an id), copied.
+///
+/// # Safety
+/// `ptr` is NULL or points to `N` readable bytes.
+pub unsafe fn bytes<const N: usize>(ptr: *const u8, name: &str) -> Result<[u8; N]> {
+    if ptr.is_null() {
+        return Err(null(name));
+    }
+    Ok(unsafe { ptr.cast::<[u8; N]>().read_unaligned() })
+}
+
 /// A string where NULL means "none".
 ///
 /// # Safety

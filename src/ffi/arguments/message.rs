@@ -48,6 +48,7 @@ pub(crate) unsafe fn message<'a>(
             event_json: args::string(event_json, "event_json")?,
             priority,
             routing_key: args::optional_string(routing_key, "routing_key")?,
+            headers: None,
         })
     }
 }

@@ -6,6 +6,7 @@ use super::unwind::boundary_value;
 use super::ownership::{free_box, to_boxed_mut_ptr_keeping, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
 use super::args;
+use super::headers::{harel_header, HeadersOut};
 use crate::error::{Error, Result};
 use crate::Lease;
 
@@ -35,13 +36,18 @@ pub struct harel_lease {
     pub lock_expiry: f64,
     /// How many times the message has been claimed, this claim included (1 on its first).
     pub attempts: i64,
+    /// The headers it was published with, in order: `n_headers` pairs at `headers` (NULL
+    /// when there are none), living as long as the lease. Added after 0.4.0 at the end of
+    /// the struct: a lease the caller fills itself need not set them.
+    pub headers: *const harel_header,
+    pub n_headers: usize,
 }
 
 /// A claim's lease is boxed with its strings: group_id, event and worker_id, each followed
 /// by a NUL, in one buffer the lease points into (a Vec's buffer stays where it is when the
-/// Vec moves into the box). A caller's own lease is only ever borrowed.
+/// Vec moves into the box), and its headers. A caller's own lease is only ever borrowed.
 impl Castable for harel_lease {
-    type Ownership = Boxed<Vec<u8>>;
+    type Ownership = Boxed<(Vec<u8>, HeadersOut)>;
     type RustType = harel_lease;
 }
 
@@ -57,6 +63,7 @@ impl harel_lease {
             strings.push(0);
         }
         let base = strings.as_mut_ptr().cast::<c_char>();
+        let (headers_out, headers) = HeadersOut::of(&lease.headers);
         // SAFETY: each offset lies within `strings` (the three strings and their NULs).
         let (event_at, worker_at) =
             unsafe { (base.add(group_id.len() + 1), base.add(group_id.len() + event.len() + 2)) };
@@ -69,8 +76,10 @@ impl harel_lease {
             worker_id: worker_at,
             lock_expiry: lease.lock_expiry,
             attempts: lease.attempts,
+            headers: headers.items,
+            n_headers: headers.n,
         };
-        to_boxed_mut_ptr_keeping(handed, strings)
+        to_boxed_mut_ptr_keeping(handed, (strings, headers_out))
     }
 
     /// What ack and nack need, read from a lease the library or the caller built.
@@ -87,6 +96,7 @@ impl harel_lease {
             worker_id: worker_id.to_owned(),
             lock_expiry: self.lock_expiry,
             attempts: self.attempts,
+            headers: Default::default(),
         })
     }
 }

@@ -7,6 +7,7 @@ use super::boundary::boundary_out;
 use super::unwind::boundary_value;
 use super::error::harel_error;
 use super::handle::harel_transport;
+use super::headers::{harel_headers, HeadersOut};
 use super::ownership::{free_box, to_boxed_mut_ptr_keeping, try_ref_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
 use super::strings_out::{or_minus_one, Strings};
@@ -131,6 +132,9 @@ pub struct harel_message_page {
     pub n_messages: usize,
     /// NULL when this is the last page.
     pub next_cursor: *const c_char,
+    /// `n_messages` header lists: `headers[i]` holds `messages[i]`'s (added after 0.4.0;
+    /// `harel_message_info`, an array item, keeps its size).
+    pub headers: *const harel_headers,
 }
 
 /// One message of a `harel_dead_page`.
@@ -164,11 +168,16 @@ pub struct harel_dead_page {
     /// the queue is sharded, where redrive and purge by seq are refused: a seq is one
     /// shard's; the CLI's `dead redrive --seq S --shard N` names the shard).
     pub shards: *const usize,
+    /// `n_letters` header lists: `headers[i]` holds `letters[i]`'s, as it was published
+    /// (added after 0.4.0; `harel_dead_letter`, an array item, keeps its size).
+    pub headers: *const harel_headers,
 }
 
-/// A look's result is boxed with its items, the strings they point to and its items'
-/// shards (a Vec's buffer stays where it is when the Vec moves into the box).
-type Looked<Item> = Boxed<(Vec<Item>, Strings, Vec<usize>)>;
+/// A look's result is boxed with its items, the strings they point to, its items' shards
+/// and, for pages of messages, their headers (a Vec's buffer stays where it is when the
+/// Vec moves into the box).
+type Looked<Item, Extra = ()> = Boxed<(Vec<Item>, Strings, Vec<usize>, Extra)>;
+type PageHeaders = (HeadersOut, Vec<harel_headers>);
 
 impl Castable for harel_stats {
     type Ownership = Looked<harel_priority_stats>;
@@ -181,12 +190,12 @@ impl Castable for harel_group_page {
 }
 
 impl Castable for harel_message_page {
-    type Ownership = Looked<harel_message_info>;
+    type Ownership = Looked<harel_message_info, PageHeaders>;
     type RustType = harel_message_page;
 }
 
 impl Castable for harel_dead_page {
-    type Ownership = Looked<harel_dead_letter>;
+    type Ownership = Looked<harel_dead_letter, PageHeaders>;
     type RustType = harel_dead_page;
 }
 
@@ -195,20 +204,21 @@ fn hand_out<Head, Item>(items: Vec<Item>, strings: Strings, head: impl FnOnce(*c
 where
     Head: Castable<Ownership = Looked<Item>, RustType = Head>,
 {
-    hand_out_sharded(items, strings, Vec::new(), |items, n, _| head(items, n))
+    hand_out_sharded(items, strings, Vec::new(), (), |items, n, _| head(items, n))
 }
 
-/// `hand_out`, with each item's shard.
-fn hand_out_sharded<Head, Item>(
+/// `hand_out`, with each item's shard and what else the page keeps (`extra`).
+fn hand_out_sharded<Head, Item, Extra>(
     items: Vec<Item>,
     strings: Strings,
     shards: Vec<usize>,
+    extra: Extra,
     head: impl FnOnce(*const Item, usize, *const usize) -> Head,
 ) -> *mut Head
 where
-    Head: Castable<Ownership = Looked<Item>, RustType = Head>,
+    Head: Castable<Ownership = Looked<Item, Extra>, RustType = Head>,
 {
-    to_boxed_mut_ptr_keeping(head(items.as_ptr(), items.len(), shards.as_ptr()), (items, strings, shards))
+    to_boxed_mut_ptr_keeping(head(items.as_ptr(), items.len(), shards.as_ptr()), (items, strings, shards, extra))
 }
 
 /// Sets `*out` to NULL, then runs a look on handle `t` that hands out `*out`.
@@ -351,7 +361,7 @@ pub extern "C" fn harel_transport_groups(
             .collect();
         let next_cursor = next_cursor(&page, &mut strings);
         let shards = page.items.iter().map(|g| g.shard).collect();
-        Ok(hand_out_sharded(items, strings, shards, |groups, n_groups, shards| harel_group_page {
+        Ok(hand_out_sharded(items, strings, shards, (), |groups, n_groups, shards| harel_group_page {
             groups,
             n_groups,
             next_cursor,
@@ -407,7 +417,14 @@ pub extern "C" fn harel_transport_peek(
             })
             .collect();
         let next_cursor = next_cursor(&page, &mut strings);
-        Ok(hand_out(items, strings, |messages, n_messages| harel_message_page { messages, n_messages, next_cursor }))
+        let (kept, lists) = HeadersOut::of_many(page.items.iter().map(|m| &m.headers));
+        let headers = lists.as_ptr();
+        Ok(hand_out_sharded(items, strings, Vec::new(), (kept, lists), |messages, n_messages, _| harel_message_page {
+            messages,
+            n_messages,
+            next_cursor,
+            headers,
+        }))
     })
 }
 
@@ -461,11 +478,14 @@ pub extern "C" fn harel_transport_dead_letters(
             .collect();
         let next_cursor = next_cursor(&page, &mut strings);
         let shards = page.items.iter().map(|d| d.shard).collect();
-        Ok(hand_out_sharded(items, strings, shards, |letters, n_letters, shards| harel_dead_page {
+        let (kept, lists) = HeadersOut::of_many(page.items.iter().map(|d| &d.headers));
+        let headers = lists.as_ptr();
+        Ok(hand_out_sharded(items, strings, shards, (kept, lists), |letters, n_letters, shards| harel_dead_page {
             letters,
             n_letters,
             next_cursor,
             shards,
+            headers,
         }))
     })
 }

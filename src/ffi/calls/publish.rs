@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_int};
 
 use super::error::harel_error;
+use super::headers::{self, harel_header, harel_headers};
 use super::handle::{harel_transport, on_handle};
 use super::message::{self, harel_message};
 use super::status::harel_status::{self, HAREL_OK};
@@ -128,11 +129,75 @@ pub extern "C" fn harel_transport_publish_with(
     duplicate: *mut c_int,
     err: *mut *mut harel_error,
 ) -> harel_status {
+    let none = std::ptr::null();
+    harel_transport_publish_with_headers(
+        t, group_id, event_json, priority, routing_key, none, 0, key, delay, not_before, seq, duplicate, err,
+    )
+}
+
+/// `harel_transport_publish` with headers: `n_headers` (name, value) pairs at `headers`
+/// (NULL when `n_headers` is 0), stored beside the message and handed back, in order and
+/// byte for byte, with every lease of it (`harel_lease`'s `headers`), by
+/// harel_transport_peek and with its dead letter; a redrive keeps them. harel's own Python
+/// workers never see them. At most 64 pairs and 16384 bytes of names and values in all; a
+/// name 1..128 bytes of visible ASCII (0x21..0x7e) without '='; a value UTF-8 without NUL;
+/// names may repeat. Strings are copied. Shares commits with other publishes as
+/// harel_transport_publish does.
+///
+/// Returns as harel_transport_publish; HAREL_ERR_ARGUMENT also for headers NULL with
+/// n_headers > 0 or a header that breaks the rules, named ("headers[2].name holds byte
+/// 0x3d: ..."; nothing was written).
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_headers(
+    t: *mut harel_transport,
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+    headers: *const harel_header,
+    n_headers: usize,
+    err: *mut *mut harel_error,
+) -> harel_status {
     on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (message, key) = unsafe {
-            (message::message(group_id, event_json, priority, routing_key)?, args::optional_string(key, "key")?)
+        let (m, headers) =
+            unsafe { (message::message(group_id, event_json, priority, routing_key)?, headers::read(headers, n_headers)?) };
+        t.publish_many(&[Message { headers: headers.as_ref(), ..m }])?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// `harel_transport_publish_with` with headers, under harel_transport_publish_headers'
+/// rules. A duplicate (its key seen) stores nothing, its headers neither.
+///
+/// Returns as harel_transport_publish_with; HAREL_ERR_ARGUMENT also for a bad header
+/// (nothing was written).
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_with_headers(
+    t: *mut harel_transport,
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+    headers: *const harel_header,
+    n_headers: usize,
+    key: *const c_char,
+    delay: f64,
+    not_before: f64,
+    seq: *mut i64,
+    duplicate: *mut c_int,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let (m, headers, key) = unsafe {
+            (
+                message::message(group_id, event_json, priority, routing_key)?,
+                headers::read(headers, n_headers)?,
+                args::optional_string(key, "key")?,
+            )
         };
+        let message = Message { headers: headers.as_ref(), ..m };
         let published = t.publish_with(message, Delivery { key, delay, not_before: instant(not_before) })?;
         // SAFETY: NULL or valid for one write each.
         unsafe { hand_out(&[published], seq, duplicate) };
@@ -162,9 +227,36 @@ pub extern "C" fn harel_transport_publish_many_with(
     duplicates: *mut c_int,
     err: *mut *mut harel_error,
 ) -> harel_status {
+    let none = std::ptr::null();
+    harel_transport_publish_many_with_headers(
+        t, messages, n_messages, none, keys, delays, not_before, seqs, duplicates, err,
+    )
+}
+
+/// `harel_transport_publish_many_with`, with each message's headers: `headers` is NULL
+/// (none for any message) or `n_messages` long, element i holding message i's under
+/// harel_transport_publish_headers' rules (`n` 0: none). An error names the message and
+/// the header ("messages[3].headers[0].name is 0 bytes; ...").
+///
+/// Returns as harel_transport_publish_many_with; HAREL_ERR_ARGUMENT also for a bad
+/// header (nothing was written).
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_many_with_headers(
+    t: *mut harel_transport,
+    messages: *const harel_message,
+    n_messages: usize,
+    headers: *const harel_headers,
+    keys: *const *const c_char,
+    delays: *const f64,
+    not_before: *const f64,
+    seqs: *mut i64,
+    duplicates: *mut c_int,
+    err: *mut *mut harel_error,
+) -> harel_status {
     on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
         let batch = unsafe { message::batch(messages, n_messages) }?;
+        let each = unsafe { headers::read_each(headers, n_messages) }?;
         let option = |i: usize| -> Result<Delivery<'_>> {
             // SAFETY: each array is NULL or `n_messages` long, per the contract.
             unsafe {
@@ -178,8 +270,12 @@ pub extern "C" fn harel_transport_publish_many_with(
                 })
             }
         };
-        let items: Vec<(Message<'_>, Delivery<'_>)> =
-            batch.into_iter().enumerate().map(|(i, m)| Ok((m, option(i)?))).collect::<Result<_>>()?;
+        let items: Vec<(Message<'_>, Delivery<'_>)> = batch
+            .into_iter()
+            .zip(&each)
+            .enumerate()
+            .map(|(i, (m, h))| Ok((Message { headers: h.as_ref(), ..m }, option(i)?)))
+            .collect::<Result<_>>()?;
         let published = t.publish_many_with(&items)?;
         // SAFETY: NULL or valid for `n_messages` writes each.
         unsafe { hand_out(&published, seqs, duplicates) };

@@ -12,6 +12,8 @@ use super::boundary::{boundary, boundary_out};
 use super::unwind::boundary_value;
 use super::error::harel_error;
 use super::handle::harel_transport;
+use super::headers::{self, harel_header};
+use super::message;
 use super::ownership::{try_ref_from_ptr, Registry};
 use super::status::harel_status::{self, HAREL_OK};
 use super::values::{self, harel_rows, harel_value};
@@ -144,18 +146,37 @@ pub extern "C" fn harel_tx_publish(
     not_before: f64,
     err: *mut *mut harel_error,
 ) -> harel_status {
+    let none = std::ptr::null();
+    harel_tx_publish_headers(tx, group_id, event_json, priority, routing_key, none, 0, key, delay, not_before, err)
+}
+
+/// `harel_tx_publish` with headers, under harel_transport_publish_headers' rules (checked
+/// now: a bad header is HAREL_ERR_ARGUMENT, nothing is queued and the transaction goes on).
+#[no_mangle]
+pub extern "C" fn harel_tx_publish_headers(
+    tx: *mut harel_tx,
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+    headers: *const harel_header,
+    n_headers: usize,
+    key: *const c_char,
+    delay: f64,
+    not_before: f64,
+    err: *mut *mut harel_error,
+) -> harel_status {
     boundary(err, || {
         on_tx(tx, |t, state| {
             // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-            let (group_id, event_json, routing_key, key) = unsafe {
+            let (m, headers, key) = unsafe {
                 (
-                    args::string(group_id, "group_id")?,
-                    args::string(event_json, "event_json")?,
-                    args::optional_string(routing_key, "routing_key")?,
+                    message::message(group_id, event_json, priority, routing_key)?,
+                    headers::read(headers, n_headers)?,
                     args::optional_string(key, "key")?,
                 )
             };
-            let message = Message { group_id, event_json, priority, routing_key };
+            let message = Message { headers: headers.as_ref(), ..m };
             t.tx_publish(state, message, Delivery { key, delay, not_before: publish::instant(not_before) })
         })?;
         Ok(HAREL_OK)
