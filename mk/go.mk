@@ -1,9 +1,9 @@
 # The Go binding (bindings/go), its worker example (examples/go) and its Prometheus example
 # (examples/go-prometheus, a module of its own so that the binding does not depend on
-# client_golang, which `go test` fetches through the module proxy as its go.sum pins it),
-# built with cgo against this tree's library: `make test-go` runs their tests, `make
+# client_golang, which `go test` fetches through the module proxy as its go.sum pins it; the
+# binding's own OpenTelemetry modules come the same way), built with cgo against this tree's library: `make test-go` runs their tests, `make
 # examples-go` builds the worker.
-.PHONY: test-go examples-go
+.PHONY: test-go examples-go tracing-go
 test: test-go
 
 GO         ?= go
@@ -37,3 +37,10 @@ test-go: lib
 examples-go: lib
 	mkdir -p $(dir $(GO_WORKER))
 	cd examples/go && $(GO_CGO) $(GO) build -o $(CURDIR)/$(GO_WORKER) .
+
+# The Go programs of the cross-language trace test (tests/tracing/run.py): the worker and
+# the producer (bindings/go/cmd/tracing-*), their options in bindings/go/README.md.
+GO_TRACING := $(BUILD)/go/tracing
+tracing-go: lib
+	mkdir -p $(GO_TRACING)
+	cd bindings/go && $(GO_CGO) $(GO) build -o $(CURDIR)/$(GO_TRACING)/ ./cmd/tracing-worker ./cmd/tracing-producer

@@ -11,7 +11,10 @@ NPM       ?= npm
 NODE      ?= node
 
 # The binding's packages (koffi; typescript for the check; prom-client for
-# bindings/node/examples/prometheus.js and its test): `npm ci` from the lock when
+# bindings/node/examples/prometheus.js and its test; @opentelemetry/api, an optional peer of
+# the package, and @opentelemetry/sdk-trace-base, for the tracing tests and the
+# cross-language trace test's worker, bindings/node/tools/tracing-worker.mjs, which needs
+# lib and node-deps): `npm ci` from the lock when
 # node_modules is missing or older than the package files, `npm install` when there is no
 # lock. Anything that runs the binding (examples/node/worker.js too) depends on node-deps,
 # which builds the poll addon its waiting claims need too (node-poll, below).

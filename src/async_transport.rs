@@ -15,6 +15,8 @@ use crate::request::{
     Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Listing, Nack, Publish,
 };
 use crate::shards::{self, Router, Watch};
+use crate::telemetry::{Outcome, Telemetry};
+use crate::headers::Headers;
 use crate::types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
 };
@@ -26,6 +28,8 @@ pub struct AsyncTransport {
     meters: Arc<Meters>,
     /// What the shards lack of the schema, each named with its shard when there are several.
     absent: Vec<String>,
+    /// Spans around publishes and leases, when the options gave a tracer.
+    pub(crate) telemetry: Telemetry,
 }
 
 impl AsyncTransport {
@@ -63,7 +67,8 @@ impl AsyncTransport {
                 .flat_map(|(i, q)| q.absent().iter().map(move |a| format!("{a} (shard {i})")))
                 .collect(),
         };
-        Ok(AsyncTransport { router, max_attempts: each[0].max_attempts, meters, absent })
+        let telemetry = Telemetry::of(each[0].tracing.as_ref(), &each[0].prefix);
+        Ok(AsyncTransport { router, max_attempts: each[0].max_attempts, meters, absent, telemetry })
     }
 
     /// Runs `call`, the operation `name` on a checked request: timed as `operation` (if
@@ -128,7 +133,7 @@ impl AsyncTransport {
         routing_key: Option<&str>,
     ) -> Result<()> {
         let request = Publish::one(Message { group_id, event_json, priority, routing_key, headers: None })?;
-        self.call(Some(Operation::Publish), "publish", self.router.append(&request)).await
+        self.appended(&request, "publish").await
     }
 
     /// Appends `messages` in order (within a group, FIFO order is the batch's order), each
@@ -140,7 +145,18 @@ impl AsyncTransport {
     /// `publish_many_with`, to retry the whole batch safely).
     pub async fn publish_many(&self, messages: &[Message<'_>]) -> Result<()> {
         let request = Publish::many(messages)?;
-        self.call(Some(Operation::Publish), "publish_many", self.router.append(&request)).await
+        self.appended(&request, "publish_many").await
+    }
+
+    /// The write of a publish (`name`), in a span when traced.
+    async fn appended(&self, request: &Publish<'_, '_>, name: &str) -> Result<()> {
+        let Some((span, headers)) = self.telemetry.publishing(request.messages()) else {
+            return self.call(Some(Operation::Publish), name, self.router.append(request)).await;
+        };
+        let traced = with_headers(request.messages(), &headers);
+        let appended = self.call(Some(Operation::Publish), name, self.router.append(&Publish::checked(&traced))).await;
+        self.telemetry.published(Some(span), &appended, &[]);
+        appended
     }
 
     /// The write of `publish_many`, and of the blocking face's group commits.
@@ -159,7 +175,7 @@ impl AsyncTransport {
     /// message's shard.
     pub async fn publish_with(&self, message: Message<'_>, delivery: Delivery<'_>) -> Result<Published> {
         let request = Deliver::one(message, delivery).map_err(|e| e.during("publish"))?;
-        let published = self.call(Some(Operation::Publish), "publish", self.router.deliver(&request)).await?;
+        let published = self.delivered(&request, "publish").await?;
         published.into_iter().next().ok_or_else(|| Error::Database("publish: nothing came back".into()))
     }
 
@@ -172,7 +188,21 @@ impl AsyncTransport {
         if items.is_empty() {
             return Ok(Vec::new());
         }
-        self.call(Some(Operation::Publish), "publish_many", self.router.deliver(&request)).await
+        self.delivered(&request, "publish_many").await
+    }
+
+    /// The write of a publish with delivery options (`name`), in a span when traced.
+    async fn delivered(&self, request: &Deliver<'_, '_>, name: &str) -> Result<Vec<Published>> {
+        let messages: Vec<Message<'_>> = request.items().iter().map(|(m, _)| *m).collect();
+        let Some((span, headers)) = self.telemetry.publishing(&messages) else {
+            return self.call(Some(Operation::Publish), name, self.router.deliver(request)).await;
+        };
+        let items = with_headers(&messages, &headers).into_iter().zip(request.items()).map(|(m, (_, d))| (m, *d));
+        let traced = Deliver::traced(request, items.collect());
+        let published = self.call(Some(Operation::Publish), name, self.router.deliver(&traced)).await;
+        let seqs: Vec<i64> = published.iter().flatten().map(|p| p.seq).collect();
+        self.telemetry.published(Some(span), &published, &seqs);
+        published
     }
 
     // ---- claim
@@ -238,7 +268,9 @@ impl AsyncTransport {
             true => Operation::Claim,
             false => Operation::ClaimWait,
         };
-        self.call(Some(operation), name, self.router.claim(request, wait)).await
+        let leases = self.call(Some(operation), name, self.router.claim(request, wait)).await?;
+        self.telemetry.leased(&leases, request.visibility);
+        Ok(leases)
     }
 
     /// Acks `lease` and claims the next message for `worker_id`, in one transaction: a
@@ -259,7 +291,12 @@ impl AsyncTransport {
     ) -> Result<Option<Lease>> {
         let finish = Finish::new(lease)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
-        self.call(Some(Operation::AckAndClaim), "ack_and_claim", self.router.ack_and_claim(finish, &claim)).await
+        let fused = self.router.ack_and_claim(finish, &claim);
+        let next = self.call(Some(Operation::AckAndClaim), "ack_and_claim", fused).await;
+        self.telemetry.finished(lease, Outcome::Acked, &next.as_ref().map(drop).map_err(Error::clone));
+        let next = next?;
+        self.telemetry.leased(next.as_slice(), visibility);
+        Ok(next)
     }
 
     /// `ack_many`, then `claim_many` without waiting, in one transaction: a batch worker's
@@ -279,7 +316,12 @@ impl AsyncTransport {
         let finish = FinishMany::new(leases)?;
         let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
         let fused = self.router.ack_and_claim_many(&finish, &claim);
-        self.call(Some(Operation::AckAndClaim), "ack_and_claim_many", fused).await
+        let (acked, next) = self.call(Some(Operation::AckAndClaim), "ack_and_claim_many", fused).await?;
+        for (lease, outcome) in leases.iter().zip(&acked) {
+            self.telemetry.finished(lease, Outcome::Acked, &outcome.as_ref().map(drop).map_err(Error::clone));
+        }
+        self.telemetry.leased(&next, visibility);
+        Ok((acked, next))
     }
 
     /// Ends every wait of a claim on this transport that is in progress (they return
@@ -294,7 +336,9 @@ impl AsyncTransport {
     /// if it is gone or leased to another worker; then nothing changes.
     pub async fn ack(&self, lease: &Lease) -> Result<()> {
         let finish = Finish::new(lease)?;
-        self.call(Some(Operation::Ack), "ack", self.router.ack(finish)).await
+        let acked = self.call(Some(Operation::Ack), "ack", self.router.ack(finish)).await;
+        self.telemetry.finished(lease, Outcome::Acked, &acked);
+        acked
     }
 
     /// Acks every lease in one transaction (one commit), in order, with an outcome per
@@ -305,7 +349,11 @@ impl AsyncTransport {
     /// of each of its leases, and the other shards' leases are acked.
     pub async fn ack_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         let finish = FinishMany::new(leases)?;
-        self.call(Some(Operation::Ack), "ack_many", self.router.ack_many(&finish)).await
+        let acked = self.call(Some(Operation::Ack), "ack_many", self.router.ack_many(&finish)).await?;
+        for (lease, outcome) in leases.iter().zip(&acked) {
+            self.telemetry.finished(lease, Outcome::Acked, &outcome.as_ref().map(drop).map_err(Error::clone));
+        }
+        Ok(acked)
     }
 
     /// The lease now runs to now + `visibility` seconds (> 0), and `lease.lock_expiry`
@@ -314,16 +362,22 @@ impl AsyncTransport {
     /// claimed since is still this worker's and is extended.
     pub async fn extend(&self, lease: &mut Lease, visibility: f64) -> Result<()> {
         let request = Extend::new(lease, visibility)?;
-        let lock_expiry = self.call(Some(Operation::Extend), "extend", self.router.extend(&request)).await?;
-        lease.lock_expiry = lock_expiry;
-        Ok(())
+        let extended = self.call(Some(Operation::Extend), "extend", self.router.extend(&request)).await;
+        if let Ok(lock_expiry) = extended {
+            lease.lock_expiry = lock_expiry;
+        }
+        let extended = extended.map(drop);
+        self.telemetry.finished(lease, Outcome::Extended, &extended);
+        extended
     }
 
     /// Gives the message back: claimable at once with `delay` 0, parked (its group
     /// blocked) for `delay` seconds otherwise. Same `Error::LeaseLost` rule as `ack`.
     pub async fn nack(&self, lease: &Lease, delay: f64) -> Result<()> {
         let request = Nack::new(lease, delay)?;
-        self.call(Some(Operation::Nack), "nack", self.router.nack(&request)).await
+        let nacked = self.call(Some(Operation::Nack), "nack", self.router.nack(&request)).await;
+        self.telemetry.finished(lease, Outcome::Nacked(delay), &nacked);
+        nacked
     }
 
     /// Moves the leased message to the dead-letter table with `reason` (a worker that
@@ -331,7 +385,9 @@ impl AsyncTransport {
     /// `Error::LeaseLost` as for `ack`.
     pub async fn dead_letter(&self, lease: &Lease, reason: &str) -> Result<()> {
         let request = Bury::new(lease, reason)?;
-        self.call(Some(Operation::DeadLetter), "dead_letter", self.router.dead_letter(&request)).await
+        let buried = self.call(Some(Operation::DeadLetter), "dead_letter", self.router.dead_letter(&request)).await;
+        self.telemetry.finished(lease, Outcome::Dead(reason), &buried);
+        buried
     }
 
     // ---- looks
@@ -463,4 +519,9 @@ impl AsyncTransport {
             queue.close().await;
         }
     }
+}
+
+/// `messages`, each with its headers from `headers` (a traced publish's).
+pub(crate) fn with_headers<'a>(messages: &[Message<'a>], headers: &'a [Headers]) -> Vec<Message<'a>> {
+    messages.iter().zip(headers).map(|(m, h)| Message { headers: Some(h), ..*m }).collect()
 }

@@ -26,6 +26,7 @@ mod queue;
 mod request;
 mod shards;
 mod sql;
+mod telemetry;
 pub mod trace_context;
 mod transaction;
 mod transport;

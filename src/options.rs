@@ -50,6 +50,8 @@ pub struct Options {
     /// holds (other_sqlite.rs). Set by the C ABI only: in a Rust program the `libsql`
     /// crate shares this library's SQLite, whose own connections are no hazard.
     pub(crate) refuse_other_sqlite: bool,
+    /// Spans around publishes and leases (docs/tracing.md): none unless a tracer is given.
+    pub(crate) tracing: Option<crate::telemetry::Tracing>,
 }
 
 impl Default for Options {
@@ -68,6 +70,7 @@ impl Default for Options {
             max_attempts: 0,
             key_retention: DEFAULT_KEY_RETENTION,
             refuse_other_sqlite: false,
+            tracing: None,
         }
     }
 }
@@ -92,6 +95,17 @@ impl fmt::Debug for Options {
 impl Options {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Traces with `tracer` (docs/tracing.md): each publish makes a PRODUCER span whose
+    /// context goes into its messages' `traceparent` and `tracestate` headers, each lease a
+    /// CONSUMER span linked to it, ended by the lease's ack, nack, dead letter or loss.
+    /// `as_parent`: the lease's span is the producer's child instead of linked to it. A
+    /// tracer from a provider: `BoxedTracer::new(Box::new(provider.tracer("harel")))`.
+    #[cfg(feature = "opentelemetry")]
+    pub fn tracer(&mut self, tracer: opentelemetry::global::BoxedTracer, as_parent: bool) -> &mut Self {
+        self.tracing = Some(crate::telemetry::Tracing { tracer: std::sync::Arc::new(tracer), as_parent });
+        self
     }
 
     /// Table names start with `prefix` (default `harel`): an identifier of at most 30 characters.

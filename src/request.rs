@@ -71,6 +71,11 @@ impl<'m, 'a> Deliver<'m, 'a> {
         Deliver { items: Cow::Owned(items), batch: false }
     }
 
+    /// `request`'s messages with the headers a traced publish gave them (telemetry/).
+    pub(crate) fn traced(request: &Deliver<'_, '_>, items: Vec<(Message<'a>, Delivery<'a>)>) -> Deliver<'m, 'a> {
+        Deliver { items: Cow::Owned(items), batch: request.batch }
+    }
+
     /// A checked batch's part (a shard's): errors name its messages by their index in it.
     pub(crate) fn checked_batch(items: Vec<(Message<'a>, Delivery<'a>)>) -> Deliver<'m, 'a> {
         Deliver { items: Cow::Owned(items), batch: true }

@@ -5,7 +5,7 @@
 
 use tokio::runtime::Runtime;
 
-use crate::async_transport::AsyncTransport;
+use crate::async_transport::{with_headers, AsyncTransport};
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::group_commit::GroupCommit;
@@ -94,7 +94,7 @@ impl Transport {
     /// own message is committed.
     pub fn publish(&self, group_id: &str, event_json: &str, priority: i32, routing_key: Option<&str>) -> Result<()> {
         let request = Publish::one(Message { group_id, event_json, priority, routing_key, headers: None })?;
-        self.append(&request).map_err(|e| e.during("publish"))
+        self.appended(&request, "publish")
     }
 
     /// See [`AsyncTransport::publish_many`]. Shares commits as `publish` does; the batch
@@ -104,7 +104,19 @@ impl Transport {
         if messages.is_empty() {
             return Ok(());
         }
-        self.append(&request).map_err(|e| e.during("publish_many"))
+        self.appended(&request, "publish_many")
+    }
+
+    /// A publish (`name`) through group commit, in a span when traced.
+    fn appended(&self, request: &Publish<'_, '_>, name: &str) -> Result<()> {
+        let telemetry = &self.inner().telemetry;
+        let Some((span, headers)) = telemetry.publishing(request.messages()) else {
+            return self.append(request).map_err(|e| e.during(name));
+        };
+        let traced = with_headers(request.messages(), &headers);
+        let appended = self.append(&Publish::checked(&traced)).map_err(|e| e.during(name));
+        telemetry.published(Some(span), &appended, &[]);
+        appended
     }
 
     /// See [`AsyncTransport::publish_with`]. Not through group commit: each call is its own

@@ -96,6 +96,8 @@ local!(
     a_query_begins_the_transaction_and_sees_its_own_writes,
     a_waiting_claim_wakes_when_a_transaction_commits,
     transaction_misuse_is_refused_and_changes_nothing,
+    headers_come_back_with_every_lease_and_look,
+    headers_live_through_dead_letters_and_redrive,
 );
 
 #[test]

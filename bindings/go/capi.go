@@ -13,9 +13,11 @@ package harel
 // an array of seqs, a count, an array of lease pointers in or out, an array of outcomes, a
 // batch's arrays of keys, delays, instants, seqs and duplicate flags, a commit's seqs and
 // duplicate flags) hold no Go pointers (the leases an array points to are in C memory, as
-// a statement's parameters are, with their texts and blobs). What C hands out (a lease, a
-// schema string, an error, the stats, the metrics, a page with its shards, a query's rows)
-// is copied into Go values and freed at once.
+// a statement's parameters are, with their texts and blobs; a message's headers are an
+// array of harel_header in C memory, a batch's an array of harel_headers pointing to such
+// arrays). What C hands out (a lease with its headers, a schema string, an error, the
+// stats, the metrics, a page with its shards and headers, a query's rows) is copied into Go
+// values and freed at once.
 
 /*
 #include <stdlib.h>
@@ -30,6 +32,11 @@ import (
 	"time"
 	"unsafe"
 )
+
+// The header limits of headers.go are the library's (a build with other values fails here).
+const _ = uint(MaxHeaders-C.MAX_HEADERS) + uint(C.MAX_HEADERS-MaxHeaders) +
+	uint(MaxHeadersBytes-C.MAX_HEADERS_BYTES) + uint(C.MAX_HEADERS_BYTES-MaxHeadersBytes) +
+	uint(MaxHeaderNameLen-C.MAX_HEADER_NAME_LEN) + uint(C.MAX_HEADER_NAME_LEN-MaxHeaderNameLen)
 
 // cTransport is an open harel_transport*.
 type cTransport struct{ p *C.harel_transport }
@@ -150,6 +157,55 @@ func (a *cStrings) message(prefix, groupID string, event []byte, priority int, r
 	}
 	m.priority, err = int32Param(prefix+"priority", priority)
 	return m, err
+}
+
+// headers is hs as an array of harel_header in C memory (alloc'd, zeroed, like the
+// strings its elements point to, and freed with them); NULL for none. Errors name each
+// string as its ABI name after prefix ("messages[3].headers[1].value"): a NUL byte, which
+// a C string cannot carry, is the binding's to refuse; every other rule (the count, the
+// bytes in all, a name's characters, a value's UTF-8) is the library's.
+func (a *cStrings) headers(prefix string, hs []Header) (*C.harel_header, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	array := (*C.harel_header)(a.alloc(C.size_t(len(hs)) * C.sizeof_harel_header))
+	items := unsafe.Slice(array, len(hs))
+	for i, h := range hs {
+		param := prefix + "headers[" + strconv.Itoa(i) + "]."
+		name, err := a.add(param+"name", h.Name)
+		if err != nil {
+			return nil, err
+		}
+		value, err := a.add(param+"value", h.Value)
+		if err != nil {
+			return nil, err
+		}
+		items[i].name, items[i].value = name, value
+	}
+	return array, nil
+}
+
+// goHeaders is a Go copy of the n headers at items (nil for none). Both strings are
+// NUL-terminated and hold no NUL of their own (the library's rules).
+func goHeaders(items *C.harel_header, n C.size_t) []Header {
+	if n == 0 || items == nil {
+		return nil
+	}
+	hs := make([]Header, n)
+	for i, h := range unsafe.Slice(items, int(n)) {
+		hs[i] = Header{Name: C.GoString(h.name), Value: C.GoString(h.value)}
+	}
+	return hs
+}
+
+// pageHeaders is the headers of item i of a page's n items (nil when the page has no
+// header lists).
+func pageHeaders(lists *C.harel_headers, n C.size_t, i int) []Header {
+	if lists == nil {
+		return nil
+	}
+	h := unsafe.Slice(lists, int(n))[i]
+	return goHeaders(h.items, h.n)
 }
 
 // delivery is a publish's delivery options as the ABI takes them: the key (NULL: none),

@@ -66,6 +66,7 @@ func goLease(l *C.harel_lease) *Lease {
 		WorkerID:   C.GoString(l.worker_id),
 		LockExpiry: fromEpochSeconds(float64(l.lock_expiry)),
 		Attempts:   int(l.attempts),
+		Headers:    goHeaders(l.headers, l.n_headers),
 	}
 }
 

@@ -141,7 +141,7 @@ func (t cTransport) peek(groupID, cursor string, limit int) (*MessagePage, error
 		return nil, err
 	}
 	page := &MessagePage{Messages: make([]MessageInfo, 0, int(out.n_messages)), Next: optionalString(out.next_cursor)}
-	for _, m := range cSlice(out.messages, out.n_messages) {
+	for i, m := range cSlice(out.messages, out.n_messages) {
 		page.Messages = append(page.Messages, MessageInfo{
 			Seq:         int64(m.seq),
 			Event:       C.GoBytes(unsafe.Pointer(m.event), C.int(m.event_len)),
@@ -149,6 +149,7 @@ func (t cTransport) peek(groupID, cursor string, limit int) (*MessagePage, error
 			LockedBy:    optionalString(m.locked_by),
 			LockExpiry:  optionalTime(m.lock_expiry),
 			PublishedAt: optionalTime(m.published_at),
+			Headers:     pageHeaders(out.headers, out.n_messages, i),
 		})
 	}
 	return page, nil
@@ -188,6 +189,7 @@ func (t cTransport) deadLetters(groupID, cursor string, limit int) (*DeadLetterP
 			LastWorker: optionalString(d.last_worker),
 			Reason:     C.GoString(d.reason),
 			DeadAt:     fromEpochSeconds(float64(d.dead_at)),
+			Headers:    pageHeaders(out.headers, out.n_letters, i),
 		})
 	}
 	return page, nil

@@ -180,13 +180,17 @@ func (tx cTx) publish(groupID string, event []byte, pc *publishConfig) error {
 	if err != nil {
 		return err
 	}
+	hs, err := strs.headers("", pc.headers)
+	if err != nil {
+		return err
+	}
 	d, err := strs.delivery("", pc.key, pc.delay, pc.notBefore)
 	if err != nil {
 		return err
 	}
 	var cerr *C.harel_error
-	return check(C.harel_tx_publish(tx.p, m.group_id, m.event_json, m.priority, m.routing_key,
-		d.key, d.delay, d.notBefore, &cerr), &cerr)
+	return check(C.harel_tx_publish_headers(tx.p, m.group_id, m.event_json, m.priority, m.routing_key,
+		hs, C.size_t(len(pc.headers)), d.key, d.delay, d.notBefore, &cerr), &cerr)
 }
 
 // commit commits and returns the outcomes of the n publishes queued, in Go arrays of

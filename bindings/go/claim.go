@@ -42,6 +42,9 @@ func (t *Transport) Claim(workerID string, visibility time.Duration, opts ...Cla
 		lease, err = h.claim(workerID, visibility, cc.minPriority, cc.routingKeys)
 		return err
 	})
+	if t.tracing != nil && lease != nil {
+		t.tracing.startProcess(lease, 0)
+	}
 	return lease, err
 }
 
@@ -66,6 +69,9 @@ func (t *Transport) ClaimWait(ctx context.Context, workerID string, visibility, 
 		lease, err = h.claimWait(workerID, visibility, cc.minPriority, cc.routingKeys, wait, cancel)
 		return lease != nil, err
 	})
+	if t.tracing != nil && lease != nil {
+		t.tracing.startProcess(lease, 0)
+	}
 	return lease, err
 }
 
@@ -84,6 +90,9 @@ func (t *Transport) ClaimMany(ctx context.Context, workerID string, visibility t
 		leases, err = h.claimMany(workerID, visibility, cc.minPriority, cc.routingKeys, max, wait, cancel)
 		return len(leases) > 0, err
 	})
+	if t.tracing != nil {
+		t.tracing.startProcessAll(leases)
+	}
 	return leases, err
 }
 
@@ -100,6 +109,12 @@ func (t *Transport) AckAndClaim(lease *Lease, workerID string, visibility time.D
 		next, err = h.ackAndClaim(lease, workerID, visibility, cc.minPriority, cc.routingKeys)
 		return err
 	})
+	if t.tracing != nil {
+		leaseOutcome(lease, err, spanAcked)
+		if next != nil {
+			t.tracing.startProcess(next, 0)
+		}
+	}
 	return next, err
 }
 
@@ -116,6 +131,10 @@ func (t *Transport) AckAndClaimMany(leases []*Lease, workerID string, visibility
 		next, acked, err = h.ackAndClaimMany(leases, workerID, visibility, cc.minPriority, cc.routingKeys, max)
 		return err
 	})
+	if t.tracing != nil && err == nil {
+		batchOutcomes(leases, acked)
+		t.tracing.startProcessAll(next)
+	}
 	return next, acked, err
 }
 

@@ -38,6 +38,32 @@ func TestMessagesArrayOverDirtyCMemory(t *testing.T) {
 	})
 }
 
+// The headers' arrays: a message's harel_header array, and a batch's harel_headers array.
+func TestHeadersArraysOverDirtyCMemory(t *testing.T) {
+	hs := make([]Header, 30)
+	for i := range hs {
+		hs[i] = Header{Name: "h" + strconv.Itoa(i), Value: "v"}
+	}
+	overDirtyMemory(t, func(strs *cStrings) (unsafe.Pointer, uintptr) {
+		array, err := strs.headers("", hs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return unsafe.Pointer(array), uintptr(len(hs)) * unsafe.Sizeof(*array)
+	})
+	msgs := make([]Message, 30)
+	for i := range msgs {
+		msgs[i] = Message{GroupID: "g", Event: []byte(`{}`), Headers: hs[:i%3]}
+	}
+	overDirtyMemory(t, func(strs *cStrings) (unsafe.Pointer, uintptr) {
+		array, err := strs.messageHeaders(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return unsafe.Pointer(array), uintptr(len(msgs)) * unsafe.Sizeof(*array)
+	})
+}
+
 // TestAllocIsZeroed: every array of pointer-holding structs (messages, leases, a
 // statement's parameters) comes from alloc, and is safe to fill from Go because alloc
 // zeroes it. (The leases and parameters are copied in by a bulk barrier, which skips C

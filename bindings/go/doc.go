@@ -88,6 +88,17 @@
 // [DeadLettersBySeq]; [Transport.PurgeGroup] and [Transport.Purge] delete messages, and
 // [Transport.Release] ends the lease or park of a stuck group at once.
 //
+// # Headers and tracing
+//
+// A message carries ordered [Header] pairs beside its event ([WithHeaders], a [Message]'s
+// Headers), handed back with every lease ([Lease].Headers, [Lease.Header]), by Peek and with
+// its dead letter; the library checks them. [WithTracerProvider] turns OpenTelemetry tracing
+// on: a PRODUCER span per publish (the ...Context forms give its parent, e.g.
+// [Transport.PublishContext]) whose context goes into the traceparent and tracestate
+// headers, and a CONSUMER span per lease ([Lease.Span]) linked to it, or its child with
+// [WithTraceAsParent], ended by Ack, Nack, DeadLetter or a lost lease. The headers are
+// written and read with the library's W3C Trace Context functions ([ExtractSpanContext]).
+//
 // # Looking inside
 //
 // [Transport.Stats] counts the queue; [Transport.Groups], [Transport.Peek] and

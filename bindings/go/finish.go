@@ -18,7 +18,9 @@ import (
 // ErrArgument (lease nil, GroupID or WorkerID empty, WorkerID holding a NUL byte,
 // "__parked__" or "__delayed__"), ErrBusy, ErrDatabase, ErrClosed.
 func (t *Transport) Ack(lease *Lease) error {
-	return t.call(func(h cTransport) error { return h.finish(lease, false, 0) })
+	err := t.call(func(h cTransport) error { return h.finish(lease, false, 0) })
+	leaseOutcome(lease, err, spanAcked)
+	return err
 }
 
 // AckMany acks leases in one transaction (one commit), in order. acked has an element per
@@ -35,6 +37,9 @@ func (t *Transport) AckMany(leases []*Lease) (acked []error, err error) {
 		acked, err = h.ackMany(leases)
 		return err
 	})
+	if t.tracing != nil && err == nil {
+		batchOutcomes(leases, acked)
+	}
 	return acked, err
 }
 
@@ -44,7 +49,11 @@ func (t *Transport) AckMany(leases []*Lease) (acked []error, err error) {
 //
 // Errors: as Ack's, and ErrArgument for delay < 0.
 func (t *Transport) Nack(lease *Lease, delay time.Duration) error {
-	return t.call(func(h cTransport) error { return h.finish(lease, true, delay) })
+	err := t.call(func(h cTransport) error { return h.finish(lease, true, delay) })
+	if lease.traced() {
+		leaseOutcome(lease, err, spanNacked(delay))
+	}
+	return err
 }
 
 // DeadLetter moves the leased message to the dead letters with reason (not empty), for a
@@ -54,7 +63,11 @@ func (t *Transport) Nack(lease *Lease, delay time.Duration) error {
 // Errors: ErrLeaseLost (as Ack's; nothing changed), ErrArgument (as Ack's, or reason empty,
 // holding a NUL byte or invalid UTF-8), ErrBusy, ErrDatabase, ErrClosed.
 func (t *Transport) DeadLetter(lease *Lease, reason string) error {
-	return t.call(func(h cTransport) error { return h.deadLetter(lease, reason) })
+	err := t.call(func(h cTransport) error { return h.deadLetter(lease, reason) })
+	if lease.traced() {
+		leaseOutcome(lease, err, spanDeadLettered(reason))
+	}
+	return err
 }
 
 // Extend makes lease run to now + visibility and sets lease.LockExpiry to its new end: a
@@ -66,7 +79,9 @@ func (t *Transport) DeadLetter(lease *Lease, reason string) error {
 // the message; nothing changed), ErrArgument (as for Ack, or visibility <= 0), ErrBusy,
 // ErrDatabase, ErrConnect, ErrClosed.
 func (t *Transport) Extend(lease *Lease, visibility time.Duration) error {
-	return t.call(func(h cTransport) error { return h.extend(lease, visibility) })
+	err := t.call(func(h cTransport) error { return h.extend(lease, visibility) })
+	leaseOutcome(lease, err, spanExtended)
+	return err
 }
 
 // KeepAlive keeps lease for as long as a handler works on it: every visibility/3 it extends

@@ -3,6 +3,8 @@ package harel
 import (
 	"encoding/json"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Lease is a claimed message, copied out of the library: the caller owns it and nothing
@@ -28,4 +30,11 @@ type Lease struct {
 	// its first). With WithMaxAttempts, a message claimed that many times goes to the
 	// dead letters instead of being handed out again.
 	Attempts int
+	// Headers are the headers the message was published with, in order, byte for byte;
+	// nil for none. Header finds one by name.
+	Headers []Header
+
+	// span is the lease's consumer span (WithTracerProvider), nil when tracing is off;
+	// Ack, Nack, DeadLetter and a lost lease end it.
+	span trace.Span
 }

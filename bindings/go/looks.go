@@ -133,6 +133,9 @@ type MessageInfo struct {
 	LockExpiry *time.Time
 	// PublishedAt is when it was published; nil when its writer does not stamp the time.
 	PublishedAt *time.Time
+	// Headers are the headers it was published with, in order, byte for byte; nil for
+	// none.
+	Headers []Header
 }
 
 // MessagePage is a page of a group's messages, oldest first; Next as for GroupPage.
@@ -162,6 +165,9 @@ type DeadLetter struct {
 	// Shard is the shard the dead letter is on (OpenShards); 0 when the queue is not
 	// sharded. Its Seq is that shard's: DeadLettersBySeq is refused on a sharded queue.
 	Shard int
+	// Headers are the headers it was published with, in order, byte for byte (a Redrive
+	// keeps them); nil for none.
+	Headers []Header
 }
 
 // DeadLetterPage is a page of dead letters in the order they had in the queue; Next as for

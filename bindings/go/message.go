@@ -26,6 +26,10 @@ type Message struct {
 	// NotBefore holds the message back until then (as WithNotBefore); the zero Time for
 	// none.
 	NotBefore time.Time
+	// Headers are the message's headers, in order (as WithHeaders); nil for none. A batch
+	// in which a message has headers is one transaction of its own, as PublishManyWith's
+	// (no commit shared with concurrent publishes).
+	Headers []Header
 }
 
 // delivers says whether m sets a delivery option (Key, Delay, NotBefore).

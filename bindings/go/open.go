@@ -21,6 +21,8 @@ type Transport struct {
 	handle cTransport // zero once closed
 	clock  *clock     // nil: the system clock
 	ref    cgo.Handle // the handle of clock, deleted at Close; 0 without a clock
+	// tracing is the tracer and what its spans share (WithTracerProvider); nil: off.
+	tracing *tracing
 	// closing is done once Close has begun: it fires the cancel of every waiting claim,
 	// those in flight and any that starts before Close has the lock.
 	closing    context.Context
@@ -86,6 +88,13 @@ func openWith(opts []Option, open func(*config, cgo.Handle) (cTransport, error))
 	if cfg.clock != nil {
 		t.clock = &clock{now: cfg.clock}
 		t.ref = cgo.NewHandle(t.clock)
+	}
+	if cfg.tracerProvider != nil {
+		queue := "harel"
+		if cfg.prefix != nil {
+			queue = *cfg.prefix
+		}
+		t.tracing = newTracing(cfg.tracerProvider, queue, cfg.traceAsParent)
 	}
 	handle, err := open(&cfg, t.ref)
 	if err != nil {

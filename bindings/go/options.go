@@ -1,6 +1,10 @@
 package harel
 
-import "time"
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
 
 // Option configures Open. The library checks each value when Open applies it: a bad one
 // fails Open with ErrArgument and a message naming it.
@@ -19,6 +23,8 @@ type config struct {
 	maxAttempts     *uint32
 	keyRetention    *time.Duration
 	clock           func() time.Time
+	tracerProvider  trace.TracerProvider
+	traceAsParent   bool
 }
 
 // WithPrefix names the tables: <prefix>_transport_messages and <prefix>_transport_groups
@@ -86,6 +92,39 @@ func WithKeyRetention(d time.Duration) Option { return func(c *config) { c.keyRe
 // naming it.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
 
+// WithTracerProvider turns OpenTelemetry tracing on, with spans from tp's tracer named
+// TracerName; nil (the default) leaves it off, and then no span is made and no header
+// written. On:
+//
+//   - every publish makes a PRODUCER span "publish <prefix>", a child of the span of the
+//     context given to PublishContext (and the other ...Context methods; none for the
+//     methods without one), and writes its context into the message's headers:
+//     traceparent (replacing one the caller gave) and tracestate when the span has one. A
+//     batch is one span (messaging.batch.message_count) whose context every message
+//     carries. A transaction's publish span ends when Commit returns (with an error status
+//     if it failed), or at Rollback.
+//   - every lease handed out (Claim, ClaimWait, ClaimMany, AckAndClaim, AckAndClaimMany)
+//     gets a CONSUMER span "process <prefix>" (Lease.Span): a new root linked to the
+//     context of the lease's traceparent and tracestate headers (ExtractSpanContext;
+//     absent or not valid: no link, never an error), or with WithTraceAsParent(true) a
+//     child of it. Ack, Nack, DeadLetter and a lost lease end it.
+//
+// The spans carry OpenTelemetry's messaging attributes: messaging.system "harel",
+// messaging.operation.type ("send", "process") and .name ("publish", "process"),
+// messaging.destination.name (the prefix), messaging.message.id (the seq, when known: a
+// publish that reports it, every lease), messaging.message.conversation_id (the group id),
+// messaging.batch.message_count (batches, a batch claim's leases too).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
+}
+
+// WithTraceAsParent makes each lease's CONSUMER span a child of the producer's span
+// context its headers carry, instead of a new root linked to it (the default, false).
+// Without WithTracerProvider it does nothing.
+func WithTraceAsParent(asParent bool) Option {
+	return func(c *config) { c.traceAsParent = asParent }
+}
+
 // PublishOption configures one Publish or PublishWith.
 type PublishOption func(*publishConfig)
 
@@ -96,6 +135,8 @@ type publishConfig struct {
 	key       *string
 	delay     time.Duration
 	notBefore time.Time
+	// WithHeaders'
+	headers []Header
 }
 
 // delivers says whether a delivery option is set: the publish then goes through

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Tx is an application's transaction on the queue's database: its own statements and its
@@ -41,6 +43,9 @@ type Tx struct {
 	ended string
 	// publishes counts the publishes queued, so that Commit has room for their outcomes.
 	publishes int
+	// spans are the PRODUCER spans of the publishes queued (tracing on), ended when the
+	// transaction ends.
+	spans []trace.Span
 }
 
 // Begin begins a transaction on t. Nothing is sent, and no lock taken, before its first
@@ -146,21 +151,43 @@ func (tx *Tx) Query(ctx context.Context, sql string, args ...any) ([][]any, erro
 }
 
 // Publish queues a publish, with Transport.PublishWith's arguments and options
-// (WithPriority, WithRoutingKey, WithKey, WithDelay, WithNotBefore). They are checked
-// now; what became of the message (its seq, whether its key made it a duplicate) comes
-// back from Commit, in the order of the Publish calls. After the commit the message is
-// delivered as any other, and this process's waiting claims wake for it.
+// (WithPriority, WithRoutingKey, WithHeaders, WithKey, WithDelay, WithNotBefore). They are
+// checked now; what became of the message (its seq, whether its key made it a duplicate)
+// comes back from Commit, in the order of the Publish calls. After the commit the message
+// is delivered as any other, and this process's waiting claims wake for it.
 //
 // Errors: ErrArgument (an argument refused as PublishWith refuses it; nothing was queued
 // and the transaction goes on; or the transaction ended), ErrDatabase (WithKey on a queue
 // whose schema lacks the keys table), ErrClosed.
 func (tx *Tx) Publish(groupID string, event json.RawMessage, opts ...PublishOption) error {
+	return tx.PublishContext(context.Background(), groupID, event, opts...)
+}
+
+// PublishContext is Publish with a context: its span is the parent of the publish's span
+// when the Transport traces (WithTracerProvider); that span ends when Commit returns (with
+// an error status if the commit failed), or at Rollback. A ctx done before the call fails
+// it with an error matching ctx.Err() and ErrInterrupted; nothing was queued and the
+// transaction goes on.
+func (tx *Tx) PublishContext(ctx context.Context, groupID string, event json.RawMessage, opts ...PublishOption) error {
 	pc := publishOptions(opts)
 	return tx.call(func(h cTx) error {
+		if err := ctx.Err(); err != nil {
+			return contextDone(err, "before the publish; nothing was queued")
+		}
+		var span trace.Span
+		if tr := tx.t.tracing; tr != nil {
+			span, pc.headers = tr.startPublish(ctx, groupID, pc.headers)
+		}
 		if err := h.publish(groupID, event, &pc); err != nil {
+			if span != nil {
+				endPublish(span, -1, err)
+			}
 			return err
 		}
 		tx.publishes++
+		if span != nil {
+			tx.spans = append(tx.spans, span)
+		}
 		return nil
 	})
 }
@@ -202,7 +229,21 @@ func (tx *Tx) Commit(ctx context.Context) (published []Published, err error) {
 	if errors.Is(err, ErrClosed) {
 		tx.ended = "rolled back" // by Close
 	}
+	tx.endSpans(published, err)
 	return published, err
+}
+
+// endSpans ends the publishes' spans as the transaction ended: each with its message's
+// seq, or with an error status (mu held).
+func (tx *Tx) endSpans(published []Published, err error) {
+	for i, span := range tx.spans {
+		seq := int64(-1)
+		if err == nil && i < len(published) {
+			seq = published[i].Seq
+		}
+		endPublish(span, seq, err)
+	}
+	tx.spans = nil
 }
 
 // Rollback ends the transaction, keeping nothing of it. On a transaction that ended
@@ -217,6 +258,9 @@ func (tx *Tx) Rollback() error {
 		return nil
 	}
 	defer tx.end("rolled back")
+	if tx.spans != nil {
+		tx.endSpans(nil, errRolledBack)
+	}
 	err := tx.t.call(func(cTransport) error { return tx.h.rollback() })
 	if errors.Is(err, ErrClosed) {
 		return nil // Close rolled it back
@@ -250,6 +294,9 @@ func (tx *Tx) end(why string) {
 		tx.ended = why
 	}
 }
+
+// errRolledBack is the status of the spans of a transaction's publishes at its Rollback.
+var errRolledBack = errors.New("the transaction was rolled back")
 
 // contextDone is the error of a call whose context was done before it: as a claim's, it
 // matches ctx's error and ErrInterrupted.

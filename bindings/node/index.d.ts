@@ -53,6 +53,24 @@ export declare const MAX_PAGE: 10000;
 /** The most leases one claimMany or ackAndClaimMany hands out. */
 export declare const MAX_CLAIM: 1000;
 
+/**
+ * A message header: a name (1..128 bytes of visible ASCII, 0x21..0x7e, without '=') and a
+ * value (UTF-8 without NUL characters). A message carries at most 64 of them, 16384 bytes of
+ * names and values in all; names may repeat, and the order is kept. The library checks these
+ * rules (HAREL_ERR_ARGUMENT naming the header, nothing written); the binding refuses a NUL
+ * character or a lone surrogate itself, as in any string it passes.
+ */
+export type Header = readonly [name: string, value: string];
+
+/**
+ * An OpenTelemetry TracerProvider (from @opentelemetry/api, an optional peer dependency of
+ * this package; an SDK's BasicTracerProvider or NodeTracerProvider, say): what the binding
+ * uses of it, so these declarations need no @opentelemetry/api.
+ */
+export interface TracerProviderLike {
+  getTracer(name: string, version?: string, options?: object): unknown;
+}
+
 export interface OpenOptions {
   /** Table-name prefix: a letter or '_', then letters, digits or '_', at most 30. Default 'harel'. */
   prefix?: string;
@@ -91,6 +109,21 @@ export interface OpenOptions {
    * the system clock, and every call concurrent.
    */
   clock?: () => number;
+  /**
+   * OpenTelemetry tracing (needs @opentelemetry/api installed): every publish makes a
+   * PRODUCER span "publish <prefix>", a child of the active context, whose context the
+   * messages carry in their `traceparent` (and `tracestate`) headers; every lease handed
+   * out gets a CONSUMER span "process <prefix>", linked to the producer's context (see
+   * traceAsParent), which ack, nack, deadLetter and a lost lease end (leaseSpan(lease)
+   * gives it). A TracerProvider, or 'global' for the API's global one. Absent or null:
+   * tracing off (no span, no header written).
+   */
+  tracerProvider?: TracerProviderLike | 'global' | null;
+  /**
+   * With tracerProvider: make a lease's CONSUMER span a child of the producer's context its
+   * headers carry, instead of a new root linked to it (the default, false).
+   */
+  traceAsParent?: boolean;
 }
 
 export interface PublishOptions {
@@ -98,6 +131,8 @@ export interface PublishOptions {
   priority?: number;
   /** The group's routing key; the first publish into a group fixes it. Default none. */
   routingKey?: string | null;
+  /** The message's headers, in order: [name, value] pairs. Absent, null or []: none. */
+  headers?: readonly Header[] | null;
 }
 
 /** A message's delivery options: publishWith's, and each element's of publishManyWith. */
@@ -137,6 +172,8 @@ export interface Message {
   priority?: number;
   /** The group's routing key; the first message into a group fixes it. Default none. */
   routingKey?: string | null;
+  /** The message's headers, in order: [name, value] pairs. Absent, null or []: none. */
+  headers?: readonly Header[] | null;
 }
 
 /** One message of publishManyWith: publishWith's arguments as one object. */
@@ -231,6 +268,8 @@ export interface Lease<E = unknown> {
   readonly lockExpiry: number;
   /** How many times the message has been claimed, this claim included (1 on its first). */
   readonly attempts: number;
+  /** The headers it was published with, in order, byte for byte ([] for none). Frozen. */
+  readonly headers: readonly Header[];
 }
 
 /**
@@ -375,6 +414,8 @@ export interface MessageInfo<E = unknown> {
   readonly lockExpiry: number | null;
   /** When it was published, epoch seconds; null when its writer stamps no time. */
   readonly publishedAt: number | null;
+  /** The headers it was published with, in order ([] for none). */
+  readonly headers: readonly Header[];
 }
 
 /** A message moved out of its group because it kept failing. */
@@ -396,6 +437,8 @@ export interface DeadLetter<E = unknown> {
    * sharded queue redrive and purgeDead take no seqs (a seq names a letter of one shard).
    */
   readonly shard: number;
+  /** The headers it was published with, in order ([] for none); a redrive keeps them. */
+  readonly headers: readonly Header[];
 }
 
 export interface PageOptions {
@@ -481,7 +524,11 @@ export declare class Tx {
   /** Sends what was queued and runs `sql` (a SELECT, or a write with RETURNING): its rows. */
   query(sql: string, params?: readonly SqlParam[] | null): Promise<SqlValue[][]>;
 
-  /** Queues a publish, with Transport.publish's arguments (checked now); its outcome comes from commit. */
+  /**
+   * Queues a publish, with Transport.publish's arguments (checked now; its headers too, by
+   * the library); its outcome comes from commit. With tracing, its PRODUCER span ends when
+   * the commit returns (an error status if it failed, or on rollback).
+   */
   publish(groupId: string, event: unknown, options?: PublishOptions): Promise<void>;
 
   /** Queues a publish, with Transport.publishWith's arguments and delivery options (checked now). */
@@ -731,3 +778,11 @@ export declare function schemaUpgradeSql(prefix?: string): string;
  * Synchronous, no transport. An empty id or `shards` outside 1..256 throws HAREL_ERR_ARGUMENT.
  */
 export declare function shardOf(groupId: string, shards: number): number;
+
+/**
+ * The CONSUMER span of a lease handed out by a Transport opened with tracerProvider, until
+ * ack, nack, deadLetter or a lost lease ends it; undefined otherwise. An OpenTelemetry Span:
+ * `leaseSpan<Span>(lease)`, and `trace.setSpan(context.active(), span)` to run the handler's
+ * spans under it.
+ */
+export declare function leaseSpan<S = unknown>(lease: LeaseRef): S | undefined;

@@ -22,7 +22,8 @@
 // shares), added to the class here; lib/calls.js runs a C call and maps its error
 // (lib/errors.js), after the checks of lib/args.js, its out-parameters in the memory of
 // lib/slots.js; lib/lease.js turns leases both ways; lib/message.js checks a message's
-// arguments; lib/tx.js is a transaction (begin()'s Tx); lib/waiting.js waits, with the
+// arguments and lib/headers.js its headers; lib/tracing.js is OpenTelemetry (optional);
+// lib/tx.js is a transaction (begin()'s Tx); lib/waiting.js waits, with the
 // poll addon lib/poll.js loads (src/poll.c).
 
 const { STATUS, HarelError } = require('./lib/errors');
@@ -30,6 +31,7 @@ const { DEFAULT_VISIBILITY, DEFAULT_LIMIT, MAX_PAGE, MAX_CLAIM } = require('./li
 const { Transport } = require('./lib/transport');
 const { Tx } = require('./lib/tx');
 const { version, libraryInfo, schemaSql, schemaUpgradeSql, shardOf } = require('./lib/library');
+const { leaseSpan } = require('./lib/tracing');
 
 const METHODS = [
   require('./lib/methods/publish'),
@@ -63,4 +65,5 @@ module.exports = {
   schemaSql,
   schemaUpgradeSql,
   shardOf,
+  leaseSpan,
 };

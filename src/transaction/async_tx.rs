@@ -17,6 +17,35 @@ pub struct AsyncTx<'t> {
 }
 
 impl AsyncTransport {
+    /// Queues a publish in `state`'s transaction, in a span when traced: the span ends
+    /// with the commit.
+    pub(crate) fn tx_publish(&self, state: &mut TxState, message: Message<'_>, delivery: Delivery<'_>) -> Result<()> {
+        let one = self.single()?;
+        let Some((span, headers)) = self.telemetry.publishing(&[message]) else {
+            return one.tx_publish(state, message, delivery);
+        };
+        let queued = one.tx_publish(state, Message { headers: Some(&headers[0]), ..message }, delivery);
+        match &queued {
+            Ok(()) => state.spans.push(span),
+            Err(_) => self.telemetry.published(Some(span), &queued, &[]),
+        }
+        queued
+    }
+
+    /// Commits `state`'s transaction, ending its publishes' spans.
+    pub(crate) async fn tx_commit(&self, state: &mut TxState) -> Result<Vec<Published>> {
+        let spans = std::mem::take(&mut state.spans);
+        let committed = match self.single() {
+            Ok(one) => one.tx_commit(state).await,
+            Err(e) => Err(e),
+        };
+        let seqs: Vec<i64> = committed.iter().flatten().map(|p| p.seq).collect();
+        for (i, span) in spans.into_iter().enumerate() {
+            self.telemetry.published(Some(span), &committed, seqs.get(i..=i).unwrap_or_default());
+        }
+        committed
+    }
+
     /// Begins a transaction; nothing is sent before its first `query` or its `commit`.
     pub fn begin(&self) -> AsyncTx<'_> {
         AsyncTx { transport: self, state: TxState::default() }
@@ -64,12 +93,12 @@ impl AsyncTx<'_> {
     /// Queues a publish with delivery options, as `publish_with` would write it; what
     /// became of it comes back from the commit.
     pub fn publish_with(&mut self, message: Message<'_>, delivery: Delivery<'_>) -> Result<()> {
-        self.transport.single()?.tx_publish(&mut self.state, message, delivery)
+        self.transport.tx_publish(&mut self.state, message, delivery)
     }
 
     /// Sends what was queued and commits; what became of each message published, in order.
     pub async fn commit(mut self) -> Result<Vec<Published>> {
-        self.transport.single()?.tx_commit(&mut self.state).await
+        self.transport.tx_commit(&mut self.state).await
     }
 
     /// Ends the transaction keeping nothing of it.

@@ -18,6 +18,7 @@ mod async_tx;
 mod queued;
 mod tx;
 
+use crate::telemetry::Publishing;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -47,6 +48,8 @@ pub struct TxState {
     held: Option<Held>,
     /// Why it can no longer be used, once it cannot.
     ended: Option<&'static str>,
+    /// The spans of its traced publishes, ended by the commit.
+    spans: Vec<Publishing>,
 }
 
 /// A transport's connection held by its open transaction; the transport's other calls

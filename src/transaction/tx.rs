@@ -41,11 +41,11 @@ impl Transport {
     }
 
     pub(crate) fn tx_publish(&self, state: &mut TxState, message: Message<'_>, delivery: Delivery<'_>) -> Result<()> {
-        self.inner().single().and_then(|one| one.tx_publish(state, message, delivery)).map_err(|e| e.during("publish"))
+        self.inner().tx_publish(state, message, delivery).map_err(|e| e.during("publish"))
     }
 
     pub(crate) fn tx_commit(&self, state: &mut TxState) -> Result<Vec<Published>> {
-        self.block_on(async { self.inner().single()?.tx_commit(state).await }).map_err(|e| e.during("commit"))
+        self.block_on(self.inner().tx_commit(state)).map_err(|e| e.during("commit"))
     }
 
     pub(crate) fn tx_rollback(&self, state: &mut TxState) {

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use harel_transport::{
-    Cancel, Delivery, Error, GroupState, Lease, Message, Options, Published, Transport, Value, Wait,
+    Cancel, Delivery, Error, GroupState, Headers, Lease, Message, Options, Published, Transport, Value, Wait,
 };
 
 use super::drain::claim_and_ack_all;
@@ -123,6 +123,8 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("a_query_begins_the_transaction_and_sees_its_own_writes", a_query_begins_the_transaction_and_sees_its_own_writes),
     ("a_waiting_claim_wakes_when_a_transaction_commits", a_waiting_claim_wakes_when_a_transaction_commits),
     ("transaction_misuse_is_refused_and_changes_nothing", transaction_misuse_is_refused_and_changes_nothing),
+    ("headers_come_back_with_every_lease_and_look", headers_come_back_with_every_lease_and_look),
+    ("headers_live_through_dead_letters_and_redrive", headers_live_through_dead_letters_and_redrive),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -1494,4 +1496,76 @@ pub fn transaction_misuse_is_refused_and_changes_nothing(open: Open<'_>) {
     );
     assert_eq!(count(&t, &orders), 1);
     assert_eq!(t.stats().unwrap().messages, 1);
+}
+
+// ---- headers -------------------------------------------------------------------------------
+
+/// Headers every publish form may carry: odd bytes, a repeated name, '=' in a value.
+fn sample_headers(n: usize) -> Headers {
+    let pairs = [("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), ("x", "a=b; c"),
+        ("x", "caf\u{e9} \u{1f600}\n\t\\\""), ("content-type", "")];
+    Headers::new(&pairs[..n]).unwrap()
+}
+
+pub fn headers_come_back_with_every_lease_and_look(open: Open<'_>) {
+    let t = open(&Options::new());
+    let e: Vec<String> = (0..10).map(event).collect();
+    let (h1, h2, h3, h4) = (sample_headers(1), sample_headers(2), sample_headers(3), sample_headers(4));
+    let with = |group_id, event_json, headers| Message { headers: Some(headers), ..msg(group_id, event_json) };
+    // Four groups of two messages each, one publish form after another.
+    t.publish_many(&[with("plain", &e[0], &h4), msg("plain", &e[1])]).unwrap();
+    t.publish_with(with("keyed", &e[2], &h3), keyed("k-1")).unwrap();
+    let again = t.publish_with(with("keyed", &e[9], &h1), keyed("k-1")).unwrap();
+    assert!(again.duplicate, "a duplicate stores nothing, its headers neither");
+    t.publish_many(&[msg("keyed", &e[3])]).unwrap();
+    t.publish_many_with(&[(with("batch", &e[4], &h2), Delivery::default()), (msg("batch", &e[5]), keyed("k-2"))])
+        .unwrap();
+    let in_tx = [with("tx", &e[6], &h1), msg("tx", &e[7])];
+    if t.shard_count() == 1 {
+        t.transaction(|tx| {
+            tx.publish(in_tx[0])?;
+            tx.publish_with(in_tx[1], Delivery::default())
+        })
+        .unwrap();
+    } else {
+        // A sharded queue refuses an application's transaction (shards.rs says so).
+        t.publish_many(&in_tx).unwrap();
+    }
+    let peeked = t.peek("plain", None, 10).unwrap().items;
+    assert_eq!(peeked.iter().map(|m| m.headers.clone()).collect::<Vec<_>>(), [h4.clone(), Headers::none()]);
+
+    // Every way to be handed a lease: each group's second message comes after its first is acked.
+    let first = claim(&t, "w").expect("a lease");
+    let many = t.claim_many("w", V, 0, &[], 2, &Wait::none()).unwrap();
+    let next = t.ack_and_claim(&first, "w", V, 0, &[]).unwrap().expect("ack_and_claim's lease");
+    let waited =
+        t.claim_wait("w", V, 0, &[], &Wait::up_to(Duration::from_secs(5))).unwrap().expect("a waiting claim's lease");
+    let mut leases = vec![first, next.clone(), waited.clone()];
+    leases.extend(many.iter().cloned());
+    let mut held = [many, vec![next, waited]].concat();
+    while !held.is_empty() {
+        let (acked, more) = t.ack_and_claim_many(&held, "w", V, 0, &[], 10).unwrap();
+        assert!(acked.iter().all(Result::is_ok));
+        leases.extend(more.iter().cloned());
+        held = more;
+    }
+    let expected = [h4, Headers::none(), h3, Headers::none(), h2, Headers::none(), h1, Headers::none()];
+    assert_eq!(leases.len(), expected.len(), "every message once");
+    for (i, headers) in expected.iter().enumerate() {
+        let lease = leases.iter().find(|l| l.event == e[i]).unwrap_or_else(|| panic!("event {i} was claimed"));
+        assert_eq!(&lease.headers, headers, "event {i}: in order, byte for byte");
+    }
+}
+
+pub fn headers_live_through_dead_letters_and_redrive(open: Open<'_>) {
+    let t = open(&Options::new());
+    let h = sample_headers(4);
+    t.publish_many(&[Message { headers: Some(&h), ..msg("g", &event(0)) }]).unwrap();
+    let lease = claim(&t, "w").unwrap();
+    t.dead_letter(&lease, "poison").unwrap();
+    let dead = t.dead_letters(Some("g"), None, 10).unwrap().items;
+    assert_eq!(dead[0].headers, h, "a dead letter keeps them");
+    assert_eq!(t.redrive(harel_transport::DeadLetters::Group("g")).unwrap(), 1);
+    assert_eq!(t.peek("g", None, 10).unwrap().items[0].headers, h, "so does a redrive");
+    assert_eq!(claim(&t, "w").unwrap().headers, h);
 }

@@ -10,12 +10,13 @@ const { checkString, checkSeq, describe } = require('./args');
 const { statusName, callChecked } = require('./calls');
 const { bytesText, parsed } = require('./decode');
 const { LeaseType } = require('./native');
+const { readHeaders } = require('./headers');
 
 // Where the fields of a harel_lease are, by koffi's layout of the C struct: a lease the
 // library hands out is read field by field (koffi's decoding of the struct makes an object,
 // and a BigInt per pointer, to be read again).
 const AT = Object.fromEntries(
-  ['seq', 'group_id', 'group_id_len', 'event', 'event_len', 'worker_id', 'lock_expiry', 'attempts']
+  ['seq', 'group_id', 'group_id_len', 'event', 'event_len', 'worker_id', 'lock_expiry', 'attempts', 'headers', 'n_headers']
     .map((field) => [field, koffi.offsetof(LeaseType, field)]),
 );
 
@@ -41,6 +42,8 @@ function leaseStruct(lease, name = 'lease') {
     worker_id: checkString(`${name}.workerId`, lease.workerId),
     lock_expiry: 0,
     attempts: 0,
+    headers: null, // nor these
+    n_headers: 0,
   };
 }
 
@@ -87,6 +90,7 @@ function makeLease(ptr) {
   };
   Object.defineProperty(lease, 'lockExpiry', LOCK_EXPIRY);
   lease.attempts = Number(koffi.decode.int64(p + AT.attempts));
+  lease.headers = readHeaders(koffi.decode.uint64(p + AT.headers), koffi.decode.uint64(p + AT.n_headers));
   Object.defineProperty(lease, EXPIRY, { value: { lockExpiry: koffi.decode.double(p + AT.lock_expiry) } });
   Object.defineProperty(lease, inspect.custom, INSPECT);
   return Object.freeze(lease);

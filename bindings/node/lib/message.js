@@ -5,7 +5,8 @@
 const { argumentError } = require('./errors');
 const { checkString, checkInteger, checkNumber, describe } = require('./args');
 
-const PUBLISH_OPTIONS = ['priority', 'routingKey'];
+// `headers`: the message's [name, value] pairs (lib/headers.js), beside the harel_message.
+const PUBLISH_OPTIONS = ['priority', 'routingKey', 'headers'];
 const DELIVERY_OPTIONS = ['key', 'delay', 'notBefore'];
 const PUBLISH_WITH_OPTIONS = [...PUBLISH_OPTIONS, ...DELIVERY_OPTIONS];
 

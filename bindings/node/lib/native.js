@@ -68,6 +68,12 @@ function load() {
 // this package (or another binding of the same library) may declare its own. The lease's
 // group id and event are raw pointers, read with their lengths (they may hold NUL bytes);
 // in a lease the binding fills for ack and nack, group_id is a Buffer of its UTF-8 bytes.
+// harel_header: a message header's name and value, NUL-terminated (lib/headers.js); the
+// binding passes arrays of them (koffi copies a JS array of { name, value } in) and reads
+// the library's by their offsets. harel_headers: a message's list, in publish_many's
+// parallel array and in the pages.
+const HeaderType = koffi.struct({ name: 'const char *', value: 'const char *' });
+const HeadersType = koffi.struct({ items: koffi.pointer(HeaderType), n: 'size_t' });
 const LeaseType = koffi.struct({
   seq: 'int64_t',
   group_id: 'void *',
@@ -77,6 +83,8 @@ const LeaseType = koffi.struct({
   worker_id: 'const char *',
   lock_expiry: 'double',
   attempts: 'int64_t',
+  headers: koffi.pointer(HeaderType), // added after 0.4.0, at the end: n_headers of them (NULL for none)
+  n_headers: 'size_t',
 });
 // The looks: the stats and the pages. Strings read by length are raw pointers, as in the
 // lease; the others are NUL-terminated (koffi copies them into JS strings), NULL for none.
@@ -157,9 +165,15 @@ const MetricsType = koffi.struct({
 // harel_group_page, harel_message_page and harel_dead_page: items, count, next_cursor.
 // A page of groups and a page of dead letters carry, after them, the shard of each item
 // (`const size_t *shards`: added for sharded queues, at the end; the library allocates the
-// struct).
-const PageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *' });
-const ShardedPageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *', shards: 'void *' });
+// struct); a page of messages and a page of dead letters, at their end, each item's
+// headers (`const harel_headers *headers`, n_items of them: added after 0.4.0).
+const GroupPageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *', shards: 'void *' });
+const MessagePageType = koffi.struct({
+  items: 'void *', n_items: 'size_t', next_cursor: 'const char *', headers: koffi.pointer(HeadersType),
+});
+const DeadPageType = koffi.struct({
+  items: 'void *', n_items: 'size_t', next_cursor: 'const char *', shards: 'void *', headers: koffi.pointer(HeadersType),
+});
 const MessageType = koffi.struct({
   group_id: 'const char *',
   event_json: 'const char *',
@@ -187,6 +201,9 @@ const M = koffi.pointer(MessageType); // const harel_message *: koffi copies a J
 const C = koffi.pointer(koffi.opaque()); // harel_cancel * (the binding passes NULL)
 const W = koffi.pointer(koffi.opaque()); // harel_watch *
 const X = koffi.pointer(koffi.opaque()); // harel_tx *
+const HEADERS = koffi.pointer(HeaderType); // const harel_header *headers: koffi copies a JS array in
+const HEADER_LISTS = koffi.pointer(HeadersType); // const harel_headers *headers: one per message
+const BYTES = koffi.pointer('uint8_t'); // a trace id (16 bytes) or span id (8): a Buffer, read or filled
 const VALUES = koffi.pointer(ValueType); // const harel_value *params: koffi copies a JS array in
 // const harel_lease *const *leases: koffi copies a JS array of lease structs in, each
 // behind its pointer. LEASES_OUT, harel_lease **leases_out: a JS array of `max` elements
@@ -309,19 +326,43 @@ function bind(lib, where) {
     ]),
     shardCount: fn('harel_transport_shard_count', status, [T, SIZE_OUT, ERR]),
     shardOf: fn('harel_shard_of', status, ['const char *', 'size_t', SIZE_OUT, ERR]),
+    // message headers (issue 37): each publish with the message's headers (an array of
+    // harel_header and its length; publish_many_with's, one harel_headers per message)
+    publishHeaders: fn('harel_transport_publish_headers', status, [
+      T, 'const char *', 'const char *', 'int32_t', 'const char *', HEADERS, 'size_t', ERR,
+    ]),
+    publishWithHeaders: fn('harel_transport_publish_with_headers', status, [
+      T, 'const char *', 'const char *', 'int32_t', 'const char *', HEADERS, 'size_t', 'const char *', 'double', 'double',
+      SEQ_OUT, FLAG_OUT, ERR,
+    ]),
+    publishManyWithHeaders: fn('harel_transport_publish_many_with_headers', status, [
+      T, M, 'size_t', HEADER_LISTS, 'const char **', 'const double *', 'const double *', SEQ_OUT, FLAG_OUT, ERR,
+    ]),
+    txPublishHeaders: fn('harel_tx_publish_headers', status, [
+      X, 'const char *', 'const char *', 'int32_t', 'const char *', HEADERS, 'size_t', 'const char *', 'double', 'double', ERR,
+    ]),
+    // W3C Trace Context (lib/tracing.js): the library writes and reads traceparent and
+    // checks tracestate; the binding never parses them itself. out: a Buffer of 56 bytes.
+    traceparentFormat: fn('harel_traceparent_format', status, [BYTES, BYTES, 'uint8_t', 'char *', ERR]),
+    traceparentParse: fn('harel_traceparent_parse', status, [
+      'const char *', BYTES, BYTES, koffi.out(koffi.pointer('uint8_t')), koffi.out(koffi.pointer('bool')), ERR,
+    ]),
+    tracestateValid: fn('harel_tracestate_valid', status, ['const char *', koffi.out(koffi.pointer('bool')), ERR]),
   };
 }
 
 module.exports = {
   load,
+  HeaderType,
   LeaseType,
   PriorityStatsType,
   StatsType,
   GroupInfoType,
   MessageInfoType,
   DeadLetterType,
-  PageType,
-  ShardedPageType,
+  GroupPageType,
+  MessagePageType,
+  DeadPageType,
   MetricsType,
   ValueType,
   RowsType,

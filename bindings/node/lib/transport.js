@@ -11,8 +11,9 @@ const { callChecked, callCheckedHere } = require('./calls');
 const { ClockCell } = require('./clock');
 const { Waits } = require('./waiting');
 const { refuseInside } = require('./tx');
+const { tracingOption } = require('./tracing');
 
-const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'syncUrls', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'keyRetention', 'clock'];
+const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'syncUrls', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'keyRetention', 'clock', 'tracerProvider', 'traceAsParent'];
 
 const PRIVATE = Symbol('harel-transport constructor');
 
@@ -29,8 +30,9 @@ function noop() {}
 // (#call), clocked (#clocked), waiting (a waiting claim on it: Waits.claim in
 // lib/waiting.js), interruptWaits (the end of its waiting claims: Waits.interrupt), now
 // (the time by its clock), handleNow (its handle for a call made here on the main thread,
-// one that never waits) and txCall (a call of one of its transactions: counted in flight,
-// and in turn with a JS clock if it reads it). The class's static block sets them.
+// one that never waits), txCall (a call of one of its transactions: counted in flight,
+// and in turn with a JS clock if it reads it) and tracingOf (its Tracing, lib/tracing.js;
+// null when tracing is off). The class's static block sets them.
 let call;
 let clocked;
 let waiting;
@@ -38,6 +40,7 @@ let interruptWaits;
 let now;
 let handleNow;
 let txCall;
+let tracingOf;
 let construct; // a Transport of an open handle (openWith)
 
 /**
@@ -68,6 +71,9 @@ async function openWith(f, what, options, where, opening) {
   if (o.clock !== undefined && typeof o.clock !== 'function') {
     throw argumentError(`clock must be a function returning epoch seconds, got ${describe(o.clock)}`);
   }
+  if (o.traceAsParent !== undefined) checkBoolean('traceAsParent', o.traceAsParent);
+  // The spans' queue is the prefix (the library checks it at the open that follows).
+  const tracing = tracingOption(o.tracerProvider, o.traceAsParent === true, o.prefix === undefined ? 'harel' : o.prefix);
 
   const options_ = f.optionsNew();
   if (!options_) throw new HarelError('HAREL_ERR_PANIC', 'harel_options_new failed', { status: STATUS.HAREL_ERR_PANIC });
@@ -84,7 +90,7 @@ async function openWith(f, what, options, where, opening) {
     // a server's round trips. The options stay allocated until it has returned.
     const [fn, args] = opening(options_, out);
     await callChecked(f, what, fn, args);
-    return construct(out[0], clock, where);
+    return construct(out[0], clock, where, tracing);
   } catch (e) {
     if (clock) clock.free();
     throw e;
@@ -103,11 +109,13 @@ class Transport {
   #waits; // the waiting claims in progress and their watches (see lib/waiting.js)
   #closed = false;
   #closing = null;
+  #tracing; // a Tracing (lib/tracing.js), or null: tracing off
 
   /** Use `await Transport.open(path, options)`. */
-  constructor(token, handle, clock, where) {
+  constructor(token, handle, clock, where, tracing) {
     if (token !== PRIVATE) throw new TypeError('use `await Transport.open(path, options)` to make a Transport');
     this.#handle = handle;
+    this.#tracing = tracing;
     this.#clock = clock;
     this.#path = where;
     this.#waits = new Waits(load(), handle, (step) => this.#clocked(step), (promise) => this.#track(promise));
@@ -231,7 +239,8 @@ class Transport {
   }
 
   static {
-    construct = (handle, clock, where) => new Transport(PRIVATE, handle, clock, where);
+    construct = (handle, clock, where, tracing) => new Transport(PRIVATE, handle, clock, where, tracing);
+    tracingOf = (transport) => transport.#tracing;
     call = (transport, what, readsClock, prepare) => transport.#call(what, readsClock, prepare);
     clocked = (transport, step) => transport.#clocked(step);
     waiting = (transport, ...args) => transport.#waits.claim(...args);
@@ -247,4 +256,4 @@ class Transport {
   }
 }
 
-module.exports = { Transport, call, clocked, waiting, interruptWaits, now, handleNow, txCall };
+module.exports = { Transport, call, clocked, waiting, interruptWaits, now, handleNow, txCall, tracingOf };

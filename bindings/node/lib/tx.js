@@ -18,6 +18,8 @@ const { callAsync, callChecked } = require('./calls');
 const { load, ValueType, RowsType } = require('./native');
 const { bytesText } = require('./decode');
 const { PUBLISH_OPTIONS, PUBLISH_WITH_OPTIONS, messageStruct, delivery, outcome } = require('./message');
+const { headerPairs, headerArgs } = require('./headers');
+const { endPublish } = require('./tracing');
 
 // harel_value_type
 const NULL = 0;
@@ -135,13 +137,16 @@ class Tx {
   #tail = Promise.resolve(); // the end of the calls made so far: the next one starts after it
   #publishes = 0; // publishes queued: how many outcomes the commit hands back
   #ended = null; // once freed (committed or rolled back): why, for the calls that follow
+  #tracing; // the transport's Tracing, or null: tracing off
+  #spans = []; // with tracing: the PRODUCER span of each publish queued, and its place in the commit's outcomes
 
   /** Use `t.begin()` or `t.transaction(body)`. */
-  constructor(token, transport, handle, run) {
+  constructor(token, transport, handle, run, tracing) {
     if (token !== PRIVATE) throw new TypeError('use `t.begin()` or `t.transaction(body)` to make a Tx');
     this.#transport = transport;
     this.#handle = handle;
     this.#run = run;
+    this.#tracing = tracing;
     finalizer.register(this, handle, this);
   }
 
@@ -201,16 +206,18 @@ class Tx {
       const seqs = new BigInt64Array(n);
       const duplicates = new Int32Array(n);
       const published = [0];
+      let outcomes;
       try {
         await callChecked(f, 'commit', f.txCommit, n === 0
           ? [handle, null, null, 0, published]
           : [handle, seqs, duplicates, n, published]);
+        outcomes = Array.from(seqs.subarray(0, Number(published[0])), (seq, i) => outcome(seq, duplicates[i]));
       } catch (e) {
-        this.#free('ended by its failed commit');
+        this.#free('ended by its failed commit', e);
         throw e;
       }
-      this.#free('committed');
-      return Array.from(seqs.subarray(0, Number(published[0])), (seq, i) => outcome(seq, duplicates[i]));
+      this.#free('committed', null, outcomes);
+      return outcomes;
     });
   }
 
@@ -223,7 +230,7 @@ class Tx {
       try {
         await this.#run(this.#transport, false, () => callChecked(f, 'rollback', f.txRollback, [handle]));
       } finally {
-        this.#free('rolled back');
+        this.#free('rolled back', 'rolled back');
       }
     });
     this.#tail = result.then(noop, noop);
@@ -235,18 +242,37 @@ class Tx {
     await this.rollback();
   }
 
+  /**
+   * A publish, queued. With tracing, its PRODUCER span starts here and ends with the
+   * commit (or the rollback, or at once if the publish is refused).
+   */
   #publish(what, allowed, groupId, event, options) {
-    return this.#step(what, false, () => {
+    let span = null;
+    const result = this.#step(what, false, () => {
       const o = checkOptions('options', options, allowed);
       const m = messageStruct('', groupId, event, o);
       const d = delivery('', o);
+      let pairs = headerPairs('', o.headers);
+      if (this.#tracing !== null) [span, pairs] = this.#tracing.startPublish(m.group_id, pairs);
+      const [headers, n] = headerArgs(pairs);
       return async (f, handle) => {
-        await callChecked(f, what, f.txPublish, [
-          handle, m.group_id, m.event_json, m.priority, m.routing_key, d.key, d.delay, d.notBefore,
-        ]);
+        await (headers === null
+          ? callChecked(f, what, f.txPublish, [
+            handle, m.group_id, m.event_json, m.priority, m.routing_key, d.key, d.delay, d.notBefore,
+          ])
+          : callChecked(f, what, f.txPublishHeaders, [
+            handle, m.group_id, m.event_json, m.priority, m.routing_key, headers, n, d.key, d.delay, d.notBefore,
+          ]));
+        if (span !== null) {
+          this.#spans.push({ span, index: this.#publishes });
+          span = null; // the commit's now
+        }
         this.#publishes += 1;
       };
     });
+    // Refused (by the library, or as the transaction had ended): not published.
+    if (span !== null) result.then(noop, (e) => span !== null && endPublish(span, e));
+    return result;
   }
 
   /**
@@ -269,8 +295,16 @@ class Tx {
     return result;
   }
 
-  /** Frees the handle of a transaction that has ended: no rollback left to wait for. */
-  #free(why) {
+  /**
+   * Frees the handle of a transaction that has ended: no rollback left to wait for. Ends
+   * the spans of its publishes: with `error` (an Error or a text) when nothing was
+   * published, else each with its message's seq from `outcomes`.
+   */
+  #free(why, error = null, outcomes = []) {
+    for (const { span, index } of this.#spans) {
+      endPublish(span, error, error || index >= outcomes.length ? undefined : outcomes[index].seq);
+    }
+    this.#spans = [];
     this.#ended = why;
     finalizer.unregister(this);
     load().txFree(this.#handle);
@@ -278,9 +312,9 @@ class Tx {
   }
 }
 
-/** A Tx of `transport`'s transaction `handle`. */
-function makeTx(transport, handle, run) {
-  return new Tx(PRIVATE, transport, handle, run);
+/** A Tx of `transport`'s transaction `handle`; `tracing`: the transport's Tracing, or null. */
+function makeTx(transport, handle, run, tracing) {
+  return new Tx(PRIVATE, transport, handle, run, tracing);
 }
 
 /**

@@ -71,7 +71,7 @@ test('deadLetter, deadLetters (pages, a group), redrive and purgeDead by each se
   assert.equal(typeof first.next, 'string');
   assert.deepEqual({ ...first.letters[0] }, {
     seq: lease.seq, groupId: 'a', event: { n: 0 }, eventJson: '{"n":0}', attempts: 1, lastWorker: 'w',
-    reason: 'cannot parse', deadAt: 1001, shard: 0,
+    reason: 'cannot parse', deadAt: 1001, shard: 0, headers: [],
   });
   assert.equal(first.letters[1].eventJson, ' {"n": 1} ', 'byte for byte');
   const rest = await t.deadLetters({ cursor: first.next, limit: 2 });
@@ -199,8 +199,8 @@ test('peek: a group\'s messages with their locks and times, claiming nothing', a
   const page = await t.peek('g', { limit: 2 });
   assert.ok(deepFrozen(page));
   assert.deepEqual(page.messages.map((m) => ({ ...m })), [
-    { seq: lease.seq, event: { p: 0 }, eventJson: ' {"p": 0} ', attempts: 1, lockedBy: 'w', lockExpiry: 1032, publishedAt: 1000 },
-    { seq: page.messages[1].seq, event: { p: 1 }, eventJson: '{"p":1}', attempts: 0, lockedBy: null, lockExpiry: null, publishedAt: 1001 },
+    { seq: lease.seq, event: { p: 0 }, eventJson: ' {"p": 0} ', attempts: 1, lockedBy: 'w', lockExpiry: 1032, publishedAt: 1000, headers: [] },
+    { seq: page.messages[1].seq, event: { p: 1 }, eventJson: '{"p":1}', attempts: 0, lockedBy: null, lockExpiry: null, publishedAt: 1001, headers: [] },
   ]);
   const rest = await t.peek('g', { cursor: page.next });
   assert.deepEqual([rest.messages.map((m) => m.event), rest.next], [[{ p: 2 }], null]);

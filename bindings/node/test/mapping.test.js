@@ -30,7 +30,7 @@ test('a lease is a frozen copy of every field; the event text comes back byte fo
   const text = ' {"kind": "x",  "data": [1, 2.50, "é", "🦀"]} ';
   await t.publish('group-ü-漢字', text);
   const lease = await t.claim('worker-7', { visibility: 12.5 });
-  assert.deepEqual(Object.keys(lease).sort(), ['attempts', 'event', 'eventJson', 'groupId', 'lockExpiry', 'seq', 'workerId']);
+  assert.deepEqual(Object.keys(lease).sort(), ['attempts', 'event', 'eventJson', 'groupId', 'headers', 'lockExpiry', 'seq', 'workerId']);
   assert.equal(lease.attempts, 1, 'its first claim');
   assert.equal(typeof lease.seq, 'number', 'seq is a Number while it is a safe integer');
   assert.ok(Number.isSafeInteger(lease.seq) && lease.seq > 0);
@@ -59,14 +59,14 @@ test("a lease is a plain frozen object: its fields in order and read-only, lockE
   const lease = await t.claim('w', { visibility: 5 });
   assert.equal(Object.getPrototypeOf(lease), Object.prototype, 'a plain object');
   assert.ok(Object.isFrozen(lease));
-  assert.deepEqual(Object.keys(lease), ['seq', 'groupId', 'event', 'eventJson', 'workerId', 'lockExpiry', 'attempts']);
+  assert.deepEqual(Object.keys(lease), ['seq', 'groupId', 'event', 'eventJson', 'workerId', 'lockExpiry', 'attempts', 'headers']);
   const own = Object.getOwnPropertyDescriptors(lease);
   for (const key of Object.keys(lease).filter((k) => k !== 'lockExpiry')) {
     assert.deepEqual([own[key].enumerable, own[key].writable, own[key].configurable], [true, false, false], key);
   }
   assert.deepEqual([typeof own.lockExpiry.get, own.lockExpiry.set, own.lockExpiry.enumerable], ['function', undefined, true]);
   for (const symbol of Object.getOwnPropertySymbols(lease)) assert.equal(own[symbol].enumerable, false, String(symbol));
-  const plain = { seq: lease.seq, groupId: 'g', event: { n: 1 }, eventJson: '{"n":1}', workerId: 'w', lockExpiry: 2005, attempts: 1 };
+  const plain = { seq: lease.seq, groupId: 'g', event: { n: 1 }, eventJson: '{"n":1}', workerId: 'w', lockExpiry: 2005, attempts: 1, headers: [] };
   assert.deepStrictEqual({ ...lease }, plain, 'a spread: the fields alone, lockExpiry a value');
   assert.equal(JSON.stringify(lease), JSON.stringify(plain));
   assert.equal(inspect(lease), inspect(plain), 'inspect shows lockExpiry, not [Getter]');

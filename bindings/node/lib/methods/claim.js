@@ -8,7 +8,8 @@ const {
 } = require('../args');
 const { callChecked } = require('../calls');
 const { leaseStruct, leaseStructs, takeLeases, leaseOf, ackOutcomes } = require('../lease');
-const { call, clocked, waiting, interruptWaits } = require('../transport');
+const { finishing, finishOutcomes, acked } = require('../tracing');
+const { call, clocked, waiting, interruptWaits, tracingOf } = require('../transport');
 
 const CLAIM_OPTIONS = ['visibility', 'minPriority', 'routingKeys'];
 const WAITING_CLAIM_OPTIONS = [...CLAIM_OPTIONS, 'wait', 'signal'];
@@ -41,6 +42,23 @@ function maxArg(value) {
   return value;
 }
 
+/**
+ * A claim's run, `run(f, handle)` resolving a lease or null, giving the lease its CONSUMER
+ * span when `transport` traces (lib/tracing.js).
+ */
+function tracedLease(transport, run) {
+  const tracing = tracingOf(transport);
+  if (tracing === null) return run;
+  return (f, handle) => run(f, handle).then((lease) => (lease === null ? null : tracing.process(lease, 0)));
+}
+
+/** The same for a claim of a batch: `run` resolves an array of leases. */
+function tracedLeases(transport, run) {
+  const tracing = tracingOf(transport);
+  if (tracing === null) return run;
+  return (f, handle) => run(f, handle).then((leases) => tracing.processAll(leases));
+}
+
 /** A wait in seconds (0, looking once, when absent); its range is the library's to check. */
 function waitArg(value) {
   return value === undefined ? 0 : checkNumber('wait', value);
@@ -57,10 +75,10 @@ module.exports = {
       const o = checkOptions('options', options, WAITING_CLAIM_OPTIONS);
       const args = claimArgs(workerId, o);
       const once = (f, handle) => clocked(this, () => leaseOf(f, 'claim', f.claim, [handle, ...args]));
-      if (o.wait === undefined && o.signal === undefined) return once;
+      if (o.wait === undefined && o.signal === undefined) return tracedLease(this, once);
       const wait = waitArg(o.wait);
       const signal = signalArg(o.signal);
-      return async (f, handle) => {
+      return tracedLease(this, async (f, handle) => {
         const leases = await waiting(this, 'claim', wait, signal, args[2], args[3] || [],
           async () => {
             const lease = await once(f, handle);
@@ -73,7 +91,7 @@ module.exports = {
             return status === STATUS.HAREL_OK ? takeLeases(f, out, 1) : [];
           }));
         return leases.length ? leases[0] : null;
-      };
+      });
     });
   },
 
@@ -89,7 +107,7 @@ module.exports = {
       const max = maxArg(o.max);
       const wait = waitArg(o.wait);
       const signal = signalArg(o.signal);
-      return (f, handle) => {
+      return tracedLeases(this, (f, handle) => {
         const issue = async (seconds) => {
           const out = new Array(max).fill(null);
           const n = [0];
@@ -101,7 +119,7 @@ module.exports = {
         // library refuses goes to it as given, for its message.
         return waiting(this, 'claimMany', wait, signal, args[2], args[3] || [],
           () => clocked(this, () => issue(0)), () => clocked(this, () => issue(wait)));
-      };
+      });
     });
   },
 
@@ -114,7 +132,11 @@ module.exports = {
     return call(this, 'ackAndClaim', true, () => {
       const struct = leaseStruct(lease);
       const args = claimArgs(workerId, checkOptions('options', options, CLAIM_OPTIONS));
-      return (f, handle) => leaseOf(f, 'ack_and_claim', f.ackAndClaim, [handle, struct, ...args]);
+      // The ack ends the acked lease's span; the lease claimed gets one.
+      return tracedLease(this, (f, handle) => {
+        const next = leaseOf(f, 'ack_and_claim', f.ackAndClaim, [handle, struct, ...args]);
+        return finishing(lease, next, acked);
+      });
     });
   },
 
@@ -139,7 +161,9 @@ module.exports = {
           handle, n ? structs : null, n, n ? statuses : null, ...args, max, out, claimed,
         ]);
         const next = status === STATUS.HAREL_OK ? takeLeases(f, out, Number(claimed[0])) : [];
-        return Object.freeze({ acked: ackOutcomes('ackAndClaimMany', leases, statuses), leases: next });
+        const tracing = tracingOf(this);
+        if (tracing !== null) tracing.processAll(next);
+        return Object.freeze({ acked: finishOutcomes(ackOutcomes('ackAndClaimMany', leases, statuses)), leases: next });
       };
     });
   },

@@ -6,6 +6,7 @@ const { argumentError, closedError } = require('../errors');
 const { DEFAULT_VISIBILITY, checkString, checkNumber, checkOptions, describe, signalArg } = require('../args');
 const { callChecked } = require('../calls');
 const { EXPIRY, leaseStruct, leaseStructs, ackOutcomes } = require('../lease');
+const { finishing, finishOutcomes, acked, nacked, deadLettered, extended } = require('../tracing');
 const { call, now } = require('../transport');
 
 const NACK_OPTIONS = ['delay'];
@@ -92,7 +93,7 @@ module.exports = {
     return call(this, 'ack', true, () => {
       const struct = leaseStruct(lease);
       return async (f, handle) => {
-        await callChecked(f, 'ack', f.ack, [handle, struct]);
+        await finishing(lease, callChecked(f, 'ack', f.ack, [handle, struct]), acked);
       };
     });
   },
@@ -110,7 +111,7 @@ module.exports = {
         const statuses = new Int32Array(structs.length);
         const n = structs.length;
         await callChecked(f, 'ack_many', f.ackMany, [handle, n ? structs : null, n, n ? statuses : null]);
-        return ackOutcomes('ackMany', leases, statuses);
+        return finishOutcomes(ackOutcomes('ackMany', leases, statuses));
       };
     });
   },
@@ -122,7 +123,7 @@ module.exports = {
       const o = checkOptions('options', options, NACK_OPTIONS);
       const delay = checkNumber('delay', o.delay === undefined ? 0 : o.delay);
       return async (f, handle) => {
-        await callChecked(f, 'nack', f.nack, [handle, struct, delay]);
+        await finishing(lease, callChecked(f, 'nack', f.nack, [handle, struct, delay]), nacked, delay);
       };
     });
   },
@@ -136,7 +137,7 @@ module.exports = {
       const struct = leaseStruct(lease);
       const text = checkString('reason', reason);
       return async (f, handle) => {
-        await callChecked(f, 'dead_letter', f.deadLetter, [handle, struct, text]);
+        await finishing(lease, callChecked(f, 'dead_letter', f.deadLetter, [handle, struct, text]), deadLettered, text);
       };
     });
   },
@@ -152,7 +153,7 @@ module.exports = {
       const struct = leaseStruct(lease);
       const seconds = checkNumber('visibility', visibility);
       return async (f, handle) => {
-        await callChecked(f, 'extend', f.extend, [handle, struct, seconds]);
+        await finishing(lease, callChecked(f, 'extend', f.extend, [handle, struct, seconds]), extended);
         if (Object.hasOwn(lease, EXPIRY)) lease[EXPIRY].lockExpiry = struct.lock_expiry; // a Lease of ours
         return struct.lock_expiry;
       };

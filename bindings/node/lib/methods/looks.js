@@ -8,8 +8,9 @@ const { DEFAULT_LIMIT, MAX_PAGE, checkString, checkOptions, describe } = require
 const { callChecked } = require('../calls');
 const { bytesText, parsed, optionalNumber } = require('../decode');
 const {
-  PriorityStatsType, StatsType, GroupInfoType, MessageInfoType, DeadLetterType, PageType, ShardedPageType,
+  PriorityStatsType, StatsType, GroupInfoType, MessageInfoType, DeadLetterType, GroupPageType, MessagePageType, DeadPageType,
 } = require('../native');
+const { readHeaderList } = require('../headers');
 const { call } = require('../transport');
 
 const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
@@ -84,20 +85,22 @@ function priorityStats(p) {
 }
 
 /**
- * A page the library handed out: its items (of C type `type`) copied by `item` into frozen
- * JS objects, and its next cursor (null on the last page); `ptr` is freed with `free`.
- * `sharded`: a page of groups or of dead letters, whose `shards` array gives `item` each
- * item's shard as its second argument.
+ * A page the library handed out, of C type `pageType`: its items (of C type `type`) copied
+ * by `item(raw, shard, headers)` into frozen JS objects, and its next cursor (null on the
+ * last page); `ptr` is freed with `free`. A page of groups and one of dead letters carry
+ * each item's shard (`shards`), one of messages and one of dead letters each item's
+ * headers (`headers`); `item` gets undefined for what its page lacks.
  */
-function takePage(ptr, type, free, item, sharded = false) {
+function takePage(ptr, pageType, type, free, item) {
   try {
-    const page = koffi.decode(ptr, sharded ? ShardedPageType : PageType);
+    const page = koffi.decode(ptr, pageType);
     const n = Number(page.n_items);
     const raws = n ? koffi.decode(page.items, type, n) : [];
     // Each size_t at its offset: koffi.decode with a count (the items' above) makes a new
     // array type at every call and keeps it, some 20 bytes of the native heap.
-    const shard = (i) => Number(koffi.decode(page.shards, i * SIZE_T, 'size_t'));
-    return [Object.freeze(raws.map((raw, i) => item(raw, sharded ? shard(i) : undefined))), page.next_cursor || null];
+    const shard = page.shards === undefined ? () => undefined : (i) => Number(koffi.decode(page.shards, i * SIZE_T, 'size_t'));
+    const headers = page.headers === undefined ? () => undefined : (i) => readHeaderList(page.headers, i);
+    return [Object.freeze(raws.map((raw, i) => item(raw, shard(i), headers(i)))), page.next_cursor || null];
   } finally {
     free(ptr);
   }
@@ -119,7 +122,7 @@ function groupInfo(g, shard) {
   });
 }
 
-function messageInfo(m) {
+function messageInfo(m, _shard, headers) {
   const eventJson = bytesText(m.event, m.event_len);
   return Object.freeze({
     seq: m.seq,
@@ -129,10 +132,11 @@ function messageInfo(m) {
     lockedBy: m.locked_by || null,
     lockExpiry: optionalNumber(m.lock_expiry),
     publishedAt: optionalNumber(m.published_at),
+    headers,
   });
 }
 
-function deadLetter(d, shard) {
+function deadLetter(d, shard, headers) {
   const eventJson = bytesText(d.event, d.event_len);
   return Object.freeze({
     seq: d.seq,
@@ -144,6 +148,7 @@ function deadLetter(d, shard) {
     reason: d.reason,
     deadAt: d.dead_at,
     shard,
+    headers,
   });
 }
 
@@ -165,7 +170,7 @@ module.exports = {
       const cursor = checkString('cursor', o.cursor, { nullable: true });
       const limit = checkLimit(o.limit);
       return (f, handle) => lookOf(f, 'groups', f.groups, [handle, state, cursor, limit], (ptr) => {
-        const [groups, next] = takePage(ptr, GroupInfoType, f.groupPageFree, groupInfo, true);
+        const [groups, next] = takePage(ptr, GroupPageType, GroupInfoType, f.groupPageFree, groupInfo);
         return Object.freeze({ groups, next });
       });
     });
@@ -179,7 +184,7 @@ module.exports = {
       const cursor = checkString('cursor', o.cursor, { nullable: true });
       const limit = checkLimit(o.limit);
       return (f, handle) => lookOf(f, 'peek', f.peek, [handle, group, cursor, limit], (ptr) => {
-        const [messages, next] = takePage(ptr, MessageInfoType, f.messagePageFree, messageInfo);
+        const [messages, next] = takePage(ptr, MessagePageType, MessageInfoType, f.messagePageFree, messageInfo);
         return Object.freeze({ messages, next });
       });
     });
@@ -193,7 +198,7 @@ module.exports = {
       const cursor = checkString('cursor', o.cursor, { nullable: true });
       const limit = checkLimit(o.limit);
       return (f, handle) => lookOf(f, 'dead_letters', f.deadLetters, [handle, group, cursor, limit], (ptr) => {
-        const [letters, next] = takePage(ptr, DeadLetterType, f.deadPageFree, deadLetter, true);
+        const [letters, next] = takePage(ptr, DeadPageType, DeadLetterType, f.deadPageFree, deadLetter);
         return Object.freeze({ letters, next });
       });
     });

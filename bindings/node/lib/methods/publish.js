@@ -1,15 +1,23 @@
 'use strict';
 // Publishing: publish and publishMany, and publishWith and publishManyWith (an idempotency
-// key, a delay or a due instant per message, and each message's outcome).
+// key, a delay or a due instant per message, and each message's outcome). Each takes a
+// message's headers (lib/headers.js); with tracing on (lib/tracing.js) each makes a
+// PRODUCER span, whose context the messages' headers carry.
 
 const { argumentError } = require('../errors');
 const { checkOptions, describe } = require('../args');
 const { callChecked } = require('../calls');
 const { PUBLISH_OPTIONS, DELIVERY_OPTIONS, PUBLISH_WITH_OPTIONS, messageStruct, delivery, outcome } = require('../message');
-const { call } = require('../transport');
+const { headerPairs, headerArgs, headerStructs } = require('../headers');
+const { publishing } = require('../tracing');
+const { call, tracingOf } = require('../transport');
 
 const MESSAGE_FIELDS = ['groupId', 'event', ...PUBLISH_OPTIONS];
 const MESSAGE_WITH_FIELDS = [...MESSAGE_FIELDS, ...DELIVERY_OPTIONS];
+const MESSAGE_SHAPE = 'groupId, event, priority?, routingKey?, headers?';
+const MESSAGE_WITH_SHAPE = 'groupId, event, priority?, routingKey?, headers?, key?, delay?, notBefore?';
+
+function noop() {}
 
 /** The element `i` of a batch's array, checked to be an object of `fields`. */
 function batchObject(message, i, fields, shape) {
@@ -20,34 +28,71 @@ function batchObject(message, i, fields, shape) {
   return checkOptions(name, message, fields);
 }
 
-/** The harel_message of element `i` of publishMany's array. */
-function batchElement(message, i) {
-  const m = batchObject(message, i, MESSAGE_FIELDS, 'groupId, event, priority?, routingKey?');
-  return messageStruct(`messages[${i}].`, m.groupId, m.event, m);
+/**
+ * One message's headers, with its PRODUCER span when `transport` traces: `[span, pairs]`
+ * (span null when it does not; pairs null for none).
+ */
+function traced(transport, groupId, pairs) {
+  const tracing = tracingOf(transport);
+  return tracing === null ? [null, pairs] : tracing.startPublish(groupId, pairs);
+}
+
+/**
+ * A batch's headers, with its one PRODUCER span when `transport` traces: `[span, lists]`,
+ * lists the C array of harel_headers (one per message), or null when no message has any.
+ */
+function tracedBatch(transport, structs, pairsList) {
+  const tracing = tracingOf(transport);
+  let span = null;
+  if (tracing !== null) [span, pairsList] = tracing.startBatch(structs.map((m) => m.group_id), pairsList);
+  if (!pairsList.some((pairs) => pairs !== null && pairs.length > 0)) return [span, null];
+  return [span, pairsList.map((pairs) => {
+    const items = headerStructs(pairs);
+    return { items, n: items === null ? 0 : items.length };
+  })];
+}
+
+/** `promise` (a publish), ending `span` (when there is one) as it settles. */
+function spanned(span, promise, seqOf) {
+  return span === null ? promise : publishing(span, promise, seqOf);
 }
 
 module.exports = {
   /** Appends `event` (an object, serialized with JSON.stringify, or a JSON text) to the group's FIFO. */
   publish(groupId, event, options = {}) {
     return call(this, 'publish', true, () => {
-      const m = messageStruct('', groupId, event, checkOptions('options', options, PUBLISH_OPTIONS));
-      return async (f, handle) => {
-        await callChecked(f, 'publish', f.publish, [handle, m.group_id, m.event_json, m.priority, m.routing_key]);
-      };
+      const o = checkOptions('options', options, PUBLISH_OPTIONS);
+      const m = messageStruct('', groupId, event, o);
+      const [span, pairs] = traced(this, m.group_id, headerPairs('', o.headers));
+      const [headers, n] = headerArgs(pairs);
+      return (f, handle) => spanned(span, headers === null
+        ? callChecked(f, 'publish', f.publish, [handle, m.group_id, m.event_json, m.priority, m.routing_key])
+        : callChecked(f, 'publish', f.publishHeaders, [handle, m.group_id, m.event_json, m.priority, m.routing_key, headers, n]),
+      ).then(noop);
     });
   },
 
   /**
-   * Appends `messages` ({ groupId, event, priority?, routingKey? } each, as publish takes
-   * them) in order, in one transaction: all of them or none, with one commit for the batch.
+   * Appends `messages` ({ groupId, event, priority?, routingKey?, headers? } each, as
+   * publish takes them) in order, in one transaction: all of them or none, with one commit
+   * for the batch. With headers, publish_many_with_headers without delivery options.
    */
   publishMany(messages) {
     return call(this, 'publishMany', true, () => {
       if (!Array.isArray(messages)) throw argumentError(`messages must be an array, got ${describe(messages)}`);
-      const structs = Array.from(messages, batchElement); // a hole too (map would skip it)
-      return async (f, handle) => {
-        await callChecked(f, 'publishMany', f.publishMany, [handle, structs.length ? structs : null, structs.length]);
-      };
+      const n = messages.length;
+      const structs = [];
+      const pairsList = [];
+      for (let i = 0; i < n; i++) { // every index, a hole too (map would skip it)
+        const m = batchObject(messages[i], i, MESSAGE_FIELDS, MESSAGE_SHAPE);
+        structs.push(messageStruct(`messages[${i}].`, m.groupId, m.event, m));
+        pairsList.push(headerPairs(`messages[${i}].`, m.headers));
+      }
+      const [span, lists] = tracedBatch(this, structs, pairsList);
+      return (f, handle) => spanned(span, lists === null
+        ? callChecked(f, 'publishMany', f.publishMany, [handle, n ? structs : null, n])
+        : callChecked(f, 'publishMany', f.publishManyWithHeaders, [handle, structs, n, lists, null, null, null, null, null]),
+      ).then(noop);
     });
   },
 
@@ -63,20 +108,26 @@ module.exports = {
       const o = checkOptions('options', options, PUBLISH_WITH_OPTIONS);
       const m = messageStruct('', groupId, event, o);
       const d = delivery('', o);
-      return async (f, handle) => {
+      const [span, pairs] = traced(this, m.group_id, headerPairs('', o.headers));
+      const [headers, n] = headerArgs(pairs);
+      return (f, handle) => {
         const seq = [0];
         const duplicate = [0];
-        await callChecked(f, 'publishWith', f.publishWith, [
-          handle, m.group_id, m.event_json, m.priority, m.routing_key, d.key, d.delay, d.notBefore, seq, duplicate,
-        ]);
-        return outcome(seq[0], duplicate[0]);
+        const done = headers === null
+          ? callChecked(f, 'publishWith', f.publishWith, [
+            handle, m.group_id, m.event_json, m.priority, m.routing_key, d.key, d.delay, d.notBefore, seq, duplicate,
+          ])
+          : callChecked(f, 'publishWith', f.publishWithHeaders, [
+            handle, m.group_id, m.event_json, m.priority, m.routing_key, headers, n, d.key, d.delay, d.notBefore, seq, duplicate,
+          ]);
+        return spanned(span, done.then(() => outcome(seq[0], duplicate[0])), (published) => published.seq);
       };
     });
   },
 
   /**
    * publishMany with publishWith's options per message ({ groupId, event, priority?,
-   * routingKey?, key?, delay?, notBefore? }), in one transaction: every message stored or
+   * routingKey?, headers?, key?, delay?, notBefore? }), in one transaction: every message stored or
    * found a duplicate, or nothing written. A key met earlier in the batch makes the later
    * message a duplicate of the earlier one. Resolves one `{ seq, duplicate }` per message,
    * in order.
@@ -89,23 +140,33 @@ module.exports = {
       const keys = [];
       const delays = new Float64Array(n);
       const notBefore = new Float64Array(n);
+      const pairsList = [];
       for (let i = 0; i < n; i++) { // every index, a hole too: the C arrays are n long
-        const shape = 'groupId, event, priority?, routingKey?, key?, delay?, notBefore?';
-        const m = batchObject(messages[i], i, MESSAGE_WITH_FIELDS, shape);
+        const m = batchObject(messages[i], i, MESSAGE_WITH_FIELDS, MESSAGE_WITH_SHAPE);
         structs.push(messageStruct(`messages[${i}].`, m.groupId, m.event, m));
+        pairsList.push(headerPairs(`messages[${i}].`, m.headers));
         const d = delivery(`messages[${i}].`, m);
         keys.push(d.key);
         delays[i] = d.delay;
         notBefore[i] = d.notBefore;
       }
-      return async (f, handle) => {
+      const [span, lists] = tracedBatch(this, structs, pairsList);
+      return (f, handle) => {
         const seqs = new BigInt64Array(n);
         const duplicates = new Int32Array(n);
         const keyed = keys.some((k) => k !== null);
-        await callChecked(f, 'publishManyWith', f.publishManyWith, n === 0
-          ? [handle, null, 0, null, null, null, null, null]
-          : [handle, structs, n, keyed ? keys : null, delays, notBefore, seqs, duplicates]);
-        return Array.from(seqs, (seq, i) => outcome(seq, duplicates[i]));
+        let done;
+        if (n === 0) done = callChecked(f, 'publishManyWith', f.publishManyWith, [handle, null, 0, null, null, null, null, null]);
+        else if (lists === null) {
+          done = callChecked(f, 'publishManyWith', f.publishManyWith, [
+            handle, structs, n, keyed ? keys : null, delays, notBefore, seqs, duplicates,
+          ]);
+        } else {
+          done = callChecked(f, 'publishManyWith', f.publishManyWithHeaders, [
+            handle, structs, n, lists, keyed ? keys : null, delays, notBefore, seqs, duplicates,
+          ]);
+        }
+        return spanned(span, done.then(() => Array.from(seqs, (seq, i) => outcome(seq, duplicates[i]))));
       };
     });
   },

@@ -7,7 +7,7 @@ const { describe } = require('../args');
 const { callCheckedHere } = require('../calls');
 const { load } = require('../native');
 const { makeTx, runTransaction, refuseInside } = require('../tx');
-const { handleNow, txCall } = require('../transport');
+const { handleNow, txCall, tracingOf } = require('../transport');
 
 module.exports = {
   /**
@@ -19,7 +19,7 @@ module.exports = {
     const f = load();
     const out = [null];
     callCheckedHere(f, 'begin', f.begin, [handleNow(this, 'begin'), out]);
-    return makeTx(this, out[0], txCall);
+    return makeTx(this, out[0], txCall, tracingOf(this));
   },
 
   /**

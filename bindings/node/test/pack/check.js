@@ -75,6 +75,13 @@ function main() {
     packed.version === cargo && JSON.stringify(packed.os) === '["linux"]' && JSON.stringify(packed.cpu) === '["x64"]' &&
       JSON.stringify(packed.libc) === '["glibc"]' && JSON.stringify(Object.keys(packed.dependencies)) === '["koffi"]',
     JSON.stringify({ version: packed.version, os: packed.os, cpu: packed.cpu, libc: packed.libc, dependencies: packed.dependencies }));
+  // OpenTelemetry's API: an optional peer (lib/tracing.js requires it only when asked to
+  // trace), so npm installs nothing for it below and smoke.js runs without it.
+  check('its package.json: @opentelemetry/api an optional peer dependency',
+    Boolean(packed.peerDependencies && packed.peerDependencies['@opentelemetry/api']) &&
+      Boolean(packed.peerDependenciesMeta && packed.peerDependenciesMeta['@opentelemetry/api'] &&
+        packed.peerDependenciesMeta['@opentelemetry/api'].optional === true),
+    JSON.stringify({ peerDependencies: packed.peerDependencies, peerDependenciesMeta: packed.peerDependenciesMeta }));
 
   // A fresh directory outside the repository, and an environment that points nowhere else.
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harel-npm-')));

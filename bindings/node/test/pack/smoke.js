@@ -48,6 +48,28 @@ async function main() {
   check('claimMany with a wait: woken by the publish', batch.length === 1 && batch[0].event.n === 4, JSON.stringify(batch));
   const acked = await queue.ackMany(batch);
   check('ackMany: acked', acked.length === 1 && acked[0].ok && (await queue.stats()).messages === 0, JSON.stringify(acked.map((o) => o.ok)));
+
+  // Headers, without @opentelemetry/api installed (an optional peer): the package works;
+  // only asking for tracing says what is missing.
+  let api = null;
+  try {
+    api = require.resolve('@opentelemetry/api');
+  } catch {
+    // not installed: as it should be
+  }
+  check('@opentelemetry/api is not installed', api === null, api);
+  await queue.publish('order-4', { n: 5 }, { headers: [['traceparent', 'kept as given'], ['x', 'é=1']] });
+  const lease = await queue.claim('worker-1');
+  check('headers: back with the lease, in order', JSON.stringify(lease.headers) === JSON.stringify([['traceparent', 'kept as given'], ['x', 'é=1']]), JSON.stringify(lease.headers));
+  await queue.ack(lease);
+  let tracing = null;
+  try {
+    await harel.Transport.open(db, { tracerProvider: { getTracer() {} } });
+  } catch (e) {
+    tracing = e;
+  }
+  check('tracerProvider without @opentelemetry/api: HAREL_ERR_ARGUMENT naming it',
+    tracing !== null && tracing.code === 'HAREL_ERR_ARGUMENT' && /@opentelemetry\/api/.test(tracing.message), tracing && tracing.message);
   await queue.close();
   check('the queue file is in the fresh directory', fs.existsSync(db), db);
 

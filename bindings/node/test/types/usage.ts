@@ -42,7 +42,12 @@ import {
   type SqlParam,
   type SqlValue,
   type TransactionResult,
+  type Header,
+  type TracerProviderLike,
+  leaseSpan,
 } from 'harel-transport';
+import { context, trace, type Span } from '@opentelemetry/api';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 interface OrderPlaced {
   kind: 'order.placed';
@@ -417,5 +422,57 @@ async function workerLoop(queue: Transport, handle: (event: OrderPlaced, signal:
   await queue.close();
 }
 
+// message headers and OpenTelemetry (issue 37)
+async function headersAndTracing(): Promise<void> {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const asLike: TracerProviderLike = provider;
+  const t = await Transport.open('queue.db', { tracerProvider: provider, traceAsParent: true });
+  await Transport.open('queue.db', { tracerProvider: 'global' });
+  await Transport.open('queue.db', { tracerProvider: trace.getTracerProvider(), traceAsParent: false });
+  await Transport.open('queue.db', { tracerProvider: null });
+  void asLike;
+
+  const headers: Header[] = [['content-type', 'application/json'], ['x-tenant', 'acme']];
+  await t.publish('order-17', {}, { headers });
+  await t.publish('order-17', {}, { headers: [['a', 'b'], ['a', 'c']], priority: 1 });
+  await t.publish('order-17', {}, { headers: null });
+  await t.publishMany([{ groupId: 'g', event: {}, headers }, { groupId: 'g', event: {} }]);
+  const out: Published = await t.publishWith('g', {}, { headers, key: 'k1' });
+  await t.publishManyWith([{ groupId: 'g', event: {}, headers: [['h', 'v']], delay: 5 }]);
+  await t.transaction(async (tx) => {
+    await tx.publish('g', {}, { headers });
+    await tx.publishWith('g', {}, { headers, key: 'k2' });
+  });
+  void out;
+
+  const lease = await t.claim('w');
+  if (lease) {
+    const pairs: readonly Header[] = lease.headers;
+    for (const [name, value] of lease.headers) console.log(name.length, value.length);
+    const first: string | undefined = lease.headers[0]?.[1];
+    const span = leaseSpan<Span>(lease);
+    if (span) await context.with(trace.setSpan(context.active(), span), () => t.ack(lease));
+    void [pairs, first];
+    // @ts-expect-error a lease's headers are read only
+    lease.headers.push(['a', 'b']);
+  }
+  const peeked: readonly Header[] = (await t.peek('g')).messages[0].headers;
+  const dead: readonly Header[] = (await t.deadLetters()).letters[0].headers;
+  void [peeked, dead];
+
+  // @ts-expect-error headers are [name, value] pairs, not an object
+  await t.publish('g', {}, { headers: { a: 'b' } });
+  // @ts-expect-error a header is a pair of strings
+  await t.publish('g', {}, { headers: [['a', 1]] });
+  // @ts-expect-error a header is a pair, not a name alone
+  await t.publishMany([{ groupId: 'g', event: {}, headers: [['a']] }]);
+  // @ts-expect-error traceAsParent is a boolean
+  await Transport.open('queue.db', { tracerProvider: provider, traceAsParent: 'yes' });
+  // @ts-expect-error a tracer provider, 'global' or null
+  await Transport.open('queue.db', { tracerProvider: 'local' });
+}
+
 void usage;
 void workerLoop;
+void headersAndTracing;

@@ -1,0 +1,146 @@
+//! The cost of headers and of tracing (issue #37, `make bench-headers`), each against its
+//! own yardstick in the same run, on a local file at synchronous FULL and on sqld:
+//!
+//! - a publish with a `traceparent` header against a plain publish (target <= 1.15x);
+//! - claim + ack of a message with 4 headers against one without (target <= 1.1x);
+//! - claim + ack with OpenTelemetry on (an SDK provider whose exporter drops every span)
+//!   against off, the messages carrying a traceparent either way (target <= 1.2x).
+//!
+//! Each pair is measured in alternating rounds (A, B, A, B, ...) and the median round of
+//! each side is compared, so a burst of the shared machine's noise lands on both sides.
+
+use std::time::{Duration, Instant};
+
+use harel_transport::{Headers, Message, Options, Transport, Wait};
+use harel_transport_testkit::sqld::Sqld;
+use opentelemetry::global::BoxedTracer;
+use opentelemetry::trace::TracerProvider;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+
+const ROUNDS: usize = 7;
+const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+/// Drops every span: the SDK's cost without an exporter's.
+#[derive(Debug)]
+struct Dropping;
+
+impl SpanExporter for Dropping {
+    async fn export(&self, _: Vec<SpanData>) -> OTelSdkResult {
+        Ok(())
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Microseconds per message of `work` over `n` messages, median of alternating rounds of
+/// `a` and `b`; `prepare` readies each round's queue.
+fn pair(n: usize, mut a: impl FnMut(usize) -> Duration, mut b: impl FnMut(usize) -> Duration) -> (f64, f64) {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        xs.push(a(n).as_secs_f64() * 1e6 / n as f64);
+        ys.push(b(n).as_secs_f64() * 1e6 / n as f64);
+    }
+    (median(xs), median(ys))
+}
+
+fn publish(t: &Transport, n: usize, headers: Option<&Headers>) -> Duration {
+    let started = Instant::now();
+    for i in 0..n {
+        let group = format!("g{}", i % 50);
+        t.publish_many(&[Message { group_id: &group, event_json: "{\"n\":1}", priority: 0, routing_key: None, headers }])
+            .unwrap();
+    }
+    started.elapsed()
+}
+
+fn fill(t: &Transport, n: usize, headers: Option<&Headers>) {
+    let groups: Vec<String> = (0..n).map(|i| format!("g{}", i % 50)).collect();
+    let messages: Vec<Message> = groups
+        .iter()
+        .map(|g| Message { group_id: g, event_json: "{\"n\":1}", priority: 0, routing_key: None, headers })
+        .collect();
+    t.publish_many(&messages).unwrap();
+}
+
+fn drain(t: &Transport, n: usize) -> Duration {
+    let started = Instant::now();
+    for _ in 0..n {
+        let lease = t.claim_wait("w", 30.0, 0, &[], &Wait::none()).unwrap().expect("a message");
+        t.ack(&lease).unwrap();
+    }
+    started.elapsed()
+}
+
+struct Place {
+    name: &'static str,
+    url: Box<dyn Fn(&str) -> String>,
+    n: usize,
+}
+
+fn row(name: &str, what: &str, (yardstick, measured): (f64, f64), target: f64) {
+    let ratio = measured / yardstick;
+    let verdict = if ratio <= target { "ok" } else { "over" };
+    println!("{name:<18} {what:<44} {yardstick:>9.1} {measured:>9.1} {ratio:>6.2}x (<= {target}x: {verdict})");
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqld = harel_transport_testkit::sqld::binary().ok().map(|b| Sqld::start(&b, false));
+    let mut places = vec![Place {
+        name: "file, FULL",
+        url: Box::new({
+            let dir = dir.path().to_owned();
+            move |name| dir.join(format!("{name}.db")).to_string_lossy().into_owned()
+        }),
+        n: 300,
+    }];
+    if let Some(server) = &sqld {
+        let url = server.url();
+        // One server, one queue per measurement: a prefix each.
+        places.push(Place { name: "sqld", url: Box::new(move |_| url.clone()), n: 200 });
+    }
+    let traceparent = Headers::new(&[("traceparent", TRACEPARENT)]).unwrap();
+    let four = Headers::new(&[
+        ("traceparent", TRACEPARENT),
+        ("tracestate", "vendor=opaque"),
+        ("content-type", "application/json"),
+        ("schema", "orders/v3"),
+    ])
+    .unwrap();
+    let provider = SdkTracerProvider::builder().with_simple_exporter(Dropping).build();
+    println!("{:<18} {:<44} {:>9} {:>9} {:>7}", "backend", "measured against its yardstick", "yardstick", "measured", "ratio");
+    println!("{:<18} {:<44} {:>9} {:>9}", "", "", "µs/msg", "µs/msg");
+    for (p, place) in places.iter().enumerate() {
+        let mut queues = 0;
+        let mut open = |tracer: Option<BoxedTracer>| {
+            queues += 1;
+            let mut options = Options::new();
+            options.prefix(&format!("q{p}_{queues}")).unwrap();
+            if let Some(tracer) = tracer {
+                options.tracer(tracer, false);
+            }
+            Transport::open(&(place.url)(&format!("q{queues}")), &options).unwrap()
+        };
+        let (plain, traced) = (open(None), open(None));
+        row(place.name, "publish with a traceparent / plain", pair(place.n, |n| publish(&plain, n, None), |n| {
+            publish(&traced, n, Some(&traceparent))
+        }), 1.15);
+        let (bare, headed) = (open(None), open(None));
+        let with = |t: &Transport, n, h| {
+            fill(t, n, h);
+            drain(t, n)
+        };
+        row(place.name, "claim+ack, 4 headers / none", pair(place.n, |n| with(&bare, n, None), |n| {
+            with(&headed, n, Some(&four))
+        }), 1.1);
+        let off = open(None);
+        let on = open(Some(BoxedTracer::new(Box::new(provider.tracer("bench")))));
+        row(place.name, "claim+ack, OpenTelemetry on (spans dropped) / off", pair(place.n, |n| {
+            with(&off, n, Some(&traceparent))
+        }, |n| with(&on, n, Some(&traceparent))), 1.2);
+    }
+}
