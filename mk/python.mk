@@ -3,7 +3,7 @@
 # into a venv of its own and runs the tests there, from a temporary directory outside the
 # repository with PYTHONPATH and HAREL_TRANSPORT_LIB unset, so nothing of the build tree
 # can be imported or loaded; `make bench-python` runs the Python-level benchmark.
-.PHONY: wheel test-python bench-python
+.PHONY: wheel test-python bench-python python-tracing-worker
 test: test-python
 
 PY_DIR       := bindings/python
@@ -21,13 +21,15 @@ STRIP        ?= strip
 # harel's own suite needs (test_harel_suite.py runs it): its libsql extra, its dev group's
 # test packages and the clients of the backends its unit tests fake; prometheus_client,
 # which the metrics example (bindings/python/examples) exports with; and pytest-timeout, for
-# PY_TEST_TIMEOUT.
+# PY_TEST_TIMEOUT; opentelemetry-api (the package's [opentelemetry] extra) and
+# opentelemetry-sdk, whose in-memory exporter the tracing tests and
+# bindings/python/tools/tracing_worker.py (the cross-language trace test's worker) read.
 PY_BUILD_REQS := setuptools==75.8.0
 PY_TEST_REQS  := harel==0.9.0 pytest==8.3.4 pytest-asyncio==1.3.0 libsql==0.1.11 \
 	fakeredis==2.41.0 lupa==2.8 redis==8.1.0 mongomock==4.3.0 pymongo==4.20.1 motor==3.7.1 \
 	moto==5.2.4 boto3==1.40.61 aioboto3==15.5.0 aiomoto==0.5.8 "psycopg[binary]==3.3.9" \
 	psycopg-pool==3.3.3 httpx==0.28.1 requests==2.34.2 pygls==1.3.1 textual==8.2.8 \
-	prometheus_client==0.21.1 pytest-timeout==2.4.0
+	prometheus_client==0.21.1 pytest-timeout==2.4.0 opentelemetry-api==1.45.2 opentelemetry-sdk==1.45.2
 # Seconds a test may run: a hang fails within minutes, naming the test (in the stacks
 # pytest-timeout prints), instead of at CI's own timeout. The thread method, because the
 # signal one cannot end a test stuck in a C call. test_harel_suite.py's run of harel's
@@ -67,17 +69,25 @@ $(PY_TEST_VENV)/.ready: mk/python.mk
 	$(PY_TEST_VENV)/bin/pip install --quiet $(PY_TEST_REQS)
 	touch $@
 
-# The suite runs on a copy of bindings/python/tests (and examples/, which a test imports) in a
-# temporary directory: the package comes only from the wheel installed in the venv. HAREL_PY_STRICT=1 makes conftest.py fail
+# The suite runs on a copy of bindings/python/tests (and examples/, which a test imports, and
+# tools/, whose tracing worker a test runs) in a temporary directory: the package comes only from the wheel installed in the venv. HAREL_PY_STRICT=1 makes conftest.py fail
 # a run that collected nothing or skipped anything. pytest-asyncio is harel's suite's
 # (asyncio_mode=auto), which runs in a pytest of its own: ours runs its loops itself.
 test-python: wheel $(PY_TEST_VENV)/.ready
 	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_WHEEL)
 	@run=$$(mktemp -d) && cp -r $(PY_DIR)/tests $$run/tests && cp -r $(PY_DIR)/examples $$run/examples && \
+		cp -r $(PY_DIR)/tools $$run/tools && \
 		cd $$run && env -u PYTHONPATH -u HAREL_TRANSPORT_LIB HAREL_PY_STRICT=1 \
 		$(CURDIR)/$(PY_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -p no:asyncio -q \
 		--timeout=$(PY_TEST_TIMEOUT) --timeout-method=thread tests; \
 		status=$$?; cd / && rm -rf $$run; exit $$status
+
+# The cross-language trace test's Python worker (tests/tracing/run.py runs it):
+#   $(PY_TEST_VENV)/bin/python $(PY_DIR)/tools/tracing_worker.py --queue Q --prefix harel \
+#       --spans FILE --key python --count N
+# This puts the wheel into the test venv, which has opentelemetry-sdk.
+python-tracing-worker: wheel $(PY_TEST_VENV)/.ready
+	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_WHEEL)
 
 $(PY_BENCH_VENV)/.ready: mk/python.mk
 	rm -rf $(PY_BENCH_VENV)

@@ -10,6 +10,10 @@ The Python face of libharel_transport (its C ABI, through ctypes):
   keep_alive; interrupt), and `transaction()`: the application's statements and its
   publishes in one transaction (`Transaction`, `AsyncTransaction`); `open_shards`: one
   queue sharded over several databases (`shard_count`, and `shard_of`, which needs none);
+  message headers on every publish (`headers=`, `Message.headers`) and every lease, peeked
+  message and dead letter (`.headers`); OpenTelemetry spans with ``tracer_provider=``, the
+  trace context carried in the headers (`format_traceparent`, `parse_traceparent`,
+  `tracestate_valid`: the library's W3C Trace Context helpers);
 - `harel_transport.harel`: transports for harel 0.9's workers (`SqliteTransport`,
   `AsyncSqliteTransport`, harel's own signatures, `Lease` and `Event`);
 - one exception class per status of the ABI, all under `HarelError`.
@@ -40,17 +44,23 @@ from ._library import library_path, schema_sql, schema_upgrade_sql, shard_of, st
 from ._metrics import Histogram, Latency, Metrics
 from ._sql import SqlParam, SqlValue
 from ._transaction import AsyncTransaction, Transaction
+from ._trace_context import TRACEPARENT_LEN, TraceParent, format_traceparent, parse_traceparent, tracestate_valid
 from ._transport import Transport
 from ._values import (
     DEFAULT_VISIBILITY,
     MAX_ATTEMPTS_MAX,
     MAX_CLAIM,
     MAX_DELAY,
+    MAX_HEADER_NAME_LEN,
+    MAX_HEADERS,
+    MAX_HEADERS_BYTES,
     MAX_KEY_LEN,
     MAX_PREFIX_LEN,
     MAX_PRIORITY,
     MAX_SHARDS,
     AckAndClaimResult,
+    Header,
+    Headers,
     Lease,
     Message,
     Published,
@@ -70,6 +80,8 @@ __all__ = [
     "Message",
     "Published",
     "AckAndClaimResult",
+    "Header",
+    "Headers",
     "Cancel",
     "KeepAlive",
     "AsyncKeepAlive",
@@ -92,6 +104,14 @@ __all__ = [
     "MAX_KEY_LEN",
     "MAX_DELAY",
     "MAX_SHARDS",
+    "MAX_HEADERS",
+    "MAX_HEADERS_BYTES",
+    "MAX_HEADER_NAME_LEN",
+    "TRACEPARENT_LEN",
+    "TraceParent",
+    "format_traceparent",
+    "parse_traceparent",
+    "tracestate_valid",
     "version",
     "library_path",
     "schema_sql",

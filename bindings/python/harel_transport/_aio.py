@@ -23,6 +23,7 @@ and what it claimed given back the same way.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 from concurrent.futures import Executor
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
@@ -34,7 +35,17 @@ from ._keepalive import AsyncKeepAlive, beats
 from ._metrics import Metrics
 from ._transaction import AsyncTransaction, Transaction
 from ._transport import Transport
-from ._values import DEFAULT_VISIBILITY, AckAndClaimResult, EventType, Lease, Message, PathType, Published, _leases_in
+from ._values import (
+    DEFAULT_VISIBILITY,
+    AckAndClaimResult,
+    EventType,
+    Headers,
+    Lease,
+    Message,
+    PathType,
+    Published,
+    _leases_in,
+)
 from ._waiting import Cancel, cancels_of
 from ._watching import AsyncWaits, give_back, waits_for
 
@@ -100,15 +111,26 @@ class AsyncTransport:
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
+        if self._t._tracing is not None:
+            # The task's context (its current span) goes with the call, as asyncio.to_thread
+            # carries it: a publish's span is a child of the caller's.
+            call = functools.partial(fn, *args, **kwargs)
+            return await loop.run_in_executor(self._executor, contextvars.copy_context().run, call)
         if kwargs:
             return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
         return await loop.run_in_executor(self._executor, fn, *args)
 
     async def publish(
-        self, group_id: str, event: EventType, *, priority: int = 0, routing_key: Optional[str] = None
+        self,
+        group_id: str,
+        event: EventType,
+        *,
+        priority: int = 0,
+        routing_key: Optional[str] = None,
+        headers: Optional[Headers] = None,
     ) -> None:
         """`Transport.publish`, off the loop."""
-        await self._run(self._t.publish, group_id, event, priority=priority, routing_key=routing_key)
+        await self._run(self._t.publish, group_id, event, priority=priority, routing_key=routing_key, headers=headers)
 
     async def publish_many(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> None:
         """`Transport.publish_many`, off the loop."""
@@ -124,9 +146,10 @@ class AsyncTransport:
         key: Optional[str] = None,
         delay: float = 0.0,
         not_before: Optional[float] = None,
+        headers: Optional[Headers] = None,
     ) -> Published:
-        """`Transport.publish_with` (an idempotency key, a delay or a due instant), off the
-        loop."""
+        """`Transport.publish_with` (an idempotency key, a delay or a due instant; headers),
+        off the loop."""
         return await self._run(
             self._t.publish_with,
             group_id,
@@ -136,6 +159,7 @@ class AsyncTransport:
             key=key,
             delay=delay,
             not_before=not_before,
+            headers=headers,
         )
 
     async def publish_many_with(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> List[Published]:
@@ -203,9 +227,12 @@ class AsyncTransport:
             def call(handle: int) -> Optional[Lease]:  # a look, and a claim if it found work
                 return t._lease(handle, fn, *a.c, 0.0, never)
 
-            return await self._waits.claim("claim", call, None, a, seconds, cancels)
-        caller = Cancel._for_caller()
-        return await self._claiming(self._t._claim, a, seconds, cancels + (caller,), caller=caller)
+            lease = await self._waits.claim("claim", call, None, a, seconds, cancels)
+        else:
+            caller = Cancel._for_caller()
+            lease = await self._claiming(self._t._claim, a, seconds, cancels + (caller,), caller=caller)
+        tracing = self._t._tracing
+        return lease if tracing is None else tracing.consumed(lease)
 
     async def claim_many(
         self,
@@ -230,9 +257,12 @@ class AsyncTransport:
             def call(handle: int) -> List[Lease]:  # a look, and a claim if it found work
                 return t._leases(handle, fn, m, *a.c, m, 0.0, never)
 
-            return await self._waits.claim("claim_many", call, [], a, seconds, cancels)
-        caller = Cancel._for_caller()
-        return await self._claiming(self._t._claim_many, a, m, seconds, cancels + (caller,), caller=caller)
+            leases = await self._waits.claim("claim_many", call, [], a, seconds, cancels)
+        else:
+            caller = Cancel._for_caller()
+            leases = await self._claiming(self._t._claim_many, a, m, seconds, cancels + (caller,), caller=caller)
+        tracing = self._t._tracing
+        return leases if tracing is None else tracing.consumed(leases, batch=True)
 
     async def ack_and_claim(
         self,

@@ -5,9 +5,11 @@ Ranges (priority 0..4, visibility > 0, ...) are the library's to check."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from ctypes import c_char_p, c_int64
 from typing import Any, List, NamedTuple, Optional, Tuple
 
+from . import _native
 from ._errors import ArgumentError
 from ._inspect import GROUP_STATES, MAX_PAGE
 from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_PRIORITY, MAX_SHARDS
@@ -38,6 +40,49 @@ def _text(name: str, value: Any) -> bytes:
         return value.encode("utf-8")
     except UnicodeEncodeError as e:
         raise ArgumentError(f"{name} is not valid Unicode (a lone surrogate at index {e.start})") from None
+
+
+#: A message's headers, checked and encoded: (name, value) pairs of bytes, in order.
+EncodedHeaders = List[Tuple[bytes, bytes]]
+
+
+def _headers(name: str, value: Any) -> Optional[EncodedHeaders]:
+    """A message's headers (a sequence of (name, value) pairs of str; None: none), each
+    string as `_text` takes it: what ctypes would change (a NUL, which would cut the C
+    string short; a lone surrogate; not a str) is refused here, naming the pair
+    (``headers[2].value``). The rules (how many pairs, how many bytes, which bytes a name
+    may hold) are the library's, which names the pair the same way."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, bytearray)):
+        raise ArgumentError(f"{name} must be a sequence of (name, value) pairs of str, got {_describe(value)}")
+    if isinstance(value, Mapping):
+        raise ArgumentError(
+            f"{name} must be a sequence of (name, value) pairs of str (ordered; a name may repeat), "
+            f"got {type(value).__name__}; pass list(headers.items())"
+        )
+    try:
+        items = list(value)
+    except TypeError:
+        raise ArgumentError(f"{name} must be a sequence of (name, value) pairs of str, got {_describe(value)}") from None
+    encoded: EncodedHeaders = []
+    for i, pair in enumerate(items):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ArgumentError(f"{name}[{i}] must be a (name, value) pair of str, got {_describe(pair)}")
+        encoded.append((_text(f"{name}[{i}].name", pair[0]), _text(f"{name}[{i}].value", pair[1])))
+    return encoded
+
+
+def _header_array(headers: Optional[EncodedHeaders]) -> Tuple[Any, int]:
+    """(a const harel_header * array or None, its length) of encoded headers. The array
+    keeps the bytes it points to alive (ctypes holds them in its `_objects`)."""
+    if not headers:
+        return None, 0
+    array = (_native.HarelHeader * len(headers))()
+    for i, (n, v) in enumerate(headers):
+        array[i].name = n
+        array[i].value = v
+    return array, len(headers)
 
 
 def _optional_text(name: str, value: Any) -> Optional[bytes]:

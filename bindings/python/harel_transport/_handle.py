@@ -19,6 +19,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from . import _native
 from ._args import _databases, _describe, _flag, _path, _seconds, _text, _texts, _uint32
 from ._errors import ArgumentError, PanicError, TransportClosedError, error_for_status
+from ._tracing import Tracing, open_tracing
 from ._values import Clock, PathType
 from ._waiting import BY_CLOSE, _CallCancel
 
@@ -94,9 +95,16 @@ class _Handle:
         max_attempts: Optional[int] = None,
         key_retention: Optional[float] = None,
         clock: Optional[Clock] = None,
+        tracer_provider: Any = None,
+        trace_as_parent: bool = False,
     ) -> None:
         self._handle: Optional[int] = None  # set last: __del__ of a failed open has nothing to close
         self._closed = True
+        #: OpenTelemetry (`_tracing`): None unless opened with a tracer_provider. Checked
+        #: before the queue is opened.
+        self._tracing: Optional[Tracing] = open_tracing(
+            tracer_provider, trace_as_parent, "harel" if prefix is None else prefix
+        )
         lib = _native.lib()
         self._lib = lib
         # A `_ShardList` (Transport.open_shards): harel_transport_open_shards.

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 from ctypes import string_at
-from dataclasses import dataclass
-from typing import Any, Generic, Iterator, List, Optional, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, Iterator, List, Optional, Tuple, TypeVar
 
 __all__ = [
     "Stats",
@@ -135,6 +135,9 @@ class MessageInfo:
     lock_expiry: Optional[float]
     #: When it was published, epoch seconds; None when its writer does not stamp the time.
     published_at: Optional[float]
+    #: The headers it was published with, (name, value) pairs in order; empty when none.
+    #: Last, with a default, so that positional construction keeps working.
+    headers: List[Tuple[str, str]] = field(default_factory=list, hash=False)
 
     def json(self) -> Any:
         """The event parsed (`json.loads`)."""
@@ -168,6 +171,9 @@ class DeadLetter:
     #: The shard the dead letter is on (0 when the queue is not sharded): its `seq` is that
     #: shard's. Last, with a default, so that positional construction keeps working.
     shard: int = 0
+    #: The headers it was published with, (name, value) pairs in order (a redrive keeps
+    #: them); empty when none.
+    headers: List[Tuple[str, str]] = field(default_factory=list, hash=False)
 
     def json(self) -> Any:
         """The event parsed (`json.loads`)."""
@@ -209,6 +215,29 @@ def _c_text(value: Optional[bytes]) -> Optional[str]:
 def _optional_number(x: float) -> Optional[float]:
     """The ABI's -1 (any negative) is "none"."""
     return None if x < 0 else x
+
+
+def copy_headers(items: Any, n: int) -> List[Tuple[str, str]]:
+    """The (name, value) pairs of a harel_header array (`n` of them at `items`, which may
+    be NULL when `n` is 0), in order. Neither holds a NUL (the library refuses one), so
+    each is read to its terminator; decoded as a group id is (``surrogateescape``), though
+    the library stores only UTF-8 there. A lease's and a page's alike."""
+    if not n or not items:
+        return []
+    pairs = []
+    for i in range(n):
+        h = items[i]
+        pairs.append((_c_text(h.name) or "", _c_text(h.value) or ""))
+    return pairs
+
+
+def _page_headers(headers: Any, i: int) -> List[Tuple[str, str]]:
+    """``headers[i]``'s pairs of a page's header lists (a NULL array, as an empty page may
+    have: none)."""
+    if not headers:
+        return []
+    h = headers[i]
+    return copy_headers(h.items, h.n)
 
 
 def _next(cursor: Optional[bytes]) -> Optional[str]:
@@ -287,6 +316,7 @@ def copy_message_page(c: Any) -> Page[MessageInfo]:
                 locked_by=_c_text(m.locked_by),
                 lock_expiry=_optional_number(m.lock_expiry),
                 published_at=_optional_number(m.published_at),
+                headers=_page_headers(c.headers, i),
             )
         )
     return Page(items, _next(c.next_cursor))
@@ -308,6 +338,7 @@ def copy_dead_page(c: Any) -> Page[DeadLetter]:
                 reason=_c_text(d.reason) or "",
                 dead_at=d.dead_at,
                 shard=_shard(shards, i),
+                headers=_page_headers(c.headers, i),
             )
         )
     return Page(items, _next(c.next_cursor))

@@ -11,6 +11,7 @@ from typing import Any, List, Optional, Tuple
 from . import _native
 from ._args import _describe, _text
 from ._errors import ArgumentError, ConnectError, HarelError, LeaseLostError, error_for_status
+from ._inspect import copy_headers
 from ._values import MAX_CLAIM, Lease
 
 
@@ -28,6 +29,9 @@ class _LeaseArg(Structure):
         ("worker_id", c_char_p),
         ("lock_expiry", c_double),
         ("attempts", c_int64),
+        # The headers, at the end since 0.4.0: the finishing calls do not read them (NULL, 0).
+        ("headers", POINTER(_native.HarelHeader)),
+        ("n_headers", c_size_t),
     ]
 
 
@@ -110,4 +114,5 @@ def _copy_lease(ptr: Any) -> Lease:
         worker_id=(c.worker_id or b"").decode("utf-8", "surrogateescape"),
         lock_expiry=c.lock_expiry,
         attempts=c.attempts,
+        headers=copy_headers(c.headers, c.n_headers),
     )

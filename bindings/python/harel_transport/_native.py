@@ -28,6 +28,7 @@ from ctypes import (
     c_int32,
     c_int64,
     c_size_t,
+    c_uint8,
     c_uint32,
     c_uint64,
     c_void_p,
@@ -60,6 +61,28 @@ VALUE_TEXT = 3
 VALUE_BLOB = 4
 
 
+#: HAREL_TRACEPARENT_LEN: a version-00 traceparent's length, in characters.
+TRACEPARENT_LEN = 55
+
+
+class HarelHeader(Structure):
+    """struct harel_header: a name and a value, NUL-terminated (neither may hold a NUL)."""
+
+    _fields_ = [
+        ("name", c_char_p),
+        ("value", c_char_p),
+    ]
+
+
+class HarelHeaders(Structure):
+    """struct harel_headers: `n` pairs at `items` (NULL when `n` is 0)."""
+
+    _fields_ = [
+        ("items", POINTER(HarelHeader)),
+        ("n", c_size_t),
+    ]
+
+
 class HarelLease(Structure):
     """struct harel_lease. The group id and event are read with their lengths (they may
     hold NUL bytes), so they are raw pointers here."""
@@ -73,6 +96,9 @@ class HarelLease(Structure):
         ("worker_id", c_char_p),
         ("lock_expiry", c_double),
         ("attempts", c_int64),
+        # Added at the end after 0.4.0: the headers it was published with.
+        ("headers", POINTER(HarelHeader)),
+        ("n_headers", c_size_t),
     ]
 
 
@@ -191,6 +217,8 @@ class HarelMessagePage(Structure):
         ("messages", POINTER(HarelMessageInfo)),
         ("n_messages", c_size_t),
         ("next_cursor", c_char_p),
+        # Added at the end after 0.4.0: n_messages header lists, headers[i] messages[i]'s.
+        ("headers", POINTER(HarelHeaders)),
     ]
 
 
@@ -219,6 +247,8 @@ class HarelDeadPage(Structure):
         ("next_cursor", c_char_p),
         # Added at the end with the sharded queues: n_letters shard indexes (all 0 unless sharded).
         ("shards", POINTER(c_size_t)),
+        # Added at the end after 0.4.0: n_letters header lists, headers[i] letters[i]'s.
+        ("headers", POINTER(HarelHeaders)),
     ]
 
 
@@ -274,6 +304,8 @@ _STATUSES = POINTER(c_int32)  # enum harel_status *outcomes
 _SEQS = POINTER(c_int64)  # const int64_t *seqs
 _COUNT = POINTER(c_uint64)  # uint64_t *moved, *purged
 _ROWS_P = POINTER(HarelRows)
+_HEADERS = POINTER(HarelHeader)  # const harel_header *headers (with size_t n_headers)
+_BYTES = POINTER(c_uint8)  # uint8_t *: a trace id (16 bytes), a span id (8)
 
 # name: (restype, argtypes)
 _PROTOTYPES = {
@@ -318,6 +350,32 @@ _PROTOTYPES = {
         [c_void_p, POINTER(HarelMessage), c_size_t, POINTER(c_char_p), POINTER(c_double), POINTER(c_double),
          POINTER(c_int64), POINTER(c_int), _ERR],
     ),
+    # Publishing with headers: an array of harel_header (NULL when none) and its length.
+    # (t, group_id, event_json, priority, routing_key, headers, n_headers, err)
+    "harel_transport_publish_headers": (
+        _status,
+        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _HEADERS, c_size_t, _ERR],
+    ),
+    # (t, group_id, event_json, priority, routing_key, headers, n_headers, key, delay, not_before, seq,
+    #  duplicate, err)
+    "harel_transport_publish_with_headers": (
+        _status,
+        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _HEADERS, c_size_t, c_char_p, c_double, c_double,
+         POINTER(c_int64), POINTER(c_int), _ERR],
+    ),
+    # (t, messages, n, headers, keys, delays, not_before, seqs, duplicates, err); headers an
+    # array of harel_headers, each array NULL or n long
+    "harel_transport_publish_many_with_headers": (
+        _status,
+        [c_void_p, POINTER(HarelMessage), c_size_t, POINTER(HarelHeaders), POINTER(c_char_p), POINTER(c_double),
+         POINTER(c_double), POINTER(c_int64), POINTER(c_int), _ERR],
+    ),
+    # W3C Trace Context, no transport. (trace_id[16], span_id[8], flags, out[56], err)
+    "harel_traceparent_format": (_status, [_BYTES, _BYTES, c_uint8, c_char_p, _ERR]),
+    # (value, trace_id[16], span_id[8], flags, valid, err)
+    "harel_traceparent_parse": (_status, [c_char_p, _BYTES, _BYTES, POINTER(c_uint8), POINTER(c_bool), _ERR]),
+    # (value, valid, err)
+    "harel_tracestate_valid": (_status, [c_char_p, POINTER(c_bool), _ERR]),
     "harel_transport_claim": (
         _status,
         [c_void_p, c_char_p, c_double, c_int32, POINTER(c_char_p), c_size_t, POINTER(_LEASE_P), _ERR],
@@ -399,6 +457,11 @@ _PROTOTYPES = {
     "harel_tx_publish": (
         _status,
         [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, c_char_p, c_double, c_double, _ERR],
+    ),
+    # (tx, group_id, event_json, priority, routing_key, headers, n_headers, key, delay, not_before, err)
+    "harel_tx_publish_headers": (
+        _status,
+        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _HEADERS, c_size_t, c_char_p, c_double, c_double, _ERR],
     ),
     # (tx, seqs, duplicates, n, n_published, err); each array NULL or n long
     "harel_tx_commit": (_status, [c_void_p, POINTER(c_int64), POINTER(c_int), c_size_t, POINTER(c_size_t), _ERR]),

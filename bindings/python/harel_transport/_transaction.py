@@ -23,11 +23,12 @@ from ctypes import POINTER, byref, c_int, c_int64, c_size_t, c_void_p
 from typing import Any, Callable, List, Optional, TypeVar
 
 from . import _native
-from ._args import _event, _int32, _not_before, _optional_text, _seconds, _text
+from ._args import _event, _header_array, _headers, _int32, _not_before, _optional_text, _seconds, _text
 from ._errors import ArgumentError
 from ._handle import _Handle
 from ._sql import Params, Row, _params, copy_rows
-from ._values import EventType, Published
+from ._tracing import Producer
+from ._values import EventType, Headers, Published
 
 __all__ = ["Transaction", "AsyncTransaction"]
 
@@ -70,6 +71,9 @@ class Transaction:
         self._lock = threading.Lock()
         self._publishes = 0
         self._published: List[Published] = []
+        #: The PRODUCER span of each publish queued, in order, on a transport that traces:
+        #: the commit ends them.
+        self._spans: List[Producer] = []
         #: Why it ended, once commit() or rollback() freed it.
         self._ended: Optional[str] = None
         #: A query was sent: from then it may hold the transport's connection (AsyncTransaction).
@@ -139,11 +143,18 @@ class Transaction:
             self._lib.harel_rows_free(out)  # NULL (after an error) does nothing
 
     def publish(
-        self, group_id: str, event: EventType, *, priority: int = 0, routing_key: Optional[str] = None
+        self,
+        group_id: str,
+        event: EventType,
+        *,
+        priority: int = 0,
+        routing_key: Optional[str] = None,
+        headers: Optional[Headers] = None,
     ) -> None:
-        """Queues `Transport.publish`'s message; it is committed with the transaction (its
-        `Published` is in `published` after the commit). Its arguments are checked now."""
-        self.publish_with(group_id, event, priority=priority, routing_key=routing_key)
+        """Queues `Transport.publish`'s message, with its `headers`; it is committed with
+        the transaction (its `Published` is in `published` after the commit). Its
+        arguments are checked now."""
+        self.publish_with(group_id, event, priority=priority, routing_key=routing_key, headers=headers)
 
     def publish_with(
         self,
@@ -155,10 +166,14 @@ class Transaction:
         key: Optional[str] = None,
         delay: float = 0.0,
         not_before: Optional[float] = None,
+        headers: Optional[Headers] = None,
     ) -> None:
         """Queues `Transport.publish_with`'s message, with its delivery options (an
-        idempotency key, a delay, a due instant), checked now; what became of it (its seq,
-        whether its key made it a duplicate) is in `published` after the commit."""
+        idempotency key, a delay, a due instant) and its `headers`, checked now (a header
+        the library refuses raises `ArgumentError`, nothing queued, and the transaction goes
+        on); what became of it (its seq, whether its key made it a duplicate) is in
+        `published` after the commit. On a transport that traces, its PRODUCER span starts
+        now and ends when the commit returns."""
         g = _text("group_id", group_id)
         e = _event("event_json", event)
         p = _int32("priority", priority)
@@ -166,7 +181,36 @@ class Transaction:
         k = _optional_text("key", key)
         d = _seconds("delay", delay)
         nb = _not_before("not_before", not_before)
-        self._call("publish", self._lib.harel_tx_publish, g, e, p, r, k, d, nb, publishing=True)
+        h = _headers("headers", headers)
+        tracing = self._t._tracing
+        if tracing is None:
+            self._publish(g, e, p, r, h, k, d, nb)
+            return
+        producer = tracing.producer([group_id])
+        try:
+            self._publish(g, e, p, r, producer.inject(h), k, d, nb)
+        except BaseException as exc:
+            producer.failed(exc)
+            raise
+        self._spans.append(producer)
+
+    def _publish(self, g: bytes, e: bytes, p: int, r: Any, h: Any, k: Any, d: float, nb: float) -> None:
+        if h is None:
+            self._call("publish", self._lib.harel_tx_publish, g, e, p, r, k, d, nb, publishing=True)
+        else:
+            array, n = _header_array(h)
+            self._call("publish", self._lib.harel_tx_publish_headers, g, e, p, r, array, n, k, d, nb, publishing=True)
+
+    def _end_spans(self, published: Optional[List[Published]], exc: Optional[BaseException] = None,
+                   why: Optional[str] = None) -> None:
+        """Ends the publishes' spans: with each message's seq after a commit (`published`),
+        or with an error status (`exc`, or `why`)."""
+        spans, self._spans = self._spans, []
+        for i, producer in enumerate(spans):
+            if published is not None:
+                producer.ok(published[i].seq if i < len(published) else None)
+            else:
+                producer.failed(exc, why)
 
     def commit(self) -> List[Published]:
         """Sends what was queued and commits the statements and the messages, all of them
@@ -187,6 +231,9 @@ class Transaction:
                     self._t._call_on(tx, self._lib.harel_tx_commit, seqs, duplicates, n, byref(count))
                 finally:
                     self._t._leave()
+            except BaseException as e:
+                self._end_spans(None, e)
+                raise
             finally:
                 self._handle = None
                 self._lib.harel_tx_free(tx)
@@ -194,6 +241,7 @@ class Transaction:
             self._published = [
                 Published(seqs[i], bool(duplicates[i])) for i in range(min(count.value, n))  # type: ignore[index]
             ]
+            self._end_spans(self._published)
             return list(self._published)
 
     def rollback(self) -> None:
@@ -202,6 +250,7 @@ class Transaction:
         nothing, so a cleanup path may always call it."""
         with self._lock:
             tx, self._handle = self._handle, None
+            self._end_spans(None, why="rolled back")
             if tx is None:
                 return
             self._ended = "rolled back"
@@ -232,6 +281,7 @@ class Transaction:
             if handle is not None:
                 self._handle = None
                 self._lib.harel_tx_free(handle)
+                self._end_spans(None, why="rolled back")
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
 
@@ -318,11 +368,17 @@ class AsyncTransaction:
         return await self._run(self._tx.query, sql, params)
 
     def publish(
-        self, group_id: str, event: EventType, *, priority: int = 0, routing_key: Optional[str] = None
+        self,
+        group_id: str,
+        event: EventType,
+        *,
+        priority: int = 0,
+        routing_key: Optional[str] = None,
+        headers: Optional[Headers] = None,
     ) -> None:
         """`Transaction.publish`: queues the message (no I/O, no coroutine)."""
         self._queue("publish")
-        self._tx.publish(group_id, event, priority=priority, routing_key=routing_key)
+        self._tx.publish(group_id, event, priority=priority, routing_key=routing_key, headers=headers)
 
     def publish_with(
         self,
@@ -334,11 +390,13 @@ class AsyncTransaction:
         key: Optional[str] = None,
         delay: float = 0.0,
         not_before: Optional[float] = None,
+        headers: Optional[Headers] = None,
     ) -> None:
         """`Transaction.publish_with`: queues the message (no I/O, no coroutine)."""
         self._queue("publish")
         self._tx.publish_with(
-            group_id, event, priority=priority, routing_key=routing_key, key=key, delay=delay, not_before=not_before
+            group_id, event, priority=priority, routing_key=routing_key, key=key, delay=delay, not_before=not_before,
+            headers=headers,
         )
 
     async def commit(self) -> List[Published]:

@@ -46,6 +46,14 @@ class Transport(
       `publish_with` is remembered (default 86400, a day).
     - `clock` (callable returning epoch seconds): where "now" comes from (default: the
       system clock, read by the library).
+    - `tracer_provider` (an OpenTelemetry TracerProvider, or True: the global one; None,
+      the default: off): every publish makes a PRODUCER span and writes its context into
+      the message's ``traceparent``/``tracestate`` headers; every lease handed out gets a
+      CONSUMER span, linked to the producer's, that its ack, nack or dead_letter ends
+      (README, "Tracing"). Needs ``opentelemetry-api`` (the extra
+      ``harel-transport[opentelemetry]``); without it the package works, untraced.
+    - `trace_as_parent` (bool, default False): a lease's span is a child of the
+      producer's context instead of a new root linked to it.
 
     ``Transport.open_shards(databases, **options)`` opens one queue sharded over several
     databases (see `open_shards`).

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from typing import Any, Callable, List, NamedTuple, Optional, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._errors import HarelError
@@ -35,6 +35,20 @@ MAX_DELAY = 315_360_000
 Clock = Callable[[], float]
 PathType = Union[str, "os.PathLike[str]"]
 EventType = Union[str, bytes, bytearray, memoryview]
+#: One header of a message: (name, value). A name is 1..128 bytes of visible ASCII
+#: (0x21..0x7e) without '='; a value is any text without NUL.
+Header = Tuple[str, str]
+#: A message's headers as a publish takes them: (name, value) pairs, in order, a name may
+#: repeat; at most MAX_HEADERS pairs and MAX_HEADERS_BYTES bytes of names and values in all
+#: (the library checks the rules, and refuses a bad one with `ArgumentError` naming it).
+Headers = Sequence[Header]
+
+#: The most headers a message carries.
+MAX_HEADERS = 64
+#: The most bytes of names and values (UTF-8), all of a message's headers together.
+MAX_HEADERS_BYTES = 16 * 1024
+#: The longest header name, in bytes.
+MAX_HEADER_NAME_LEN = 128
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,9 @@ class Lease:
     #: How many times the message has been claimed, this claim included (1 on its first).
     #: A `Lease` built by hand may leave it 0: ack, nack and dead_letter do not read it.
     attempts: int = 0
+    #: The headers it was published with, in order, byte for byte (names may repeat);
+    #: empty when it has none. Ack, nack and dead_letter do not read them.
+    headers: List[Header] = field(default_factory=list, hash=False)
 
     def json(self) -> Any:
         """The event parsed (`json.loads`)."""
@@ -108,6 +125,9 @@ class Message:
     #: Epoch seconds (the transport's clock) before which the message is not delivered;
     #: None: none. With `delay`, the later of the two.
     not_before: Optional[float] = None
+    #: Its headers, (name, value) pairs in order (`Transport.publish`'s `headers`); None: none.
+    #: Not a delivery option: `publish_many` takes them too.
+    headers: Optional[Headers] = field(default=None, hash=False)
 
 
 def _leases_in(result: Any) -> List[Lease]:

@@ -84,6 +84,7 @@ from ._args import ClaimArgs, _seconds
 from ._errors import ArgumentError, HarelError, LeaseLostError
 from ._prefetch import Pending as _Pending
 from ._prefetch import Prefetch, fresh, prefetch_size
+from ._tracing import keep_span
 from ._transport import Transport as _NativeTransport
 from ._values import MAX_PRIORITY, PathType
 from ._values import Lease as _NativeLease
@@ -160,7 +161,11 @@ def _event_json(event: Any) -> str:
 def _harel_lease(lease: Optional[_NativeLease]) -> Optional[Lease]:
     if lease is None:
         return None
-    return Lease(lease.seq, lease.group_id, Event.model_validate_json(lease.event), token=lease.worker_id)
+    harel_lease = Lease(lease.seq, lease.group_id, Event.model_validate_json(lease.event), token=lease.worker_id)
+    # The span of a lease of a tracing transport (an AsyncHarelTransport over a native
+    # AsyncTransport opened with tracer_provider) goes with harel's Lease, for its ack.
+    keep_span(lease, harel_lease)
+    return harel_lease
 
 
 def _native_lease(lease: Any) -> _NativeLease:
@@ -171,7 +176,7 @@ def _native_lease(lease: Any) -> _NativeLease:
             "lease.token is empty: it must carry the worker id the lease was claimed for "
             "(pass the Lease that claim() returned)"
         )
-    return _NativeLease(lease.seq, lease.group_id, "", lease.token, 0.0)
+    return keep_span(lease, _NativeLease(lease.seq, lease.group_id, "", lease.token, 0.0))
 
 
 def _dropped(op: str, lease: Lease, e: HarelError) -> None:

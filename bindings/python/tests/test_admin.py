@@ -27,15 +27,17 @@ def test_the_structs_have_the_headers_layout():
     # the header against the library): a ctypes struct shorter than C's would be read
     # past by the library.
     sizes = {
-        _native.HarelLease: 64,
+        _native.HarelLease: 80,
         _native.HarelPriorityStats: 40,
         _native.HarelStats: 112,
         _native.HarelGroupInfo: 88,
         _native.HarelGroupPage: 32,
         _native.HarelMessageInfo: 56,
-        _native.HarelMessagePage: 24,
+        _native.HarelMessagePage: 32,
         _native.HarelDeadLetter: 72,
-        _native.HarelDeadPage: 32,
+        _native.HarelDeadPage: 40,
+        _native.HarelHeader: 16,
+        _native.HarelHeaders: 16,
     }
     assert {s.__name__: ctypes.sizeof(s) for s in sizes} == {s.__name__: n for s, n in sizes.items()}
     assert _native.HarelLease.attempts.offset == 56
@@ -44,9 +46,13 @@ def test_the_structs_have_the_headers_layout():
     assert (_native.HarelStats.delayed.offset, _native.HarelStats.next_due_at.offset) == (96, 104)
     # The shards of a page (sharded queues) were added at the end of the pages.
     assert (_native.HarelGroupPage.shards.offset, _native.HarelDeadPage.shards.offset) == (24, 24)
+    # The headers, added at the end of the lease and of the pages.
+    assert (_native.HarelLease.headers.offset, _native.HarelLease.n_headers.offset) == (64, 72)
+    assert (_native.HarelMessagePage.headers.offset, _native.HarelDeadPage.headers.offset) == (24, 32)
     from harel_transport._leases import _LeaseArg
 
-    assert ctypes.sizeof(_LeaseArg) == 64
+    assert ctypes.sizeof(_LeaseArg) == 80
+    assert [f[0] for f in _LeaseArg._fields_] == [f[0] for f in _native.HarelLease._fields_]
 
 
 def test_attempts_count_every_claim(t, clock):

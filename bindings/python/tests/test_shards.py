@@ -257,7 +257,8 @@ def test_the_shard_field_is_last_so_positional_construction_keeps_working():
     d = DeadLetter(7, "g", "1", 1, None, "bad", 1000.0)
     assert d.shard == 0 and DeadLetter(7, "g", "1", 1, None, "bad", 1000.0, 1).shard == 1
     assert list(GroupInfo.__dataclass_fields__)[-1] == "shard"
-    assert list(DeadLetter.__dataclass_fields__)[-1] == "shard"
+    # the headers came after it, last in turn
+    assert list(DeadLetter.__dataclass_fields__)[-2:] == ["shard", "headers"]
 
 
 # -- the async face ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from .._args import ClaimArgs, _max, _seconds
 from .._errors import TransportClosedError, WaitInterruptedError
 from .._handle import _Handle
 from .._leases import _copy_lease, _lease_arg, _lease_args, _leases_out, _outcomes
+from .._tracing import finish_outcomes, lease_span
 from .._values import DEFAULT_VISIBILITY, AckAndClaimResult, Lease, _leases_in
 from .._waiting import BY_CALLER, BY_CLOSE, Cancel, _CallCancel, cancels_of, on_main_thread, run_interruptibly
 
@@ -42,7 +43,9 @@ class ClaimMethods(_Handle):
         `close()` end the wait early: `WaitInterruptedError`, nothing claimed."""
         cancels = cancels_of(cancel)
         a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
-        return self._claim(a, _seconds("wait", wait), cancels)
+        lease = self._claim(a, _seconds("wait", wait), cancels)
+        tracing = self._tracing
+        return lease if tracing is None else tracing.consumed(lease)
 
     def _claim(self, a: ClaimArgs, seconds: float, cancels: Tuple[Cancel, ...]) -> Optional[Lease]:
         lib = self._lib
@@ -73,7 +76,9 @@ class ClaimMethods(_Handle):
         cancels = cancels_of(cancel)
         a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
         m = _max(max)
-        return self._claim_many(a, m, _seconds("wait", wait), cancels)
+        leases = self._claim_many(a, m, _seconds("wait", wait), cancels)
+        tracing = self._tracing
+        return leases if tracing is None else tracing.consumed(leases, batch=True)
 
     def _claim_many(self, a: ClaimArgs, m: int, seconds: float, cancels: Tuple[Cancel, ...]) -> List[Lease]:
         lib = self._lib
@@ -161,11 +166,20 @@ class ClaimMethods(_Handle):
         (`LeaseLostError`, ...), nothing is claimed."""
         arg = _lease_arg(lease)
         a = ClaimArgs.read(worker_id, visibility, min_priority, routing_keys)
+        span = lease_span(lease)
         handle = self._enter("ack_and_claim")
         try:
-            return self._lease(handle, self._lib.harel_transport_ack_and_claim, byref(arg), *a.c)
+            new = self._lease(handle, self._lib.harel_transport_ack_and_claim, byref(arg), *a.c)
+        except BaseException as e:
+            if span is not None:
+                span.finished(e)
+            raise
         finally:
             self._leave()
+        if span is not None:
+            span.finished(None)
+        tracing = self._tracing
+        return new if tracing is None else tracing.consumed(new)
 
     def ack_and_claim_many(
         self,
@@ -192,7 +206,12 @@ class ClaimMethods(_Handle):
             claimed = self._leases(handle, fn, m, array, len(items), outcomes, *a.c, m)
         finally:
             self._leave()
-        return AckAndClaimResult(claimed, _outcomes(items, outcomes))
+        acked = _outcomes(items, outcomes)
+        finish_outcomes(items, acked)
+        tracing = self._tracing
+        if tracing is not None:
+            tracing.consumed(claimed, batch=True)
+        return AckAndClaimResult(claimed, acked)
 
     def _lease(self, handle: int, fn: Any, *args: Any) -> Optional[Lease]:
         """``fn(handle, *args, &lease, &err)`` on a handle the caller holds: the lease it

@@ -1,24 +1,42 @@
 """Publishing: `publish` and `publish_many`; `publish_with` and `publish_many_with`, the same
 with delivery options (an idempotency key, a delay or a due instant) and each message's
-outcome (`Published`).
+outcome (`Published`). Each takes a message's headers (`headers=`, or `Message.headers`),
+and on a transport that traces (`_tracing`) makes a PRODUCER span whose context it writes
+into them.
 
 A plain publish may be written by another caller's thread: publishes that meet in the
 library share one commit, made by whichever of them leads it (group commit), and the clock
 is read there. So a clock failure is not this thread's to report as the cause, and
 `publish` and `publish_many` neither clear nor read the clock's exception
 (``clock=False``). `publish_with` and `publish_many_with` are each their own transaction,
-on the calling thread, so they do."""
+on the calling thread, so they do; so does `publish_many` with headers (the library has no
+group-committed publish_many with headers: it is `publish_many_with`'s call, its own
+transaction)."""
 
 from __future__ import annotations
 
 from ctypes import byref, c_char_p, c_double, c_int, c_int64
-from typing import Any, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Tuple, TypeVar, Union
 
 from .. import _native
-from .._args import _describe, _event, _int32, _not_before, _optional_text, _seconds, _text
+from .._args import (
+    EncodedHeaders,
+    _describe,
+    _event,
+    _header_array,
+    _headers,
+    _int32,
+    _not_before,
+    _optional_text,
+    _seconds,
+    _text,
+)
 from .._errors import ArgumentError
 from .._handle import _Handle
-from .._values import EventType, Message, Published
+from .._tracing import Producer
+from .._values import EventType, Headers, Message, Published
+
+T = TypeVar("T")
 
 MessageLike = Union[Message, Tuple[Any, ...]]
 
@@ -38,19 +56,51 @@ def _items(messages: Any) -> List[Any]:
         raise ArgumentError(f"messages must be an iterable of Message, got {_describe(messages)}") from None
 
 
-def _batch(items: List[Any], delivery: bool) -> Tuple[Any, Optional[Tuple[Any, Any, Any]]]:
-    """The harel_message array of `items` (None when empty) and, with `delivery`, the
-    arrays of their keys, delays and not_before (None when empty); what ctypes would
-    change is refused, naming the element."""
+class _Batch:
+    """A batch checked and converted for C: the harel_message array (None when empty),
+    with `delivery` the arrays of the keys, delays and not_before (None when empty), each
+    message's encoded headers (None: none), and its group id (for a span)."""
+
+    __slots__ = ("array", "delivery", "headers", "groups", "_keep")
+
+    def __init__(self, array: Any, delivery: Optional[Tuple[Any, Any, Any]], headers: List[Optional[EncodedHeaders]],
+                 groups: List[str]) -> None:
+        self.array = array
+        self.delivery = delivery
+        self.headers = headers
+        self.groups = groups
+        self._keep: List[Any] = []
+
+    def header_arrays(self) -> Any:
+        """The harel_headers array of the messages' headers (None when no message has any),
+        keeping the harel_header arrays it points to alive in its `_objects`."""
+        if not any(h for h in self.headers):
+            return None
+        lists = (_native.HarelHeaders * len(self.headers))()
+        for i, h in enumerate(self.headers):
+            items, n = _header_array(h)
+            if n:
+                self._keep.append(items)
+                lists[i].items = items
+                lists[i].n = n
+        return lists
+
+
+def _batch(items: List[Any], delivery: bool) -> _Batch:
+    """`items` converted for C (`_Batch`); what ctypes would change is refused, naming the
+    element."""
     n = len(items)
+    headers: List[Optional[EncodedHeaders]] = []
+    groups: List[str] = []
     array = (_native.HarelMessage * n)() if n else None
     keys = (c_char_p * n)() if delivery and n else None
     delays = (c_double * n)() if delivery and n else None
     instants = (c_double * n)() if delivery and n else None
     for i, m in enumerate(items):
         name = f"messages[{i}]"
+        pairs: Any = None
         if isinstance(m, Message):
-            group_id, event, priority, routing_key = m.group_id, m.event, m.priority, m.routing_key
+            group_id, event, priority, routing_key, pairs = m.group_id, m.event, m.priority, m.routing_key, m.headers
             if not delivery and _has_delivery(m):
                 raise ArgumentError(
                     f"{name} has a key, delay or not_before, which publish_many would drop; "
@@ -70,6 +120,8 @@ def _batch(items: List[Any], delivery: bool) -> Tuple[Any, Optional[Tuple[Any, A
         element.event_json = _event(f"{name}.event_json", event)
         element.priority = _int32(f"{name}.priority", priority)
         element.routing_key = _optional_text(f"{name}.routing_key", routing_key)
+        headers.append(_headers(f"{name}.headers", pairs))
+        groups.append(group_id)
         if delivery:
             if isinstance(m, Message):
                 keys[i] = _optional_text(f"{name}.key", m.key)  # type: ignore[index]
@@ -77,31 +129,95 @@ def _batch(items: List[Any], delivery: bool) -> Tuple[Any, Optional[Tuple[Any, A
                 instants[i] = _not_before(f"{name}.not_before", m.not_before)  # type: ignore[index]
             else:  # a tuple carries no delivery option
                 instants[i] = -1.0  # type: ignore[index]
-    return array, ((keys, delays, instants) if delivery else None)
+    return _Batch(array, (keys, delays, instants) if delivery else None, headers, groups)
 
 
 class PublishMethods(_Handle):
     """publish, publish_many, publish_with, publish_many_with."""
 
+    def _traced(self, producer: Optional[Producer], publish: Callable[[], T], seq: Callable[[T], Optional[int]]) -> T:
+        """``publish()``, ending `producer`'s span (None: untraced) after it: with the
+        message's seq (``seq(result)``, when known), or with an error status."""
+        if producer is None:
+            return publish()
+        try:
+            result = publish()
+        except BaseException as e:
+            producer.failed(e)
+            raise
+        producer.ok(seq(result))
+        return result
+
     def publish(
-        self, group_id: str, event: EventType, *, priority: int = 0, routing_key: Optional[str] = None
+        self,
+        group_id: str,
+        event: EventType,
+        *,
+        priority: int = 0,
+        routing_key: Optional[str] = None,
+        headers: Optional[Headers] = None,
     ) -> None:
         """Appends `event` (JSON text: a str, or UTF-8 bytes) to the FIFO of `group_id`.
-        The first publish into a group fixes its `priority` (0..4) and `routing_key`."""
+        The first publish into a group fixes its `priority` (0..4) and `routing_key`.
+
+        `headers`: (name, value) pairs stored beside the message and handed back, in order
+        and byte for byte, with its leases (`Lease.headers`), by `peek` and with its dead
+        letter (a name 1..128 bytes of visible ASCII without '=', a value without NUL; at
+        most 64 pairs and 16 KiB in all; names may repeat). harel's own workers never see
+        them. A header the library refuses raises `ArgumentError` naming it, nothing
+        written."""
         g = _text("group_id", group_id)
         e = _event("event_json", event)
         p = _int32("priority", priority)
         k = _optional_text("routing_key", routing_key)
-        self._call("publish", self._lib.harel_transport_publish, g, e, p, k, clock=False)
+        h = _headers("headers", headers)
+        lib = self._lib
+        tracing = self._tracing
+        producer = None if tracing is None else tracing.producer([group_id])
+        if producer is not None:
+            h = producer.inject(h)
+
+        def call() -> None:
+            if h is None:
+                self._call("publish", lib.harel_transport_publish, g, e, p, k, clock=False)
+            else:
+                array, n = _header_array(h)
+                self._call("publish", lib.harel_transport_publish_headers, g, e, p, k, array, n, clock=False)
+
+        self._traced(producer, call, lambda _: None)
 
     def publish_many(self, messages: Iterable[MessageLike]) -> None:
         """Appends `messages` in order, in one transaction: all of them or none, with one
-        commit. Each is a `Message` (without delivery options: see `publish_many_with`) or
-        a tuple ``(group_id, event[, priority[, routing_key]])``; errors name the element
-        (``messages[3].event_json``)."""
+        commit. Each is a `Message` (without delivery options: see `publish_many_with`; with
+        its `headers`, if any) or a tuple ``(group_id, event[, priority[, routing_key]])``;
+        errors name the element (``messages[3].event_json``, ``messages[3].headers[0].name``)."""
         items = _items(messages)
-        array, _ = _batch(items, delivery=False)
-        self._call("publish_many", self._lib.harel_transport_publish_many, array, len(items), clock=False)
+        batch = _batch(items, delivery=False)
+        producer = self._producer(batch)
+        lib = self._lib
+        n = len(items)
+
+        def call() -> None:
+            lists = batch.header_arrays()
+            if lists is None:
+                self._call("publish_many", lib.harel_transport_publish_many, batch.array, n, clock=False)
+            else:
+                self._call(
+                    "publish_many", lib.harel_transport_publish_many_with_headers, batch.array, n, lists,
+                    None, None, None, None, None,
+                )
+
+        self._traced(producer, call, lambda _: None)
+
+    def _producer(self, batch: _Batch) -> Optional[Producer]:
+        """A batch's one span (None: untraced, or an empty batch), its context written into
+        every message's headers."""
+        tracing = self._tracing
+        if tracing is None or not batch.groups:
+            return None
+        producer = tracing.producer(batch.groups, len(batch.groups))
+        batch.headers = [producer.inject(h) for h in batch.headers]
+        return producer
 
     def publish_with(
         self,
@@ -113,6 +229,7 @@ class PublishMethods(_Handle):
         key: Optional[str] = None,
         delay: float = 0.0,
         not_before: Optional[float] = None,
+        headers: Optional[Headers] = None,
     ) -> Published:
         """`publish` with delivery options, returning ``Published(seq, duplicate)``:
 
@@ -124,6 +241,7 @@ class PublishMethods(_Handle):
           transport's clock, at most ten years ahead; None: none): the message is not
           delivered before the later of now + delay and not_before. It keeps its place in
           its group's FIFO: the group's later messages wait behind it.
+        - `headers`: as for `publish` (a duplicate stores nothing, its headers neither).
 
         Its own transaction: it shares no commit with other threads' publishes."""
         g = _text("group_id", group_id)
@@ -133,34 +251,57 @@ class PublishMethods(_Handle):
         k = _optional_text("key", key)
         d = _seconds("delay", delay)
         nb = _not_before("not_before", not_before)
-        seq = c_int64()
-        duplicate = c_int()
-        self._call(
-            "publish_with", self._lib.harel_transport_publish_with, g, e, p, r, k, d, nb, byref(seq), byref(duplicate)
-        )
-        return Published(seq.value, bool(duplicate.value))
+        h = _headers("headers", headers)
+        lib = self._lib
+        tracing = self._tracing
+        producer = None if tracing is None else tracing.producer([group_id])
+        if producer is not None:
+            h = producer.inject(h)
+
+        def call() -> Published:
+            seq = c_int64()
+            duplicate = c_int()
+            if h is None:
+                self._call(
+                    "publish_with", lib.harel_transport_publish_with, g, e, p, r, k, d, nb, byref(seq), byref(duplicate)
+                )
+            else:
+                array, n = _header_array(h)
+                self._call(
+                    "publish_with", lib.harel_transport_publish_with_headers, g, e, p, r, array, n, k, d, nb,
+                    byref(seq), byref(duplicate),
+                )
+            return Published(seq.value, bool(duplicate.value))
+
+        return self._traced(producer, call, lambda published: published.seq)
 
     def publish_many_with(self, messages: Iterable[MessageLike]) -> List[Published]:
         """`publish_many` with each `Message`'s delivery options (`key`, `delay`,
-        `not_before`, as `publish_with` takes them; a tuple has none), returning each
-        message's `Published`, in order. One transaction: every message stored or found a
-        duplicate, or nothing written. A key met earlier in the batch makes the later
-        message a duplicate of the earlier one."""
+        `not_before`, as `publish_with` takes them; a tuple has none) and headers, returning
+        each message's `Published`, in order. One transaction: every message stored or
+        found a duplicate, or nothing written. A key met earlier in the batch makes the
+        later message a duplicate of the earlier one."""
         items = _items(messages)
-        array, arrays = _batch(items, delivery=True)
-        keys, delays, instants = arrays  # type: ignore[misc]
+        batch = _batch(items, delivery=True)
+        keys, delays, instants = batch.delivery  # type: ignore[misc]
+        producer = self._producer(batch)
+        lib = self._lib
         n = len(items)
-        seqs = (c_int64 * n)() if n else None
-        duplicates = (c_int * n)() if n else None
-        self._call(
-            "publish_many_with",
-            self._lib.harel_transport_publish_many_with,
-            array,
-            n,
-            keys,
-            delays,
-            instants,
-            seqs,
-            duplicates,
-        )
-        return [Published(seqs[i], bool(duplicates[i])) for i in range(n)]  # type: ignore[index]
+
+        def call() -> List[Published]:
+            seqs = (c_int64 * n)() if n else None
+            duplicates = (c_int * n)() if n else None
+            lists = batch.header_arrays()
+            if lists is None:
+                self._call(
+                    "publish_many_with", lib.harel_transport_publish_many_with, batch.array, n, keys, delays,
+                    instants, seqs, duplicates,
+                )
+            else:
+                self._call(
+                    "publish_many_with", lib.harel_transport_publish_many_with_headers, batch.array, n, lists, keys,
+                    delays, instants, seqs, duplicates,
+                )
+            return [Published(seqs[i], bool(duplicates[i])) for i in range(n)]  # type: ignore[index]
+
+        return self._traced(producer, call, lambda _: None)
