@@ -13,6 +13,7 @@ bench: venv
 	$(MAKE) --no-print-directory bench-goqite
 	$(MAKE) --no-print-directory bench-node
 	$(MAKE) --no-print-directory bench-faces
+	$(MAKE) --no-print-directory bench-headers
 
 # The Go binding beside goqite v0.4.0 (bench/goqite, its own Go module: goqite and
 # mattn/go-sqlite3 come from the module proxy), on files under $(BUILD)/bench-goqite: a
