@@ -191,7 +191,7 @@ impl Client {
         let e = self.event_id();
         let i = self.log.invoke("publish", json!({"msgs": [{"g": g, "e": e, "k": key}]}));
         let text = event(&e);
-        let message = Message { group_id: g, event_json: &text, priority: 0, routing_key: None };
+        let message = Message { group_id: g, event_json: &text, priority: 0, routing_key: None, headers: None };
         let res = self.t.publish_with(message, Delivery { key: Some(key), ..Delivery::default() });
         let out = match &res {
             Ok(p) => json!({"pub": [{"s": p.seq, "dup": p.duplicate}]}),
@@ -228,7 +228,7 @@ impl Client {
         let batch: Vec<Message<'_>> = msgs
             .iter()
             .zip(&texts)
-            .map(|((g, _, _), text)| Message { group_id: g, event_json: text, priority: 0, routing_key: None })
+            .map(|((g, _, _), text)| Message { group_id: g, event_json: text, priority: 0, routing_key: None, headers: None })
             .collect();
         if !keyed {
             let res = self.t.publish_many(&batch);
@@ -275,7 +275,7 @@ impl Client {
             )?;
             for (g, e) in &msgs {
                 let text = event(e);
-                tx.publish(Message { group_id: g, event_json: &text, priority: 0, routing_key: None })?;
+                tx.publish(Message { group_id: g, event_json: &text, priority: 0, routing_key: None, headers: None })?;
             }
             if mode == "fail" {
                 tx.execute("INSERT INTO hist_app (id, client) VALUES ('seed', ?1)", [Value::Text(self.id.clone())])?;

@@ -61,6 +61,12 @@
  *   harel::Value, a std::variant of SQLite's five types) and its publishes, committed
  *   together or not at all; destroyed before its commit, it rolls back. A Transport runs one
  *   transaction at a time: see the class for what that means inside one.
+ * - Headers: every publish form has an overload that takes a message's headers, harel::Headers
+ *   ((name, value) pairs as harel::Header, borrowed: `{{"traceparent", tp}}`; publish_many and
+ *   publish_many_with take one per message), and Lease::headers() hands them back as a
+ *   harel::HeaderList, a view of std::string_view pairs in order (a page's, through get():
+ *   HeaderList(page->headers[i])). format_traceparent, parse_traceparent (std::nullopt when
+ *   not valid) and tracestate_valid wrap the library's W3C Trace Context helpers.
  * - Transport::open_shards opens one queue sharded over a list of databases (the same
  *   Options for each); the Transport is an ordinary one, shard_count() says over how many.
  *   harel::shard_of(group_id, n) names the shard a group lives on, without a Transport.
@@ -74,7 +80,7 @@
  * - No destructor throws, and nothing allocates on the success path beyond what the C
  *   side allocates (the handle, the options, a lease, a schema string) and the batch
  *   calls' std::vectors (the leases, the outcomes, the lease pointers passed to the C
- *   side, and those of the string lists of open_shards and Options::sync_urls; publish_many_with's results and the option arrays it passes; a transaction's
+ *   side, and those of the string lists of open_shards and Options::sync_urls; publish_many_with's results and the option and header arrays it passes; a copy of the text parse_traceparent and tracestate_valid read, and the strings of format_traceparent and HeaderList::to_vector; a transaction's
  *   Values, its Rows, its commit's outcomes and the parameters passed to the C side):
  *   strings go in as const char* or std::string (harel::CStr, never copied), batches and
  *   routing keys as a pointer and a length (harel::Span, never copied), and harel::Message
@@ -99,12 +105,14 @@
 #include "harel_transport.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -315,6 +323,159 @@ struct Published {
   bool duplicate = false;
 };
 
+// ---- headers --------------------------------------------------------------------------------
+
+/// One header of a message to publish: a name (1..128 bytes of visible ASCII, 0x21..0x7e,
+/// without '=') and a value (UTF-8; the C side reads it up to its first NUL). It is a
+/// harel_header (same layout), so a list of them goes to the C side as it is; the strings
+/// are borrowed, as a Message's are, and must outlive the call (the library copies them).
+struct Header : harel_header {
+  Header(CStr header_name, CStr header_value) noexcept : harel_header{header_name.c_str(), header_value.c_str()} {}
+};
+static_assert(sizeof(Header) == sizeof(harel_header) && std::is_standard_layout_v<Header>,
+              "a harel::Header is a harel_header");
+
+/// A message's headers, for a publish: (name, value) pairs, in order (names may repeat), at
+/// most 64 pairs and 16384 bytes of names and values (MAX_HEADERS, MAX_HEADERS_BYTES). A
+/// braced list, `{{"traceparent", tp}, {"content-type", "application/json"}}`, or a
+/// std::vector<Header>. The library checks them and names a bad one ("headers[2].name ...").
+using Headers = Span<Header>;
+
+/// A message's headers as the library handed them out (Lease::headers; a page's
+/// `headers[i]` through HeaderList(page->headers[i])): a view of its (name, value) pairs in
+/// the order they were published, byte for byte, living as long as what they came with.
+/// Iterates as std::pair<std::string_view, std::string_view>:
+///
+///   for (auto [name, value] : lease->headers()) std::printf("%.*s\n", int(name.size()), name.data());
+///   if (auto tp = lease->headers().find("traceparent")) use(harel::parse_traceparent(*tp));
+class HeaderList {
+ public:
+  using value_type = std::pair<std::string_view, std::string_view>;
+
+  /// A forward iterator over the pairs (each made when read: no reference to hold).
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = HeaderList::value_type;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = value_type;
+    iterator() noexcept = default;
+    explicit iterator(const harel_header *at) noexcept : at_(at) {}
+    value_type operator*() const noexcept { return pair_of(*at_); }
+    iterator &operator++() noexcept {
+      ++at_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator was = *this;
+      ++at_;
+      return was;
+    }
+    bool operator==(const iterator &other) const noexcept { return at_ == other.at_; }
+    bool operator!=(const iterator &other) const noexcept { return at_ != other.at_; }
+
+   private:
+    const harel_header *at_ = nullptr;
+  };
+
+  /// No headers.
+  constexpr HeaderList() noexcept = default;
+  /// `n` pairs at `items` (NULL: none), the library's.
+  HeaderList(const harel_header *items, std::size_t n) noexcept : items_(items), n_(items ? n : 0) {}
+  /// A harel_headers the library handed out (a page's `headers[i]`).
+  explicit HeaderList(const harel_headers &list) noexcept : HeaderList(list.items, list.n) {}
+
+  std::size_t size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+  /// The i-th pair (i < size()).
+  value_type operator[](std::size_t i) const noexcept { return pair_of(items_[i]); }
+  iterator begin() const noexcept { return iterator(items_); }
+  iterator end() const noexcept { return iterator(items_ ? items_ + n_ : nullptr); }
+  /// The value of the first pair named `name` (names compare byte for byte); std::nullopt
+  /// when none is.
+  std::optional<std::string_view> find(std::string_view name) const noexcept {
+    for (value_type pair : *this)
+      if (pair.first == name) return pair.second;
+    return std::nullopt;
+  }
+  /// The pairs, copied (to keep them past what they came with).
+  std::vector<std::pair<std::string, std::string>> to_vector() const {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    pairs.reserve(n_);
+    for (value_type pair : *this) pairs.emplace_back(pair.first, pair.second);
+    return pairs;
+  }
+  /// The C pairs (NULL when there are none).
+  const harel_header *data() const noexcept { return items_; }
+
+ private:
+  static value_type pair_of(const harel_header &h) noexcept {
+    return {h.name ? std::string_view(h.name) : std::string_view(), h.value ? std::string_view(h.value) : std::string_view()};
+  }
+  const harel_header *items_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+// ---- W3C Trace Context ----------------------------------------------------------------------
+
+/// The fields of a W3C `traceparent` (https://www.w3.org/TR/trace-context/, version 00): a
+/// trace id (16 bytes), a span id (the spec's parent-id, 8 bytes), the trace flags (bit 0,
+/// 0x01: sampled).
+struct TraceParent {
+  std::array<std::uint8_t, 16> trace_id{};
+  std::array<std::uint8_t, 8> span_id{};
+  std::uint8_t flags = 0;
+  /// Whether the sampled flag is set.
+  bool sampled() const noexcept { return (flags & 0x01) != 0; }
+};
+
+/// The `traceparent` value of `trace_id`, `span_id` and `flags` (harel_traceparent_format):
+/// "00-<32 hex>-<16 hex>-<2 hex>", HAREL_TRACEPARENT_LEN (55) characters, lower-case; publish
+/// it as the value of a header named "traceparent". Throws Error (HAREL_ERR_ARGUMENT) when an
+/// id is all zero bytes (the spec forbids them).
+inline std::string format_traceparent(const std::array<std::uint8_t, 16> &trace_id,
+                                      const std::array<std::uint8_t, 8> &span_id, std::uint8_t flags = 0x01) {
+  char out[HAREL_TRACEPARENT_LEN + 1] = {};
+  detail::ErrorSlot slot;
+  detail::check(harel_traceparent_format(trace_id.data(), span_id.data(), flags, out, slot.out()), slot);
+  return std::string(out, HAREL_TRACEPARENT_LEN);
+}
+/// format_traceparent of a TraceParent's fields.
+inline std::string format_traceparent(const TraceParent &parent) {
+  return format_traceparent(parent.trace_id, parent.span_id, parent.flags);
+}
+
+/// Reads a `traceparent` value (a lease's header, say) as a receiver must
+/// (harel_traceparent_parse): its fields, or std::nullopt when it is not valid (an id all
+/// zero, upper-case hex, version ff, a field of another length, text not UTF-8 or holding a
+/// NUL byte...): ignore it and start a new trace. Never an error; spaces and tabs around the
+/// value are ignored; a higher version is read as the spec says.
+inline std::optional<TraceParent> parse_traceparent(std::string_view value) {
+  if (value.find('\0') != std::string_view::npos) return std::nullopt;  // the C side would stop at it
+  const std::string text(value);
+  TraceParent parent;
+  bool valid = false;
+  detail::ErrorSlot slot;
+  detail::check(harel_traceparent_parse(text.c_str(), parent.trace_id.data(), parent.span_id.data(), &parent.flags,
+                                        &valid, slot.out()),
+                slot);
+  if (!valid) return std::nullopt;
+  return parent;
+}
+
+/// Whether `value` is a valid W3C `tracestate` (harel_tracestate_valid): at most 32
+/// `key=value` members, each key once ("" is valid: an empty one). A producer checks one
+/// before it publishes it; a worker drops one that is not valid, whole. A NUL byte: not valid.
+inline bool tracestate_valid(std::string_view value) {
+  if (value.find('\0') != std::string_view::npos) return false;
+  const std::string text(value);
+  bool valid = false;
+  detail::ErrorSlot slot;
+  detail::check(harel_tracestate_valid(text.c_str(), &valid, slot.out()), slot);
+  return valid;
+}
+
 // ---- options --------------------------------------------------------------------------------
 
 /// Options for Transport::open: a builder over harel_options (the defaults of
@@ -430,6 +591,9 @@ class Lease {
   double lock_expiry() const noexcept { return raw_ ? raw_->lock_expiry : 0.0; }
   /// How many times the message has been claimed, this claim included (1 on its first).
   int64_t attempts() const noexcept { return raw_ ? raw_->attempts : 0; }
+  /// The headers the message was published with, in order, byte for byte (empty when it
+  /// had none, and for an empty Lease); a view that lives as long as the Lease.
+  HeaderList headers() const noexcept { return raw_ ? HeaderList(raw_->headers, raw_->n_headers) : HeaderList(); }
 
   /// The C lease (NULL when empty); it stays this Lease's.
   const harel_lease *get() const noexcept { return raw_.get(); }
@@ -805,6 +969,28 @@ class Tx {
     published_++;
   }
 
+  /// Queues a publish with headers, as Transport::publish(group_id, event_json, headers)
+  /// takes them. Throws Error as publish_with does, and HAREL_ERR_ARGUMENT for a bad header
+  /// (named; nothing queued, the transaction goes on).
+  void publish(CStr group_id, CStr event_json, Headers headers, int32_t priority = 0,
+               std::optional<CStr> routing_key = std::nullopt) {
+    publish_with(group_id, event_json, Delivery{}, headers, priority, routing_key);
+  }
+
+  /// Queues a publish with delivery options and headers (harel_tx_publish_headers), as
+  /// Transport::publish_with takes them; checked now. Throws Error as publish_with does, and
+  /// HAREL_ERR_ARGUMENT for a bad header (named; nothing queued, the transaction goes on).
+  void publish_with(CStr group_id, CStr event_json, const Delivery &delivery, Headers headers, int32_t priority = 0,
+                    std::optional<CStr> routing_key = std::nullopt) {
+    detail::ErrorSlot slot;
+    detail::check(harel_tx_publish_headers(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
+                                           routing_key ? routing_key->c_str() : nullptr, headers.data(),
+                                           headers.size(), delivery.key.c_str(), delivery.delay, delivery.not_before,
+                                           slot.out()),
+                  slot);
+    published_++;
+  }
+
   /// Sends what was queued and commits: the statements and the messages, all of them or
   /// none. What became of each publish, in order (a duplicate: its key was seen, nothing
   /// stored, the first message's seq). This process's waiting claims wake for the messages.
@@ -939,6 +1125,21 @@ class Transport {
                   slot);
   }
 
+  /// publish with `headers` (harel_transport_publish_headers): (name, value) pairs stored
+  /// beside the message and handed back, in order and byte for byte, with every lease of it
+  /// (Lease::headers), by harel_transport_peek and with its dead letter (a redrive keeps
+  /// them). Shares commits as publish does. Throws Error as publish, and HAREL_ERR_ARGUMENT
+  /// for a header that breaks the rules (Headers), named ("headers[2].name holds byte 0x3d:
+  /// ..."); nothing written.
+  void publish(CStr group_id, CStr event_json, Headers headers, int32_t priority = 0,
+               std::optional<CStr> routing_key = std::nullopt) {
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_publish_headers(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
+                                                  routing_key ? routing_key->c_str() : nullptr, headers.data(),
+                                                  headers.size(), slot.out()),
+                  slot);
+  }
+
   /// Appends a batch in one transaction: all of it or none (one bad message rejects the
   /// batch; the error names it, "messages[3].event_json ..."). Empty: nothing happens. On a
   /// sharded queue (open_shards), one transaction per shard: each shard's part all or none,
@@ -947,6 +1148,14 @@ class Transport {
     detail::ErrorSlot slot;
     detail::check(harel_transport_publish_many(raw_.get(), messages.data(), messages.size(), slot.out()), slot);
   }
+
+  /// publish_many with each message's headers: `headers` is empty (none for any message) or
+  /// one Headers per message, in order (an empty one: none), e.g. a std::vector<Headers>
+  /// (harel_transport_publish_many_with_headers; one transaction, not shared with other
+  /// threads' publishes). Throws Error as publish_many, naming the message and the header
+  /// ("messages[1].headers[0].name ..."), and HAREL_ERR_ARGUMENT when `headers` is neither
+  /// empty nor as long as `messages`.
+  void publish_many(Span<Message> messages, Span<Headers> headers) { publish_many_with(messages, {}, headers); }
 
   /// publish with delivery options (an idempotency key, a delay, a due instant): the
   /// message's seq, and whether it was a duplicate (nothing stored). Its own transaction: it
@@ -970,19 +1179,45 @@ class Transport {
     return out;
   }
 
+  /// publish_with and `headers` (harel_transport_publish_with_headers): as publish_with, the
+  /// headers as publish(group_id, event_json, headers) takes them. A duplicate (its key
+  /// seen) stores nothing, its headers neither. Throws Error as both.
+  Published publish_with(CStr group_id, CStr event_json, const Delivery &delivery, Headers headers,
+                         int32_t priority = 0, std::optional<CStr> routing_key = std::nullopt) {
+    Published out;
+    int duplicate = 0;
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_publish_with_headers(
+                      raw_.get(), group_id.c_str(), event_json.c_str(), priority,
+                      routing_key ? routing_key->c_str() : nullptr, headers.data(), headers.size(),
+                      delivery.key.c_str(), delivery.delay, delivery.not_before, &out.seq, &duplicate, slot.out()),
+                  slot);
+    out.duplicate = duplicate != 0;
+    return out;
+  }
+
   /// publish_many with delivery options per message, in one transaction: every message
   /// stored or found a duplicate, or nothing written. `deliveries` is empty (plain delivery
   /// for every message) or one per message, in order; a key met earlier in the batch makes
   /// the later message a duplicate of the earlier one. What became of each message, in
-  /// order (empty for an empty batch, which writes nothing). Throws Error as publish_with
-  /// does, naming the message by its index ("messages[3].key is empty"), and
-  /// HAREL_ERR_ARGUMENT when `deliveries` is neither empty nor as long as `messages`.
-  std::vector<Published> publish_many_with(Span<Message> messages, Span<Delivery> deliveries = {}) {
+  /// order (empty for an empty batch, which writes nothing). `headers`, empty (none for any
+  /// message) or one Headers per message, as publish_many(messages, headers) takes them.
+  /// Throws Error as publish_with does, naming the message by its index ("messages[3].key
+  /// is empty", "messages[1].headers[0].name ..."), and HAREL_ERR_ARGUMENT when
+  /// `deliveries` or `headers` is neither empty nor as long as `messages`.
+  std::vector<Published> publish_many_with(Span<Message> messages, Span<Delivery> deliveries = {},
+                                           Span<Headers> headers = {}) {
     const std::size_t n = messages.size();
     if (!deliveries.empty() && deliveries.size() != n)
       throw Error(HAREL_ERR_ARGUMENT, "deliveries has " + std::to_string(deliveries.size()) +
                                           " elements and messages " + std::to_string(n) +
                                           ": give one per message, or none");
+    if (!headers.empty() && headers.size() != n)
+      throw Error(HAREL_ERR_ARGUMENT, "headers has " + std::to_string(headers.size()) + " elements and messages " +
+                                          std::to_string(n) + ": give one Headers per message, or none");
+    std::vector<harel_headers> lists;
+    lists.reserve(headers.size());
+    for (const Headers &h : headers) lists.push_back(harel_headers{h.data(), h.size()});
     std::vector<const char *> keys;
     std::vector<double> delays, not_before;
     keys.reserve(deliveries.size());
@@ -997,10 +1232,10 @@ class Transport {
     std::vector<int> duplicates(n, 0);
     detail::ErrorSlot slot;
     const bool options = !deliveries.empty();
-    detail::check(harel_transport_publish_many_with(raw_.get(), messages.data(), n, options ? keys.data() : nullptr,
-                                                    options ? delays.data() : nullptr,
-                                                    options ? not_before.data() : nullptr, seqs.data(),
-                                                    duplicates.data(), slot.out()),
+    detail::check(harel_transport_publish_many_with_headers(
+                      raw_.get(), messages.data(), n, lists.empty() ? nullptr : lists.data(),
+                      options ? keys.data() : nullptr, options ? delays.data() : nullptr,
+                      options ? not_before.data() : nullptr, seqs.data(), duplicates.data(), slot.out()),
                   slot);
     std::vector<Published> published(n);
     for (std::size_t i = 0; i < n; i++) published[i] = Published{seqs[i], duplicates[i] != 0};
@@ -1239,7 +1474,9 @@ class Transport {
   // _redrive, _purge_dead, _purge_group, _purge, _release) have no wrapper here: call them
   // with get() (the ops CLI, harel-transport, uses them). On a sharded queue a page of
   // groups or of dead letters gives each item's shard in its `shards` array (shards[i] is
-  // the shard of groups[i] / letters[i]; all 0 when not sharded).
+  // the shard of groups[i] / letters[i]; all 0 when not sharded). A page of messages or of
+  // dead letters gives each item's headers in its `headers` array: read them with
+  // HeaderList(page->headers[i]), which lives as long as the page.
 
  private:
   struct Close {

@@ -10,7 +10,7 @@ OTEL_TARGET  := target/otel
 C_PRODUCER   := $(BUILD)/tracing/c_producer
 RUST_WORKER  := $(OTEL_TARGET)/release/examples/tracing_worker
 
-tracing-tools: lib tracing-go node-deps $(PY_TEST_VENV)/.ready
+tracing-tools: lib tracing-go node-deps python-tracing-worker
 	mkdir -p $(dir $(C_PRODUCER))
 	$(CC) $(C_FLAGS) tests/tracing/c_producer.c $(C_LINK) -o $(C_PRODUCER)
 	CARGO_TARGET_DIR=$(OTEL_TARGET) $(CARGO) build --release --features opentelemetry --example tracing_worker

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use harel_transport::{system_clock, DeadLetter, GroupInfo, MessageInfo, Page, Stats, DELAYED, PARKED};
+use harel_transport::{system_clock, DeadLetter, GroupInfo, Headers, MessageInfo, Page, Stats, DELAYED, PARKED};
 use serde::Serialize;
 
 use crate::args::Selector;
@@ -13,6 +13,8 @@ use crate::time;
 /// How many characters of an event (and of a dead letter's reason) a table shows.
 const EVENT_CHARS: usize = 100;
 const DEAD_EVENT_CHARS: usize = 60;
+/// How many characters of a message's headers a table shows (a traceparent alone is 67).
+const HEADERS_CHARS: usize = 100;
 
 pub struct Out {
     pub json: bool,
@@ -163,16 +165,18 @@ impl Out {
             println!("group {group:?} holds no messages");
         } else {
             let now = system_clock();
-            let mut t = self.sharded(&[
-                ("SEQ", R),
-                ("ATTEMPTS", R),
-                ("LOCKED BY", L),
-                ("LEASE END", L),
-                ("PUBLISHED", L),
-                ("EVENT", L),
-            ]);
+            // A HEADERS column when a message of the page has headers (most queues' have none).
+            let with_headers = page.items.iter().any(|m| !m.headers.is_empty());
+            let mut columns =
+                vec![("SEQ", R), ("ATTEMPTS", R), ("LOCKED BY", L), ("LEASE END", L), ("PUBLISHED", L)];
+            if with_headers {
+                columns.push(("HEADERS", L));
+            }
+            columns.push(("EVENT", L));
+            // One group's messages are on one shard: no SHARD column (its rows have no shard cell).
+            let mut t = Table::new(&columns);
             for m in &page.items {
-                t.row(vec![
+                let mut row = vec![
                     m.seq.to_string(),
                     self.attempts(m.attempts).map_or_else(dash, |n| n.to_string()),
                     match m.locked_by.as_deref() {
@@ -183,8 +187,12 @@ impl Out {
                     },
                     m.lock_expiry.map_or_else(dash, |at| time::relative(at, now)),
                     m.published_at.map_or_else(dash, |at| time::relative(at, now)),
-                    cut(&m.event, EVENT_CHARS),
-                ]);
+                ];
+                if with_headers {
+                    row.push(headers_cell(&m.headers, HEADERS_CHARS));
+                }
+                row.push(cut(&m.event, EVENT_CHARS));
+                t.row(row);
             }
             print!("{}", t.render());
         }
@@ -205,28 +213,28 @@ impl Out {
             }
         } else {
             let now = system_clock();
-            let mut t = Table::new(&[
-                ("SEQ", R),
-                ("GROUP", L),
-                ("ATTEMPTS", R),
-                ("LAST WORKER", L),
-                ("DIED", L),
-                ("REASON", L),
-                ("EVENT", L),
-            ]);
+            let with_headers = page.items.iter().any(|d| !d.headers.is_empty());
+            let mut columns =
+                vec![("SEQ", R), ("GROUP", L), ("ATTEMPTS", R), ("LAST WORKER", L), ("DIED", L), ("REASON", L)];
+            if with_headers {
+                columns.push(("HEADERS", L));
+            }
+            columns.push(("EVENT", L));
+            let mut t = self.sharded(&columns);
             for d in &page.items {
-                t.row(self.with_shard(
-                    d.shard,
-                    vec![
-                        d.seq.to_string(),
-                        cell(&d.group_id),
-                        d.attempts.to_string(),
-                        d.last_worker.as_deref().map_or_else(dash, cell),
-                        time::relative(d.dead_at, now),
-                        cut(&d.reason, DEAD_EVENT_CHARS),
-                        cut(&d.event, DEAD_EVENT_CHARS),
-                    ],
-                ));
+                let mut row = vec![
+                    d.seq.to_string(),
+                    cell(&d.group_id),
+                    d.attempts.to_string(),
+                    d.last_worker.as_deref().map_or_else(dash, cell),
+                    time::relative(d.dead_at, now),
+                    cut(&d.reason, DEAD_EVENT_CHARS),
+                ];
+                if with_headers {
+                    row.push(headers_cell(&d.headers, HEADERS_CHARS));
+                }
+                row.push(cut(&d.event, DEAD_EVENT_CHARS));
+                t.row(self.with_shard(d.shard, row));
             }
             print!("{}", t.render());
         }
@@ -494,6 +502,7 @@ impl Out {
             locked_by: m.locked_by.as_deref(),
             lock_expiry: m.lock_expiry,
             published_at: m.published_at,
+            headers: m.headers.pairs(),
         }
     }
 }
@@ -521,6 +530,8 @@ struct MessageDoc<'a> {
     locked_by: Option<&'a str>,
     lock_expiry: Option<f64>,
     published_at: Option<f64>,
+    /// `[[name, value], ...]`, in the order published (`[]`: none).
+    headers: &'a [(String, String)],
 }
 
 #[derive(Serialize)]
@@ -533,6 +544,8 @@ struct DeadDoc<'a> {
     reason: &'a str,
     dead_at: f64,
     shard: usize,
+    /// As a message's: `[[name, value], ...]`, kept from its publish.
+    headers: &'a [(String, String)],
 }
 
 pub fn dead_letters_json(page: &Page<DeadLetter>) -> DeadListed<'_> {
@@ -549,6 +562,7 @@ fn dead_json(d: &DeadLetter) -> DeadDoc<'_> {
         reason: &d.reason,
         dead_at: d.dead_at,
         shard: d.shard,
+        headers: d.headers.pairs(),
     }
 }
 
@@ -583,13 +597,54 @@ fn cell(text: &str) -> String {
 
 /// `cell`, cut to `max` characters with "…" at the end when longer.
 fn cut(text: &str, max: usize) -> String {
-    let shown = cell(text);
+    shorten(cell(text), max)
+}
+
+/// `shown` cut to `max` characters with "…" at the end when longer.
+fn shorten(shown: String, max: usize) -> String {
     if shown.chars().count() <= max {
         return shown;
     }
     let mut kept: String = shown.chars().take(max - 1).collect();
     kept.push('…');
     kept
+}
+
+/// A message's headers for one cell, cut to `max` characters: `name=value` pairs in order,
+/// a space apart ("-" for none). A name is visible ASCII without '=' or space, so it is
+/// shown as it is; a value that is empty or holds a space, a '"', a '\' or a control
+/// character is quoted, its '"' and '\' escaped with a '\' and its control characters as
+/// every cell escapes them, so the list reads back one way and cannot break the table.
+fn headers_cell(headers: &Headers, max: usize) -> String {
+    if headers.is_empty() {
+        return dash();
+    }
+    let mut out = String::new();
+    for (i, (name, value)) in headers.pairs().iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(&cell(name));
+        out.push('=');
+        let quoted = value.is_empty() || value.chars().any(|c| c == ' ' || c == '"' || c == '\\' || c.is_control());
+        if !quoted {
+            out.push_str(value);
+            continue;
+        }
+        out.push('"');
+        for c in value.chars() {
+            match c {
+                '"' | '\\' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c if c.is_control() => out.extend(c.escape_default()),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    shorten(out, max)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -671,5 +726,25 @@ mod tests {
         assert_eq!(t.render(), "NAME   N\na\\nb   7\n\"\"    12\n");
         assert_eq!(cut("abcdef", 4), "abc…");
         assert_eq!(cut("abcd", 4), "abcd");
+    }
+
+    #[test]
+    fn headers_are_name_value_pairs_quoted_when_they_must_be() {
+        let h = Headers::new(&[
+            ("traceparent", "00-ab-01"),
+            ("empty", ""),
+            ("note", "a b"),
+            ("q", "say \"hi\" \\o/"),
+            ("ctl", "x\n\u{1b}[31m\t"),
+            ("utf", "caf\u{e9}=1,2"),
+            ("traceparent", "again"),
+        ])
+        .unwrap();
+        assert_eq!(
+            headers_cell(&h, 1000),
+            r#"traceparent=00-ab-01 empty="" note="a b" q="say \"hi\" \\o/" ctl="x\n\u{1b}[31m\t" utf=café=1,2 traceparent=again"#
+        );
+        assert_eq!(headers_cell(&Headers::none(), 10), "-");
+        assert_eq!(headers_cell(&h, 8), "tracepa…");
     }
 }

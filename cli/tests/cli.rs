@@ -291,6 +291,80 @@ fn peek_shows_a_groups_messages_head_first() {
     assert_eq!(json(&q.args(&["peek", "nobody"]))["messages"], serde_json::json!([]));
 }
 
+/// A message's headers: in the tables of peek and dead list, a HEADERS column (only when a
+/// message of the page has some) of `name=value` pairs in order, a value quoted when it must
+/// be and control characters escaped (nothing reaches the terminal raw); in JSON,
+/// `"headers": [[name, value], ...]` byte for byte (`[]` for none); kept by a redrive.
+#[test]
+fn headers_are_shown_as_escaped_text_and_in_json() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = live_queue();
+    let sent = [
+        ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        ("note", "two words\n\u{1b}[31mred\u{7}"),
+        ("empty", ""),
+        ("utf", "caf\u{e9} \u{1f600}"),
+        ("traceparent", "again"),
+    ];
+    // Cut to 100 characters in the table, as events are.
+    let shown = r#"traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 note="two words\n\u{1b}[31mred\…"#;
+    let headers = harel_transport::Headers::new(&sent).unwrap();
+    let t = q.open();
+    let message = |event: &'static str, headers| harel_transport::Message {
+        group_id: "traced",
+        event_json: event,
+        priority: 0,
+        routing_key: Some("k-traced"),
+        headers,
+    };
+    t.publish_many(&[message(r#"{"n":1}"#, Some(&headers)), message(r#"{"n":2}"#, None)]).unwrap();
+
+    let text = ok(&q.args(&["peek", "traced"]));
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        rows[0].split_whitespace().collect::<Vec<_>>(),
+        ["SEQ", "ATTEMPTS", "LOCKED", "BY", "LEASE", "END", "PUBLISHED", "HEADERS", "EVENT"]
+    );
+    assert!(rows[1].contains(shown) && rows[1].ends_with(r#"{"n":1}"#), "{text}");
+    let first = "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let at = rows[1].find(first).unwrap();
+    assert_eq!(rows[2].get(at..at + 2), Some("- "), "none: a dash in the column\n{text}");
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "no control character reaches the terminal");
+    // The whole list, when it fits: every pair in order, quoted where it must be.
+    let short = harel_transport::Headers::new(&[("a", "1"), ("e", ""), ("u", "caf\u{e9}"), ("a", "x y")]).unwrap();
+    t.publish_many(&[harel_transport::Message { group_id: "short", event_json: "1", priority: 0, routing_key: None, headers: Some(&short) }])
+        .unwrap();
+    assert!(ok(&q.args(&["peek", "short"])).lines().nth(1).unwrap().contains(r#" a=1 e="" u=café a="x y"  1"#));
+    assert!(!ok(&q.args(&["peek", "orders-1"])).contains("HEADERS"), "no column when no message has headers");
+
+    let doc = json(&q.args(&["peek", "traced"]));
+    let pairs: Vec<[&str; 2]> = sent.iter().map(|(n, v)| [*n, *v]).collect();
+    assert_eq!(doc["messages"][0]["headers"], serde_json::json!(pairs), "byte for byte, in order");
+    assert_eq!(doc["messages"][1]["headers"], serde_json::json!([]));
+    assert_eq!(json(&q.args(&["peek", "orders-1"]))["messages"][0]["headers"], serde_json::json!([]));
+
+    // Dead: the same column and field; a redrive keeps them.
+    let lease = t.claim("worker-traced", HELD, 0, &["k-traced"]).unwrap().expect("traced's head");
+    assert_eq!(lease.headers, headers);
+    t.dead_letter(&lease, "traced and dead").unwrap();
+    t.close();
+    let text = ok(&q.args(&["dead", "list"]));
+    assert!(line(&text, "SEQ").contains(" REASON  ") && line(&text, "SEQ").contains(" HEADERS "), "{text}");
+    let traced = text.lines().find(|l| l.contains("traced and dead")).expect("the dead letter");
+    assert!(traced.contains(&shown[..60]), "{text}");
+    let poison = text.lines().find(|l| l.contains("bad payload")).expect("poison's");
+    assert!(poison.contains(" - "), "{text}");
+    let dead = json(&q.args(&["dead", "list", "--group", "traced"]));
+    let letter = &dead["dead_letters"][0];
+    assert_eq!(letter["headers"], serde_json::json!(pairs));
+    assert_eq!(json(&q.args(&["dead", "list", "--group", "poison"]))["dead_letters"][0]["headers"], serde_json::json!([]));
+    let seq = letter["seq"].to_string();
+    ok(&q.args(&["dead", "redrive", "--seq", &seq]));
+    let back = json(&q.args(&["peek", "traced"]));
+    let last = back["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["event"].as_str(), &last["headers"]), (Some(r#"{"n":1}"#), &serde_json::json!(pairs)));
+}
+
 #[test]
 fn dead_letters_are_listed_redriven_and_purged() {
     let _limit = harel_transport_testkit::time_limit();
@@ -584,10 +658,11 @@ fn harel_queue(test: &str) -> Option<Queue> {
     Some(Queue { _dir: dir, path })
 }
 
-const LACKS: [&str; 5] = [
+const LACKS: [&str; 6] = [
     "the column harel_transport_groups.routing_key",
     "the column harel_transport_messages.attempts",
     "the column harel_transport_messages.enqueued_at",
+    "the column harel_transport_messages.headers",
     "the table harel_transport_dead",
     "the table harel_transport_keys",
 ];
@@ -640,6 +715,7 @@ fn a_harel_09_queue_is_read_as_it_is() {
     assert_eq!(messages.len(), 3);
     assert!(messages[0]["event"].as_str().unwrap().contains(r#""id":"e3""#), "{peeked}");
     assert!(messages.iter().all(|m| m["attempts"].is_null() && m["published_at"].is_null()), "{peeked}");
+    assert!(messages.iter().all(|m| m["headers"] == serde_json::json!([])), "no headers column: none: {peeked}");
     assert!(ok(&q.args(&["peek", "g3"])).contains("this queue lacks"));
     let dead = ok(&q.args(&["dead", "list"]));
     assert!(dead.starts_with("no dead letters: this queue has no dead-letter table"), "{dead}");
@@ -718,6 +794,13 @@ fn a_sharded_queue_is_given_as_its_databases_in_order() {
     let letter = &dead["dead_letters"][0];
     assert_eq!(letter["shard"].as_u64().unwrap() as usize, dead_shard);
     let seq: &'static str = letter["seq"].to_string().leak();
+    // The tables: a dead letter's shard in its own column; a group's messages (one shard) without one.
+    let table = ok(&with(&["dead", "list"]));
+    let cells: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!((&cells[0][..3], cells[1][0], cells[1][1]), (&["SHARD", "SEQ", "GROUP"][..], &*dead_shard.to_string(), seq), "{table}");
+    let alive: &'static str = (0..9).map(|i| format!("g{i}")).find(|g| *g != lease.group_id).unwrap().leak();
+    let peeked = ok(&with(&["peek", alive]));
+    assert!(peeked.starts_with("SEQ  ATTEMPTS") && peeked.lines().nth(1).unwrap().ends_with(&event("g", alive[1..].parse().unwrap())), "{peeked}");
     let refused = fails(&with(&["dead", "redrive", "--seq", seq]), 1);
     assert!(refused.contains("a seq names a dead letter of one shard"), "{refused}");
     let shard: &'static str = dead_shard.to_string().leak();

@@ -203,6 +203,10 @@ fn changes_need_the_token_and_the_consoles_own_origin() {
     let bearer = format!("Bearer {TOKEN}");
     let redrive = format!(r#"{{"seqs":[{}]}}"#, q.dead_seq);
     let dead = || serving.get("/api/dead").json()["dead_letters"].as_array().unwrap().len();
+    // The dead letter's headers, and a message's none, as [[name, value], ...].
+    let pairs: Vec<[&str; 2]> = console_queue::POISON_HEADERS.iter().map(|(n, v)| [*n, *v]).collect();
+    assert_eq!(serving.get("/api/dead").json()["dead_letters"][0]["headers"], serde_json::json!(pairs));
+    assert_eq!(serving.get("/api/peek?group=ready-a").json()["messages"][0]["headers"], serde_json::json!([]));
 
     let refused = [
         (serving.post("/api/dead/redrive", &[], &redrive), 401, "needs the admin token"),
@@ -246,6 +250,8 @@ fn changes_need_the_token_and_the_consoles_own_origin() {
     assert_eq!(dead(), 0);
     let poison = serving.get("/api/peek?group=poison").json();
     assert_eq!(poison["messages"][0]["event"], console_queue::SCRIPT_EVENT, "back in its group, as stored");
+    let pairs: Vec<[&str; 2]> = console_queue::POISON_HEADERS.iter().map(|(n, v)| [*n, *v]).collect();
+    assert_eq!(poison["messages"][0]["headers"], serde_json::json!(pairs), "its headers kept by the redrive");
 
     let release = serving.post("/api/release", &headers, r#"{"group":"leased"}"#);
     assert_eq!(release.json(), serde_json::json!({"group_id": "leased", "released": true}));

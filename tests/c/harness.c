@@ -26,6 +26,8 @@
  *   test_metrics.c          harel_transport_metrics
  *   test_trace.c            W3C Trace Context: traceparent_format, traceparent_parse,
  *                           tracestate_valid
+ *   test_headers.c          a message's headers: the _headers publishes, and the headers
+ *                           of every lease, peek and dead page, and after a redrive
  */
 #include "harel_test.h"
 
@@ -566,7 +568,7 @@ int main(int argc, char **argv) {
   static const test_case *const files[] = {
       open_tests,  abi_conventions_tests, publish_tests, claim_tests,        finish_tests,
       looks_tests, admin_tests,           shards_tests,  transactions_tests, watch_tests,
-      metrics_tests, trace_tests};
+      metrics_tests, trace_tests, headers_tests};
   const char *tmp = getenv("TMPDIR");
   const test_case *test;
   size_t i;

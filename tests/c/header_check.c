@@ -154,6 +154,29 @@ int main(void) {
   harel_status (*traceparent_parse)(const char *, uint8_t *, uint8_t *, uint8_t *, bool *,
                                     harel_error **) = harel_traceparent_parse;
   harel_status (*tracestate_valid)(const char *, bool *, harel_error **) = harel_tracestate_valid;
+  /* a message's headers: the publishes that take them */
+  harel_status (*publish_headers)(harel_transport *, const char *, const char *, int32_t,
+                                  const char *, const harel_header *, size_t, harel_error **) =
+      harel_transport_publish_headers;
+  harel_status (*publish_with_headers)(harel_transport *, const char *, const char *, int32_t,
+                                       const char *, const harel_header *, size_t, const char *,
+                                       double, double, int64_t *, int *, harel_error **) =
+      harel_transport_publish_with_headers;
+  harel_status (*publish_many_with_headers)(harel_transport *, const harel_message *, size_t,
+                                            const harel_headers *, const char *const *,
+                                            const double *, const double *, int64_t *, int *,
+                                            harel_error **) =
+      harel_transport_publish_many_with_headers;
+  harel_status (*tx_publish_headers)(harel_tx *, const char *, const char *, int32_t, const char *,
+                                     const harel_header *, size_t, const char *, double, double,
+                                     harel_error **) = harel_tx_publish_headers;
+  /* a header and a list of them, by name and type; the limits */
+  harel_header header = {"name", "value"};
+  const char **header_strings[2] = {&header.name, &header.value};
+  harel_headers header_list = {&header, 1};
+  const harel_header **header_items = &header_list.items;
+  size_t *header_count = &header_list.n;
+  int header_limits = MAX_HEADERS == 64 && MAX_HEADERS_BYTES == 16384 && MAX_HEADER_NAME_LEN == 128;
 
   /* the lease's fields by name and type, and in this order (fields a later minor version
    * appends may follow them) */
@@ -163,7 +186,12 @@ int main(void) {
   size_t *lengths[2] = {&lease.group_id_len, &lease.event_len};
   double *lock_expiry = &lease.lock_expiry;
   int64_t *attempts = &lease.attempts;
-  int lease_order = offsetof(harel_lease, seq) == 0 &&
+  /* the fields added after 0.4.0, at the end of harel_lease, in this order */
+  const harel_header **lease_headers = &lease.headers;
+  size_t *lease_n_headers = &lease.n_headers;
+  int lease_order = offsetof(harel_lease, attempts) < offsetof(harel_lease, headers) &&
+                    offsetof(harel_lease, headers) < offsetof(harel_lease, n_headers) &&
+                    offsetof(harel_lease, seq) == 0 &&
                     offsetof(harel_lease, seq) < offsetof(harel_lease, group_id) &&
                     offsetof(harel_lease, group_id) < offsetof(harel_lease, group_id_len) &&
                     offsetof(harel_lease, group_id_len) < offsetof(harel_lease, event) &&
@@ -213,7 +241,12 @@ int main(void) {
   /* the fields added after 0.4.0 at the end of the two pages: each item's shard */
   const size_t **group_shards = &gp.shards;
   const size_t **dead_shards = &dp.shards;
-  int page_order = offsetof(harel_group_page, groups) < offsetof(harel_group_page, n_groups) &&
+  /* and the pages' header lists, after them */
+  const harel_headers **message_headers = &mp.headers;
+  const harel_headers **dead_headers = &dp.headers;
+  int page_order = offsetof(harel_message_page, next_cursor) < offsetof(harel_message_page, headers) &&
+                   offsetof(harel_dead_page, shards) < offsetof(harel_dead_page, headers) &&
+                   offsetof(harel_group_page, groups) < offsetof(harel_group_page, n_groups) &&
                    offsetof(harel_group_page, n_groups) < offsetof(harel_group_page, next_cursor) &&
                    offsetof(harel_group_page, next_cursor) < offsetof(harel_group_page, shards) &&
                    offsetof(harel_dead_page, letters) < offsetof(harel_dead_page, n_letters) &&
@@ -301,7 +334,10 @@ int main(void) {
             tx_free && rows_free && value_type && value_integer && value_real && value_text &&
             value_blob && row_sizes[2] && row_values && value_order && value_numbers &&
             no_tx == NULL && open_shards && shard_count && shard_of && set_sync_urls && group_shards &&
-            dead_shards && page_order && traceparent_format && traceparent_parse && tracestate_valid;
+            dead_shards && page_order && traceparent_format && traceparent_parse && tracestate_valid &&
+            publish_headers && publish_with_headers && publish_many_with_headers &&
+            tx_publish_headers && header_strings[1] && header_items && header_count &&
+            header_limits && lease_headers && lease_n_headers && message_headers && dead_headers;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

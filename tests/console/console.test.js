@@ -22,6 +22,12 @@ const TOKEN = "console-test-token";
 // What tests/console_queue puts in the queue as data that must stay text.
 const SCRIPT_EVENT = '{"html":"<script>window.__xss=1;alert(1)</script>"}';
 const MARKUP_GROUP = '<img src=x onerror="window.__xss=1">';
+// The dead letter's headers, in order: a value with a <script>, a name and a value of markup.
+const POISON_HEADERS = [
+  ["traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+  ["x-note", "<script>window.__xss=2;alert(2)</script>"],
+  ["<b>bold</b>", "<i onmouseover=alert(3)>x</i>"],
+];
 
 let dir, queue, serve, serveErr = "", address, browser, page, deadSeq;
 const dialogs = [];
@@ -57,6 +63,10 @@ after(async () => {
 });
 
 const text = (selector) => page.$eval(selector, (e) => e.textContent);
+// The [name, value] pairs a headers cell shows, each read from its own text.
+const shownHeaders = (selector) => page.$eval(selector, (td) =>
+  [...td.querySelectorAll(".header")].map((h) =>
+    [h.querySelector(".header-name").textContent, h.querySelector(".header-value").textContent]));
 const deadRows = () => page.$$eval("#dead tbody tr", (rows) => rows.map((r) => r.dataset.seq));
 
 // Waits until the page's stats show what the library counts, then checks every figure.
@@ -79,13 +89,15 @@ test("the numbers shown are the library's", async () => {
   assert.deepEqual([s.messages, s.dead, s.groups, s.delayed], [8, 1, 6, 1], "the queue console_queue builds");
 });
 
-test("group ids and events are shown as text, never run", async (t) => {
+test("group ids, events and headers are shown as text, never run", async (t) => {
   await page.waitForSelector("#groups tbody tr");
   const groups = await page.$$eval("#groups tbody button.link", (bs) => bs.map((b) => b.textContent));
   assert.ok(groups.includes(MARKUP_GROUP), `the group id as written: ${groups}`);
   await page.waitForSelector("#dead tbody tr");
   assert.equal(await text("#dead tbody td.event"), SCRIPT_EVENT);
-  assert.equal(await page.$("main img, main script, main b"), null, "no element came from the data");
+  assert.deepEqual(await shownHeaders("#dead tbody td.headers"), POISON_HEADERS, "the headers, in order, as text");
+  assert.equal(await text("#dead tbody td.headers"), POISON_HEADERS.map(([n, v]) => `${n}=${v}`).join(""));
+  assert.equal(await page.$("main img, main script, main b, main i"), null, "no element came from the data");
   assert.equal(await page.evaluate(() => window.__xss), undefined, "no script of the data ran");
   assert.deepEqual(dialogs, []);
   if (process.env.SCREENSHOT) {
@@ -125,6 +137,8 @@ test("with the token the dead letter goes back into its group", async () => {
   await page.$$eval("#groups tbody button.link", (bs) => bs.find((b) => b.textContent === "poison").click());
   await page.waitForFunction(() => document.querySelector("#messages td.event"));
   assert.equal(await text("#messages td.event"), SCRIPT_EVENT);
+  assert.deepEqual(await shownHeaders("#messages td.headers"), POISON_HEADERS, "kept by the redrive, shown as text");
+  assert.equal(await page.$("main img, main script, main b, main i"), null);
   assert.equal(await page.evaluate(() => window.__xss), undefined);
   assert.deepEqual(dialogs, []);
 });

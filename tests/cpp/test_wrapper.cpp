@@ -11,7 +11,9 @@
 // commit and its rollback on a throw, every error, moves, a closed Transport); sharded queues
 // (open_shards over three files: each message claimed once, each listed item's shard,
 // reopened, every list refused with the library's message; shard_count; shard_of; a
-// transaction refused). Run under
+// transaction refused); headers (every publish form's overload, Lease::headers() in order and
+// byte for byte, HeaderList over a peek and a dead page, each refusal named) and the W3C
+// Trace Context helpers (format_traceparent, parse_traceparent, tracestate_valid). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -27,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -159,6 +162,12 @@ static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().publish
                              std::vector<harel::Published>>);
 static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().rearm(std::declval<harel::Watch &>())), bool>);
 static_assert(std::is_base_of_v<std::runtime_error, harel::Error>);
+static_assert(sizeof(harel::Header) == sizeof(harel_header) && std::is_base_of_v<harel_header, harel::Header>);
+static_assert(std::is_same_v<decltype(std::declval<const harel::Lease &>().headers()), harel::HeaderList>);
+static_assert(std::is_same_v<decltype(*std::declval<harel::HeaderList>().begin()),
+                             std::pair<std::string_view, std::string_view>>);
+static_assert(std::is_same_v<decltype(harel::parse_traceparent("")), std::optional<harel::TraceParent>>);
+static_assert(std::is_nothrow_copy_constructible_v<harel::HeaderList>, "a HeaderList is a view");
 static_assert(sizeof(std::optional<harel::Lease>) <= 2 * sizeof(void *), "an optional lease is a pointer and a flag");
 static_assert(harel::version_major == HAREL_TRANSPORT_VERSION_MAJOR &&
               harel::version_minor == HAREL_TRANSPORT_VERSION_MINOR &&
@@ -1706,6 +1715,213 @@ static void test_a_transaction_on_a_sharded_queue() {
   CHECK(drain(t, "w") == 1);
 }
 
+
+// ---- headers ------------------------------------------------------------------------------
+
+// Headers a producer sends: a repeated name, an empty value, UTF-8 of 2 to 4 bytes, control
+// characters, what a name may not hold, every punctuation a name may hold.
+static const std::vector<std::pair<std::string, std::string>> SENT = {
+    {"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+    {"empty", ""},
+    {"note", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 = , \" \\ \t\n\x01\x7f <script>"},
+    {"traceparent", "a repeated name keeps its place"},
+    {"!\"#$%&'()*+,-./:;<>?@[\\]^_`{|}~", "punctuation"},
+};
+
+// SENT as harel::Headers' elements, borrowing its strings.
+static std::vector<harel::Header> sent_headers() {
+  std::vector<harel::Header> headers;
+  for (const auto &[name, value] : SENT) headers.emplace_back(name, value);
+  return headers;
+}
+
+static void test_headers_publish_and_lease() {
+  auto t = harel::Transport::open(":memory:");
+  const std::vector<harel::Header> sent = sent_headers();
+  t.publish("a", "1", sent);
+  std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+  t.publish("b", "2", {{"traceparent", tp}, {"k", std::string("v")}}, 4, "eu");
+  t.publish("c", "3", harel::Headers{});
+  t.publish("d", "4");  // the old form: none
+  auto a = t.claim("w", 30.0);
+  CHECK(a && a->event() == "1");
+  if (a) {
+    harel::HeaderList h = a->headers();
+    CHECK(h.size() == SENT.size() && !h.empty() && h.to_vector() == SENT);
+    std::size_t i = 0;
+    for (auto [name, value] : h) {  // in order, byte for byte
+      CHECK(i < SENT.size() && name == SENT[i].first && value == SENT[i].second);
+      i++;
+    }
+    CHECK(i == SENT.size());
+    CHECK(h[2].second == SENT[2].second && h.data() == a->get()->headers);
+    CHECK(h.find("traceparent") == SENT[0].second);  // the first of a repeated name
+    CHECK(!h.find("absent") && !h.find("traceparen"));
+    t.ack(*a);
+    CHECK(a->headers().to_vector() == SENT);  // the Lease's until it is destroyed
+  }
+  auto b = t.claim("w", 30.0, 4, {"eu"});  // its priority and routing key, as publish sets them
+  CHECK(b && b->headers().size() == 2 && b->headers().find("traceparent") == tp && b->headers()[1].second == "v");
+  for (const char *event : {"3", "4"}) {
+    auto none = t.claim("w", 30.0);
+    CHECK(none && none->event() == event && none->headers().empty() && none->headers().begin() == none->headers().end());
+    if (none) t.ack(*none);
+  }
+  harel::Lease empty(nullptr);
+  CHECK(empty.headers().empty() && empty.headers().size() == 0);
+  CHECK(harel::HeaderList().empty() && harel::HeaderList(nullptr, 3).empty());
+
+  // Each refusal names the header; nothing is written.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("g", "1", {{"ok", "1"}, {"bad name", "2"}}));
+  CHECK(what.find("headers[1].name") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("g", "1", {{"a=b", "1"}}));
+  CHECK(what.find("headers[0].name") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("g", "1", {{"", "1"}}));
+  CHECK(what.find("headers[0].name") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("g", "1", {{"n", static_cast<const char *>(nullptr)}}));
+  CHECK(what.find("headers[0].value") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("g", "1", {{"n", "\xff"}}));
+  CHECK(what.find("headers[0].value") != std::string::npos);
+  std::vector<std::string> names;
+  for (int i = 0; i < 65; i++) names.push_back("h" + std::to_string(i));
+  std::vector<harel::Header> many;
+  for (const std::string &name : names) many.emplace_back(name, "");
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("g", "1", many));
+  CHECK(what.find("65 pairs") != std::string::npos);
+  many.pop_back();
+  std::string big(16384 - 2, 'v');  // 64 pairs, one value of 16382 bytes: past 16384 in all
+  many[0] = harel::Header("h0", big);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("g", "1", many));
+  CHECK(what.find("bytes") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("g", "1", harel::Headers(nullptr, 1)));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish("", "1", sent));
+  CHECK(!t.claim("w", 30.0) && t.stats()->messages == 1);  // b's, still leased
+  if (b) t.ack(*b);
+  harel::Transport none;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, none.publish("g", "1", sent));
+}
+
+static void test_headers_publish_with_and_batches() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  const std::vector<harel::Header> sent = sent_headers();
+  harel::Published first = t.publish_with("g", "\"first\"", {"k"}, sent);
+  CHECK(first.seq > 0 && !first.duplicate);
+  harel::Published again = t.publish_with("g", "\"again\"", {"k"}, {{"other", "1"}});
+  CHECK(again.seq == first.seq && again.duplicate);  // nothing stored, its headers neither
+  t.publish_with("late", "\"late\"", {nullptr, 60.0}, {{"when", "later"}}, 2, "eu");
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "1", {"k2"}, {{"a b", "1"}}));
+  CHECK(what.find("headers[0].name") != std::string::npos);
+  CHECK(t.publish_with("g", "\"k2 free\"", {"k2"}).duplicate == false);  // the refusal took no key
+
+  // publish_many with one Headers per message (none: an empty one), and publish_many_with.
+  std::vector<harel::Message> batch{{"m1", "1"}, {"m2", "2"}, {"m3", "3"}};
+  std::vector<harel::Headers> each{sent, {}, harel::Headers(sent.data() + 2, 1)};
+  t.publish_many(batch, each);
+  std::vector<harel::Published> out =
+      t.publish_many_with({{"n1", "4"}, {"n2", "5"}}, {{"kn"}, {"kn"}}, {{{"x", "1"}}, {{"y", "2"}}});
+  CHECK(out.size() == 2 && !out[0].duplicate && out[1].duplicate && out[1].seq == out[0].seq);
+  t.publish_many_with({{"o1", "6"}}, {}, {});  // no deliveries, no headers
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many(batch, {sent, {{"bad=", "v"}}, {}}));
+  CHECK(what.find("messages[1].headers[0].name") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many(batch, {sent}));
+  CHECK(what.find("headers has 1 elements and messages 3") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with(batch, {}, {sent, harel::Headers(nullptr, 2), {}}));
+
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> got;
+  for (auto batch_out = t.claim_many("w", 30.0, 16); !batch_out.empty();
+       batch_out = t.ack_and_claim_many(batch_out, "w", 30.0, 16).leases)
+    for (const harel::Lease &lease : batch_out)  // a group's first message only ("g" has two)
+      got.try_emplace(std::string(lease.group_id()), lease.headers().to_vector());
+  CHECK(got.size() == 6 && got["g"] == SENT && got["m1"] == SENT && got["m2"].empty());
+  CHECK(got["m3"] == (std::vector<std::pair<std::string, std::string>>{SENT[2]}));
+  CHECK(got["n1"] == (std::vector<std::pair<std::string, std::string>>{{"x", "1"}}) && got["o1"].empty());
+  now += 61.0;
+  auto late = t.claim_wait("w", 30.0, 1.0);
+  CHECK(late && late->group_id() == "late" && late->headers().find("when") == "later");
+}
+
+static void test_headers_in_a_transaction() {
+  auto t = harel::Transport::open(":memory:");
+  const std::vector<harel::Header> sent = sent_headers();
+  std::vector<harel::Published> published = t.transaction([&](harel::Tx &tx) {
+    tx.publish("g", "1", sent);
+    tx.publish_with("g", "2", {"k"}, {{"k", "v"}}, 1, "eu");
+    std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish("g", "3", {{"bad name", "v"}}));
+    CHECK(what.find("headers[0].name") != std::string::npos);  // refused: the transaction goes on
+    tx.publish_with("g", "4", {"k"}, {{"dup", "v"}});
+  });
+  CHECK(published.size() == 3 && published[2].duplicate && published[2].seq == published[1].seq);
+  auto first = t.claim("w", 30.0);
+  CHECK(first && first->event() == "1" && first->headers().to_vector() == SENT);
+  auto second = first ? t.ack_and_claim(*first, "w", 30.0) : std::nullopt;
+  CHECK(second && second->event() == "2" && second->headers().size() == 1 && second->headers()[0].first == "k");
+  if (second) CHECK(!t.ack_and_claim(*second, "w", 30.0));
+}
+
+// A page of peek and of dead_letters, through get(): HeaderList(page->headers[i]).
+static void test_headers_on_pages() {
+  auto t = harel::Transport::open(":memory:");
+  const std::vector<harel::Header> sent = sent_headers();
+  t.publish("g", "1", sent);
+  t.publish("g", "2");
+  harel_message_page *page = nullptr;
+  CHECK(harel_transport_peek(t.get(), "g", nullptr, 10, &page, nullptr) == HAREL_OK);
+  if (page) {
+    CHECK(page->n_messages == 2);
+    CHECK(harel::HeaderList(page->headers[0]).to_vector() == SENT);
+    CHECK(harel::HeaderList(page->headers[1]).empty());
+  }
+  harel_message_page_free(page);
+  auto lease = t.claim("w", 30.0);
+  if (lease) t.dead_letter(*lease, "poison");
+  harel_dead_page *dead = nullptr;
+  CHECK(harel_transport_dead_letters(t.get(), nullptr, nullptr, 10, &dead, nullptr) == HAREL_OK);
+  if (dead) CHECK(dead->n_letters == 1 && harel::HeaderList(dead->headers[0]).to_vector() == SENT);
+  harel_dead_page_free(dead);
+}
+
+static void test_trace_context() {
+  const std::array<std::uint8_t, 16> trace_id{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
+                                              0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36};
+  const std::array<std::uint8_t, 8> span_id{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7};
+  const std::string spec = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  CHECK(harel::format_traceparent(trace_id, span_id) == spec);  // sampled by default
+  CHECK(harel::format_traceparent(trace_id, span_id, 0) == spec.substr(0, 53) + "00");
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::format_traceparent({}, span_id));
+  CHECK(what.find("trace_id") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::format_traceparent(trace_id, {}));
+
+  std::optional<harel::TraceParent> parsed = harel::parse_traceparent(spec);
+  CHECK(parsed && parsed->trace_id == trace_id && parsed->span_id == span_id && parsed->flags == 1 &&
+        parsed->sampled());
+  CHECK(parsed && harel::format_traceparent(*parsed) == spec);
+  CHECK(harel::parse_traceparent(" \t" + spec + " "));  // spaces around it, as HTTP's
+  const std::vector<std::string> not_valid{"", "nope", spec.substr(0, 54),
+                                            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+                                            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                                            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                                            spec + "\xff", spec + std::string(1, '\0')};
+  for (const std::string &bad : not_valid)
+    CHECK(!harel::parse_traceparent(bad));  // no error: std::nullopt
+  auto newer = harel::parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03-more");
+  CHECK(newer && newer->flags == 1);  // a later version: its sampled bit only
+
+  CHECK(harel::tracestate_valid("") && harel::tracestate_valid("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"));
+  CHECK(!harel::tracestate_valid("Bad=1") && !harel::tracestate_valid("a=1,a=2"));
+  CHECK(!harel::tracestate_valid(std::string("a=1\0", 4)));
+
+  // Through a message: the producer's value, the worker's parse.
+  auto t = harel::Transport::open(":memory:");
+  std::string tp = harel::format_traceparent(trace_id, span_id);
+  t.publish("g", "{}", {{"traceparent", tp}, {"tracestate", "rojo=1"}});
+  auto lease = t.claim("w", 30.0);
+  std::optional<std::string_view> value = lease ? lease->headers().find("traceparent") : std::nullopt;
+  auto context = value ? harel::parse_traceparent(*value) : std::nullopt;
+  CHECK(context && context->trace_id == trace_id && context->span_id == span_id);
+  CHECK(lease && harel::tracestate_valid(*lease->headers().find("tracestate")));
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -1749,6 +1965,15 @@ int main() {
   run("open_shards: three files, each message once, each item's shard, reopened; each list refused",
       test_open_shards);
   run("a transaction on a sharded queue is refused at its first call", test_a_transaction_on_a_sharded_queue);
+  run("headers: publish's overload, Lease::headers() in order and byte for byte, find, each refusal named",
+      test_headers_publish_and_lease);
+  run("headers: publish_with, publish_many and publish_many_with one per message; claim_many's leases",
+      test_headers_publish_with_and_batches);
+  run("headers: a transaction's publish and publish_with; a refused header, the transaction goes on",
+      test_headers_in_a_transaction);
+  run("headers: HeaderList over a peek page and a dead page", test_headers_on_pages);
+  run("trace context: format_traceparent, parse_traceparent (std::nullopt), tracestate_valid, through a message",
+      test_trace_context);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -9,13 +9,21 @@
 //! - parked: 1 message, priority 2, nacked with a delay of 600 s
 //! - delayed: 1 message, priority 1, published with a delay of 600 s
 //! - overdue: 1 message, priority 2, its lease lapsed (a worker that died): ready
-//! - poison: priority 3, its one message moved to the dead letters (`<script>` in its event,
-//!   markup in its reason), so the group is gone until a redrive brings it back
+//! - poison: priority 3, its one message moved to the dead letters (`<script>` in its event
+//!   and in a header's value, a header name of markup, markup in its reason), so the group is
+//!   gone until a redrive brings it back
 
-use harel_transport::{Delivery, Message, Transport};
+use harel_transport::{Delivery, Headers, Message, Transport};
 
 pub const MARKUP_GROUP: &str = r#"<img src=x onerror="window.__xss=1">"#;
 pub const SCRIPT_EVENT: &str = r#"{"html":"<script>window.__xss=1;alert(1)</script>"}"#;
+/// The poison message's headers, in order: a trace context, a value holding a `<script>`, a
+/// name of markup (a name may hold '<', '>' and '/').
+pub const POISON_HEADERS: [(&str, &str); 3] = [
+    ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+    ("x-note", "<script>window.__xss=2;alert(2)</script>"),
+    ("<b>bold</b>", "<i onmouseover=alert(3)>x</i>"),
+];
 /// How long the lease and the park last: longer than any test.
 pub const HELD: f64 = 600.0;
 /// The overdue group's lease: it has lapsed by the time `build` returns.
@@ -30,7 +38,9 @@ pub fn build(t: &Transport) -> i64 {
     t.publish("leased", r#"{"n":5}"#, 1, Some("leased")).unwrap();
     t.publish("parked", r#"{"n":6}"#, 2, Some("parked")).unwrap();
     t.publish("overdue", r#"{"n":7}"#, 2, Some("overdue")).unwrap();
-    t.publish("poison", SCRIPT_EVENT, 3, Some("poison")).unwrap();
+    let headers = Headers::new(&POISON_HEADERS).unwrap();
+    let poison = Message { group_id: "poison", event_json: SCRIPT_EVENT, priority: 3, routing_key: Some("poison"), headers: Some(&headers) };
+    t.publish_many(&[poison]).unwrap();
     let delayed = Message { group_id: "delayed", event_json: r#"{"n":8}"#, priority: 1, routing_key: Some("delayed"), headers: None };
     t.publish_with(delayed, Delivery { delay: HELD, ..Delivery::default() }).unwrap();
 

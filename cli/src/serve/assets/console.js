@@ -1,6 +1,6 @@
 // The console of `harel-transport serve`: it reads the JSON API and writes what it gets into
-// the page as text only (textContent, createElement; never innerHTML), since events and
-// group ids are whatever producers stored.
+// the page as text only (textContent, createElement; never innerHTML), since events, headers
+// and group ids are whatever producers stored.
 "use strict";
 
 const REFRESH_MS = 2000;
@@ -51,6 +51,26 @@ function cell(row, text, className) {
   td.textContent = text === null || text === undefined ? "-" : String(text);
   if (className) td.className = className;
   row.appendChild(td);
+  return td;
+}
+
+// A message's headers ([[name, value], ...], in order) in one cell: a line per pair, its
+// name and its value each as text; "-" when there are none.
+function headersCell(row, headers) {
+  if (!headers || headers.length === 0) return cell(row, null, "headers");
+  const td = cell(row, "", "headers");
+  for (const [name, value] of headers) {
+    const line = document.createElement("div");
+    line.className = "header";
+    const n = document.createElement("span");
+    n.className = "header-name";
+    n.textContent = name;
+    const v = document.createElement("span");
+    v.className = "header-value";
+    v.textContent = value;
+    line.append(n, "=", v);
+    td.appendChild(line);
+  }
   return td;
 }
 
@@ -150,6 +170,7 @@ const messages = pager(
     for (const m of page.messages) {
       const row = document.createElement("tr");
       for (const value of [m.seq, m.attempts, m.locked_by]) cell(row, value);
+      headersCell(row, m.headers);
       cell(row, m.event, "event");
       body.appendChild(row);
     }
@@ -171,6 +192,7 @@ const dead = pager(
       const row = document.createElement("tr");
       row.dataset.seq = String(d.seq);
       for (const value of [d.seq, d.group_id, d.attempts, d.reason]) cell(row, value);
+      headersCell(row, d.headers);
       cell(row, d.event, "event");
       const actions = cell(row, "", "actions");
       button(actions, "redrive", () =>
