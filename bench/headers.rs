@@ -51,8 +51,8 @@ fn publish(t: &Transport, n: usize, headers: Option<&Headers>) -> Duration {
     let started = Instant::now();
     for i in 0..n {
         let group = format!("g{}", i % 50);
-        t.publish_many(&[Message { group_id: &group, event_json: "{\"n\":1}", priority: 0, routing_key: None, headers }])
-            .unwrap();
+        let message = Message { group_id: &group, event_json: "{\"n\":1}", priority: 0, routing_key: None, headers };
+        t.publish_many(&[message]).unwrap();
     }
     started.elapsed()
 }
@@ -114,7 +114,8 @@ fn main() {
     ])
     .unwrap();
     let provider = SdkTracerProvider::builder().with_simple_exporter(Dropping).build();
-    println!("{:<18} {:<44} {:>9} {:>9} {:>7}", "backend", "measured against its yardstick", "yardstick", "measured", "ratio");
+    let head = ("backend", "measured against its yardstick", "yardstick", "measured", "ratio");
+    println!("{:<18} {:<44} {:>9} {:>9} {:>7}", head.0, head.1, head.2, head.3, head.4);
     println!("{:<18} {:<44} {:>9} {:>9}", "", "", "µs/msg", "µs/msg");
     for (p, place) in places.iter().enumerate() {
         let mut queues = 0;

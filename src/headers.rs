@@ -57,7 +57,8 @@ impl Headers {
                 Ok(()) => Ok(Headers { pairs, stored: Some(text.to_owned()) }),
                 Err(e) => Err(format!("its headers break the rules: {} (written by another program)", e.message())),
             },
-            _ => Err("its headers are not a JSON array of [name, value] text pairs (written by another program)".into()),
+            _ => Err("its headers are not a JSON array of [name, value] text pairs (written by another program)"
+                .into()),
         }
     }
 

@@ -88,7 +88,8 @@ trait Remote {
 
 impl Remote for opentelemetry::trace::SpanContext {
     fn with_remote(self, remote: bool) -> Self {
-        opentelemetry::trace::SpanContext::new(self.trace_id(), self.span_id(), self.trace_flags(), remote, self.trace_state().clone())
+        let state = self.trace_state().clone();
+        opentelemetry::trace::SpanContext::new(self.trace_id(), self.span_id(), self.trace_flags(), remote, state)
     }
 }
 
@@ -127,7 +128,9 @@ fn nack_dead_letter_lease_loss_and_extend_mark_the_span() {
     assert!(matches!(q.t.ack(&forged), Err(Error::LeaseLost(_))));
     let consumers = q.named(SpanKind::Consumer);
     assert_eq!(consumers.len(), 3, "each lease's span ended");
-    let of = |seq: i64| consumers.iter().find(|s| attribute(s, "messaging.message.id") == Some(seq.to_string())).unwrap();
+    let of = |seq: i64| {
+        consumers.iter().find(|s| attribute(s, "messaging.message.id") == Some(seq.to_string())).unwrap()
+    };
     let nacked = of(leases[0].seq);
     let events: Vec<&str> = nacked.events.iter().map(|e| e.name.as_ref()).collect();
     assert_eq!(events, ["extend", "nack"]);

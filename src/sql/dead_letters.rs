@@ -129,7 +129,8 @@ impl DeadSql {
             let with_now = filter.condition(2);
             [
                 format!(
-                    "INSERT INTO {m} (group_id, event, enqueued_at, headers) SELECT group_id, event, ?1, headers FROM {d} \
+                    "INSERT INTO {m} (group_id, event, enqueued_at, headers) \
+                     SELECT group_id, event, ?1, headers FROM {d} \
                      WHERE {with_now} ORDER BY seq"
                 ),
                 format!(

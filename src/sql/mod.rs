@@ -265,8 +265,9 @@ impl Statements {
             .find(|(&rows, _)| rows <= messages.len())
             .expect("INSERT_ROWS ends with 1, and a batch is not empty");
         let run = &messages[..rows];
-        let values =
-            run.iter().flat_map(|m| [m.group_id.into(), m.event_json.into(), m.headers.and_then(Headers::stored).into()]);
+        let values = run
+            .iter()
+            .flat_map(|m| [m.group_id.into(), m.event_json.into(), m.headers.and_then(Headers::stored).into()]);
         let groups = run.iter().flat_map(|m| [m.group_id.into(), m.priority.into(), m.routing_key.into()]);
         let messages = std::iter::once(Value::from(now)).chain(values).collect();
         (rows, [(insert_messages, messages), (insert_groups, groups.collect())])
@@ -588,7 +589,8 @@ mod tests {
             headers: Headers::none(),
         };
         let headers = Headers::new(&[("a", "1")]).unwrap();
-        let message = Message { group_id: "g", event_json: "{}", priority: 1, routing_key: Some("k"), headers: Some(&headers) };
+        let message =
+            Message { group_id: "g", event_json: "{}", priority: 1, routing_key: Some("k"), headers: Some(&headers) };
         let mut sql = Statements::new("t");
         let lacking_all = Lacks {
             attempts: true,

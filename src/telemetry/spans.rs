@@ -132,7 +132,8 @@ impl Telemetry {
                 span.set_status(Status::error("nacked"));
             }
             (Ok(()), Outcome::Dead(reason)) => {
-                span.add_event("dead_letter", vec![KeyValue::new("messaging.harel.dead_letter_reason", reason.to_owned())]);
+                let why = KeyValue::new("messaging.harel.dead_letter_reason", reason.to_owned());
+                span.add_event("dead_letter", vec![why]);
                 span.set_status(Status::error(format!("dead letter: {reason}")));
             }
         }
@@ -161,10 +162,14 @@ impl On {
             attributes.push(KeyValue::new("messaging.batch.message_count", batch as i64));
         }
         let tracer = self.tracing.tracer.as_ref();
-        let builder =
-            tracer.span_builder(format!("process {}", self.queue)).with_kind(SpanKind::Consumer).with_attributes(attributes);
+        let builder = tracer
+            .span_builder(format!("process {}", self.queue))
+            .with_kind(SpanKind::Consumer)
+            .with_attributes(attributes);
         match (extract(&lease.headers), self.tracing.as_parent) {
-            (Some(producer), true) => builder.start_with_context(tracer, &Context::new().with_remote_span_context(producer)),
+            (Some(producer), true) => {
+                builder.start_with_context(tracer, &Context::new().with_remote_span_context(producer))
+            }
             (Some(producer), false) => {
                 builder.with_links(vec![Link::with_context(producer)]).start_with_context(tracer, &Context::new())
             }

@@ -31,7 +31,10 @@ fn line(span: &SpanData) -> Value {
     let links: Vec<Value> = span
         .links
         .iter()
-        .map(|l| json!({"trace_id": l.span_context.trace_id().to_string(), "span_id": l.span_context.span_id().to_string()}))
+        .map(|l| {
+            let context = &l.span_context;
+            json!({"trace_id": context.trace_id().to_string(), "span_id": context.span_id().to_string()})
+        })
         .collect();
     json!({
         "lang": "rust",

@@ -69,13 +69,14 @@ impl Local {
             let mut buried = false;
             for head in heads {
                 let (seq, group_id, event, attempts, headers) = match <[Value; 5]>::try_from(head) {
-                    Ok([Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts), h]) => {
-                        (seq, group_id, event, attempts, h)
+                    Ok([Value::Integer(seq), Value::Blob(group), Value::Blob(event), Value::Integer(attempts), h]) => {
+                        (seq, group, event, attempts, h)
                     }
                     Ok(other) => return Err(unexpected(&other)),
                     Err(other) => return Err(unexpected(&other)),
                 };
-                let undeliverable = match (String::from_utf8(group_id), String::from_utf8(event), Headers::from_column(&headers)) {
+                let read = (String::from_utf8(group_id), String::from_utf8(event), Headers::from_column(&headers));
+                let undeliverable = match read {
                     _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
                         format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
                     }

@@ -38,7 +38,8 @@ pub(crate) unsafe fn read(ptr: *const harel_header, n: usize) -> Result<Option<H
         .iter()
         .enumerate()
         .map(|(i, h)| unsafe {
-            Ok((args::string(h.name, &format!("headers[{i}].name"))?, args::string(h.value, &format!("headers[{i}].value"))?))
+            let name = args::string(h.name, &format!("headers[{i}].name"))?;
+            Ok((name, args::string(h.value, &format!("headers[{i}].value"))?))
         })
         .collect::<Result<Vec<(&str, &str)>>>()?;
     Headers::new(&pairs).map(Some)
@@ -56,7 +57,9 @@ pub(crate) unsafe fn read_each(all: *const harel_headers, n: usize) -> Result<Ve
     let each = unsafe { std::slice::from_raw_parts(all, n) };
     each.iter()
         .enumerate()
-        .map(|(i, h)| unsafe { read(h.items, h.n) }.map_err(|e| Error::Argument(format!("messages[{i}].{}", e.message()))))
+        .map(|(i, h)| {
+            unsafe { read(h.items, h.n) }.map_err(|e| Error::Argument(format!("messages[{i}].{}", e.message())))
+        })
         .collect()
 }
 

@@ -129,9 +129,20 @@ pub extern "C" fn harel_transport_publish_with(
     duplicate: *mut c_int,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    let none = std::ptr::null();
     harel_transport_publish_with_headers(
-        t, group_id, event_json, priority, routing_key, none, 0, key, delay, not_before, seq, duplicate, err,
+        t,
+        group_id,
+        event_json,
+        priority,
+        routing_key,
+        std::ptr::null(),
+        0,
+        key,
+        delay,
+        not_before,
+        seq,
+        duplicate,
+        err,
     )
 }
 
@@ -160,8 +171,9 @@ pub extern "C" fn harel_transport_publish_headers(
 ) -> harel_status {
     on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (m, headers) =
-            unsafe { (message::message(group_id, event_json, priority, routing_key)?, headers::read(headers, n_headers)?) };
+        let (m, headers) = unsafe {
+            (message::message(group_id, event_json, priority, routing_key)?, headers::read(headers, n_headers)?)
+        };
         t.publish_many(&[Message { headers: headers.as_ref(), ..m }])?;
         Ok(HAREL_OK)
     })
@@ -227,9 +239,8 @@ pub extern "C" fn harel_transport_publish_many_with(
     duplicates: *mut c_int,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    let none = std::ptr::null();
     harel_transport_publish_many_with_headers(
-        t, messages, n_messages, none, keys, delays, not_before, seqs, duplicates, err,
+        t, messages, n_messages, std::ptr::null(), keys, delays, not_before, seqs, duplicates, err,
     )
 }
 

@@ -146,8 +146,19 @@ pub extern "C" fn harel_tx_publish(
     not_before: f64,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    let none = std::ptr::null();
-    harel_tx_publish_headers(tx, group_id, event_json, priority, routing_key, none, 0, key, delay, not_before, err)
+    harel_tx_publish_headers(
+        tx,
+        group_id,
+        event_json,
+        priority,
+        routing_key,
+        std::ptr::null(),
+        0,
+        key,
+        delay,
+        not_before,
+        err,
+    )
 }
 
 /// `harel_tx_publish` with headers, under harel_transport_publish_headers' rules (checked
