@@ -193,7 +193,11 @@ impl AsyncTransport {
 
     /// The write of a publish with delivery options (`name`), in a span when traced.
     async fn delivered(&self, request: &Deliver<'_, '_>, name: &str) -> Result<Vec<Published>> {
-        let messages: Vec<Message<'_>> = request.items().iter().map(|(m, _)| *m).collect();
+        // Off, nothing is copied: no messages, no span.
+        let messages: Vec<Message<'_>> = match self.telemetry.on() {
+            true => request.items().iter().map(|(m, _)| *m).collect(),
+            false => Vec::new(),
+        };
         let Some((span, headers)) = self.telemetry.publishing(&messages) else {
             return self.call(Some(Operation::Publish), name, self.router.deliver(request)).await;
         };

@@ -17,6 +17,7 @@ const V: f64 = 30.0;
 struct Traced {
     _dir: tempfile::TempDir,
     path: String,
+    clock: TestClock,
     t: Transport,
     exporter: InMemorySpanExporter,
     provider: SdkTracerProvider,
@@ -26,9 +27,10 @@ fn traced(as_parent: bool) -> Traced {
     let (dir, path) = temp_db();
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-    let mut options = TestClock::at(1000.0).options();
+    let clock = TestClock::at(1000.0);
+    let mut options = clock.options();
     options.tracer(BoxedTracer::new(Box::new(provider.tracer("harel-test"))), as_parent);
-    Traced { t: Transport::open(&path, &options).unwrap(), path, _dir: dir, exporter, provider }
+    Traced { t: Transport::open(&path, &options).unwrap(), path, clock, _dir: dir, exporter, provider }
 }
 
 impl Traced {
@@ -178,4 +180,23 @@ fn an_invalid_traceparent_is_ignored_and_no_tracer_records_nothing() {
     assert!(untraced.headers.is_empty(), "without a tracer nothing is written");
     plain.ack(&untraced).unwrap();
     assert_eq!(q.spans().len(), 1, "and nothing recorded");
+}
+
+#[test]
+fn spans_of_leases_dropped_unfinished_end_once_long_lapsed() {
+    let q = traced(false);
+    let groups: Vec<String> = (0..1100).map(|i| format!("g{i}")).collect();
+    q.t.publish_many(&groups.iter().map(|g| msg(g, None)).collect::<Vec<_>>()).unwrap();
+    let mut dropped = q.t.claim_many("w", V, 0, &[], 1000, &Wait::none()).unwrap();
+    dropped.extend(q.t.claim_many("w", V, 0, &[], 1000, &Wait::none()).unwrap());
+    assert_eq!(dropped.len(), 1100);
+    assert!(q.named(SpanKind::Consumer).is_empty(), "open while their leases may still be finished");
+    q.clock.advance(V + 301.0);
+    let late = q.t.claim("w2", V, 0, &[]).unwrap().expect("a lapsed head, claimed again");
+    let ended = q.named(SpanKind::Consumer);
+    assert_eq!(ended.len(), 1100, "every dropped lease's span ended by the next claim");
+    assert!(ended.iter().all(|s| s.status == Status::error("lease lapsed")));
+    q.t.ack(&late).unwrap();
+    let last = q.named(SpanKind::Consumer).pop().unwrap();
+    assert_eq!((&last.status, attribute(&last, "messaging.message.id")), (&Status::Ok, Some(late.seq.to_string())));
 }

@@ -22,6 +22,11 @@ impl Telemetry {
     }
 
     #[inline]
+    pub fn on(&self) -> bool {
+        false
+    }
+
+    #[inline]
     pub fn publishing(&self, _: &[Message<'_>]) -> Option<(Publishing, Vec<Headers>)> {
         None
     }

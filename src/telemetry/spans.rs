@@ -86,11 +86,18 @@ impl Telemetry {
         span.end();
     }
 
-    /// Starts a span for each of `leases`, claimed at `now`.
-    pub fn leased(&self, leases: &[Lease], now: f64) {
+    /// Whether spans are recorded.
+    pub fn on(&self) -> bool {
+        self.on.is_some()
+    }
+
+    /// Starts a span for each of `leases`, leased for `visibility` seconds.
+    pub fn leased(&self, leases: &[Lease], visibility: f64) {
         let Some(on) = &self.on else { return };
         let mut open = on.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if open.len() > SWEEP_ABOVE {
+        // The claim's instant, on the transport's clock: a lease's end less its length.
+        let now = leases.iter().map(|l| l.lock_expiry - visibility).fold(f64::NAN, f64::min);
+        if open.len() > SWEEP_ABOVE && now.is_finite() {
             open.retain(|_, (span, lock_expiry)| {
                 let kept = *lock_expiry + LAPSED_FOR > now;
                 if !kept {
