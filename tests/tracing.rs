@@ -6,7 +6,7 @@ use harel_transport_testkit as common;
 
 use common::{file, temp_db, TestClock};
 use harel_transport::trace_context::TraceParent;
-use harel_transport::{Delivery, Error, Headers, Message, Transport, Wait};
+use harel_transport::{Delivery, Error, Headers, Message, Options, Transport, Wait};
 use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::Context;
@@ -199,4 +199,23 @@ fn spans_of_leases_dropped_unfinished_end_once_long_lapsed() {
     q.t.ack(&late).unwrap();
     let last = q.named(SpanKind::Consumer).pop().unwrap();
     assert_eq!((&last.status, attribute(&last, "messaging.message.id")), (&Status::Ok, Some(late.seq.to_string())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_async_face_traces_as_the_blocking_one() {
+    let (_dir, path) = temp_db();
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+    let mut options = Options::new();
+    options.tracer(BoxedTracer::new(Box::new(provider.tracer("harel-test"))), false);
+    let t = harel_transport::AsyncTransport::open(&path, &options).await.unwrap();
+    t.publish("g", "{}", 0, None).await.unwrap();
+    let lease = t.claim("w", V, 0, &[]).await.unwrap().unwrap();
+    t.ack(&lease).await.unwrap();
+    let spans = exporter.get_finished_spans().unwrap();
+    let [producer, consumer] = spans.as_slice() else { panic!("two spans: {spans:?}") };
+    assert_eq!((producer.span_kind.clone(), consumer.span_kind.clone()), (SpanKind::Producer, SpanKind::Consumer));
+    let linked: Vec<_> = consumer.links.iter().map(|l| l.span_context.span_id()).collect();
+    assert_eq!(linked, [producer.span_context.span_id()]);
+    assert_eq!(consumer.status, Status::Ok);
 }
