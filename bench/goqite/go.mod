@@ -8,4 +8,9 @@ require (
 	maragu.dev/goqite v0.4.0
 )
 
+require (
+	go.opentelemetry.io/otel v1.35.0 // indirect
+	go.opentelemetry.io/otel/trace v1.35.0 // indirect
+)
+
 replace github.com/harel-transport/harel-transport/bindings/go => ../../bindings/go
