@@ -680,6 +680,53 @@ typedef struct harel_message {
 } harel_message;
 
 /**
+ * A message's delivery options. Zeroed, with `size` set, it is a plain publish:
+ *
+ * ```c
+ * harel_delivery d = {0};
+ * d.size = sizeof d;
+ * d.unique_key = "invoice-42";
+ * ```
+ *
+ * Strings are the caller's, only read during the call.
+ */
+typedef struct harel_delivery {
+  /**
+   * `sizeof(harel_delivery)` as the caller was compiled: fields past it read as 0 and
+   * NULL. 0, or more than this library knows, is HAREL_ERR_ARGUMENT.
+   */
+  size_t size;
+  /**
+   * An idempotency key, 1..256 bytes of UTF-8 (NULL: none); see
+   * harel_transport_publish_with. Not with `unique_key`.
+   */
+  const char *key;
+  /**
+   * Seconds from now before which the message is not delivered (0: at once).
+   */
+  double delay;
+  /**
+   * Epoch seconds before which it is not delivered (0 or negative: none).
+   */
+  double not_before;
+  /**
+   * A unique key, 1..256 bytes of UTF-8 (NULL: none): while a message of the queue with
+   * it is pending (not acked, dead-lettered or purged), a publish with it stores
+   * nothing (docs/queue.md, "Unique keys").
+   */
+  const char *unique_key;
+  /**
+   * A harel_unique_mode (an int, so that a wrong one is refused rather than undefined).
+   */
+  int32_t unique_mode;
+  /**
+   * HAREL_UNIQUE_DEBOUNCE's delay and cap, seconds, 0..HAREL_MAX_DELAY, cap >= delay.
+   */
+  double debounce_delay;
+  double debounce_max_delay;
+} harel_delivery;
+
+/**
  * One SQL value: a parameter of `harel_tx_execute`/`harel_tx_query` (the caller's, only
  * read during the call), or a column of a row they return (the library's, freed with its
  * harel_rows). Only the field of its type is read; zero the rest.
@@ -1579,6 +1626,67 @@ enum harel_status harel_transport_publish_many_with_headers(struct harel_transpo
                                                             struct harel_error **err);
 
 /**
+ * `harel_transport_publish_headers` with the delivery options at `delivery` (NULL: none;
+ * see harel_delivery): an idempotency key, a delay or due instant, a unique key and its
+ * mode. `headers` as harel_transport_publish_headers takes them (NULL with `n_headers` 0).
+ *
+ * A unique key (docs/queue.md, "Unique keys"): while a message of the queue with it is
+ * pending (ready, delayed, leased or parked: not yet acked, dead-lettered or purged), the
+ * publish stores nothing new. HAREL_UNIQUE_KEEP reports the pending message as the
+ * duplicate; HAREL_UNIQUE_REPLACE gives it this event and these headers in its place in
+ * its group's FIFO (its group, priority and routing key stay), unless a worker holds its
+ * lease, which is never replaced (then a duplicate); HAREL_UNIQUE_DEBOUNCE also makes it
+ * due `debounce_delay` seconds from now, never later than `debounce_max_delay` seconds
+ * after its first publish (a new message is due `debounce_delay` from now). The key is
+ * freed when the message is acked, dead-lettered or purged. On a sharded queue a key is
+ * held on the shard of its message's group.
+ *
+ * `seq` and `outcome` may be NULL; on HAREL_OK they receive the message's seq (for a
+ * duplicate, the pending or first message's) and a harel_published. Its own
+ * transaction, not through group commit.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (as harel_transport_publish_with_headers, or
+ * delivery->size 0 or larger than this library's harel_delivery, unique_key empty,
+ * longer than 256 bytes or not UTF-8, both key and unique_key given, unique_mode not a
+ * harel_unique_mode, a debounce delay or cap not finite, negative, over ten years, or
+ * the cap below the delay; nothing was written); HAREL_ERR_BUSY; HAREL_ERR_DATABASE
+ * (also: the queue, opened with create_schema off, lacks the keys table or the column
+ * unique_key the publish needs); HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_publish_delivery(struct harel_transport *t,
+                                                   const char *group_id,
+                                                   const char *event_json,
+                                                   int32_t priority,
+                                                   const char *routing_key,
+                                                   const struct harel_header *headers,
+                                                   size_t n_headers,
+                                                   const struct harel_delivery *delivery,
+                                                   int64_t *seq,
+                                                   int *outcome,
+                                                   struct harel_error **err);
+
+/**
+ * `harel_transport_publish_many_with_headers` with each message's delivery options, in
+ * one transaction: every message stored or found a duplicate (or replaced), or nothing
+ * written. `deliveries` is NULL (none for any message) or `n_messages` pointers, each
+ * NULL (none) or a harel_delivery for message i, under harel_transport_publish_delivery's
+ * rules; a unique key met earlier in the batch finds the earlier message pending.
+ * `seqs` and `outcomes` are NULL or `n_messages` long; on HAREL_OK they receive each
+ * message's seq and harel_published. An error names the message
+ * ("messages[3].unique_key is empty").
+ *
+ * Returns as harel_transport_publish_delivery; an empty batch returns HAREL_OK and writes nothing.
+ */
+enum harel_status harel_transport_publish_many_delivery(struct harel_transport *t,
+                                                        const struct harel_message *messages,
+                                                        size_t n_messages,
+                                                        const struct harel_headers *headers,
+                                                        const struct harel_delivery *const *deliveries,
+                                                        int64_t *seqs,
+                                                        int *outcomes,
+                                                        struct harel_error **err);
+
+/**
  * Sets `*n` to the number of databases `t` is sharded over (1 when it is not sharded).
  *
  * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or n NULL).
@@ -1756,11 +1864,31 @@ enum harel_status harel_tx_publish_headers(struct harel_tx *tx,
                                            struct harel_error **err);
 
 /**
+ * `harel_tx_publish_headers` with the delivery options at `delivery` (NULL: none), under
+ * harel_transport_publish_delivery's rules, checked now. A unique key's duplicate is an
+ * answer, never an error: the transaction's statements commit with it, and
+ * harel_tx_commit's `duplicates` say what became of the message (a harel_published).
+ *
+ * Returns as harel_tx_publish_headers; HAREL_ERR_ARGUMENT also for options
+ * harel_transport_publish_delivery refuses (nothing is queued and the transaction goes
+ * on); HAREL_ERR_DATABASE also when the queue lacks the column unique_key a unique key needs.
+ */
+enum harel_status harel_tx_publish_delivery(struct harel_tx *tx,
+                                            const char *group_id,
+                                            const char *event_json,
+                                            int32_t priority,
+                                            const char *routing_key,
+                                            const struct harel_header *headers,
+                                            size_t n_headers,
+                                            const struct harel_delivery *delivery,
+                                            struct harel_error **err);
+
+/**
  * Sends what was queued and commits: the application's statements and the messages, all
  * of them or (on any error) none. `seqs` and `duplicates` are NULL or `n` long; the
- * first min(n, published) entries receive each published message's seq and whether its
- * key made it a duplicate (1) or it was stored (0), in the order of the harel_tx_publish
- * calls. `n_published` (may be NULL) receives how many were published. The transaction
+ * first min(n, published) entries receive each published message's seq and what became
+ * of it, a harel_published: stored (0), a duplicate (1) or, for a unique key's publish,
+ * replaced (2); in the order of the harel_tx_publish calls. `n_published` (may be NULL) receives how many were published. The transaction
  * is ended either way.
  *
  * Returns HAREL_OK; HAREL_ERR_ARGUMENT (tx NULL, freed or ended); HAREL_ERR_DATABASE

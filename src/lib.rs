@@ -46,7 +46,7 @@ pub use transaction::{AsyncTx, Tx};
 pub use transport::Transport;
 pub use types::{
     DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, PriorityStats,
-    Published, Stats, MAX_PAGE,
+    Published, Stats, Unique, UniqueMode, MAX_PAGE,
 };
 pub use validate::{DELAYED, MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, MISPLACED, PARKED};
 pub use waiting::wait::{Cancel, Wait};

@@ -56,6 +56,31 @@ pub struct Delivery<'a> {
     /// An instant (epoch seconds, the transport's clock) before which the message is not
     /// delivered; with `delay`, the later of the two.
     pub not_before: Option<f64>,
+    /// A unique key: while a message of the queue with that key is pending (not yet acked,
+    /// dead-lettered or purged), a publish with it stores nothing. Not with `key`.
+    pub unique: Option<Unique<'a>>,
+}
+
+/// A unique key (1..256 bytes) and what a publish does when a message with it is pending
+/// (docs/queue.md, "Unique keys").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unique<'a> {
+    pub key: &'a str,
+    pub mode: UniqueMode,
+}
+
+/// What a publish with a unique key does to the pending message with that key.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum UniqueMode {
+    /// Keeps it: the publish stores nothing and reports it as the duplicate.
+    #[default]
+    Keep,
+    /// Gives it the new event and headers, in its place in its group's FIFO, unless a
+    /// worker holds its lease (then it is kept).
+    Replace,
+    /// As `Replace`, and it is due `delay` seconds from now, never later than `max_delay`
+    /// seconds after its first publish; a new message is due `delay` seconds from now.
+    Debounce { delay: f64, max_delay: f64 },
 }
 
 /// What a `publish_with` did with one message.
@@ -64,8 +89,12 @@ pub struct Published {
     /// The message's seq; for a duplicate, the first message's with that key (which may
     /// have been delivered and acked since).
     pub seq: i64,
-    /// Its key was seen within the retention: nothing was stored.
+    /// Its key was seen within the retention, or a message with its unique key is
+    /// pending: nothing new was stored.
     pub duplicate: bool,
+    /// A duplicate by its unique key whose pending message took this publish's event and
+    /// headers (`UniqueMode::Replace` or `Debounce`, and no worker held it).
+    pub replaced: bool,
 }
 
 /// Exact counts at one instant (`now`, the transport's clock).

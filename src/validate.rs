@@ -147,13 +147,44 @@ pub fn delivery(at: &str, d: &crate::types::Delivery<'_>) -> Result<()> {
             return Err(arg(format!("{at}not_before is {t}; it must be finite epoch seconds >= 0")));
         }
     }
+    d.unique.map_or(Ok(()), |u| unique(at, d.key.is_some(), &u))
+}
+
+/// A unique key and its mode; `keyed` when the publish has an idempotency key too.
+fn unique(at: &str, keyed: bool, u: &crate::types::Unique<'_>) -> Result<()> {
+    if keyed {
+        return Err(arg(format!(
+            "{at}key and {at}unique_key are both given: a publish takes one (a unique key already makes a \
+             retry a duplicate while its message is pending)"
+        )));
+    }
+    non_empty(&format!("{at}unique_key"), u.key)?;
+    if u.key.len() > MAX_KEY_LEN {
+        return Err(arg(format!("{at}unique_key is {} bytes; at most {MAX_KEY_LEN}", u.key.len())));
+    }
+    if let crate::types::UniqueMode::Debounce { delay, max_delay } = u.mode {
+        for (name, value) in [("delay", delay), ("max_delay", max_delay)] {
+            if !value.is_finite() || value < 0.0 || value > MAX_DELAY {
+                return Err(arg(format!(
+                    "{at}debounce {name} is {value}; it must be a finite number of seconds, 0..{MAX_DELAY} (ten years)"
+                )));
+            }
+        }
+        if max_delay < delay {
+            return Err(arg(format!("{at}debounce max_delay is {max_delay}; it must be >= its delay ({delay})")));
+        }
+    }
     Ok(())
 }
 
 /// The due time of a message published at `now` with `d` (checked), None when it is due
 /// at once; an `Error::Argument` for a `not_before` more than ten years away.
 pub fn due(at: &str, d: &crate::types::Delivery<'_>, now: f64) -> Result<Option<f64>> {
-    let due = (now + d.delay).max(d.not_before.unwrap_or(0.0));
+    let debounce = match d.unique.map(|u| u.mode) {
+        Some(crate::types::UniqueMode::Debounce { delay, .. }) => delay,
+        _ => 0.0,
+    };
+    let due = (now + d.delay.max(debounce)).max(d.not_before.unwrap_or(0.0));
     if due > now + MAX_DELAY {
         return Err(arg(format!("{at}not_before is {due}: more than ten years after now ({now})")));
     }

@@ -98,6 +98,12 @@ local!(
     transaction_misuse_is_refused_and_changes_nothing,
     headers_come_back_with_every_lease_and_look,
     headers_live_through_dead_letters_and_redrive,
+    a_unique_key_holds_one_pending_message_until_it_is_processed,
+    replace_gives_the_pending_message_the_new_event_in_its_place,
+    debounce_moves_the_due_time_never_past_max_delay,
+    unique_keys_in_a_batch_are_checked_in_order,
+    a_unique_duplicate_in_a_transaction_is_an_answer,
+    bad_unique_keys_are_refused_and_change_nothing,
 );
 
 #[test]

@@ -165,7 +165,7 @@ fn a_mistyped_path_beside_a_set_whose_messages_are_parked_or_delayed_is_refused(
             t.nack(&lease, 3600.0).unwrap();
         } else {
             let message = harel_transport::Message { group_id: &g, event_json: "{}", priority: 0, routing_key: None, headers: None };
-            t.publish_with(message, harel_transport::Delivery { key: None, delay: 3600.0, not_before: None }).unwrap();
+            t.publish_with(message, harel_transport::Delivery { delay: 3600.0, ..Default::default() }).unwrap();
         }
         assert_eq!(t.stats().unwrap().messages, 1, "{how}");
         drop(t);

@@ -26,6 +26,8 @@ mod args;
 mod boundary;
 #[path = "calls/claim.rs"]
 mod claim;
+#[path = "arguments/delivery.rs"]
+mod delivery;
 #[path = "errors/error.rs"]
 mod error;
 #[path = "calls/finish.rs"]
@@ -65,6 +67,7 @@ mod watch;
 
 pub use admin::*;
 pub use claim::*;
+pub use delivery::{harel_delivery, harel_published, harel_unique_mode};
 pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};
 pub use finish::*;
 pub use handle::harel_transport;

@@ -23,7 +23,7 @@ use crate::chain::{lease_lost, Chain, Claimed, Done};
 use crate::error::{Error, Result};
 use crate::request::{Claim, Deliver, Extend, Finish, FinishMany, Nack, Now, Publish};
 use crate::sql::Statements;
-use crate::types::{Lease, Published};
+use crate::types::{Lease, Message, Published, Unique};
 use crate::validate::{self, MISPLACED, PARKED, SET_ASIDE_UNTIL};
 
 /// Appends the messages in order, in one transaction: all of them (and the groups they
@@ -65,7 +65,7 @@ pub async fn publish_with(
     retention: f64,
     now: Now<'_>,
 ) -> Result<Vec<Published>> {
-    keys_kept(sql, request.has_keys())?;
+    keys_kept(sql, request)?;
     let (done, reads) = backend
         .run(|| {
             let mut chain = Chain::new();
@@ -73,32 +73,43 @@ pub async fn publish_with(
             Ok((chain, reads))
         })
         .await?;
-    reads.into_iter().map(|at| published(done.get(at))).collect()
+    reads.into_iter().map(|at| published(&done, at)).collect()
 }
 
-/// A publish with a key needs the keys table, which a harel 0.9 file opened with
-/// create_schema off lacks.
-pub fn keys_kept(sql: &Statements, has_keys: bool) -> Result<()> {
-    if has_keys && sql.lacks().keys {
-        return Err(Error::Database(format!(
-            "the table {} is missing, which a publish with a key needs: open the queue once with \
-             create_schema on, or run harel_schema_sql's statements",
-            sql.keys_table
-        )));
-    }
-    Ok(())
+/// A publish with a key needs the keys table, and one with a unique key the messages'
+/// `unique_key`, which a file opened with create_schema off may lack.
+pub fn keys_kept(sql: &Statements, request: &Deliver<'_, '_>) -> Result<()> {
+    let lacking = if request.has_keys() && sql.lacks().keys {
+        format!("the table {} is missing, which a publish with a key needs", sql.keys_table)
+    } else if request.has_unique_keys() && sql.lacks().unique_key {
+        format!("the column {}.unique_key is missing, which a publish with a unique key needs", sql.messages_table)
+    } else {
+        return Ok(());
+    };
+    Err(Error::Database(format!(
+        "{lacking}: open the queue once with create_schema on, or run harel_schema_upgrade_sql's statements"
+    )))
+}
+
+/// Where one publish's outcome is in its chain: the `published` read and, with a unique
+/// key, the reads of the pending message and of the one it replaced.
+#[derive(Debug, Clone, Copy)]
+pub struct PublishRead {
+    published: usize,
+    pending: Option<usize>,
+    replaced: Option<usize>,
 }
 
 /// Appends the statements of `request`'s messages to `chain`, written at `now`: the expired
 /// keys swept first (a bounded step) when any message has a key, then each message with its
-/// key and group. The index of each message's `published` read (see `published`), in order.
+/// key and group. Where each message's outcome is read (see `published`), in order.
 pub fn push_deliveries<'c>(
     chain: &mut Chain<'c>,
     sql: &'c Statements,
     request: &Deliver<'_, '_>,
     retention: f64,
     now: f64,
-) -> Result<Vec<usize>> {
+) -> Result<Vec<PublishRead>> {
     let p = &sql.publish_with;
     if request.has_keys() {
         let (sweep, params) = p.sweep_keys(now);
@@ -107,6 +118,10 @@ pub fn push_deliveries<'c>(
     let mut reads = Vec::with_capacity(request.items().len());
     for (i, (m, d)) in request.items().iter().enumerate() {
         let due = validate::due(&request.at(i), d, now)?;
+        if let Some(unique) = d.unique {
+            reads.push(push_unique(chain, sql, unique, now, m, due));
+            continue;
+        }
         match d.key {
             Some(key) => {
                 let before_read = [
@@ -119,7 +134,7 @@ pub fn push_deliveries<'c>(
                     chain.push(statement, params);
                 }
                 let (published, params) = p.published(key);
-                reads.push(chain.query(published, params));
+                reads.push(PublishRead { published: chain.query(published, params), pending: None, replaced: None });
                 let (insert_group, params) = p.insert_group_if_new(m);
                 chain.push(insert_group, params);
             }
@@ -127,7 +142,7 @@ pub fn push_deliveries<'c>(
                 let (insert_message, params) = p.insert_message(now, m, due);
                 chain.push(insert_message, params);
                 let (published, params) = p.published_unkeyed();
-                reads.push(chain.query(published, params));
+                reads.push(PublishRead { published: chain.query(published, params), pending: None, replaced: None });
                 let (insert_group, params) = p.insert_group(m);
                 chain.push(insert_group, params);
             }
@@ -140,12 +155,45 @@ pub fn push_deliveries<'c>(
     Ok(reads)
 }
 
-/// A `published` row: (seq, 1 when stored now).
-pub fn published(done: Option<&Done>) -> Result<Published> {
-    let row = done.and_then(|d| d.rows.first()).ok_or_else(|| Error::Database("publish: no seq came back".into()))?;
+/// One message with a unique key (sql/unique.rs): the pending message replaced or kept,
+/// or this one stored.
+fn push_unique<'c>(
+    chain: &mut Chain<'c>,
+    sql: &'c Statements,
+    unique: Unique<'_>,
+    now: f64,
+    m: &Message<'_>,
+    due: Option<f64>,
+) -> PublishRead {
+    let (u, p) = (&sql.unique, &sql.publish_with);
+    let replaced = u.replace(unique.key, unique.mode, now, m).map(|(replace, params)| chain.query(replace, params));
+    let (pending, params) = u.pending(unique.key);
+    let pending = Some(chain.query(pending, params));
+    let (insert, params) = u.insert(unique.key, now, m, due);
+    chain.push(insert, params);
+    let (published, params) = p.published_unkeyed();
+    let published = chain.query(published, params);
+    let (insert_group, params) = p.insert_group_if_new(m);
+    chain.push(insert_group, params);
+    if due.is_some() {
+        let (stamp, params) = u.stamp(unique.key);
+        chain.push(stamp, params);
+    }
+    PublishRead { published, pending, replaced }
+}
+
+/// What became of one publish, from its reads in `done`: the pending message's seq when
+/// its unique key found one, else the `published` row (seq, 1 when stored now).
+pub fn published(done: &[Done], read: PublishRead) -> Result<Published> {
+    let first_row = |at: usize| done.get(at).and_then(|d| d.rows.first());
+    if let Some(Some(Value::Integer(seq))) = read.pending.and_then(first_row).map(|row| row.first()) {
+        let replaced = read.replaced.and_then(first_row).is_some();
+        return Ok(Published { seq: *seq, duplicate: true, replaced });
+    }
+    let row = first_row(read.published).ok_or_else(|| Error::Database("publish: no seq came back".into()))?;
     match (row.first(), row.get(1)) {
         (Some(Value::Integer(seq)), Some(Value::Integer(stored))) => {
-            Ok(Published { seq: *seq, duplicate: *stored == 0 })
+            Ok(Published { seq: *seq, duplicate: *stored == 0, replaced: false })
         }
         other => Err(Error::Database(format!("publish: unexpected seq row {other:?}"))),
     }

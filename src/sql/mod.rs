@@ -17,12 +17,14 @@ mod dead_letters;
 mod inspect;
 mod publish;
 mod shards;
+mod unique;
 
 pub use claim::{LEASE_GUARD, LEASE_LOST};
 use dead_letters::DeadSql;
 use inspect::Inspect;
 pub use publish::PublishWith;
 pub use shards::ShardSql;
+pub use unique::UniqueSql;
 
 /// The claim's limit, ?2. A plain `LIMIT ?N` makes SQLite compile the statement again at
 /// every new binding of ?N (it plans for the value): a compile per claim. `+?N` is the same
@@ -53,6 +55,8 @@ pub struct Lacks {
     /// The messages' and the dead letters' `headers` (a file made before headers).
     pub headers: bool,
     pub dead_headers: bool,
+    /// The messages' `unique_key` (a file made before unique keys).
+    pub unique_key: bool,
 }
 
 /// A statement and the values it runs with, in the order of its parameters (?1 first; a
@@ -104,6 +108,8 @@ pub struct Statements {
     inspect: Inspect,
     /// A publish with a key or a due time.
     pub publish_with: PublishWith,
+    /// A publish with a unique key.
+    pub unique: UniqueSql,
     /// A sharded queue's record of its set.
     pub shard: ShardSql,
 }
@@ -117,6 +123,7 @@ impl Statements {
         let k = format!("{prefix}_transport_keys");
         let publish_with = PublishWith::new(&m, &g, &k);
         let shard = ShardSql::new(prefix, &m);
+        let unique = UniqueSql::new(&m, &g);
         let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
@@ -163,6 +170,7 @@ impl Statements {
             groups_table: g,
             dead_table: d,
             publish_with,
+            unique,
             shard,
             keys_table: k,
             lacks: Lacks::default(),
@@ -406,7 +414,7 @@ impl Statements {
             format!(
                 "CREATE TABLE IF NOT EXISTS {m} (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
                  group_id TEXT NOT NULL, event TEXT NOT NULL, locked_by TEXT, lock_expiry REAL, \
-                 attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL, headers TEXT)"
+                 attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL, headers TEXT, unique_key TEXT)"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {g} (group_id TEXT PRIMARY KEY, \
@@ -429,6 +437,8 @@ impl Statements {
             // after 0.4.0: a message's headers (headers.rs), kept by its dead letter
             (m, "headers", format!("ALTER TABLE {m} ADD COLUMN headers TEXT")),
             (d, "headers", format!("ALTER TABLE {d} ADD COLUMN headers TEXT")),
+            // after 0.4.0: a pending message's unique key (unique.rs)
+            (m, "unique_key", format!("ALTER TABLE {m} ADD COLUMN unique_key TEXT")),
         ]
     }
 
@@ -470,7 +480,7 @@ impl Statements {
     }
 
     fn our_indexes(&self) -> Vec<String> {
-        let (g, d) = (&self.groups_table, &self.dead_table);
+        let (g, m, d) = (&self.groups_table, &self.messages_table, &self.dead_table);
         vec![
             // partial: groups without a key (most) cost it nothing when they move; a
             // claim's `routing_key = ?` implies the condition, so it still serves them
@@ -486,6 +496,7 @@ impl Statements {
             ),
             format!("CREATE INDEX IF NOT EXISTS {d}_by_group ON {d} (group_id, seq)"),
             publish::keys_index(&self.keys_table),
+            unique::index(m),
         ]
     }
 }
@@ -560,7 +571,7 @@ pub fn as_script(statements: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{DeadLetters, GroupState};
+    use crate::types::{DeadLetters, GroupState, UniqueMode};
 
     /// How many values a statement takes: its highest ?N, a bare `?` one more than the
     /// highest before it (SQLite's numbering).
@@ -600,6 +611,7 @@ mod tests {
             keys: true,
             headers: true,
             dead_headers: true,
+            unique_key: true,
         };
         for lacks in [Lacks::default(), lacking_all] {
             sql.read_around(lacks);
@@ -636,7 +648,13 @@ mod tests {
                 p.insert_group(&message),
                 p.insert_group_if_new(&message),
                 p.stamp_delayed_head("g"),
+                sql.unique.pending("u"),
+                sql.unique.insert("u", 1.0, &message, Some(2.0)),
+                sql.unique.stamp("u"),
             ];
+            for mode in [UniqueMode::Replace, UniqueMode::Debounce { delay: 1.0, max_delay: 2.0 }] {
+                all.extend(sql.unique.replace("u", mode, 1.0, &message));
+            }
             for n in [1, 5, 100, 300] {
                 let (rows, statements) = sql.publish_rows(1.0, &vec![message; n]);
                 assert!(rows <= n && INSERT_ROWS.contains(&rows));

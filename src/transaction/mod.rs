@@ -103,7 +103,7 @@ impl Queue {
         // A due instant past the ten-year limit is refused now, not at the commit (which
         // checks again with its own "now").
         validate::due("", &delivery, self.now()?)?;
-        work::keys_kept(self.sql(), request.has_keys())?;
+        work::keys_kept(self.sql(), &request)?;
         state.queued.push(Queued::Publish(OwnedPublish::of(&message, &delivery)));
         Ok(())
     }
@@ -196,8 +196,8 @@ impl Queue {
         }
     }
 
-    fn published(&self, done: &[Done], reads: &[usize]) -> Result<Vec<Published>> {
-        reads.iter().map(|at| work::published(done.get(*at))).collect()
+    fn published(&self, done: &[Done], reads: &[work::PublishRead]) -> Result<Vec<Published>> {
+        reads.iter().map(|at| work::published(done, *at)).collect()
     }
 }
 

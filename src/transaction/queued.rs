@@ -10,7 +10,7 @@ use crate::headers::Headers;
 use crate::queue::work;
 use crate::request::Deliver;
 use crate::sql::Statements;
-use crate::types::{Delivery, Message};
+use crate::types::{Delivery, Message, Unique, UniqueMode};
 use crate::validate;
 
 pub enum Queued {
@@ -27,6 +27,7 @@ pub struct OwnedPublish {
     key: Option<String>,
     delay: f64,
     not_before: Option<f64>,
+    unique: Option<(String, UniqueMode)>,
 }
 
 impl OwnedPublish {
@@ -40,6 +41,7 @@ impl OwnedPublish {
             key: d.key.map(str::to_owned),
             delay: d.delay,
             not_before: d.not_before,
+            unique: d.unique.map(|u| (u.key.to_owned(), u.mode)),
         }
     }
 
@@ -51,7 +53,8 @@ impl OwnedPublish {
             routing_key: self.routing_key.as_deref(),
             headers: self.headers.as_ref(),
         };
-        (message, Delivery { key: self.key.as_deref(), delay: self.delay, not_before: self.not_before })
+        let unique = self.unique.as_ref().map(|(key, mode)| Unique { key, mode: *mode });
+        (message, Delivery { key: self.key.as_deref(), delay: self.delay, not_before: self.not_before, unique })
     }
 }
 
@@ -75,7 +78,7 @@ pub fn statement(sql: &str, params: Vec<Value>) -> Result<Queued> {
 /// Where a flush's results are in its chain: each publish's `published` read, and the
 /// read the flush ends with.
 pub struct Reads {
-    pub published: Vec<usize>,
+    pub published: Vec<work::PublishRead>,
     pub query: Option<usize>,
 }
 

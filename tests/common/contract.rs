@@ -10,6 +10,7 @@ use harel_transport::{
     Cancel, Delivery, Error, GroupState, Headers, Lease, Message, Options, Published, Transport, Value, Wait,
 };
 
+pub use super::contract_rules::*;
 use super::drain::claim_and_ack_all;
 use super::poll::{readable_within, work_within};
 use super::{event, TestClock};
@@ -40,6 +41,7 @@ pub const OTHERWISE_SHARDED: &[(&str, &str)] = &[
     ("a_query_begins_the_transaction_and_sees_its_own_writes", "a transaction is one database's: refused"),
     ("a_waiting_claim_wakes_when_a_transaction_commits", "a transaction is one database's: refused"),
     ("transaction_misuse_is_refused_and_changes_nothing", "a transaction is one database's: refused"),
+    ("a_unique_duplicate_in_a_transaction_is_an_answer", "a transaction is one database's: refused"),
 ];
 
 pub const CHECKS: &[(&str, Check)] = &[
@@ -125,6 +127,18 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("transaction_misuse_is_refused_and_changes_nothing", transaction_misuse_is_refused_and_changes_nothing),
     ("headers_come_back_with_every_lease_and_look", headers_come_back_with_every_lease_and_look),
     ("headers_live_through_dead_letters_and_redrive", headers_live_through_dead_letters_and_redrive),
+    (
+        "a_unique_key_holds_one_pending_message_until_it_is_processed",
+        a_unique_key_holds_one_pending_message_until_it_is_processed,
+    ),
+    (
+        "replace_gives_the_pending_message_the_new_event_in_its_place",
+        replace_gives_the_pending_message_the_new_event_in_its_place,
+    ),
+    ("debounce_moves_the_due_time_never_past_max_delay", debounce_moves_the_due_time_never_past_max_delay),
+    ("unique_keys_in_a_batch_are_checked_in_order", unique_keys_in_a_batch_are_checked_in_order),
+    ("a_unique_duplicate_in_a_transaction_is_an_answer", a_unique_duplicate_in_a_transaction_is_an_answer),
+    ("bad_unique_keys_are_refused_and_change_nothing", bad_unique_keys_are_refused_and_change_nothing),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {
@@ -1118,6 +1132,11 @@ fn msg<'a>(group_id: &'a str, event_json: &'a str) -> Message<'a> {
     Message { group_id, event_json, priority: 0, routing_key: None, headers: None }
 }
 
+/// A duplicate's outcome: nothing stored, `seq` the first message's.
+fn duplicate_of(seq: i64) -> Published {
+    Published { seq, duplicate: true, replaced: false }
+}
+
 fn keyed(key: &str) -> Delivery<'_> {
     Delivery { key: Some(key), ..Delivery::default() }
 }
@@ -1128,13 +1147,13 @@ pub fn a_key_seen_again_stores_nothing_and_names_the_first_message(open: Open<'_
     let first = t.publish_with(msg("g", &e0), keyed("order-1")).unwrap();
     assert!(!first.duplicate);
     let again = t.publish_with(msg("g", &e1), keyed("order-1")).unwrap();
-    assert_eq!(again, Published { seq: first.seq, duplicate: true }, "the first message's seq");
+    assert_eq!(again, duplicate_of(first.seq), "the first message's seq");
     assert_eq!(t.stats().unwrap().messages, 1, "nothing stored");
     let lease = claim(&t, "w").unwrap();
     assert_eq!((lease.seq, lease.event.as_str()), (first.seq, e0.as_str()));
     t.ack(&lease).unwrap();
     let after_ack = t.publish_with(msg("g", &e1), keyed("order-1")).unwrap();
-    assert_eq!(after_ack, Published { seq: first.seq, duplicate: true }, "the key outlives the ack");
+    assert_eq!(after_ack, duplicate_of(first.seq), "the key outlives the ack");
     assert!(claim(&t, "w").is_none(), "a retry after the consumer finished delivers nothing");
     let other = t.publish_with(msg("g", &e1), keyed("order-2")).unwrap();
     assert!(!other.duplicate && other.seq > first.seq);
@@ -1156,7 +1175,7 @@ pub fn keys_in_a_batch_each_stored_once(open: Open<'_>) {
     assert_eq!(out[2].seq, out[0].seq, "a key met earlier in the batch: the earlier message's seq");
     assert_eq!(t.stats().unwrap().messages, 3);
     let mixed = t.publish_many_with(&[(msg("b", &e[4]), keyed("k2")), (msg("d", &e[5]), keyed("k3"))]).unwrap();
-    assert_eq!((mixed[0], mixed[1].duplicate), (Published { seq: out[1].seq, duplicate: true }, false));
+    assert_eq!((mixed[0], mixed[1].duplicate), (duplicate_of(out[1].seq), false));
     let mut got: Vec<String> = Vec::new();
     while let Some(l) = claim(&t, "w") {
         got.push(l.event.clone());
@@ -1281,7 +1300,7 @@ pub fn bad_delivery_options_are_refused_and_change_nothing(open: Open<'_>) {
 
 /// A table of the application's own, named apart from every other check's (on a server the
 /// checks share one database).
-fn app_table(t: &Transport, what: &str) -> String {
+pub(super) fn app_table(t: &Transport, what: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     let table = format!("app_{what}_{nanos}");
     t.transaction(|tx| tx.execute(&format!("CREATE TABLE {table} (id INTEGER PRIMARY KEY, note TEXT)"), []))
@@ -1289,7 +1308,7 @@ fn app_table(t: &Transport, what: &str) -> String {
     table
 }
 
-fn count(t: &Transport, table: &str) -> i64 {
+pub(super) fn count(t: &Transport, table: &str) -> i64 {
     let (rows, _) = t.transaction(|tx| tx.query(&format!("SELECT count(*) FROM {table}"), [])).unwrap();
     match rows[0][0] {
         Value::Integer(n) => n,
@@ -1321,7 +1340,7 @@ pub fn a_transaction_commits_its_rows_and_messages_together(open: Open<'_>) {
     let mut tx = t.begin();
     tx.execute(&insert, [Value::Integer(2), Value::Null]).unwrap();
     tx.publish_with(msg("order-1", &e2), keyed("order-1-created")).unwrap();
-    assert_eq!(tx.commit().unwrap(), [Published { seq: published[1].seq, duplicate: true }]);
+    assert_eq!(tx.commit().unwrap(), [duplicate_of(published[1].seq)]);
     assert_eq!(count(&t, &orders), 2);
     // Nothing asked: a commit that does nothing.
     assert_eq!(t.begin().commit().unwrap(), []);
@@ -1407,7 +1426,7 @@ pub fn a_query_begins_the_transaction_and_sees_its_own_writes(open: Open<'_>) {
         seen,
         [vec![Value::Integer(1), Value::Text("a".into())], vec![Value::Integer(2), Value::Text("b".into())]]
     );
-    assert_eq!(published[1], Published { seq: published[0].seq, duplicate: true }, "the key seen earlier in it");
+    assert_eq!(published[1], duplicate_of(published[0].seq), "the key seen earlier in it");
     assert_eq!(t.stats().unwrap().messages, 1);
     let values = [
         Value::Null,

@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_int};
 
 use super::error::harel_error;
+use super::delivery::{self, harel_delivery, harel_published};
 use super::headers::{self, harel_header, harel_headers};
 use super::handle::{harel_transport, on_handle};
 use super::message::{self, harel_message};
@@ -80,6 +81,15 @@ pub(crate) fn instant(not_before: f64) -> Option<f64> {
 ///
 /// # Safety
 /// `seqs` and `duplicates` are NULL or valid for `published.len()` writes.
+/// A publish's outcome as C reads it.
+fn outcome(p: &Published) -> harel_published {
+    match (p.duplicate, p.replaced) {
+        (_, true) => harel_published::HAREL_PUBLISHED_REPLACED,
+        (true, false) => harel_published::HAREL_PUBLISHED_DUPLICATE,
+        (false, false) => harel_published::HAREL_PUBLISHED_STORED,
+    }
+}
+
 pub(crate) unsafe fn hand_out(published: &[Published], seqs: *mut i64, duplicates: *mut c_int) {
     for (i, p) in published.iter().enumerate() {
         // SAFETY: the caller's arrays hold `published.len()` elements, per the contract.
@@ -88,7 +98,7 @@ pub(crate) unsafe fn hand_out(published: &[Published], seqs: *mut i64, duplicate
                 *seqs.add(i) = p.seq;
             }
             if !duplicates.is_null() {
-                *duplicates.add(i) = c_int::from(p.duplicate);
+                *duplicates.add(i) = outcome(p) as c_int;
             }
         }
     }
@@ -210,7 +220,8 @@ pub extern "C" fn harel_transport_publish_with_headers(
             )
         };
         let message = Message { headers: headers.as_ref(), ..m };
-        let published = t.publish_with(message, Delivery { key, delay, not_before: instant(not_before) })?;
+        let delivery = Delivery { key, delay, not_before: instant(not_before), unique: None };
+        let published = t.publish_with(message, delivery)?;
         // SAFETY: NULL or valid for one write each.
         unsafe { hand_out(&[published], seq, duplicate) };
         Ok(HAREL_OK)
@@ -278,6 +289,7 @@ pub extern "C" fn harel_transport_publish_many_with_headers(
                     },
                     delay: if delays.is_null() { 0.0 } else { *delays.add(i) },
                     not_before: if not_before.is_null() { None } else { instant(*not_before.add(i)) },
+                    unique: None,
                 })
             }
         };
@@ -290,6 +302,101 @@ pub extern "C" fn harel_transport_publish_many_with_headers(
         let published = t.publish_many_with(&items)?;
         // SAFETY: NULL or valid for `n_messages` writes each.
         unsafe { hand_out(&published, seqs, duplicates) };
+        Ok(HAREL_OK)
+    })
+}
+
+/// `harel_transport_publish_headers` with the delivery options at `delivery` (NULL: none;
+/// see harel_delivery): an idempotency key, a delay or due instant, a unique key and its
+/// mode. `headers` as harel_transport_publish_headers takes them (NULL with `n_headers` 0).
+///
+/// A unique key (docs/queue.md, "Unique keys"): while a message of the queue with it is
+/// pending (ready, delayed, leased or parked: not yet acked, dead-lettered or purged), the
+/// publish stores nothing new. HAREL_UNIQUE_KEEP reports the pending message as the
+/// duplicate; HAREL_UNIQUE_REPLACE gives it this event and these headers in its place in
+/// its group's FIFO (its group, priority and routing key stay), unless a worker holds its
+/// lease, which is never replaced (then a duplicate); HAREL_UNIQUE_DEBOUNCE also makes it
+/// due `debounce_delay` seconds from now, never later than `debounce_max_delay` seconds
+/// after its first publish (a new message is due `debounce_delay` from now). The key is
+/// freed when the message is acked, dead-lettered or purged. On a sharded queue a key is
+/// held on the shard of its message's group.
+///
+/// `seq` and `outcome` may be NULL; on HAREL_OK they receive the message's seq (for a
+/// duplicate, the pending or first message's) and a harel_published. Its own
+/// transaction, not through group commit.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (as harel_transport_publish_with_headers, or
+/// delivery->size 0 or larger than this library's harel_delivery, unique_key empty,
+/// longer than 256 bytes or not UTF-8, both key and unique_key given, unique_mode not a
+/// harel_unique_mode, a debounce delay or cap not finite, negative, over ten years, or
+/// the cap below the delay; nothing was written); HAREL_ERR_BUSY; HAREL_ERR_DATABASE
+/// (also: the queue, opened with create_schema off, lacks the keys table or the column
+/// unique_key the publish needs); HAREL_ERR_CONNECT.
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_delivery(
+    t: *mut harel_transport,
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+    headers: *const harel_header,
+    n_headers: usize,
+    delivery: *const harel_delivery,
+    seq: *mut i64,
+    outcome: *mut c_int,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let (m, headers, options) = unsafe {
+            (
+                message::message(group_id, event_json, priority, routing_key)?,
+                headers::read(headers, n_headers)?,
+                delivery::read(delivery, "delivery")?,
+            )
+        };
+        let published = t.publish_with(Message { headers: headers.as_ref(), ..m }, options)?;
+        // SAFETY: NULL or valid for one write each.
+        unsafe { hand_out(&[published], seq, outcome) };
+        Ok(HAREL_OK)
+    })
+}
+
+/// `harel_transport_publish_many_with_headers` with each message's delivery options, in
+/// one transaction: every message stored or found a duplicate (or replaced), or nothing
+/// written. `deliveries` is NULL (none for any message) or `n_messages` pointers, each
+/// NULL (none) or a harel_delivery for message i, under harel_transport_publish_delivery's
+/// rules; a unique key met earlier in the batch finds the earlier message pending.
+/// `seqs` and `outcomes` are NULL or `n_messages` long; on HAREL_OK they receive each
+/// message's seq and harel_published. An error names the message
+/// ("messages[3].unique_key is empty").
+///
+/// Returns as harel_transport_publish_delivery; an empty batch returns HAREL_OK and writes nothing.
+#[no_mangle]
+pub extern "C" fn harel_transport_publish_many_delivery(
+    t: *mut harel_transport,
+    messages: *const harel_message,
+    n_messages: usize,
+    headers: *const harel_headers,
+    deliveries: *const *const harel_delivery,
+    seqs: *mut i64,
+    outcomes: *mut c_int,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+        let batch = unsafe { message::batch(messages, n_messages) }?;
+        let each = unsafe { headers::read_each(headers, n_messages) }?;
+        let options = unsafe { delivery::read_each(deliveries, n_messages) }?;
+        let items: Vec<(Message<'_>, Delivery<'_>)> = batch
+            .into_iter()
+            .zip(&each)
+            .zip(options)
+            .map(|((m, h), d)| (Message { headers: h.as_ref(), ..m }, d))
+            .collect();
+        let published = t.publish_many_with(&items)?;
+        // SAFETY: NULL or valid for `n_messages` writes each.
+        unsafe { hand_out(&published, seqs, outcomes) };
         Ok(HAREL_OK)
     })
 }

@@ -10,6 +10,7 @@ use std::ffi::{c_char, c_int};
 
 use super::boundary::{boundary, boundary_out};
 use super::unwind::boundary_value;
+use super::delivery::{self, harel_delivery};
 use super::error::harel_error;
 use super::handle::harel_transport;
 use super::headers::{self, harel_header};
@@ -188,7 +189,43 @@ pub extern "C" fn harel_tx_publish_headers(
                 )
             };
             let message = Message { headers: headers.as_ref(), ..m };
-            t.tx_publish(state, message, Delivery { key, delay, not_before: publish::instant(not_before) })
+            t.tx_publish(state, message, Delivery { key, delay, not_before: publish::instant(not_before), unique: None })
+        })?;
+        Ok(HAREL_OK)
+    })
+}
+
+/// `harel_tx_publish_headers` with the delivery options at `delivery` (NULL: none), under
+/// harel_transport_publish_delivery's rules, checked now. A unique key's duplicate is an
+/// answer, never an error: the transaction's statements commit with it, and
+/// harel_tx_commit's `duplicates` say what became of the message (a harel_published).
+///
+/// Returns as harel_tx_publish_headers; HAREL_ERR_ARGUMENT also for options
+/// harel_transport_publish_delivery refuses (nothing is queued and the transaction goes
+/// on); HAREL_ERR_DATABASE also when the queue lacks the column unique_key a unique key needs.
+#[no_mangle]
+pub extern "C" fn harel_tx_publish_delivery(
+    tx: *mut harel_tx,
+    group_id: *const c_char,
+    event_json: *const c_char,
+    priority: i32,
+    routing_key: *const c_char,
+    headers: *const harel_header,
+    n_headers: usize,
+    delivery: *const harel_delivery,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    boundary(err, || {
+        on_tx(tx, |t, state| {
+            // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
+            let (m, headers, options) = unsafe {
+                (
+                    message::message(group_id, event_json, priority, routing_key)?,
+                    headers::read(headers, n_headers)?,
+                    delivery::read(delivery, "delivery")?,
+                )
+            };
+            t.tx_publish(state, Message { headers: headers.as_ref(), ..m }, options)
         })?;
         Ok(HAREL_OK)
     })
@@ -196,9 +233,9 @@ pub extern "C" fn harel_tx_publish_headers(
 
 /// Sends what was queued and commits: the application's statements and the messages, all
 /// of them or (on any error) none. `seqs` and `duplicates` are NULL or `n` long; the
-/// first min(n, published) entries receive each published message's seq and whether its
-/// key made it a duplicate (1) or it was stored (0), in the order of the harel_tx_publish
-/// calls. `n_published` (may be NULL) receives how many were published. The transaction
+/// first min(n, published) entries receive each published message's seq and what became
+/// of it, a harel_published: stored (0), a duplicate (1) or, for a unique key's publish,
+/// replaced (2); in the order of the harel_tx_publish calls. `n_published` (may be NULL) receives how many were published. The transaction
 /// is ended either way.
 ///
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (tx NULL, freed or ended); HAREL_ERR_DATABASE
