@@ -6,10 +6,12 @@
 //! - claim + ack with OpenTelemetry on (an SDK provider whose exporter drops every span)
 //!   against off, the messages carrying a traceparent either way (target <= 1.2x).
 //!
-//! Each pair is measured in alternating rounds (A, B, A, B, ...) and the median round of
-//! each side is compared, so a burst of the shared machine's noise lands on both sides.
+//! Each pair is measured as pairs.rs says.
 
 use std::time::{Duration, Instant};
+
+mod pairs;
+use pairs::{header, pair, row};
 
 use harel_transport::{Headers, Message, Options, Transport, Wait};
 use harel_transport_testkit::sqld::Sqld;
@@ -18,7 +20,6 @@ use opentelemetry::trace::TracerProvider;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 
-const ROUNDS: usize = 9;
 const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
 /// Drops every span: the SDK's cost without an exporter's.
@@ -29,22 +30,6 @@ impl SpanExporter for Dropping {
     async fn export(&self, _: Vec<SpanData>) -> OTelSdkResult {
         Ok(())
     }
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
-/// Microseconds per message of `work` over `n` messages, median of alternating rounds of
-/// `a` and `b`.
-fn pair(n: usize, mut a: impl FnMut(usize) -> Duration, mut b: impl FnMut(usize) -> Duration) -> (f64, f64) {
-    let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        xs.push(a(n).as_secs_f64() * 1e6 / n as f64);
-        ys.push(b(n).as_secs_f64() * 1e6 / n as f64);
-    }
-    (median(xs), median(ys))
 }
 
 fn publish(t: &Transport, n: usize, headers: Option<&Headers>) -> Duration {
@@ -81,12 +66,6 @@ struct Place {
     n: usize,
 }
 
-fn row(name: &str, what: &str, (yardstick, measured): (f64, f64), target: f64) {
-    let ratio = measured / yardstick;
-    let verdict = if ratio <= target { "ok" } else { "over" };
-    println!("{name:<18} {what:<44} {yardstick:>9.1} {measured:>9.1} {ratio:>6.2}x (<= {target}x: {verdict})");
-}
-
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let sqld = harel_transport_testkit::sqld::binary().ok().map(|b| Sqld::start(&b, false));
@@ -114,9 +93,7 @@ fn main() {
     ])
     .unwrap();
     let provider = SdkTracerProvider::builder().with_simple_exporter(Dropping).build();
-    let head = ("backend", "measured against its yardstick", "yardstick", "measured", "ratio");
-    println!("{:<18} {:<44} {:>9} {:>9} {:>7}", head.0, head.1, head.2, head.3, head.4);
-    println!("{:<18} {:<44} {:>9} {:>9}", "", "", "µs/msg", "µs/msg");
+    header();
     for (p, place) in places.iter().enumerate() {
         let mut queues = 0;
         let mut open = |tracer: Option<BoxedTracer>| {

@@ -6,7 +6,7 @@
 # Last, every face against C (issue #35, `make bench-faces`, bench/faces): the same drain
 # from C, C++, Rust, Go, Node, Python and harel's drop-in, in µs per message and as a ratio
 # to C beside each face's target.
-.PHONY: bench bench-goqite bench-faces
+.PHONY: bench bench-goqite bench-faces bench-rules
 bench: venv
 	$(CARGO) build --release -p harel-transport-bench -p harel-transport-cli
 	$(RELEASE_DIR)/bench --python $(VENV)/bin/python --peers bench/peers.py --cli $(RELEASE_DIR)/harel-transport
@@ -14,6 +14,13 @@ bench: venv
 	$(MAKE) --no-print-directory bench-node
 	$(MAKE) --no-print-directory bench-faces
 	$(MAKE) --no-print-directory bench-headers
+	$(MAKE) --no-print-directory bench-rules
+
+# The rules a message lives by (issue #38, bench/rules.rs): each cost beside its yardstick
+# in the same run, on a file at FULL, in memory and on sqld (HAREL_SQLD). About a minute.
+bench-rules:
+	$(CARGO) build --release -p harel-transport-bench --bin bench-rules
+	$(RELEASE_DIR)/bench-rules
 
 # The Go binding beside goqite v0.4.0 (bench/goqite, its own Go module: goqite and
 # mattn/go-sqlite3 come from the module proxy), on files under $(BUILD)/bench-goqite: a

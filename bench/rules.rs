@@ -1,0 +1,90 @@
+//! The cost of the rules a message lives by (issue #38, `make bench-rules`), each against
+//! its yardstick in the same run, on a local file at synchronous FULL, in memory (the work
+//! without a sync) and on sqld, measured as pairs.rs says:
+//!
+//! - a publish with a unique key (each new: the message is stored) against a plain publish
+//!   (target <= 1.3x);
+//! - a publish whose unique key finds its message pending and replaces it, against the same
+//!   plain publish (reported; the target is the stored publish's).
+
+use std::time::{Duration, Instant};
+
+mod pairs;
+use pairs::{header, pair, row};
+
+use harel_transport::{Delivery, Message, Options, Transport, Unique, UniqueMode};
+use harel_transport_testkit::sqld::Sqld;
+
+/// Each publish's own event: a replace writes what it carries.
+fn event(i: usize) -> String {
+    format!("{{\"n\":{i}}}")
+}
+
+fn plain(t: &Transport, n: usize) -> Duration {
+    let started = Instant::now();
+    for i in 0..n {
+        t.publish(&format!("g{}", i % 50), &event(i), 0, None).unwrap();
+    }
+    started.elapsed()
+}
+
+/// `n` publishes with unique keys: `round`'s own keys (each stored), or the same 50 keys
+/// every round with `mode` (each finds its message pending).
+fn with_unique(t: &Transport, n: usize, keys: impl Fn(usize) -> String, mode: UniqueMode) -> Duration {
+    let started = Instant::now();
+    for i in 0..n {
+        let (group, key, event) = (format!("g{}", i % 50), keys(i), event(i));
+        let message = Message { group_id: &group, event_json: &event, priority: 0, routing_key: None, headers: None };
+        let delivery = Delivery { unique: Some(Unique { key: &key, mode }), ..Delivery::default() };
+        let published = t.publish_with(message, delivery).unwrap();
+        assert_eq!(published.replaced, mode != UniqueMode::Keep, "{published:?}");
+    }
+    started.elapsed()
+}
+
+struct Place {
+    name: &'static str,
+    url: Box<dyn Fn(&str) -> String>,
+    n: usize,
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqld = harel_transport_testkit::sqld::binary().ok().map(|b| Sqld::start(&b, false));
+    let mut places = vec![Place {
+        name: "file, FULL",
+        url: Box::new({
+            let dir = dir.path().to_owned();
+            move |name| dir.join(format!("{name}.db")).to_string_lossy().into_owned()
+        }),
+        n: 300,
+    }];
+    places.push(Place { name: "memory (CPU)", url: Box::new(|_| ":memory:".to_owned()), n: 2000 });
+    if let Some(server) = &sqld {
+        let url = server.url();
+        places.push(Place { name: "sqld", url: Box::new(move |_| url.clone()), n: 200 });
+    }
+    header();
+    for (p, place) in places.iter().enumerate() {
+        let mut queues = 0;
+        let mut open = || {
+            queues += 1;
+            let mut options = Options::new();
+            options.prefix(&format!("q{p}_{queues}")).unwrap();
+            Transport::open(&(place.url)(&format!("q{queues}")), &options).unwrap()
+        };
+        let (yardstick, keyed) = (open(), open());
+        let mut round = 0;
+        let stored = pair(place.n, |n| plain(&yardstick, n), |n| {
+            round += 1;
+            with_unique(&keyed, n, |i| format!("r{round}-{i}"), UniqueMode::Keep)
+        });
+        row(place.name, "publish with a unique key, stored / plain publish", stored, 1.3);
+        let (yardstick, replacing) = (open(), open());
+        // The 50 messages each later publish finds pending.
+        with_unique(&replacing, 50, |i| format!("k{i}"), UniqueMode::Keep);
+        row(place.name, "publish replacing its pending message / plain publish", pair(place.n, |n| {
+            plain(&yardstick, n)
+        }, |n| with_unique(&replacing, n, |i| format!("k{}", i % 50), UniqueMode::Replace)), 1.3);
+    }
+}
