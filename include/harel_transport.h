@@ -176,6 +176,47 @@ typedef enum harel_value_type {
 } harel_value_type;
 
 /**
+ * What a unique key's publish does to the pending message with that key.
+ */
+typedef enum harel_unique_mode {
+  /**
+   * Keep it: the publish stores nothing and reports it as the duplicate.
+   */
+  HAREL_UNIQUE_KEEP = 0,
+  /**
+   * Give it the new event and headers, in its place in its group's FIFO, unless a
+   * worker holds its lease (then it is kept).
+   */
+  HAREL_UNIQUE_REPLACE = 1,
+  /**
+   * As HAREL_UNIQUE_REPLACE, and make it due `debounce_delay` seconds from now, never
+   * later than `debounce_max_delay` seconds after its first publish.
+   */
+  HAREL_UNIQUE_DEBOUNCE = 2,
+} harel_unique_mode;
+
+/**
+ * What became of a published message (the `outcomes` of harel_transport_publish_delivery
+ * and the `duplicate`s of the older calls, which are never 2).
+ */
+typedef enum harel_published {
+  /**
+   * Stored: its seq is new.
+   */
+  HAREL_PUBLISHED_STORED = 0,
+  /**
+   * Nothing stored: its idempotency key was seen, or a message with its unique key is
+   * pending; the seq is that message's.
+   */
+  HAREL_PUBLISHED_DUPLICATE = 1,
+  /**
+   * Nothing new stored: the pending message with its unique key took its event and
+   * headers (HAREL_UNIQUE_REPLACE, HAREL_UNIQUE_DEBOUNCE); the seq is that message's.
+   */
+  HAREL_PUBLISHED_REPLACED = 2,
+} harel_published;
+
+/**
  * Ends the waits of the calls it is passed to (opaque). Made by `harel_cancel_new`, fired
  * with `harel_cancel_fire` from any thread (a signal handler excepted), freed with
  * `harel_cancel_free` once no call that was given it is still running. Firing is final:
@@ -1650,8 +1691,8 @@ enum harel_status harel_transport_publish_many_with_headers(struct harel_transpo
  * longer than 256 bytes or not UTF-8, both key and unique_key given, unique_mode not a
  * harel_unique_mode, a debounce delay or cap not finite, negative, over ten years, or
  * the cap below the delay; nothing was written); HAREL_ERR_BUSY; HAREL_ERR_DATABASE
- * (also: the queue, opened with create_schema off, lacks the keys table or the column
- * unique_key the publish needs); HAREL_ERR_CONNECT.
+ * (also: a key given and the queue, opened with create_schema off, lacks the keys
+ * table); HAREL_ERR_CONNECT.
  */
 enum harel_status harel_transport_publish_delivery(struct harel_transport *t,
                                                    const char *group_id,
@@ -1871,7 +1912,7 @@ enum harel_status harel_tx_publish_headers(struct harel_tx *tx,
  *
  * Returns as harel_tx_publish_headers; HAREL_ERR_ARGUMENT also for options
  * harel_transport_publish_delivery refuses (nothing is queued and the transaction goes
- * on); HAREL_ERR_DATABASE also when the queue lacks the column unique_key a unique key needs.
+ * on).
  */
 enum harel_status harel_tx_publish_delivery(struct harel_tx *tx,
                                             const char *group_id,

@@ -97,10 +97,6 @@ impl<'m, 'a> Deliver<'m, 'a> {
     pub fn has_keys(&self) -> bool {
         self.items.iter().any(|(_, d)| d.key.is_some())
     }
-
-    pub fn has_unique_keys(&self) -> bool {
-        self.items.iter().any(|(_, d)| d.unique.is_some())
-    }
 }
 
 /// Which groups a claim or a watch may serve: priority >= `min_priority` and, when any are

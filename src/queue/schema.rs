@@ -65,7 +65,6 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
         keys: tables.contains(&sql.keys_table.as_str()),
         headers: lacking(m, "headers"),
         dead_headers: lacking(d, "headers"),
-        unique_key: lacking(m, "unique_key"),
     };
     let mut absent: Vec<String> =
         columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();

@@ -76,19 +76,17 @@ pub async fn publish_with(
     reads.into_iter().map(|at| published(&done, at)).collect()
 }
 
-/// A publish with a key needs the keys table, and one with a unique key the messages'
-/// `unique_key`, which a file opened with create_schema off may lack.
+/// A publish with a key needs the keys table, which a harel 0.9 file opened with
+/// create_schema off lacks.
 pub fn keys_kept(sql: &Statements, request: &Deliver<'_, '_>) -> Result<()> {
-    let lacking = if request.has_keys() && sql.lacks().keys {
-        format!("the table {} is missing, which a publish with a key needs", sql.keys_table)
-    } else if request.has_unique_keys() && sql.lacks().unique_key {
-        format!("the column {}.unique_key is missing, which a publish with a unique key needs", sql.messages_table)
-    } else {
-        return Ok(());
-    };
-    Err(Error::Database(format!(
-        "{lacking}: open the queue once with create_schema on, or run harel_schema_upgrade_sql's statements"
-    )))
+    if request.has_keys() && sql.lacks().keys {
+        return Err(Error::Database(format!(
+            "the table {} is missing, which a publish with a key needs: open the queue once with \
+             create_schema on, or run harel_schema_sql's statements",
+            sql.keys_table
+        )));
+    }
+    Ok(())
 }
 
 /// Where one publish's outcome is in its chain: the `published` read and, with a unique

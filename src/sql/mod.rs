@@ -55,8 +55,6 @@ pub struct Lacks {
     /// The messages' and the dead letters' `headers` (a file made before headers).
     pub headers: bool,
     pub dead_headers: bool,
-    /// The messages' `unique_key` (a file made before unique keys).
-    pub unique_key: bool,
 }
 
 /// A statement and the values it runs with, in the order of its parameters (?1 first; a
@@ -611,7 +609,6 @@ mod tests {
             keys: true,
             headers: true,
             dead_headers: true,
-            unique_key: true,
         };
         for lacks in [Lacks::default(), lacking_all] {
             sql.read_around(lacks);

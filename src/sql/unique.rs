@@ -8,7 +8,8 @@
 //! 2. `pending`: the seq of the message pending with the key, if any (a duplicate's).
 //! 3. `insert`: the message with its key, only when none is pending (`changes()` 1).
 //! 4. then as a publish without a key: `published_unkeyed`, `insert_group_if_new`, and
-//!    `stamp`, which gives the group of the key's message the due time of its head.
+//!    `stamp`, which gives the group of the key's message the due time of its head, later
+//!    or earlier than its turn (a debounce may bring a longer delay or a park forward).
 
 use libsql::Value;
 
@@ -64,7 +65,7 @@ impl UniqueSql {
             ),
             // ?1 unique_key
             stamp: format!(
-                "UPDATE {g} SET last_claimed_at = {due} WHERE group_id = {group} AND {due} > last_claimed_at"
+                "UPDATE {g} SET last_claimed_at = {due} WHERE group_id = {group} AND {due} <> last_claimed_at"
             ),
         }
     }
@@ -105,8 +106,8 @@ impl UniqueSql {
         (&self.insert, values)
     }
 
-    /// 4: the group of the message with `key` stamped with its head's due time, if the
-    /// head is delayed and its turn comes earlier.
+    /// 4: the group of the message with `key` turned to its head's due time, if the head
+    /// is delayed (a delayed head's group has no other turn).
     pub fn stamp(&self, key: &str) -> Bound<'_> {
         (&self.stamp, vec![key.into()])
     }

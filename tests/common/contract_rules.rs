@@ -107,6 +107,14 @@ pub fn debounce_moves_the_due_time_never_past_max_delay(open: Open<'_>) {
     clock.advance(0.2);
     let lease = claim(&t).expect("due at its first publish + max_delay");
     assert_eq!((lease.seq, lease.event.as_str()), (first.seq, e[3].as_str()));
+    // A debounce may bring a due time forward (a longer plain delay, a park): the group's
+    // turn comes with it.
+    let again = unique("other", UniqueMode::Debounce { delay: 10.0, max_delay: 25.0 });
+    let parked = t.publish_with(msg("h", &e[0]), Delivery { delay: 100.0, ..again }).unwrap();
+    clock.advance(1.0);
+    assert!(t.publish_with(msg("h", &e[1]), again).unwrap().replaced);
+    clock.advance(10.1);
+    assert_eq!(claim(&t).map(|l| l.seq), Some(parked.seq), "due 10 s after the last publish, not 100");
 }
 
 pub fn unique_keys_in_a_batch_are_checked_in_order(open: Open<'_>) {

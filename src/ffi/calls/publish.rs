@@ -77,10 +77,6 @@ pub(crate) fn instant(not_before: f64) -> Option<f64> {
     (!not_before.is_finite() || not_before >= 0.0).then_some(not_before)
 }
 
-/// Writes what became of each message to the caller's arrays (each NULL or `n` long).
-///
-/// # Safety
-/// `seqs` and `duplicates` are NULL or valid for `published.len()` writes.
 /// A publish's outcome as C reads it.
 fn outcome(p: &Published) -> harel_published {
     match (p.duplicate, p.replaced) {
@@ -90,6 +86,10 @@ fn outcome(p: &Published) -> harel_published {
     }
 }
 
+/// Writes what became of each message to the caller's arrays (each NULL or `n` long).
+///
+/// # Safety
+/// `seqs` and `duplicates` are NULL or valid for `published.len()` writes.
 pub(crate) unsafe fn hand_out(published: &[Published], seqs: *mut i64, duplicates: *mut c_int) {
     for (i, p) in published.iter().enumerate() {
         // SAFETY: the caller's arrays hold `published.len()` elements, per the contract.
@@ -330,8 +330,8 @@ pub extern "C" fn harel_transport_publish_many_with_headers(
 /// longer than 256 bytes or not UTF-8, both key and unique_key given, unique_mode not a
 /// harel_unique_mode, a debounce delay or cap not finite, negative, over ten years, or
 /// the cap below the delay; nothing was written); HAREL_ERR_BUSY; HAREL_ERR_DATABASE
-/// (also: the queue, opened with create_schema off, lacks the keys table or the column
-/// unique_key the publish needs); HAREL_ERR_CONNECT.
+/// (also: a key given and the queue, opened with create_schema off, lacks the keys
+/// table); HAREL_ERR_CONNECT.
 #[no_mangle]
 pub extern "C" fn harel_transport_publish_delivery(
     t: *mut harel_transport,

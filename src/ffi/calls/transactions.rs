@@ -202,7 +202,7 @@ pub extern "C" fn harel_tx_publish_headers(
 ///
 /// Returns as harel_tx_publish_headers; HAREL_ERR_ARGUMENT also for options
 /// harel_transport_publish_delivery refuses (nothing is queued and the transaction goes
-/// on); HAREL_ERR_DATABASE also when the queue lacks the column unique_key a unique key needs.
+/// on).
 #[no_mangle]
 pub extern "C" fn harel_tx_publish_delivery(
     tx: *mut harel_tx,
