@@ -11,11 +11,11 @@ package harel
 // Strings in are C copies (C.CString) freed when the call returns; the Go values passed
 // by address (&cerr, &out, a harel_lease, an array of routing keys, an array of databases,
 // an array of seqs, a count, an array of lease pointers in or out, an array of outcomes, a
-// batch's arrays of keys, delays, instants, seqs and duplicate flags, a commit's seqs and
-// duplicate flags) hold no Go pointers (the leases an array points to are in C memory, as
-// a statement's parameters are, with their texts and blobs; a message's headers are an
-// array of harel_header in C memory, a batch's an array of harel_headers pointing to such
-// arrays). What C hands out (a lease with its headers, a schema string, an error, the
+// publish's harel_delivery, a batch's array of harel_delivery pointers, seqs and outcomes,
+// a commit's seqs and outcomes) hold no Go pointers (the leases an array points to are in
+// C memory, as a batch's harel_delivery structs and a statement's parameters are, with
+// their texts and blobs; a message's headers are an array of harel_header in C memory, a
+// batch's an array of harel_headers pointing to such arrays). What C hands out (a lease with its headers, a schema string, an error, the
 // stats, the metrics, a page with its shards and headers, a query's rows) is copied into Go
 // values and freed at once.
 
@@ -208,8 +208,8 @@ func pageHeaders(lists *C.harel_headers, n C.size_t, i int) []Header {
 	return goHeaders(h.items, h.n)
 }
 
-// delivery is a publish's delivery options as the ABI takes them: the key (NULL: none),
-// the delay in seconds, not_before in epoch seconds (-1: none).
+// delivery is a publish's delivery options as harel_delivery's fields take them: the key
+// (NULL: none), the delay in seconds, not_before in epoch seconds (-1: none).
 type delivery struct {
 	key       *C.char
 	delay     C.double

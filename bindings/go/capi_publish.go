@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"strconv"
+	"time"
 	"unsafe"
 )
 
@@ -89,6 +90,47 @@ func (a *cStrings) messageHeaders(msgs []Message) (*C.harel_headers, error) {
 // messageParam is the prefix of message i's parameters in errors: "messages[3].".
 func messageParam(i int) string { return "messages[" + strconv.Itoa(i) + "]." }
 
+// The codes of harel_published, what became of a message (HAREL_PUBLISHED_DUPLICATE is
+// any other).
+const (
+	publishedStored   = C.int(C.HAREL_PUBLISHED_STORED)
+	publishedReplaced = C.int(C.HAREL_PUBLISHED_REPLACED)
+)
+
+// UniqueMode's values are the library's harel_unique_mode (a build with others fails here).
+const _ = uint(UniqueKeep-C.HAREL_UNIQUE_KEEP) + uint(C.HAREL_UNIQUE_KEEP-UniqueKeep) +
+	uint(UniqueReplace-C.HAREL_UNIQUE_REPLACE) + uint(C.HAREL_UNIQUE_REPLACE-UniqueReplace) +
+	uint(UniqueDebounce-C.HAREL_UNIQUE_DEBOUNCE) + uint(C.HAREL_UNIQUE_DEBOUNCE-UniqueDebounce)
+
+// outcomeOf is a message's Published from its seq and its harel_published: a replaced
+// message is a duplicate too (nothing new was stored), as the library's Published.
+func outcomeOf(seq C.int64_t, outcome C.int) Published {
+	return Published{Seq: int64(seq), Duplicate: outcome != publishedStored, Replaced: outcome == publishedReplaced}
+}
+
+// harelDelivery is a message's delivery options as a harel_delivery (its size set;
+// unique_key NULL for a nil u), its strings added to a and freed with it. Errors name the fields
+// after prefix ("messages[3]."), as the library does. A NUL byte and an instant before
+// the epoch are the binding's to refuse (delivery's); every other value the library's.
+func (a *cStrings) harelDelivery(prefix string, key *string, delay time.Duration, notBefore time.Time,
+	u *Unique) (cd C.harel_delivery, err error) {
+	d, err := a.delivery(prefix, key, delay, notBefore)
+	if err != nil {
+		return cd, err
+	}
+	cd.size = C.sizeof_harel_delivery
+	cd.key, cd.delay, cd.not_before = d.key, d.delay, d.notBefore
+	if u != nil {
+		if cd.unique_key, err = a.add(prefix+"unique_key", u.Key); err != nil {
+			return cd, err
+		}
+		cd.unique_mode = C.int32_t(u.Mode)
+		cd.debounce_delay, cd.debounce_max_delay = seconds(u.Delay), seconds(u.MaxDelay)
+	}
+	return cd, nil
+}
+
+// publishWith publishes with the delivery options, through harel_transport_publish_delivery.
 func (t cTransport) publishWith(groupID string, event []byte, pc *publishConfig) (Published, error) {
 	var strs cStrings
 	defer strs.free()
@@ -100,24 +142,24 @@ func (t cTransport) publishWith(groupID string, event []byte, pc *publishConfig)
 	if err != nil {
 		return Published{}, err
 	}
-	d, err := strs.delivery("", pc.key, pc.delay, pc.notBefore)
+	d, err := strs.harelDelivery("", pc.key, pc.delay, pc.notBefore, pc.unique)
 	if err != nil {
 		return Published{}, err
 	}
 	var seq C.int64_t
-	var duplicate C.int
+	var outcome C.int
 	var cerr *C.harel_error
-	s := C.harel_transport_publish_with_headers(t.p, m.group_id, m.event_json, m.priority, m.routing_key,
-		hs, C.size_t(len(pc.headers)), d.key, d.delay, d.notBefore, &seq, &duplicate, &cerr)
+	s := C.harel_transport_publish_delivery(t.p, m.group_id, m.event_json, m.priority, m.routing_key,
+		hs, C.size_t(len(pc.headers)), &d, &seq, &outcome, &cerr)
 	if err := check(s, &cerr); err != nil {
 		return Published{}, err
 	}
-	return Published{Seq: int64(seq), Duplicate: duplicate != 0}, nil
+	return outcomeOf(seq, outcome), nil
 }
 
 // publishManyWith hands msgs to C as publishMany does, with their headers in a C array
-// (NULL when none has any), their delivery options in Go arrays of numbers and of C
-// pointers (no Go pointers in them), and its outcomes in Go arrays of numbers.
+// (NULL when none has any), each message's delivery options a harel_delivery in C memory
+// pointed to from a Go array, and its outcomes in Go arrays of numbers.
 func (t cTransport) publishManyWith(msgs []Message) ([]Published, error) {
 	var strs cStrings
 	defer strs.free()
@@ -129,30 +171,50 @@ func (t cTransport) publishManyWith(msgs []Message) ([]Published, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(msgs)
-	keys, delays, notBefore := make([]*C.char, n), make([]C.double, n), make([]C.double, n)
-	for i := range msgs {
-		m := &msgs[i]
-		var key *string
-		if m.Key != "" {
-			key = &m.Key
-		}
-		d, err := strs.delivery(messageParam(i), key, m.Delay, m.NotBefore)
-		if err != nil {
-			return nil, err
-		}
-		keys[i], delays[i], notBefore[i] = d.key, d.delay, d.notBefore
+	deliveries, err := strs.deliveries(msgs)
+	if err != nil {
+		return nil, err
 	}
-	seqs, duplicates := make([]C.int64_t, n), make([]C.int, n)
+	n := len(msgs)
+	seqs, outcomes := make([]C.int64_t, n), make([]C.int, n)
 	var cerr *C.harel_error
-	s := C.harel_transport_publish_many_with_headers(t.p, array, C.size_t(n), headers, firstOf(keys), firstOf(delays),
-		firstOf(notBefore), firstOf(seqs), firstOf(duplicates), &cerr)
+	s := C.harel_transport_publish_many_delivery(t.p, array, C.size_t(n), headers, firstOf(deliveries),
+		firstOf(seqs), firstOf(outcomes), &cerr)
 	if err := check(s, &cerr); err != nil {
 		return nil, err
 	}
 	published := make([]Published, n)
 	for i := range published {
-		published[i] = Published{Seq: int64(seqs[i]), Duplicate: duplicates[i] != 0}
+		published[i] = outcomeOf(seqs[i], outcomes[i])
 	}
 	return published, nil
+}
+
+// messageKey is m's idempotency key as delivery takes it: nil for none ("").
+func messageKey(m *Message) *string {
+	if m.Key == "" {
+		return nil
+	}
+	return &m.Key
+}
+
+// deliveries is the messages' delivery options as harel_transport_publish_many_delivery
+// takes them: a harel_delivery per message in C memory (freed with a), and a Go array of
+// pointers to them (nil for no messages). Errors name the message ("messages[3].unique_key").
+func (a *cStrings) deliveries(msgs []Message) ([]*C.harel_delivery, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	block := unsafe.Slice((*C.harel_delivery)(a.alloc(C.size_t(len(msgs))*C.sizeof_harel_delivery)), len(msgs))
+	ptrs := make([]*C.harel_delivery, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		d, err := a.harelDelivery(messageParam(i), messageKey(m), m.Delay, m.NotBefore, m.Unique)
+		if err != nil {
+			return nil, err
+		}
+		block[i] = d
+		ptrs[i] = &block[i]
+	}
+	return ptrs, nil
 }

@@ -173,6 +173,7 @@ func goValue(v *C.harel_value) any {
 	return nil // valueNull
 }
 
+// publish queues a publish, through harel_tx_publish_delivery.
 func (tx cTx) publish(groupID string, event []byte, pc *publishConfig) error {
 	var strs cStrings
 	defer strs.free()
@@ -184,28 +185,28 @@ func (tx cTx) publish(groupID string, event []byte, pc *publishConfig) error {
 	if err != nil {
 		return err
 	}
-	d, err := strs.delivery("", pc.key, pc.delay, pc.notBefore)
+	d, err := strs.harelDelivery("", pc.key, pc.delay, pc.notBefore, pc.unique)
 	if err != nil {
 		return err
 	}
 	var cerr *C.harel_error
-	return check(C.harel_tx_publish_headers(tx.p, m.group_id, m.event_json, m.priority, m.routing_key,
-		hs, C.size_t(len(pc.headers)), d.key, d.delay, d.notBefore, &cerr), &cerr)
+	return check(C.harel_tx_publish_delivery(tx.p, m.group_id, m.event_json, m.priority, m.routing_key,
+		hs, C.size_t(len(pc.headers)), &d, &cerr), &cerr)
 }
 
-// commit commits and returns the outcomes of the n publishes queued, in Go arrays of
-// numbers n long.
+// commit commits and returns the outcomes of the n publishes queued (each a seq and a
+// harel_published), in Go arrays of numbers n long.
 func (tx cTx) commit(n int) ([]Published, error) {
-	seqs, duplicates := make([]C.int64_t, n), make([]C.int, n)
+	seqs, outcomes := make([]C.int64_t, n), make([]C.int, n)
 	var got C.size_t
 	var cerr *C.harel_error
-	s := C.harel_tx_commit(tx.p, firstOf(seqs), firstOf(duplicates), C.size_t(n), &got, &cerr)
+	s := C.harel_tx_commit(tx.p, firstOf(seqs), firstOf(outcomes), C.size_t(n), &got, &cerr)
 	if err := check(s, &cerr); err != nil {
 		return nil, err
 	}
 	published := make([]Published, min(n, int(got)))
 	for i := range published {
-		published[i] = Published{Seq: int64(seqs[i]), Duplicate: duplicates[i] != 0}
+		published[i] = outcomeOf(seqs[i], outcomes[i])
 	}
 	return published, nil
 }

@@ -25,9 +25,13 @@
 // the first message, so a publish that failed with [ErrConnect] (it may have been applied)
 // is retried with the same key. [WithDelay] and [WithNotBefore] hold a message back; it
 // keeps its place in its group's FIFO, so the group's later messages wait behind it
-// ([GroupDelayed], [Stats].Delayed and NextDueAt). In a batch each [Message] has its own
-// Key, Delay and NotBefore. [Transport.Publish] and [Transport.PublishMany] take the same
-// options, without the outcome.
+// ([GroupDelayed], [Stats].Delayed and NextDueAt). [WithUnique] gives a message a unique
+// key: while a message with it is pending, a publish with it stores nothing new and
+// reports that message ([UniqueKeep]), or gives it its event and headers
+// ([UniqueReplace], Published.Replaced), also moving its due time ([UniqueDebounce]). In
+// a batch each [Message] has its own Key, Delay, NotBefore and Unique.
+// [Transport.Publish] and [Transport.PublishMany] take the same options, without the
+// outcome.
 //
 // # Publishing inside a transaction
 //

@@ -26,21 +26,31 @@ type Message struct {
 	// NotBefore holds the message back until then (as WithNotBefore); the zero Time for
 	// none.
 	NotBefore time.Time
+	// Unique is the message's unique key and mode (as WithUnique); nil for none. A key
+	// met earlier in the same batch finds that message pending.
+	Unique *Unique
 	// Headers are the message's headers, in order (as WithHeaders); nil for none. A batch
 	// in which a message has headers is one transaction of its own, as PublishManyWith's
 	// (no commit shared with concurrent publishes).
 	Headers []Header
 }
 
-// delivers says whether m sets a delivery option (Key, Delay, NotBefore).
-func (m *Message) delivers() bool { return m.Key != "" || m.Delay != 0 || !m.NotBefore.IsZero() }
+// delivers says whether m sets a delivery option (Key, Delay, NotBefore, Unique).
+func (m *Message) delivers() bool {
+	return m.Key != "" || m.Delay != 0 || !m.NotBefore.IsZero() || m.Unique != nil
+}
 
 // Published is what became of one message of PublishWith or PublishManyWith.
 type Published struct {
 	// Seq is the message's seq; for a duplicate, the seq of the first message published
-	// with its key (which may have been delivered and acked since).
+	// with its key (which may have been delivered and acked since), or of the pending
+	// message with its unique key.
 	Seq int64
-	// Duplicate is true when the message's key was seen within the key retention: nothing
-	// was stored.
+	// Duplicate is true when the message's key was seen within the key retention, or a
+	// message with its unique key is pending: no new message was stored.
 	Duplicate bool
+	// Replaced is true (with Duplicate) when the pending message with its unique key took
+	// this publish's event and headers (UniqueReplace, UniqueDebounce); false when it was
+	// kept (UniqueKeep, or a worker holds its lease).
+	Replaced bool
 }

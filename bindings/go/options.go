@@ -1,6 +1,7 @@
 package harel
 
 import (
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -131,19 +132,20 @@ type PublishOption func(*publishConfig)
 type publishConfig struct {
 	priority   int
 	routingKey *string
-	// the delivery options (WithKey, WithDelay, WithNotBefore)
+	// the delivery options (WithKey, WithDelay, WithNotBefore, WithUnique)
 	key       *string
 	delay     time.Duration
 	notBefore time.Time
+	unique    *Unique
 	// WithHeaders'
 	headers []Header
 }
 
 // delivers says whether a delivery option is set: the publish then goes through
-// harel_transport_publish_with. A WithDelay(0) or WithNotBefore of the zero Time asks
-// for nothing, as their absence.
+// harel_transport_publish_delivery, its own transaction. A WithDelay(0) or WithNotBefore
+// of the zero Time asks for nothing, as their absence.
 func (c *publishConfig) delivers() bool {
-	return c.key != nil || c.delay != 0 || !c.notBefore.IsZero()
+	return c.key != nil || c.delay != 0 || !c.notBefore.IsZero() || c.unique != nil
 }
 
 // WithPriority sets the group's priority, 0 (the default) to 4. Only the first publish
@@ -183,6 +185,80 @@ func WithDelay(d time.Duration) PublishOption {
 // ahead is ErrArgument.
 func WithNotBefore(at time.Time) PublishOption {
 	return func(c *publishConfig) { c.notBefore = at }
+}
+
+// UniqueMode says what a publish with a unique key does when a message with that key is
+// pending (see Unique).
+type UniqueMode int32
+
+// The unique modes (the C ABI's harel_unique_mode).
+const (
+	// UniqueKeep keeps the pending message: the publish stores nothing and reports it as
+	// the duplicate (the default).
+	UniqueKeep UniqueMode = 0
+	// UniqueReplace gives the pending message the new event and headers, in its place in
+	// its group's FIFO (its group, priority and routing key stay), unless a worker holds
+	// its lease (not lapsed): then it is kept, as UniqueKeep.
+	UniqueReplace UniqueMode = 1
+	// UniqueDebounce replaces as UniqueReplace, and the message is then due Delay from
+	// now, never later than MaxDelay after its first publish; a new message is due Delay
+	// from now.
+	UniqueDebounce UniqueMode = 2
+)
+
+// String is the mode's Go name ("UniqueReplace"), or "UniqueMode(n)" for another value.
+func (m UniqueMode) String() string {
+	switch m {
+	case UniqueKeep:
+		return "UniqueKeep"
+	case UniqueReplace:
+		return "UniqueReplace"
+	case UniqueDebounce:
+		return "UniqueDebounce"
+	}
+	return "UniqueMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Unique is a message's unique key and what a publish with it does to the pending message
+// with that key (WithUnique; Message.Unique in a batch).
+//
+// While a message of the queue with the key is pending (ready, delayed, leased or parked:
+// not yet acked, dead-lettered or purged), a publish with the same key stores no new
+// message: Published.Duplicate is true and Seq is the pending message's; with
+// UniqueReplace or UniqueDebounce that message took this publish's event and headers
+// (Published.Replaced), unless a worker holds its lease. The key is freed when the
+// message is acked, dead-lettered or purged (a redriven dead letter has none); then a
+// publish with it stores a new message. Keys are the queue's, not a group's: a key
+// pending in one group makes a publish into another a duplicate of that message (on a
+// queue opened with OpenShards, a key is held on the shard of its message's group).
+//
+// Unlike an idempotency key (WithKey), which is remembered for the key retention after
+// its publish, a unique key lasts as long as its message is pending. A publish takes one
+// or the other: both are ErrArgument.
+type Unique struct {
+	// Key is the unique key, 1..256 bytes of UTF-8.
+	Key string
+	// Mode is what a publish does to the pending message with Key; UniqueKeep, the zero
+	// value, keeps it.
+	Mode UniqueMode
+	// Delay and MaxDelay are UniqueDebounce's (other modes ignore them): the message is
+	// due Delay from the publish (by the Transport's clock), never later than MaxDelay
+	// after its first publish. Each 0 to ten years, MaxDelay >= Delay.
+	Delay, MaxDelay time.Duration
+}
+
+// WithUnique gives the message a unique key and its mode (see Unique): while a message
+// with u.Key is pending, a publish with it stores nothing new, and PublishWith reports
+// the pending message's seq with Duplicate set (and Replaced when it took this event and
+// these headers). Not with WithKey. The library checks u (a key of 1..256 bytes of UTF-8,
+// a known mode, the debounce delays): a bad value is ErrArgument naming it
+// ("unique_key is empty"), nothing written.
+//
+//	p, err := t.PublishWith("invoice-42", ev, harel.WithUnique(harel.Unique{
+//		Key: "recompute/invoice-42", Mode: harel.UniqueDebounce,
+//		Delay: 10 * time.Second, MaxDelay: time.Minute}))
+func WithUnique(u Unique) PublishOption {
+	return func(c *publishConfig) { c.unique = &u }
 }
 
 // ClaimOption configures one Claim.

@@ -151,16 +151,58 @@ export interface DeliveryOptions {
    * `delay`, the later of the two. Absent or null: none.
    */
   notBefore?: number | null;
+  /**
+   * A unique key: while a message of the queue with `unique.key` is pending (ready,
+   * delayed, leased or parked: not yet acked, dead-lettered or purged), the publish stores
+   * nothing new and its outcome is that message's seq, duplicate true. Not with `key`.
+   * Absent or null: none.
+   */
+  unique?: UniqueOptions | null;
+}
+
+/**
+ * What a publish with a unique key does when a message with that key is pending: 'keep'
+ * it (a duplicate); 'replace' its event and headers, in its place in its group's FIFO
+ * (replaced true), unless a worker holds its lease (then kept, a duplicate); 'debounce':
+ * replace it and make it due `delay` seconds from now, never later than `maxDelay` seconds
+ * after its first publish (a new message is due `delay` seconds from now).
+ */
+export type UniqueMode = 'keep' | 'replace' | 'debounce';
+
+/** DeliveryOptions.unique: a unique key and its mode. */
+export interface UniqueOptions {
+  /** 1..256 bytes of UTF-8 (the library checks). Freed when its message is acked, dead-lettered or purged. */
+  key: string;
+  /** Default 'keep'. */
+  mode?: UniqueMode;
+  /** Mode 'debounce' only: seconds (0..315360000). Default 0. */
+  delay?: number;
+  /**
+   * Mode 'debounce' only: seconds after the message's first publish past which no publish
+   * moves its due time (>= delay, at most 315360000). Default: no cap (315360000).
+   */
+  maxDelay?: number;
 }
 
 export interface PublishWithOptions extends PublishOptions, DeliveryOptions {}
 
 /** What became of one message of publishWith or publishManyWith. A frozen object. */
 export interface Published {
-  /** The message's seq; a duplicate's is the first message's (a bigint only past 2^53 - 1). */
+  /**
+   * The message's seq; a duplicate's is the first message's, or the pending message's with
+   * its unique key (a bigint only past 2^53 - 1).
+   */
   readonly seq: number | bigint;
-  /** True when the key had been seen (within the retention, or earlier in the batch): nothing was stored. */
+  /**
+   * True when nothing new was stored: the key had been seen (within the retention, or
+   * earlier in the batch), or a message with the unique key is pending (replaced or not).
+   */
   readonly duplicate: boolean;
+  /**
+   * True when the pending message with the unique key took this publish's event and
+   * headers (mode 'replace' or 'debounce'); duplicate is true too.
+   */
+  readonly replaced: boolean;
 }
 
 /** One message of publishMany: publish's arguments as one object. */
@@ -531,7 +573,10 @@ export declare class Tx {
    */
   publish(groupId: string, event: unknown, options?: PublishOptions): Promise<void>;
 
-  /** Queues a publish, with Transport.publishWith's arguments and delivery options (checked now). */
+  /**
+   * Queues a publish, with Transport.publishWith's arguments and delivery options (checked
+   * now). A unique key's duplicate is not an error: commit's outcome for it says so.
+   */
   publishWith(groupId: string, event: unknown, options?: PublishWithOptions): Promise<void>;
 
   /**
@@ -611,15 +656,17 @@ export declare class Transport {
    * keyRetention stores nothing and resolves the first message's seq, duplicate true: a
    * publish that failed with HAREL_ERR_CONNECT is safe to retry with its key), a `delay`
    * and a `notBefore` (the message keeps its place in its group's FIFO: the group's later
-   * messages wait behind it). Its own transaction: no shared commits.
+   * messages wait behind it), a `unique` key (a message with it pending stores nothing new:
+   * kept, replaced or debounced by its mode). Its own transaction: no shared commits.
    */
   publishWith(groupId: string, event: unknown, options?: PublishWithOptions): Promise<Published>;
 
   /**
    * publishMany with publishWith's options per message, in one transaction: every message
    * stored or found a duplicate, or nothing written (a bad message rejects the batch with
-   * HAREL_ERR_ARGUMENT naming its index). A key met earlier in the batch makes the later
-   * message a duplicate of the earlier one. Resolves an outcome per message, in order.
+   * HAREL_ERR_ARGUMENT naming its index). A key or unique key met earlier in the batch
+   * makes the later message a duplicate of the earlier one (a unique key's, replaced by its
+   * mode). Resolves an outcome per message, in order.
    * On a sharded queue (openShards): one transaction per shard.
    */
   publishManyWith(messages: readonly MessageWith[]): Promise<Published[]>;

@@ -3,11 +3,18 @@
 // (lib/methods/publish.js) and a transaction's (lib/tx.js); and what became of a message.
 
 const { argumentError } = require('./errors');
-const { checkString, checkInteger, checkNumber, describe } = require('./args');
+const { checkString, checkInteger, checkNumber, checkOptions, describe } = require('./args');
+const { DELIVERY_SIZE } = require('./native');
 
 // `headers`: the message's [name, value] pairs (lib/headers.js), beside the harel_message.
 const PUBLISH_OPTIONS = ['priority', 'routingKey', 'headers'];
-const DELIVERY_OPTIONS = ['key', 'delay', 'notBefore'];
+const DELIVERY_OPTIONS = ['key', 'delay', 'notBefore', 'unique'];
+const UNIQUE_OPTIONS = ['key', 'mode', 'delay', 'maxDelay'];
+// harel_unique_mode's values, in order: HAREL_UNIQUE_KEEP (0), _REPLACE (1), _DEBOUNCE (2).
+const UNIQUE_MODES = ['keep', 'replace', 'debounce'];
+const DEBOUNCE = 2;
+// HAREL_MAX_DELAY: debounce's maxDelay when none is given (no cap but the library's own).
+const MAX_DELAY = 315360000;
 const PUBLISH_WITH_OPTIONS = [...PUBLISH_OPTIONS, ...DELIVERY_OPTIONS];
 
 function eventText(name, event) {
@@ -36,17 +43,49 @@ function messageStruct(prefix, groupId, event, { priority, routingKey }) {
 }
 
 /**
- * A message's delivery options as the C arguments key, delay and not_before, checked for
- * their types only: the library checks the values (an empty or over-long key, a delay or
- * instant out of range) and names them. A negative `notBefore` is refused here: the C call
- * reads any negative not_before as "none", which would pass it over silently.
+ * A message's delivery options as a harel_delivery (the C struct, its `size` set), checked
+ * for their types only: the library checks the values (an empty or over-long key, a delay
+ * or instant out of range, a key with a unique key, a debounce cap below its delay) and
+ * names them. A negative `notBefore` is refused here: the C call reads any negative
+ * not_before as "none", which would pass it over silently.
  */
-function delivery(prefix, { key, delay, notBefore }) {
+function delivery(prefix, { key, delay, notBefore, unique }) {
   return {
+    size: DELIVERY_SIZE,
     key: checkString(`${prefix}key`, key, { nullable: true }),
     delay: checkNumber(`${prefix}delay`, delay === undefined ? 0 : delay),
-    notBefore: instant(`${prefix}notBefore`, notBefore),
+    not_before: instant(`${prefix}notBefore`, notBefore),
+    ...uniqueFields(`${prefix}unique`, unique),
   };
+}
+
+/**
+ * The `unique` option ({ key, mode?, delay?, maxDelay? }, or null for none) as the
+ * harel_delivery's unique_key, unique_mode, debounce_delay and debounce_max_delay. Refused
+ * here, as the C struct would pass them over silently: a missing key (a NULL unique_key is
+ * no unique key), an unknown mode (a typo would be a keep), and a delay or maxDelay
+ * without mode 'debounce' (the other modes never read them).
+ */
+function uniqueFields(name, unique) {
+  const none = { unique_key: null, unique_mode: 0, debounce_delay: 0, debounce_max_delay: 0 };
+  if (unique === undefined || unique === null) return none;
+  const u = checkOptions(name, unique, UNIQUE_OPTIONS);
+  const mode = u.mode === undefined ? 0 : UNIQUE_MODES.indexOf(u.mode);
+  if (mode < 0) {
+    throw argumentError(`${name}.mode must be 'keep', 'replace' or 'debounce', got ${describe(u.mode)}`);
+  }
+  const fields = { ...none, unique_key: checkString(`${name}.key`, u.key), unique_mode: mode };
+  if (mode !== DEBOUNCE) {
+    for (const option of ['delay', 'maxDelay']) {
+      if (u[option] !== undefined) {
+        throw argumentError(`${name}.${option} is for mode 'debounce' only; this unique key's mode is '${UNIQUE_MODES[mode]}'`);
+      }
+    }
+    return fields;
+  }
+  fields.debounce_delay = checkNumber(`${name}.delay`, u.delay === undefined ? 0 : u.delay);
+  fields.debounce_max_delay = checkNumber(`${name}.maxDelay`, u.maxDelay === undefined ? MAX_DELAY : u.maxDelay);
+  return fields;
 }
 
 /** notBefore as the C not_before: epoch seconds, or -1 for none (undefined or null). */
@@ -66,9 +105,13 @@ function seqValue(seq) {
   return seq <= BigInt(Number.MAX_SAFE_INTEGER) && seq >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(seq) : seq;
 }
 
-/** What became of one message of publishWith or publishManyWith. */
-function outcome(seq, duplicate) {
-  return Object.freeze({ seq: seqValue(seq), duplicate: duplicate !== 0 });
+/**
+ * What became of one message of publishWith or publishManyWith, from its seq and its
+ * harel_published: stored (0), a duplicate (1: nothing stored) or replaced (2: nothing new
+ * stored; the pending message took its event and headers), which is a duplicate too.
+ */
+function outcome(seq, published) {
+  return Object.freeze({ seq: seqValue(seq), duplicate: published !== 0, replaced: published === 2 });
 }
 
 module.exports = { PUBLISH_OPTIONS, DELIVERY_OPTIONS, PUBLISH_WITH_OPTIONS, messageStruct, delivery, outcome };

@@ -193,6 +193,19 @@ const ValueType = koffi.struct({
   size: 'size_t',
 });
 const RowsType = koffi.struct({ n_rows: 'size_t', n_columns: 'size_t', values: 'void *' });
+// harel_delivery: a message's delivery options (lib/message.js fills it), in the header's
+// field order; it begins with its own size, sizeof(harel_delivery) as declared here.
+const DeliveryType = koffi.struct({
+  size: 'size_t',
+  key: 'const char *',
+  delay: 'double',
+  not_before: 'double',
+  unique_key: 'const char *',
+  unique_mode: 'int32_t', // harel_unique_mode
+  debounce_delay: 'double',
+  debounce_max_delay: 'double',
+});
+const DELIVERY_SIZE = koffi.sizeof(DeliveryType);
 const T = koffi.pointer(koffi.opaque()); // harel_transport *
 const O = koffi.pointer(koffi.opaque()); // harel_options *
 const E = koffi.pointer(koffi.opaque()); // harel_error *
@@ -203,6 +216,10 @@ const W = koffi.pointer(koffi.opaque()); // harel_watch *
 const X = koffi.pointer(koffi.opaque()); // harel_tx *
 const HEADERS = koffi.pointer(HeaderType); // const harel_header *headers: koffi copies a JS array in
 const HEADER_LISTS = koffi.pointer(HeadersType); // const harel_headers *headers: one per message
+// const harel_delivery *delivery: koffi copies a JS object in; const harel_delivery *const
+// *deliveries: a JS array of them, each behind its pointer.
+const DELIVERY = koffi.pointer(DeliveryType);
+const DELIVERIES = koffi.pointer(DELIVERY);
 const BYTES = koffi.pointer('uint8_t'); // a trace id (16 bytes) or span id (8): a Buffer, read or filled
 const VALUES = koffi.pointer(ValueType); // const harel_value *params: koffi copies a JS array in
 // const harel_lease *const *leases: koffi copies a JS array of lease structs in, each
@@ -212,8 +229,9 @@ const LEASES = koffi.pointer(L);
 const LEASES_OUT = koffi.out(koffi.pointer(L));
 const OUTCOMES = koffi.out(koffi.pointer('int32_t')); // harel_status *outcomes: an Int32Array
 const SIZE_OUT = koffi.out(koffi.pointer('size_t')); // size_t *n_out
-// publish_with's outcome: int64_t *seq and int *duplicate (a one-element JS array each), and
-// publish_many_with's, int64_t *seqs and int *duplicates (a BigInt64Array and an Int32Array).
+// publish_delivery's outcome: int64_t *seq and int *outcome, a harel_published (a
+// one-element JS array each), and publish_many_delivery's, int64_t *seqs and int *outcomes
+// (a BigInt64Array and an Int32Array).
 const SEQ_OUT = koffi.out(koffi.pointer('int64_t'));
 const FLAG_OUT = koffi.out(koffi.pointer('int'));
 // harel_error **err: in-out, so that koffi writes the NULL the library requires on entry.
@@ -299,23 +317,14 @@ function bind(lib, where) {
     watchFd: fn('harel_watch_fd', status, [W, koffi.out(koffi.pointer('int')), ERR]),
     watchRearm: fn('harel_watch_rearm', status, [T, W, ERR]),
     watchFree: fn('harel_watch_free', 'void', [W]),
-    // producers: idempotency keys and delayed delivery (issue 24). keys: a JS array of
-    // strings and nulls; delays and not_before: Float64Arrays.
+    // producers: idempotency keys and delayed delivery (issue 24)
     setKeyRetention: fn('harel_options_set_key_retention', status, [O, 'double', ERR]),
-    publishWith: fn('harel_transport_publish_with', status, [
-      T, 'const char *', 'const char *', 'int32_t', 'const char *', 'const char *', 'double', 'double', SEQ_OUT, FLAG_OUT, ERR,
-    ]),
-    publishManyWith: fn('harel_transport_publish_many_with', status, [
-      T, M, 'size_t', 'const char **', 'const double *', 'const double *', SEQ_OUT, FLAG_OUT, ERR,
-    ]),
-    // publishing inside the application's transaction (issue 24; lib/tx.js). commit's seqs
-    // and duplicates: a BigInt64Array and an Int32Array.
+    // publishing inside the application's transaction (issue 24; lib/tx.js; its publishes
+    // are txPublishDelivery, below). commit's seqs and duplicates (each a harel_published):
+    // a BigInt64Array and an Int32Array.
     begin: fn('harel_transport_begin', status, [T, koffi.out(koffi.pointer(X)), ERR]),
     txExecute: fn('harel_tx_execute', status, [X, 'const char *', VALUES, 'size_t', ERR]),
     txQuery: fn('harel_tx_query', status, [X, 'const char *', VALUES, 'size_t', OUT, ERR]),
-    txPublish: fn('harel_tx_publish', status, [
-      X, 'const char *', 'const char *', 'int32_t', 'const char *', 'const char *', 'double', 'double', ERR,
-    ]),
     txCommit: fn('harel_tx_commit', status, [X, SEQ_OUT, FLAG_OUT, 'size_t', SIZE_OUT, ERR]),
     txRollback: fn('harel_tx_rollback', status, [X, ERR]),
     txFree: fn('harel_tx_free', 'void', [X]),
@@ -331,15 +340,19 @@ function bind(lib, where) {
     publishHeaders: fn('harel_transport_publish_headers', status, [
       T, 'const char *', 'const char *', 'int32_t', 'const char *', HEADERS, 'size_t', ERR,
     ]),
-    publishWithHeaders: fn('harel_transport_publish_with_headers', status, [
-      T, 'const char *', 'const char *', 'int32_t', 'const char *', HEADERS, 'size_t', 'const char *', 'double', 'double',
-      SEQ_OUT, FLAG_OUT, ERR,
-    ]),
     publishManyWithHeaders: fn('harel_transport_publish_many_with_headers', status, [
       T, M, 'size_t', HEADER_LISTS, 'const char **', 'const double *', 'const double *', SEQ_OUT, FLAG_OUT, ERR,
     ]),
-    txPublishHeaders: fn('harel_tx_publish_headers', status, [
-      X, 'const char *', 'const char *', 'int32_t', 'const char *', HEADERS, 'size_t', 'const char *', 'double', 'double', ERR,
+    // delivery options as a struct, with unique keys (issue 38): every publish with options
+    // (publishWith, publishManyWith, a transaction's publish and publishWith) and its outcome
+    publishDelivery: fn('harel_transport_publish_delivery', status, [
+      T, 'const char *', 'const char *', 'int32_t', 'const char *', HEADERS, 'size_t', DELIVERY, SEQ_OUT, FLAG_OUT, ERR,
+    ]),
+    publishManyDelivery: fn('harel_transport_publish_many_delivery', status, [
+      T, M, 'size_t', HEADER_LISTS, DELIVERIES, SEQ_OUT, FLAG_OUT, ERR,
+    ]),
+    txPublishDelivery: fn('harel_tx_publish_delivery', status, [
+      X, 'const char *', 'const char *', 'int32_t', 'const char *', HEADERS, 'size_t', DELIVERY, ERR,
     ]),
     // W3C Trace Context (lib/tracing.js): the library writes and reads traceparent and
     // checks tracestate; the binding never parses them itself. out: a Buffer of 56 bytes.
@@ -354,6 +367,8 @@ function bind(lib, where) {
 module.exports = {
   load,
   HeaderType,
+  DeliveryType,
+  DELIVERY_SIZE,
   LeaseType,
   PriorityStatsType,
   StatsType,

@@ -191,27 +191,30 @@ class Tx {
     return this.#publish('publish', PUBLISH_OPTIONS, groupId, event, options);
   }
 
-  /** Queues a publish, with publishWith's arguments and delivery options (checked now). */
+  /**
+   * Queues a publish, with publishWith's arguments and delivery options (checked now; a
+   * unique key's too). A unique key's duplicate is an outcome of the commit, not an error.
+   */
   publishWith(groupId, event, options = {}) {
     return this.#publish('publishWith', PUBLISH_WITH_OPTIONS, groupId, event, options);
   }
 
   /**
    * Sends what was queued and commits: resolves what became of each publish ({ seq,
-   * duplicate }, as publishWith's), in publish order. The transaction ends either way.
+   * duplicate, replaced }, as publishWith's), in publish order. The transaction ends either way.
    */
   commit() {
     return this.#step('commit', true, () => async (f, handle) => {
       const n = this.#publishes;
       const seqs = new BigInt64Array(n);
-      const duplicates = new Int32Array(n);
+      const kinds = new Int32Array(n); // each a harel_published: stored, duplicate or replaced
       const published = [0];
       let outcomes;
       try {
         await callChecked(f, 'commit', f.txCommit, n === 0
           ? [handle, null, null, 0, published]
-          : [handle, seqs, duplicates, n, published]);
-        outcomes = Array.from(seqs.subarray(0, Number(published[0])), (seq, i) => outcome(seq, duplicates[i]));
+          : [handle, seqs, kinds, n, published]);
+        outcomes = Array.from(seqs.subarray(0, Number(published[0])), (seq, i) => outcome(seq, kinds[i]));
       } catch (e) {
         this.#free('ended by its failed commit', e);
         throw e;
@@ -251,18 +254,14 @@ class Tx {
     const result = this.#step(what, false, () => {
       const o = checkOptions('options', options, allowed);
       const m = messageStruct('', groupId, event, o);
-      const d = delivery('', o);
+      const d = delivery('', o); // publish's: none
       let pairs = headerPairs('', o.headers);
       if (this.#tracing !== null) [span, pairs] = this.#tracing.startPublish(m.group_id, pairs);
       const [headers, n] = headerArgs(pairs);
       return async (f, handle) => {
-        await (headers === null
-          ? callChecked(f, what, f.txPublish, [
-            handle, m.group_id, m.event_json, m.priority, m.routing_key, d.key, d.delay, d.notBefore,
-          ])
-          : callChecked(f, what, f.txPublishHeaders, [
-            handle, m.group_id, m.event_json, m.priority, m.routing_key, headers, n, d.key, d.delay, d.notBefore,
-          ]));
+        await callChecked(f, what, f.txPublishDelivery, [
+          handle, m.group_id, m.event_json, m.priority, m.routing_key, headers, n, d,
+        ]);
         if (span !== null) {
           this.#spans.push({ span, index: this.#publishes });
           span = null; // the commit's now

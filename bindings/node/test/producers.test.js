@@ -28,11 +28,11 @@ async function drain(t) {
 test('publishWith: the options reach the library; it resolves a frozen { seq, duplicate }', async () => {
   const t = await Transport.open(box.db());
   const plain = await t.publishWith('plain', { n: 0 });
-  assert.deepEqual(plain, { seq: 1, duplicate: false });
+  assert.deepEqual(plain, { seq: 1, duplicate: false, replaced: false });
   assert.ok(Object.isFrozen(plain));
   assert.equal(typeof plain.seq, 'number', 'a seq is a Number, as a lease\'s');
   const east = await t.publishWith('east', '{"n":1}', { priority: 3, routingKey: 'east', key: null, delay: 0, notBefore: null });
-  assert.deepEqual(east, { seq: 2, duplicate: false });
+  assert.deepEqual(east, { seq: 2, duplicate: false, replaced: false });
   const lease = await t.claim('w', { minPriority: 3, routingKeys: ['east'] });
   assert.deepEqual([lease.seq, lease.groupId, lease.eventJson], [east.seq, 'east', '{"n":1}'], 'priority and routingKey reached the library');
   await t.ack(lease);
@@ -43,11 +43,11 @@ test('publishWith: the options reach the library; it resolves a frozen { seq, du
 test('a key seen stores nothing: the duplicate resolves the first message\'s seq, also after its ack', async () => {
   const t = await Transport.open(box.db());
   const first = await t.publishWith('order-17', { kind: 'paid', attempt: 1 }, { key: 'order-17/paid' });
-  assert.deepEqual(first, { seq: 1, duplicate: false });
+  assert.deepEqual(first, { seq: 1, duplicate: false, replaced: false });
   const retry = await t.publishWith('order-17', { kind: 'paid', attempt: 2 }, { key: 'order-17/paid' });
-  assert.deepEqual(retry, { seq: first.seq, duplicate: true });
+  assert.deepEqual(retry, { seq: first.seq, duplicate: true, replaced: false });
   const elsewhere = await t.publishWith('order-99', {}, { key: 'order-17/paid', delay: 60 });
-  assert.deepEqual(elsewhere, { seq: first.seq, duplicate: true }, 'the key is the queue\'s, whatever the group and options');
+  assert.deepEqual(elsewhere, { seq: first.seq, duplicate: true, replaced: false }, 'the key is the queue\'s, whatever the group and options');
   assert.deepEqual(await seqsOf(t, 'order-17'), [first.seq], 'one message stored');
   assert.deepEqual((await t.groups()).groups.map((g) => g.groupId), ['order-17'], 'no group made by a duplicate');
   assert.equal(t.metrics().published, 1, 'a duplicate is not a published message');
@@ -56,11 +56,11 @@ test('a key seen stores nothing: the duplicate resolves the first message\'s seq
   assert.deepEqual(lease.event, { kind: 'paid', attempt: 1 });
   await t.ack(lease);
   const afterAck = await t.publishWith('order-17', { kind: 'paid', attempt: 3 }, { key: 'order-17/paid' });
-  assert.deepEqual(afterAck, { seq: first.seq, duplicate: true }, 'the key outlives its message');
+  assert.deepEqual(afterAck, { seq: first.seq, duplicate: true, replaced: false }, 'the key outlives its message');
   assert.equal(await t.claim('w'), null, 'nothing stored after the ack');
 
   const other = await t.publishWith('order-17', {}, { key: 'order-17/shipped' });
-  assert.deepEqual(other, { seq: first.seq + 1, duplicate: false }, 'another key stores');
+  assert.deepEqual(other, { seq: first.seq + 1, duplicate: false, replaced: false }, 'another key stores');
   const unkeyed = await t.publishWith('order-17', {});
   assert.equal(unkeyed.duplicate, false, 'no key: never a duplicate');
   await t.close();
@@ -81,12 +81,12 @@ test('publishManyWith: options per message, an outcome per message in order, dup
   assert.ok(Array.isArray(outcomes) && outcomes.every((o) => Object.isFrozen(o)));
   const s = earlier.seq;
   assert.deepEqual(outcomes, [
-    { seq: s + 1, duplicate: false },
-    { seq: s, duplicate: true }, // seen before the batch
-    { seq: s + 1, duplicate: true }, // k0 earlier in the batch
-    { seq: s + 2, duplicate: false },
-    { seq: s + 3, duplicate: false },
-    { seq: s + 4, duplicate: false },
+    { seq: s + 1, duplicate: false, replaced: false },
+    { seq: s, duplicate: true, replaced: false }, // seen before the batch
+    { seq: s + 1, duplicate: true, replaced: false }, // k0 earlier in the batch
+    { seq: s + 2, duplicate: false, replaced: false },
+    { seq: s + 3, duplicate: false, replaced: false },
+    { seq: s + 4, duplicate: false, replaced: false },
   ]);
   assert.deepEqual(await seqsOf(t, 'a'), [s, s + 1, s + 4]);
   assert.deepEqual(await seqsOf(t, 'b'), [], 'both of b\'s were duplicates: no message, no group');
@@ -122,11 +122,11 @@ db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'harel_transport_mes
 print("null")
 `, db);
   const one = await t.publishWith('g', {}, { key: 'big' });
-  assert.deepEqual(one, { seq: big + 1n, duplicate: false });
-  assert.deepEqual(await t.publishWith('g', {}, { key: 'big' }), { seq: big + 1n, duplicate: true });
+  assert.deepEqual(one, { seq: big + 1n, duplicate: false, replaced: false });
+  assert.deepEqual(await t.publishWith('g', {}, { key: 'big' }), { seq: big + 1n, duplicate: true, replaced: false });
   assert.deepEqual(await t.publishManyWith([{ groupId: 'g', event: {} }, { groupId: 'g', event: {}, key: 'big' }]), [
-    { seq: big + 2n, duplicate: false },
-    { seq: big + 1n, duplicate: true },
+    { seq: big + 2n, duplicate: false, replaced: false },
+    { seq: big + 1n, duplicate: true, replaced: false },
   ]);
   await t.close();
 });
@@ -136,9 +136,9 @@ test('keyRetention: a key is remembered that long, then forgotten; bad values ar
   const t = await Transport.open(box.db(), { clock: clock.fn, keyRetention: 60 });
   const first = await t.publishWith('g', {}, { key: 'k' });
   clock.advance(59);
-  assert.deepEqual(await t.publishWith('g', {}, { key: 'k' }), { seq: first.seq, duplicate: true });
+  assert.deepEqual(await t.publishWith('g', {}, { key: 'k' }), { seq: first.seq, duplicate: true, replaced: false });
   clock.advance(2);
-  assert.deepEqual(await t.publishWith('g', {}, { key: 'k' }), { seq: first.seq + 1, duplicate: false }, 'forgotten after 60 s');
+  assert.deepEqual(await t.publishWith('g', {}, { key: 'k' }), { seq: first.seq + 1, duplicate: false, replaced: false }, 'forgotten after 60 s');
   await t.close();
 
   const day = manualClock(1000);
@@ -327,7 +327,7 @@ test('bad input is HAREL_ERR_ARGUMENT and leaves the queue as it was', async () 
     // a hole is an element too (the C array is as long as the JS one)
     [() => t.publishManyWith([ok, , ok]), /messages\[1\] must be an object \{ groupId, event, .*got undefined/],
     [() => t.publishMany([ok2(), , ok2()]), /messages\[1\] must be an object \{ groupId, event, priority\?, routingKey\?, headers\? \}, got undefined/],
-    [() => t.publishManyWith([ok, null]), /messages\[1\] must be an object \{ groupId, event, priority\?, routingKey\?, headers\?, key\?, delay\?, notBefore\? \}/],
+    [() => t.publishManyWith([ok, null]), /messages\[1\] must be an object \{ groupId, event, priority\?, routingKey\?, headers\?, key\?, delay\?, notBefore\?, unique\? \}/],
     [() => t.publishManyWith([ok, { groupId: 'g', event: {}, delai: 5 }]), /messages\[1\]: unknown option "delai"/],
     [() => t.publishMany([{ groupId: 'g', event: {}, key: 'k' }]), /messages\[0\]: unknown option "key"/],
     [() => t.publish('g', {}, { delay: 5 }), /unknown option "delay"/],
@@ -338,7 +338,7 @@ test('bad input is HAREL_ERR_ARGUMENT and leaves the queue as it was', async () 
   const after = await t.stats();
   assert.deepEqual({ ...after, byPriority: undefined }, { ...before, byPriority: undefined });
   assert.deepEqual(await t.peek('g'), peekBefore);
-  assert.deepEqual(await t.publishWith('g', {}, { key: 'kept' }), { seq: kept.seq, duplicate: true });
+  assert.deepEqual(await t.publishWith('g', {}, { key: 'kept' }), { seq: kept.seq, duplicate: true, replaced: false });
   assert.equal((await t.publishWith('g', { n: 'new' }, { key: 'fresh' })).duplicate, false, 'no rejected call stored its key');
   await t.close();
 });

@@ -56,7 +56,10 @@ test('transaction(): the rows and the messages are committed together; it resolv
     await tx.publishWith('order-17', '{"kind":"order.paid"}', { key: 'o-17/paid' });
     return 'done';
   });
-  assert.deepEqual(result, { value: 'done', published: [{ seq: 1, duplicate: false }, { seq: 2, duplicate: false }] });
+  assert.deepEqual(result, {
+    value: 'done',
+    published: [{ seq: 1, duplicate: false, replaced: false }, { seq: 2, duplicate: false, replaced: false }],
+  });
   assert.ok(result.published.every((p) => Object.isFrozen(p)), 'outcomes are frozen, as publishWith\'s');
 
   // Another transport on the file sees both.
@@ -70,7 +73,10 @@ test('transaction(): the rows and the messages are committed together; it resolv
     await tx.publishWith('order-17', {}, { key: 'o-17/paid' });
     await tx.publish('order-18', {});
   });
-  assert.deepEqual(again, { value: undefined, published: [{ seq: 2, duplicate: true }, { seq: 3, duplicate: false }] });
+  assert.deepEqual(again, {
+    value: undefined,
+    published: [{ seq: 2, duplicate: true, replaced: false }, { seq: 3, duplicate: false, replaced: false }],
+  });
   assert.equal((await other.stats()).messages, 3);
 
   // A body that is not async works too; no publish: published is empty.
@@ -92,7 +98,8 @@ test('begin(): execute and publish queue, query sees the transaction\'s own writ
   assert.deepEqual(await tx.query('SELECT count(*) FROM orders WHERE name = ?1', ['b']), [[0]]);
   assert.deepEqual(await tx.query('SELECT name FROM orders WHERE name = ?1', ['b']), [], 'no rows: an empty array');
   const published = await tx.commit();
-  assert.deepEqual(published, [{ seq: 1, duplicate: false }, { seq: 2, duplicate: false }], 'the publish sent with a query comes back too');
+  assert.deepEqual(published, [{ seq: 1, duplicate: false, replaced: false }, { seq: 2, duplicate: false, replaced: false }],
+    'the publish sent with a query comes back too');
   assert.deepEqual(await orderNames(other), ['a']);
   const stats = await other.stats();
   assert.deepEqual([stats.messages, stats.delayed], [2, 0], 'the delayed message is the group\'s second: the group is ready');
@@ -225,7 +232,8 @@ test('bad publish arguments: HAREL_ERR_ARGUMENT at once, and the transaction goe
     await rejectsWith(assert, tx[method](...args), 'HAREL_ERR_ARGUMENT', pattern);
   }
   await tx.publishWith('g', { n: 2 }, { key: 'k' });
-  assert.deepEqual(await tx.commit(), [{ seq: 1, duplicate: false }, { seq: 2, duplicate: false }], 'only the good publishes were queued');
+  assert.deepEqual(await tx.commit(), [{ seq: 1, duplicate: false, replaced: false }, { seq: 2, duplicate: false, replaced: false }],
+    'only the good publishes were queued');
   assert.equal((await t.stats()).messages, 2);
   await t.close();
 });

@@ -3,7 +3,7 @@
 The Python face of libharel_transport (its C ABI, through ctypes):
 
 - `Transport` / `AsyncTransport`: the native API (publish, publish_many, publish_with and
-  publish_many_with (idempotency keys, delays), claim, ack,
+  publish_many_with (idempotency keys, delays, unique keys), claim, ack,
   ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
   stats, groups, peek, dead_letters, close), sync and async, and the worker loop (claims
   that wait, with a `Cancel`; claim_many, ack_many, ack_and_claim_many; extend and
@@ -59,11 +59,13 @@ from ._values import (
     MAX_PRIORITY,
     MAX_SHARDS,
     AckAndClaimResult,
+    Debounce,
     Header,
     Headers,
     Lease,
     Message,
     Published,
+    UniqueMode,
 )
 from ._version import __version__
 from ._waiting import Cancel
@@ -79,6 +81,8 @@ __all__ = [
     "Lease",
     "Message",
     "Published",
+    "UniqueMode",
+    "Debounce",
     "AckAndClaimResult",
     "Header",
     "Headers",

@@ -38,12 +38,14 @@ from ._transport import Transport
 from ._values import (
     DEFAULT_VISIBILITY,
     AckAndClaimResult,
+    Debounce,
     EventType,
     Headers,
     Lease,
     Message,
     PathType,
     Published,
+    UniqueMode,
     _leases_in,
 )
 from ._waiting import Cancel, cancels_of
@@ -147,9 +149,12 @@ class AsyncTransport:
         delay: float = 0.0,
         not_before: Optional[float] = None,
         headers: Optional[Headers] = None,
+        unique_key: Optional[str] = None,
+        unique_mode: UniqueMode = "keep",
+        debounce: Optional[Debounce] = None,
     ) -> Published:
-        """`Transport.publish_with` (an idempotency key, a delay or a due instant; headers),
-        off the loop."""
+        """`Transport.publish_with` (an idempotency key, a delay or a due instant, a unique
+        key with its mode; headers), off the loop."""
         return await self._run(
             self._t.publish_with,
             group_id,
@@ -160,6 +165,9 @@ class AsyncTransport:
             delay=delay,
             not_before=not_before,
             headers=headers,
+            unique_key=unique_key,
+            unique_mode=unique_mode,
+            debounce=debounce,
         )
 
     async def publish_many_with(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> List[Published]:

@@ -139,6 +139,39 @@ def _not_before(name: str, value: Any) -> float:
     return seconds
 
 
+def _delivery(
+    at: str, key: Any, delay: Any, not_before: Any, unique_key: Any, unique_mode: Any, debounce: Any
+) -> "_native.HarelDelivery":
+    """A message's delivery options as a harel_delivery; `at` prefixes the names in errors
+    (``"messages[3]."``, or ``""``). What only this binding knows is checked here: the types
+    (as everywhere), `unique_mode`'s names, and `debounce` given exactly with the mode
+    "debounce" (otherwise the library would ignore it, or debounce by zero seconds). The
+    values (an empty key, both keys, NaN, ranges, max_delay below delay) are the library's."""
+    k = _optional_text(f"{at}key", key)
+    d = _seconds(f"{at}delay", delay)
+    nb = _not_before(f"{at}not_before", not_before)
+    u = _optional_text(f"{at}unique_key", unique_key)
+    if not isinstance(unique_mode, str) or unique_mode not in _native.UNIQUE_MODES:
+        raise ArgumentError(f"{at}unique_mode must be 'keep', 'replace' or 'debounce', got {_describe(unique_mode)}")
+    if debounce is None:
+        if unique_mode == "debounce":
+            raise ArgumentError(f"{at}unique_mode is 'debounce', which needs debounce=(delay, max_delay), in seconds")
+        pair = (0.0, 0.0)
+    elif unique_mode != "debounce":
+        raise ArgumentError(
+            f"{at}debounce is given with unique_mode {unique_mode!r}, which would ignore it; "
+            "pass unique_mode='debounce'"
+        )
+    elif not isinstance(debounce, (tuple, list)) or len(debounce) != 2:
+        raise ArgumentError(f"{at}debounce must be a (delay, max_delay) pair of seconds, got {_describe(debounce)}")
+    else:
+        pair = (_seconds(f"{at}debounce delay", debounce[0]), _seconds(f"{at}debounce max_delay", debounce[1]))
+    return _native.delivery(
+        key=k, delay=d, not_before=nb, unique_key=u, unique_mode=_native.UNIQUE_MODES[unique_mode],
+        debounce_delay=pair[0], debounce_max_delay=pair[1],
+    )
+
+
 def _uint32(name: str, value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentError(f"{name} must be an int, got {_describe(value)}")

@@ -263,6 +263,39 @@ class HarelMessage(Structure):
     ]
 
 
+class HarelDelivery(Structure):
+    """struct harel_delivery: a message's delivery options, in the header's order. `size`
+    is set to ``sizeof(HarelDelivery)`` (`delivery`), which the library checks against its own."""
+
+    _fields_ = [
+        ("size", c_size_t),
+        ("key", c_char_p),
+        ("delay", c_double),
+        ("not_before", c_double),
+        ("unique_key", c_char_p),
+        ("unique_mode", c_int32),  # enum harel_unique_mode
+        ("debounce_delay", c_double),
+        ("debounce_max_delay", c_double),
+    ]
+
+
+def delivery(**fields: Any) -> HarelDelivery:
+    """A harel_delivery with its `size` set and `fields` (the rest zero and NULL). Its
+    strings are bytes objects it keeps alive (ctypes holds them in its `_objects`)."""
+    d = HarelDelivery(**fields)
+    d.size = ctypes.sizeof(HarelDelivery)
+    return d
+
+
+#: enum harel_unique_mode, by the name a publish takes (`unique_mode`).
+UNIQUE_MODES = {"keep": 0, "replace": 1, "debounce": 2}
+
+#: enum harel_published: what became of a publish (its `outcome`, or a commit's `duplicates`).
+PUBLISHED_STORED = 0
+PUBLISHED_DUPLICATE = 1
+PUBLISHED_REPLACED = 2
+
+
 class HarelValue(Structure):
     """struct harel_value, a column of a row harel_tx_query hands out. A text is read with
     its `size` (it may hold a NUL), so text and blob are raw pointers here; the parameters
@@ -338,37 +371,34 @@ _PROTOTYPES = {
     "harel_shard_of": (_status, [c_char_p, c_size_t, POINTER(c_size_t), _ERR]),
     "harel_transport_publish": (_status, [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _ERR]),
     "harel_transport_publish_many": (_status, [c_void_p, POINTER(HarelMessage), c_size_t, _ERR]),
-    # (t, group_id, event_json, priority, routing_key, key, delay, not_before, seq, duplicate, err)
-    "harel_transport_publish_with": (
-        _status,
-        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, c_char_p, c_double, c_double, POINTER(c_int64),
-         POINTER(c_int), _ERR],
-    ),
-    # (t, messages, n, keys, delays, not_before, seqs, duplicates, err); each array NULL or n long
-    "harel_transport_publish_many_with": (
-        _status,
-        [c_void_p, POINTER(HarelMessage), c_size_t, POINTER(c_char_p), POINTER(c_double), POINTER(c_double),
-         POINTER(c_int64), POINTER(c_int), _ERR],
-    ),
     # Publishing with headers: an array of harel_header (NULL when none) and its length.
     # (t, group_id, event_json, priority, routing_key, headers, n_headers, err)
     "harel_transport_publish_headers": (
         _status,
         [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _HEADERS, c_size_t, _ERR],
     ),
-    # (t, group_id, event_json, priority, routing_key, headers, n_headers, key, delay, not_before, seq,
-    #  duplicate, err)
-    "harel_transport_publish_with_headers": (
-        _status,
-        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _HEADERS, c_size_t, c_char_p, c_double, c_double,
-         POINTER(c_int64), POINTER(c_int), _ERR],
-    ),
-    # (t, messages, n, headers, keys, delays, not_before, seqs, duplicates, err); headers an
-    # array of harel_headers, each array NULL or n long
+    # publish_many with headers (the delivery arrays NULL). (t, messages, n, headers, keys,
+    # delays, not_before, seqs, duplicates, err); headers an array of harel_headers, each
+    # array NULL or n long
     "harel_transport_publish_many_with_headers": (
         _status,
         [c_void_p, POINTER(HarelMessage), c_size_t, POINTER(HarelHeaders), POINTER(c_char_p), POINTER(c_double),
          POINTER(c_double), POINTER(c_int64), POINTER(c_int), _ERR],
+    ),
+    # Publishing with a harel_delivery (NULL: none): an idempotency key, a delay or due
+    # instant, a unique key and its mode; the outcome a harel_published (an int).
+    # (t, group_id, event_json, priority, routing_key, headers, n_headers, delivery, seq, outcome, err)
+    "harel_transport_publish_delivery": (
+        _status,
+        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _HEADERS, c_size_t, POINTER(HarelDelivery),
+         POINTER(c_int64), POINTER(c_int), _ERR],
+    ),
+    # (t, messages, n, headers, deliveries, seqs, outcomes, err); headers an array of
+    # harel_headers, deliveries an array of pointers (each NULL: none); each array NULL or n long
+    "harel_transport_publish_many_delivery": (
+        _status,
+        [c_void_p, POINTER(HarelMessage), c_size_t, POINTER(HarelHeaders), POINTER(POINTER(HarelDelivery)),
+         POINTER(c_int64), POINTER(c_int), _ERR],
     ),
     # W3C Trace Context, no transport. (trace_id[16], span_id[8], flags, out[56], err)
     "harel_traceparent_format": (_status, [_BYTES, _BYTES, c_uint8, c_char_p, _ERR]),
@@ -453,17 +483,13 @@ _PROTOTYPES = {
     # (tx, sql, params, n_params, out, err)
     "harel_tx_query": (_status, [c_void_p, c_char_p, c_void_p, c_size_t, POINTER(_ROWS_P), _ERR]),
     "harel_rows_free": (None, [_ROWS_P]),
-    # (tx, group_id, event_json, priority, routing_key, key, delay, not_before, err)
-    "harel_tx_publish": (
+    # (tx, group_id, event_json, priority, routing_key, headers, n_headers, delivery, err)
+    "harel_tx_publish_delivery": (
         _status,
-        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, c_char_p, c_double, c_double, _ERR],
+        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _HEADERS, c_size_t, POINTER(HarelDelivery), _ERR],
     ),
-    # (tx, group_id, event_json, priority, routing_key, headers, n_headers, key, delay, not_before, err)
-    "harel_tx_publish_headers": (
-        _status,
-        [c_void_p, c_char_p, c_char_p, c_int32, c_char_p, _HEADERS, c_size_t, c_char_p, c_double, c_double, _ERR],
-    ),
-    # (tx, seqs, duplicates, n, n_published, err); each array NULL or n long
+    # (tx, seqs, duplicates, n, n_published, err); each array NULL or n long; a duplicate
+    # is a harel_published
     "harel_tx_commit": (_status, [c_void_p, POINTER(c_int64), POINTER(c_int), c_size_t, POINTER(c_size_t), _ERR]),
     "harel_tx_free": (None, [c_void_p]),
     "harel_schema_sql": (_status, [c_char_p, POINTER(c_void_p), _ERR]),

@@ -23,12 +23,12 @@ from ctypes import POINTER, byref, c_int, c_int64, c_size_t, c_void_p
 from typing import Any, Callable, List, Optional, TypeVar
 
 from . import _native
-from ._args import _event, _header_array, _headers, _int32, _not_before, _optional_text, _seconds, _text
+from ._args import _delivery, _event, _header_array, _headers, _int32, _optional_text, _text
 from ._errors import ArgumentError
 from ._handle import _Handle
 from ._sql import Params, Row, _params, copy_rows
 from ._tracing import Producer
-from ._values import EventType, Headers, Published
+from ._values import Debounce, EventType, Headers, Published, UniqueMode, published_of
 
 __all__ = ["Transaction", "AsyncTransaction"]
 
@@ -43,7 +43,7 @@ class Transaction:
         with queue.transaction() as tx:
             tx.execute("INSERT INTO orders (id, total) VALUES (?, ?)", (order_id, total))
             tx.publish(f"order-{order_id}", json.dumps({"kind": "created"}))
-        seq, duplicate = tx.published[0]
+        seq, duplicate, replaced = tx.published[0]
 
     Leaving the ``with`` block normally commits; an exception rolls back and propagates.
     After `commit()` or `rollback()` the block's end does nothing more.
@@ -85,8 +85,8 @@ class Transaction:
     @property
     def published(self) -> List[Published]:
         """What became of each `publish` and `publish_with`, in order, once committed
-        (`Published(seq, duplicate)`, as `Transport.publish_with` returns); empty before the
-        commit, and after a rollback or a failed commit."""
+        (`Published(seq, duplicate, replaced)`, as `Transport.publish_with` returns); empty
+        before the commit, and after a rollback or a failed commit."""
         return list(self._published)
 
     @property
@@ -167,39 +167,41 @@ class Transaction:
         delay: float = 0.0,
         not_before: Optional[float] = None,
         headers: Optional[Headers] = None,
+        unique_key: Optional[str] = None,
+        unique_mode: UniqueMode = "keep",
+        debounce: Optional[Debounce] = None,
     ) -> None:
         """Queues `Transport.publish_with`'s message, with its delivery options (an
-        idempotency key, a delay, a due instant) and its `headers`, checked now (a header
-        the library refuses raises `ArgumentError`, nothing queued, and the transaction goes
-        on); what became of it (its seq, whether its key made it a duplicate) is in
-        `published` after the commit. On a transport that traces, its PRODUCER span starts
-        now and ends when the commit returns."""
+        idempotency key, a delay, a due instant, a unique key with its mode) and its
+        `headers`, checked now (an option or a header the library refuses raises
+        `ArgumentError`, nothing queued, and the transaction goes on); what became of it
+        (its seq, whether it was a duplicate or replaced the pending message with its
+        unique key: an answer, never an error) is in `published` after the commit. On a
+        transport that traces, its PRODUCER span starts now and ends when the commit
+        returns."""
         g = _text("group_id", group_id)
         e = _event("event_json", event)
         p = _int32("priority", priority)
         r = _optional_text("routing_key", routing_key)
-        k = _optional_text("key", key)
-        d = _seconds("delay", delay)
-        nb = _not_before("not_before", not_before)
+        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce)
         h = _headers("headers", headers)
         tracing = self._t._tracing
         if tracing is None:
-            self._publish(g, e, p, r, h, k, d, nb)
+            self._publish(g, e, p, r, h, options)
             return
         producer = tracing.producer([group_id])
         try:
-            self._publish(g, e, p, r, producer.inject(h), k, d, nb)
+            self._publish(g, e, p, r, producer.inject(h), options)
         except BaseException as exc:
             producer.failed(exc)
             raise
         self._spans.append(producer)
 
-    def _publish(self, g: bytes, e: bytes, p: int, r: Any, h: Any, k: Any, d: float, nb: float) -> None:
-        if h is None:
-            self._call("publish", self._lib.harel_tx_publish, g, e, p, r, k, d, nb, publishing=True)
-        else:
-            array, n = _header_array(h)
-            self._call("publish", self._lib.harel_tx_publish_headers, g, e, p, r, array, n, k, d, nb, publishing=True)
+    def _publish(self, g: bytes, e: bytes, p: int, r: Any, h: Any, options: _native.HarelDelivery) -> None:
+        array, n = _header_array(h)
+        self._call(
+            "publish", self._lib.harel_tx_publish_delivery, g, e, p, r, array, n, byref(options), publishing=True
+        )
 
     def _end_spans(self, published: Optional[List[Published]], exc: Optional[BaseException] = None,
                    why: Optional[str] = None) -> None:
@@ -239,7 +241,7 @@ class Transaction:
                 self._lib.harel_tx_free(tx)
             self._ended = "committed"
             self._published = [
-                Published(seqs[i], bool(duplicates[i])) for i in range(min(count.value, n))  # type: ignore[index]
+                published_of(seqs[i], duplicates[i]) for i in range(min(count.value, n))  # type: ignore[index]
             ]
             self._end_spans(self._published)
             return list(self._published)
@@ -391,12 +393,15 @@ class AsyncTransaction:
         delay: float = 0.0,
         not_before: Optional[float] = None,
         headers: Optional[Headers] = None,
+        unique_key: Optional[str] = None,
+        unique_mode: UniqueMode = "keep",
+        debounce: Optional[Debounce] = None,
     ) -> None:
         """`Transaction.publish_with`: queues the message (no I/O, no coroutine)."""
         self._queue("publish")
         self._tx.publish_with(
             group_id, event, priority=priority, routing_key=routing_key, key=key, delay=delay, not_before=not_before,
-            headers=headers,
+            headers=headers, unique_key=unique_key, unique_mode=unique_mode, debounce=debounce,
         )
 
     async def commit(self) -> List[Published]:

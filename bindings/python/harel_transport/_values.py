@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Literal, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._errors import HarelError
@@ -27,7 +27,7 @@ MAX_SHARDS = _native.MAX_SHARDS
 #: The largest `max_attempts` (a uint32_t in C); 0 is "no limit".
 MAX_ATTEMPTS_MAX = 2**32 - 1
 
-#: An idempotency key is 1..MAX_KEY_LEN bytes of UTF-8 (the library checks it).
+#: An idempotency key, and a unique key, is 1..MAX_KEY_LEN bytes of UTF-8 (the library checks it).
 MAX_KEY_LEN = 256
 #: The longest `delay`, and how far ahead a `not_before` may be: ten years, in seconds.
 MAX_DELAY = 315_360_000
@@ -42,6 +42,15 @@ Header = Tuple[str, str]
 #: repeat; at most MAX_HEADERS pairs and MAX_HEADERS_BYTES bytes of names and values in all
 #: (the library checks the rules, and refuses a bad one with `ArgumentError` naming it).
 Headers = Sequence[Header]
+
+#: What a publish with a unique key does when a message with that key is pending:
+#: ``"keep"`` it (the publish is a duplicate), ``"replace"`` its event and headers, or
+#: ``"debounce"``: replace them and push its due time back (`Debounce`).
+UniqueMode = Literal["keep", "replace", "debounce"]
+#: ``unique_mode="debounce"``'s ``(delay, max_delay)``, seconds: the message is due `delay`
+#: after the latest publish with its key, and never later than `max_delay` after the first
+#: (each 0..ten years, max_delay >= delay).
+Debounce = Tuple[float, float]
 
 #: The most headers a message carries.
 MAX_HEADERS = 64
@@ -99,20 +108,32 @@ class AckAndClaimResult(NamedTuple):
 
 class Published(NamedTuple):
     """What `Transport.publish_with` returns for a message (and `publish_many_with` for each
-    of its messages): ``seq, duplicate = ...``."""
+    of its messages, a transaction's commit for each of its publishes): ``seq, duplicate,
+    replaced = ...``."""
 
     #: The message's seq; for a duplicate, the seq of the first message published with
-    #: its key (which may have been delivered and acked since).
+    #: its key (which may have been delivered and acked since), or of the pending message
+    #: with its unique key.
     seq: int
-    #: True when its key was seen within the retention: nothing was stored.
+    #: True when nothing new was stored: its idempotency key was seen within the retention,
+    #: or a message with its unique key is pending (True also when `replaced`).
     duplicate: bool
+    #: True when the pending message with its unique key took this publish's event and
+    #: headers (``unique_mode`` "replace" or "debounce", and no worker held its lease).
+    replaced: bool = False
+
+
+def published_of(seq: int, outcome: int) -> Published:
+    """A `Published` from a seq and a harel_published (0 stored, 1 duplicate, 2 replaced)."""
+    return Published(seq, outcome != _native.PUBLISHED_STORED, outcome == _native.PUBLISHED_REPLACED)
 
 
 @dataclass(frozen=True)
 class Message:
     """One message for `Transport.publish_many`: what `publish` takes; and, with its
-    delivery options (`key`, `delay`, `not_before`), for `Transport.publish_many_with`
-    (`publish_many` refuses a message that has any: it would drop them)."""
+    delivery options (`key`, `delay`, `not_before`, `unique_key` with `unique_mode` and
+    `debounce`), for `Transport.publish_many_with` (`publish_many` refuses a message that
+    has any: it would drop them)."""
 
     group_id: str
     event: EventType
@@ -128,6 +149,12 @@ class Message:
     #: Its headers, (name, value) pairs in order (`Transport.publish`'s `headers`); None: none.
     #: Not a delivery option: `publish_many` takes them too.
     headers: Optional[Headers] = field(default=None, hash=False)
+    #: A unique key (1..256 bytes of UTF-8; not with `key`); None: none. See `Transport.publish_with`.
+    unique_key: Optional[str] = None
+    #: What the publish does when a message with `unique_key` is pending.
+    unique_mode: UniqueMode = "keep"
+    #: ``(delay, max_delay)``, seconds: `unique_mode` "debounce"'s (and only its).
+    debounce: Optional[Debounce] = None
 
 
 def _leases_in(result: Any) -> List[Lease]:

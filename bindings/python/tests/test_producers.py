@@ -38,9 +38,9 @@ def keys_of(path):
 def test_publish_with_returns_the_seq_and_whether_it_was_a_duplicate(t, qpath):
     first = t.publish_with("g", '{"n":0}', key="order-42/paid")
     assert first == Published(1, False) and isinstance(first, Published)
-    seq, duplicate = first
-    assert (seq, duplicate) == (first.seq, first.duplicate) == (1, False)
-    assert isinstance(first.duplicate, bool)
+    seq, duplicate, replaced = first
+    assert (seq, duplicate, replaced) == (first.seq, first.duplicate, first.replaced) == (1, False, False)
+    assert isinstance(first.duplicate, bool) and isinstance(first.replaced, bool)
     again = t.publish_with("g", '{"n":"retry"}', key="order-42/paid")
     assert again == Published(1, True), "the first message's seq; nothing stored"
     assert [m.event for m in t.peek("g")] == ['{"n":0}']
@@ -110,10 +110,20 @@ def test_publish_many_with_is_all_or_none(t, qpath):
 
 
 def test_publish_many_refuses_delivery_options_it_would_drop(t):
-    for m in (Message("g", "1", key="k"), Message("g", "1", delay=5), Message("g", "1", not_before=2000.0)):
+    for m in (
+        Message("g", "1", key="k"),
+        Message("g", "1", delay=5),
+        Message("g", "1", not_before=2000.0),
+        Message("g", "1", unique_key="u"),
+        Message("g", "1", unique_mode="replace"),
+        Message("g", "1", unique_mode="debounce", debounce=(1, 2)),
+    ):
         with pytest.raises(ht.ArgumentError) as e:
             t.publish_many([("g", "0"), m])
-        assert "messages[1] has a key, delay or not_before, which publish_many would drop" in e.value.message
+        assert (
+            "messages[1] has a key, delay, not_before, unique_key, unique_mode or debounce, which publish_many would "
+            "drop; use publish_many_with" in e.value.message
+        )
     t.publish_many([Message("g", "1", delay=0), Message("g", "2", delay=0.0)])
     assert t.stats().messages == 2
 

@@ -1,6 +1,7 @@
 'use strict';
 // Publishing: publish and publishMany, and publishWith and publishManyWith (an idempotency
-// key, a delay or a due instant per message, and each message's outcome). Each takes a
+// key, a delay or a due instant, a unique key per message, and each message's outcome,
+// through harel_transport_publish_delivery and _publish_many_delivery). Each takes a
 // message's headers (lib/headers.js); with tracing on (lib/tracing.js) each makes a
 // PRODUCER span, whose context the messages' headers carry.
 
@@ -15,7 +16,7 @@ const { call, tracingOf } = require('../transport');
 const MESSAGE_FIELDS = ['groupId', 'event', ...PUBLISH_OPTIONS];
 const MESSAGE_WITH_FIELDS = [...MESSAGE_FIELDS, ...DELIVERY_OPTIONS];
 const MESSAGE_SHAPE = 'groupId, event, priority?, routingKey?, headers?';
-const MESSAGE_WITH_SHAPE = 'groupId, event, priority?, routingKey?, headers?, key?, delay?, notBefore?';
+const MESSAGE_WITH_SHAPE = 'groupId, event, priority?, routingKey?, headers?, key?, delay?, notBefore?, unique?';
 
 function noop() {}
 
@@ -101,7 +102,10 @@ module.exports = {
    * queue's keyRetention stores nothing and resolves the first message's seq with
    * duplicate true), `delay` (seconds) and `notBefore` (epoch seconds by the transport's
    * clock): not delivered before the later of now + delay and notBefore, keeping its place
-   * in its group's FIFO. Resolves `{ seq, duplicate }`. Its own transaction (no group commit).
+   * in its group's FIFO; `unique` ({ key, mode?, delay?, maxDelay? }: while a message with
+   * that unique key is pending, the publish stores nothing new and resolves its seq with
+   * duplicate true, replaced true when mode 'replace' or 'debounce' gave it this event).
+   * Resolves `{ seq, duplicate, replaced }`. Its own transaction (no group commit).
    */
   publishWith(groupId, event, options = {}) {
     return call(this, 'publishWith', true, () => {
@@ -112,61 +116,43 @@ module.exports = {
       const [headers, n] = headerArgs(pairs);
       return (f, handle) => {
         const seq = [0];
-        const duplicate = [0];
-        const done = headers === null
-          ? callChecked(f, 'publishWith', f.publishWith, [
-            handle, m.group_id, m.event_json, m.priority, m.routing_key, d.key, d.delay, d.notBefore, seq, duplicate,
-          ])
-          : callChecked(f, 'publishWith', f.publishWithHeaders, [
-            handle, m.group_id, m.event_json, m.priority, m.routing_key, headers, n, d.key, d.delay, d.notBefore, seq, duplicate,
-          ]);
-        return spanned(span, done.then(() => outcome(seq[0], duplicate[0])), (published) => published.seq);
+        const published = [0];
+        const done = callChecked(f, 'publishWith', f.publishDelivery, [
+          handle, m.group_id, m.event_json, m.priority, m.routing_key, headers, n, d, seq, published,
+        ]);
+        return spanned(span, done.then(() => outcome(seq[0], published[0])), (result) => result.seq);
       };
     });
   },
 
   /**
    * publishMany with publishWith's options per message ({ groupId, event, priority?,
-   * routingKey?, headers?, key?, delay?, notBefore? }), in one transaction: every message stored or
-   * found a duplicate, or nothing written. A key met earlier in the batch makes the later
-   * message a duplicate of the earlier one. Resolves one `{ seq, duplicate }` per message,
-   * in order.
+   * routingKey?, headers?, key?, delay?, notBefore?, unique? }), in one transaction: every
+   * message stored or found a duplicate (or replaced), or nothing written. A key or unique
+   * key met earlier in the batch makes the later message a duplicate of the earlier one.
+   * Resolves one `{ seq, duplicate, replaced }` per message, in order.
    */
   publishManyWith(messages) {
     return call(this, 'publishManyWith', true, () => {
       if (!Array.isArray(messages)) throw argumentError(`messages must be an array, got ${describe(messages)}`);
       const n = messages.length;
       const structs = [];
-      const keys = [];
-      const delays = new Float64Array(n);
-      const notBefore = new Float64Array(n);
+      const deliveries = [];
       const pairsList = [];
       for (let i = 0; i < n; i++) { // every index, a hole too: the C arrays are n long
         const m = batchObject(messages[i], i, MESSAGE_WITH_FIELDS, MESSAGE_WITH_SHAPE);
         structs.push(messageStruct(`messages[${i}].`, m.groupId, m.event, m));
         pairsList.push(headerPairs(`messages[${i}].`, m.headers));
-        const d = delivery(`messages[${i}].`, m);
-        keys.push(d.key);
-        delays[i] = d.delay;
-        notBefore[i] = d.notBefore;
+        deliveries.push(delivery(`messages[${i}].`, m));
       }
       const [span, lists] = tracedBatch(this, structs, pairsList);
       return (f, handle) => {
         const seqs = new BigInt64Array(n);
-        const duplicates = new Int32Array(n);
-        const keyed = keys.some((k) => k !== null);
-        let done;
-        if (n === 0) done = callChecked(f, 'publishManyWith', f.publishManyWith, [handle, null, 0, null, null, null, null, null]);
-        else if (lists === null) {
-          done = callChecked(f, 'publishManyWith', f.publishManyWith, [
-            handle, structs, n, keyed ? keys : null, delays, notBefore, seqs, duplicates,
-          ]);
-        } else {
-          done = callChecked(f, 'publishManyWith', f.publishManyWithHeaders, [
-            handle, structs, n, lists, keyed ? keys : null, delays, notBefore, seqs, duplicates,
-          ]);
-        }
-        return spanned(span, done.then(() => Array.from(seqs, (seq, i) => outcome(seq, duplicates[i]))));
+        const outcomes = new Int32Array(n);
+        const done = n === 0
+          ? callChecked(f, 'publishManyWith', f.publishManyDelivery, [handle, null, 0, null, null, null, null])
+          : callChecked(f, 'publishManyWith', f.publishManyDelivery, [handle, structs, n, lists, deliveries, seqs, outcomes]);
+        return spanned(span, done.then(() => Array.from(seqs, (seq, i) => outcome(seq, outcomes[i]))));
       };
     });
   },

@@ -19,6 +19,8 @@ import {
   type OpenOptions,
   type HarelErrorCode,
   type Message,
+  type UniqueMode,
+  type UniqueOptions,
   type Stats,
   type Metrics,
   type Histogram,
@@ -94,11 +96,26 @@ async function usage(): Promise<void> {
   await t.publishManyWith(batch); // a plain Message is a MessageWith
   await t.publishManyWith([]);
 
+  // unique keys
+  const mode: UniqueMode = 'debounce';
+  const unique: UniqueOptions = { key: 'reindex-42', mode, delay: 5, maxDelay: 60 };
+  const debounced: Published = await t.publishWith('search', { kind: 'reindex' }, { unique });
+  const replaced: boolean = debounced.replaced;
+  void replaced;
+  await t.publishWith('search', {}, { unique: { key: 'reindex-42' }, headers: [['x', 'y']] });
+  await t.publishWith('search', {}, { unique: null });
+  const uniqueBatch: Published[] = await t.publishManyWith([
+    { groupId: 'search', event: {}, unique: { key: 'a', mode: 'replace' } },
+    { groupId: 'search', event: {}, unique: { key: 'b', mode: 'keep' }, delay: 10 },
+  ]);
+  void uniqueBatch.filter((o) => o.replaced);
+
   // publishing inside the application's transaction
   const result: TransactionResult<number> = await t.transaction(async (tx) => {
     await tx.execute('INSERT INTO orders (id, total) VALUES (?, ?)', ['o-17', 12]);
     await tx.publish('order-17', { kind: 'order.placed', id: 'e1', data: { total: 12 } }, { priority: 1 });
     await tx.publishWith('order-17', {}, { key: 'o-17/placed', delay: 5, notBefore: null });
+    await tx.publishWith('order-17', {}, { unique: { key: 'o-17/summary', mode: 'replace' } });
     const rows: SqlValue[][] = await tx.query('SELECT count(*) FROM orders WHERE total > ?1', [10n]);
     return Number(rows[0][0]);
   });
@@ -351,6 +368,16 @@ async function usage(): Promise<void> {
   await t.publishManyWith([{ event: {}, key: 'k' }]);
   // @ts-expect-error an outcome is frozen
   published.duplicate = true;
+  // @ts-expect-error replaced too
+  published.replaced = false;
+  // @ts-expect-error a unique key needs its key
+  await t.publishWith('g', {}, { unique: { mode: 'keep' } });
+  // @ts-expect-error a mode is one of three names
+  await t.publishWith('g', {}, { unique: { key: 'k', mode: 'dedupe' } });
+  // @ts-expect-error unique is an object, not the key itself
+  await t.publishWith('g', {}, { unique: 'k' });
+  // @ts-expect-error maxDelay is in seconds, a number
+  await t.publishManyWith([{ groupId: 'g', event: {}, unique: { key: 'k', mode: 'debounce', maxDelay: '1m' } }]);
   // @ts-expect-error a parameter is a SQL value, not an object
   await tx.execute('SELECT ?', [{}]);
   // @ts-expect-error params are an array

@@ -1,8 +1,8 @@
 """Publishing: `publish` and `publish_many`; `publish_with` and `publish_many_with`, the same
-with delivery options (an idempotency key, a delay or a due instant) and each message's
-outcome (`Published`). Each takes a message's headers (`headers=`, or `Message.headers`),
-and on a transport that traces (`_tracing`) makes a PRODUCER span whose context it writes
-into them.
+with delivery options (an idempotency key, a delay or a due instant, a unique key and its
+mode: a harel_delivery) and each message's outcome (`Published`). Each takes a message's
+headers (`headers=`, or `Message.headers`), and on a transport that traces (`_tracing`)
+makes a PRODUCER span whose context it writes into them.
 
 A plain publish may be written by another caller's thread: publishes that meet in the
 library share one commit, made by whichever of them leads it (group commit), and the clock
@@ -15,26 +15,25 @@ transaction)."""
 
 from __future__ import annotations
 
-from ctypes import byref, c_char_p, c_double, c_int, c_int64
+from ctypes import POINTER, byref, c_int, c_int64, pointer
 from typing import Any, Callable, Iterable, List, Optional, Tuple, TypeVar, Union
 
 from .. import _native
 from .._args import (
     EncodedHeaders,
+    _delivery,
     _describe,
     _event,
     _header_array,
     _headers,
     _int32,
-    _not_before,
     _optional_text,
-    _seconds,
     _text,
 )
 from .._errors import ArgumentError
 from .._handle import _Handle
 from .._tracing import Producer
-from .._values import EventType, Headers, Message, Published
+from .._values import Debounce, EventType, Headers, Message, Published, UniqueMode, published_of
 
 T = TypeVar("T")
 
@@ -44,7 +43,10 @@ MessageLike = Union[Message, Tuple[Any, ...]]
 def _has_delivery(m: Message) -> bool:
     """Whether `m` carries a delivery option, which `publish_many` would drop."""
     plain_delay = isinstance(m.delay, (int, float)) and not isinstance(m.delay, bool) and m.delay == 0
-    return m.key is not None or m.not_before is not None or not plain_delay
+    return (
+        m.key is not None or m.not_before is not None or not plain_delay or m.unique_key is not None
+        or m.unique_mode != "keep" or m.debounce is not None
+    )
 
 
 def _items(messages: Any) -> List[Any]:
@@ -58,13 +60,13 @@ def _items(messages: Any) -> List[Any]:
 
 class _Batch:
     """A batch checked and converted for C: the harel_message array (None when empty),
-    with `delivery` the arrays of the keys, delays and not_before (None when empty), each
-    message's encoded headers (None: none), and its group id (for a span)."""
+    with `delivery` the array of pointers to each message's harel_delivery (NULL for a tuple,
+    which has none; None when the batch is empty or for `publish_many`), each message's
+    encoded headers (None: none), and its group id (for a span)."""
 
     __slots__ = ("array", "delivery", "headers", "groups", "_keep")
 
-    def __init__(self, array: Any, delivery: Optional[Tuple[Any, Any, Any]], headers: List[Optional[EncodedHeaders]],
-                 groups: List[str]) -> None:
+    def __init__(self, array: Any, delivery: Any, headers: List[Optional[EncodedHeaders]], groups: List[str]) -> None:
         self.array = array
         self.delivery = delivery
         self.headers = headers
@@ -93,9 +95,8 @@ def _batch(items: List[Any], delivery: bool) -> _Batch:
     headers: List[Optional[EncodedHeaders]] = []
     groups: List[str] = []
     array = (_native.HarelMessage * n)() if n else None
-    keys = (c_char_p * n)() if delivery and n else None
-    delays = (c_double * n)() if delivery and n else None
-    instants = (c_double * n)() if delivery and n else None
+    deliveries = (POINTER(_native.HarelDelivery) * n)() if delivery and n else None
+    options: List[Any] = []  # what `deliveries` points to, kept by the batch
     for i, m in enumerate(items):
         name = f"messages[{i}]"
         pairs: Any = None
@@ -103,8 +104,8 @@ def _batch(items: List[Any], delivery: bool) -> _Batch:
             group_id, event, priority, routing_key, pairs = m.group_id, m.event, m.priority, m.routing_key, m.headers
             if not delivery and _has_delivery(m):
                 raise ArgumentError(
-                    f"{name} has a key, delay or not_before, which publish_many would drop; "
-                    "use publish_many_with"
+                    f"{name} has a key, delay, not_before, unique_key, unique_mode or debounce, which "
+                    "publish_many would drop; use publish_many_with"
                 )
         elif isinstance(m, tuple) and 2 <= len(m) <= 4:
             group_id, event = m[0], m[1]
@@ -122,14 +123,12 @@ def _batch(items: List[Any], delivery: bool) -> _Batch:
         element.routing_key = _optional_text(f"{name}.routing_key", routing_key)
         headers.append(_headers(f"{name}.headers", pairs))
         groups.append(group_id)
-        if delivery:
-            if isinstance(m, Message):
-                keys[i] = _optional_text(f"{name}.key", m.key)  # type: ignore[index]
-                delays[i] = _seconds(f"{name}.delay", m.delay)  # type: ignore[index]
-                instants[i] = _not_before(f"{name}.not_before", m.not_before)  # type: ignore[index]
-            else:  # a tuple carries no delivery option
-                instants[i] = -1.0  # type: ignore[index]
-    return _Batch(array, (keys, delays, instants) if delivery else None, headers, groups)
+        if delivery and isinstance(m, Message):  # a tuple carries no delivery option: NULL
+            options.append(_delivery(f"{name}.", m.key, m.delay, m.not_before, m.unique_key, m.unique_mode, m.debounce))
+            deliveries[i] = pointer(options[-1])  # type: ignore[index]
+    batch = _Batch(array, deliveries, headers, groups)
+    batch._keep.extend(options)
+    return batch
 
 
 class PublishMethods(_Handle):
@@ -230,8 +229,11 @@ class PublishMethods(_Handle):
         delay: float = 0.0,
         not_before: Optional[float] = None,
         headers: Optional[Headers] = None,
+        unique_key: Optional[str] = None,
+        unique_mode: UniqueMode = "keep",
+        debounce: Optional[Debounce] = None,
     ) -> Published:
-        """`publish` with delivery options, returning ``Published(seq, duplicate)``:
+        """`publish` with delivery options, returning ``Published(seq, duplicate, replaced)``:
 
         - `key`: an idempotency key (1..256 bytes of UTF-8). A key seen within the queue's
           `key_retention` (default a day) stores nothing: `duplicate` is True and `seq` the
@@ -242,15 +244,25 @@ class PublishMethods(_Handle):
           delivered before the later of now + delay and not_before. It keeps its place in
           its group's FIFO: the group's later messages wait behind it.
         - `headers`: as for `publish` (a duplicate stores nothing, its headers neither).
+        - `unique_key` (1..256 bytes of UTF-8; not with `key`): while a message of the queue
+          with it is pending (ready, delayed, leased or parked: not yet acked, dead-lettered
+          or purged), a publish with it stores nothing new, and `seq` is the pending
+          message's. What it does then is `unique_mode`'s: ``"keep"`` (the default) leaves
+          the pending message as it is (`duplicate` True); ``"replace"`` gives it this
+          event and these headers, in its place in its group's FIFO (its group, priority and
+          routing key stay; `duplicate` and `replaced` True), unless a worker holds its
+          lease, which is never replaced (then `duplicate` only); ``"debounce"`` replaces as
+          "replace" does and makes it due ``debounce=(delay, max_delay)``'s `delay` seconds
+          from now, never later than `max_delay` after its first publish (a new message with
+          the key is due `delay` from now). The key is freed when its message is acked,
+          dead-lettered or purged (a redriven dead letter has none).
 
         Its own transaction: it shares no commit with other threads' publishes."""
         g = _text("group_id", group_id)
         e = _event("event_json", event)
         p = _int32("priority", priority)
         r = _optional_text("routing_key", routing_key)
-        k = _optional_text("key", key)
-        d = _seconds("delay", delay)
-        nb = _not_before("not_before", not_before)
+        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce)
         h = _headers("headers", headers)
         lib = self._lib
         tracing = self._tracing
@@ -260,48 +272,36 @@ class PublishMethods(_Handle):
 
         def call() -> Published:
             seq = c_int64()
-            duplicate = c_int()
-            if h is None:
-                self._call(
-                    "publish_with", lib.harel_transport_publish_with, g, e, p, r, k, d, nb, byref(seq), byref(duplicate)
-                )
-            else:
-                array, n = _header_array(h)
-                self._call(
-                    "publish_with", lib.harel_transport_publish_with_headers, g, e, p, r, array, n, k, d, nb,
-                    byref(seq), byref(duplicate),
-                )
-            return Published(seq.value, bool(duplicate.value))
+            outcome = c_int()
+            array, n = _header_array(h)
+            self._call(
+                "publish_with", lib.harel_transport_publish_delivery, g, e, p, r, array, n, byref(options),
+                byref(seq), byref(outcome),
+            )
+            return published_of(seq.value, outcome.value)
 
         return self._traced(producer, call, lambda published: published.seq)
 
     def publish_many_with(self, messages: Iterable[MessageLike]) -> List[Published]:
         """`publish_many` with each `Message`'s delivery options (`key`, `delay`,
-        `not_before`, as `publish_with` takes them; a tuple has none) and headers, returning
-        each message's `Published`, in order. One transaction: every message stored or
-        found a duplicate, or nothing written. A key met earlier in the batch makes the
-        later message a duplicate of the earlier one."""
+        `not_before`, `unique_key`, `unique_mode`, `debounce`, as `publish_with` takes them;
+        a tuple has none) and headers, returning each message's `Published`, in order. One
+        transaction: every message stored, found a duplicate or replaced, or nothing
+        written. A key met earlier in the batch makes the later message a duplicate of the
+        earlier one; a unique key met earlier finds the earlier message pending."""
         items = _items(messages)
         batch = _batch(items, delivery=True)
-        keys, delays, instants = batch.delivery  # type: ignore[misc]
         producer = self._producer(batch)
         lib = self._lib
         n = len(items)
 
         def call() -> List[Published]:
             seqs = (c_int64 * n)() if n else None
-            duplicates = (c_int * n)() if n else None
-            lists = batch.header_arrays()
-            if lists is None:
-                self._call(
-                    "publish_many_with", lib.harel_transport_publish_many_with, batch.array, n, keys, delays,
-                    instants, seqs, duplicates,
-                )
-            else:
-                self._call(
-                    "publish_many_with", lib.harel_transport_publish_many_with_headers, batch.array, n, lists, keys,
-                    delays, instants, seqs, duplicates,
-                )
-            return [Published(seqs[i], bool(duplicates[i])) for i in range(n)]  # type: ignore[index]
+            outcomes = (c_int * n)() if n else None
+            self._call(
+                "publish_many_with", lib.harel_transport_publish_many_delivery, batch.array, n,
+                batch.header_arrays(), batch.delivery, seqs, outcomes,
+            )
+            return [published_of(seqs[i], outcomes[i]) for i in range(n)]  # type: ignore[index]
 
         return self._traced(producer, call, lambda _: None)
