@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 mod pairs;
-use pairs::{header, pair, row};
+use pairs::{header, pair, places, row};
 
 use harel_transport::{Headers, Message, Options, Transport, Wait};
 use harel_transport_testkit::sqld::Sqld;
@@ -60,30 +60,10 @@ fn drain(t: &Transport, n: usize) -> Duration {
     started.elapsed()
 }
 
-struct Place {
-    name: &'static str,
-    url: Box<dyn Fn(&str) -> String>,
-    n: usize,
-}
-
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let sqld = harel_transport_testkit::sqld::binary().ok().map(|b| Sqld::start(&b, false));
-    let mut places = vec![Place {
-        name: "file, FULL",
-        url: Box::new({
-            let dir = dir.path().to_owned();
-            move |name| dir.join(format!("{name}.db")).to_string_lossy().into_owned()
-        }),
-        n: 300,
-    }];
-    // The work itself, without a sync: what the ratios above are made of.
-    places.push(Place { name: "memory (CPU)", url: Box::new(|_| ":memory:".to_owned()), n: 2000 });
-    if let Some(server) = &sqld {
-        let url = server.url();
-        // One server, one queue per measurement: a prefix each.
-        places.push(Place { name: "sqld", url: Box::new(move |_| url.clone()), n: 200 });
-    }
+    let places = places(dir.path(), sqld.as_ref());
     let traceparent = Headers::new(&[("traceparent", TRACEPARENT)]).unwrap();
     let four = Headers::new(&[
         ("traceparent", TRACEPARENT),

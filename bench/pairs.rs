@@ -2,7 +2,10 @@
 //! bench-rules`): alternating rounds (A, B, A, B, ...), the median round of each side
 //! compared, so a burst of the shared machine's noise lands on both sides.
 
+use std::path::Path;
 use std::time::Duration;
+
+use harel_transport_testkit::sqld::Sqld;
 
 pub const ROUNDS: usize = 9;
 
@@ -32,4 +35,30 @@ pub fn row(name: &str, what: &str, (yardstick, measured): (f64, f64), target: f6
     let ratio = measured / yardstick;
     let verdict = if ratio <= target { "ok" } else { "over" };
     println!("{name:<18} {what:<52} {yardstick:>9.1} {measured:>9.1} {ratio:>6.2}x (<= {target}x: {verdict})");
+}
+
+/// Where a pair is measured: a file at synchronous FULL (the library's default), memory
+/// (the work without a sync) and, when HAREL_SQLD names one, a server; `n` messages a round.
+pub struct Place {
+    pub name: &'static str,
+    pub url: Box<dyn Fn(&str) -> String>,
+    pub n: usize,
+}
+
+/// The places, files under `dir`; one queue per measurement, by prefix, on the server.
+pub fn places(dir: &Path, sqld: Option<&Sqld>) -> Vec<Place> {
+    let dir = dir.to_owned();
+    let mut places = vec![
+        Place {
+            name: "file, FULL",
+            url: Box::new(move |name| dir.join(format!("{name}.db")).to_string_lossy().into_owned()),
+            n: 300,
+        },
+        Place { name: "memory (CPU)", url: Box::new(|_| ":memory:".to_owned()), n: 2000 },
+    ];
+    if let Some(server) = sqld {
+        let url = server.url();
+        places.push(Place { name: "sqld", url: Box::new(move |_| url.clone()), n: 200 });
+    }
+    places
 }

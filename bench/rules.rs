@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 mod pairs;
-use pairs::{header, pair, row};
+use pairs::{header, pair, places, row};
 
 use harel_transport::{Delivery, Message, Options, Transport, Unique, UniqueMode};
 use harel_transport_testkit::sqld::Sqld;
@@ -42,28 +42,10 @@ fn with_unique(t: &Transport, n: usize, keys: impl Fn(usize) -> String, mode: Un
     started.elapsed()
 }
 
-struct Place {
-    name: &'static str,
-    url: Box<dyn Fn(&str) -> String>,
-    n: usize,
-}
-
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let sqld = harel_transport_testkit::sqld::binary().ok().map(|b| Sqld::start(&b, false));
-    let mut places = vec![Place {
-        name: "file, FULL",
-        url: Box::new({
-            let dir = dir.path().to_owned();
-            move |name| dir.join(format!("{name}.db")).to_string_lossy().into_owned()
-        }),
-        n: 300,
-    }];
-    places.push(Place { name: "memory (CPU)", url: Box::new(|_| ":memory:".to_owned()), n: 2000 });
-    if let Some(server) = &sqld {
-        let url = server.url();
-        places.push(Place { name: "sqld", url: Box::new(move |_| url.clone()), n: 200 });
-    }
+    let places = places(dir.path(), sqld.as_ref());
     header();
     for (p, place) in places.iter().enumerate() {
         let mut queues = 0;
