@@ -41,9 +41,12 @@
  *   error); a batch claim, an empty std::vector. A wait ended by a harel::Cancel or by
  *   Transport::interrupt throws harel::Error with HAREL_ERR_INTERRUPTED, nothing claimed.
  * - publish_with and publish_many_with take a harel::Delivery per message (an idempotency
- *   key, a delay, a due instant) and return what became of each, a harel::Published (its
- *   seq; duplicate: the key was seen, nothing stored). stats() returns harel::Stats, the
- *   queue's counts (delayed groups apart); harel::GroupState names harel_group_state.
+ *   key, a delay, a due instant, a harel::Unique: a unique key and its harel::UniqueMode,
+ *   Keep, Replace or Debounce) and return what became of each, a harel::Published (its
+ *   seq; duplicate: the key was seen or the unique key's message is pending, nothing new
+ *   stored; replaced: that message took the new event and headers). stats() returns
+ *   harel::Stats, the queue's counts (delayed groups apart); harel::GroupState names
+ *   harel_group_state.
  * - The batch calls take and return std::vector<harel::Lease> (claim_many,
  *   ack_and_claim_many) and give one outcome per lease (ack_many: HAREL_OK or
  *   HAREL_ERR_LEASE_LOST). harel::LeaseKeeper extends a lease on a thread of its own while
@@ -297,31 +300,113 @@ struct Message : harel_message {
 static_assert(sizeof(Message) == sizeof(harel_message) && std::is_standard_layout_v<Message>,
               "a harel::Message is a harel_message");
 
-/// How a message is delivered (publish_with, publish_many_with); the default is plain
-/// delivery, so set only what you need: `{"order-42-paid"}`, `{nullptr, 30.0}`,
-/// `{key, 0.0, due_at}` (C++20: `{.delay = 30.0}`).
+/// What a publish with a unique key does when a message of the queue with that key is
+/// pending (harel_unique_mode; docs/queue.md, "Unique keys").
+enum class UniqueMode : int32_t {
+  /// Keep the pending message: nothing is stored, the publish is its duplicate.
+  Keep = HAREL_UNIQUE_KEEP,
+  /// Give the pending message this event and these headers, in its place in its group's
+  /// FIFO (its group, priority and routing key stay), unless a worker holds its lease: a
+  /// leased message is never replaced (the publish is then a duplicate).
+  Replace = HAREL_UNIQUE_REPLACE,
+  /// As Replace, and make it due Unique::debounce_delay seconds from now, never later than
+  /// Unique::debounce_max_delay seconds after its first publish; a new message is due
+  /// debounce_delay seconds from now.
+  Debounce = HAREL_UNIQUE_DEBOUNCE,
+};
+
+struct Delivery;
+
+/// A unique key (1..256 bytes of UTF-8, borrowed as a Message's strings are; nullptr, the
+/// default: none) and its mode, for Delivery::unique: while a message of the queue with
+/// that key is pending (ready, delayed, leased or parked: not yet acked, dead-lettered or
+/// purged), a publish with it stores nothing new; the key is free again once that message
+/// is acked, dead-lettered or purged (a redriven dead letter has no key). Made by its
+/// factories, or as an aggregate:
+///
+///   queue.publish_with("user-7", event, harel::Unique::keep("user-7-sync"));
+///   queue.publish_with("user-7", event, harel::Unique::replace("user-7-sync"));
+///   queue.publish_with("user-7", event, harel::Unique::debounce("user-7-sync", 5.0, 60.0));
+///
+/// A Unique converts to a Delivery that carries it alone. debounce_delay and
+/// debounce_max_delay (seconds, finite, 0..315360000, the cap not below the delay) are read
+/// for UniqueMode::Debounce only.
+struct Unique {
+  CStr key = nullptr;
+  UniqueMode mode = UniqueMode::Keep;
+  double debounce_delay = 0.0;
+  double debounce_max_delay = 0.0;
+
+  /// `key`, UniqueMode::Keep.
+  static Unique keep(CStr key) noexcept { return Unique{key, UniqueMode::Keep, 0.0, 0.0}; }
+  /// `key`, UniqueMode::Replace.
+  static Unique replace(CStr key) noexcept { return Unique{key, UniqueMode::Replace, 0.0, 0.0}; }
+  /// `key`, UniqueMode::Debounce: due `delay` seconds after the last publish, at most
+  /// `max_delay` after the first.
+  static Unique debounce(CStr key, double delay, double max_delay) noexcept {
+    return Unique{key, UniqueMode::Debounce, delay, max_delay};
+  }
+
+  /// A Delivery with this unique key and nothing else.
+  operator Delivery() const noexcept;  // NOLINT: implicit on purpose
+};
+
+/// How a message is delivered (publish_with, publish_many_with, Tx::publish_with); the
+/// default is plain delivery, so set only what you need: `{"order-42-paid"}`, `{nullptr,
+/// 30.0}`, `{key, 0.0, due_at}`, a harel::Unique (C++20: `{.delay = 30.0}`, `{.unique =
+/// harel::Unique::replace("k")}`).
 /// - key: an idempotency key, 1..256 bytes of UTF-8; nullptr: none. A key seen within the
 ///   queue's retention (Options::key_retention, a day by default) stores nothing: the call
 ///   reports a duplicate with the first message's seq, also after that message was acked.
-///   Borrowed, as a Message's strings: it must outlive the call.
+///   Borrowed, as a Message's strings: it must outlive the call. Not with `unique`.
 /// - delay: seconds, finite, 0..315360000 (ten years). not_before: epoch seconds by the
-///   transport's clock; negative: none. The message is not delivered before the later of
-///   now + delay and not_before (at most ten years ahead); it keeps its place in its
+///   transport's clock; 0 or negative: none. The message is not delivered before the later
+///   of now + delay and not_before (at most ten years ahead); it keeps its place in its
 ///   group's FIFO, so the group's later messages wait behind it (docs/queue.md, "Delayed
 ///   delivery").
+/// - unique: a unique key and its mode (harel::Unique); its key nullptr, the default: none.
 struct Delivery {
   CStr key = nullptr;
   double delay = 0.0;
   double not_before = -1.0;
+  Unique unique = {};
 };
 
-/// What became of a message published with publish_with or publish_many_with: its seq, and
-/// whether it was a duplicate (its key was seen within the retention: nothing was stored,
-/// and seq is the first message's).
+inline Unique::operator Delivery() const noexcept { return Delivery{nullptr, 0.0, -1.0, *this}; }
+
+/// What became of a message published with publish_with, publish_many_with or in a
+/// transaction (harel_published): its seq; `duplicate`: nothing new was stored, its key was
+/// seen within the retention or a message with its unique key is pending, and seq is that
+/// message's; `replaced`: that pending message took this publish's event and headers
+/// (UniqueMode::Replace or Debounce; duplicate is then true too).
 struct Published {
   int64_t seq = 0;
   bool duplicate = false;
+  bool replaced = false;
 };
+
+namespace detail {
+
+/// The C delivery options of `d`, borrowing its strings for the call.
+inline harel_delivery raw_delivery(const Delivery &d) noexcept {
+  harel_delivery raw{};
+  raw.size = sizeof raw;
+  raw.key = d.key.c_str();
+  raw.delay = d.delay;
+  raw.not_before = d.not_before;
+  raw.unique_key = d.unique.key.c_str();
+  raw.unique_mode = static_cast<int32_t>(d.unique.mode);
+  raw.debounce_delay = d.unique.debounce_delay;
+  raw.debounce_max_delay = d.unique.debounce_max_delay;
+  return raw;
+}
+
+/// A harel_published as a Published.
+inline Published published_of(int64_t seq, int outcome) noexcept {
+  return Published{seq, outcome != HAREL_PUBLISHED_STORED, outcome == HAREL_PUBLISHED_REPLACED};
+}
+
+}  // namespace detail
 
 // ---- headers --------------------------------------------------------------------------------
 
@@ -954,19 +1039,16 @@ class Tx {
   }
 
   /// Queues a publish with delivery options, as Transport::publish_with takes them (an
-  /// idempotency key, a delay, a due instant). Checked now; what became of it (its seq,
-  /// whether its key made it a duplicate) comes back from commit, in the order published.
-  /// Throws Error: HAREL_ERR_ARGUMENT (an argument Transport::publish_with refuses, an empty
-  /// Tx, an ended transaction; nothing queued, the transaction goes on), HAREL_ERR_DATABASE
-  /// (a key, on a queue without the keys table opened with create_schema off).
+  /// idempotency key, a delay, a due instant, a unique key; harel_tx_publish_delivery).
+  /// Checked now; what became of it (its seq, whether it was a duplicate or replaced the
+  /// pending message of its unique key) comes back from commit, in the order published: a
+  /// unique key's duplicate is an outcome, not an error. Throws Error: HAREL_ERR_ARGUMENT
+  /// (an argument Transport::publish_with refuses, an empty Tx, an ended transaction;
+  /// nothing queued, the transaction goes on), HAREL_ERR_DATABASE (a key, on a queue without
+  /// the keys table opened with create_schema off).
   void publish_with(CStr group_id, CStr event_json, const Delivery &delivery = {}, int32_t priority = 0,
                     std::optional<CStr> routing_key = std::nullopt) {
-    detail::ErrorSlot slot;
-    detail::check(harel_tx_publish(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
-                                   routing_key ? routing_key->c_str() : nullptr, delivery.key.c_str(), delivery.delay,
-                                   delivery.not_before, slot.out()),
-                  slot);
-    published_++;
+    publish_with(group_id, event_json, delivery, Headers{}, priority, routing_key);
   }
 
   /// Queues a publish with headers, as Transport::publish(group_id, event_json, headers)
@@ -977,28 +1059,29 @@ class Tx {
     publish_with(group_id, event_json, Delivery{}, headers, priority, routing_key);
   }
 
-  /// Queues a publish with delivery options and headers (harel_tx_publish_headers), as
+  /// Queues a publish with delivery options and headers (harel_tx_publish_delivery), as
   /// Transport::publish_with takes them; checked now. Throws Error as publish_with does, and
   /// HAREL_ERR_ARGUMENT for a bad header (named; nothing queued, the transaction goes on).
   void publish_with(CStr group_id, CStr event_json, const Delivery &delivery, Headers headers, int32_t priority = 0,
                     std::optional<CStr> routing_key = std::nullopt) {
+    const harel_delivery raw = detail::raw_delivery(delivery);
     detail::ErrorSlot slot;
-    detail::check(harel_tx_publish_headers(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
-                                           routing_key ? routing_key->c_str() : nullptr, headers.data(),
-                                           headers.size(), delivery.key.c_str(), delivery.delay, delivery.not_before,
-                                           slot.out()),
+    detail::check(harel_tx_publish_delivery(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
+                                            routing_key ? routing_key->c_str() : nullptr, headers.data(),
+                                            headers.size(), &raw, slot.out()),
                   slot);
     published_++;
   }
 
   /// Sends what was queued and commits: the statements and the messages, all of them or
-  /// none. What became of each publish, in order (a duplicate: its key was seen, nothing
-  /// stored, the first message's seq). This process's waiting claims wake for the messages.
-  /// The transaction is ended either way. Throws Error: HAREL_ERR_ARGUMENT (an empty Tx, an
-  /// ended transaction), HAREL_ERR_DATABASE (a statement, a publish or the COMMIT failed:
-  /// nothing kept), HAREL_ERR_BUSY (nothing kept), HAREL_ERR_CONNECT (nothing kept, or the
-  /// COMMIT's answer was lost and the message says it may have been applied: publish with
-  /// keys to make a retry safe).
+  /// none. What became of each publish, in order (a duplicate: its key was seen or its
+  /// unique key's message is pending, nothing new stored, that message's seq; replaced: the
+  /// pending message took its event and headers). This process's waiting claims wake for
+  /// the messages. The transaction is ended either way. Throws Error: HAREL_ERR_ARGUMENT
+  /// (an empty Tx, an ended transaction), HAREL_ERR_DATABASE (a statement, a publish or the
+  /// COMMIT failed: nothing kept), HAREL_ERR_BUSY (nothing kept), HAREL_ERR_CONNECT (nothing
+  /// kept, or the COMMIT's answer was lost and the message says it may have been applied:
+  /// publish with keys to make a retry safe).
   std::vector<Published> commit() {
     std::vector<int64_t> seqs(published_, 0);
     std::vector<int> duplicates(published_, 0);
@@ -1007,7 +1090,7 @@ class Tx {
     detail::check(harel_tx_commit(raw_.get(), seqs.data(), duplicates.data(), published_, &n, slot.out()), slot);
     // n is published_: the library counts the publishes this Tx queued (min: reads in bounds).
     std::vector<Published> published(std::min(n, published_));
-    for (std::size_t i = 0; i < published.size(); i++) published[i] = Published{seqs[i], duplicates[i] != 0};
+    for (std::size_t i = 0; i < published.size(); i++) published[i] = detail::published_of(seqs[i], duplicates[i]);
     return published;
   }
 
@@ -1151,55 +1234,52 @@ class Transport {
 
   /// publish_many with each message's headers: `headers` is empty (none for any message) or
   /// one Headers per message, in order (an empty one: none), e.g. a std::vector<Headers>
-  /// (harel_transport_publish_many_with_headers; one transaction, not shared with other
+  /// (harel_transport_publish_many_delivery; one transaction, not shared with other
   /// threads' publishes). Throws Error as publish_many, naming the message and the header
   /// ("messages[1].headers[0].name ..."), and HAREL_ERR_ARGUMENT when `headers` is neither
   /// empty nor as long as `messages`.
   void publish_many(Span<Message> messages, Span<Headers> headers) { publish_many_with(messages, {}, headers); }
 
-  /// publish with delivery options (an idempotency key, a delay, a due instant): the
-  /// message's seq, and whether it was a duplicate (nothing stored). Its own transaction: it
-  /// does not share commits with other threads' publishes. Throws Error:
-  /// HAREL_ERR_ARGUMENT (as publish, and a key empty, over 256 bytes or not UTF-8, a delay
-  /// not finite, negative or over ten years, a not_before NaN, infinite or more than ten
-  /// years ahead; nothing written), HAREL_ERR_BUSY, HAREL_ERR_DATABASE (also: a key, on a
-  /// queue without the keys table opened with create_schema off), HAREL_ERR_CONNECT (it may
-  /// have been applied: retry with the same key).
+  /// publish with delivery options (an idempotency key, a delay, a due instant, a unique
+  /// key; harel_transport_publish_delivery): the message's seq, whether it was a duplicate
+  /// (nothing new stored: its key seen, or a message with its unique key pending, whose seq
+  /// it is) and whether it replaced that pending message (UniqueMode::Replace, Debounce; a
+  /// message a worker holds is never replaced). Its own transaction: it does not share
+  /// commits with other threads' publishes. Throws Error: HAREL_ERR_ARGUMENT (as publish,
+  /// and a key or unique key empty, over 256 bytes or not UTF-8, both given, a mode not a
+  /// UniqueMode, a delay or a debounce delay or cap not finite, negative or over ten years,
+  /// the cap below the delay, a not_before NaN, infinite or more than ten years ahead;
+  /// nothing written), HAREL_ERR_BUSY, HAREL_ERR_DATABASE (also: a key, on a queue without
+  /// the keys table opened with create_schema off), HAREL_ERR_CONNECT (it may have been
+  /// applied: retry with the same key).
   Published publish_with(CStr group_id, CStr event_json, const Delivery &delivery = {}, int32_t priority = 0,
                          std::optional<CStr> routing_key = std::nullopt) {
-    Published out;
-    int duplicate = 0;
-    detail::ErrorSlot slot;
-    detail::check(harel_transport_publish_with(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
-                                               routing_key ? routing_key->c_str() : nullptr, delivery.key.c_str(),
-                                               delivery.delay, delivery.not_before, &out.seq, &duplicate,
-                                               slot.out()),
-                  slot);
-    out.duplicate = duplicate != 0;
-    return out;
+    return publish_with(group_id, event_json, delivery, Headers{}, priority, routing_key);
   }
 
-  /// publish_with and `headers` (harel_transport_publish_with_headers): as publish_with, the
-  /// headers as publish(group_id, event_json, headers) takes them. A duplicate (its key
-  /// seen) stores nothing, its headers neither. Throws Error as both.
+  /// publish_with and `headers`: as publish_with, the headers as publish(group_id,
+  /// event_json, headers) takes them. A duplicate (its key seen, or its unique key's message
+  /// pending and kept) stores nothing, its headers neither; a replace gives the pending
+  /// message these headers. Throws Error as both.
   Published publish_with(CStr group_id, CStr event_json, const Delivery &delivery, Headers headers,
                          int32_t priority = 0, std::optional<CStr> routing_key = std::nullopt) {
-    Published out;
-    int duplicate = 0;
+    const harel_delivery raw = detail::raw_delivery(delivery);
+    int64_t seq = 0;
+    int outcome = HAREL_PUBLISHED_STORED;
     detail::ErrorSlot slot;
-    detail::check(harel_transport_publish_with_headers(
-                      raw_.get(), group_id.c_str(), event_json.c_str(), priority,
-                      routing_key ? routing_key->c_str() : nullptr, headers.data(), headers.size(),
-                      delivery.key.c_str(), delivery.delay, delivery.not_before, &out.seq, &duplicate, slot.out()),
+    detail::check(harel_transport_publish_delivery(raw_.get(), group_id.c_str(), event_json.c_str(), priority,
+                                                   routing_key ? routing_key->c_str() : nullptr, headers.data(),
+                                                   headers.size(), &raw, &seq, &outcome, slot.out()),
                   slot);
-    out.duplicate = duplicate != 0;
-    return out;
+    return detail::published_of(seq, outcome);
   }
 
-  /// publish_many with delivery options per message, in one transaction: every message
-  /// stored or found a duplicate, or nothing written. `deliveries` is empty (plain delivery
-  /// for every message) or one per message, in order; a key met earlier in the batch makes
-  /// the later message a duplicate of the earlier one. What became of each message, in
+  /// publish_many with delivery options per message (harel_transport_publish_many_delivery),
+  /// in one transaction: every message stored, found a duplicate or replacing a pending one,
+  /// or nothing written. `deliveries` is empty (plain delivery for every message) or one per
+  /// message, in order; a key met earlier in the batch makes the later message a duplicate
+  /// of the earlier one, and a unique key met earlier finds that message pending (kept or
+  /// replaced, as its mode says). What became of each message, in
   /// order (empty for an empty batch, which writes nothing). `headers`, empty (none for any
   /// message) or one Headers per message, as publish_many(messages, headers) takes them.
   /// Throws Error as publish_with does, naming the message by its index ("messages[3].key
@@ -1218,27 +1298,22 @@ class Transport {
     std::vector<harel_headers> lists;
     lists.reserve(headers.size());
     for (const Headers &h : headers) lists.push_back(harel_headers{h.data(), h.size()});
-    std::vector<const char *> keys;
-    std::vector<double> delays, not_before;
-    keys.reserve(deliveries.size());
-    delays.reserve(deliveries.size());
-    not_before.reserve(deliveries.size());
-    for (const Delivery &d : deliveries) {
-      keys.push_back(d.key.c_str());
-      delays.push_back(d.delay);
-      not_before.push_back(d.not_before);
-    }
+    std::vector<harel_delivery> raw;
+    std::vector<const harel_delivery *> each;
+    raw.reserve(deliveries.size());
+    each.reserve(deliveries.size());
+    for (const Delivery &d : deliveries) raw.push_back(detail::raw_delivery(d));
+    for (const harel_delivery &d : raw) each.push_back(&d);  // reserved: the pointers stay
     std::vector<int64_t> seqs(n, 0);
-    std::vector<int> duplicates(n, 0);
+    std::vector<int> outcomes(n, HAREL_PUBLISHED_STORED);
     detail::ErrorSlot slot;
-    const bool options = !deliveries.empty();
-    detail::check(harel_transport_publish_many_with_headers(
-                      raw_.get(), messages.data(), n, lists.empty() ? nullptr : lists.data(),
-                      options ? keys.data() : nullptr, options ? delays.data() : nullptr,
-                      options ? not_before.data() : nullptr, seqs.data(), duplicates.data(), slot.out()),
+    detail::check(harel_transport_publish_many_delivery(raw_.get(), messages.data(), n,
+                                                        lists.empty() ? nullptr : lists.data(),
+                                                        each.empty() ? nullptr : each.data(), seqs.data(),
+                                                        outcomes.data(), slot.out()),
                   slot);
     std::vector<Published> published(n);
-    for (std::size_t i = 0; i < n; i++) published[i] = Published{seqs[i], duplicates[i] != 0};
+    for (std::size_t i = 0; i < n; i++) published[i] = detail::published_of(seqs[i], outcomes[i]);
     return published;
   }
 

@@ -170,6 +170,44 @@ int main(void) {
   harel_status (*tx_publish_headers)(harel_tx *, const char *, const char *, int32_t, const char *,
                                      const harel_header *, size_t, const char *, double, double,
                                      harel_error **) = harel_tx_publish_headers;
+  /* a message's delivery options (unique keys): the publishes that take them */
+  harel_status (*publish_delivery)(harel_transport *, const char *, const char *, int32_t,
+                                   const char *, const harel_header *, size_t,
+                                   const harel_delivery *, int64_t *, int *, harel_error **) =
+      harel_transport_publish_delivery;
+  harel_status (*publish_many_delivery)(harel_transport *, const harel_message *, size_t,
+                                        const harel_headers *, const harel_delivery *const *,
+                                        int64_t *, int *, harel_error **) =
+      harel_transport_publish_many_delivery;
+  harel_status (*tx_publish_delivery)(harel_tx *, const char *, const char *, int32_t,
+                                      const char *, const harel_header *, size_t,
+                                      const harel_delivery *, harel_error **) =
+      harel_tx_publish_delivery;
+  /* harel_delivery's fields by name and type, its size first and the rest in this order
+   * (fields a later minor version appends may follow them); the modes and outcomes */
+  harel_delivery delivery;
+  size_t *delivery_size = &delivery.size;
+  const char **delivery_strings[2] = {&delivery.key, &delivery.unique_key};
+  double *delivery_doubles[4] = {&delivery.delay, &delivery.not_before, &delivery.debounce_delay,
+                                 &delivery.debounce_max_delay};
+  int32_t *delivery_mode = &delivery.unique_mode;
+  int delivery_order =
+      offsetof(harel_delivery, size) == 0 &&
+      offsetof(harel_delivery, size) < offsetof(harel_delivery, key) &&
+      offsetof(harel_delivery, key) < offsetof(harel_delivery, delay) &&
+      offsetof(harel_delivery, delay) < offsetof(harel_delivery, not_before) &&
+      offsetof(harel_delivery, not_before) < offsetof(harel_delivery, unique_key) &&
+      offsetof(harel_delivery, unique_key) < offsetof(harel_delivery, unique_mode) &&
+      offsetof(harel_delivery, unique_mode) < offsetof(harel_delivery, debounce_delay) &&
+      offsetof(harel_delivery, debounce_delay) < offsetof(harel_delivery, debounce_max_delay);
+  harel_unique_mode unique_modes[3] = {HAREL_UNIQUE_KEEP, HAREL_UNIQUE_REPLACE,
+                                       HAREL_UNIQUE_DEBOUNCE};
+  harel_published outcomes[3] = {HAREL_PUBLISHED_STORED, HAREL_PUBLISHED_DUPLICATE,
+                                 HAREL_PUBLISHED_REPLACED};
+  int delivery_numbers = unique_modes[0] == 0 && unique_modes[1] == 1 && unique_modes[2] == 2 &&
+                         outcomes[0] == 0 && outcomes[1] == 1 && outcomes[2] == 2 &&
+                         sizeof delivery >= offsetof(harel_delivery, debounce_max_delay) +
+                                                sizeof(double);
   /* a header and a list of them, by name and type; the limits */
   harel_header header = {"name", "value"};
   const char **header_strings[2] = {&header.name, &header.value};
@@ -337,7 +375,10 @@ int main(void) {
             dead_shards && page_order && traceparent_format && traceparent_parse && tracestate_valid &&
             publish_headers && publish_with_headers && publish_many_with_headers &&
             tx_publish_headers && header_strings[1] && header_items && header_count &&
-            header_limits && lease_headers && lease_n_headers && message_headers && dead_headers;
+            header_limits && lease_headers && lease_n_headers && message_headers && dead_headers &&
+            publish_delivery && publish_many_delivery && tx_publish_delivery && delivery_size &&
+            delivery_strings[1] && delivery_doubles[3] && delivery_mode && delivery_order &&
+            delivery_numbers;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -13,7 +13,9 @@
 // reopened, every list refused with the library's message; shard_count; shard_of; a
 // transaction refused); headers (every publish form's overload, Lease::headers() in order and
 // byte for byte, HeaderList over a peek and a dead page, each refusal named) and the W3C
-// Trace Context helpers (format_traceparent, parse_traceparent, tracestate_valid). Run under
+// Trace Context helpers (format_traceparent, parse_traceparent, tracestate_valid); unique keys
+// (harel::Unique and UniqueMode through publish_with, publish_many_with and a transaction: each
+// outcome, Published::replaced, debounce on the clock, each refusal named). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -1922,6 +1924,181 @@ static void test_trace_context() {
   CHECK(lease && harel::tracestate_valid(*lease->headers().find("tracestate")));
 }
 
+// ---- unique keys (issue 38): harel::Unique, UniqueMode, Published::replaced --------------------
+
+static_assert(static_cast<int32_t>(harel::UniqueMode::Keep) == HAREL_UNIQUE_KEEP &&
+              static_cast<int32_t>(harel::UniqueMode::Replace) == HAREL_UNIQUE_REPLACE &&
+              static_cast<int32_t>(harel::UniqueMode::Debounce) == HAREL_UNIQUE_DEBOUNCE);
+static_assert(std::is_aggregate_v<harel::Delivery> && std::is_aggregate_v<harel::Unique> &&
+              std::is_aggregate_v<harel::Published>);
+static_assert(std::is_convertible_v<harel::Unique, harel::Delivery>, "a Unique is a Delivery of it alone");
+static_assert(std::is_same_v<decltype(harel::Published{}.replaced), bool>);
+
+// The queue's message count.
+static std::uint64_t messages_in(const harel::Transport &t) { return t.stats()->messages; }
+
+static void test_unique_keys() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  // Keep: stored once; while pending, a duplicate with its seq, in any group.
+  harel::Published first = t.publish_with("a", "\"k1\"", harel::Unique::keep("invoice-42"));
+  CHECK(first.seq > 0 && !first.duplicate && !first.replaced);
+  harel::Published again = t.publish_with("b", "\"k2\"", harel::Unique::keep("invoice-42"));
+  CHECK(again.seq == first.seq && again.duplicate && !again.replaced);
+  harel::Delivery zeroed;  // a Unique made as an aggregate: Keep by default
+  std::string key = "invoice-42";
+  zeroed.unique = harel::Unique{key};
+  CHECK(t.publish_with("a", "\"k3\"", zeroed).duplicate && messages_in(t) == 1);
+  // Replace: the pending message takes the event and the headers, in its group.
+  harel::Published replaced = t.publish_with("b", "\"r1\"", harel::Unique::replace("invoice-42"), {{"v", "2"}});
+  CHECK(replaced.seq == first.seq && replaced.duplicate && replaced.replaced);
+  CHECK(messages_in(t) == 1 && t.stats()->groups == 1);
+  auto lease = t.claim("w", 30.0);
+  CHECK(lease && lease->seq() == first.seq && lease->group_id() == "a" && lease->event() == "\"r1\"" &&
+        lease->headers().find("v") == "2");
+  // Leased: never replaced, a duplicate; acked, the key is free.
+  harel::Published held = t.publish_with("a", "\"r2\"", harel::Unique::replace("invoice-42"));
+  CHECK(held.seq == first.seq && held.duplicate && !held.replaced);
+  if (lease) t.ack(*lease);
+  harel::Published after = t.publish_with("a", "\"after\"", harel::Unique::replace("invoice-42"), {}, 2, "eu");
+  CHECK(after.seq > first.seq && !after.duplicate && !after.replaced);
+  CHECK(drain(t, "w") == 1);
+  // Debounce on the transport's clock: due delay after the last publish, capped at max_delay
+  // after the first.
+  const harel::Unique sync = harel::Unique::debounce("sync-7", 10.0, 30.0);
+  harel::Published d1 = t.publish_with("u", "\"e1\"", sync);
+  CHECK(!d1.duplicate && t.stats()->delayed == 1 && t.stats()->next_due_at == 1010.0);
+  now = 1005.0;
+  harel::Published d2 = t.publish_with("u", "\"e2\"", sync);
+  CHECK(d2.seq == d1.seq && d2.replaced && t.stats()->next_due_at == 1015.0);
+  now = 1025.0;
+  CHECK(t.publish_with("u", "\"e3\"", sync).replaced && t.stats()->next_due_at == 1030.0);  // the cap
+  now = 1030.0;
+  CHECK(!t.claim("w", 30.0));
+  now = 1030.5;
+  auto debounced = t.claim("w", 30.0);
+  CHECK(debounced && debounced->seq() == d1.seq && debounced->event() == "\"e3\"");
+  if (debounced) t.ack(*debounced);
+  // The other options beside a unique key: a delay.
+  harel::Delivery later{nullptr, 50.0, -1.0, harel::Unique::keep("later")};
+  CHECK(!t.publish_with("l", "1", later).duplicate && t.publish_with("l", "2", later).duplicate);
+  CHECK(t.stats()->delayed == 1 && messages_in(t) == 1);
+
+  // Each error, as harel::Error naming the field; nothing written, no key taken.
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", harel::Unique::keep("")));
+  CHECK(what.rfind("HAREL_ERR_ARGUMENT: ", 0) == 0 && what.find("unique_key is empty") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", harel::Unique::keep(std::string(257, 'u'))));
+  CHECK(what.find("unique_key is 257 bytes") != std::string::npos);
+  CHECK(!t.publish_with("g", "{}", harel::Unique::keep(std::string(256, 'u'))).duplicate);  // the longest
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", harel::Unique::keep("\xff")));
+  CHECK(what.find("unique_key") != std::string::npos);
+  harel::Delivery both{"k", 0.0, -1.0, harel::Unique::keep("u")};
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", both));
+  CHECK(what.find("key and unique_key are both given") != std::string::npos);
+  const harel::Unique bad_mode{"u", static_cast<harel::UniqueMode>(7)};
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", bad_mode));
+  CHECK(what.find("unique_mode is 7") != std::string::npos);
+  for (double bad : {std::nan(""), -1.0, HUGE_VAL, 315360000.5}) {
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", harel::Unique::debounce("u", bad, 60.0)));
+    CHECK(what.find("debounce delay") != std::string::npos);
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", harel::Unique::debounce("u", 1.0, bad)));
+    CHECK(what.find("debounce max_delay") != std::string::npos);
+  }
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", harel::Unique::debounce("u", 10.0, 5.0)));
+  CHECK(what.find("max_delay is 5; it must be >= its delay (10)") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("g", "{}", harel::Unique::keep("u"), {{"a b", "1"}}));
+  CHECK(what.find("headers[0].name") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("", "{}", harel::Unique::keep("u")));
+  harel::Transport empty;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.publish_with("g", "{}", harel::Unique::keep("u")));
+  CHECK(messages_in(t) == 2);                                       // later, and the longest key's
+  CHECK(!t.publish_with("g", "{}", harel::Unique::keep("u")).duplicate);  // "u" was not taken
+}
+
+static void test_unique_keys_in_batches_and_transactions() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  harel::Published pending = t.publish_with("p", "\"pending\"", harel::Unique::keep("k1"));
+  // A batch: none, a key new in it, the same key met earlier in it (replaced), a key pending
+  // before it (replaced, then kept), an idempotency key; headers reach the replaced one.
+  std::vector<harel::Message> batch{{"a", "\"0\""}, {"a", "\"1\""}, {"b", "\"2\""},
+                                    {"c", "\"3\""}, {"d", "\"4\""}, {"d", "\"5\""}};
+  std::vector<harel::Delivery> deliveries{{},
+                                          harel::Unique::keep("k2"),
+                                          harel::Unique::replace("k2"),
+                                          harel::Unique::replace("k1"),
+                                          {"idem"},
+                                          harel::Unique::keep("k1")};
+  std::vector<harel::Headers> headers{{}, {}, {{"v", "2"}}, {}, {}, {}};
+  std::vector<harel::Published> out = t.publish_many_with(batch, deliveries, headers);
+  CHECK(out.size() == 6);
+  if (out.size() == 6) {
+    CHECK(!out[0].duplicate && !out[1].duplicate && !out[4].duplicate);
+    CHECK(out[2].duplicate && out[2].replaced && out[2].seq == out[1].seq);
+    CHECK(out[3].duplicate && out[3].replaced && out[3].seq == pending.seq);
+    CHECK(out[5].duplicate && !out[5].replaced && out[5].seq == pending.seq);
+    CHECK(pending.seq < out[0].seq && out[0].seq < out[1].seq && out[1].seq < out[4].seq);
+  }
+  CHECK(messages_in(t) == 4);
+  std::map<std::string, std::string> events;
+  for (auto leases = t.claim_many("w", 30.0, 16); !leases.empty();
+       leases = t.ack_and_claim_many(leases, "w", 30.0, 16).leases)
+    for (const harel::Lease &lease : leases) {
+      events[std::to_string(lease.seq())] = std::string(lease.event());
+      if (lease.event() == "\"2\"") CHECK(lease.headers().find("v") == "2");
+    }
+  CHECK(events.size() == 4 && events[std::to_string(pending.seq)] == "\"3\"");
+  if (out.size() == 6) CHECK(events[std::to_string(out[1].seq)] == "\"2\"");
+  // Errors by the message's index; nothing written.
+  const std::vector<harel::Delivery> empty_second{harel::Unique::keep("x"), harel::Unique::keep("")};
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with({{"x", "1"}, {"x", "2"}}, empty_second));
+  CHECK(what.find("messages[1].unique_key is empty") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT,
+                      t.publish_many_with({{"x", "1"}, {"x", "2"}},
+                                          {{}, harel::Unique{"x", static_cast<harel::UniqueMode>(7)}}));
+  CHECK(what.find("messages[1].delivery.unique_mode is 7") != std::string::npos);
+  CHECK(messages_in(t) == 0);
+
+  // A transaction: commit says what became of each publish; a refused one queues nothing.
+  harel::Published k1 = t.publish_with("p", "\"old\"", harel::Unique::replace("k1"));
+  harel::Tx tx = t.begin();
+  tx.publish_with("p", "\"new\"", harel::Unique::replace("k1"), {{"v", "new"}});
+  tx.publish_with("q", "\"fresh\"", harel::Unique::keep("k3"));
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish_with("q", "1", harel::Unique::debounce("k4", 10.0, 1.0)));
+  CHECK(what.find("max_delay") != std::string::npos);
+  tx.publish_with("q", "\"again\"", harel::Unique::keep("k3"));
+  tx.publish("q", "\"plain\"");
+  std::vector<harel::Published> published = tx.commit();
+  CHECK(published.size() == 4);
+  if (published.size() == 4) {
+    CHECK(published[0].seq == k1.seq && published[0].duplicate && published[0].replaced);
+    CHECK(published[1].seq > k1.seq && !published[1].duplicate && !published[1].replaced);
+    CHECK(published[2].seq == published[1].seq && published[2].duplicate && !published[2].replaced);
+    CHECK(published[3].seq > published[1].seq && !published[3].duplicate);
+  }
+  CHECK(messages_in(t) == 3);
+  // transaction(): a debounce inside one; a throw rolls it back, nothing replaced.
+  std::vector<harel::Published> debounced = t.transaction(
+      [](harel::Tx &inner) { inner.publish_with("p", "\"debounced\"", harel::Unique::debounce("k1", 5.0, 5.0)); });
+  CHECK(debounced.size() == 1 && debounced[0].replaced && debounced[0].seq == k1.seq);
+  CHECK(t.stats()->delayed == 1 && t.stats()->next_due_at == 1005.0);
+  try {
+    t.transaction([](harel::Tx &inner) {
+      inner.publish_with("p", "\"gone\"", harel::Unique::replace("k1"));
+      throw std::runtime_error("give up");
+    });
+    CHECK(false);
+  } catch (const std::runtime_error &e) {
+    CHECK(std::string(e.what()) == "give up");
+  }
+  now = 1005.5;
+  bool seen = false;
+  for (const harel::Lease &lease : t.claim_many("w", 30.0, 16))  // p's head, and q's
+    if (lease.group_id() == "p")
+      seen = lease.seq() == k1.seq && lease.event() == "\"debounced\"" && lease.headers().empty();
+  CHECK(seen);
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -1974,6 +2151,10 @@ int main() {
   run("headers: HeaderList over a peek page and a dead page", test_headers_on_pages);
   run("trace context: format_traceparent, parse_traceparent (std::nullopt), tracestate_valid, through a message",
       test_trace_context);
+  run("unique keys: keep, replace (not a leased message), debounce on the clock; Published::replaced; each error",
+      test_unique_keys);
+  run("unique keys: a batch's outcomes, replaced within it; a transaction's commit; transaction()'s rollback",
+      test_unique_keys_in_batches_and_transactions);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
