@@ -1929,8 +1929,8 @@ enum harel_status harel_tx_publish_delivery(struct harel_tx *tx,
  * of them or (on any error) none. `seqs` and `duplicates` are NULL or `n` long; the
  * first min(n, published) entries receive each published message's seq and what became
  * of it, a harel_published: stored (0), a duplicate (1) or, for a unique key's publish,
- * replaced (2); in the order of the harel_tx_publish calls. `n_published` (may be NULL) receives how many were published. The transaction
- * is ended either way.
+ * replaced (2); in the order of the harel_tx_publish calls. `n_published` (may be NULL)
+ * receives how many were published. The transaction is ended either way.
  *
  * Returns HAREL_OK; HAREL_ERR_ARGUMENT (tx NULL, freed or ended); HAREL_ERR_DATABASE
  * (a statement, a publish or the COMMIT failed: nothing was kept; also sqld's 5 s rule);

@@ -403,7 +403,7 @@ func TestBadDeliveryInput(t *testing.T) {
 		{"publish: negative delay", tr.Publish("new", event(2), harel.WithDelay(-time.Second)), []string{"delay"}},
 		{"publish: not_before far ahead", tr.Publish("new", event(2), harel.WithNotBefore(farAhead)), []string{"not_before"}},
 		{"batch: 257-byte key", batchErr(m(long, 0, time.Time{})), []string{"messages[1].key is 257 bytes"}},
-		{"batch: key not UTF-8", batchErr(m("\xff", 0, time.Time{})), []string{"messages[1].", "key", "UTF-8"}},
+		{"batch: key not UTF-8", batchErr(m("\xff", 0, time.Time{})), []string{"messages[1].key"}},
 		{"batch: negative delay", batchErr(m("", -time.Millisecond, time.Time{})), []string{"messages[1].delay"}},
 		{"batch: delay over ten years", batchErr(m("", tenYears+time.Second, time.Time{})), []string{"messages[1].delay"}},
 		{"batch: not_before far ahead", batchErr(m("", 0, farAhead)), []string{"messages[1].not_before"}},

@@ -469,7 +469,8 @@ static void bad_deliveries_are_refused_by_every_form(void) {
   refused_everywhere(&fx, &d, "new", "unique_key", "messages[1].unique_key");
   for (i = 0; i < N_BAD_UTF8; i++) {
     d = unique_of(BAD_UTF8[i], HAREL_UNIQUE_KEEP);
-    refused_everywhere(&fx, &d, "new", "delivery.unique_key", "messages[1].delivery.unique_key");
+    refused_everywhere(&fx, &d, "new", "unique_key is not valid UTF-8",
+                       "messages[1].unique_key is not valid UTF-8");
   }
   d = unique_of("u", HAREL_UNIQUE_KEEP);
   d.key = "k";

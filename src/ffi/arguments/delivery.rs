@@ -71,12 +71,34 @@ pub struct harel_delivery {
     pub debounce_max_delay: f64,
 }
 
-/// The options at `ptr` (NULL: none), named `name` in errors ("delivery.unique_mode is 7").
+/// The options of the older publish calls, which take them as separate arguments.
+pub(crate) fn of(key: *const c_char, delay: f64, not_before: f64) -> harel_delivery {
+    harel_delivery {
+        size: size_of::<harel_delivery>(),
+        key,
+        delay,
+        not_before,
+        unique_key: std::ptr::null(),
+        unique_mode: 0,
+        debounce_delay: 0.0,
+        debounce_max_delay: 0.0,
+    }
+}
+
+/// `not_before` from C: a negative finite value means none; NaN and infinities go on to
+/// be refused.
+fn instant(not_before: f64) -> Option<f64> {
+    (!not_before.is_finite() || not_before >= 0.0).then_some(not_before)
+}
+
+/// The options at `ptr` (NULL: none). Errors name a field after `at` ("" alone,
+/// "messages[3]." in a batch) as the core names the option ("unique_key is empty"),
+/// and the struct's own fields as such ("delivery.unique_mode is 7").
 ///
 /// # Safety
 /// `ptr` is NULL or points to `(*ptr).size` readable bytes that begin a `harel_delivery`,
 /// whose strings are NULL or NUL-terminated.
-pub(crate) unsafe fn read<'a>(ptr: *const harel_delivery, name: &str) -> Result<Delivery<'a>> {
+pub(crate) unsafe fn read<'a>(ptr: *const harel_delivery, at: &str) -> Result<Delivery<'a>> {
     if ptr.is_null() {
         return Ok(Delivery::default());
     }
@@ -84,7 +106,7 @@ pub(crate) unsafe fn read<'a>(ptr: *const harel_delivery, name: &str) -> Result<
     let size = unsafe { ptr.cast::<usize>().read_unaligned() };
     if size == 0 || size > size_of::<harel_delivery>() {
         return Err(Error::Argument(format!(
-            "{name}.size is {size}; set it to sizeof(harel_delivery) ({} in this library)",
+            "{at}delivery.size is {size}; set it to sizeof(harel_delivery) ({} in this library)",
             size_of::<harel_delivery>()
         )));
     }
@@ -99,11 +121,11 @@ pub(crate) unsafe fn read<'a>(ptr: *const harel_delivery, name: &str) -> Result<
     }
     let null = std::ptr::null::<c_char>();
     let key = field(ptr, size, offset_of!(harel_delivery, key), null);
-    let key = unsafe { args::optional_string(key, &format!("{name}.key")) }?;
+    let key = unsafe { args::optional_string(key, &format!("{at}key")) }?;
     let delay: f64 = field(ptr, size, offset_of!(harel_delivery, delay), 0.0);
     let not_before: f64 = field(ptr, size, offset_of!(harel_delivery, not_before), 0.0);
     let unique_key = field(ptr, size, offset_of!(harel_delivery, unique_key), null);
-    let unique_key = unsafe { args::optional_string(unique_key, &format!("{name}.unique_key")) }?;
+    let unique_key = unsafe { args::optional_string(unique_key, &format!("{at}unique_key")) }?;
     let mode = field(ptr, size, offset_of!(harel_delivery, unique_mode), 0i32);
     let debounce_delay: f64 = field(ptr, size, offset_of!(harel_delivery, debounce_delay), 0.0);
     let debounce_max: f64 = field(ptr, size, offset_of!(harel_delivery, debounce_max_delay), 0.0);
@@ -113,17 +135,16 @@ pub(crate) unsafe fn read<'a>(ptr: *const harel_delivery, name: &str) -> Result<
         2 => UniqueMode::Debounce { delay: debounce_delay, max_delay: debounce_max },
         other => {
             return Err(Error::Argument(format!(
-                "{name}.unique_mode is {other}; it must be HAREL_UNIQUE_KEEP (0), _REPLACE (1) or _DEBOUNCE (2)"
+                "{at}delivery.unique_mode is {other}; it must be HAREL_UNIQUE_KEEP (0), _REPLACE (1) or _DEBOUNCE (2)"
             )))
         }
     };
-    // 0 and negative: none; NaN and infinities go on to be refused by name.
-    let not_before = (!(not_before.is_finite() && not_before <= 0.0)).then_some(not_before);
-    Ok(Delivery { key, delay, not_before, unique: unique_key.map(|key| Unique { key, mode }) })
+    let unique = unique_key.map(|key| Unique { key, mode });
+    Ok(Delivery { key, delay, not_before: instant(not_before), unique })
 }
 
 /// The `n` options of a batch: `all` NULL (none for any) or `n` pointers, each NULL (none)
-/// or as `read` takes it. Errors name the message ("messages[3].delivery.unique_key is empty").
+/// or as `read` takes it. Errors name the message ("messages[3].unique_key is empty").
 ///
 /// # Safety
 /// `all` is NULL or points to `n` pointers, each as `read` takes it.
@@ -132,5 +153,5 @@ pub(crate) unsafe fn read_each<'a>(all: *const *const harel_delivery, n: usize) 
         return Ok(vec![Delivery::default(); n]);
     }
     let each = unsafe { std::slice::from_raw_parts(all, n) };
-    each.iter().enumerate().map(|(i, &d)| unsafe { read(d, &format!("messages[{i}].delivery")) }).collect()
+    each.iter().enumerate().map(|(i, &d)| unsafe { read(d, &format!("messages[{i}].")) }).collect()
 }

@@ -9,9 +9,8 @@ use super::headers::{self, harel_header, harel_headers};
 use super::handle::{harel_transport, on_handle};
 use super::message::{self, harel_message};
 use super::status::harel_status::{self, HAREL_OK};
-use super::args;
 use crate::error::Result;
-use crate::{Delivery, Message, Published};
+use crate::{Delivery, Message, Published, Transport};
 
 /// Appends `event_json` (any valid JSON text, stored byte for byte) to the FIFO of
 /// `group_id`. The first publish into a group fixes its `priority` (0..4) and
@@ -69,12 +68,6 @@ pub extern "C" fn harel_transport_publish_many(
         t.publish_many(&unsafe { message::batch(messages, n_messages) }?)?;
         Ok(HAREL_OK)
     })
-}
-
-/// `not_before` from C: a negative finite value means none; NaN and infinities go on to
-/// be refused.
-pub(crate) fn instant(not_before: f64) -> Option<f64> {
-    (!not_before.is_finite() || not_before >= 0.0).then_some(not_before)
 }
 
 /// A publish's outcome as C reads it.
@@ -210,22 +203,19 @@ pub extern "C" fn harel_transport_publish_with_headers(
     duplicate: *mut c_int,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    on_handle(t, err, |t| {
-        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let (m, headers, key) = unsafe {
-            (
-                message::message(group_id, event_json, priority, routing_key)?,
-                headers::read(headers, n_headers)?,
-                args::optional_string(key, "key")?,
-            )
-        };
-        let message = Message { headers: headers.as_ref(), ..m };
-        let delivery = Delivery { key, delay, not_before: instant(not_before), unique: None };
-        let published = t.publish_with(message, delivery)?;
-        // SAFETY: NULL or valid for one write each.
-        unsafe { hand_out(&[published], seq, duplicate) };
-        Ok(HAREL_OK)
-    })
+    harel_transport_publish_delivery(
+        t,
+        group_id,
+        event_json,
+        priority,
+        routing_key,
+        headers,
+        n_headers,
+        &delivery::of(key, delay, not_before),
+        seq,
+        duplicate,
+        err,
+    )
 }
 
 /// `harel_transport_publish_many` with delivery options per message, in one transaction:
@@ -276,33 +266,25 @@ pub extern "C" fn harel_transport_publish_many_with_headers(
     err: *mut *mut harel_error,
 ) -> harel_status {
     on_handle(t, err, |t| {
-        // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let batch = unsafe { message::batch(messages, n_messages) }?;
-        let each = unsafe { headers::read_each(headers, n_messages) }?;
-        let option = |i: usize| -> Result<Delivery<'_>> {
-            // SAFETY: each array is NULL or `n_messages` long, per the contract.
-            unsafe {
-                Ok(Delivery {
-                    key: match keys.is_null() {
-                        true => None,
-                        false => args::optional_string(*keys.add(i), &format!("messages[{i}].key"))?,
-                    },
-                    delay: if delays.is_null() { 0.0 } else { *delays.add(i) },
-                    not_before: if not_before.is_null() { None } else { instant(*not_before.add(i)) },
-                    unique: None,
+        // None for any message: nothing to build (and `n_messages` not trusted before the
+        // batch is checked). SAFETY: each array is NULL or `n_messages` long, per the contract.
+        let given = !(keys.is_null() && delays.is_null() && not_before.is_null());
+        let options: Vec<harel_delivery> = match given {
+            false => Vec::new(),
+            true => (0..n_messages)
+                .map(|i| unsafe {
+                    delivery::of(
+                        if keys.is_null() { std::ptr::null() } else { *keys.add(i) },
+                        if delays.is_null() { 0.0 } else { *delays.add(i) },
+                        if not_before.is_null() { -1.0 } else { *not_before.add(i) },
+                    )
                 })
-            }
+                .collect(),
         };
-        let items: Vec<(Message<'_>, Delivery<'_>)> = batch
-            .into_iter()
-            .zip(&each)
-            .enumerate()
-            .map(|(i, (m, h))| Ok((Message { headers: h.as_ref(), ..m }, option(i)?)))
-            .collect::<Result<_>>()?;
-        let published = t.publish_many_with(&items)?;
-        // SAFETY: NULL or valid for `n_messages` writes each.
-        unsafe { hand_out(&published, seqs, duplicates) };
-        Ok(HAREL_OK)
+        let each: Vec<*const harel_delivery> = options.iter().map(std::ptr::from_ref).collect();
+        let deliveries = if given { each.as_ptr() } else { std::ptr::null() };
+        // SAFETY: as this function's contract, `deliveries` NULL or `n_messages` long.
+        unsafe { publish_batch(t, (messages, n_messages), headers, deliveries, (seqs, duplicates)) }
     })
 }
 
@@ -352,7 +334,7 @@ pub extern "C" fn harel_transport_publish_delivery(
             (
                 message::message(group_id, event_json, priority, routing_key)?,
                 headers::read(headers, n_headers)?,
-                delivery::read(delivery, "delivery")?,
+                delivery::read(delivery, "")?,
             )
         };
         let published = t.publish_with(Message { headers: headers.as_ref(), ..m }, options)?;
@@ -385,18 +367,33 @@ pub extern "C" fn harel_transport_publish_many_delivery(
 ) -> harel_status {
     on_handle(t, err, |t| {
         // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-        let batch = unsafe { message::batch(messages, n_messages) }?;
-        let each = unsafe { headers::read_each(headers, n_messages) }?;
-        let options = unsafe { delivery::read_each(deliveries, n_messages) }?;
-        let items: Vec<(Message<'_>, Delivery<'_>)> = batch
-            .into_iter()
-            .zip(&each)
-            .zip(options)
-            .map(|((m, h), d)| (Message { headers: h.as_ref(), ..m }, d))
-            .collect();
-        let published = t.publish_many_with(&items)?;
-        // SAFETY: NULL or valid for `n_messages` writes each.
-        unsafe { hand_out(&published, seqs, outcomes) };
-        Ok(HAREL_OK)
+        unsafe { publish_batch(t, (messages, n_messages), headers, deliveries, (seqs, outcomes)) }
     })
+}
+
+/// A batch as both batch calls with options publish it: the messages, their headers and
+/// their options read and checked, in that order, then published and the outcomes handed out.
+///
+/// # Safety
+/// The pointers are as harel_transport_publish_many_delivery takes them.
+unsafe fn publish_batch(
+    t: &Transport,
+    (messages, n_messages): (*const harel_message, usize),
+    headers: *const harel_headers,
+    deliveries: *const *const harel_delivery,
+    (seqs, outcomes): (*mut i64, *mut c_int),
+) -> Result<harel_status> {
+    let batch = unsafe { message::batch(messages, n_messages) }?;
+    let each = unsafe { headers::read_each(headers, n_messages) }?;
+    let options = unsafe { delivery::read_each(deliveries, n_messages) }?;
+    let items: Vec<(Message<'_>, Delivery<'_>)> = batch
+        .into_iter()
+        .zip(&each)
+        .zip(options)
+        .map(|((m, h), d)| (Message { headers: h.as_ref(), ..m }, d))
+        .collect();
+    let published = t.publish_many_with(&items)?;
+    // SAFETY: NULL or valid for `n_messages` writes each.
+    unsafe { hand_out(&published, seqs, outcomes) };
+    Ok(HAREL_OK)
 }

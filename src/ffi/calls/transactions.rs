@@ -21,7 +21,7 @@ use super::values::{self, harel_rows, harel_value};
 use super::{args, publish};
 use crate::error::{Error, Result};
 use crate::transaction::TxState;
-use crate::{Delivery, Message, Transport};
+use crate::{Message, Transport};
 
 /// An application's transaction on the queue's database (opaque): its own statements and
 /// its publishes, committed together or not at all. Made by `harel_transport_begin`,
@@ -178,21 +178,17 @@ pub extern "C" fn harel_tx_publish_headers(
     not_before: f64,
     err: *mut *mut harel_error,
 ) -> harel_status {
-    boundary(err, || {
-        on_tx(tx, |t, state| {
-            // SAFETY: the caller passes NULL or valid pointers, per this function's contract.
-            let (m, headers, key) = unsafe {
-                (
-                    message::message(group_id, event_json, priority, routing_key)?,
-                    headers::read(headers, n_headers)?,
-                    args::optional_string(key, "key")?,
-                )
-            };
-            let message = Message { headers: headers.as_ref(), ..m };
-            t.tx_publish(state, message, Delivery { key, delay, not_before: publish::instant(not_before), unique: None })
-        })?;
-        Ok(HAREL_OK)
-    })
+    harel_tx_publish_delivery(
+        tx,
+        group_id,
+        event_json,
+        priority,
+        routing_key,
+        headers,
+        n_headers,
+        &delivery::of(key, delay, not_before),
+        err,
+    )
 }
 
 /// `harel_tx_publish_headers` with the delivery options at `delivery` (NULL: none), under
@@ -222,7 +218,7 @@ pub extern "C" fn harel_tx_publish_delivery(
                 (
                     message::message(group_id, event_json, priority, routing_key)?,
                     headers::read(headers, n_headers)?,
-                    delivery::read(delivery, "delivery")?,
+                    delivery::read(delivery, "")?,
                 )
             };
             t.tx_publish(state, Message { headers: headers.as_ref(), ..m }, options)
@@ -235,8 +231,8 @@ pub extern "C" fn harel_tx_publish_delivery(
 /// of them or (on any error) none. `seqs` and `duplicates` are NULL or `n` long; the
 /// first min(n, published) entries receive each published message's seq and what became
 /// of it, a harel_published: stored (0), a duplicate (1) or, for a unique key's publish,
-/// replaced (2); in the order of the harel_tx_publish calls. `n_published` (may be NULL) receives how many were published. The transaction
-/// is ended either way.
+/// replaced (2); in the order of the harel_tx_publish calls. `n_published` (may be NULL)
+/// receives how many were published. The transaction is ended either way.
 ///
 /// Returns HAREL_OK; HAREL_ERR_ARGUMENT (tx NULL, freed or ended); HAREL_ERR_DATABASE
 /// (a statement, a publish or the COMMIT failed: nothing was kept; also sqld's 5 s rule);
