@@ -27,8 +27,13 @@ all: lib
 
 # The shared and static libraries, release-built (bindings, examples and C tests link these).
 # Programs linked against the build tree ask for the soname, which cargo does not make.
+# Built with the CLI, in one graph: alone, the library's build resolves its dependencies'
+# features otherwise than the CLI's does (clap's rustix, shared with cbindgen's), and
+# cargo, which keeps one libharel_transport.so, rebuilt it (~30 s) at each switch between
+# the two, several times in a `make test`.
+LIB_BUILD := $(CARGO) build --release -p harel-transport -p harel-transport-cli
 lib:
-	$(CARGO) build --release --lib
+	$(LIB_BUILD)
 	ln -sf libharel_transport.so $(RELEASE_DIR)/libharel_transport.so.$(ABI_VERSION)
 
 # Python with harel 0.9.0 and libsql, for the interop tests and the benchmark's peers.

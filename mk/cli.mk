@@ -8,7 +8,7 @@
 test: test-cli
 
 cli:
-	$(CARGO) build --release -p harel-transport-cli
+	$(LIB_BUILD)
 
 test-cli: venv
 	HAREL_PYTHON=$(CURDIR)/$(VENV)/bin/python $(CARGO) test --release -p harel-transport-cli

@@ -19,7 +19,7 @@ CMAKE_SUBST := -e 's|@VERSION@|$(VERSION)|g' -e 's|@ABI_VERSION@|$(ABI_VERSION)|
 
 # Regenerates include/harel_transport.h from the FFI layer (tests/header.rs checks it).
 header:
-	HAREL_WRITE_HEADER=1 $(CARGO) build --release --lib
+	HAREL_WRITE_HEADER=1 $(LIB_BUILD)
 
 install: lib
 	install -d $(LIBDIR)/pkgconfig $(CMAKEDIR) $(DESTDIR)$(PREFIX)/include
