@@ -73,6 +73,17 @@
 #define HAREL_MAX_SHARDS 256
 
 /**
+ * What a pause takes off a group's priority; given back at resume.
+ */
+#define OFFSET 1000000000
+
+/**
+ * A group whose priority is at or below this is paused: halfway, so any priority a
+ * writer gave (ours are 0..4, harel's Python publish takes any) stays on its side.
+ */
+#define PAUSED_AT_OR_BELOW (-OFFSET / 2)
+
+/**
  * The length of a version-00 `traceparent` value, in characters ("00-", 32 hex digits,
  * "-", 16, "-", 2); a C buffer for one (`harel_traceparent_format`'s) holds this many and a NUL.
  */
@@ -162,7 +173,31 @@ typedef enum harel_group_state {
    * Its head was published with a delay that has not passed (added after 0.4.0).
    */
   HAREL_GROUP_DELAYED = 3,
+  /**
+   * A pause names it (harel_transport_pause): no claim takes its head, whatever the
+   * head's state; a lease taken before still shows its holder (added after 0.4.0).
+   */
+  HAREL_GROUP_PAUSED = 4,
 } harel_group_state;
+
+/**
+ * What a pause or resume names (docs/queue.md, "Pause and resume"). Passed as an
+ * `int32_t`, so that a wrong value is refused rather than undefined.
+ */
+typedef enum harel_pause_kind {
+  /**
+   * The whole queue: every group, and every group made while the pause lasts; `name` NULL.
+   */
+  HAREL_PAUSE_QUEUE = 0,
+  /**
+   * One group, `name` its id, whether or not it has messages now.
+   */
+  HAREL_PAUSE_GROUP = 1,
+  /**
+   * Every group published with the routing key `name`.
+   */
+  HAREL_PAUSE_ROUTING_KEY = 2,
+} harel_pause_kind;
 
 /**
  * The type of a harel_value: SQLite's five.
@@ -373,8 +408,9 @@ typedef struct harel_lease {
 
 /**
  * The counts of one priority level (see harel_stats). A group whose head is delayed
- * (HAREL_GROUP_DELAYED) is in `groups` but in none of ready, leased and parked: harel_stats'
- * `delayed` counts them, over every level (this struct's size is fixed).
+ * (HAREL_GROUP_DELAYED) or that is paused (HAREL_GROUP_PAUSED) is in `groups` but in none
+ * of ready, leased and parked: harel_stats' `delayed` and `paused` count them, over every
+ * level (this struct's size is fixed).
  */
 typedef struct harel_priority_stats {
   int32_t priority;
@@ -440,6 +476,11 @@ typedef struct harel_stats {
    * The soonest due time of such a head, epoch seconds; -1 when none is delayed.
    */
   double next_due_at;
+  /**
+   * Groups a pause names (harel_transport_pause); they are in none of ready, leased,
+   * parked and delayed, here and per level. Added after 0.4.0, at the end.
+   */
+  uint64_t paused;
 } harel_stats;
 
 /**
@@ -600,6 +641,30 @@ typedef struct harel_dead_page {
    */
   const struct harel_headers *headers;
 } harel_dead_page;
+
+/**
+ * One pause of a `harel_pause_list`.
+ */
+typedef struct harel_pause {
+  enum harel_pause_kind kind;
+  /**
+   * The group id or routing key, `name_len` bytes then a NUL; "" for the queue.
+   */
+  const char *name;
+  size_t name_len;
+  /**
+   * When it was paused, epoch seconds.
+   */
+  double paused_at;
+} harel_pause;
+
+/**
+ * The pauses in force, from `harel_transport_pauses`; free with `harel_pause_list_free`.
+ */
+typedef struct harel_pause_list {
+  const struct harel_pause *pauses;
+  size_t n_pauses;
+} harel_pause_list;
 
 /**
  * One operation's latency in `harel_metrics`: counts of calls, cumulative as Prometheus
@@ -890,6 +955,39 @@ enum harel_status harel_transport_release(struct harel_transport *t,
                                           const char *group_id,
                                           bool *released,
                                           struct harel_error **err);
+
+/**
+ * Pauses a group, a routing key or the whole queue: `kind` a harel_pause_kind, `name`
+ * the group id or routing key (NULL for the queue). Stored in the database, so every
+ * process sees it and it outlives restarts, until `harel_transport_resume`. A paused
+ * group's messages stay in order and no claim takes them (harel 0.9's Python transports
+ * neither); a lease taken before finishes (ack, nack, extend work); publishes go on, into
+ * paused groups too. On a sharded queue, on every shard. `*paused` (if not NULL) is false
+ * when the pause was there already.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL, kind not a harel_pause_kind, name NULL
+ * for a group or routing key, not NULL for the queue, empty or not UTF-8); HAREL_ERR_BUSY;
+ * HAREL_ERR_DATABASE (also: the queue lacks the pauses table, opened with create_schema
+ * off); HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_pause(struct harel_transport *t,
+                                        int32_t kind,
+                                        const char *name,
+                                        bool *paused,
+                                        struct harel_error **err);
+
+/**
+ * Ends the pause `kind` and `name` name (as `harel_transport_pause`'s): the groups it
+ * paused that no other pause names are served again, each from its head, at once.
+ * `*resumed` (if not NULL) is false when there was no such pause (nothing changed).
+ *
+ * Returns as `harel_transport_pause`.
+ */
+enum harel_status harel_transport_resume(struct harel_transport *t,
+                                         int32_t kind,
+                                         const char *name,
+                                         bool *resumed,
+                                         struct harel_error **err);
 
 /**
  * Leases the head (oldest message) of the group that has waited longest among those
@@ -1245,6 +1343,24 @@ enum harel_status harel_transport_dead_letters(struct harel_transport *t,
  * Frees what `harel_transport_dead_letters` handed out. NULL does nothing.
  */
 void harel_dead_page_free(struct harel_dead_page *page);
+
+/**
+ * The pauses in force (harel_transport_pause), the queue's first, then by kind and name.
+ * A queue opened with create_schema off that lacks the pauses table has none.
+ *
+ * On HAREL_OK `*out` is the caller's (free it with `harel_pause_list_free`); on error NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL); HAREL_ERR_DATABASE;
+ * HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_pauses(struct harel_transport *t,
+                                         struct harel_pause_list **out,
+                                         struct harel_error **err);
+
+/**
+ * Frees what `harel_transport_pauses` handed out. NULL does nothing.
+ */
+void harel_pause_list_free(struct harel_pause_list *list);
 
 /**
  * What handle `t` counted since it was opened: messages published, claimed, acked,

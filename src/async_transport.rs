@@ -12,13 +12,15 @@ use crate::mode::Mode;
 use crate::options::Options;
 use crate::queue::database::Queue;
 use crate::request::{
-    Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Listing, Nack, Publish,
+    Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Listing, Nack, Paused,
+    Publish,
 };
 use crate::shards::{self, Router, Watch};
 use crate::telemetry::{Outcome, Telemetry};
 use crate::headers::Headers;
 use crate::types::{
-    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
+    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause, PauseTarget,
+    Published, Stats,
 };
 use crate::waiting::wait::Wait;
 
@@ -471,6 +473,28 @@ impl AsyncTransport {
     pub async fn release(&self, group_id: &str) -> Result<bool> {
         let group = Group::new(group_id)?;
         self.call(None, "release", self.router.release(group)).await
+    }
+
+    /// Pauses a group, a routing key or the whole queue (docs/queue.md, "Pause and
+    /// resume"): stored in the database, so every process sees it until it is resumed. A
+    /// paused group keeps its messages in order and no claim takes them (harel 0.9's
+    /// neither); a lease in hand finishes; publishes go on. True when the pause is new.
+    /// Sharded, on every shard.
+    pub async fn pause(&self, target: PauseTarget<'_>) -> Result<bool> {
+        let Paused(target) = Paused::new(target)?;
+        self.call(None, "pause", self.router.pause(&target)).await
+    }
+
+    /// Ends a pause: the groups it named that no other pause names are served again, each
+    /// from its head. True when `target` was paused (false: nothing changed).
+    pub async fn resume(&self, target: PauseTarget<'_>) -> Result<bool> {
+        let Paused(target) = Paused::new(target)?;
+        self.call(None, "resume", self.router.resume(&target)).await
+    }
+
+    /// The pauses in force, the queue's first, then by kind and name.
+    pub async fn pauses(&self) -> Result<Vec<Pause>> {
+        self.call(None, "pauses", self.router.pauses()).await
     }
 
     // ---- shards

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::types::{DeadLetters, Delivery, Lease, Message, MAX_PAGE};
+use crate::types::{DeadLetters, Delivery, Lease, Message, PauseTarget, MAX_PAGE};
 use crate::validate;
 
 /// The transport's clock, checked.
@@ -218,6 +218,21 @@ impl<'a> Group<'a> {
     pub fn new(group_id: &'a str) -> Result<Group<'a>> {
         validate::non_empty("group_id", group_id)?;
         Ok(Group(group_id))
+    }
+}
+
+/// What a pause or resume names, checked: a group id or routing key is not empty.
+#[derive(Clone, Copy)]
+pub struct Paused<'a>(pub PauseTarget<'a>);
+
+impl<'a> Paused<'a> {
+    pub fn new(target: PauseTarget<'a>) -> Result<Paused<'a>> {
+        match target {
+            PauseTarget::Queue => {}
+            PauseTarget::Group(group_id) => validate::non_empty("group_id", group_id)?,
+            PauseTarget::RoutingKey(key) => validate::non_empty("routing_key", key)?,
+        }
+        Ok(Paused(target))
     }
 }
 

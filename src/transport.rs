@@ -15,7 +15,8 @@ use crate::options::Options;
 use crate::request::Publish;
 use crate::shards::Watch;
 use crate::types::{
-    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Published, Stats,
+    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause, PauseTarget,
+    Published, Stats,
 };
 use crate::waiting::wait::Wait;
 
@@ -272,6 +273,21 @@ impl Transport {
     /// See [`AsyncTransport::release`].
     pub fn release(&self, group_id: &str) -> Result<bool> {
         self.runtime.block_on(self.inner().release(group_id))
+    }
+
+    /// See [`AsyncTransport::pause`].
+    pub fn pause(&self, target: PauseTarget<'_>) -> Result<bool> {
+        self.runtime.block_on(self.inner().pause(target))
+    }
+
+    /// See [`AsyncTransport::resume`].
+    pub fn resume(&self, target: PauseTarget<'_>) -> Result<bool> {
+        self.runtime.block_on(self.inner().resume(target))
+    }
+
+    /// See [`AsyncTransport::pauses`].
+    pub fn pauses(&self) -> Result<Vec<Pause>> {
+        self.runtime.block_on(self.inner().pauses())
     }
 
     /// See [`AsyncTransport::watch`].

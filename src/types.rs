@@ -131,6 +131,9 @@ pub struct Stats {
     pub oldest_overdue_lease: Option<f64>,
     /// The group counts per priority level, for every level that has groups, lowest first.
     pub by_priority: Vec<PriorityStats>,
+    /// Groups a pause names (`Transport::pause`); they are in none of ready, leased,
+    /// parked and delayed.
+    pub paused: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +144,7 @@ pub struct PriorityStats {
     pub leased: u64,
     pub parked: u64,
     pub delayed: u64,
+    pub paused: u64,
 }
 
 /// Where a group stands, from its head (oldest message): only a head is ever leased.
@@ -151,6 +155,9 @@ pub enum GroupState {
     Parked,
     /// Its head was published with a delay that has not passed.
     Delayed,
+    /// A pause names it (`Transport::pause`): no claim takes its head, whatever the head's
+    /// state; a lease in hand finishes.
+    Paused,
 }
 
 impl GroupState {
@@ -160,6 +167,7 @@ impl GroupState {
             GroupState::Leased => "leased",
             GroupState::Parked => "parked",
             GroupState::Delayed => "delayed",
+            GroupState::Paused => "paused",
         }
     }
 }
@@ -173,7 +181,8 @@ pub struct GroupInfo {
     pub head_seq: i64,
     /// Seconds since the head was published (None: its writer does not stamp the time).
     pub head_age: Option<f64>,
-    /// The worker holding the head's lease (None when ready or parked).
+    /// The worker holding the head's lease (None when ready or parked); a paused group's
+    /// too, while a lease taken before the pause lasts.
     pub holder: Option<String>,
     /// When the lease or park ends (None when ready).
     pub lock_expiry: Option<f64>,
@@ -233,6 +242,67 @@ pub enum DeadLetters<'a> {
     All,
     Group(&'a str),
     Seqs(&'a [i64]),
+}
+
+/// What a pause or a resume names (docs/queue.md, "Pause and resume").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseTarget<'a> {
+    /// Every group, and every group made while the pause lasts.
+    Queue,
+    /// One group by id, whether or not it has messages now.
+    Group(&'a str),
+    /// Every group published with this routing key.
+    RoutingKey(&'a str),
+}
+
+impl PauseTarget<'_> {
+    pub fn kind(&self) -> PauseKind {
+        match self {
+            PauseTarget::Queue => PauseKind::Queue,
+            PauseTarget::Group(_) => PauseKind::Group,
+            PauseTarget::RoutingKey(_) => PauseKind::RoutingKey,
+        }
+    }
+
+    /// The group id or routing key; empty for the queue.
+    pub fn name(&self) -> &str {
+        match self {
+            PauseTarget::Queue => "",
+            PauseTarget::Group(name) | PauseTarget::RoutingKey(name) => name,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PauseKind {
+    Queue = 0,
+    Group = 1,
+    RoutingKey = 2,
+}
+
+impl PauseKind {
+    /// As the pauses table stores it: queue, group, routing_key.
+    pub fn name(self) -> &'static str {
+        match self {
+            PauseKind::Queue => "queue",
+            PauseKind::Group => "group",
+            PauseKind::RoutingKey => "routing_key",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<PauseKind> {
+        [PauseKind::Queue, PauseKind::Group, PauseKind::RoutingKey].into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// A pause in force, as `Transport::pauses` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pause {
+    pub kind: PauseKind,
+    /// The group id or routing key; empty for the queue.
+    pub name: String,
+    /// When it was paused, epoch seconds.
+    pub paused_at: f64,
 }
 
 /// The largest page a listing hands out.

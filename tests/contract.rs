@@ -104,6 +104,13 @@ local!(
     unique_keys_in_a_batch_are_checked_in_order,
     a_unique_duplicate_in_a_transaction_is_an_answer,
     bad_unique_keys_are_refused_and_change_nothing,
+    a_paused_group_keeps_its_messages_in_order_and_is_not_claimed,
+    a_lease_in_hand_finishes_while_its_group_is_paused,
+    a_paused_queue_holds_every_group_and_new_ones,
+    a_paused_routing_key_holds_its_groups_and_new_ones,
+    a_pause_names_a_group_before_and_after_it_has_messages,
+    resume_keeps_a_held_head_until_its_time,
+    bad_pause_targets_are_refused_and_change_nothing,
 );
 
 #[test]

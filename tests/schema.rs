@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{event, expect_success, file, harel_09_schema, temp_db, this_test_binary, Raw, TestClock};
-use harel_transport::{schema_sql, schema_upgrade_sql, Error, Options, Transport};
+use harel_transport::{schema_sql, schema_upgrade_sql, Error, Options, PauseTarget, Transport};
 
 const V: f64 = 30.0;
 
@@ -213,7 +213,7 @@ fn prefixes_are_isolated() {
     let mut expected: Vec<String> = ["a", "harel", "tenant_b"]
         .iter()
         .flat_map(|p| {
-            ["dead", "groups", "keys", "messages"].map(|table| format!("{p}_transport_{table}"))
+            ["dead", "groups", "keys", "messages", "pauses"].map(|table| format!("{p}_transport_{table}"))
         })
         .collect();
     expected.sort();
@@ -276,6 +276,31 @@ fn create_schema_off_with_the_tables_present_works() {
     assert_eq!(Raw::open(&path).objects(), before, "create_schema off created nothing");
 }
 
+/// A file made before pauses (or with a trigger dropped), opened with create_schema off,
+/// works; only pause and resume are refused, naming what is missing.
+#[test]
+fn create_schema_off_without_the_pauses_refuses_only_pause_and_resume() {
+    let _limit = common::time_limit();
+    let clock = TestClock::at(1000.0);
+    for drop in ["DROP TABLE harel_transport_pauses", "DROP TRIGGER harel_transport_groups_paused_turn"] {
+        let (_dir, path) = temp_db();
+        file(&path, &clock).publish("g", &event(1), 0, None).unwrap();
+        Raw::open(&path).batch(drop);
+        let t = Transport::open(&path, &no_schema(&clock)).expect("pauses are optional");
+        for outcome in [t.pause(PauseTarget::Queue), t.resume(PauseTarget::Group("g"))] {
+            match outcome {
+                Err(Error::Database(m)) => {
+                    assert!(m.contains("harel_transport_pauses or its triggers are missing"), "{drop}: {m}")
+                }
+                other => panic!("{drop}: {other:?}"),
+            }
+        }
+        assert!(t.pauses().unwrap().is_empty());
+        assert_eq!(t.stats().unwrap().paused, 0);
+        t.ack(&t.claim("w", V, 0, &[]).unwrap().unwrap()).unwrap();
+    }
+}
+
 #[test]
 fn schema_sql_gives_the_schema_open_creates() {
     let _limit = common::time_limit();
@@ -308,7 +333,7 @@ fn schema_sql_names_only_its_prefix() {
     let raw = Raw::open(&path);
     raw.batch(&script);
     let objects = raw.objects();
-    assert_eq!(objects.len(), 11, "4 tables, 7 indexes: {objects:?}");
+    assert_eq!(objects.len(), 14, "5 tables, 7 indexes, 2 triggers: {objects:?}");
     assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
     let mut o = no_schema(&TestClock::at(1000.0));
     o.prefix("tenant_7").unwrap();
@@ -407,6 +432,9 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
             "the column harel_transport_messages.unique_key",
             "the table harel_transport_dead",
             "the table harel_transport_keys",
+            "the table harel_transport_pauses",
+            "the trigger harel_transport_groups_paused_at_birth",
+            "the trigger harel_transport_groups_paused_turn",
         ]
     );
 
@@ -445,6 +473,9 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
     refused("release", t.release("old").map(drop));
     refused("redrive", t.redrive(harel_transport::DeadLetters::All).map(drop));
     refused("purge_dead", t.purge_dead(harel_transport::DeadLetters::All).map(drop));
+    refused("pause", t.pause(harel_transport::PauseTarget::Queue).map(drop));
+    refused("resume", t.resume(harel_transport::PauseTarget::Group("old")).map(drop));
+    assert!(t.pauses().unwrap().is_empty(), "no pauses table: none in force");
     drop(t);
     assert_eq!(raw.objects(), before, "opened as it is, the file is as it was");
     assert_eq!(raw.rows("SELECT count(*) FROM harel_transport_messages"), [["4"]]);

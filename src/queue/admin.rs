@@ -1,13 +1,14 @@
 //! Administering the queue: dead letters redriven or purged, a group or the whole queue
-//! purged, a stuck group released. Each is one write transaction, a chain like the
+//! purged, a stuck group released, groups paused and resumed. Each is one write transaction, a chain like the
 //! worker's operations (work.rs), and keeps their invariants: a group row exists exactly
 //! while it has messages, and only a head is ever locked.
 
 use crate::backend::Backend;
 use crate::chain::Chain;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::request::{DeadSelection, Now};
 use crate::sql::{Bound, Statements};
+use crate::types::PauseTarget;
 
 /// Runs `statements` as one chain; the rows the first one changed.
 async fn changed<const N: usize>(backend: &mut Backend, statements: [Bound<'_>; N]) -> Result<u64> {
@@ -66,6 +67,51 @@ pub async fn release(backend: &mut Backend, sql: &Statements, group_id: &str, no
         .run(|| {
             let mut chain = Chain::new();
             for (statement, params) in sql.release_head(group_id, now()?) {
+                chain.push(statement, params);
+            }
+            Ok((chain, ()))
+        })
+        .await?;
+    Ok(done[0].changed > 0)
+}
+
+/// Pause and resume need the pauses table and its triggers, which a file made before them
+/// and opened with create_schema off (or as it is) lacks.
+fn pauses_kept(sql: &Statements) -> Result<()> {
+    if sql.lacks().pauses {
+        return Err(Error::Database(format!(
+            "the table {} or its triggers are missing, which pause and resume need: open the queue once with \
+             create_schema on, or run harel_schema_upgrade_sql's statements",
+            sql.pauses_table
+        )));
+    }
+    Ok(())
+}
+
+/// Stores the pause of `target` and sets aside the groups it names, in one transaction;
+/// true when the pause is new (false: it was there already).
+pub async fn pause(backend: &mut Backend, sql: &Statements, target: &PauseTarget<'_>, now: Now<'_>) -> Result<bool> {
+    pauses_kept(sql)?;
+    let (done, ()) = backend
+        .run(|| {
+            let mut chain = Chain::new();
+            for (statement, params) in sql.pause.pause(target, now()?) {
+                chain.push(statement, params);
+            }
+            Ok((chain, ()))
+        })
+        .await?;
+    Ok(done[0].changed > 0)
+}
+
+/// Deletes the pause of `target` and gives the groups no other pause names their turn
+/// back, in one transaction; true when there was such a pause.
+pub async fn resume(backend: &mut Backend, sql: &Statements, target: &PauseTarget<'_>, now: Now<'_>) -> Result<bool> {
+    pauses_kept(sql)?;
+    let (done, ()) = backend
+        .run(|| {
+            let mut chain = Chain::new();
+            for (statement, params) in sql.pause.resume(target, now()?) {
                 chain.push(statement, params);
             }
             Ok((chain, ()))

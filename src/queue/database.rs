@@ -24,7 +24,7 @@ use crate::request::{
 };
 use crate::sql::Statements;
 use crate::types::{
-    DeadLetter, GroupInfo, GroupState, Lease, MessageInfo, Page, Published, Stats,
+    DeadLetter, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseTarget, Published, Stats,
 };
 use crate::validate;
 use crate::waiting::wait::{Interrupts, Wait};
@@ -453,6 +453,25 @@ impl Queue {
         drop(backend);
         self.wake.notify();
         Ok(released)
+    }
+
+    /// Pauses `target`; true when the pause is new.
+    pub async fn pause(&self, target: &PauseTarget<'_>) -> Result<bool> {
+        admin::pause(&mut *self.writer().await?, &self.sql, target, &|| self.now()).await
+    }
+
+    /// Resumes `target`; true when it was paused. Its groups are served again at once.
+    pub async fn resume(&self, target: &PauseTarget<'_>) -> Result<bool> {
+        let mut backend = self.writer().await?;
+        let resumed = admin::resume(&mut backend, &self.sql, target, &|| self.now()).await?;
+        drop(backend);
+        self.wake.notify();
+        Ok(resumed)
+    }
+
+    /// The pauses in force.
+    pub async fn pauses(&self) -> Result<Vec<Pause>> {
+        looks::pauses(&mut *self.connection().await?, &self.sql).await
     }
 
     // ---- watch

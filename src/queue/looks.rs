@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::request::PageRequest;
 use crate::sql::Statements;
 use crate::headers::Headers;
-use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, PriorityStats, Stats};
+use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, Pause, PauseKind, PriorityStats, Stats};
 use crate::validate::{DELAYED, PARKED};
 use crate::waiting::Readiness;
 
@@ -52,15 +52,16 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
     let mut by_priority: Vec<PriorityStats> = levels
         .iter()
         .map(|row| {
-            let (groups, leased, parked, delayed) =
-                (count(row.get(1)), count(row.get(2)), count(row.get(3)), count(row.get(4)));
+            let (groups, leased, parked, delayed, paused) =
+                (count(row.get(1)), count(row.get(2)), count(row.get(3)), count(row.get(4)), count(row.get(5)));
             PriorityStats {
                 priority: int(row.get(0)).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
                 groups,
-                ready: groups.saturating_sub(leased + parked + delayed),
+                ready: groups.saturating_sub(leased + parked + delayed + paused),
                 leased,
                 parked,
                 delayed,
+                paused,
             }
         })
         .collect();
@@ -75,6 +76,7 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
         leased: sum(|p| p.leased),
         parked: sum(|p| p.parked),
         delayed: sum(|p| p.delayed),
+        paused: sum(|p| p.paused),
         next_due_at,
         dead,
         oldest_ready_age: oldest_enqueued_at.filter(|_| ready > 0).map(|at| (now - at).max(0.0)),
@@ -112,16 +114,18 @@ pub async fn groups(
     let rows = rows.iter().map(|row| {
         let locked_by = text(row.get(4));
         let lock_expiry = real(row.get(5));
-        let state = state_of(locked_by.as_deref(), lock_expiry, now);
+        // A paused group's head may still be leased (the lease finishes): its holder shows.
+        let head = state_of(locked_by.as_deref(), lock_expiry, now);
+        let paused = int(row.get(9)).is_some_and(|p| p != 0);
         let stored = bytes(row.get(0));
         let info = GroupInfo {
             group_id: lossy(stored.clone()),
-            state,
+            state: if paused { GroupState::Paused } else { head },
             depth: count(row.get(8)),
             head_seq: int(row.get(3)).unwrap_or(0),
             head_age: real(row.get(7)).map(|at| (now - at).max(0.0)),
-            holder: locked_by.filter(|_| state == GroupState::Leased),
-            lock_expiry: lock_expiry.filter(|_| state != GroupState::Ready),
+            holder: locked_by.filter(|_| head == GroupState::Leased),
+            lock_expiry: lock_expiry.filter(|_| head != GroupState::Ready),
             priority: int(row.get(1)).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
             routing_key: text(row.get(2)),
             head_attempts: int(row.get(6)).unwrap_or(0),
@@ -190,6 +194,21 @@ fn headers(value: Option<&Value>) -> Headers {
 fn reads<const N: usize>(all: Vec<Vec<Row>>) -> Result<[Vec<Row>; N]> {
     let got = all.len();
     all.try_into().map_err(|_| Error::Database(format!("{N} reads came back as {got}")))
+}
+
+/// The pauses in force, the queue's first; none where the table is missing.
+pub async fn pauses(backend: &mut Backend, sql: &Statements) -> Result<Vec<Pause>> {
+    if sql.lacks().pauses {
+        return Ok(Vec::new());
+    }
+    let [rows] = reads::<1>(backend.read(&[sql.pause.list()]).await?)?;
+    rows.iter()
+        .map(|row| {
+            let kind = text(row.first()).and_then(|k| PauseKind::from_name(&k));
+            let kind = kind.ok_or_else(|| Error::Database(format!("{}: a row of unknown kind", sql.pauses_table)))?;
+            Ok(Pause { kind, name: lossy(bytes(row.get(1))), paused_at: real(row.get(2)).unwrap_or(0.0) })
+        })
+        .collect()
 }
 
 fn int(value: Option<&Value>) -> Option<i64> {

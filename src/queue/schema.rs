@@ -44,8 +44,7 @@ pub async fn prepare(backend: &mut Backend, sql: &mut Statements, create: bool) 
 /// or "the column T.C", for `AsyncTransport::absent`. Nothing is created or checked beyond.
 pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<String>> {
     let (tables, columns) = missing(backend, sql).await?;
-    let harels: Vec<&str> =
-        tables.iter().copied().filter(|t| *t != sql.dead_table && *t != sql.keys_table).collect();
+    let harels: Vec<&str> = tables.iter().copied().filter(|t| !sql.is_ours(t)).collect();
     if !harels.is_empty() {
         return Err(Error::Database(format!(
             "{} missing: not a queue (opened as it is, nothing is created)",
@@ -65,25 +64,34 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
         keys: tables.contains(&sql.keys_table.as_str()),
         headers: lacking(m, "headers"),
         dead_headers: lacking(d, "headers"),
+        pauses: lacks_pauses(sql, &tables),
     };
     let mut absent: Vec<String> =
         columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();
-    absent.extend(tables.iter().map(|t| format!("the table {t}")));
+    let what = |t: &str| if sql.pause_triggers().contains(&t) { "trigger" } else { "table" };
+    absent.extend(tables.iter().map(|t| format!("the {} {t}", what(t))));
     sql.read_around(lacks);
     Ok(absent)
 }
 
+/// Whether the pauses table or one of its triggers is missing (`tables` as `missing`'s).
+fn lacks_pauses(sql: &Statements, tables: &[&str]) -> bool {
+    tables.iter().any(|t| *t == sql.pauses_table || sql.pause_triggers().contains(t))
+}
+
 /// Every table and column a queue needs, or one error naming each that is missing. The
-/// keys table (added after 0.4.0) is optional: without it only a keyed publish is refused.
+/// keys table (added after 0.4.0) is optional: without it only a keyed publish is refused;
+/// so are the pauses table and its triggers: without them pause and resume are refused.
 async fn check(backend: &mut Backend, sql: &mut Statements) -> Result<()> {
     let (tables, columns) = missing(backend, sql).await?;
     let keys = sql.keys_table.as_str();
-    let lacks_keys = tables.contains(&keys);
+    let (lacks_keys, lacks_pauses) = (tables.contains(&keys), lacks_pauses(sql, &tables));
+    let optional = |t: &str| t == keys || t == sql.pauses_table || sql.pause_triggers().contains(&t);
     let mut missing: Vec<String> =
-        tables.iter().filter(|t| **t != keys).map(|t| format!("the table {t}")).collect();
+        tables.iter().filter(|t| !optional(t)).map(|t| format!("the table {t}")).collect();
     missing.extend(columns.iter().map(|(table, column)| format!("the column {table}.{column}")));
     if missing.is_empty() {
-        sql.read_around(Lacks { keys: lacks_keys, ..sql.lacks() });
+        sql.read_around(Lacks { keys: lacks_keys, pauses: lacks_pauses, ..sql.lacks() });
         return Ok(());
     }
     Err(Error::Database(format!(
@@ -97,18 +105,26 @@ async fn check(backend: &mut Backend, sql: &mut Statements) -> Result<()> {
     )))
 }
 
-/// The tables that are missing, and the columns of ours that the tables there lack, in
-/// one read.
+/// The tables (and the pauses' triggers) that are missing, and the columns of ours that
+/// the tables there lack, in one read.
 async fn missing<'s>(
     backend: &mut Backend,
     sql: &'s Statements,
 ) -> Result<(Vec<&'s str>, Vec<(&'s str, &'static str)>)> {
-    let tables =
-        [sql.messages_table.as_str(), sql.groups_table.as_str(), sql.dead_table.as_str(), sql.keys_table.as_str()];
+    let triggers = sql.pause_triggers();
+    let tables = [
+        sql.messages_table.as_str(),
+        sql.groups_table.as_str(),
+        sql.dead_table.as_str(),
+        sql.keys_table.as_str(),
+        sql.pauses_table.as_str(),
+        triggers[0],
+        triggers[1],
+    ];
     let added = sql.added_columns();
     let statements: Vec<String> = tables
         .iter()
-        .map(|t| Statements::has_table(t))
+        .map(|t| if triggers.contains(t) { Statements::has_trigger(t) } else { Statements::has_table(t) })
         .chain(added.iter().map(|(table, column, _)| Statements::has_column(table, column)))
         .collect();
     let reads: Vec<(&str, Vec<libsql::Value>)> = statements.iter().map(|s| (s.as_str(), Vec::new())).collect();

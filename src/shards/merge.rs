@@ -21,6 +21,7 @@ pub fn sum_stats(shards: Vec<Stats>) -> Stats {
         leased: 0,
         parked: 0,
         delayed: 0,
+        paused: 0,
         next_due_at: None,
         dead: 0,
         oldest_ready_age: None,
@@ -36,6 +37,7 @@ pub fn sum_stats(shards: Vec<Stats>) -> Stats {
         sum.leased += s.leased;
         sum.parked += s.parked;
         sum.delayed += s.delayed;
+        sum.paused += s.paused;
         sum.dead += s.dead;
         sum.next_due_at = soonest(sum.next_due_at, s.next_due_at);
         sum.next_release_at = soonest(sum.next_release_at, s.next_release_at);
@@ -68,6 +70,7 @@ fn add_level(sum: &mut PriorityStats, level: &PriorityStats) {
     sum.leased += level.leased;
     sum.parked += level.parked;
     sum.delayed += level.delayed;
+    sum.paused += level.paused;
 }
 
 /// One page of groups from every shard's page (each from the same cursor, each marked with

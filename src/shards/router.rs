@@ -20,7 +20,10 @@ use crate::request::{
     Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Listing, Nack, PageRequest,
     Publish,
 };
-use crate::types::{DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, MessageInfo, Page, Published, Stats};
+use crate::types::{
+    DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseKind, PauseTarget, Published,
+    Stats,
+};
 use crate::waiting::wait::Wait;
 
 /// A worker's `ack_and_claim` claims on its lease's shard, in the same transaction, this
@@ -470,6 +473,42 @@ impl Router {
     /// On the group's shard (a misplaced group's hold is moved by `shards rehome`, not released).
     pub async fn release(&self, group: Group<'_>) -> Result<bool> {
         self.home(group.0).release(group).await
+    }
+
+    /// On every shard: a group's pause too, since a misplaced group may be on another shard
+    /// than its own, and a pause of a group with no messages yet names where it will be.
+    /// True when some shard had not the pause.
+    pub async fn pause(&self, target: &PauseTarget<'_>) -> Result<bool> {
+        let mut new = false;
+        for (i, queue) in self.queues.iter().enumerate() {
+            new |= queue.pause(target).await.map_err(|e| self.on_shard(i, e))?;
+        }
+        Ok(new)
+    }
+
+    /// On every shard, as `pause`; true when some shard had the pause.
+    pub async fn resume(&self, target: &PauseTarget<'_>) -> Result<bool> {
+        let mut had = false;
+        for (i, queue) in self.queues.iter().enumerate() {
+            had |= queue.resume(target).await.map_err(|e| self.on_shard(i, e))?;
+        }
+        Ok(had)
+    }
+
+    /// Every shard's pauses, each once (with its earliest time): a pause that failed on a
+    /// shard part way is listed from the shards that have it.
+    pub async fn pauses(&self) -> Result<Vec<Pause>> {
+        let mut all: Vec<Pause> = Vec::new();
+        for (i, queue) in self.queues.iter().enumerate() {
+            for pause in queue.pauses().await.map_err(|e| self.on_shard(i, e))? {
+                match all.iter_mut().find(|p| p.kind == pause.kind && p.name == pause.name) {
+                    Some(kept) => kept.paused_at = kept.paused_at.min(pause.paused_at),
+                    None => all.push(pause),
+                }
+            }
+        }
+        all.sort_by_key(|p| (p.kind != PauseKind::Queue, p.kind.name(), p.name.clone()));
+        Ok(all)
     }
 
     /// Dead letters named by seq on a sharded queue are one shard's: refused here.

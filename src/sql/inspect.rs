@@ -4,16 +4,17 @@
 
 use libsql::Value;
 
-use super::{Bound, Statements, DELAYED, PARKED};
+use super::{Bound, Statements, DELAYED, PARKED, PAUSED_AT_OR_BELOW, PAUSE_OFFSET};
 use crate::types::GroupState;
 
 /// The listings of `Statements::groups_page`: every group, or those in one state.
-const LISTINGS: [Option<GroupState>; 5] = [
+const LISTINGS: [Option<GroupState>; 6] = [
     None,
     Some(GroupState::Ready),
     Some(GroupState::Leased),
     Some(GroupState::Parked),
     Some(GroupState::Delayed),
+    Some(GroupState::Paused),
 ];
 
 /// The statements of the looks and of the admin's purges and releases, built once per
@@ -51,7 +52,8 @@ impl Statements {
     /// soonest due time of a delayed head, the soonest end of a lease, park or delay, the
     /// oldest ready message's enqueued_at, its seq, the earliest end of a lease that lapsed
     /// with its holder still named (a worker that died or hung). Then one row per priority
-    /// level: level, groups, leased, parked, delayed, NULL, NULL, NULL.
+    /// level: level, groups, leased, parked, delayed, paused, NULL, NULL. A paused group
+    /// counts as paused only, at the level it will have again.
     pub fn stats(&self, now: f64) -> Bound<'_> {
         (&self.inspect.stats, vec![now.into()])
     }
@@ -62,7 +64,7 @@ impl Statements {
     /// to keep; a look, not the claim's path, pays for it. Only a head is ever locked; the
     /// head check keeps a stray row from counting twice. `CROSS JOIN` keeps SQLite on the
     /// scan (each group's messages by index would read every row). The oldest ready message
-    /// is the first in seq order whose group's head is free.
+    /// is the first in seq order whose group is not paused and whose head is free.
     fn build_stats(&self) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
         let dead = if self.lacks.dead { "0".to_owned() } else { format!("(SELECT count(*) FROM {})", self.dead_table) };
@@ -71,14 +73,18 @@ impl Statements {
             "WITH in_flight AS MATERIALIZED (SELECT g.priority, h.locked_by = '{PARKED}' AS parked, \
                h.locked_by = '{DELAYED}' AS delayed, h.lock_expiry \
                FROM {m} h CROSS JOIN {g} g ON g.group_id = h.group_id \
-               WHERE h.locked_by IS NOT NULL AND h.lock_expiry >= ?1 \
+               WHERE h.locked_by IS NOT NULL AND h.lock_expiry >= ?1 AND g.priority > {PAUSED_AT_OR_BELOW} \
                  AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)), \
              held AS (SELECT priority, sum(NOT parked AND NOT delayed) AS leased, sum(parked) AS parked, \
                sum(delayed) AS delayed FROM in_flight GROUP BY priority), \
-             levels AS (SELECT priority, count(*) AS groups FROM {g} GROUP BY priority), \
+             levels AS (SELECT CASE WHEN priority <= {PAUSED_AT_OR_BELOW} THEN priority + {PAUSE_OFFSET} \
+               ELSE priority END AS level, count(*) AS groups, sum(priority <= {PAUSED_AT_OR_BELOW}) AS paused \
+               FROM {g} GROUP BY level), \
              oldest AS (SELECT e.seq, {enqueued_at} AS enqueued_at FROM {m} e \
                WHERE (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 \
-                 FROM {m} h WHERE h.group_id = e.group_id ORDER BY h.seq LIMIT 1) ORDER BY e.seq LIMIT 1) \
+                 FROM {m} h WHERE h.group_id = e.group_id ORDER BY h.seq LIMIT 1) \
+               AND NOT EXISTS (SELECT 1 FROM {g} WHERE group_id = e.group_id AND priority <= {PAUSED_AT_OR_BELOW}) \
+               ORDER BY e.seq LIMIT 1) \
              SELECT NULL, (SELECT count(*) FROM {m}), {dead}, \
                (SELECT min(lock_expiry) FROM in_flight WHERE delayed), (SELECT min(lock_expiry) FROM in_flight), \
                (SELECT enqueued_at FROM oldest), (SELECT seq FROM oldest), \
@@ -86,20 +92,21 @@ impl Statements {
                  AND h.locked_by NOT IN ('{PARKED}', '{DELAYED}') \
                  AND h.lock_expiry < ?1 AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)) \
              UNION ALL \
-             SELECT l.priority, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), coalesce(h.delayed, 0), \
-               NULL, NULL, NULL \
-               FROM levels l LEFT JOIN held h ON h.priority = l.priority"
+             SELECT l.level, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), coalesce(h.delayed, 0), \
+               l.paused, NULL, NULL \
+               FROM levels l LEFT JOIN held h ON h.priority = l.level"
         )
     }
 
     /// A page of groups in group_id order, after group `after` (?1, the cursor's bytes; the
     /// first page without one), `limit` + 1 rows (?2); with a state, only groups in it at
-    /// `now` (?3). Columns: group_id, priority, routing_key, the head's seq, locked_by,
-    /// lock_expiry, attempts, enqueued_at, and the group's depth.
+    /// `now` (?3). Columns: group_id, priority (a paused group's own), routing_key, the
+    /// head's seq, locked_by, lock_expiry, attempts, enqueued_at, the group's depth, and
+    /// whether it is paused.
     pub fn groups_page(&self, state: Option<GroupState>, after: Option<&[u8]>, limit: i64, now: f64) -> Bound<'_> {
         let listing = LISTINGS.iter().position(|&l| l == state).expect("LISTINGS has every state");
         let mut values = vec![after.map_or(Value::Null, |cursor| Value::Blob(cursor.to_vec())), limit.into()];
-        if state.is_some() {
+        if state.is_some_and(|s| s != GroupState::Paused) {
             values.push(now.into());
         }
         (&self.inspect.groups_pages[listing][usize::from(after.is_some())], values)
@@ -107,22 +114,27 @@ impl Statements {
 
     /// Every head shown is checked. The leased and parked listings scan the messages for
     /// locked heads, as `stats` does, so a head leased by harel's Python transports is listed
-    /// too; the others walk the groups.
+    /// too; the others walk the groups. A paused group is listed as paused only.
     fn build_groups_page(&self, state: Option<GroupState>, after: bool) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
+        let paused = format!("g.priority <= {PAUSED_AT_OR_BELOW}");
         let columns = format!(
-            "CAST(g.group_id AS BLOB), g.priority, {}, h.seq, h.locked_by, h.lock_expiry, {}, {}, \
-             (SELECT count(*) FROM {m} c WHERE c.group_id = g.group_id)",
+            "CAST(g.group_id AS BLOB), CASE WHEN {paused} THEN g.priority + {PAUSE_OFFSET} ELSE g.priority END, \
+             {}, h.seq, h.locked_by, h.lock_expiry, {}, {}, \
+             (SELECT count(*) FROM {m} c WHERE c.group_id = g.group_id), {paused}",
             self.routing_key("g"),
             self.attempts("h"),
             self.enqueued_at("h")
         );
         let head = format!("h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id)");
+        let not_paused = format!("g.priority > {PAUSED_AT_OR_BELOW}");
         let (from, held) = match state {
             None => (format!("{g} g JOIN {m} h ON {head}"), String::new()),
-            Some(GroupState::Ready) => {
-                (format!("{g} g JOIN {m} h ON {head}"), " AND (h.locked_by IS NULL OR h.lock_expiry < ?3)".to_owned())
-            }
+            Some(GroupState::Paused) => (format!("{g} g JOIN {m} h ON {head}"), format!(" AND {paused}")),
+            Some(GroupState::Ready) => (
+                format!("{g} g JOIN {m} h ON {head}"),
+                format!(" AND {not_paused} AND (h.locked_by IS NULL OR h.lock_expiry < ?3)"),
+            ),
             Some(held) => {
                 let holder = match held {
                     GroupState::Parked => format!("= '{PARKED}'"),
@@ -131,7 +143,10 @@ impl Statements {
                 };
                 (
                     format!("{m} h CROSS JOIN {g} g ON g.group_id = h.group_id"),
-                    format!(" AND h.locked_by IS NOT NULL AND h.lock_expiry >= ?3 AND h.locked_by {holder} AND {head}"),
+                    format!(
+                        " AND h.locked_by IS NOT NULL AND h.lock_expiry >= ?3 AND h.locked_by {holder} \
+                         AND {not_paused} AND {head}"
+                    ),
                 )
             }
         };

@@ -15,6 +15,7 @@ use crate::validate::{DELAYED, MAX_PRIORITY, PARKED};
 mod claim;
 mod dead_letters;
 mod inspect;
+mod pause;
 mod publish;
 mod shards;
 mod unique;
@@ -22,6 +23,7 @@ mod unique;
 pub use claim::{LEASE_GUARD, LEASE_LOST};
 use dead_letters::DeadSql;
 use inspect::Inspect;
+pub use pause::{PauseSql, OFFSET as PAUSE_OFFSET, PAUSED_AT_OR_BELOW};
 pub use publish::PublishWith;
 pub use shards::ShardSql;
 pub use unique::UniqueSql;
@@ -55,6 +57,9 @@ pub struct Lacks {
     /// The messages' and the dead letters' `headers` (a file made before headers).
     pub headers: bool,
     pub dead_headers: bool,
+    /// The pauses table (a file made before pauses, opened with create_schema off or as
+    /// it is): pause and resume are refused.
+    pub pauses: bool,
 }
 
 /// A statement and the values it runs with, in the order of its parameters (?1 first; a
@@ -73,6 +78,8 @@ pub struct Statements {
     pub dead_table: String,
     /// Idempotency keys (publish.rs); ours, and optional: a queue without it refuses keyed publishes.
     pub keys_table: String,
+    /// Pauses (pause.rs); ours, and optional as the keys table: without it pause and resume are refused.
+    pub pauses_table: String,
     /// What the looks must read around (nothing, unless opened as it is; `read_around`).
     lacks: Lacks,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
@@ -110,6 +117,8 @@ pub struct Statements {
     pub unique: UniqueSql,
     /// A sharded queue's record of its set.
     pub shard: ShardSql,
+    /// Pausing and resuming.
+    pub pause: PauseSql,
 }
 
 impl Statements {
@@ -119,9 +128,11 @@ impl Statements {
         let g = format!("{prefix}_transport_groups");
         let d = format!("{prefix}_transport_dead");
         let k = format!("{prefix}_transport_keys");
+        let p = format!("{prefix}_transport_pauses");
         let publish_with = PublishWith::new(&m, &g, &k);
         let shard = ShardSql::new(prefix, &m);
         let unique = UniqueSql::new(&m, &g);
+        let pause = PauseSql::new(&m, &g, &p);
         let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
@@ -171,6 +182,8 @@ impl Statements {
             unique,
             shard,
             keys_table: k,
+            pauses_table: p,
+            pause,
             lacks: Lacks::default(),
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
@@ -421,6 +434,7 @@ impl Statements {
             ),
             dead_letters::table(d),
             publish::keys_table(&self.keys_table),
+            pause::table(&self.pauses_table),
         ]
     }
 
@@ -445,11 +459,29 @@ impl Statements {
         format!("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{table}'")
     }
 
+    /// Whether `trigger` exists (one row if it does).
+    pub fn has_trigger(trigger: &str) -> String {
+        format!("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = '{trigger}'")
+    }
+
+    /// The names of the pauses' two triggers (pause.rs).
+    pub fn pause_triggers(&self) -> [&str; 2] {
+        [&self.pause.triggers[0], &self.pause.triggers[1]]
+    }
+
+    /// Whether `name` is a table or trigger of ours, which a harel 0.9 file lacks.
+    pub fn is_ours(&self, name: &str) -> bool {
+        name == self.dead_table || name == self.keys_table || name == self.pauses_table
+            || self.pause_triggers().contains(&name)
+    }
+
     /// Whether `table` has `column` (one row if it does).
     pub fn has_column(table: &str, column: &str) -> String {
         format!("SELECT 1 FROM pragma_table_info('{table}') WHERE name = '{column}'")
     }
 
+    /// The indexes, then the pauses' triggers (pause.rs), which read columns the tables
+    /// may have only after `added_columns`.
     pub fn indexes(&self) -> Vec<String> {
         let (g, m) = (&self.groups_table, &self.messages_table);
         let mut statements = vec![
@@ -473,10 +505,12 @@ impl Statements {
             .collect();
         statements.push(dead_letters::table(&self.dead_table));
         statements.push(publish::keys_table(&self.keys_table));
+        statements.push(pause::table(&self.pauses_table));
         statements.extend(self.our_indexes());
         statements
     }
 
+    /// Ours: the indexes harel 0.9 lacks, and the pauses' triggers.
     fn our_indexes(&self) -> Vec<String> {
         let (g, m, d) = (&self.groups_table, &self.messages_table, &self.dead_table);
         vec![
@@ -496,6 +530,9 @@ impl Statements {
             publish::keys_index(&self.keys_table),
             unique::index(m),
         ]
+        .into_iter()
+        .chain(pause::triggers(g, &self.pauses_table))
+        .collect()
     }
 }
 
@@ -569,7 +606,7 @@ pub fn as_script(statements: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{DeadLetters, GroupState, UniqueMode};
+    use crate::types::{DeadLetters, GroupState, PauseTarget, UniqueMode};
 
     /// How many values a statement takes: its highest ?N, a bare `?` one more than the
     /// highest before it (SQLite's numbering).
@@ -609,6 +646,7 @@ mod tests {
             keys: true,
             headers: true,
             dead_headers: true,
+            pauses: true,
         };
         for lacks in [Lacks::default(), lacking_all] {
             sql.read_around(lacks);
@@ -670,6 +708,7 @@ mod tests {
                 Some(GroupState::Leased),
                 Some(GroupState::Parked),
                 Some(GroupState::Delayed),
+                Some(GroupState::Paused),
             ];
             for state in states {
                 for after in [None, Some(&b"g"[..])] {
@@ -679,6 +718,11 @@ mod tests {
             all.extend(sql.purge_group("g"));
             all.extend(sql.purge_all());
             all.extend(sql.release_head("g", 1.0));
+            for target in [PauseTarget::Queue, PauseTarget::Group("g"), PauseTarget::RoutingKey("k")] {
+                all.extend(sql.pause.pause(&target, 1.0));
+                all.extend(sql.pause.resume(&target, 1.0));
+            }
+            all.push(sql.pause.list());
             for (statement, values) in all {
                 assert_eq!(highest_parameter(statement), values.len(), "{statement}");
             }

@@ -10,6 +10,7 @@ use harel_transport::{
     Cancel, Delivery, Error, GroupState, Headers, Lease, Message, Options, Published, Transport, Value, Wait,
 };
 
+pub use super::contract_pause::*;
 pub use super::contract_rules::*;
 use super::drain::claim_and_ack_all;
 use super::poll::{readable_within, work_within};
@@ -139,6 +140,16 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("unique_keys_in_a_batch_are_checked_in_order", unique_keys_in_a_batch_are_checked_in_order),
     ("a_unique_duplicate_in_a_transaction_is_an_answer", a_unique_duplicate_in_a_transaction_is_an_answer),
     ("bad_unique_keys_are_refused_and_change_nothing", bad_unique_keys_are_refused_and_change_nothing),
+    (
+        "a_paused_group_keeps_its_messages_in_order_and_is_not_claimed",
+        a_paused_group_keeps_its_messages_in_order_and_is_not_claimed,
+    ),
+    ("a_lease_in_hand_finishes_while_its_group_is_paused", a_lease_in_hand_finishes_while_its_group_is_paused),
+    ("a_paused_queue_holds_every_group_and_new_ones", a_paused_queue_holds_every_group_and_new_ones),
+    ("a_paused_routing_key_holds_its_groups_and_new_ones", a_paused_routing_key_holds_its_groups_and_new_ones),
+    ("a_pause_names_a_group_before_and_after_it_has_messages", a_pause_names_a_group_before_and_after_it_has_messages),
+    ("resume_keeps_a_held_head_until_its_time", resume_keeps_a_held_head_until_its_time),
+    ("bad_pause_targets_are_refused_and_change_nothing", bad_pause_targets_are_refused_and_change_nothing),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {

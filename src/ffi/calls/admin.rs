@@ -1,5 +1,5 @@
 //! The operator's writes from C: redrive and purge dead letters, purge a group or the
-//! queue, release a group's hold.
+//! queue, release a group's hold, pause and resume.
 
 use std::ffi::c_char;
 
@@ -8,7 +8,7 @@ use super::handle::{harel_transport, on_handle};
 use super::status::harel_status::{self, HAREL_OK};
 use super::args;
 use crate::error::{Error, Result};
-use crate::DeadLetters;
+use crate::{DeadLetters, PauseTarget};
 
 /// Which dead letters: exactly one of `all`, a `group_id` (not NULL) or `n_seqs` seqs.
 ///
@@ -138,11 +138,93 @@ pub extern "C" fn harel_transport_release(
 ) -> harel_status {
     on_handle(t, err, |t| {
         // SAFETY: per this function's contract.
-        let done = t.release(unsafe { args::string(group_id, "group_id") }?)?;
-        // SAFETY: NULL or valid for one write.
-        if let Some(released) = unsafe { released.as_mut() } {
-            *released = done;
-        }
+        flag_out(released, t.release(unsafe { args::string(group_id, "group_id") }?)?);
+        Ok(HAREL_OK)
+    })
+}
+
+/// What a pause or resume names (docs/queue.md, "Pause and resume"). Passed as an
+/// `int32_t`, so that a wrong value is refused rather than undefined.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum harel_pause_kind {
+    /// The whole queue: every group, and every group made while the pause lasts; `name` NULL.
+    HAREL_PAUSE_QUEUE = 0,
+    /// One group, `name` its id, whether or not it has messages now.
+    HAREL_PAUSE_GROUP = 1,
+    /// Every group published with the routing key `name`.
+    HAREL_PAUSE_ROUTING_KEY = 2,
+}
+
+/// The target of `kind` (a harel_pause_kind) and `name`.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+unsafe fn target<'a>(kind: i32, name: *const c_char) -> Result<PauseTarget<'a>> {
+    let name = unsafe { args::optional_string(name, "name") }?;
+    match (kind, name) {
+        (0, None) => Ok(PauseTarget::Queue),
+        (0, Some(_)) => Err(Error::Argument("name must be NULL with HAREL_PAUSE_QUEUE".into())),
+        (1, Some(group_id)) => Ok(PauseTarget::Group(group_id)),
+        (2, Some(key)) => Ok(PauseTarget::RoutingKey(key)),
+        (1 | 2, None) => Err(Error::Argument("name is NULL: a group id or routing key to pause".into())),
+        (other, _) => Err(Error::Argument(format!(
+            "kind is {other}; it must be HAREL_PAUSE_QUEUE, HAREL_PAUSE_GROUP or HAREL_PAUSE_ROUTING_KEY"
+        ))),
+    }
+}
+
+/// Sets `*out` (if not NULL) to `done`.
+fn flag_out(out: *mut bool, done: bool) {
+    // SAFETY: NULL or valid for one write (the calls' contract).
+    if let Some(out) = unsafe { out.as_mut() } {
+        *out = done;
+    }
+}
+
+/// Pauses a group, a routing key or the whole queue: `kind` a harel_pause_kind, `name`
+/// the group id or routing key (NULL for the queue). Stored in the database, so every
+/// process sees it and it outlives restarts, until `harel_transport_resume`. A paused
+/// group's messages stay in order and no claim takes them (harel 0.9's Python transports
+/// neither); a lease taken before finishes (ack, nack, extend work); publishes go on, into
+/// paused groups too. On a sharded queue, on every shard. `*paused` (if not NULL) is false
+/// when the pause was there already.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL, kind not a harel_pause_kind, name NULL
+/// for a group or routing key, not NULL for the queue, empty or not UTF-8); HAREL_ERR_BUSY;
+/// HAREL_ERR_DATABASE (also: the queue lacks the pauses table, opened with create_schema
+/// off); HAREL_ERR_CONNECT.
+#[no_mangle]
+pub extern "C" fn harel_transport_pause(
+    t: *mut harel_transport,
+    kind: i32,
+    name: *const c_char,
+    paused: *mut bool,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: per this function's contract.
+        flag_out(paused, t.pause(unsafe { target(kind, name) }?)?);
+        Ok(HAREL_OK)
+    })
+}
+
+/// Ends the pause `kind` and `name` name (as `harel_transport_pause`'s): the groups it
+/// paused that no other pause names are served again, each from its head, at once.
+/// `*resumed` (if not NULL) is false when there was no such pause (nothing changed).
+///
+/// Returns as `harel_transport_pause`.
+#[no_mangle]
+pub extern "C" fn harel_transport_resume(
+    t: *mut harel_transport,
+    kind: i32,
+    name: *const c_char,
+    resumed: *mut bool,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    on_handle(t, err, |t| {
+        // SAFETY: per this function's contract.
+        flag_out(resumed, t.resume(unsafe { target(kind, name) }?)?);
         Ok(HAREL_OK)
     })
 }

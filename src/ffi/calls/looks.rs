@@ -13,11 +13,13 @@ use super::status::harel_status::{self, HAREL_OK};
 use super::strings_out::{or_minus_one, Strings};
 use super::args;
 use crate::error::{Error, Result};
-use crate::{GroupState, Page, Transport};
+use crate::{GroupState, Page, PauseKind, Transport};
+use super::admin::harel_pause_kind;
 
 /// The counts of one priority level (see harel_stats). A group whose head is delayed
-/// (HAREL_GROUP_DELAYED) is in `groups` but in none of ready, leased and parked: harel_stats'
-/// `delayed` counts them, over every level (this struct's size is fixed).
+/// (HAREL_GROUP_DELAYED) or that is paused (HAREL_GROUP_PAUSED) is in `groups` but in none
+/// of ready, leased and parked: harel_stats' `delayed` and `paused` count them, over every
+/// level (this struct's size is fixed).
 #[repr(C)]
 pub struct harel_priority_stats {
     pub priority: i32,
@@ -60,6 +62,9 @@ pub struct harel_stats {
     pub delayed: u64,
     /// The soonest due time of such a head, epoch seconds; -1 when none is delayed.
     pub next_due_at: f64,
+    /// Groups a pause names (harel_transport_pause); they are in none of ready, leased,
+    /// parked and delayed, here and per level. Added after 0.4.0, at the end.
+    pub paused: u64,
 }
 
 /// A group's state, from its head (see harel_group_info).
@@ -71,6 +76,9 @@ pub enum harel_group_state {
     HAREL_GROUP_PARKED = 2,
     /// Its head was published with a delay that has not passed (added after 0.4.0).
     HAREL_GROUP_DELAYED = 3,
+    /// A pause names it (harel_transport_pause): no claim takes its head, whatever the
+    /// head's state; a lease taken before still shows its holder (added after 0.4.0).
+    HAREL_GROUP_PAUSED = 4,
 }
 
 /// One group of a `harel_group_page`. Its strings live as long as the page.
@@ -276,6 +284,7 @@ pub extern "C" fn harel_transport_stats(
             oldest_ready_seq: s.oldest_ready_seq.unwrap_or(-1),
             delayed: s.delayed,
             next_due_at: or_minus_one(s.next_due_at),
+            paused: s.paused,
         }))
     })
 }
@@ -294,9 +303,10 @@ fn state_of(state: i32) -> Result<Option<GroupState>> {
         1 => Ok(Some(GroupState::Leased)),
         2 => Ok(Some(GroupState::Parked)),
         3 => Ok(Some(GroupState::Delayed)),
+        4 => Ok(Some(GroupState::Paused)),
         other => Err(Error::Argument(format!(
-            "state is {other}; it must be -1 (any), HAREL_GROUP_READY, HAREL_GROUP_LEASED, HAREL_GROUP_PARKED \
-             or HAREL_GROUP_DELAYED"
+            "state is {other}; it must be -1 (any), HAREL_GROUP_READY, HAREL_GROUP_LEASED, HAREL_GROUP_PARKED, \
+             HAREL_GROUP_DELAYED or HAREL_GROUP_PAUSED"
         ))),
     }
 }
@@ -307,6 +317,7 @@ fn c_state(state: GroupState) -> harel_group_state {
         GroupState::Leased => harel_group_state::HAREL_GROUP_LEASED,
         GroupState::Parked => harel_group_state::HAREL_GROUP_PARKED,
         GroupState::Delayed => harel_group_state::HAREL_GROUP_DELAYED,
+        GroupState::Paused => harel_group_state::HAREL_GROUP_PAUSED,
     }
 }
 
@@ -495,4 +506,66 @@ pub extern "C" fn harel_transport_dead_letters(
 pub extern "C" fn harel_dead_page_free(page: *mut harel_dead_page) {
     // SAFETY: NULL or from harel_transport_dead_letters, freed once (this function's contract).
     boundary_value((), || unsafe { free_box(page) })
+}
+
+/// One pause of a `harel_pause_list`.
+#[repr(C)]
+pub struct harel_pause {
+    pub kind: harel_pause_kind,
+    /// The group id or routing key, `name_len` bytes then a NUL; "" for the queue.
+    pub name: *const c_char,
+    pub name_len: usize,
+    /// When it was paused, epoch seconds.
+    pub paused_at: f64,
+}
+
+/// The pauses in force, from `harel_transport_pauses`; free with `harel_pause_list_free`.
+#[repr(C)]
+pub struct harel_pause_list {
+    pub pauses: *const harel_pause,
+    pub n_pauses: usize,
+}
+
+impl Castable for harel_pause_list {
+    type Ownership = Looked<harel_pause>;
+    type RustType = harel_pause_list;
+}
+
+/// The pauses in force (harel_transport_pause), the queue's first, then by kind and name.
+/// A queue opened with create_schema off that lacks the pauses table has none.
+///
+/// On HAREL_OK `*out` is the caller's (free it with `harel_pause_list_free`); on error NULL.
+///
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL); HAREL_ERR_DATABASE;
+/// HAREL_ERR_CONNECT.
+#[no_mangle]
+pub extern "C" fn harel_transport_pauses(
+    t: *mut harel_transport,
+    out: *mut *mut harel_pause_list,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    look(t, out, err, |t| {
+        let mut strings = Strings::default();
+        let pauses = t
+            .pauses()?
+            .iter()
+            .map(|p| {
+                let (name, name_len) = strings.add(&p.name);
+                let kind = match p.kind {
+                    PauseKind::Queue => harel_pause_kind::HAREL_PAUSE_QUEUE,
+                    PauseKind::Group => harel_pause_kind::HAREL_PAUSE_GROUP,
+                    PauseKind::RoutingKey => harel_pause_kind::HAREL_PAUSE_ROUTING_KEY,
+                };
+                harel_pause { kind, name, name_len, paused_at: p.paused_at }
+            })
+            .collect();
+        Ok(hand_out(pauses, strings, |pauses, n_pauses| harel_pause_list { pauses, n_pauses }))
+    })
+}
+
+/// Frees what `harel_transport_pauses` handed out. NULL does nothing.
+#[no_mangle]
+pub extern "C" fn harel_pause_list_free(list: *mut harel_pause_list) {
+    // SAFETY: NULL or from harel_transport_pauses, freed once (this function's contract).
+    boundary_value((), || unsafe { free_box(list) })
 }
