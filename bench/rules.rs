@@ -5,14 +5,16 @@
 //! - a publish with a unique key (each new: the message is stored) against a plain publish
 //!   (target <= 1.3x);
 //! - a publish whose unique key finds its message pending and replaces it, against the same
-//!   plain publish (reported; the target is the stored publish's).
+//!   plain publish (reported; the target is the stored publish's);
+//! - a claim on a queue beside 10,000 paused groups (each with a message), against the
+//!   claim on a queue without them (target <= 1.2x).
 
 use std::time::{Duration, Instant};
 
 mod pairs;
 use pairs::{header, pair, places, row};
 
-use harel_transport::{Delivery, Message, Options, Transport, Unique, UniqueMode};
+use harel_transport::{Delivery, Message, Options, PauseTarget, Transport, Unique, UniqueMode};
 use harel_transport_testkit::sqld::Sqld;
 
 /// Each publish's own event: a replace writes what it carries.
@@ -42,6 +44,42 @@ fn with_unique(t: &Transport, n: usize, keys: impl Fn(usize) -> String, mode: Un
     started.elapsed()
 }
 
+/// `n` claims (each timed alone; its ack is not) of `n` messages published first, over 50 groups.
+fn claims(t: &Transport, n: usize) -> Duration {
+    for i in 0..n {
+        t.publish(&format!("g{}", i % 50), &event(i), 0, None).unwrap();
+    }
+    let mut spent = Duration::ZERO;
+    for _ in 0..n {
+        let started = Instant::now();
+        let lease = t.claim("w", 30.0, 0, &[]).unwrap().expect("a ready group");
+        spent += started.elapsed();
+        t.ack(&lease).unwrap();
+    }
+    spent
+}
+
+/// 10,000 groups of one message each, paused by their routing key.
+fn beside_paused_groups(t: &Transport) {
+    let events: Vec<String> = (0..10_000).map(event).collect();
+    let groups: Vec<String> = (0..10_000).map(|i| format!("paused{i}")).collect();
+    t.pause(PauseTarget::RoutingKey("held")).unwrap();
+    for chunk in (0..10_000).collect::<Vec<_>>().chunks(1000) {
+        let batch: Vec<Message<'_>> = chunk
+            .iter()
+            .map(|&i| Message {
+                group_id: &groups[i],
+                event_json: &events[i],
+                priority: 0,
+                routing_key: Some("held"),
+                headers: None,
+            })
+            .collect();
+        t.publish_many(&batch).unwrap();
+    }
+    assert_eq!(t.stats().unwrap().paused, 10_000);
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let sqld = harel_transport_testkit::sqld::binary().ok().map(|b| Sqld::start(&b, false));
@@ -68,5 +106,9 @@ fn main() {
         row(place.name, "publish replacing its pending message / plain publish", pair(place.n, |n| {
             plain(&yardstick, n)
         }, |n| with_unique(&replacing, n, |i| format!("k{}", i % 50), UniqueMode::Replace)), 1.3);
+        let (yardstick, crowded) = (open(), open());
+        beside_paused_groups(&crowded);
+        let beside = pair(place.n, |n| claims(&yardstick, n), |n| claims(&crowded, n));
+        row(place.name, "claim beside 10,000 paused groups / claim alone", beside, 1.2);
     }
 }

@@ -73,17 +73,6 @@
 #define HAREL_MAX_SHARDS 256
 
 /**
- * What a pause takes off a group's priority; given back at resume.
- */
-#define OFFSET 1000000000
-
-/**
- * A group whose priority is at or below this is paused: halfway, so any priority a
- * writer gave (ours are 0..4, harel's Python publish takes any) stays on its side.
- */
-#define PAUSED_AT_OR_BELOW (-OFFSET / 2)
-
-/**
  * The length of a version-00 `traceparent` value, in characters ("00-", 32 hex digits,
  * "-", 16, "-", 2); a C buffer for one (`harel_traceparent_format`'s) holds this many and a NUL.
  */
@@ -481,6 +470,11 @@ typedef struct harel_stats {
    * parked and delayed, here and per level. Added after 0.4.0, at the end.
    */
   uint64_t paused;
+  /**
+   * `n_priorities` counts: `paused_by_priority[i]` is how many of `by_priority[i]`'s
+   * groups are paused (an array of its own: `harel_priority_stats` keeps its size).
+   */
+  const uint64_t *paused_by_priority;
 } harel_stats;
 
 /**
@@ -1285,7 +1279,7 @@ void harel_stats_free(struct harel_stats *stats);
  *
  * On HAREL_OK `*out` is the caller's (free it with `harel_group_page_free`); on error NULL.
  *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..3, cursor not one
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..4, cursor not one
  * this listing handed out or not UTF-8, limit outside 1..10000); HAREL_ERR_DATABASE;
  * HAREL_ERR_CONNECT.
  */

@@ -73,6 +73,10 @@
  * - Transport::open_shards opens one queue sharded over a list of databases (the same
  *   Options for each); the Transport is an ordinary one, shard_count() says over how many.
  *   harel::shard_of(group_id, n) names the shard a group lives on, without a Transport.
+ * - Pause and resume: Transport::pause and resume take a harel::PauseTarget (queue(),
+ *   group(id), routing_key(key)) and say whether they changed anything; pauses() lists the
+ *   pauses in force as harel::Pause values (kind, name, paused_at). A paused group is
+ *   GroupState::Paused, and stats()->paused counts them.
  * - Every failed call throws harel::Error, a std::runtime_error carrying the call's
  *   harel_status (status()), its name, and the library's message (what() is
  *   "HAREL_ERR_LEASE_LOST: ..."); code() is the same status as a std::error_code of
@@ -84,7 +88,8 @@
  *   side allocates (the handle, the options, a lease, a schema string) and the batch
  *   calls' std::vectors (the leases, the outcomes, the lease pointers passed to the C
  *   side, and those of the string lists of open_shards and Options::sync_urls; publish_many_with's results and the option and header arrays it passes; a copy of the text parse_traceparent and tracestate_valid read, and the strings of format_traceparent and HeaderList::to_vector; a transaction's
- *   Values, its Rows, its commit's outcomes and the parameters passed to the C side):
+ *   Values, its Rows, its commit's outcomes and the parameters passed to the C side; the
+ *   Pause values of pauses(), their names):
  *   strings go in as const char* or std::string (harel::CStr, never copied), batches and
  *   routing keys as a pointer and a length (harel::Span, never copied), and harel::Message
  *   is laid out as harel_message so a batch is handed to the C side as it is. An error
@@ -719,14 +724,17 @@ enum class GroupState : int32_t {
   Parked = HAREL_GROUP_PARKED,
   /// Its head was published with a delay or a due instant that has not come (publish_with).
   Delayed = HAREL_GROUP_DELAYED,
+  /// A pause names it (Transport::pause): no claim takes its head, whatever the head's state;
+  /// the holder of a lease taken before the pause still shows.
+  Paused = HAREL_GROUP_PAUSED,
 };
 
 /// The queue's counts at one instant (Transport::stats, harel_transport_stats), owned: the C
-/// struct's fields through -> (now; messages; groups, and of them ready, leased, parked and
-/// delayed; dead; oldest_ready_age, oldest_ready_seq, next_release_at and next_due_at, -1
-/// when absent), the levels through by_priority(); freed when the Stats is destroyed.
-/// Move-only. A delayed group is in `delayed` and in its level's `groups`, in none of the
-/// ready, leased and parked counts.
+/// struct's fields through -> (now; messages; groups, and of them ready, leased, parked,
+/// delayed and paused; dead; oldest_ready_age, oldest_ready_seq, next_release_at and
+/// next_due_at, -1 when absent), the levels through by_priority(); freed when the Stats is
+/// destroyed. Move-only. A delayed or paused group is in `delayed` or `paused` and in its
+/// level's `groups`, in none of the ready, leased and parked counts.
 class Stats {
  public:
   /// Takes ownership of what harel_transport_stats handed out.
@@ -1139,6 +1147,48 @@ inline std::size_t shard_of(std::string_view group_id, std::size_t n_shards) {
   return shard;
 }
 
+// ---- pause and resume -----------------------------------------------------------------------
+
+/// What a pause names (harel_pause_kind; docs/queue.md, "Pause and resume").
+enum class PauseKind : int32_t {
+  /// The whole queue: every group, and every group made while the pause lasts.
+  Queue = HAREL_PAUSE_QUEUE,
+  /// One group, by its id, whether or not it has messages now.
+  Group = HAREL_PAUSE_GROUP,
+  /// Every group published with the routing key.
+  RoutingKey = HAREL_PAUSE_ROUTING_KEY,
+};
+
+/// What Transport::pause and resume act on: a kind and, for a group or a routing key, its
+/// name (borrowed for the call, as a CStr; nullptr for the queue). Made by its factories:
+///
+///   queue.pause(harel::PauseTarget::group("order-42"));
+///   queue.pause(harel::PauseTarget::routing_key("eu"));
+///   queue.resume(harel::PauseTarget::queue());
+///
+/// or as an aggregate, `{harel::PauseKind::Group, id}`; the library checks the pair (a group
+/// id or routing key not empty and UTF-8, no name for the queue) and throws for a bad one.
+struct PauseTarget {
+  PauseKind kind = PauseKind::Queue;
+  CStr name = nullptr;
+
+  /// The whole queue.
+  static PauseTarget queue() noexcept { return PauseTarget{PauseKind::Queue, nullptr}; }
+  /// The group `group_id`.
+  static PauseTarget group(CStr group_id) noexcept { return PauseTarget{PauseKind::Group, group_id}; }
+  /// Every group of the routing key `key`.
+  static PauseTarget routing_key(CStr key) noexcept { return PauseTarget{PauseKind::RoutingKey, key}; }
+};
+
+/// A pause in force, as Transport::pauses lists it (harel_pause), copied: its kind, its name
+/// (the group id or routing key, every byte; empty for the queue) and when it was paused
+/// (epoch seconds, by the transport's clock).
+struct Pause {
+  PauseKind kind = PauseKind::Queue;
+  std::string name;
+  double paused_at = 0.0;
+};
+
 // ---- the transport --------------------------------------------------------------------------
 
 /// An open queue, owned: closed when destroyed (closing cannot fail). Move-only.
@@ -1483,6 +1533,43 @@ class Transport {
     detail::check(harel_transport_dead_letter(raw_.get(), lease.get(), reason.c_str(), slot.out()), slot);
   }
 
+  /// Pauses `target` (harel_transport_pause): no claim takes a message of the groups it names
+  /// (theirs stay in order; a lease taken before finishes: ack, nack, extend and dead_letter
+  /// work; publishes go on), for every process on the queue and across restarts, until
+  /// resume; on a sharded queue, on every shard. true: the pause is new; false: it was there
+  /// already. Throws Error: HAREL_ERR_ARGUMENT (a kind not a PauseKind, a name for the queue
+  /// or none for a group or routing key, a name empty or not UTF-8, an empty Transport;
+  /// nothing changed), HAREL_ERR_BUSY, HAREL_ERR_DATABASE (also: a queue opened with
+  /// create_schema off that lacks the pauses table), HAREL_ERR_CONNECT.
+  bool pause(const PauseTarget &target) { return pause_call(harel_transport_pause, target); }
+
+  /// Ends the pause `target` names (harel_transport_resume): the groups it paused that no
+  /// other pause names are served again, each from its head, at once (a group paused on its
+  /// own stays paused when the queue is resumed, and the other way round). true: there was
+  /// such a pause; false: nothing changed. Throws Error as pause does.
+  bool resume(const PauseTarget &target) { return pause_call(harel_transport_resume, target); }
+
+  /// The pauses in force (harel_transport_pauses), copied: the queue's first, then by kind
+  /// and name; on a sharded queue each once. Empty when there are none (and on a queue opened
+  /// with create_schema off that lacks the pauses table). Throws Error: HAREL_ERR_ARGUMENT
+  /// (an empty Transport), HAREL_ERR_DATABASE, HAREL_ERR_CONNECT.
+  std::vector<Pause> pauses() const {
+    harel_pause_list *out = nullptr;
+    detail::ErrorSlot slot;
+    const harel_status status = harel_transport_pauses(raw_.get(), &out, slot.out());
+    const std::unique_ptr<harel_pause_list, PauseListFree> list(out);  // owned from here
+    detail::check(status, slot);
+    if (!list) throw Error(HAREL_ERR_PANIC, "harel_transport_pauses returned HAREL_OK without a list");
+    std::vector<Pause> pauses;
+    pauses.reserve(list->n_pauses);
+    for (std::size_t i = 0; i < list->n_pauses; i++) {
+      const harel_pause &p = list->pauses[i];
+      pauses.push_back(Pause{static_cast<PauseKind>(p.kind), p.name ? std::string(p.name, p.name_len) : std::string(),
+                             p.paused_at});
+    }
+    return pauses;
+  }
+
   /// Exact counts of the queue now (harel_transport_stats): one read that takes no write
   /// lock. Throws Error: HAREL_ERR_ARGUMENT (an empty Transport), HAREL_ERR_DATABASE,
   /// HAREL_ERR_CONNECT.
@@ -1557,6 +1644,18 @@ class Transport {
   struct Close {
     void operator()(harel_transport *t) const noexcept { harel_transport_close(t); }
   };
+
+  struct PauseListFree {
+    void operator()(harel_pause_list *l) const noexcept { harel_pause_list_free(l); }
+  };
+
+  bool pause_call(harel_status (*call)(harel_transport *, int32_t, const char *, bool *, harel_error **),
+                  const PauseTarget &target) {
+    bool changed = false;
+    detail::ErrorSlot slot;
+    detail::check(call(raw_.get(), static_cast<int32_t>(target.kind), target.name.c_str(), &changed, slot.out()), slot);
+    return changed;
+  }
 
   static Transport open_raw(CStr database, const harel_options *options) {
     harel_transport *out = nullptr;

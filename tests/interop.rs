@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use common::{file, temp_db, Raw, TestClock};
-use harel_transport::{Error, Lease, Transport};
+use harel_transport::{Error, Lease, PauseTarget, Transport};
 use serde_json::{json, Value};
 
 const V: f64 = 30.0;
@@ -362,10 +362,56 @@ fn harel_never_delivers_a_delayed_message_early() {
     }
 }
 
+/// A pause holds harel 0.9's own workers too, from another process: its claim never takes
+/// a paused group, a group it publishes while the queue is paused is paused at birth (the
+/// trigger runs in its process), its ack of a lease taken before the pause leaves the group
+/// paused; resume serves them again, in order.
+#[test]
+fn harel_never_takes_paused_work() {
+    let _limit = common::time_limit();
+    let Some(python) = harel_python("harel_never_takes_paused_work") else {
+        return;
+    };
+    for kind in ["sqlite", "libsql"] {
+        let (_dir, path) = temp_db();
+        let clock = TestClock::at(1000.0);
+        let t = file(&path, &clock);
+        for (group, n) in [("p", 0), ("p", 1), ("q", 2)] {
+            t.publish(group, &harel_event(&format!("e{n}"), n), 0, None).unwrap();
+        }
+        let mut py = Peer::open(&python, kind, &path, 1000.0);
+        let (held, group, id) = py.claim(V).expect("p's head, the first group");
+        assert_eq!((group.as_str(), id.as_str()), ("p", "e0"), "{kind}");
+        assert!(t.pause(PauseTarget::Group("p")).unwrap());
+        let (seq, group, _) = py.claim(V).expect("q is not paused");
+        assert_eq!(group, "q", "{kind}");
+        py.ack(seq, &group);
+        py.ack(held, "p");
+        assert_eq!(py.claim(V), None, "{kind}: p's next message stays held after harel's ack");
+        assert!(claim_ok(&t, "rust").is_none(), "{kind}: for ours too");
+
+        t.pause(PauseTarget::Queue).unwrap();
+        py.publish("new", "n0", 0);
+        assert_eq!(py.claim(V), None, "{kind}: harel's own new group is paused at birth");
+        assert_eq!(t.stats().unwrap().paused, 2, "{kind}");
+        t.resume(PauseTarget::Queue).unwrap();
+        let (seq, group, id) = py.claim(V).expect("the queue resumed");
+        assert_eq!((group.as_str(), id.as_str()), ("new", "n0"), "{kind}: p is still paused on its own");
+        py.ack(seq, &group);
+        assert_eq!(py.claim(V), None, "{kind}");
+        t.resume(PauseTarget::Group("p")).unwrap();
+        let (seq, group, id) = py.claim(V).expect("p resumed");
+        assert_eq!((group.as_str(), id.as_str()), ("p", "e1"), "{kind}");
+        py.ack(seq, &group);
+        assert_eq!(Raw::open(&path).count("SELECT count(*) FROM harel_transport_messages"), 0, "{kind}");
+    }
+}
+
 /// harel 0.9's own contract (`harel.testing.assert_transport_contract`, sync and async) on
 /// files this library prepared from another process (`prepare_a_file`): with a delayed
-/// message, idempotency keys and an application transaction's rows in them, harel's
-/// transports behave as on a fresh file and never hand out the delayed message.
+/// message, idempotency keys, an application transaction's rows and a paused group in
+/// them, harel's transports behave as on a fresh file and never hand out the delayed
+/// message nor the paused one.
 #[test]
 fn harels_contract_passes_on_files_with_our_delayed_messages_keys_and_transactions() {
     let _limit = common::time_limit();
@@ -414,4 +460,9 @@ fn prepare_a_file() {
         t.ack(&lease).unwrap();
     }
     assert!(t.claim("ours", V, 0, &[]).unwrap().is_none(), "only the delayed message is left");
+    // A paused group with a message, and a pause of a routing key harel never gives.
+    t.publish("ours-paused", &d, 0, None).unwrap();
+    t.pause(PauseTarget::Group("ours-paused")).unwrap();
+    t.pause(PauseTarget::RoutingKey("ours-held")).unwrap();
+    assert!(t.claim("ours", V, 0, &[]).unwrap().is_none(), "the paused group is not served");
 }

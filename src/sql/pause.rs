@@ -19,10 +19,10 @@ use crate::types::{PauseKind, PauseTarget};
 use crate::validate::{DELAYED, MISPLACED, PARKED, SET_ASIDE_UNTIL};
 
 /// What a pause takes off a group's priority; given back at resume.
-pub const OFFSET: i64 = 1_000_000_000;
+pub(crate) const OFFSET: i64 = 1_000_000_000;
 /// A group whose priority is at or below this is paused: halfway, so any priority a
 /// writer gave (ours are 0..4, harel's Python publish takes any) stays on its side.
-pub const PAUSED_AT_OR_BELOW: i64 = -OFFSET / 2;
+pub(crate) const PAUSED_AT_OR_BELOW: i64 = -OFFSET / 2;
 
 /// The pauses table: one row per pause; `name` is '' for the queue.
 pub(super) fn table(p: &str) -> String {
@@ -65,25 +65,25 @@ pub(super) fn triggers(g: &str, p: &str) -> Vec<String> {
     ]
 }
 
-/// The groups a target of kind `kind` (`PauseKind as usize`) names, on the group `g`, its name ?`n`.
-fn target_groups(kind: usize, n: usize) -> String {
+/// The groups a target of `kind` names, on the group `g`, its name ?`n`.
+fn target_groups(kind: PauseKind, n: usize) -> String {
     match kind {
-        0 => "1".to_owned(),
-        1 => format!("g.group_id = ?{n}"),
-        _ => format!("g.routing_key = ?{n}"),
+        PauseKind::Queue => "1".to_owned(),
+        PauseKind::Group => format!("g.group_id = ?{n}"),
+        PauseKind::RoutingKey => format!("g.routing_key = ?{n}"),
     }
 }
 
-/// The kinds in `PauseKind`'s order, which indexes the statements.
-const KINDS: usize = 3;
+/// The kinds in the order of their numbers (`PauseKind as usize` indexes the statements).
+const KINDS: [PauseKind; 3] = [PauseKind::Queue, PauseKind::Group, PauseKind::RoutingKey];
 
 /// Pausing and resuming, by target kind (`PauseKind as usize`), and the list of pauses.
 #[derive(Debug, Clone, Default)]
 pub struct PauseSql {
     /// The triggers' names, which a check at open looks for.
     pub(super) triggers: [String; 2],
-    pause: Vec<[String; 2]>,
-    resume: Vec<[String; 2]>,
+    pause: [[String; 2]; 3],
+    resume: [[String; 2]; 3],
     list: String,
 }
 
@@ -96,40 +96,34 @@ impl PauseSql {
             "(SELECT h.lock_expiry FROM {m} h WHERE h.seq = {head} \
              AND h.locked_by IN ('{PARKED}', '{DELAYED}', '{MISPLACED}'))"
         );
-        let kinds = 0..KINDS;
         PauseSql {
             triggers: trigger_names(g),
-            pause: kinds
-                .clone()
-                .map(|kind| {
-                    [
-                        // ?1 kind, ?2 name, ?3 now
-                        format!("INSERT INTO {p} (kind, name, paused_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING"),
-                        // ?1 name
-                        format!(
-                            "UPDATE {g} AS g SET priority = priority - {OFFSET}, last_claimed_at = {SET_ASIDE_UNTIL:.1} \
-                             WHERE {} AND g.priority > {PAUSED_AT_OR_BELOW}",
-                            target_groups(kind, 1)
-                        ),
-                    ]
-                })
-                .collect(),
-            resume: kinds
-                .map(|kind| {
-                    [
-                        // ?1 kind, ?2 name
-                        format!("DELETE FROM {p} WHERE kind = ?1 AND name = ?2"),
-                        // ?1 now, ?2 name. A group another pause still names stays paused.
-                        format!(
-                            "UPDATE {g} AS g SET priority = priority + {OFFSET}, \
-                             last_claimed_at = MAX(?1, COALESCE({held_until}, 0)) \
-                             WHERE {} AND g.priority <= {PAUSED_AT_OR_BELOW} AND NOT {}",
-                            target_groups(kind, 2),
-                            named(p, "g")
-                        ),
-                    ]
-                })
-                .collect(),
+            pause: KINDS.map(|kind| {
+                [
+                    // ?1 kind, ?2 name, ?3 now
+                    format!("INSERT INTO {p} (kind, name, paused_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING"),
+                    // ?1 name
+                    format!(
+                        "UPDATE {g} AS g SET priority = priority - {OFFSET}, \
+                         last_claimed_at = {SET_ASIDE_UNTIL:.1} WHERE {} AND g.priority > {PAUSED_AT_OR_BELOW}",
+                        target_groups(kind, 1)
+                    ),
+                ]
+            }),
+            resume: KINDS.map(|kind| {
+                [
+                    // ?1 kind, ?2 name
+                    format!("DELETE FROM {p} WHERE kind = ?1 AND name = ?2"),
+                    // ?1 now, ?2 name. A group another pause still names stays paused.
+                    format!(
+                        "UPDATE {g} AS g SET priority = priority + {OFFSET}, \
+                         last_claimed_at = MAX(?1, COALESCE({held_until}, 0)) \
+                         WHERE {} AND g.priority <= {PAUSED_AT_OR_BELOW} AND NOT {}",
+                        target_groups(kind, 2),
+                        named(p, "g")
+                    ),
+                ]
+            }),
             list: format!("SELECT kind, CAST(name AS BLOB), paused_at FROM {p} ORDER BY kind <> 'queue', kind, name"),
         }
     }

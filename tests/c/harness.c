@@ -30,6 +30,8 @@
  *                           of every lease, peek and dead page, and after a redrive
  *   test_unique.c           a publish's delivery options and unique keys: publish_delivery,
  *                           publish_many_delivery, tx_publish_delivery, each outcome
+ *   test_pause.c            pause and resume (admin), pauses and pause_list_free (looks), the
+ *                           paused state and count
  */
 #include "harel_test.h"
 
@@ -570,7 +572,7 @@ int main(int argc, char **argv) {
   static const test_case *const files[] = {
       open_tests,  abi_conventions_tests, publish_tests, claim_tests,        finish_tests,
       looks_tests, admin_tests,           shards_tests,  transactions_tests, watch_tests,
-      metrics_tests, trace_tests, headers_tests, unique_tests};
+      metrics_tests, trace_tests, headers_tests, unique_tests, pause_tests};
   const char *tmp = getenv("TMPDIR");
   const test_case *test;
   size_t i;

@@ -346,6 +346,33 @@ int main(void) {
   /* an opaque error, declared as a user would, and the NULL the functions accept */
   harel_error *err = NULL;
   int null_error = error_status(err) == HAREL_OK && error_message(err) == NULL;
+  /* pausing and resuming (admin), the pauses in force (looks), and what frees them */
+  harel_status (*transport_pause)(harel_transport *, int32_t, const char *, bool *,
+                                  harel_error **) = harel_transport_pause;
+  harel_status (*transport_resume)(harel_transport *, int32_t, const char *, bool *,
+                                   harel_error **) = harel_transport_resume;
+  harel_status (*transport_pauses)(harel_transport *, harel_pause_list **, harel_error **) =
+      harel_transport_pauses;
+  void (*pause_list_free)(harel_pause_list *) = harel_pause_list_free;
+  /* a pause's and the list's fields by name and type, in this order; the kinds; the paused
+   * state and count (harel_stats.paused, at its end, after next_due_at) */
+  harel_pause pause_item;
+  harel_pause_list pause_list;
+  harel_pause_kind *pause_kind = &pause_item.kind;
+  const char **pause_name = &pause_item.name;
+  size_t *pause_sizes[2] = {&pause_item.name_len, &pause_list.n_pauses};
+  double *paused_at = &pause_item.paused_at;
+  const harel_pause **pause_items = &pause_list.pauses;
+  uint64_t *stats_paused = &st.paused;
+  int pause_order = offsetof(harel_pause, kind) == 0 &&
+                    offsetof(harel_pause, kind) < offsetof(harel_pause, name) &&
+                    offsetof(harel_pause, name) < offsetof(harel_pause, name_len) &&
+                    offsetof(harel_pause, name_len) < offsetof(harel_pause, paused_at) &&
+                    offsetof(harel_pause_list, pauses) == 0 &&
+                    offsetof(harel_pause_list, pauses) < offsetof(harel_pause_list, n_pauses) &&
+                    offsetof(harel_stats, next_due_at) < offsetof(harel_stats, paused);
+  int pause_numbers = HAREL_PAUSE_QUEUE == 0 && HAREL_PAUSE_GROUP == 1 &&
+                      HAREL_PAUSE_ROUTING_KEY == 2 && HAREL_GROUP_PAUSED == 4;
 
   int all = version && status_name && last_error && error_status && error_message &&
             error_free && options_new && options_free && set_prefix && set_create_schema &&
@@ -378,7 +405,9 @@ int main(void) {
             header_limits && lease_headers && lease_n_headers && message_headers && dead_headers &&
             publish_delivery && publish_many_delivery && tx_publish_delivery && delivery_size &&
             delivery_strings[1] && delivery_doubles[3] && delivery_mode && delivery_order &&
-            delivery_numbers;
+            delivery_numbers && transport_pause && transport_resume && transport_pauses &&
+            pause_list_free && pause_kind && pause_name && pause_sizes[1] && paused_at &&
+            pause_items && stats_paused && pause_order && pause_numbers;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -2,8 +2,8 @@
  * test_looks.c: the reads that change nothing: stats, groups, peek, dead_letters. Each
  * one's outputs, field by field; pages followed by their next_cursor; pages of many strings
  * freed; and the bad arguments (cursors of another listing or made up) refused with the
- * fixture unchanged. The delayed state is test_publish.c's; a sharded queue's pages,
- * test_shards.c's.
+ * fixture unchanged. The delayed state is test_publish.c's, the paused one test_pause.c's;
+ * a sharded queue's pages, test_shards.c's.
  */
 #include "harel_test.h"
 
@@ -360,7 +360,7 @@ static int cursors_of_each_listing(cursors *c) {
 static void bad_arguments_of_the_looks(void) {
   static const char *const made_up[] = {"", "x", "g", "g1", "g1.f", "g1.zz", "m1.00",
                                         "d1.0000", "m2.0000000000000001"};
-  const int32_t bad_state[] = {HAREL_GROUP_DELAYED + 1, -2, INT32_MIN, INT32_MAX};
+  const int32_t bad_state[] = {HAREL_GROUP_PAUSED + 1, -2, INT32_MIN, INT32_MAX};
   const size_t bad_limit[] = {0, HAREL_MAX_PAGE + 1, SIZE_MAX};
   fixture fx;
   cursors c;

@@ -83,7 +83,17 @@ pub fn a_lease_in_hand_finishes_while_its_group_is_paused(open: Open<'_>) {
     t.nack(&second, 0.0).unwrap();
     assert!(claim(&t).is_none(), "a nack now leaves it paused too");
     t.resume(PauseTarget::Group("g")).unwrap();
-    assert_eq!(drain(&t).len(), 2, "the nacked message, then the last");
+    let third = claim(&t).unwrap();
+    assert_eq!(third.event, e[1], "the nacked message");
+    t.pause(PauseTarget::Group("g")).unwrap();
+    t.dead_letter(&third, "failed while paused").unwrap();
+    t.resume(PauseTarget::Group("g")).unwrap();
+    t.purge_group("g").unwrap();
+    // The dead letter's group comes back as it was made, not paused.
+    assert_eq!(t.redrive(harel_transport::DeadLetters::Group("g")).unwrap(), 1);
+    let back = t.groups(None, None, 10).unwrap().items.remove(0);
+    assert_eq!((back.state, back.priority), (GroupState::Ready, 0));
+    assert_eq!(drain(&t).len(), 1);
 }
 
 /// A paused queue pauses every group, new ones too; a group paused on its own stays paused

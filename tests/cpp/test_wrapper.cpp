@@ -15,7 +15,10 @@
 // byte for byte, HeaderList over a peek and a dead page, each refusal named) and the W3C
 // Trace Context helpers (format_traceparent, parse_traceparent, tracestate_valid); unique keys
 // (harel::Unique and UniqueMode through publish_with, publish_many_with and a transaction: each
-// outcome, Published::replaced, debounce on the clock, each refusal named). Run under
+// outcome, Published::replaced, debounce on the clock, each refusal named); pause and resume
+// (harel::PauseTarget, PauseKind and Pause through pause, resume and pauses: what each says,
+// GroupState::Paused and stats' paused, the list's order and fields, each refusal with its
+// message, a queue without the pauses table, threads sharing a Transport). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -2099,6 +2102,219 @@ static void test_unique_keys_in_batches_and_transactions() {
   CHECK(seen);
 }
 
+// ---- pause and resume (issue 38): PauseTarget, PauseKind, Pause, GroupState::Paused ---------
+
+static_assert(static_cast<int32_t>(harel::PauseKind::Queue) == HAREL_PAUSE_QUEUE &&
+              static_cast<int32_t>(harel::PauseKind::Group) == HAREL_PAUSE_GROUP &&
+              static_cast<int32_t>(harel::PauseKind::RoutingKey) == HAREL_PAUSE_ROUTING_KEY &&
+              static_cast<int32_t>(harel::GroupState::Paused) == HAREL_GROUP_PAUSED);
+static_assert(std::is_aggregate_v<harel::PauseTarget> && std::is_aggregate_v<harel::Pause>);
+static_assert(std::is_same_v<decltype(harel::Pause{}.name), std::string> &&
+              std::is_same_v<decltype(harel::Pause{}.paused_at), double>);
+static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().pause(harel::PauseTarget::queue())), bool> &&
+              std::is_same_v<decltype(std::declval<harel::Transport &>().resume(harel::PauseTarget::queue())), bool>);
+static_assert(std::is_same_v<decltype(std::declval<const harel::Transport &>().pauses()), std::vector<harel::Pause>>);
+
+// The groups in `state` (harel_transport_groups through get()), by id.
+static std::vector<std::string> groups_in(const harel::Transport &t, harel::GroupState state) {
+  std::vector<std::string> ids;
+  harel_group_page *page = nullptr;
+  CHECK(harel_transport_groups(t.get(), static_cast<int32_t>(state), nullptr, 100, &page, nullptr) == HAREL_OK);
+  if (page) {
+    for (std::size_t i = 0; i < page->n_groups; i++) {
+      ids.emplace_back(page->groups[i].group_id, page->groups[i].group_id_len);
+      CHECK(page->groups[i].state == static_cast<harel_group_state>(state));
+    }
+  }
+  harel_group_page_free(page);
+  return ids;
+}
+
+// A claim on `key` leases the head of `group`; given back at once.
+static bool claims_from(harel::Transport &t, const char *key, std::string_view group) {
+  auto lease = t.claim("w", 30.0, 0, {key});
+  if (lease) t.nack(*lease);
+  return lease && lease->group_id() == group;
+}
+
+static void test_pause_and_resume() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  CHECK(t.pauses().empty());
+  t.publish("a", "1", 2, "eu");
+  t.publish("b", "2", 2, "eu");
+  t.publish("c", "3", 2, "us");
+  // A group: true when new, false when it was there; a claim passes it over.
+  CHECK(t.pause(harel::PauseTarget::group("a")));
+  CHECK(!t.pause(harel::PauseTarget::group(std::string("a"))));
+  CHECK(groups_in(t, harel::GroupState::Paused) == std::vector<std::string>{"a"});
+  CHECK(claims_from(t, "eu", "b"));
+  // A routing key: its groups, not the others; a temporary std::string lives through the call.
+  now = 1001.0;
+  const std::size_t n = 1;
+  CHECK(t.pause(harel::PauseTarget::routing_key("e" + std::string(n, 'u'))));
+  CHECK((groups_in(t, harel::GroupState::Paused) == std::vector<std::string>{"a", "b"}));
+  CHECK(!t.claim("w", 30.0, 0, {"eu"}) && claims_from(t, "us", "c"));
+  // The queue: every group, and one made while it lasts.
+  now = 1002.0;
+  CHECK(t.pause(harel::PauseTarget::queue()));
+  CHECK(!t.pause(harel::PauseTarget{}));  // an aggregate's default: the queue
+  t.publish("new", "4", 2);
+  CHECK(!t.claim("w", 30.0));
+  harel::Stats s = t.stats();
+  CHECK(s->groups == 4 && s->paused == 4 && s->ready == 0 && s->leased == 0 && s->parked == 0 && s->delayed == 0);
+  CHECK(s.by_priority().size() == 1 && s.by_priority().begin()[0].groups == 4 && s.by_priority().begin()[0].ready == 0);
+  CHECK(groups_in(t, harel::GroupState::Paused).size() == 4 && groups_in(t, harel::GroupState::Ready).empty());
+  // The list: the queue's first, then by kind and name; each as the transport's clock said.
+  std::vector<harel::Pause> pauses = t.pauses();
+  CHECK(pauses.size() == 3);
+  if (pauses.size() == 3) {
+    CHECK(pauses[0].kind == harel::PauseKind::Queue && pauses[0].name.empty() && pauses[0].paused_at == 1002.0);
+    CHECK(pauses[1].kind == harel::PauseKind::Group && pauses[1].name == "a" && pauses[1].paused_at == 1000.0);
+    CHECK(pauses[2].kind == harel::PauseKind::RoutingKey && pauses[2].name == "eu" && pauses[2].paused_at == 1001.0);
+  }
+  // Resume: true when there was such a pause, false when nothing changed; each pause its own.
+  CHECK(t.resume(harel::PauseTarget::queue()));
+  CHECK(!t.resume(harel::PauseTarget::queue()));
+  CHECK((groups_in(t, harel::GroupState::Paused) == std::vector<std::string>{"a", "b"}));
+  CHECK(t.resume(harel::PauseTarget::routing_key("eu")));
+  CHECK(groups_in(t, harel::GroupState::Paused) == std::vector<std::string>{"a"});
+  CHECK(t.resume(harel::PauseTarget{harel::PauseKind::Group, "a"}));
+  CHECK(!t.resume(harel::PauseTarget::group("a")) && !t.resume(harel::PauseTarget::routing_key("none")));
+  CHECK(t.pauses().empty() && t.stats()->paused == 0);
+  // A lease taken before a pause finishes; the paused group lists its holder; a group with no
+  // messages may be paused, and a multi-byte name comes back byte for byte.
+  auto held = t.claim("w1", 30.0);
+  CHECK(held && held->group_id() == "a");
+  CHECK(t.pause(harel::PauseTarget::group("a")) && t.pause(harel::PauseTarget::group("\xc3\xa9t\xc3\xa9")));
+  harel_group_page *page = nullptr;
+  CHECK(harel_transport_groups(t.get(), static_cast<int32_t>(harel::GroupState::Paused), nullptr, 10, &page,
+                               nullptr) == HAREL_OK);
+  if (page) CHECK(page->n_groups == 1 && page->groups[0].holder && std::string(page->groups[0].holder) == "w1");
+  harel_group_page_free(page);
+  if (held) t.ack(*held);
+  pauses = t.pauses();
+  CHECK(pauses.size() == 2 && pauses[1].name == "\xc3\xa9t\xc3\xa9" && pauses[1].name.size() == 5);
+  CHECK(t.resume(harel::PauseTarget::group("a")));
+  CHECK(drain(t, "w") == 3);
+}
+
+static void test_pause_errors() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  t.publish("g", "1", 0, "eu");
+  const std::string kind_must_be = "it must be HAREL_PAUSE_QUEUE, HAREL_PAUSE_GROUP or HAREL_PAUSE_ROUTING_KEY";
+  for (auto call : {&harel::Transport::pause, &harel::Transport::resume}) {
+    std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, (t.*call)(harel::PauseTarget::group("")));
+    CHECK(what == "HAREL_ERR_ARGUMENT: group_id is empty");
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, (t.*call)(harel::PauseTarget::routing_key(std::string())));
+    CHECK(what == "HAREL_ERR_ARGUMENT: routing_key is empty");
+    for (harel::PauseTarget no_name : {harel::PauseTarget::group(nullptr), harel::PauseTarget::routing_key(nullptr)}) {
+      what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, (t.*call)(no_name));
+      CHECK(what == "HAREL_ERR_ARGUMENT: name is NULL: a group id or routing key to pause");
+    }
+    for (const char *name : {"g", ""}) {
+      what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, (t.*call)(harel::PauseTarget{harel::PauseKind::Queue, name}));
+      CHECK(what == "HAREL_ERR_ARGUMENT: name must be NULL with HAREL_PAUSE_QUEUE");
+    }
+    for (int32_t kind : {7, -1, 3}) {
+      const harel::PauseTarget bad{static_cast<harel::PauseKind>(kind), "g"};
+      what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, (t.*call)(bad));
+      CHECK(what == "HAREL_ERR_ARGUMENT: kind is " + std::to_string(kind) + "; " + kind_must_be);
+    }
+    for (harel::PauseTarget bad : {harel::PauseTarget::group("\xff"), harel::PauseTarget::routing_key("ab\xc3")}) {
+      what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, (t.*call)(bad));
+      CHECK(what.rfind("HAREL_ERR_ARGUMENT: name is not valid UTF-8", 0) == 0);
+    }
+  }
+  // Nothing was paused: no pause listed, g served.
+  CHECK(t.pauses().empty() && t.stats()->paused == 0);
+  // An empty Transport (moved from): every call refused, as the C side refuses a NULL handle.
+  harel::Transport moved = std::move(t);
+  for (const std::string &what : {EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.pause(harel::PauseTarget::queue())),  // NOLINT
+                                  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.resume(harel::PauseTarget::queue())),  // NOLINT
+                                  EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.pauses())})                           // NOLINT
+    CHECK(what == "HAREL_ERR_ARGUMENT: t is NULL");
+  CHECK(drain(moved, "w") == 1);
+
+  // A queue without the pauses table (its triggers dropped too, reopened with create_schema
+  // off): pause and resume throw HAREL_ERR_DATABASE naming it; pauses() is empty.
+  TempDir dir;
+  const std::string path = dir.file("no-pauses.db");
+  {
+    auto made = harel::Transport::open(path);
+    made.transaction([](harel::Tx &tx) {
+      tx.execute("DROP TRIGGER harel_transport_groups_paused_at_birth");
+      tx.execute("DROP TRIGGER harel_transport_groups_paused_turn");
+      tx.execute("DROP TABLE harel_transport_pauses");
+    });
+  }
+  auto old = harel::Transport::open(path, harel::Options().create_schema(false));
+  std::string what = EXPECT_ERROR(HAREL_ERR_DATABASE, old.pause(harel::PauseTarget::group("g")));
+  CHECK(what.find("the table harel_transport_pauses or its triggers are missing") != std::string::npos);
+  EXPECT_ERROR(HAREL_ERR_DATABASE, old.resume(harel::PauseTarget::queue()));
+  CHECK(old.pauses().empty());
+}
+
+// Threads sharing a Transport pause, resume, list and claim: each thread's own group and
+// routing key answer as if it were alone; one thread toggles the queue's pause.
+static void test_pause_threads() {
+  auto t = harel::Transport::open(":memory:");
+  constexpr int kThreads = 4, kRounds = 5;
+  for (int k = 0; k < kThreads; k++)
+    for (int r = 0; r < kRounds; r++) t.publish("g" + std::to_string(k), "{}", 0, "k" + std::to_string(k));
+  std::atomic<int> wrong{0}, claimed{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; k++) {
+    threads.emplace_back([&, k] {
+      const std::string group = "g" + std::to_string(k), key = "k" + std::to_string(k);
+      const char *const key_list[] = {key.c_str()};
+      const harel::RoutingKeys keys(key_list);
+      try {
+        for (int r = 0; r < kRounds; r++) {
+          if (!t.pause(harel::PauseTarget::group(group)) || t.pause(harel::PauseTarget::group(group))) wrong++;
+          if (t.claim("w", 30.0, 0, keys)) wrong++;
+          if (!t.pause(harel::PauseTarget::routing_key(key)) || !t.resume(harel::PauseTarget::group(group))) wrong++;
+          if (t.claim("w", 30.0, 0, keys)) wrong++;
+          if (!t.resume(harel::PauseTarget::routing_key(key))) wrong++;
+          std::optional<harel::Lease> lease;
+          for (int tries = 0; !lease && tries < 5000; tries++) {  // the queue's pause may last
+            lease = t.claim("w", 30.0, 0, keys);
+            if (!lease) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          if (lease) {
+            t.ack(*lease);
+            claimed++;
+          }
+        }
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "  thread %d: %s\n", k, e.what());
+        wrong++;
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    try {
+      for (int i = 0; i < 20 && !done; i++) {
+        if (!t.pause(harel::PauseTarget::queue())) wrong++;
+        std::vector<harel::Pause> listed = t.pauses();
+        if (listed.empty() || listed[0].kind != harel::PauseKind::Queue) wrong++;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (!t.resume(harel::PauseTarget::queue())) wrong++;
+      }
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "  the queue's thread: %s\n", e.what());
+      wrong++;
+    }
+  });
+  for (int k = 0; k < kThreads; k++) threads[static_cast<std::size_t>(k)].join();
+  done = true;
+  threads.back().join();
+  CHECK(wrong == 0 && claimed == kThreads * kRounds);
+  CHECK(t.pauses().empty() && t.stats()->messages == 0 && t.stats()->paused == 0);
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -2155,6 +2371,11 @@ int main() {
       test_unique_keys);
   run("unique keys: a batch's outcomes, replaced within it; a transaction's commit; transaction()'s rollback",
       test_unique_keys_in_batches_and_transactions);
+  run("pause and resume: each PauseTarget, true and false, GroupState::Paused, stats paused, pauses() in order",
+      test_pause_and_resume);
+  run("pause and resume: each refusal with its message, an empty Transport, a queue without the pauses table",
+      test_pause_errors);
+  run("pause and resume: threads sharing a Transport pause, resume, list and claim", test_pause_threads);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -1,9 +1,9 @@
 """harel 0.9's own transport contract (`harel.testing`), run by tests/interop.rs on harel's
 SqliteTransport, LibsqlTransport and AsyncSqliteTransport over files that this library
 prepared first, from another process: each holds a delayed message due years from now,
-keys (one of an acked message), a message published inside an application transaction and
-the application's own table. harel must pass its contract on them as on a fresh file, and
-never hand out the delayed message.
+keys (one of an acked message), a message published inside an application transaction,
+the application's own table and a paused group with a message. harel must pass its
+contract on them as on a fresh file, and never hand out the delayed message nor the paused one.
 
     python harel_contract.py DIRECTORY PREPARE...
 
@@ -46,4 +46,6 @@ for path in prepared:
             "SELECT count(*) FROM harel_transport_messages WHERE group_id = 'ours-delayed' AND locked_by = '__delayed__'"
         ).fetchone()[0]
         assert delayed == 1, f"{path}: the delayed message was handed out or changed"
+        paused = db.execute("SELECT count(*) FROM harel_transport_messages WHERE group_id = 'ours-paused'").fetchone()[0]
+        assert paused == 1, f"{path}: the paused group's message was handed out"
 print(f"harel's contract passed on {len(prepared)} prepared files", flush=True)

@@ -65,6 +65,9 @@ pub struct harel_stats {
     /// Groups a pause names (harel_transport_pause); they are in none of ready, leased,
     /// parked and delayed, here and per level. Added after 0.4.0, at the end.
     pub paused: u64,
+    /// `n_priorities` counts: `paused_by_priority[i]` is how many of `by_priority[i]`'s
+    /// groups are paused (an array of its own: `harel_priority_stats` keeps its size).
+    pub paused_by_priority: *const u64,
 }
 
 /// A group's state, from its head (see harel_group_info).
@@ -188,7 +191,7 @@ type Looked<Item, Extra = ()> = Boxed<(Vec<Item>, Strings, Vec<usize>, Extra)>;
 type PageHeaders = (HeadersOut, Vec<harel_headers>);
 
 impl Castable for harel_stats {
-    type Ownership = Looked<harel_priority_stats>;
+    type Ownership = Looked<harel_priority_stats, Vec<u64>>;
     type RustType = harel_stats;
 }
 
@@ -269,7 +272,10 @@ pub extern "C" fn harel_transport_stats(
                 parked: p.parked,
             })
             .collect();
-        Ok(hand_out(levels, Strings::default(), |by_priority, n_priorities| harel_stats {
+        let paused: Vec<u64> = s.by_priority.iter().map(|p| p.paused).collect();
+        let paused_by_priority = paused.as_ptr();
+        let strings = Strings::default();
+        Ok(hand_out_sharded(levels, strings, Vec::new(), paused, |by_priority, n_priorities, _| harel_stats {
             now: s.now,
             messages: s.messages,
             groups: s.groups,
@@ -285,6 +291,7 @@ pub extern "C" fn harel_transport_stats(
             delayed: s.delayed,
             next_due_at: or_minus_one(s.next_due_at),
             paused: s.paused,
+            paused_by_priority,
         }))
     })
 }
@@ -333,7 +340,7 @@ fn next_cursor<T>(page: &Page<T>, strings: &mut Strings) -> *const c_char {
 ///
 /// On HAREL_OK `*out` is the caller's (free it with `harel_group_page_free`); on error NULL.
 ///
-/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..3, cursor not one
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..4, cursor not one
 /// this listing handed out or not UTF-8, limit outside 1..10000); HAREL_ERR_DATABASE;
 /// HAREL_ERR_CONNECT.
 #[no_mangle]
