@@ -4,13 +4,14 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use harel_transport::{GroupState, MAX_PAGE};
+use harel_transport::{GroupState, PauseTarget, MAX_PAGE};
 
 const ABOUT: &str = "Look inside a harel-transport queue and repair it";
 
 const LONG_ABOUT: &str = "\
 Look inside a harel-transport queue and repair it: counts, groups, a group's messages, dead
-letters; purge, redrive, release; serve /metrics and a web console.
+letters, pauses; purge, redrive, release; pause and resume a group, a routing key or the whole
+queue; serve /metrics and a web console.
 
 The queue is a local file or a libSQL server's URL (libsql://, http://, https://), given with
 --database or HAREL_DATABASE. A sharded queue is given as its databases, each with -d, in
@@ -29,6 +30,7 @@ Examples:
   harel-transport -d queue.db stats
   HAREL_DATABASE=queue.db harel-transport stats --watch 5
   harel-transport -d queue.db groups --state leased
+  harel-transport -d queue.db pause --routing-key eu
   HAREL_AUTH_TOKEN=... harel-transport -d https://queue.example.com dead list --json";
 
 const STATS_EXAMPLES: &str = "\
@@ -56,11 +58,27 @@ Examples:
   harel-transport -d queue.db dead purge --seq 17
   harel-transport -d queue.db dead purge --all";
 
+const PAUSE_EXAMPLES: &str = "\
+One of --group, --routing-key, --queue is required.
+
+Examples:
+  harel-transport -d queue.db pause --group orders-7
+  harel-transport -d queue.db pause --routing-key eu
+  harel-transport -d queue.db pause --queue";
+
+const RESUME_EXAMPLES: &str = "\
+One of --group, --routing-key, --queue is required.
+
+Examples:
+  harel-transport -d queue.db resume --group orders-7
+  harel-transport -d queue.db resume --queue";
+
 const SERVE_ABOUT: &str = "\
 Serve the queue over HTTP until stopped: /metrics in Prometheus' text format (counts per
-priority and state, dead letters, the oldest ready message's age, the oldest overdue lease)
-and a web console at / (stats, groups, a group's messages, dead letters; redrive, purge,
-release). It prints the address it listens on, then one audit line on stderr per change.
+priority and state, paused groups among them, dead letters, the oldest ready message's age,
+the oldest overdue lease) and a web console at / (stats, pauses, groups, a group's messages,
+dead letters; redrive, purge, release, pause, resume). It prints the address it listens on,
+then one audit line on stderr per change.
 
 Looks are open to whoever reaches the address, so it listens on loopback unless told
 otherwise. Every change needs the admin token, from HAREL_ADMIN_TOKEN or --admin-token-file
@@ -113,16 +131,17 @@ pub struct Global {
 pub enum Command {
     /// Counts: messages, groups by state, dead letters, per priority
     #[command(long_about = "\
-Counts at one instant: messages, groups (ready, leased, parked, delayed), dead letters, the age of the
-oldest ready message, the soonest end of a lease or park, and the groups per priority.",
+Counts at one instant: messages, groups (ready, leased, parked, delayed, paused), dead letters, the
+age of the oldest ready message, the soonest end of a lease or park, and the groups per priority.",
         after_help = STATS_EXAMPLES)]
     Stats(StatsArgs),
 
     /// The groups, one line each: state, depth, head age, holder, lease end, ...
     #[command(long_about = "\
 The groups, one line each, in group id order: the head's state (ready, leased to a worker,
-parked by a nack with a delay), how many messages, the head's age, who holds it and when the
-lease or park ends, the priority, routing key and the head's attempts.",
+parked by a nack with a delay, delayed at its publish) or paused (a pause names the group),
+how many messages, the head's age, who holds it and when the lease or park ends, the
+priority, routing key and the head's attempts.",
         after_help = GROUPS_EXAMPLES)]
     Groups(GroupsArgs),
 
@@ -150,6 +169,33 @@ Free a group's head now: end the lease of the worker holding it (a stuck or dead
 the park of a nack with a delay, so the next claim can take it. The holder's ack or nack then
 finds its lease lost. Prints whether anything was held.")]
     Release(ReleaseArgs),
+
+    /// Pause a group, a routing key or the whole queue: no claim takes their messages
+    #[command(long_about = "\
+Pause a group (--group G, whether or not it has messages now), every group published with a
+routing key (--routing-key K), or the whole queue (--queue: every group, and every group made
+while the pause lasts). No claim takes a paused group's messages, which stay in order;
+publishes go on, into paused groups too; a lease taken before the pause finishes (ack, nack,
+extend). The pause is stored in the queue: every process sees it, and it lasts, restarts
+included, until `resume`. Prints whether the pause is new or was there already.",
+        after_help = PAUSE_EXAMPLES)]
+    Pause(PauseArgs),
+
+    /// End a pause: its groups are served again, unless another pause names them
+    #[command(long_about = "\
+End the pause of a group (--group G), of a routing key (--routing-key K) or of the whole
+queue (--queue). The groups it named that no other pause names are served again at once,
+each from its head; a group paused on its own stays paused when the queue is resumed, and
+vice versa. Prints whether there was such a pause.",
+        after_help = RESUME_EXAMPLES)]
+    Resume(PauseArgs),
+
+    /// The pauses in force: kind (queue, group, routing_key), name, since when
+    #[command(long_about = "\
+The pauses in force, one line each: its kind (queue, group or routing_key), the group id or
+routing key it names (\"-\" for the queue), and since when. The queue's pause first, then by
+kind and name. `groups --state paused` lists the groups they hold.")]
+    Pauses,
 
     /// Serve /metrics (Prometheus) and a web console over HTTP
     #[command(long_about = SERVE_ABOUT, after_help = SERVE_EXAMPLES)]
@@ -203,6 +249,8 @@ pub enum StateArg {
     Parked,
     /// Its head was published with a delay that has not passed
     Delayed,
+    /// A pause names it (its group id, its routing key or the queue): no claim takes it
+    Paused,
 }
 
 impl StateArg {
@@ -212,6 +260,7 @@ impl StateArg {
             StateArg::Leased => GroupState::Leased,
             StateArg::Parked => GroupState::Parked,
             StateArg::Delayed => GroupState::Delayed,
+            StateArg::Paused => GroupState::Paused,
         }
     }
 }
@@ -298,6 +347,37 @@ pub struct ServeArgs {
 pub struct ReleaseArgs {
     /// The group's id
     pub group: String,
+}
+
+/// What `pause` and `resume` name: exactly one target, never a default, since both change
+/// the queue.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("target").required(true).multiple(false).args(["group", "routing_key", "queue"])))]
+pub struct PauseArgs {
+    /// A group, by its id (whether or not it has messages now)
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+
+    /// Every group published with this routing key
+    #[arg(long, value_name = "KEY")]
+    pub routing_key: Option<String>,
+
+    /// The whole queue: every group, and every group made while the pause lasts
+    #[arg(long)]
+    pub queue: bool,
+}
+
+impl PauseArgs {
+    pub fn target(&self) -> PauseTarget<'_> {
+        match (&self.group, &self.routing_key) {
+            (Some(group), _) => PauseTarget::Group(group),
+            (None, Some(key)) => PauseTarget::RoutingKey(key),
+            (None, None) => {
+                assert!(self.queue, "clap requires one of --group, --routing-key, --queue");
+                PauseTarget::Queue
+            }
+        }
+    }
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {

@@ -141,6 +141,21 @@ fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
             out.released(&a.group, released);
             Ok(())
         }
+        Command::Pause(a) => {
+            let paused = transport.pause(a.target()).map_err(|e| failed("pause", &e))?;
+            out.paused(a.target(), paused);
+            Ok(())
+        }
+        Command::Resume(a) => {
+            let resumed = transport.resume(a.target()).map_err(|e| failed("resume", &e))?;
+            out.resumed(a.target(), resumed);
+            Ok(())
+        }
+        Command::Pauses => {
+            let pauses = transport.pauses().map_err(|e| failed("pauses", &e))?;
+            out.pauses(&pauses);
+            Ok(())
+        }
         Command::Serve(_) => unreachable!("serve returned above"),
     };
     transport.close();

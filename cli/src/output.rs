@@ -4,7 +4,10 @@
 
 use std::io::Write;
 
-use harel_transport::{system_clock, DeadLetter, GroupInfo, Headers, MessageInfo, Page, Stats, DELAYED, PARKED};
+use harel_transport::{
+    system_clock, DeadLetter, GroupInfo, Headers, MessageInfo, Page, Pause, PauseKind, PauseTarget, Stats, DELAYED,
+    PARKED,
+};
 use serde::Serialize;
 
 use crate::args::Selector;
@@ -58,17 +61,20 @@ impl Out {
         } else {
             print!("{}", self.stats_text(s));
             if !shards.is_empty() {
-                let mut t = Table::new(&[
-                    ("SHARD", R),
-                    ("MESSAGES", R),
-                    ("GROUPS", R),
-                    ("READY", R),
-                    ("LEASED", R),
-                    ("PARKED", R),
-                    ("DEAD", R),
-                ]);
-                for (i, s) in shards.iter().enumerate() {
-                    let counts = [s.messages, s.groups, s.ready, s.leased, s.parked, s.dead];
+                // Paused groups are shown when there are any, as in the lines above.
+                let mut columns =
+                    vec![("SHARD", R), ("MESSAGES", R), ("GROUPS", R), ("READY", R), ("LEASED", R), ("PARKED", R)];
+                if s.paused > 0 {
+                    columns.push(("PAUSED", R));
+                }
+                columns.push(("DEAD", R));
+                let mut t = Table::new(&columns);
+                for (i, shard) in shards.iter().enumerate() {
+                    let mut counts = vec![shard.messages, shard.groups, shard.ready, shard.leased, shard.parked];
+                    if s.paused > 0 {
+                        counts.push(shard.paused);
+                    }
+                    counts.push(shard.dead);
                     t.row(std::iter::once(i.to_string()).chain(counts.iter().map(u64::to_string)).collect());
                 }
                 print!("\n{}", t.render());
@@ -284,6 +290,67 @@ impl Out {
             );
         }
     }
+
+    /// `pause`: `new`, whether the pause is new (false: it was there already).
+    pub fn paused(&self, target: PauseTarget<'_>, new: bool) {
+        if self.json {
+            return self.print_json(&PauseDone { kind: target.kind().name(), name: target.name(), paused: new });
+        }
+        let what = pause_target(target);
+        match (new, target) {
+            (false, _) => println!("{what} was already paused: nothing changed"),
+            (true, PauseTarget::Group(_)) => println!("paused {what}: no claim takes its messages until it is resumed"),
+            (true, PauseTarget::RoutingKey(_)) => {
+                println!("paused {what}: no claim takes the messages of its groups until it is resumed")
+            }
+            (true, PauseTarget::Queue) => println!("paused {what}: no claim takes a message until it is resumed"),
+        }
+    }
+
+    /// `resume`: `was`, whether there was such a pause (false: nothing changed).
+    pub fn resumed(&self, target: PauseTarget<'_>, was: bool) {
+        if self.json {
+            return self.print_json(&Resumed { kind: target.kind().name(), name: target.name(), resumed: was });
+        }
+        let what = pause_target(target);
+        if !was {
+            println!("{what}: no such pause, nothing changed (`pauses` lists those in force)");
+        } else if let PauseTarget::Group(_) = target {
+            println!("resumed {what}: its messages are served again, unless another pause names it");
+        } else {
+            println!("resumed {what}: its groups are served again, except those another pause names");
+        }
+    }
+
+    pub fn pauses(&self, pauses: &[Pause]) {
+        if self.json {
+            return self.print_json(&pauses_json(pauses));
+        }
+        if pauses.is_empty() {
+            println!("no pauses");
+        } else {
+            let now = system_clock();
+            let mut t = Table::new(&[("KIND", L), ("NAME", L), ("PAUSED", L)]);
+            for p in pauses {
+                let name = match p.kind {
+                    PauseKind::Queue => dash(),
+                    _ => cell(&p.name),
+                };
+                t.row(vec![p.kind.name().to_owned(), name, time::relative(p.paused_at, now)]);
+            }
+            print!("{}", t.render());
+        }
+        self.absent_note();
+    }
+}
+
+/// A pause's target as the text says it: group "G", routing key "K", the queue.
+fn pause_target(target: PauseTarget<'_>) -> String {
+    match target {
+        PauseTarget::Group(g) => format!("group {g:?}"),
+        PauseTarget::RoutingKey(k) => format!("routing key {k:?}"),
+        PauseTarget::Queue => "the queue".to_owned(),
+    }
 }
 
 fn next_page(next: Option<&str>) {
@@ -336,6 +403,41 @@ pub struct Released<'a> {
     pub released: bool,
 }
 
+/// `pause`: its target (`kind` queue, group or routing_key; `name` "" for the queue), and
+/// whether the pause is new.
+#[derive(Serialize)]
+pub struct PauseDone<'a> {
+    pub kind: &'static str,
+    pub name: &'a str,
+    pub paused: bool,
+}
+
+/// `resume`: its target, as `pause`'s, and whether there was such a pause.
+#[derive(Serialize)]
+pub struct Resumed<'a> {
+    pub kind: &'static str,
+    pub name: &'a str,
+    pub resumed: bool,
+}
+
+/// `pauses`: those in force, the queue's first, then by kind and name.
+#[derive(Serialize)]
+pub struct PausesDoc<'a> {
+    pauses: Vec<PauseDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct PauseDoc<'a> {
+    kind: &'static str,
+    name: &'a str,
+    paused_at: f64,
+}
+
+pub fn pauses_json(pauses: &[Pause]) -> PausesDoc<'_> {
+    let pauses = pauses.iter().map(|p| PauseDoc { kind: p.kind.name(), name: &p.name, paused_at: p.paused_at });
+    PausesDoc { pauses: pauses.collect() }
+}
+
 /// `stats`, one refresh of `stats --watch`. `dead` is null where the queue has no
 /// dead-letter table; `absent` names what the queue lacks (empty for a queue of ours).
 #[derive(Serialize)]
@@ -347,6 +449,7 @@ pub struct StatsDoc {
     leased: u64,
     parked: u64,
     delayed: u64,
+    paused: u64,
     next_due_at: Option<f64>,
     dead: Option<u64>,
     oldest_ready_age: Option<f64>,
@@ -368,6 +471,7 @@ struct PriorityDoc {
     leased: u64,
     parked: u64,
     delayed: u64,
+    paused: u64,
 }
 
 impl Out {
@@ -380,6 +484,7 @@ impl Out {
             leased: s.leased,
             parked: s.parked,
             delayed: s.delayed,
+            paused: s.paused,
             next_due_at: s.next_due_at,
             dead: (!self.lacks("_dead")).then_some(s.dead),
             oldest_ready_age: s.oldest_ready_age,
@@ -396,6 +501,7 @@ impl Out {
                     leased: p.leased,
                     parked: p.parked,
                     delayed: p.delayed,
+                    paused: p.paused,
                 })
                 .collect(),
             absent: self.absent.clone(),
@@ -408,13 +514,18 @@ impl Out {
             true => "- (no dead-letter table)".to_owned(),
             false => s.dead.to_string(),
         };
-        // Delayed groups are shown when there are any: most queues never delay.
+        // Delayed and paused groups are shown when there are any: most queues never delay
+        // nor pause.
         let delayed = if s.delayed > 0 { format!(", {} delayed", s.delayed) } else { String::new() };
+        let paused = if s.paused > 0 { format!(", {} paused", s.paused) } else { String::new() };
         let lines = [
             ("messages", s.messages.to_string()),
             (
                 "groups",
-                format!("{} ({} ready, {} leased, {} parked{})", s.groups, s.ready, s.leased, s.parked, delayed),
+                format!(
+                    "{} ({} ready, {} leased, {} parked{delayed}{paused})",
+                    s.groups, s.ready, s.leased, s.parked
+                ),
             ),
             ("dead letters", dead),
             ("oldest ready", self.oldest_ready(s)),
@@ -433,6 +544,9 @@ impl Out {
             if s.delayed > 0 {
                 columns.push(("DELAYED", R));
             }
+            if s.paused > 0 {
+                columns.push(("PAUSED", R));
+            }
             let mut p = Table::new(&columns);
             for level in &s.by_priority {
                 let mut row = vec![
@@ -444,6 +558,9 @@ impl Out {
                 ];
                 if s.delayed > 0 {
                     row.push(level.delayed.to_string());
+                }
+                if s.paused > 0 {
+                    row.push(level.paused.to_string());
                 }
                 p.row(row);
             }

@@ -151,7 +151,9 @@ fn stats_as_a_table_and_as_json() {
     assert_eq!(line(&text, "3").split_whitespace().collect::<Vec<_>>(), ["3", "1", "1", "0", "0"], "{text}");
 
     let s = stats_of(&q);
-    for (key, want) in [("messages", 8), ("groups", 5), ("ready", 3), ("leased", 1), ("parked", 1), ("dead", 1)] {
+    for (key, want) in
+        [("messages", 8), ("groups", 5), ("ready", 3), ("leased", 1), ("parked", 1), ("paused", 0), ("dead", 1)]
+    {
         assert_eq!(s[key], want, "{key} in {s}");
     }
     let now = s["now"].as_f64().unwrap();
@@ -161,8 +163,8 @@ fn stats_as_a_table_and_as_json() {
     assert_eq!(
         s["by_priority"],
         serde_json::json!([
-            {"priority": 0, "groups": 4, "ready": 2, "leased": 1, "parked": 1, "delayed": 0},
-            {"priority": 3, "groups": 1, "ready": 1, "leased": 0, "parked": 0, "delayed": 0},
+            {"priority": 0, "groups": 4, "ready": 2, "leased": 1, "parked": 1, "delayed": 0, "paused": 0},
+            {"priority": 3, "groups": 1, "ready": 1, "leased": 0, "parked": 0, "delayed": 0, "paused": 0},
         ])
     );
 }
@@ -471,6 +473,165 @@ fn release_frees_a_stuck_head() {
     assert!(ok(&q.args(&["release", "nobody"])).contains("nothing to release"));
 }
 
+/// The cells of each line of a table, split on runs of spaces.
+fn cells(table: &str) -> Vec<Vec<&str>> {
+    table.lines().map(|l| l.split_whitespace().collect()).collect()
+}
+
+fn group_ids(page: &Value) -> Vec<&str> {
+    page["groups"].as_array().unwrap().iter().map(|g| g["group_id"].as_str().unwrap()).collect()
+}
+
+/// pause, resume and pauses, in text and JSON: a group, a routing key, the queue; each
+/// pause new or there already, each resume of a pause or of none; the paused state in
+/// `groups` and its filter, `stats`' paused count (total and per level); the usage errors.
+#[test]
+fn pause_and_resume_a_group_a_routing_key_and_the_queue() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = live_queue();
+    assert_eq!(ok(&q.args(&["pauses"])), "no pauses\n");
+    assert_eq!(json(&q.args(&["pauses"])), serde_json::json!({"pauses": []}));
+
+    assert_eq!(
+        ok(&q.args(&["pause", "--group", "orders-1"])),
+        "paused group \"orders-1\": no claim takes its messages until it is resumed\n"
+    );
+    assert_eq!(
+        json(&q.args(&["pause", "--group", "orders-1"])),
+        serde_json::json!({"kind": "group", "name": "orders-1", "paused": false})
+    );
+    let already = ok(&q.args(&["pause", "--group", "orders-1"]));
+    assert_eq!(already, "group \"orders-1\" was already paused: nothing changed\n");
+    assert_eq!(
+        json(&q.args(&["pause", "--routing-key", "eu"])),
+        serde_json::json!({"kind": "routing_key", "name": "eu", "paused": true})
+    );
+    let already = ok(&q.args(&["pause", "--routing-key", "eu"]));
+    assert_eq!(already, "routing key \"eu\" was already paused: nothing changed\n");
+
+    // Paused: listed as paused only, at its own priority; counted apart from the four states.
+    let paused = ok(&q.args(&["groups", "--state", "paused"]));
+    let rows = cells(&paused);
+    assert_eq!(rows.len(), 3, "a header and two groups:\n{paused}");
+    assert_eq!((&rows[1][..3], &rows[2][..3]), (&["orders-1", "paused", "3"][..], &["orders-2", "paused", "1"][..]));
+    assert_eq!(rows[2][rows[2].len() - 3..], ["3", "eu", "0"], "{paused}");
+    let page = json(&q.args(&["groups", "--state", "paused"]));
+    assert_eq!(group_ids(&page), ["orders-1", "orders-2"]);
+    assert!(page["groups"].as_array().unwrap().iter().all(|g| g["state"] == "paused"), "{page}");
+    assert_eq!(group_ids(&json(&q.args(&["groups", "--state", "ready"]))), ["poison"]);
+    assert_eq!(line(&ok(&q.args(&["groups"])), "orders-2").split_whitespace().nth(1), Some("paused"));
+    let text = ok(&q.args(&["stats"]));
+    assert!(line(&text, "groups").contains("5 (1 ready, 1 leased, 1 parked, 2 paused)"), "{text}");
+    assert_eq!(cells(line(&text, "PRIORITY"))[0], ["PRIORITY", "GROUPS", "READY", "LEASED", "PARKED", "PAUSED"]);
+    assert_eq!(cells(line(&text, "0"))[0], ["0", "4", "1", "1", "1", "1"], "{text}");
+    assert_eq!(cells(line(&text, "3"))[0], ["3", "1", "0", "0", "0", "1"], "{text}");
+    let s = stats_of(&q);
+    assert_eq!((s["paused"].as_u64(), s["ready"].as_u64()), (Some(2), Some(1)), "{s}");
+    let levels: Vec<(i64, u64)> = s["by_priority"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["priority"].as_i64().unwrap(), p["paused"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(levels, [(0, 1), (3, 1)]);
+
+    // The queue too: every group, the stuck one's holder still shown.
+    assert_eq!(ok(&q.args(&["pause", "--queue"])), "paused the queue: no claim takes a message until it is resumed\n");
+    assert_eq!(
+        json(&q.args(&["pause", "--queue"])),
+        serde_json::json!({"kind": "queue", "name": "", "paused": false})
+    );
+    assert_eq!(ok(&q.args(&["pause", "--queue"])), "the queue was already paused: nothing changed\n");
+    let text = ok(&q.args(&["pauses"]));
+    let rows = cells(&text);
+    assert_eq!(rows[0], ["KIND", "NAME", "PAUSED"], "{text}");
+    let listed: Vec<(&str, &str, &str)> = rows[1..].iter().map(|r| (r[0], r[1], r[r.len() - 1])).collect();
+    assert_eq!(listed, [("queue", "-", "ago"), ("group", "orders-1", "ago"), ("routing_key", "eu", "ago")], "{text}");
+    let doc = json(&q.args(&["pauses"]));
+    let now = harel_transport::system_clock();
+    let listed: Vec<(&str, &str)> = doc["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let at = p["paused_at"].as_f64().unwrap();
+            assert!((now - 60.0..=now).contains(&at), "{p}");
+            (p["kind"].as_str().unwrap(), p["name"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(listed, [("queue", ""), ("group", "orders-1"), ("routing_key", "eu")]);
+    assert_eq!(stats_of(&q)["paused"], 5);
+    let stuck = &json(&q.args(&["groups", "--state", "paused"]))["groups"][4];
+    assert_eq!((stuck["group_id"].as_str(), stuck["holder"].as_str()), (Some("stuck"), Some("worker-stuck")));
+    let t = q.open();
+    assert!(t.claim("worker-new", HELD, 0, &[]).unwrap().is_none(), "no claim takes a paused group");
+    t.close();
+
+    // Each resume ends its own pause only.
+    assert_eq!(
+        ok(&q.args(&["resume", "--queue"])),
+        "resumed the queue: its groups are served again, except those another pause names\n"
+    );
+    assert_eq!(
+        json(&q.args(&["resume", "--queue"])),
+        serde_json::json!({"kind": "queue", "name": "", "resumed": false})
+    );
+    assert_eq!(
+        ok(&q.args(&["resume", "--queue"])),
+        "the queue: no such pause, nothing changed (`pauses` lists those in force)\n"
+    );
+    assert_eq!(group_ids(&json(&q.args(&["groups", "--state", "paused"]))), ["orders-1", "orders-2"]);
+    assert_eq!(
+        ok(&q.args(&["resume", "--group", "orders-2"])),
+        "group \"orders-2\": no such pause, nothing changed (`pauses` lists those in force)\n"
+    );
+    assert_eq!(
+        ok(&q.args(&["resume", "--group", "orders-1"])),
+        "resumed group \"orders-1\": its messages are served again, unless another pause names it\n"
+    );
+    assert_eq!(
+        json(&q.args(&["resume", "--routing-key", "eu"])),
+        serde_json::json!({"kind": "routing_key", "name": "eu", "resumed": true})
+    );
+    assert_eq!(
+        ok(&q.args(&["resume", "--routing-key", "eu"])),
+        "routing key \"eu\": no such pause, nothing changed (`pauses` lists those in force)\n"
+    );
+    assert_eq!(ok(&q.args(&["groups", "--state", "paused"])), "no paused groups\n");
+    assert_eq!(ok(&q.args(&["pauses"])), "no pauses\n");
+    let text = ok(&q.args(&["stats"]));
+    assert!(line(&text, "groups").contains("5 (3 ready, 1 leased, 1 parked)") && !text.contains("PAUSED"), "{text}");
+
+    // A group with no messages yet can be paused, and is paused when it gets some.
+    ok(&q.args(&["pause", "--group", "later"]));
+    let t = q.open();
+    t.publish("later", &event("later", 0), 0, None).unwrap();
+    t.close();
+    assert_eq!(group_ids(&json(&q.args(&["groups", "--state", "paused"]))), ["later"]);
+
+    // Exactly one target; an empty one is the library's argument error.
+    for verb in ["pause", "resume"] {
+        let err = fails(&q.args(&[verb]), 2);
+        assert!(err.contains("--group") && err.contains("--routing-key") && err.contains("--queue"), "{err}");
+        let pairs: [&[&str]; 3] =
+            [&["--group", "a", "--queue"], &["--group", "a", "--routing-key", "b"], &["--routing-key", "b", "--queue"]];
+        for two in pairs {
+            let err = fails(&q.args(&[&[verb][..], two].concat()), 2);
+            assert!(err.contains("cannot be used with"), "{verb} {two:?}: {err}");
+        }
+        fails(&q.args(&[verb, "--group"]), 2);
+        fails(&q.args(&[verb, "--queue", "extra"]), 2);
+        fails(&q.args(&[verb, "orders-1"]), 2);
+        assert_eq!(fails(&q.args(&[verb, "--group", ""]), 1), format!("harel-transport: {verb}: group_id is empty\n"));
+        assert_eq!(
+            fails(&q.args(&[verb, "--routing-key", ""]), 1),
+            format!("harel-transport: {verb}: routing_key is empty\n")
+        );
+    }
+    fails(&q.args(&["pauses", "--group", "a"]), 2);
+    assert_eq!(json(&q.args(&["pauses"]))["pauses"].as_array().unwrap().len(), 1, "the refused ones changed nothing");
+}
+
 #[test]
 fn every_command_has_help() {
     let _limit = harel_transport_testkit::time_limit();
@@ -482,6 +643,9 @@ fn every_command_has_help() {
         "dead",
         "purge",
         "release",
+        "pause",
+        "resume",
+        "pauses",
         "HAREL_AUTH_TOKEN",
         "--auth-token-file",
         "--json",
@@ -500,6 +664,9 @@ fn every_command_has_help() {
         &["dead", "purge"],
         &["purge"],
         &["release"],
+        &["pause"],
+        &["resume"],
+        &["pauses"],
     ];
     for command in commands {
         let mut args = command.to_vec();
@@ -512,7 +679,11 @@ fn every_command_has_help() {
         assert!(via_help.contains(&usage));
     }
     assert!(ok(&["stats", "--help"]).contains("--watch"));
-    assert!(ok(&["groups", "--help"]).contains("leased"));
+    assert!(ok(&["groups", "--help"]).contains("leased") && ok(&["groups", "--help"]).contains("paused"));
+    for verb in ["pause", "resume"] {
+        let help = ok(&[verb, "--help"]);
+        assert!(help.contains("--group") && help.contains("--routing-key") && help.contains("--queue"), "{help}");
+    }
     assert!(ok(&["dead", "redrive", "--help"]).contains("--seq"));
     assert!(ok(&["--version"]).starts_with(&format!("harel-transport {}", harel_transport::VERSION)));
 }
@@ -658,7 +829,7 @@ fn harel_queue(test: &str) -> Option<Queue> {
     Some(Queue { _dir: dir, path })
 }
 
-const LACKS: [&str; 7] = [
+const LACKS: [&str; 10] = [
     "the column harel_transport_groups.routing_key",
     "the column harel_transport_messages.attempts",
     "the column harel_transport_messages.enqueued_at",
@@ -666,6 +837,9 @@ const LACKS: [&str; 7] = [
     "the column harel_transport_messages.unique_key",
     "the table harel_transport_dead",
     "the table harel_transport_keys",
+    "the table harel_transport_pauses",
+    "the trigger harel_transport_groups_paused_at_birth",
+    "the trigger harel_transport_groups_paused_turn",
 ];
 
 /// A harel 0.9 file is read as it is: every look its columns allow, with what it lacks
@@ -721,6 +895,10 @@ fn a_harel_09_queue_is_read_as_it_is() {
     let dead = ok(&q.args(&["dead", "list"]));
     assert!(dead.starts_with("no dead letters: this queue has no dead-letter table"), "{dead}");
     assert_eq!(json(&q.args(&["dead", "list"]))["dead_letters"], serde_json::json!([]));
+    let pauses = ok(&q.args(&["pauses"]));
+    assert!(pauses.starts_with("no pauses\n") && pauses.contains("the table harel_transport_pauses"), "{pauses}");
+    assert_eq!(json(&q.args(&["pauses"]))["pauses"], serde_json::json!([]));
+    assert_eq!(json(&q.args(&["groups", "--state", "paused"]))["groups"], serde_json::json!([]));
 
     // Every repair says what it needs, and changes nothing.
     for (repair, named) in [
@@ -729,6 +907,8 @@ fn a_harel_09_queue_is_read_as_it_is() {
         (&["release", "g0"], "release: refused"),
         (&["dead", "redrive", "--all"], "redrive: refused"),
         (&["dead", "purge", "--seq", "1"], "purge_dead: refused"),
+        (&["pause", "--group", "g3"], "pause: refused"),
+        (&["resume", "--queue"], "resume: refused"),
     ] {
         let err = fails(&q.args(repair), 1);
         assert!(err.starts_with(&format!("harel-transport: {named}: this queue lacks")), "{repair:?}: {err}");
@@ -807,6 +987,15 @@ fn a_sharded_queue_is_given_as_its_databases_in_order() {
     let shard: &'static str = dead_shard.to_string().leak();
     ok(&with(&["dead", "redrive", "--seq", seq, "--shard", shard]));
     assert_eq!(json(&with(&["stats"]))["messages"], 9);
+    // A pause acts on every shard; the list merges them.
+    assert_eq!(json(&with(&["pause", "--queue"]))["paused"], true);
+    assert_eq!(json(&with(&["pauses"]))["pauses"].as_array().unwrap().len(), 1);
+    let stats = json(&with(&["stats"]));
+    assert_eq!((stats["paused"].as_u64(), stats["groups"].as_u64()), (Some(9), Some(9)), "{stats}");
+    assert!(stats["shards"].as_array().unwrap().iter().all(|s| s["paused"] == s["groups"]), "{stats}");
+    assert!(line(&ok(&with(&["stats"])), "SHARD").contains(" PAUSED  DEAD"));
+    assert_eq!(json(&with(&["resume", "--queue"]))["resumed"], true);
+    assert_eq!(json(&with(&["stats"]))["paused"], 0);
     let reordered = fails(&["-d", list[1], "-d", list[0], "-d", list[2], "stats"], 1);
     assert!(reordered.contains("databases[0]") && reordered.contains("reordered"), "{reordered}");
 }

@@ -170,9 +170,10 @@ fn metrics_hold_every_count_of_a_known_queue() {
         ("harel_transport_dead_letters{queue=harel}".to_owned(), 1.0),
     ]);
     // (priority, ready, leased, parked, delayed): ready-a and the markup group; leased and
-    // delayed; parked and overdue (whose lease lapsed, so it is ready).
+    // delayed; parked and overdue (whose lease lapsed, so it is ready). None is paused.
     for (priority, ready, leased, parked, delayed) in [(0, 2, 0, 0, 0), (1, 0, 1, 0, 1), (2, 1, 0, 1, 0)] {
-        for (state, n) in [("ready", ready), ("leased", leased), ("parked", parked), ("delayed", delayed)] {
+        let states = [("ready", ready), ("leased", leased), ("parked", parked), ("delayed", delayed), ("paused", 0)];
+        for (state, n) in states {
             want.insert(format!("harel_transport_groups{{priority={priority},queue=harel,state={state}}}"), n as f64);
         }
     }
@@ -284,7 +285,7 @@ fn a_harel_09_queue_is_served_as_it_is() {
         ("harel_transport_messages{queue=harel}".to_owned(), 30.0),
         ("harel_transport_oldest_overdue_lease_seconds{queue=harel}".to_owned(), 0.0),
     ]);
-    for (state, n) in [("ready", 7.0), ("leased", 2.0), ("parked", 1.0), ("delayed", 0.0)] {
+    for (state, n) in [("ready", 7.0), ("leased", 2.0), ("parked", 1.0), ("delayed", 0.0), ("paused", 0.0)] {
         want.insert(format!("harel_transport_groups{{priority=0,queue=harel,state={state}}}"), n);
     }
     assert_eq!(samples(&serving.get("/metrics").body), want);
@@ -298,7 +299,13 @@ fn a_harel_09_queue_is_served_as_it_is() {
     let origin = format!("http://{}", serving.address);
     let bearer = format!("Bearer {TOKEN}");
     let headers = [("Authorization", bearer.as_str()), ("Origin", origin.as_str()), ("Sec-Fetch-Site", "same-origin")];
-    for (path, body) in [("/api/release", r#"{"group":"g0"}"#), ("/api/dead/redrive", r#"{"all":true}"#)] {
+    assert_eq!(serving.get("/api/pauses").json(), serde_json::json!({"pauses": []}));
+    for (path, body) in [
+        ("/api/release", r#"{"group":"g0"}"#),
+        ("/api/dead/redrive", r#"{"all":true}"#),
+        ("/api/pause", r#"{"group":"g0"}"#),
+        ("/api/resume", r#"{"queue":true}"#),
+    ] {
         let answer = serving.post(path, &headers, body);
         let error = answer.json()["error"].as_str().unwrap().to_owned();
         assert_eq!(answer.status, 409, "{path}: {error}");
@@ -316,12 +323,133 @@ fn without_an_admin_token_the_console_only_looks() {
     let _limit = harel_transport_testkit::time_limit();
     let q = queue();
     let serving = Serving::start(&q.path, &[], &[]);
-    let answer = serving.post("/api/release", &[("Authorization", "Bearer anything")], r#"{"group":"leased"}"#);
-    assert_eq!(answer.status, 403);
-    let message = answer.json()["error"].as_str().unwrap().to_owned();
-    assert!(message.contains("HAREL_ADMIN_TOKEN") && message.contains("--admin-token-file"), "{message}");
+    let queue = r#"{"queue":true}"#;
+    let changes = [("/api/release", r#"{"group":"leased"}"#), ("/api/pause", queue), ("/api/resume", queue)];
+    for (path, body) in changes {
+        let answer = serving.post(path, &[("Authorization", "Bearer anything")], body);
+        assert_eq!(answer.status, 403, "{path}");
+        let message = answer.json()["error"].as_str().unwrap().to_owned();
+        assert!(message.contains("HAREL_ADMIN_TOKEN") && message.contains("--admin-token-file"), "{message}");
+    }
+    assert_eq!(serving.get("/api/pauses").json(), serde_json::json!({"pauses": []}));
     assert_eq!(serving.get("/api/groups?state=leased").json()["groups"][0]["group_id"], "leased", "still held");
     assert!(serving.stop().contains("no admin token: looks only"));
+}
+
+/// Pause and resume through the API: refused without the admin token (and audited), done
+/// with it, each answered as `--json` answers; the pauses listed, the paused groups by
+/// state, and the paused count in /metrics and /api/stats.
+#[test]
+fn pause_and_resume_need_the_token_and_show_in_the_looks_and_metrics() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = queue();
+    let serving = Serving::start(&q.path, &[], &[("HAREL_ADMIN_TOKEN", TOKEN)]);
+    let origin = format!("http://{}", serving.address);
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", bearer.as_str()), ("Origin", origin.as_str()), ("Sec-Fetch-Site", "same-origin")];
+    let pauses = || serving.get("/api/pauses").json();
+    assert_eq!(pauses(), serde_json::json!({"pauses": []}));
+
+    let group = r#"{"group":"ready-a"}"#;
+    let refused = [
+        (serving.post("/api/pause", &[], group), 401, "needs the admin token"),
+        (serving.post("/api/pause", &[("Authorization", "Bearer nope")], group), 403, "wrong admin token"),
+        (serving.post("/api/resume", &[], r#"{"queue":true}"#), 401, "needs the admin token"),
+        (
+            serving.post("/api/pause", &[("Authorization", &bearer), ("Origin", "http://evil.example")], group),
+            403,
+            "cross-site",
+        ),
+        (serving.request("POST", "/api/pause", &[("Authorization", &bearer)], group), 415, "JSON body"),
+        (serving.post("/api/pause", &headers, "{}"), 400, "expected one of"),
+        (serving.post("/api/pause", &headers, r#"{"group":"a","queue":true}"#), 400, "expected one of"),
+        (serving.post("/api/resume", &headers, r#"{"group":"a","routing_key":"b"}"#), 400, "expected one of"),
+        (serving.post("/api/pause", &headers, r#"{"queue":false}"#), 400, "expected one of"),
+        (serving.post("/api/pause", &headers, r#"{"name":"a"}"#), 400, "expected one of"),
+        (serving.post("/api/pause", &headers, r#"{"group":""}"#), 400, "group_id is empty"),
+    ];
+    for (answer, status, says) in refused {
+        let error = answer.json()["error"].as_str().unwrap().to_owned();
+        assert_eq!((answer.status, error.contains(says)), (status, true), "{error}");
+    }
+    assert_eq!(pauses(), serde_json::json!({"pauses": []}), "every refused change left the queue as it was");
+
+    let answer = serving.post("/api/pause", &headers, group);
+    let done = serde_json::json!({"kind": "group", "name": "ready-a", "paused": true});
+    assert_eq!((answer.status, answer.json()), (200, done));
+    let again = serving.post("/api/pause", &headers, group).json();
+    assert_eq!(again, serde_json::json!({"kind": "group", "name": "ready-a", "paused": false}));
+    let key = serving.post("/api/pause", &headers, r#"{"routing_key":"leased"}"#).json();
+    assert_eq!(key, serde_json::json!({"kind": "routing_key", "name": "leased", "paused": true}));
+    let paused: Vec<String> = serving.get("/api/groups?state=paused").json()["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| format!("{} {}", g["group_id"].as_str().unwrap(), g["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(paused, ["leased paused", "ready-a paused"]);
+    let metrics = samples(&serving.get("/metrics").body);
+    let gauge = |metrics: &BTreeMap<String, f64>, priority: i32, state: &str| {
+        metrics[&format!("harel_transport_groups{{priority={priority},queue=harel,state={state}}}")]
+    };
+    // ready-a (priority 0) and leased (1, whose lease goes on) are counted as paused only.
+    assert_eq!([0, 1, 2].map(|p| gauge(&metrics, p, "paused")), [1.0, 1.0, 0.0]);
+    assert_eq!((gauge(&metrics, 0, "ready"), gauge(&metrics, 1, "leased")), (1.0, 0.0));
+    assert_eq!(serving.get("/api/stats").json()["paused"], 2);
+
+    let queue = serving.post("/api/pause", &headers, r#"{"queue":true}"#).json();
+    assert_eq!(queue, serde_json::json!({"kind": "queue", "name": "", "paused": true}));
+    let listed: Vec<(String, String)> = pauses()["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["kind"].as_str().unwrap().to_owned(), p["name"].as_str().unwrap().to_owned()))
+        .collect();
+    let want =
+        [("queue", ""), ("group", "ready-a"), ("routing_key", "leased")].map(|(k, n)| (k.to_owned(), n.to_owned()));
+    assert_eq!(listed, want);
+    assert!(pauses()["pauses"][0]["paused_at"].as_f64().is_some());
+    let metrics = samples(&serving.get("/metrics").body);
+    assert_eq!([0, 1, 2].map(|p| gauge(&metrics, p, "paused")), [2.0, 2.0, 2.0], "every group of the queue");
+    let stats = serving.get("/api/stats").json();
+    assert_eq!((stats["paused"].as_u64(), stats["ready"].as_u64()), (Some(6), Some(0)), "{stats}");
+    assert_eq!(stats["by_priority"][1]["paused"], 2);
+
+    let resumed = serving.post("/api/resume", &headers, r#"{"queue":true}"#).json();
+    assert_eq!(resumed, serde_json::json!({"kind": "queue", "name": "", "resumed": true}));
+    let none = serving.post("/api/resume", &headers, r#"{"group":"nobody"}"#).json();
+    assert_eq!(none, serde_json::json!({"kind": "group", "name": "nobody", "resumed": false}));
+    assert_eq!(serving.get("/api/stats").json()["paused"], 2, "the group's and the key's pauses go on");
+    for body in [r#"{"routing_key":"leased"}"#, group] {
+        assert_eq!(serving.post("/api/resume", &headers, body).json()["resumed"], true, "{body}");
+    }
+    assert_eq!(pauses(), serde_json::json!({"pauses": []}));
+    let metrics = samples(&serving.get("/metrics").body);
+    assert_eq!([0, 1, 2].map(|p| gauge(&metrics, p, "paused")), [0.0, 0.0, 0.0]);
+    assert_eq!(gauge(&metrics, 1, "leased"), 1.0, "the lease taken before the pause goes on");
+
+    let err = serving.stop();
+    assert!(!err.contains(TOKEN), "the token is never written:\n{err}");
+    let audit: Vec<&str> = err.lines().filter(|l| l.contains(": audit ")).collect();
+    assert_eq!(audit.len(), 11 + 8, "one line per change asked for, refused ones too:\n{err}");
+    for (line, action, target, result) in [
+        (0, "pause", "-", "401 "),
+        (1, "pause", "-", "403 "),
+        (2, "resume", "-", "401 "),
+        (5, "pause", "-", "400 "),
+        (10, "pause", "group ", "400 "),
+        (11, "pause", "group ready-a", r#"200 {\"kind\":\"group\",\"name\":\"ready-a\",\"paused\":true}"#),
+        (12, "pause", "group ready-a", "200 "),
+        (13, "pause", "routing_key leased", "200 "),
+        (14, "pause", "queue", "200 "),
+        (15, "resume", "queue", "200 "),
+        (16, "resume", "group nobody", "200 "),
+        (17, "resume", "routing_key leased", "200 "),
+        (18, "resume", "group ready-a", "200 "),
+    ] {
+        let want = format!("action={action} target={target:?} result=\"{result}");
+        assert!(audit[line].contains(&want), "audit line {line}: {}\nwants {want}", audit[line]);
+    }
 }
 
 #[test]

@@ -1,18 +1,20 @@
 //! The console's JSON API. Looks (GET) are open: `/api/stats`, `/api/groups`, `/api/peek`,
-//! `/api/dead`, each the document `--json` prints for the same command. Changes (POST) need
-//! the admin token (auth.rs): `/api/dead/redrive`, `/api/dead/purge` (a body of one of
-//! `{"seqs": [..]}`, `{"group": ".."}`, `{"all": true}`) and `/api/release`
-//! (`{"group": ".."}`); each writes one audit line on stderr, refused ones too.
+//! `/api/dead`, `/api/pauses`, each the document `--json` prints for the same command.
+//! Changes (POST) need the admin token (auth.rs): `/api/dead/redrive`, `/api/dead/purge` (a
+//! body of one of `{"seqs": [..]}`, `{"group": ".."}`, `{"all": true}`), `/api/release`
+//! (`{"group": ".."}`), `/api/pause` and `/api/resume` (one of `{"group": ".."}`,
+//! `{"routing_key": ".."}`, `{"queue": true}`); each writes one audit line on stderr,
+//! refused ones too.
 
 use std::collections::HashMap;
 
-use harel_transport::{DeadLetters, Error, GroupState, Transport, MAX_PAGE};
+use harel_transport::{DeadLetters, Error, GroupState, PauseTarget, Transport, MAX_PAGE};
 use serde::Deserialize;
 use tiny_http::Request;
 
 use super::http::{body, Reply};
 use super::Console;
-use crate::output::{dead_letters_json, DeadPurged, Redriven, Released};
+use crate::output::{dead_letters_json, pauses_json, DeadPurged, PauseDone, Redriven, Released, Resumed};
 use crate::time;
 
 /// A listing's page when the request names no `limit`.
@@ -41,6 +43,7 @@ pub fn look(console: &Console, path: &str, query: &HashMap<String, String>) -> O
             }
             Err(bad) => Ok(bad),
         },
+        "/api/pauses" => t.pauses().map(|p| Reply::json(200, &pauses_json(&p))),
         _ => return None,
     };
     Some(reply.unwrap_or_else(|e| failed(&console.transport, &e)))
@@ -53,7 +56,10 @@ fn state(query: &HashMap<String, String>) -> Result<Option<GroupState>, Reply> {
         Some("leased") => Ok(Some(GroupState::Leased)),
         Some("parked") => Ok(Some(GroupState::Parked)),
         Some("delayed") => Ok(Some(GroupState::Delayed)),
-        Some(other) => Err(Reply::error(400, format!("state {other:?}: expected ready, leased, parked or delayed"))),
+        Some("paused") => Ok(Some(GroupState::Paused)),
+        Some(other) => {
+            Err(Reply::error(400, format!("state {other:?}: expected ready, leased, parked, delayed or paused")))
+        }
     }
 }
 
@@ -97,12 +103,35 @@ struct ReleaseBody {
     group: String,
 }
 
+/// What a pause or a resume names: exactly one of the three, never a default.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PauseBody {
+    group: Option<String>,
+    routing_key: Option<String>,
+    #[serde(default)]
+    queue: bool,
+}
+
+impl PauseBody {
+    fn target(&self) -> Option<PauseTarget<'_>> {
+        match (&self.group, &self.routing_key, self.queue) {
+            (Some(group), None, false) => Some(PauseTarget::Group(group)),
+            (None, Some(key), false) => Some(PauseTarget::RoutingKey(key)),
+            (None, None, true) => Some(PauseTarget::Queue),
+            _ => None,
+        }
+    }
+}
+
 /// A change at `path`, or None when there is none there.
 pub fn change(console: &Console, request: &mut Request, path: &str) -> Option<Reply> {
     let action = match path {
         "/api/dead/redrive" => "redrive",
         "/api/dead/purge" => "purge-dead",
         "/api/release" => "release",
+        "/api/pause" => "pause",
+        "/api/resume" => "resume",
         _ => return None,
     };
     let (target, reply) = match console.admin.admit(request).and_then(|()| body(request)) {
@@ -134,6 +163,9 @@ fn perform(console: &Console, action: &str, bytes: &[u8]) -> (String, Reply) {
             }
         };
     }
+    if action == "pause" || action == "resume" {
+        return pause_or_resume(t, action, bytes);
+    }
     let which = match serde_json::from_slice::<Which>(bytes) {
         Ok(Which { all: true, group: None, seqs: None }) => DeadSelector::All,
         Ok(Which { all: false, group: Some(g), seqs: None }) if !g.is_empty() => DeadSelector::Group(g),
@@ -150,6 +182,26 @@ fn perform(console: &Console, action: &str, bytes: &[u8]) -> (String, Reply) {
         which.apply(|w| t.purge_dead(w)).map(|n| Reply::json(200, &DeadPurged { purged: n }))
     };
     (target, reply.unwrap_or_else(|e| failed(t, &e)))
+}
+
+/// `pause` or `resume` (`action`) of the target the body names.
+fn pause_or_resume(t: &Transport, action: &str, bytes: &[u8]) -> (String, Reply) {
+    let body = serde_json::from_slice::<PauseBody>(bytes).ok();
+    let Some(target) = body.as_ref().and_then(PauseBody::target) else {
+        let expected = "expected one of {\"group\": \"...\"}, {\"routing_key\": \"...\"}, {\"queue\": true}";
+        return ("-".to_owned(), Reply::error(400, format!("{action}: {expected}")));
+    };
+    let (kind, name) = (target.kind().name(), target.name());
+    let described = match target {
+        PauseTarget::Queue => kind.to_owned(),
+        _ => format!("{kind} {name}"),
+    };
+    let reply = if action == "pause" {
+        t.pause(target).map(|paused| Reply::json(200, &PauseDone { kind, name, paused }))
+    } else {
+        t.resume(target).map(|resumed| Reply::json(200, &Resumed { kind, name, resumed }))
+    };
+    (described, reply.unwrap_or_else(|e| failed(t, &e)))
 }
 
 /// `DeadLetters`, owning what it names.

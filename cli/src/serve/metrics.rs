@@ -1,6 +1,7 @@
 //! `/metrics`: the queue's stats in Prometheus' text format (version 0.0.4), read once per
 //! scrape. Every series is a gauge (each is a count or an age now, not a running total) and
-//! carries the label `queue`, the tables' prefix; group counts carry `priority` and `state`.
+//! carries the label `queue`, the tables' prefix; group counts carry `priority` and `state`
+//! (a paused group is counted as `paused` only, whatever its head).
 //! A read that fails gives `harel_transport_up 0` and no other series, so a scrape still
 //! answers while the queue (a server) is away and shows no stale counts.
 
@@ -26,12 +27,16 @@ pub fn exposition(queue: &str, stats: &Result<Stats>, has_dead: bool) -> Reply {
     text.sample("", s.messages as f64);
     text.gauge(
         "harel_transport_groups",
-        "Groups, by priority and by their head's state (ready, leased, parked, delayed).",
+        "Groups, by priority and by their head's state (ready, leased, parked, delayed), or paused.",
     );
     for level in &s.by_priority {
-        for (state, n) in
-            [("ready", level.ready), ("leased", level.leased), ("parked", level.parked), ("delayed", level.delayed)]
-        {
+        for (state, n) in [
+            ("ready", level.ready),
+            ("leased", level.leased),
+            ("parked", level.parked),
+            ("delayed", level.delayed),
+            ("paused", level.paused),
+        ] {
             text.sample(&format!(",priority=\"{}\",state=\"{state}\"", level.priority), n as f64);
         }
     }

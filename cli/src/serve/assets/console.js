@@ -42,6 +42,8 @@ async function change(path, body, done) {
   } catch (e) {
     outcome = [`${path}: ${e.message}`, true];
   }
+  // The pauses first: the groups' pause and resume buttons follow them.
+  await loadPauses();
   await Promise.all([refreshStats(), groups.load(), dead.load()]);
   show(...outcome);
 }
@@ -93,15 +95,20 @@ async function refreshStats() {
   const status = $("status");
   try {
     const s = await look("/api/stats");
-    for (const key of ["messages", "groups", "ready", "leased", "parked", "delayed"]) $(`stat-${key}`).textContent = String(s[key]);
+    for (const key of ["messages", "groups", "ready", "leased", "parked", "delayed", "paused"]) {
+      $(`stat-${key}`).textContent = String(s[key]);
+    }
     $("stat-dead").textContent = s.dead === null ? "- (no dead-letter table)" : String(s.dead);
     $("stat-oldest-ready").textContent = seconds(s.oldest_ready_age);
     $("stat-overdue").textContent = seconds(s.oldest_overdue_lease);
     const body = document.querySelector("#priorities tbody");
     body.replaceChildren();
+    // Paused groups per level are shown when there are any, as `stats` prints them.
+    $("priority-paused").hidden = s.paused === 0;
     for (const p of s.by_priority) {
       const row = document.createElement("tr");
       for (const value of [p.priority, p.groups, p.ready, p.leased, p.parked, p.delayed]) cell(row, value);
+      if (s.paused > 0) cell(row, p.paused);
       body.appendChild(row);
     }
     status.textContent = `updated ${new Date(s.now * 1000).toLocaleTimeString()}`;
@@ -109,6 +116,61 @@ async function refreshStats() {
   } catch (e) {
     status.textContent = `stats failed: ${e.message}`;
     status.className = "error";
+  }
+}
+
+// The pauses in force ({kind, name}: kind "queue", "group" or "routing_key", name "" for the
+// queue), as last read: the groups' buttons pause or resume by them.
+let pausesInForce = [];
+
+function isPaused(kind, name) {
+  return pausesInForce.some((p) => p.kind === kind && p.name === name);
+}
+
+// What a pause or resume names, for the notices.
+function pauseTarget(kind, name) {
+  if (kind === "queue") return "the queue";
+  return `${kind === "group" ? "group" : "routing key"} ${name}`;
+}
+
+// The body of /api/pause and /api/resume for a target.
+function pauseBody(kind, name) {
+  return kind === "queue" ? { queue: true } : { [kind]: name };
+}
+
+function pause(kind, name) {
+  return change("/api/pause", pauseBody(kind, name), (a) =>
+    a.paused ? `paused ${pauseTarget(a.kind, a.name)}` : `${pauseTarget(a.kind, a.name)} was already paused`);
+}
+
+function resume(kind, name) {
+  return change("/api/resume", pauseBody(kind, name), (a) =>
+    a.resumed
+      ? `resumed ${pauseTarget(a.kind, a.name)}`
+      : `${pauseTarget(a.kind, a.name)}: no such pause, nothing changed`);
+}
+
+async function loadPauses() {
+  try {
+    const page = await look("/api/pauses");
+    pausesInForce = page.pauses;
+    const table = document.querySelector("#pauses table");
+    const body = table.querySelector("tbody");
+    body.replaceChildren();
+    for (const p of page.pauses) {
+      const row = document.createElement("tr");
+      row.dataset.kind = p.kind;
+      cell(row, p.kind);
+      cell(row, p.kind === "queue" ? "(every group)" : p.name);
+      cell(row, new Date(p.paused_at * 1000).toLocaleString());
+      const actions = cell(row, "", "actions");
+      button(actions, "resume", () => resume(p.kind, p.name));
+      body.appendChild(row);
+    }
+    table.hidden = page.pauses.length === 0;
+    $("pauses-none").hidden = page.pauses.length > 0;
+  } catch (e) {
+    show(`pauses: ${e.message}`, true);
   }
 }
 
@@ -150,12 +212,27 @@ const groups = pager(
       const name = document.createElement("td");
       button(name, g.group_id, () => showMessages(g.group_id), "link");
       row.appendChild(name);
-      for (const value of [g.state, g.depth, seconds(g.head_age), g.holder, g.priority]) cell(row, value);
+      for (const value of [g.state, g.depth, seconds(g.head_age), g.holder, g.priority, g.routing_key]) {
+        cell(row, value);
+      }
       const actions = cell(row, "", "actions");
-      if (g.state !== "ready") {
+      // A paused group shows no head state: it is held while a lease or park has an end.
+      if (g.state !== "ready" && (g.state !== "paused" || g.lock_expiry !== null)) {
         button(actions, "release", () =>
           change("/api/release", { group: g.group_id }, (a) =>
             a.released ? `released ${a.group_id}` : `${a.group_id}: nothing to release`));
+      }
+      if (isPaused("group", g.group_id)) {
+        button(actions, "resume", () => resume("group", g.group_id), "resume-group");
+      } else {
+        button(actions, "pause", () => pause("group", g.group_id), "pause-group");
+      }
+      if (g.routing_key !== null) {
+        if (isPaused("routing_key", g.routing_key)) {
+          button(actions, "resume key", () => resume("routing_key", g.routing_key), "resume-key");
+        } else {
+          button(actions, "pause key", () => pause("routing_key", g.routing_key), "pause-key");
+        }
       }
       body.appendChild(row);
     }
@@ -219,10 +296,25 @@ function start() {
     show("admin token forgotten", false);
   });
   $("group-state").addEventListener("change", () => groups.first());
+  $("pause-kind").addEventListener("change", () => {
+    const kind = $("pause-kind").value;
+    $("pause-name").disabled = kind === "queue";
+    $("pause-name").placeholder = { group: "group id", routing_key: "routing key", queue: "" }[kind];
+  });
+  $("pause-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const kind = $("pause-kind").value;
+    const name = $("pause-name").value;
+    if (kind !== "queue" && name === "") {
+      show(`pause: a ${kind === "group" ? "group id" : "routing key"} is needed`, true);
+      return;
+    }
+    pause(kind, name);
+  });
   $("groups-first").addEventListener("click", () => groups.first());
   $("dead-first").addEventListener("click", () => dead.first());
   refreshStats();
-  groups.load();
+  loadPauses().then(() => groups.load());
   dead.load();
   setInterval(refreshStats, REFRESH_MS);
 }
