@@ -1,8 +1,11 @@
 package harel
 
 // The operator's writes: dead letters redriven or purged (which ones: DeadLetters), a
-// group's messages or every message purged, a stuck group released. Each method is one
-// transaction of the library.
+// group's messages or every message purged, a stuck group released, a group, a routing key
+// or the whole queue paused and resumed (which: PauseTarget). Each method is one
+// transaction of the library (on a sharded queue, Pause and Resume make one per shard).
+
+import "strconv"
 
 // DeadLetters says which dead letters Redrive or PurgeDead takes: exactly one of all of
 // them (AllDeadLetters), one group's (DeadLettersOfGroup) or some by seq
@@ -98,4 +101,96 @@ func (t *Transport) Release(groupID string) (bool, error) {
 		return err
 	})
 	return released, err
+}
+
+// PauseKind is what a pause names: the whole queue, one group or every group of a routing
+// key (Pause.Kind, PauseTarget).
+type PauseKind int32
+
+// The pause kinds, the values of the C ABI's harel_pause_kind.
+const (
+	PauseKindQueue      PauseKind = 0 // every group, and every group made while the pause lasts
+	PauseKindGroup      PauseKind = 1 // one group, by id, whether or not it has messages now
+	PauseKindRoutingKey PauseKind = 2 // every group published with the routing key
+)
+
+// String is "queue", "group" or "routing_key" (PauseKind(n) for another value).
+func (k PauseKind) String() string {
+	switch k {
+	case PauseKindQueue:
+		return "queue"
+	case PauseKindGroup:
+		return "group"
+	case PauseKindRoutingKey:
+		return "routing_key"
+	}
+	return "PauseKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// PauseTarget says what Pause and Resume name: exactly one of the whole queue
+// (PauseQueue), one group (PauseGroup) or every group of a routing key (PauseRoutingKey);
+// a listed Pause names its own (Pause.Target). Targets compare with ==. The zero value
+// names nothing, which Pause and Resume refuse with ErrArgument (it does not pause the
+// queue).
+type PauseTarget struct {
+	kind PauseKind
+	name string
+	set  bool
+}
+
+// PauseQueue names the whole queue: every group, and every group made while the pause
+// lasts.
+func PauseQueue() PauseTarget { return PauseTarget{kind: PauseKindQueue, set: true} }
+
+// PauseGroup names the group groupID (not empty), whether or not it has messages now.
+func PauseGroup(groupID string) PauseTarget {
+	return PauseTarget{kind: PauseKindGroup, name: groupID, set: true}
+}
+
+// PauseRoutingKey names every group published with routingKey (not empty), those made
+// while the pause lasts too.
+func PauseRoutingKey(routingKey string) PauseTarget {
+	return PauseTarget{kind: PauseKindRoutingKey, name: routingKey, set: true}
+}
+
+// Kind is what the target names; PauseKindQueue for the zero value too.
+func (p PauseTarget) Kind() PauseKind { return p.kind }
+
+// Name is the group id or routing key the target names; "" for the queue.
+func (p PauseTarget) Name() string { return p.name }
+
+// Pause pauses the target: no claim takes the heads of the groups it names (nor harel
+// 0.9's Python transports) until Resume, while their messages keep their order and
+// publishes into them go on. The pause is stored in the database: every process and every
+// Transport on the queue sees it, and it outlives restarts. A lease taken before the pause
+// finishes (Ack, Nack, Extend and DeadLetter work). While paused, a group is GroupPaused in
+// Groups and counted in Stats.Paused; Pauses lists the pauses in force. On a queue opened
+// with OpenShards, it pauses on every shard. It returns false when the pause was there
+// already (nothing changed).
+//
+// Errors: ErrArgument (the zero PauseTarget, an empty group id or routing key, one holding
+// a NUL byte or invalid UTF-8; nothing changed), ErrBusy, ErrDatabase (also when the queue,
+// opened with WithCreateSchema(false), lacks the pauses table), ErrConnect, ErrClosed.
+func (t *Transport) Pause(target PauseTarget) (bool, error) {
+	var paused bool
+	err := t.call(func(h cTransport) (err error) {
+		paused, err = h.pause(target, false)
+		return err
+	})
+	return paused, err
+}
+
+// Resume ends the target's pause (as Pause named it): the groups it paused that no other
+// pause names are served again at once, each from its head (a parked or delayed head stays
+// held until its time). A group paused on its own stays paused when the queue is resumed,
+// and the other way round. It returns false when there was no such pause (nothing changed).
+//
+// Errors: as Pause's.
+func (t *Transport) Resume(target PauseTarget) (bool, error) {
+	var resumed bool
+	err := t.call(func(h cTransport) (err error) {
+		resumed, err = h.pause(target, true)
+		return err
+	})
+	return resumed, err
 }

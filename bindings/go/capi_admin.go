@@ -77,3 +77,43 @@ func (t cTransport) release(groupID string) (bool, error) {
 	}
 	return bool(released), nil
 }
+
+// pause pauses (or, with resume, resumes) target: its kind as it is, its name a C copy
+// (named in errors as the library names it: group_id, routing_key), NULL for the queue's
+// "". A kind outside harel_pause_kind, or a queue's target with a name (both only from a
+// Pause made by hand), reach the library, which refuses them. The zero PauseTarget is
+// refused before C.
+func (t cTransport) pause(target PauseTarget, resume bool) (bool, error) {
+	if !target.set {
+		return false, argumentError("no pause target: give PauseQueue(), PauseGroup(id) or PauseRoutingKey(key)")
+	}
+	var strs cStrings
+	defer strs.free()
+	var name *C.char
+	if target.kind != PauseKindQueue || target.name != "" {
+		param := "name"
+		switch target.kind {
+		case PauseKindGroup:
+			param = "group_id"
+		case PauseKindRoutingKey:
+			param = "routing_key"
+		}
+		n, err := strs.add(param, target.name)
+		if err != nil {
+			return false, err
+		}
+		name = n
+	}
+	var done C.bool
+	var cerr *C.harel_error
+	var s C.enum_harel_status
+	if resume {
+		s = C.harel_transport_resume(t.p, C.int32_t(target.kind), name, &done, &cerr)
+	} else {
+		s = C.harel_transport_pause(t.p, C.int32_t(target.kind), name, &done, &cerr)
+	}
+	if err := check(s, &cerr); err != nil {
+		return false, err
+	}
+	return bool(done), nil
+}

@@ -67,6 +67,7 @@ func (t cTransport) stats() (*Stats, error) {
 		Leased:         uint64(out.leased),
 		Parked:         uint64(out.parked),
 		Delayed:        uint64(out.delayed),
+		Paused:         uint64(out.paused),
 		Dead:           uint64(out.dead),
 		OldestReadyAge: optionalDuration(out.oldest_ready_age),
 		NextReleaseAt:  optionalTime(out.next_release_at),
@@ -76,13 +77,15 @@ func (t cTransport) stats() (*Stats, error) {
 	if seq := int64(out.oldest_ready_seq); seq >= 0 {
 		st.OldestReadySeq = &seq
 	}
-	for _, p := range cSlice(out.by_priority, out.n_priorities) {
+	paused := cSlice(out.paused_by_priority, out.n_priorities) // one count per level
+	for i, p := range cSlice(out.by_priority, out.n_priorities) {
 		st.ByPriority = append(st.ByPriority, PriorityStats{
 			Priority: int(p.priority),
 			Groups:   uint64(p.groups),
 			Ready:    uint64(p.ready),
 			Leased:   uint64(p.leased),
 			Parked:   uint64(p.parked),
+			Paused:   uint64(paused[i]),
 		})
 	}
 	return st, nil
@@ -193,4 +196,23 @@ func (t cTransport) deadLetters(groupID, cursor string, limit int) (*DeadLetterP
 		})
 	}
 	return page, nil
+}
+
+func (t cTransport) pauses() ([]Pause, error) {
+	var out *C.harel_pause_list
+	var cerr *C.harel_error
+	s := C.harel_transport_pauses(t.p, &out, &cerr)
+	defer C.harel_pause_list_free(out) // NULL does nothing
+	if err := check(s, &cerr); err != nil {
+		return nil, err
+	}
+	pauses := make([]Pause, 0, int(out.n_pauses))
+	for _, p := range cSlice(out.pauses, out.n_pauses) {
+		pauses = append(pauses, Pause{
+			Kind:     PauseKind(p.kind),
+			Name:     C.GoStringN(p.name, C.int(p.name_len)),
+			PausedAt: fromEpochSeconds(float64(p.paused_at)),
+		})
+	}
+	return pauses, nil
 }

@@ -92,6 +92,15 @@
 // [DeadLettersBySeq]; [Transport.PurgeGroup] and [Transport.Purge] delete messages, and
 // [Transport.Release] ends the lease or park of a stuck group at once.
 //
+// # Pause and resume
+//
+// [Transport.Pause] stops the claims of one group ([PauseGroup]), of every group of a
+// routing key ([PauseRoutingKey]) or of the whole queue ([PauseQueue]) until
+// [Transport.Resume]: the messages keep their order, publishes go on, a lease taken before
+// finishes. The pause is stored in the database, so every process sees it and it outlives
+// restarts. A paused group is [GroupPaused], counted in [Stats].Paused;
+// [Transport.Pauses] lists the pauses in force.
+//
 // # Headers and tracing
 //
 // A message carries ordered [Header] pairs beside its event ([WithHeaders], a [Message]'s

@@ -413,7 +413,7 @@ func TestBadInputOfTheNewCalls(t *testing.T) {
 		{"purge_dead: an empty group id", count(tr.PurgeDead(harel.DeadLettersOfGroup(""))), []string{"group_id"}},
 		{"purge_group: an empty group id", count(tr.PurgeGroup("")), []string{"group_id"}},
 		{"release: an empty group id", released(tr.Release("")), []string{"group_id"}},
-		{"groups: state 4", groupsPage(tr.Groups(4, "", 10)), []string{"state is 4"}},
+		{"groups: state 5", groupsPage(tr.Groups(5, "", 10)), []string{"state is 5"}},
 		{"groups: state -2", groupsPage(tr.Groups(-2, "", 10)), []string{"state"}},
 		{"groups: limit 0", groupsPage(tr.Groups(harel.GroupAny, "", 0)), []string{"limit is 0"}},
 		{"groups: limit past MaxPage", groupsPage(tr.Groups(harel.GroupAny, "", harel.MaxPage+1)), []string{"limit"}},

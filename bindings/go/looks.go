@@ -1,8 +1,8 @@
 package harel
 
-// A look inside the queue: counts (Stats) and pages of groups, of a group's messages and of
-// dead letters. Each is one read of the library that takes no write lock, so it never
-// holds up a claim, and claims nothing.
+// A look inside the queue: counts (Stats), pages of groups, of a group's messages and of
+// dead letters, and the pauses in force (Pauses). Each is one read of the library that
+// takes no write lock, so it never holds up a claim, and claims nothing.
 //
 // Absent values: a time or a duration the library does not have is nil (a *time.Time or
 // *time.Duration: 0 would be a real age); a string it does not have is "" (the library
@@ -26,8 +26,9 @@ type Stats struct {
 	Messages, Groups uint64
 	// Ready, Leased, Parked and Delayed count the groups whose head is claimable now,
 	// leased to a worker, parked by a Nack with a delay, held back by its publish's
-	// WithDelay or WithNotBefore: together, Groups.
-	Ready, Leased, Parked, Delayed uint64
+	// WithDelay or WithNotBefore; Paused the groups a pause names (Transport.Pause),
+	// whatever their head: together, Groups.
+	Ready, Leased, Parked, Delayed, Paused uint64
 	// Dead is how many dead letters there are.
 	Dead uint64
 	// OldestReadyAge is how long ago the oldest message of a ready group was published;
@@ -47,16 +48,19 @@ type Stats struct {
 	ByPriority []PriorityStats
 }
 
-// PriorityStats are the group counts of one priority level. A delayed group is in Groups
-// but in none of Ready, Leased and Parked (the C library counts delayed groups over every
-// level only: Stats.Delayed).
+// PriorityStats are the group counts of one priority level. A delayed or paused group is in
+// Groups but in none of Ready, Leased and Parked; Paused counts the level's paused groups (a
+// paused group is at its own priority), so its delayed ones are Groups - Ready - Leased -
+// Parked - Paused (the C library counts delayed groups over every level only: Stats.Delayed).
 type PriorityStats struct {
 	Priority                      int
 	Groups, Ready, Leased, Parked uint64
+	// Paused is how many of Groups a pause names (Transport.Pause).
+	Paused uint64
 }
 
-// GroupState is where a group stands, from its head (only a head is ever leased). Groups
-// takes one to list only those groups, or GroupAny.
+// GroupState is where a group stands, from its head (only a head is ever leased), or
+// paused. Groups takes one to list only those groups, or GroupAny.
 type GroupState int32
 
 // The group states, the values of the C ABI's harel_group_state; GroupAny (-1) lists every
@@ -67,10 +71,11 @@ const (
 	GroupLeased  GroupState = 1 // the head is leased to a worker
 	GroupParked  GroupState = 2 // the head is parked by a Nack with a delay
 	GroupDelayed GroupState = 3 // the head was published with WithDelay or WithNotBefore and is not due yet
+	GroupPaused  GroupState = 4 // a pause names the group (Transport.Pause), whatever its head
 )
 
-// String is "any", "ready", "leased", "parked" or "delayed" (GroupState(n) for another
-// value).
+// String is "any", "ready", "leased", "parked", "delayed" or "paused" (GroupState(n) for
+// another value).
 func (s GroupState) String() string {
 	switch s {
 	case GroupAny:
@@ -83,6 +88,8 @@ func (s GroupState) String() string {
 		return "parked"
 	case GroupDelayed:
 		return "delayed"
+	case GroupPaused:
+		return "paused"
 	}
 	return "GroupState(" + strconv.Itoa(int(s)) + ")"
 }
@@ -97,10 +104,11 @@ type GroupInfo struct {
 	// HeadAge is how long ago the head was published; nil when its writer does not stamp
 	// the time.
 	HeadAge *time.Duration
-	// Holder is the worker holding the head's lease; "" when ready, parked or delayed.
+	// Holder is the worker holding the head's lease; "" when ready, parked or delayed. A
+	// paused group shows the holder of a lease taken before the pause (it finishes).
 	Holder string
 	// LockExpiry is when the lease or park ends, or when a delayed head is due; nil when
-	// ready.
+	// ready (a paused group's is its head's).
 	LockExpiry *time.Time
 	Priority   int
 	// RoutingKey is the group's routing key; "" for none.
@@ -177,6 +185,21 @@ type DeadLetterPage struct {
 	Next    string
 }
 
+// Pause is a pause in force, from Pauses.
+type Pause struct {
+	Kind PauseKind
+	// Name is the group id or routing key, every byte of it; "" for the queue.
+	Name string
+	// PausedAt is when it was paused, by the clock of the Transport that paused it (on a
+	// sharded queue, the earliest shard's).
+	PausedAt time.Time
+}
+
+// Target is what Pause and Resume take to name this pause again: Resume(p.Target()) ends
+// it. A Pause made by hand with a Kind other than the three, or PauseKindQueue with a
+// Name, gives a target they refuse (ErrArgument, the library's message).
+func (p Pause) Target() PauseTarget { return PauseTarget{kind: p.Kind, name: p.Name, set: true} }
+
 // Stats counts the queue now: messages, groups by state, dead letters, the oldest ready
 // message's age, the next release and the next due time, and the same per priority level.
 //
@@ -194,7 +217,7 @@ func (t *Transport) Stats() (*Stats, error) {
 // every group (GroupAny) or those in state. cursor is "" for the first page, else the
 // Next of the page before (only a Groups page's: another listing's cursor is refused).
 //
-// Errors: ErrArgument (state not GroupAny..GroupDelayed, limit outside 1..MaxPage, a cursor
+// Errors: ErrArgument (state not GroupAny..GroupPaused, limit outside 1..MaxPage, a cursor
 // this listing did not hand out, or holding a NUL byte), ErrDatabase, ErrClosed.
 func (t *Transport) Groups(state GroupState, cursor string, limit int) (*GroupPage, error) {
 	var page *GroupPage
@@ -230,4 +253,19 @@ func (t *Transport) DeadLetters(groupID, cursor string, limit int) (*DeadLetterP
 		return err
 	})
 	return page, err
+}
+
+// Pauses lists the pauses in force: the queue's first, then the groups' and then the
+// routing keys', each by name. On a queue opened with OpenShards, each pause once, over
+// every shard. It is empty (not nil) when there is none, also on a queue opened with
+// WithCreateSchema(false) that lacks the pauses table.
+//
+// Errors: ErrDatabase, ErrConnect, ErrClosed.
+func (t *Transport) Pauses() ([]Pause, error) {
+	var pauses []Pause
+	err := t.call(func(h cTransport) (err error) {
+		pauses, err = h.pauses()
+		return err
+	})
+	return pauses, err
 }

@@ -105,8 +105,8 @@ export interface OpenOptions {
    * "Now" as epoch seconds (not milliseconds), for tests that move time. Called on the main
    * thread at open and just before each call that asks the library for the time (publish,
    * publishMany, publishWith, publishManyWith, claim, ack, nack, ackAndClaim, deadLetter,
-   * redrive, release, stats, groups); those calls then run one at a time on this transport, in call order. Default:
-   * the system clock, and every call concurrent.
+   * redrive, release, pause, resume, stats, groups); those calls then run one at a time on
+   * this transport, in call order. Default: the system clock, and every call concurrent.
    */
   clock?: () => number;
   /**
@@ -323,18 +323,23 @@ export type DeadLetterSelection =
   | { readonly groupId: string }
   | { readonly seqs: readonly (number | bigint)[] };
 
-/** A group's state, from its head. */
-export type GroupState = 'ready' | 'leased' | 'parked' | 'delayed';
+/** A group's state, from its head; 'paused' when a pause names it, whatever its head. */
+export type GroupState = 'ready' | 'leased' | 'parked' | 'delayed' | 'paused';
 
-/** The counts of one priority level of Stats. */
+/**
+ * The counts of one priority level of Stats (a paused group counts at its own priority):
+ * `ready + leased + parked + delayed + paused` is `groups`.
+ */
 export interface PriorityStats {
   readonly priority: number;
   readonly groups: number;
   readonly ready: number;
   readonly leased: number;
   readonly parked: number;
-  /** Groups whose head is delayed: `groups - ready - leased - parked`. */
+  /** Groups whose head is delayed: `groups - ready - leased - parked - paused`. */
   readonly delayed: number;
+  /** Groups a pause names (Transport.pause), whatever their head. */
+  readonly paused: number;
 }
 
 /** Exact counts of the queue at one instant. A frozen copy. */
@@ -351,6 +356,8 @@ export interface Stats {
   readonly parked: number;
   /** Groups whose head was published with a delay or notBefore that has not passed. */
   readonly delayed: number;
+  /** Groups a pause names (Transport.pause), whatever their head; in none of ready, leased, parked and delayed. */
+  readonly paused: number;
   /** Messages in the dead letters. */
   readonly dead: number;
   /** Seconds since the oldest message of a ready group was published; null when none is ready or its writer stamps no time. */
@@ -431,7 +438,7 @@ export interface GroupInfo {
   readonly headSeq: number | bigint;
   /** Seconds since the head was published; null when its writer stamps no time. */
   readonly headAge: number | null;
-  /** The worker holding the head's lease; null when ready, parked or delayed. */
+  /** The worker holding the head's lease (also when paused, a lease taken before the pause); null otherwise. */
   readonly holder: string | null;
   /** When the lease or park ends, or the delayed head is due, epoch seconds; null when ready. */
   readonly lockExpiry: number | null;
@@ -513,6 +520,32 @@ export interface DeadLetterPage<E = unknown> {
   readonly letters: readonly DeadLetter<E>[];
   readonly next: string | null;
 }
+
+/**
+ * What Transport.pause and resume name, exactly one of: the whole queue (every group, and
+ * every group made while the pause lasts), one group by id (whether or not it has
+ * messages now), or every group published with a routing key (new ones too). Any other
+ * shape rejects with HAREL_ERR_ARGUMENT before any call; an empty group id or routing key
+ * too, from the library.
+ */
+export type PauseTarget =
+  | { readonly queue: true; readonly groupId?: never; readonly routingKey?: never }
+  | { readonly groupId: string; readonly queue?: never; readonly routingKey?: never }
+  | { readonly routingKey: string; readonly queue?: never; readonly groupId?: never };
+
+/** What a pause names: PauseTarget's key, 'group' for `groupId`. */
+export type PauseKind = 'queue' | 'group' | 'routingKey';
+
+/** One pause in force (Transport.pauses). A frozen object. */
+export type Pause =
+  | { readonly kind: 'queue'; readonly name: ''; readonly pausedAt: number }
+  | {
+      readonly kind: 'group' | 'routingKey';
+      /** The group id or the routing key. */
+      readonly name: string;
+      /** When it was paused: epoch seconds, by the clock of the transport that paused. */
+      readonly pausedAt: number;
+    };
 
 /** What ack and nack need of a lease (a Lease, or the same fields copied elsewhere). */
 export interface LeaseRef {
@@ -759,6 +792,28 @@ export declare class Transport {
 
   /** Ends the lease or park on a group's head now. Resolves false when nothing was held. */
   release(groupId: string): Promise<boolean>;
+
+  /**
+   * Pauses `target`: no claim takes the groups it names (their messages stay in order; a
+   * lease taken before finishes; publishes go on). Stored in the database: every process
+   * sees it, and it outlives restarts, until resume. On a sharded queue, on every shard.
+   * Resolves true when the pause is new, false when it was there already.
+   */
+  pause(target: PauseTarget): Promise<boolean>;
+
+  /**
+   * Ends the pause `target` names: the groups it paused that no other pause names are
+   * served again, each from its head, at once (a group paused on its own stays paused when
+   * the queue is resumed, and the other way round). Resolves false when there was no such
+   * pause (nothing changed).
+   */
+  resume(target: PauseTarget): Promise<boolean>;
+
+  /**
+   * The pauses in force, the queue's first, then by kind and name (a queue opened with
+   * createSchema false whose database lacks the pauses table: none). A frozen array.
+   */
+  pauses(): Promise<readonly Pause[]>;
 
   /** Exact counts of the queue now: one read without the write lock. */
   stats(): Promise<Stats>;

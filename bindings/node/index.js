@@ -5,10 +5,10 @@
 // Threading: every call that touches the database (open, openShards, publish, publishMany,
 // publishWith, publishManyWith, claim, claimMany, ack, ackMany, ackAndClaim,
 // ackAndClaimMany, extend, nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release,
-// stats, groups, peek, deadLetters, close, and a transaction's execute, query, publish,
-// publishWith, commit and rollback) runs on the libuv thread pool through koffi's
-// `.async()`, so the event loop keeps running while a call waits (metrics() and
-// shardCount, which read memory, begin(), which sends nothing, and shardOf() are
+// pause, resume, stats, groups, peek, deadLetters, pauses, close, and a transaction's
+// execute, query, publish, publishWith, commit and rollback) runs on the libuv thread pool
+// through koffi's `.async()`, so the event loop keeps running while a call waits (metrics()
+// and shardCount, which read memory, begin(), which sends nothing, and shardOf() are
 // synchronous). The calls of one Transport go to the pool concurrently: each reads its
 // own error from its `harel_error **err` out-parameter, and the library runs them on the
 // handle (publishes arriving while another commits share its next commit). The one

@@ -110,6 +110,8 @@ const StatsType = koffi.struct({
   oldest_ready_seq: 'int64_t',
   delayed: 'uint64_t', // added after 0.4.0, at the end (the library allocates the struct)
   next_due_at: 'double',
+  paused: 'uint64_t', // added with pause and resume, at the end
+  paused_by_priority: 'void *', // n_priorities uint64_t: each level's paused groups
 });
 const GroupInfoType = koffi.struct({
   group_id: 'void *',
@@ -124,6 +126,10 @@ const GroupInfoType = koffi.struct({
   routing_key: 'const char *',
   head_attempts: 'int64_t',
 });
+// harel_pause_list (harel_transport_pauses): `n_pauses` harel_pause at `pauses`, each a
+// kind (enum harel_pause_kind), its name by length ("" for the queue) and when it was paused.
+const PauseType = koffi.struct({ kind: 'int', name: 'void *', name_len: 'size_t', paused_at: 'double' });
+const PauseListType = koffi.struct({ pauses: 'void *', n_pauses: 'size_t' });
 const MessageInfoType = koffi.struct({
   seq: 'int64_t',
   event: 'void *',
@@ -361,6 +367,12 @@ function bind(lib, where) {
       'const char *', BYTES, BYTES, koffi.out(koffi.pointer('uint8_t')), koffi.out(koffi.pointer('bool')), ERR,
     ]),
     tracestateValid: fn('harel_tracestate_valid', status, ['const char *', koffi.out(koffi.pointer('bool')), ERR]),
+    // pause and resume (issue 38): kind a harel_pause_kind, name NULL for the queue; the
+    // pauses in force, a harel_pause_list handed out
+    pause: fn('harel_transport_pause', status, [T, 'int32_t', 'const char *', koffi.out(koffi.pointer('bool')), ERR]),
+    resume: fn('harel_transport_resume', status, [T, 'int32_t', 'const char *', koffi.out(koffi.pointer('bool')), ERR]),
+    pauses: fn('harel_transport_pauses', status, [T, OUT, ERR]),
+    pauseListFree: fn('harel_pause_list_free', 'void', ['void *']),
   };
 }
 
@@ -375,6 +387,8 @@ module.exports = {
   GroupInfoType,
   MessageInfoType,
   DeadLetterType,
+  PauseType,
+  PauseListType,
   GroupPageType,
   MessagePageType,
   DeadPageType,

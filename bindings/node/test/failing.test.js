@@ -122,7 +122,7 @@ test('stats: every field; null for what is absent', async () => {
   const empty = await t.stats();
   assert.ok(deepFrozen(empty));
   assert.deepEqual({ ...empty, byPriority: [...empty.byPriority] }, {
-    now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, delayed: 0, dead: 0,
+    now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, delayed: 0, paused: 0, dead: 0,
     oldestReadyAge: null, oldestReadySeq: null, nextReleaseAt: null, nextDueAt: null, byPriority: [],
   });
   await t.publish('leased', {});
@@ -142,8 +142,8 @@ test('stats: every field; null for what is absent', async () => {
   assert.equal(s.oldestReadySeq, 4, 'the ready group\'s message was the fourth published');
   assert.equal(s.nextReleaseAt, 1006, 'the park ends before the lease');
   assert.deepEqual(s.byPriority.map((p) => ({ ...p })), [
-    { priority: 0, groups: 1, ready: 0, leased: 1, parked: 0, delayed: 0 },
-    { priority: 2, groups: 2, ready: 1, leased: 0, parked: 1, delayed: 0 },
+    { priority: 0, groups: 1, ready: 0, leased: 1, parked: 0, delayed: 0, paused: 0 },
+    { priority: 2, groups: 2, ready: 1, leased: 0, parked: 1, delayed: 0, paused: 0 },
   ]);
   await t.close();
 });

@@ -6,10 +6,12 @@
 // the error paths that leave a message behind (a lost lease, an argument the library
 // refuses), the worker loop's batches and extends, keyed and delayed publishes (their
 // outcomes copied out, a duplicate, a refused key), waiting claims woken, aborted,
-// interrupted and timed out (each with its harel_cancel), and transactions (rows copied out,
-// a failed one, one dropped unfinished and freed when collected) — after a warm-up that
+// interrupted and timed out (each with its harel_cancel), transactions (rows copied out,
+// a failed one, one dropped unfinished and freed when collected), and pauses and resumes
+// (the list of pauses copied out and freed, a target the library refuses) — after a warm-up that
 // fills SQLite's page cache and the allocator's pools. A queue sharded over three databases
-// gets rounds of its own: its opens and closes, its refusals, and its pages with their shards.
+// gets rounds of its own: its opens and closes, its refusals, its pages with their shards,
+// and its pauses, on every shard and merged.
 
 const assert = require('node:assert/strict');
 const { test } = require('node:test');
@@ -58,6 +60,17 @@ async function round(t, n) {
   const { letters } = await t.deadLetters({ limit: 10 });
   assert.equal(await t.purgeDead({ seqs: letters.map((d) => d.seq) }), 1);
   await assert.rejects(t.groups({ cursor: `bad ${n}` }), (e) => e.code === 'HAREL_ERR_ARGUMENT');
+  // pause and resume: new pauses and one there already, the list of pauses copied out and
+  // freed, the paused groups' page, a target the library refuses; all resumed before the claims
+  assert.equal(await t.pause({ groupId: `g${n % 16}` }), true);
+  assert.equal(await t.pause({ routingKey: `k${n % 3}` }), true);
+  assert.equal(await t.pause({ routingKey: `k${n % 3}` }), false);
+  const pauses = await t.pauses();
+  assert.deepEqual(pauses.map((p) => p.kind), ['group', 'routingKey']);
+  assert.ok(Array.isArray((await t.groups({ state: 'paused', limit: 50 })).groups));
+  await assert.rejects(t.resume({ groupId: '' }), (e) => e.code === 'HAREL_ERR_ARGUMENT');
+  assert.equal(await t.resume({ groupId: `g${n % 16}` }), true);
+  assert.equal(await t.resume({ routingKey: `k${n % 3}` }), true);
   // the worker loop: a batch (lease arrays in and out, outcomes), an extend, one lost lease
   await t.publishMany([0, 1, 2].map((i) => ({ groupId: `m${(n + i) % 8}`, event: { n, i } })));
   const batch = await t.claimMany('w', { max: 3, visibility: 60 });
@@ -143,7 +156,8 @@ test('the native side does not grow with the number of calls', async () => {
   }
   const least = Math.min(...phases);
   const shown = phases.map((grown) => `${grown >= 0 ? '+' : ''}${grown}`).join(', ');
-  console.log(`native heap over 3 phases of ${count} rounds (${count * 45} calls, ${count / 100} opens each): ${shown} bytes`);
+  const [calls, opens] = [count * 53, count / 100];
+  console.log(`native heap over 3 phases of ${count} rounds (${calls} calls, ${opens} opens each): ${shown} bytes`);
   assert.ok(least < 300_000, `the native heap grew in every phase: ${shown} bytes`);
 });
 
@@ -191,6 +205,11 @@ async function shardedRound(t, databases, n) {
   assert.equal(await walk((cursor) => t.groups({ limit: 20, cursor }), 'groups'), 48);
   assert.equal(await walk((cursor) => t.deadLetters({ limit: 25, cursor }), 'letters'), 49);
   assert.equal(await t.purgeDead({ groupId: groups[n % 3] }), 1);
+  assert.equal(await t.pause({ queue: true }), true);
+  assert.deepEqual((await t.pauses()).map((p) => p.kind), ['queue'], 'merged: one pause, on every shard');
+  const stats = await t.stats();
+  assert.ok(stats.paused >= 48 && stats.paused === stats.groups, 'every group, the standing leased ones too');
+  assert.equal(await t.resume({ queue: true }), true);
   assert.equal(t.shardCount, 3);
   assert.throws(() => shardOf('', 3), (e) => e.code === 'HAREL_ERR_ARGUMENT');
   await assert.rejects(t.begin().execute('SELECT 1'), (e) => e.code === 'HAREL_ERR_ARGUMENT');

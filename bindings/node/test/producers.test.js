@@ -214,8 +214,8 @@ test('the delayed state: stats count it, groups list it and filter by it, peek s
   assert.equal(s.nextDueAt, 1010, 'the soonest due time');
   assert.equal(s.nextReleaseAt, 1010, 'a due time is a release too (the soonest of leases, parks and delays)');
   assert.deepEqual(s.byPriority.map((p) => ({ ...p })), [
-    { priority: 0, groups: 2, ready: 1, leased: 0, parked: 0, delayed: 1 },
-    { priority: 2, groups: 2, ready: 0, leased: 1, parked: 0, delayed: 1 },
+    { priority: 0, groups: 2, ready: 1, leased: 0, parked: 0, delayed: 1, paused: 0 },
+    { priority: 2, groups: 2, ready: 0, leased: 1, parked: 0, delayed: 1, paused: 0 },
   ]);
 
   const groups = (await t.groups()).groups;

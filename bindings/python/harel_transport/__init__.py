@@ -5,7 +5,8 @@ The Python face of libharel_transport (its C ABI, through ctypes):
 - `Transport` / `AsyncTransport`: the native API (publish, publish_many, publish_with and
   publish_many_with (idempotency keys, delays, unique keys), claim, ack,
   ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
-  stats, groups, peek, dead_letters, close), sync and async, and the worker loop (claims
+  pause and resume (a group, a routing key, the queue), stats, groups, peek,
+  dead_letters, pauses, close), sync and async, and the worker loop (claims
   that wait, with a `Cancel`; claim_many, ack_many, ack_and_claim_many; extend and
   keep_alive; interrupt), and `transaction()`: the application's statements and its
   publishes in one transaction (`Transaction`, `AsyncTransaction`); `open_shards`: one
@@ -38,7 +39,19 @@ from ._errors import (
     WaitInterruptedError,
     error_for_status,
 )
-from ._inspect import GROUP_STATES, MAX_PAGE, DeadLetter, GroupInfo, MessageInfo, Page, PriorityStats, Stats
+from ._inspect import (
+    GROUP_STATES,
+    MAX_PAGE,
+    PAUSE_KINDS,
+    DeadLetter,
+    GroupInfo,
+    MessageInfo,
+    Page,
+    Pause,
+    PauseKind,
+    PriorityStats,
+    Stats,
+)
 from ._keepalive import AsyncKeepAlive, KeepAlive
 from ._library import library_path, schema_sql, schema_upgrade_sql, shard_of, status_name, version
 from ._metrics import Histogram, Latency, Metrics
@@ -98,7 +111,10 @@ __all__ = [
     "MessageInfo",
     "DeadLetter",
     "Page",
+    "Pause",
+    "PauseKind",
     "GROUP_STATES",
+    "PAUSE_KINDS",
     "MAX_PAGE",
     "MAX_CLAIM",
     "MAX_ATTEMPTS_MAX",

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Typ
 
 from ._args import ClaimArgs, _max, _seconds
 from ._errors import HarelError
-from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Stats
+from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Pause, Stats
 from ._keepalive import AsyncKeepAlive, beats
 from ._metrics import Metrics
 from ._transaction import AsyncTransaction, Transaction
@@ -362,6 +362,21 @@ class AsyncTransport:
     async def release(self, group_id: str) -> bool:
         """`Transport.release`, off the loop; False when nothing was held."""
         return await self._run(self._t.release, group_id)
+
+    async def pause(self, *, group_id: Optional[str] = None, routing_key: Optional[str] = None) -> bool:
+        """`Transport.pause`, off the loop: a group (`group_id`), every group of a routing
+        key (`routing_key`), or with neither the whole queue; True when the pause is new."""
+        return await self._run(self._t.pause, group_id=group_id, routing_key=routing_key)
+
+    async def resume(self, *, group_id: Optional[str] = None, routing_key: Optional[str] = None) -> bool:
+        """`Transport.resume`, off the loop: ends the pause `pause` made with the same
+        arguments; True when there was one. A claim waiting on this process's transports
+        wakes for the groups it frees."""
+        return await self._run(self._t.resume, group_id=group_id, routing_key=routing_key)
+
+    async def pauses(self) -> List[Pause]:
+        """`Transport.pauses`, off the loop: the pauses in force, the queue's first."""
+        return await self._run(self._t.pauses)
 
     async def stats(self) -> Stats:
         """`Transport.stats`, off the loop."""

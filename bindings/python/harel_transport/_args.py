@@ -249,8 +249,25 @@ def _group_state(state: Any) -> int:
     if isinstance(state, str) and state in GROUP_STATES:
         return GROUP_STATES.index(state)
     raise ArgumentError(
-        f"state must be None, 'ready', 'leased', 'parked' or 'delayed', got {_describe(state)}"
+        f"state must be None, 'ready', 'leased', 'parked', 'delayed' or 'paused', got {_describe(state)}"
     )
+
+
+def _pause_target(what: str, group_id: Any, routing_key: Any) -> Tuple[int, Optional[bytes]]:
+    """(kind, name) of a pause or resume, for the ABI: a group (`group_id`), a routing key
+    (`routing_key`), or the queue (neither: NULL). Both given is refused here (`what`,
+    "pause" or "resume", says whose); each is a str as `_text` takes it. An empty one is
+    the library's to refuse."""
+    if group_id is not None and routing_key is not None:
+        raise ArgumentError(
+            f"group_id and routing_key are both given: a {what} names one (a group, or every group "
+            "of a routing key), or neither (the whole queue)"
+        )
+    if group_id is not None:
+        return _native.PAUSE_GROUP, _text("group_id", group_id)
+    if routing_key is not None:
+        return _native.PAUSE_ROUTING_KEY, _text("routing_key", routing_key)
+    return _native.PAUSE_QUEUE, None
 
 
 def _flag(name: str, value: Any) -> bool:

@@ -1,7 +1,7 @@
-"""What a look inside the queue returns: `Stats` (with `PriorityStats`), and pages
-(`Page`) of `GroupInfo`, `MessageInfo` and `DeadLetter`, copied out of the structs the
-library hands out (`harel_stats`, `harel_group_page`, `harel_message_page`,
-`harel_dead_page`).
+"""What a look inside the queue returns: `Stats` (with `PriorityStats`), pages (`Page`)
+of `GroupInfo`, `MessageInfo` and `DeadLetter`, and the list of `Pause`, copied out of the
+structs the library hands out (`harel_stats`, `harel_group_page`, `harel_message_page`,
+`harel_dead_page`, `harel_pause_list`).
 
 Text with a length beside it in C (group ids, events) is read with that length (it may
 hold NUL bytes) and decoded with ``surrogateescape``, as a `Lease`'s is. The ABI's -1 for
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from ctypes import string_at
 from dataclasses import dataclass, field
-from typing import Any, Generic, Iterator, List, Optional, Tuple, TypeVar
+from typing import Any, Generic, Iterator, List, Literal, Optional, Tuple, TypeVar
 
 __all__ = [
     "Stats",
@@ -23,15 +23,25 @@ __all__ = [
     "MessageInfo",
     "DeadLetter",
     "Page",
+    "Pause",
+    "PauseKind",
     "GROUP_STATES",
+    "PAUSE_KINDS",
     "MAX_PAGE",
 ]
 
 #: A listing's `limit` is 1..MAX_PAGE (the header's MAX_PAGE).
 MAX_PAGE = 10000
 
-#: The group states, in the order of the ABI's harel_group_state (0, 1, 2, 3).
-GROUP_STATES = ("ready", "leased", "parked", "delayed")
+#: The group states, in the order of the ABI's harel_group_state (0, 1, 2, 3, 4).
+GROUP_STATES = ("ready", "leased", "parked", "delayed", "paused")
+
+#: What a pause names (`Pause.kind`): the whole queue, a group, or every group of a
+#: routing key.
+PauseKind = Literal["queue", "group", "routing_key"]
+
+#: The pause kinds, in the order of the ABI's harel_pause_kind (0, 1, 2).
+PAUSE_KINDS: Tuple[PauseKind, ...] = ("queue", "group", "routing_key")
 
 T = TypeVar("T")
 
@@ -39,8 +49,10 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class PriorityStats:
     """The group counts of one priority level (`Stats.by_priority`). A group whose head
-    is delayed is in `groups` but in none of `ready`, `leased` and `parked` (the ABI's
-    struct has no room for it: `Stats.delayed` counts them over every level)."""
+    is delayed, or that is paused, is in `groups` but in none of `ready`, `leased` and
+    `parked`; `paused` counts the level's paused groups (each at its own priority), so its
+    delayed ones are ``groups - ready - leased - parked - paused`` (the ABI's struct has
+    no room for them: `Stats.delayed` counts them over every level)."""
 
     priority: int
     #: Groups of this level.
@@ -51,6 +63,9 @@ class PriorityStats:
     leased: int
     #: Groups whose head is parked (a nack with a delay).
     parked: int
+    #: Groups a pause names (`Transport.pause`), whatever their head. Last, with a default,
+    #: so that positional construction of the fields before it keeps working.
+    paused: int = 0
 
 
 @dataclass(frozen=True)
@@ -65,7 +80,8 @@ class Stats:
     groups: int
     #: Groups whose head can be claimed now.
     ready: int
-    #: Groups whose head is leased.
+    #: Groups whose head is leased (a paused group's lease taken before the pause is
+    #: counted in `paused` instead).
     leased: int
     #: Groups whose head is parked.
     parked: int
@@ -87,6 +103,10 @@ class Stats:
     delayed: int
     #: The soonest due time of such a head, epoch seconds; None when no group is delayed.
     next_due_at: Optional[float]
+    #: Groups a pause names (`Transport.pause`: the group's, its routing key's or the
+    #: queue's); they are in none of `ready`, `leased`, `parked` and `delayed`. Last, with a
+    #: default, so that positional construction of the fields before it keeps working.
+    paused: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,8 +114,9 @@ class GroupInfo:
     """One group, as `Transport.groups` lists it."""
 
     group_id: str
-    #: "ready", "leased", "parked" or "delayed" (its head's due time has not come):
-    #: where the group's head stands.
+    #: "ready", "leased", "parked" or "delayed" (its head's due time has not come): where
+    #: the group's head stands; or "paused" (a pause names it: no claim takes its head,
+    #: whatever the head's state).
     state: str
     #: How many messages the group holds.
     depth: int
@@ -103,7 +124,8 @@ class GroupInfo:
     head_seq: int
     #: Seconds since the head was published; None when its writer does not stamp the time.
     head_age: Optional[float]
-    #: The worker holding the head's lease; None when the group is ready, parked or delayed.
+    #: The worker holding the head's lease; None when the group is ready, parked or delayed
+    #: (a paused group shows the holder of a lease taken before the pause).
     holder: Optional[str]
     #: When the lease or park ends, or the delayed head is due, epoch seconds; None when
     #: the group is ready.
@@ -200,6 +222,19 @@ class Page(Generic[T]):
         return len(self.items)
 
 
+@dataclass(frozen=True)
+class Pause:
+    """A pause in force (`Transport.pauses`): what it names and since when."""
+
+    #: "queue" (every group, and every group made while it lasts), "group" or "routing_key"
+    #: (every group published with that routing key).
+    kind: PauseKind
+    #: The group id or routing key; "" for the queue.
+    name: str
+    #: When it was paused, epoch seconds (the pausing transport's clock).
+    paused_at: float
+
+
 # ---------------------------------------------------------------------------------------
 # Copying out of C (the caller frees the struct after)
 
@@ -246,9 +281,10 @@ def _next(cursor: Optional[bytes]) -> Optional[str]:
 
 def copy_stats(c: Any) -> Stats:
     """A `Stats` from a harel_stats (``ptr.contents``)."""
+    by_priority, paused = c.by_priority, c.paused_by_priority  # n_priorities each
     levels = [
-        PriorityStats(p.priority, p.groups, p.ready, p.leased, p.parked)
-        for p in (c.by_priority[i] for i in range(c.n_priorities))
+        PriorityStats(p.priority, p.groups, p.ready, p.leased, p.parked, paused[i])
+        for i, p in ((i, by_priority[i]) for i in range(c.n_priorities))
     ]
     return Stats(
         now=c.now,
@@ -264,6 +300,7 @@ def copy_stats(c: Any) -> Stats:
         by_priority=levels,
         delayed=c.delayed,
         next_due_at=_optional_number(c.next_due_at),
+        paused=c.paused,
     )
 
 
@@ -342,3 +379,20 @@ def copy_dead_page(c: Any) -> Page[DeadLetter]:
             )
         )
     return Page(items, _next(c.next_cursor))
+
+
+def _pause_kind(value: int) -> Any:
+    try:
+        return PAUSE_KINDS[value]
+    except IndexError:  # a newer library's kind
+        return f"unknown({value})"
+
+
+def copy_pause_list(c: Any) -> List[Pause]:
+    """The `Pause` list from a harel_pause_list (``ptr.contents``), in its order (the
+    queue's first, then by kind and name)."""
+    items = []
+    for i in range(c.n_pauses):
+        p = c.pauses[i]
+        items.append(Pause(kind=_pause_kind(p.kind), name=_bytes_text(p.name, p.name_len), paused_at=p.paused_at))
+    return items

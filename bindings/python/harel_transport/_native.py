@@ -139,6 +139,11 @@ class HarelStats(Structure):
         # Added at the end after 0.4.0 (delayed delivery).
         ("delayed", c_uint64),
         ("next_due_at", c_double),
+        # Added at the end after 0.4.0 (pause and resume): groups a pause names.
+        ("paused", c_uint64),
+        # n_priorities counts: paused_by_priority[i] is how many of by_priority[i]'s groups
+        # are paused (an array of its own: harel_priority_stats keeps its size).
+        ("paused_by_priority", POINTER(c_uint64)),
     ]
 
 
@@ -252,6 +257,33 @@ class HarelDeadPage(Structure):
     ]
 
 
+class HarelPause(Structure):
+    """struct harel_pause: `kind` an enum harel_pause_kind (an int); the name (the group id
+    or routing key, "" for the queue) is read with its length, as a group id is."""
+
+    _fields_ = [
+        ("kind", c_int32),
+        ("name", c_void_p),
+        ("name_len", c_size_t),
+        ("paused_at", c_double),
+    ]
+
+
+class HarelPauseList(Structure):
+    """struct harel_pause_list: `n_pauses` pauses at `pauses`."""
+
+    _fields_ = [
+        ("pauses", POINTER(HarelPause)),
+        ("n_pauses", c_size_t),
+    ]
+
+
+#: enum harel_pause_kind (`_inspect.PAUSE_KINDS` names them in this order).
+PAUSE_QUEUE = 0
+PAUSE_GROUP = 1
+PAUSE_ROUTING_KEY = 2
+
+
 class HarelMessage(Structure):
     """struct harel_message, one element of publish_many's array."""
 
@@ -332,6 +364,7 @@ _METRICS_P = POINTER(HarelMetrics)
 _GROUP_PAGE_P = POINTER(HarelGroupPage)
 _MESSAGE_PAGE_P = POINTER(HarelMessagePage)
 _DEAD_PAGE_P = POINTER(HarelDeadPage)
+_PAUSE_LIST_P = POINTER(HarelPauseList)
 _LEASES_OUT = POINTER(_LEASE_P)  # harel_lease **leases_out: the caller's array
 _STATUSES = POINTER(c_int32)  # enum harel_status *outcomes
 _SEQS = POINTER(c_int64)  # const int64_t *seqs
@@ -460,6 +493,11 @@ _PROTOTYPES = {
     "harel_transport_purge_group": (_status, [c_void_p, c_char_p, _COUNT, _ERR]),
     "harel_transport_purge": (_status, [c_void_p, _COUNT, _ERR]),
     "harel_transport_release": (_status, [c_void_p, c_char_p, POINTER(c_bool), _ERR]),
+    # (t, kind, name, paused / resumed, err): kind a harel_pause_kind, name NULL for the queue
+    "harel_transport_pause": (_status, [c_void_p, c_int32, c_char_p, POINTER(c_bool), _ERR]),
+    "harel_transport_resume": (_status, [c_void_p, c_int32, c_char_p, POINTER(c_bool), _ERR]),
+    "harel_transport_pauses": (_status, [c_void_p, POINTER(_PAUSE_LIST_P), _ERR]),
+    "harel_pause_list_free": (None, [_PAUSE_LIST_P]),
     "harel_transport_stats": (_status, [c_void_p, POINTER(_STATS_P), _ERR]),
     "harel_stats_free": (None, [_STATS_P]),
     "harel_transport_metrics": (_status, [c_void_p, POINTER(_METRICS_P), _ERR]),

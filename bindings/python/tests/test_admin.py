@@ -29,7 +29,7 @@ def test_the_structs_have_the_headers_layout():
     sizes = {
         _native.HarelLease: 80,
         _native.HarelPriorityStats: 40,
-        _native.HarelStats: 112,
+        _native.HarelStats: 128,
         _native.HarelGroupInfo: 88,
         _native.HarelGroupPage: 32,
         _native.HarelMessageInfo: 56,
@@ -38,12 +38,17 @@ def test_the_structs_have_the_headers_layout():
         _native.HarelDeadPage: 40,
         _native.HarelHeader: 16,
         _native.HarelHeaders: 16,
+        _native.HarelPause: 32,
+        _native.HarelPauseList: 16,
     }
     assert {s.__name__: ctypes.sizeof(s) for s in sizes} == {s.__name__: n for s, n in sizes.items()}
     assert _native.HarelLease.attempts.offset == 56
     assert _native.HarelGroupInfo.head_attempts.offset == 80
     assert _native.HarelStats.oldest_ready_seq.offset == 88, "added at the end: older fields keep their offsets"
     assert (_native.HarelStats.delayed.offset, _native.HarelStats.next_due_at.offset) == (96, 104)
+    assert _native.HarelStats.paused.offset == 112, "pause and resume: added at the end"
+    assert _native.HarelStats.paused_by_priority.offset == 120, "each level's paused count: at the end"
+    assert (_native.HarelPause.name_len.offset, _native.HarelPause.paused_at.offset) == (16, 24)
     # The shards of a page (sharded queues) were added at the end of the pages.
     assert (_native.HarelGroupPage.shards.offset, _native.HarelDeadPage.shards.offset) == (24, 24)
     # The headers, added at the end of the lease and of the pages.
@@ -347,7 +352,7 @@ def test_a_group_id_and_event_holding_nul_from_another_writer_in_the_looks(qpath
         (lambda t, l, q: t.groups(cursor="x1.00"), "is not a cursor of this listing"),
         (lambda t, l, q: t.groups(cursor="m1.00"), "is not a cursor of this listing"),
         (lambda t, l, q: t.groups(cursor=7), "cursor must be a str"),
-        (lambda t, l, q: t.groups("stuck"), "state must be None, 'ready', 'leased', 'parked' or 'delayed'"),
+        (lambda t, l, q: t.groups("stuck"), "state must be None, 'ready', 'leased', 'parked', 'delayed' or 'paused'"),
         (lambda t, l, q: t.groups("Delayed"), "state must be None"),
         (lambda t, l, q: t.groups(1), "state must be None"),
         # peek

@@ -34,8 +34,9 @@ DIFFERENT: Dict[str, Tuple[str, str]] = {
         "object has no attribute '_conn'",
     ),
     "test.unit.engine.test_schema::test_the_sqlite_backends_create_exactly_the_described_schema": (
-        "the queue's schema has a table of dead letters (and columns) harel's has not",
-        "acme_wf_transport_dead",
+        "the queue's schema has tables (dead letters, keys, pauses), columns, indexes and triggers harel's has not",
+        # pytest lists a few of the extra names, in the set's (hash-seeded) order: which ones varies
+        "Extra items in the left set:",
     ),
     "test.unit.engine.test_schema::test_without_create_schema_nothing_is_created": (
         "create_schema=False on a file without the tables is refused at open (harel's fails at its first call)",

@@ -1,5 +1,6 @@
 'use strict';
-// Administration: redrive and purgeDead (the dead letters), purgeGroup and purge, release.
+// Administration: redrive and purgeDead (the dead letters), purgeGroup and purge, release,
+// pause and resume.
 
 const { argumentError } = require('../errors');
 const { checkString, checkSeq, checkBoolean, checkOptions, describe } = require('../args');
@@ -7,6 +8,8 @@ const { callChecked } = require('../calls');
 const { call } = require('../transport');
 
 const SELECTION = ['all', 'groupId', 'seqs'];
+const PAUSE_TARGET = ['queue', 'groupId', 'routingKey']; // harel_pause_kind's values, in order
+const TARGET_SHAPES = '{ queue: true }, { groupId } or { routingKey }';
 
 /**
  * The dead letters redrive and purgeDead take, as the C arguments all, group_id, seqs and
@@ -24,6 +27,42 @@ function selection(which) {
   if (!Array.isArray(seqs)) throw argumentError(`seqs must be an array of integers, got ${describe(seqs)}`);
   const array = BigInt64Array.from(seqs, (seq, i) => BigInt(checkSeq(`seqs[${i}]`, seq)));
   return [all, groupId, array.length ? array : null, array.length];
+}
+
+/**
+ * What pause and resume name, as the C arguments kind (a harel_pause_kind) and name:
+ * `{ queue: true }` (name NULL), `{ groupId }` or `{ routingKey }`. Exactly one, checked
+ * here: the C call takes a kind, so a target naming two would otherwise lose one. An empty
+ * group id or routing key is the library's to refuse (its message names it).
+ */
+function pauseTarget(target) {
+  if (target === null || typeof target !== 'object' || Array.isArray(target)) {
+    throw argumentError(`target must be ${TARGET_SHAPES}, got ${describe(target)}`);
+  }
+  const o = checkOptions('target', target, PAUSE_TARGET);
+  const named = PAUSE_TARGET.filter((key) => o[key] !== undefined);
+  if (named.length !== 1) {
+    const names = named.length ? named.join(' and ') : 'none';
+    throw argumentError(`target must name exactly one: ${TARGET_SHAPES}; it names ${names}`);
+  }
+  const [key] = named;
+  if (key === 'queue') {
+    if (o.queue !== true) throw argumentError(`target.queue must be true, got ${describe(o.queue)}`);
+    return [0, null];
+  }
+  return [PAUSE_TARGET.indexOf(key), checkString(`target.${key}`, o[key])];
+}
+
+/** Runs pause or resume (`what`) on `target`; resolves the C call's bool. Both read the clock. */
+function pausing(transport, what, target) {
+  return call(transport, what, true, () => {
+    const [kind, name] = pauseTarget(target);
+    return async (f, handle) => {
+      const out = [false];
+      await callChecked(f, what, f[what], [handle, kind, name, out]);
+      return Boolean(out[0]);
+    };
+  });
 }
 
 /** Runs a call that writes a uint64_t count into its out argument; resolves it as a Number. */
@@ -76,5 +115,18 @@ module.exports = {
         return Boolean(out[0]);
       };
     });
+  },
+
+  /**
+   * Pauses `{ queue: true }`, `{ groupId }` or `{ routingKey }` (stored in the database, until
+   * resume): no claim takes the groups it names. Resolves false when that pause was there already.
+   */
+  pause(target) {
+    return pausing(this, 'pause', target);
+  },
+
+  /** Ends the pause `target` names (as pause's). Resolves false when there was none. */
+  resume(target) {
+    return pausing(this, 'resume', target);
   },
 };

@@ -1,6 +1,6 @@
 'use strict';
-// Looking at the queue without changing it: stats, and the pages of groups, peek and
-// deadLetters.
+// Looking at the queue without changing it: stats, the pages of groups, peek and
+// deadLetters, and the pauses in force.
 
 const koffi = require('koffi');
 const { argumentError } = require('../errors');
@@ -9,6 +9,7 @@ const { callChecked } = require('../calls');
 const { bytesText, parsed, optionalNumber } = require('../decode');
 const {
   PriorityStatsType, StatsType, GroupInfoType, MessageInfoType, DeadLetterType, GroupPageType, MessagePageType, DeadPageType,
+  PauseType, PauseListType,
 } = require('../native');
 const { readHeaderList } = require('../headers');
 const { call } = require('../transport');
@@ -16,8 +17,11 @@ const { call } = require('../transport');
 const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
 const PEEK_OPTIONS = ['cursor', 'limit'];
 const DEAD_OPTIONS = ['groupId', 'cursor', 'limit'];
-const GROUP_STATES = ['ready', 'leased', 'parked', 'delayed']; // harel_group_state's values, in order
+const GROUP_STATES = ['ready', 'leased', 'parked', 'delayed', 'paused']; // harel_group_state's values, in order
+const PAUSE_KINDS = ['queue', 'group', 'routingKey']; // harel_pause_kind's values, in order
 const SIZE_T = koffi.sizeof('size_t');
+const UINT64 = koffi.sizeof('uint64_t');
+const PAUSE_SIZE = koffi.sizeof(PauseType);
 
 /**
  * A page's limit, as the C size_t: an integer >= 0 (koffi would turn -1 into 2^64 - 1 and
@@ -36,7 +40,8 @@ function groupStateArg(state) {
   if (state === undefined || state === null || state === 'any') return -1;
   const i = GROUP_STATES.indexOf(state);
   if (i < 0) {
-    throw argumentError(`state must be 'ready', 'leased', 'parked', 'delayed', 'any' or null, got ${describe(state)}`);
+    const states = GROUP_STATES.map((name) => `'${name}'`).join(', ');
+    throw argumentError(`state must be ${states}, 'any' or null, got ${describe(state)}`);
   }
   return i;
 }
@@ -54,6 +59,9 @@ function takeStats(f, ptr) {
     const raw = koffi.decode(ptr, StatsType);
     const n = Number(raw.n_priorities);
     const levels = n ? koffi.decode(raw.by_priority, PriorityStatsType, n) : [];
+    // Each level's paused count at its offset: koffi.decode with a count makes a new array
+    // type at every call and keeps it (see takePage).
+    const paused = (i) => Number(koffi.decode(raw.paused_by_priority, i * UINT64, 'uint64_t'));
     return Object.freeze({
       now: raw.now,
       messages: Number(raw.messages),
@@ -62,12 +70,13 @@ function takeStats(f, ptr) {
       leased: Number(raw.leased),
       parked: Number(raw.parked),
       delayed: Number(raw.delayed),
+      paused: Number(raw.paused),
       dead: Number(raw.dead),
       oldestReadyAge: optionalNumber(raw.oldest_ready_age),
       oldestReadySeq: optionalNumber(Number(raw.oldest_ready_seq)),
       nextReleaseAt: optionalNumber(raw.next_release_at),
       nextDueAt: optionalNumber(raw.next_due_at),
-      byPriority: Object.freeze(levels.map(priorityStats)),
+      byPriority: Object.freeze(levels.map((p, i) => priorityStats(p, paused(i)))),
     });
   } finally {
     f.statsFree(ptr);
@@ -76,12 +85,14 @@ function takeStats(f, ptr) {
 
 /**
  * One level of the stats. harel_priority_stats has a fixed size, without a delayed count:
- * a level's delayed groups are in its `groups` and in none of ready, leased and parked
- * (the header's contract), so `delayed` is what is left.
+ * a level's delayed and paused groups are in its `groups` and in none of ready, leased and
+ * parked (the header's contract), and `paused` is the level's entry of paused_by_priority,
+ * so `delayed` is what is left.
  */
-function priorityStats(p) {
+function priorityStats(p, paused) {
   const [groups, ready, leased, parked] = [p.groups, p.ready, p.leased, p.parked].map(Number);
-  return Object.freeze({ priority: p.priority, groups, ready, leased, parked, delayed: groups - ready - leased - parked });
+  const delayed = groups - ready - leased - parked - paused;
+  return Object.freeze({ priority: p.priority, groups, ready, leased, parked, delayed, paused });
 }
 
 /**
@@ -122,6 +133,27 @@ function groupInfo(g, shard) {
   });
 }
 
+/** The pauses the library handed out, copied into frozen JS objects; `ptr` is freed. */
+function takePauses(f, ptr) {
+  try {
+    const list = koffi.decode(ptr, PauseListType);
+    const pauses = [];
+    // Each harel_pause at its offset: koffi.decode with a count makes a new array type at
+    // every call and keeps it (see takePage).
+    for (let i = 0; i < Number(list.n_pauses); i++) {
+      const p = koffi.decode(list.pauses, i * PAUSE_SIZE, PauseType);
+      pauses.push(Object.freeze({
+        kind: PAUSE_KINDS[p.kind] || `unknown(${p.kind})`,
+        name: bytesText(p.name, p.name_len),
+        pausedAt: p.paused_at,
+      }));
+    }
+    return Object.freeze(pauses);
+  } finally {
+    f.pauseListFree(ptr);
+  }
+}
+
 function messageInfo(m, _shard, headers) {
   const eventJson = bytesText(m.event, m.event_len);
   return Object.freeze({
@@ -159,9 +191,9 @@ module.exports = {
   },
 
   /**
-   * A page of groups in group id order: `state` ('ready', 'leased', 'parked', 'delayed'; any when
-   * absent), `cursor` (the `next` of the page before; none for the first), `limit`
-   * (1..10000, default 100). Resolves `{ groups, next }`, `next` null on the last page.
+   * A page of groups in group id order: `state` ('ready', 'leased', 'parked', 'delayed',
+   * 'paused'; any when absent), `cursor` (the `next` of the page before; none for the
+   * first), `limit` (1..10000, default 100). Resolves `{ groups, next }`, `next` null on the last page.
    */
   groups(options = {}) {
     return call(this, 'groups', true, () => {
@@ -202,5 +234,15 @@ module.exports = {
         return Object.freeze({ letters, next });
       });
     });
+  },
+
+  /**
+   * The pauses in force, the queue's first, then by kind and name: frozen `{ kind, name,
+   * pausedAt }`, kind 'queue' (name ''), 'group' or 'routingKey', pausedAt epoch seconds.
+   */
+  pauses() {
+    return call(this, 'pauses', false, () => (f, handle) => (
+      lookOf(f, 'pauses', f.pauses, [handle], (ptr) => takePauses(f, ptr))
+    ));
   },
 };

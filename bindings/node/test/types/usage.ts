@@ -40,6 +40,9 @@ import {
   type MessageWith,
   type Published,
   type PriorityStats,
+  type PauseTarget,
+  type PauseKind,
+  type Pause,
   Tx,
   type SqlParam,
   type SqlValue,
@@ -237,6 +240,27 @@ async function usage(): Promise<void> {
   const delayedState: GroupState = 'delayed';
   void [delayedPage, delayedState];
 
+  // pause and resume: the queue, a group, a routing key
+  const targets: PauseTarget[] = [{ queue: true }, { groupId: 'order-17' }, { routingKey: 'eu' }];
+  for (const target of targets) {
+    const paused: boolean = await t.pause(target);
+    const resumed: boolean = await t.resume(target);
+    void [paused, resumed];
+  }
+  const pauses: readonly Pause[] = await t.pauses();
+  for (const p of pauses) {
+    const kind: PauseKind = p.kind;
+    const name: string = p.name;
+    const pausedAt: number = p.pausedAt;
+    const queueWide: boolean = p.kind === 'queue' && p.name === '';
+    void [kind, name, pausedAt, queueWide];
+  }
+  const pausedGroups: number = stats.paused;
+  const pausedAtLevel: number | undefined = level?.paused;
+  const pausedPage: GroupPage = await t.groups({ state: 'paused' });
+  const pausedState: GroupState = 'paused';
+  void [pausedGroups, pausedAtLevel, pausedPage, pausedState];
+
   const metrics: Metrics = t.metrics(); // synchronous: no Promise
   const claims: Histogram = metrics.latency.claimWait;
   const slow: number = claims.count - claims.buckets[claims.bounds.indexOf(1)];
@@ -327,6 +351,21 @@ async function usage(): Promise<void> {
   await t.purgeDead({ seqs: ['1'] });
   // @ts-expect-error not a group state
   await t.groups({ state: 'stuck' });
+  // @ts-expect-error a pause names exactly one of queue, groupId and routingKey
+  await t.pause({ groupId: 'g', routingKey: 'k' });
+  // @ts-expect-error the queue is { queue: true }
+  await t.pause({ queue: false });
+  // @ts-expect-error a target is an object, not the kind's name
+  await t.pause('queue');
+  // @ts-expect-error a group is named by groupId
+  await t.resume({ group: 'g' });
+  // @ts-expect-error resume needs a target
+  await t.resume();
+  // @ts-expect-error a level's paused count is a number, never null
+  const pausedCount: PriorityStats['paused'] = null;
+  void pausedCount;
+  // @ts-expect-error the pauses are read only
+  (await t.pauses()).push(pauses[0]);
   // @ts-expect-error peek takes the group id first
   await t.peek({ groupId: 'g' });
   // @ts-expect-error the reason is a string

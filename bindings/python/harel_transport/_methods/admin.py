@@ -1,18 +1,19 @@
 """Administration: dead letters sent back (`redrive`) or deleted (`purge_dead`), a
 group or the whole queue emptied (`purge_group`, `purge`), a stuck group freed
-(`release`)."""
+(`release`), a group, a routing key or the whole queue paused and resumed (`pause`,
+`resume`)."""
 
 from __future__ import annotations
 
 from ctypes import byref, c_bool, c_uint64
 from typing import Iterable, Optional
 
-from .._args import _dead_selection, _text
+from .._args import _dead_selection, _pause_target, _text
 from .._handle import _Handle
 
 
 class AdminMethods(_Handle):
-    """redrive, purge_dead, purge_group, purge, release."""
+    """redrive, purge_dead, purge_group, purge, release, pause, resume."""
 
     def redrive(
         self, *, all: bool = False, group_id: Optional[str] = None, seqs: Optional[Iterable[int]] = None
@@ -60,3 +61,36 @@ class AdminMethods(_Handle):
         released = c_bool()
         self._call("release", self._lib.harel_transport_release, g, byref(released))
         return released.value
+
+    def pause(self, *, group_id: Optional[str] = None, routing_key: Optional[str] = None) -> bool:
+        """Pauses a group (`group_id`, whether or not it has messages now), every group
+        published with a routing key (`routing_key`), or, with neither, the whole queue
+        (every group, and every group made while the pause lasts); not both
+        (`ArgumentError`). The pause is stored in the queue: every process sees it (harel
+        0.9's own transports too) and it outlives restarts, until `resume`.
+
+        A paused group keeps its messages in order and no claim takes them; a lease taken
+        before the pause goes on (ack, nack, extend, dead_letter work); publishes go on,
+        into paused groups too. `groups()` shows a paused group as ``"paused"``, and
+        `stats().paused` counts them; `pauses()` lists the pauses. On a sharded queue, on
+        every shard. Returns True when the pause is new, False when it was there already.
+
+        ``ArgumentError``: both given, one that is not a str, empty or holding a NUL;
+        ``DatabaseError``: a queue opened with ``create_schema=False`` that lacks the
+        pauses table."""
+        kind, name = _pause_target("pause", group_id, routing_key)
+        paused = c_bool()
+        self._call("pause", self._lib.harel_transport_pause, kind, name, byref(paused))
+        return paused.value
+
+    def resume(self, *, group_id: Optional[str] = None, routing_key: Optional[str] = None) -> bool:
+        """Ends the pause that `pause` made with the same arguments (`group_id`,
+        `routing_key`, or neither for the queue's): the groups it paused that no other pause
+        names are served again at once, each from its head (a parked or delayed head stays
+        held until its time). A group paused on its own stays paused when the queue is
+        resumed, and the other way round. Returns True when there was such a pause, False
+        when nothing changed. Refuses what `pause` refuses."""
+        kind, name = _pause_target("resume", group_id, routing_key)
+        resumed = c_bool()
+        self._call("resume", self._lib.harel_transport_resume, kind, name, byref(resumed))
+        return resumed.value

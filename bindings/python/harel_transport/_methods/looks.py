@@ -1,10 +1,11 @@
-"""A look inside, claiming nothing: `stats`, and pages of `groups`, `peek` (a group's
-messages) and `dead_letters`, copied out of what the library hands out (`_inspect`)."""
+"""A look inside, claiming nothing: `stats`, pages of `groups`, `peek` (a group's
+messages) and `dead_letters`, and the `pauses` in force, copied out of what the library
+hands out (`_inspect`)."""
 
 from __future__ import annotations
 
 from ctypes import POINTER
-from typing import Optional
+from typing import List, Optional
 
 from .. import _native
 from .._args import _group_state, _optional_text, _page, _text
@@ -14,20 +15,22 @@ from .._inspect import (
     GroupInfo,
     MessageInfo,
     Page,
+    Pause,
     Stats,
     copy_dead_page,
     copy_group_page,
     copy_message_page,
+    copy_pause_list,
     copy_stats,
 )
 
 
 class LookMethods(_Handle):
-    """stats, groups, peek, dead_letters."""
+    """stats, groups, peek, dead_letters, pauses."""
 
     def stats(self) -> Stats:
-        """Exact counts of the queue now: messages, groups ready, leased, parked and
-        delayed, dead letters, the oldest ready message's age, the next release, the next
+        """Exact counts of the queue now: messages, groups ready, leased, parked, delayed
+        and paused, dead letters, the oldest ready message's age, the next release, the next
         delayed head's due time, and the same per priority level. One read: it takes no
         write lock and holds up no claim."""
         out = POINTER(_native.HarelStats)()
@@ -38,7 +41,8 @@ class LookMethods(_Handle):
         self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
     ) -> Page[GroupInfo]:
         """A page of groups in group id order, claiming nothing: every group (`state`
-        None) or only those ``"ready"``, ``"leased"``, ``"parked"`` or ``"delayed"``.
+        None) or only those ``"ready"``, ``"leased"``, ``"parked"``, ``"delayed"`` or
+        ``"paused"`` (a paused group is listed as paused only, whatever its head).
         `cursor`: None for the first page, else the `Page.next` of the page before;
         `limit`: 1..10000."""
         s = _group_state(state)
@@ -72,3 +76,12 @@ class LookMethods(_Handle):
         return self._call_out(
             "dead_letters", lib.harel_transport_dead_letters, lib.harel_dead_page_free, out, copy_dead_page, g, c, n
         )
+
+    def pauses(self) -> List[Pause]:
+        """The pauses in force (`pause`): each a `Pause` (`kind` ``"queue"``, ``"group"``
+        or ``"routing_key"``, `name`, "" for the queue, `paused_at`), the queue's first,
+        then by kind and name; of a sharded queue, every shard's merged. A queue opened
+        with ``create_schema=False`` that lacks the pauses table has none."""
+        out = POINTER(_native.HarelPauseList)()
+        lib = self._lib
+        return self._call_out("pauses", lib.harel_transport_pauses, lib.harel_pause_list_free, out, copy_pause_list)
