@@ -475,6 +475,11 @@ typedef struct harel_stats {
    * groups are paused (an array of its own: `harel_priority_stats` keeps its size).
    */
   const uint64_t *paused_by_priority;
+  /**
+   * Of `dead`, the messages that expired undelivered (harel_delivery's `ttl`,
+   * `expires_at`; reason "expired"). Added after 0.4.0, at the end.
+   */
+  uint64_t expired;
 } harel_stats;
 
 /**
@@ -824,6 +829,17 @@ typedef struct harel_delivery {
    */
   double debounce_delay;
   double debounce_max_delay;
+  /**
+   * Seconds from now after which the message, if no worker has it by then, expires: it
+   * moves to the dead letters with the reason "expired" (docs/queue.md, "Expiry"). 0:
+   * never; otherwise finite, > 0, at most HAREL_MAX_DELAY.
+   */
+  double ttl;
+  /**
+   * Epoch seconds at which it expires (0: never); with `ttl`, the earlier. Either must
+   * be after now and after the message is due.
+   */
+  double expires_at;
 } harel_delivery;
 
 /**

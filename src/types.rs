@@ -59,6 +59,13 @@ pub struct Delivery<'a> {
     /// A unique key: while a message of the queue with that key is pending (not yet acked,
     /// dead-lettered or purged), a publish with it stores nothing. Not with `key`.
     pub unique: Option<Unique<'a>>,
+    /// Seconds from the publish after which the message, if no worker has it by then,
+    /// expires: it moves to the dead letters with the reason `expired` (docs/queue.md,
+    /// "Expiry"). None: never.
+    pub ttl: Option<f64>,
+    /// An instant (epoch seconds, the transport's clock) at which it expires; with `ttl`,
+    /// the earlier of the two.
+    pub expires_at: Option<f64>,
 }
 
 /// A unique key (1..256 bytes) and what a publish does when a message with it is pending
@@ -116,6 +123,8 @@ pub struct Stats {
     pub next_due_at: Option<f64>,
     /// Messages in the dead-letter table.
     pub dead: u64,
+    /// Of those, the messages that expired undelivered (`Delivery::ttl`, reason `expired`).
+    pub expired: u64,
     /// Seconds since the oldest message of a ready group was published; None when no group
     /// is ready, or that message was published by a writer that does not stamp the time
     /// (harel's Python transports).

@@ -147,7 +147,41 @@ pub fn delivery(at: &str, d: &crate::types::Delivery<'_>) -> Result<()> {
             return Err(arg(format!("{at}not_before is {t}; it must be finite epoch seconds >= 0")));
         }
     }
+    if let Some(ttl) = d.ttl {
+        if !ttl.is_finite() || ttl <= 0.0 || ttl > MAX_DELAY {
+            return Err(arg(format!(
+                "{at}ttl is {ttl}; it must be a finite number of seconds > 0, at most {MAX_DELAY} (ten years)"
+            )));
+        }
+    }
+    if let Some(t) = d.expires_at {
+        if !t.is_finite() || t < 0.0 {
+            return Err(arg(format!("{at}expires_at is {t}; it must be finite epoch seconds >= 0")));
+        }
+    }
     d.unique.map_or(Ok(()), |u| unique(at, d.key.is_some(), &u))
+}
+
+/// When a message published at `now` with `d` (checked) and due at `due` expires: the
+/// earlier of its ttl and its expires_at, None for never. An `Error::Argument` when that
+/// is not after now, or not after its due time (it could never be delivered).
+pub fn expiry(at: &str, d: &crate::types::Delivery<'_>, now: f64, due: Option<f64>) -> Result<Option<f64>> {
+    let expires = match (d.ttl.map(|ttl| now + ttl), d.expires_at) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => match a.or(b) {
+            Some(t) => t,
+            None => return Ok(None),
+        },
+    };
+    if expires <= now {
+        return Err(arg(format!("{at}expires_at is {expires}: not after now ({now})")));
+    }
+    if let Some(due) = due.filter(|&due| expires <= due) {
+        return Err(arg(format!(
+            "{at}expires_at is {expires}: not after the message is due ({due}), so it could never be delivered"
+        )));
+    }
+    Ok(Some(expires))
 }
 
 /// A unique key and its mode; `keyed` when the publish has an idempotency key too.

@@ -111,6 +111,12 @@ local!(
     a_pause_names_a_group_before_and_after_it_has_messages,
     resume_keeps_a_held_head_until_its_time,
     bad_pause_targets_are_refused_and_change_nothing,
+    an_expired_message_is_dead_lettered_and_its_group_goes_on,
+    a_leased_message_never_expires_under_its_worker,
+    a_claim_never_hands_out_an_expired_head,
+    the_sweep_expires_messages_behind_a_head_parked_and_paused,
+    an_expired_message_frees_its_unique_key,
+    bad_expiries_are_refused_and_change_nothing,
 );
 
 #[test]

@@ -58,7 +58,7 @@ fn a_harel_09_file_is_upgraded_in_place() {
     let columns = raw.columns("harel_transport_groups");
     assert_eq!(columns, ["group_id", "last_claimed_at", "priority", "routing_key"]);
     let columns = raw.columns("harel_transport_messages");
-    let ours = ["attempts", "enqueued_at", "headers", "unique_key"];
+    let ours = ["attempts", "enqueued_at", "headers", "unique_key", "expires_at"];
     assert_eq!(columns, [&["seq", "group_id", "event", "locked_by", "lock_expiry"][..], &ours].concat());
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages WHERE attempts = 0"), raw.count("SELECT count(*) FROM harel_transport_messages"), "old messages start at 0 claims");
     let index = raw.rows("SELECT name FROM pragma_index_info('harel_transport_groups_by_routing_key') ORDER BY seqno");
@@ -333,7 +333,7 @@ fn schema_sql_names_only_its_prefix() {
     let raw = Raw::open(&path);
     raw.batch(&script);
     let objects = raw.objects();
-    assert_eq!(objects.len(), 14, "5 tables, 7 indexes, 2 triggers: {objects:?}");
+    assert_eq!(objects.len(), 16, "5 tables, 9 indexes, 2 triggers: {objects:?}");
     assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
     let mut o = no_schema(&TestClock::at(1000.0));
     o.prefix("tenant_7").unwrap();
@@ -430,6 +430,7 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
             "the column harel_transport_messages.enqueued_at",
             "the column harel_transport_messages.headers",
             "the column harel_transport_messages.unique_key",
+            "the column harel_transport_messages.expires_at",
             "the table harel_transport_dead",
             "the table harel_transport_keys",
             "the table harel_transport_pauses",

@@ -49,6 +49,7 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
     let (messages, dead, next_due_at) = (count(totals.get(1)), count(totals.get(2)), real(totals.get(3)));
     let (next_release_at, oldest_enqueued_at, oldest_seq, overdue_since) =
         (real(totals.get(4)), real(totals.get(5)), int(totals.get(6)), real(totals.get(7)));
+    let expired = count(totals.get(8));
     let mut by_priority: Vec<PriorityStats> = levels
         .iter()
         .map(|row| {
@@ -79,6 +80,7 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
         paused: sum(|p| p.paused),
         next_due_at,
         dead,
+        expired,
         oldest_ready_age: oldest_enqueued_at.filter(|_| ready > 0).map(|at| (now - at).max(0.0)),
         oldest_ready_seq: oldest_seq.filter(|_| ready > 0),
         next_release_at,

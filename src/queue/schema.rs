@@ -64,6 +64,7 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
         keys: tables.contains(&sql.keys_table.as_str()),
         headers: lacking(m, "headers"),
         dead_headers: lacking(d, "headers"),
+        expires_at: lacking(m, "expires_at"),
         pauses: lacks_pauses(sql, &tables),
     };
     let mut absent: Vec<String> =

@@ -22,7 +22,7 @@ use crate::backend::Backend;
 use crate::chain::{lease_lost, Chain, Claimed, Done};
 use crate::error::{Error, Result};
 use crate::request::{Claim, Deliver, Extend, Finish, FinishMany, Nack, Now, Publish};
-use crate::sql::Statements;
+use crate::sql::{Statements, Timing};
 use crate::types::{Lease, Message, Published, Unique};
 use crate::validate::{self, MISPLACED, PARKED, SET_ASIDE_UNTIL};
 
@@ -116,8 +116,9 @@ pub fn push_deliveries<'c>(
     let mut reads = Vec::with_capacity(request.items().len());
     for (i, (m, d)) in request.items().iter().enumerate() {
         let due = validate::due(&request.at(i), d, now)?;
+        let timing = Timing { due, expires_at: validate::expiry(&request.at(i), d, now, due)? };
         if let Some(unique) = d.unique {
-            reads.push(push_unique(chain, sql, unique, now, m, due));
+            reads.push(push_unique(chain, sql, unique, now, m, timing));
             continue;
         }
         match d.key {
@@ -125,7 +126,7 @@ pub fn push_deliveries<'c>(
                 let before_read = [
                     p.forget_key(key, now),
                     p.take_key(key, now + retention),
-                    p.insert_message_if_new(now, m, due),
+                    p.insert_message_if_new(now, m, timing),
                     p.bind_key(key),
                 ];
                 for (statement, params) in before_read {
@@ -137,7 +138,7 @@ pub fn push_deliveries<'c>(
                 chain.push(insert_group, params);
             }
             None => {
-                let (insert_message, params) = p.insert_message(now, m, due);
+                let (insert_message, params) = p.insert_message(now, m, timing);
                 chain.push(insert_message, params);
                 let (published, params) = p.published_unkeyed();
                 reads.push(PublishRead { published: chain.query(published, params), pending: None, replaced: None });
@@ -161,19 +162,20 @@ fn push_unique<'c>(
     unique: Unique<'_>,
     now: f64,
     m: &Message<'_>,
-    due: Option<f64>,
+    timing: Timing,
 ) -> PublishRead {
     let (u, p) = (&sql.unique, &sql.publish_with);
-    let replaced = u.replace(unique.key, unique.mode, now, m).map(|(replace, params)| chain.query(replace, params));
+    let replaced = u.replace(unique.key, unique.mode, (now, timing.expires_at), m);
+    let replaced = replaced.map(|(replace, params)| chain.query(replace, params));
     let (pending, params) = u.pending(unique.key);
     let pending = Some(chain.query(pending, params));
-    let (insert, params) = u.insert(unique.key, now, m, due);
+    let (insert, params) = u.insert(unique.key, now, m, timing);
     chain.push(insert, params);
     let (published, params) = p.published_unkeyed();
     let published = chain.query(published, params);
     let (insert_group, params) = p.insert_group_if_new(m);
     chain.push(insert_group, params);
-    if due.is_some() {
+    if timing.due.is_some() {
         let (stamp, params) = u.stamp(unique.key);
         chain.push(stamp, params);
     }

@@ -24,6 +24,7 @@ pub fn sum_stats(shards: Vec<Stats>) -> Stats {
         paused: 0,
         next_due_at: None,
         dead: 0,
+        expired: 0,
         oldest_ready_age: None,
         oldest_ready_seq: None,
         next_release_at: None,
@@ -39,6 +40,7 @@ pub fn sum_stats(shards: Vec<Stats>) -> Stats {
         sum.delayed += s.delayed;
         sum.paused += s.paused;
         sum.dead += s.dead;
+        sum.expired += s.expired;
         sum.next_due_at = soonest(sum.next_due_at, s.next_due_at);
         sum.next_release_at = soonest(sum.next_release_at, s.next_release_at);
         sum.oldest_overdue_lease = match (sum.oldest_overdue_lease, s.oldest_overdue_lease) {

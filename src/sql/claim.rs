@@ -38,7 +38,7 @@ const BURY_ROUNDS: usize = 2;
 pub struct ClaimStatements {
     pub statements: Vec<(String, Vec<Value>)>,
     /// The lease's UPDATE: it returns the leased head (seq, group_id and event as BLOBs,
-    /// attempts with this claim), or no row.
+    /// attempts with this claim, headers, expires_at), or no row.
     pub lease: usize,
     /// With `max_attempts`: a row when a head over it is still next (more to bury).
     pub more: Option<usize>,
@@ -93,7 +93,8 @@ impl Statements {
         statements.push((
             format!(
                 "UPDATE {m} SET locked_by = ?1, lock_expiry = ?2, attempts = attempts + 1 \
-                 WHERE seq = {} RETURNING seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, headers",
+                 WHERE seq = {} RETURNING seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, headers, \
+                 expires_at",
                 head_of(&format!("(SELECT group_id FROM {g} WHERE last_claimed_at = {MARK})"))
             ),
             vec![worker_id.into(), lock_expiry.into()],

@@ -4,7 +4,7 @@
 
 use libsql::Value;
 
-use super::{Bound, Statements, DELAYED, PARKED, PAUSED_AT_OR_BELOW, PAUSE_OFFSET};
+use super::{Bound, Statements, DELAYED, EXPIRED, PARKED, PAUSED_AT_OR_BELOW, PAUSE_OFFSET};
 use crate::types::GroupState;
 
 /// The listings of `Statements::groups_page`: every group, or those in one state.
@@ -51,9 +51,9 @@ impl Statements {
     /// Every count of `Stats` at `now` (?1). Row 1: NULL, total messages, dead letters, the
     /// soonest due time of a delayed head, the soonest end of a lease, park or delay, the
     /// oldest ready message's enqueued_at, its seq, the earliest end of a lease that lapsed
-    /// with its holder still named (a worker that died or hung). Then one row per priority
-    /// level: level, groups, leased, parked, delayed, paused, NULL, NULL. A paused group
-    /// counts as paused only, at the level it will have again.
+    /// with its holder still named (a worker that died or hung), the expired dead letters.
+    /// Then one row per priority level: level, groups, leased, parked, delayed, paused,
+    /// NULL, NULL, NULL. A paused group counts as paused only, at the level it will have again.
     pub fn stats(&self, now: f64) -> Bound<'_> {
         (&self.inspect.stats, vec![now.into()])
     }
@@ -67,7 +67,13 @@ impl Statements {
     /// is the first in seq order whose group is not paused and whose head is free.
     fn build_stats(&self) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
-        let dead = if self.lacks.dead { "0".to_owned() } else { format!("(SELECT count(*) FROM {})", self.dead_table) };
+        let (dead, expired) = match self.lacks.dead {
+            true => ("0".to_owned(), "0".to_owned()),
+            false => (
+                format!("(SELECT count(*) FROM {})", self.dead_table),
+                format!("(SELECT count(*) FROM {} WHERE reason = '{EXPIRED}')", self.dead_table),
+            ),
+        };
         let enqueued_at = self.enqueued_at("e");
         format!(
             "WITH in_flight AS MATERIALIZED (SELECT g.priority, h.locked_by = '{PARKED}' AS parked, \
@@ -90,10 +96,11 @@ impl Statements {
                (SELECT enqueued_at FROM oldest), (SELECT seq FROM oldest), \
                (SELECT min(h.lock_expiry) FROM {m} h WHERE h.locked_by IS NOT NULL \
                  AND h.locked_by NOT IN ('{PARKED}', '{DELAYED}') \
-                 AND h.lock_expiry < ?1 AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)) \
+                 AND h.lock_expiry < ?1 AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)), \
+               {expired} \
              UNION ALL \
              SELECT l.level, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), coalesce(h.delayed, 0), \
-               l.paused, NULL, NULL \
+               l.paused, NULL, NULL, NULL \
                FROM levels l LEFT JOIN held h ON h.priority = l.level"
         )
     }

@@ -14,6 +14,7 @@ use crate::validate::{DELAYED, MAX_PRIORITY, PARKED};
 
 mod claim;
 mod dead_letters;
+mod expiry;
 mod inspect;
 mod pause;
 mod publish;
@@ -22,10 +23,11 @@ mod unique;
 
 pub use claim::{LEASE_GUARD, LEASE_LOST};
 use dead_letters::DeadSql;
+pub use expiry::{ExpirySql, EXPIRED};
 use inspect::Inspect;
 pub use pause::PauseSql;
 pub(crate) use pause::{OFFSET as PAUSE_OFFSET, PAUSED_AT_OR_BELOW};
-pub use publish::PublishWith;
+pub use publish::{PublishWith, Timing};
 pub use shards::ShardSql;
 pub use unique::UniqueSql;
 
@@ -58,6 +60,8 @@ pub struct Lacks {
     /// The messages' and the dead letters' `headers` (a file made before headers).
     pub headers: bool,
     pub dead_headers: bool,
+    /// The messages' `expires_at` (a file made before expiry).
+    pub expires_at: bool,
     /// The pauses table (a file made before pauses, opened with create_schema off or as
     /// it is): pause and resume are refused.
     pub pauses: bool,
@@ -120,6 +124,8 @@ pub struct Statements {
     pub shard: ShardSql,
     /// Pausing and resuming.
     pub pause: PauseSql,
+    /// Expiry's sweep.
+    pub expiry: ExpirySql,
 }
 
 impl Statements {
@@ -134,6 +140,7 @@ impl Statements {
         let shard = ShardSql::new(prefix, &m);
         let unique = UniqueSql::new(&m, &g);
         let pause = PauseSql::new(&m, &g, &p);
+        let expiry = ExpirySql::new(&m, &g, &d);
         let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
@@ -185,6 +192,7 @@ impl Statements {
             keys_table: k,
             pauses_table: p,
             pause,
+            expiry,
             lacks: Lacks::default(),
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
@@ -330,13 +338,13 @@ impl Statements {
     /// The best `limit` of the candidates, in serving order, with their events: each a
     /// different group's head, so a local claim of several leases them all from one look
     /// (each lease moves only its own group out of the range). Columns: seq, group_id,
-    /// event, attempts (claims so far), headers; group_id and event as BLOBs, because libsql reads
-    /// TEXT as a C string and would cut a value another writer stored with a NUL byte in it
-    /// at that byte.
+    /// event, attempts (claims so far), headers, expires_at; group_id and event as BLOBs,
+    /// because libsql reads TEXT as a C string and would cut a value another writer stored
+    /// with a NUL byte in it at that byte.
     fn best_candidates(&self, candidates: &[Candidate], limit: &str) -> String {
         let m = &self.messages_table;
         format!(
-            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts, e.headers \
+            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts, e.headers, e.expires_at \
              FROM ({}) c JOIN {m} e ON e.seq = c.seq \
              ORDER BY c.ready_at, c.arrival LIMIT {limit}",
             self.union_of(candidates, limit)
@@ -426,7 +434,8 @@ impl Statements {
             format!(
                 "CREATE TABLE IF NOT EXISTS {m} (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
                  group_id TEXT NOT NULL, event TEXT NOT NULL, locked_by TEXT, lock_expiry REAL, \
-                 attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL, headers TEXT, unique_key TEXT)"
+                 attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL, headers TEXT, unique_key TEXT, \
+                 expires_at REAL)"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {g} (group_id TEXT PRIMARY KEY, \
@@ -452,6 +461,8 @@ impl Statements {
             (d, "headers", format!("ALTER TABLE {d} ADD COLUMN headers TEXT")),
             // after 0.4.0: a pending message's unique key (unique.rs)
             (m, "unique_key", format!("ALTER TABLE {m} ADD COLUMN unique_key TEXT")),
+            // after 0.4.0: when a message expires (expiry.rs)
+            (m, "expires_at", format!("ALTER TABLE {m} ADD COLUMN expires_at REAL")),
         ]
     }
 
@@ -530,6 +541,8 @@ impl Statements {
             format!("CREATE INDEX IF NOT EXISTS {d}_by_group ON {d} (group_id, seq)"),
             publish::keys_index(&self.keys_table),
             unique::index(m),
+            expiry::index(m),
+            expiry::dead_index(d),
         ]
         .into_iter()
         .chain(pause::triggers(g, &self.pauses_table))
@@ -647,6 +660,7 @@ mod tests {
             keys: true,
             headers: true,
             dead_headers: true,
+            expires_at: true,
             pauses: true,
         };
         for lacks in [Lacks::default(), lacking_all] {
@@ -676,8 +690,8 @@ mod tests {
                 p.sweep_keys(1.0),
                 p.forget_key("k", 1.0),
                 p.take_key("k", 2.0),
-                p.insert_message(1.0, &message, None),
-                p.insert_message_if_new(1.0, &message, Some(2.0)),
+                p.insert_message(1.0, &message, Timing::default()),
+                p.insert_message_if_new(1.0, &message, Timing { due: Some(2.0), expires_at: Some(3.0) }),
                 p.bind_key("k"),
                 p.published("k"),
                 p.published_unkeyed(),
@@ -685,11 +699,11 @@ mod tests {
                 p.insert_group_if_new(&message),
                 p.stamp_delayed_head("g"),
                 sql.unique.pending("u"),
-                sql.unique.insert("u", 1.0, &message, Some(2.0)),
+                sql.unique.insert("u", 1.0, &message, Timing { due: Some(2.0), expires_at: None }),
                 sql.unique.stamp("u"),
             ];
             for mode in [UniqueMode::Replace, UniqueMode::Debounce { delay: 1.0, max_delay: 2.0 }] {
-                all.extend(sql.unique.replace("u", mode, 1.0, &message));
+                all.extend(sql.unique.replace("u", mode, (1.0, Some(2.0)), &message));
             }
             for n in [1, 5, 100, 300] {
                 let (rows, statements) = sql.publish_rows(1.0, &vec![message; n]);
@@ -724,6 +738,8 @@ mod tests {
                 all.extend(sql.pause.resume(&target, 1.0));
             }
             all.push(sql.pause.list());
+            all.push(sql.expiry.any(1.0));
+            all.extend(sql.expiry.sweep(1.0));
             for (statement, values) in all {
                 assert_eq!(highest_parameter(statement), values.len(), "{statement}");
             }

@@ -74,9 +74,10 @@ impl PublishWith {
     /// For the messages, groups and keys tables `m`, `g`, `k`.
     pub(super) fn new(m: &str, g: &str, k: &str) -> PublishWith {
         // ?1 now, ?2 group_id, ?3 event, ?4 locked_by (DELAYED or NULL), ?5 due (or NULL),
-        // ?6 headers (or NULL)
-        let message_row = "SELECT ?1, ?2, ?3, ?4, ?5, ?6";
-        let insert = format!("INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry, headers)");
+        // ?6 headers (or NULL), ?7 expires_at (or NULL)
+        let message_row = "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7";
+        let insert =
+            format!("INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry, headers, expires_at)");
         let due = delayed_head_due(m);
         PublishWith {
             // ?1 now
@@ -124,14 +125,15 @@ impl PublishWith {
         (&self.take_key, vec![key.into(), expires_at.into()])
     }
 
-    /// 3: message `m`, published at `now`; locked to `DELAYED` until `due`, if it has one.
-    pub fn insert_message(&self, now: f64, m: &Message<'_>, due: Option<f64>) -> Bound<'_> {
-        (&self.insert_message, message_values(now, m, due))
+    /// 3: message `m`, published at `now`; locked to `DELAYED` until its due time, if it
+    /// has one; expiring at its expiry, if it has one.
+    pub fn insert_message(&self, now: f64, m: &Message<'_>, timing: Timing) -> Bound<'_> {
+        (&self.insert_message, message_values(now, m, timing))
     }
 
     /// 3 with a key: the same, only when the key is new.
-    pub fn insert_message_if_new(&self, now: f64, m: &Message<'_>, due: Option<f64>) -> Bound<'_> {
-        (&self.insert_message_if_new, message_values(now, m, due))
+    pub fn insert_message_if_new(&self, now: f64, m: &Message<'_>, timing: Timing) -> Bound<'_> {
+        (&self.insert_message_if_new, message_values(now, m, timing))
     }
 
     /// 4: the new `key` stands for the message just inserted.
@@ -165,12 +167,21 @@ impl PublishWith {
     }
 }
 
+/// When a message is due and when it expires, each None for at once and never
+/// (`validate::due`, `validate::expiry`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    pub due: Option<f64>,
+    pub expires_at: Option<f64>,
+}
+
 /// A message's row (`message_row` in `PublishWith::new`): ?1 now, ?2 group_id, ?3 event,
-/// ?4 locked_by, ?5 due, ?6 headers.
-fn message_values(now: f64, m: &Message<'_>, due: Option<f64>) -> Vec<Value> {
+/// ?4 locked_by, ?5 due, ?6 headers, ?7 expires_at.
+pub(super) fn message_values(now: f64, m: &Message<'_>, Timing { due, expires_at }: Timing) -> Vec<Value> {
     let locked_by = due.map(|_| DELAYED);
     let headers = m.headers.and_then(Headers::stored);
-    vec![now.into(), m.group_id.into(), m.event_json.into(), locked_by.into(), due.into(), headers.into()]
+    let values = [now.into(), m.group_id.into(), m.event_json.into(), locked_by.into(), due.into(), headers.into()];
+    values.into_iter().chain([expires_at.into()]).collect()
 }
 
 /// ?1 group_id, ?2 priority, ?3 routing_key.

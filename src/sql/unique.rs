@@ -13,6 +13,7 @@
 
 use libsql::Value;
 
+use super::publish::{message_values, Timing};
 use super::Bound;
 use crate::headers::Headers;
 use crate::types::{Message, UniqueMode};
@@ -45,23 +46,24 @@ impl UniqueSql {
              AND h.locked_by = '{DELAYED}')"
         );
         UniqueSql {
-            // ?1 unique_key, ?2 now, ?3 event, ?4 headers
+            // ?1 unique_key, ?2 now, ?3 event, ?4 headers, ?5 expires_at
             replace: format!(
-                "UPDATE {m} SET event = ?3, headers = ?4, \
+                "UPDATE {m} SET event = ?3, headers = ?4, expires_at = ?5, \
                  locked_by = CASE WHEN {kept} THEN locked_by END, lock_expiry = CASE WHEN {kept} THEN lock_expiry END \
                  WHERE unique_key = ?1 AND {not_held} RETURNING seq"
             ),
-            // ?1 unique_key, ?2 now, ?3 event, ?4 headers, ?5 delay, ?6 max_delay
+            // ?1 unique_key, ?2 now, ?3 event, ?4 headers, ?5 expires_at, ?6 delay, ?7 max_delay
             debounce: format!(
-                "UPDATE {m} SET event = ?3, headers = ?4, locked_by = '{DELAYED}', \
-                 lock_expiry = MIN(?2 + ?5, COALESCE(enqueued_at, ?2) + ?6) \
+                "UPDATE {m} SET event = ?3, headers = ?4, expires_at = ?5, locked_by = '{DELAYED}', \
+                 lock_expiry = MIN(?2 + ?6, COALESCE(enqueued_at, ?2) + ?7) \
                  WHERE unique_key = ?1 AND {not_held} RETURNING seq"
             ),
             pending: format!("SELECT seq FROM {m} WHERE unique_key = ?1"),
-            // ?1 now, ?2 group_id, ?3 event, ?4 locked_by, ?5 due, ?6 headers, ?7 unique_key
+            // ?1 now, ?2 group_id, ?3 event, ?4 locked_by, ?5 due, ?6 headers, ?7 expires_at, ?8 unique_key
             insert: format!(
-                "INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry, headers, unique_key) \
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS (SELECT 1 FROM {m} WHERE unique_key = ?7)"
+                "INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry, headers, expires_at, \
+                 unique_key) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 \
+                 WHERE NOT EXISTS (SELECT 1 FROM {m} WHERE unique_key = ?8)"
             ),
             // ?1 unique_key
             stamp: format!(
@@ -70,11 +72,17 @@ impl UniqueSql {
         }
     }
 
-    /// 1: the pending message with `key` takes `m`'s event and headers (and with debounce
-    /// its new due time) if no worker holds it at `now`; None in mode keep.
-    pub fn replace(&self, key: &str, mode: UniqueMode, now: f64, m: &Message<'_>) -> Option<Bound<'_>> {
+    /// 1: the pending message with `key` takes `m`'s event, headers and expiry (and with
+    /// debounce its new due time) if no worker holds it at `now`; None in mode keep.
+    pub fn replace(
+        &self,
+        key: &str,
+        mode: UniqueMode,
+        (now, expires_at): (f64, Option<f64>),
+        m: &Message<'_>,
+    ) -> Option<Bound<'_>> {
         let mut values: Vec<Value> = vec![key.into(), now.into(), m.event_json.into()];
-        values.push(m.headers.and_then(Headers::stored).into());
+        values.extend([m.headers.and_then(Headers::stored).into(), expires_at.into()]);
         match mode {
             UniqueMode::Keep => None,
             UniqueMode::Replace => Some((&self.replace, values)),
@@ -90,19 +98,11 @@ impl UniqueSql {
         (&self.pending, vec![key.into()])
     }
 
-    /// 3: message `m` with `key`, published at `now`, locked to `DELAYED` until `due` if it
-    /// has one; only when no message with `key` is pending.
-    pub fn insert(&self, key: &str, now: f64, m: &Message<'_>, due: Option<f64>) -> Bound<'_> {
-        let headers = m.headers.and_then(Headers::stored);
-        let values = vec![
-            now.into(),
-            m.group_id.into(),
-            m.event_json.into(),
-            due.map(|_| DELAYED).into(),
-            due.into(),
-            headers.into(),
-            key.into(),
-        ];
+    /// 3: message `m` with `key`, published at `now`, as `PublishWith::insert_message`;
+    /// only when no message with `key` is pending.
+    pub fn insert(&self, key: &str, now: f64, m: &Message<'_>, timing: Timing) -> Bound<'_> {
+        let mut values = message_values(now, m, timing);
+        values.push(key.into());
         (&self.insert, values)
     }
 

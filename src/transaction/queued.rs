@@ -28,6 +28,8 @@ pub struct OwnedPublish {
     delay: f64,
     not_before: Option<f64>,
     unique: Option<(String, UniqueMode)>,
+    ttl: Option<f64>,
+    expires_at: Option<f64>,
 }
 
 impl OwnedPublish {
@@ -42,6 +44,8 @@ impl OwnedPublish {
             delay: d.delay,
             not_before: d.not_before,
             unique: d.unique.map(|u| (u.key.to_owned(), u.mode)),
+            ttl: d.ttl,
+            expires_at: d.expires_at,
         }
     }
 
@@ -54,7 +58,15 @@ impl OwnedPublish {
             headers: self.headers.as_ref(),
         };
         let unique = self.unique.as_ref().map(|(key, mode)| Unique { key, mode: *mode });
-        (message, Delivery { key: self.key.as_deref(), delay: self.delay, not_before: self.not_before, unique })
+        let delivery = Delivery {
+            key: self.key.as_deref(),
+            delay: self.delay,
+            not_before: self.not_before,
+            unique,
+            ttl: self.ttl,
+            expires_at: self.expires_at,
+        };
+        (message, delivery)
     }
 }
 

@@ -10,6 +10,7 @@ use harel_transport::{
     Cancel, Delivery, Error, GroupState, Headers, Lease, Message, Options, Published, Transport, Value, Wait,
 };
 
+pub use super::contract_expiry::*;
 pub use super::contract_pause::*;
 pub use super::contract_rules::*;
 use super::drain::claim_and_ack_all;
@@ -150,6 +151,18 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("a_pause_names_a_group_before_and_after_it_has_messages", a_pause_names_a_group_before_and_after_it_has_messages),
     ("resume_keeps_a_held_head_until_its_time", resume_keeps_a_held_head_until_its_time),
     ("bad_pause_targets_are_refused_and_change_nothing", bad_pause_targets_are_refused_and_change_nothing),
+    (
+        "an_expired_message_is_dead_lettered_and_its_group_goes_on",
+        an_expired_message_is_dead_lettered_and_its_group_goes_on,
+    ),
+    ("a_leased_message_never_expires_under_its_worker", a_leased_message_never_expires_under_its_worker),
+    ("a_claim_never_hands_out_an_expired_head", a_claim_never_hands_out_an_expired_head),
+    (
+        "the_sweep_expires_messages_behind_a_head_parked_and_paused",
+        the_sweep_expires_messages_behind_a_head_parked_and_paused,
+    ),
+    ("an_expired_message_frees_its_unique_key", an_expired_message_frees_its_unique_key),
+    ("bad_expiries_are_refused_and_change_nothing", bad_expiries_are_refused_and_change_nothing),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {

@@ -1,10 +1,11 @@
 //! A claim on a local file: inside the transaction, a look (the `SELECT` of the best heads,
 //! as many as the claim wants, `Statements::claim`) and, with what it found, each group's
-//! turn and lease; a claim of ten is one look, not ten. A head
-//! that cannot be handed out (claimed `max_attempts` times already, 0 meaning no limit; or
+//! turn and lease; a claim of ten is one look, not ten. A head that cannot be handed out
+//! (expired, sql/expiry.rs; claimed `max_attempts` times already, 0 meaning no limit; or
 //! text another program stored that is not UTF-8) moves to the dead-letter table instead,
 //! and the claim looks again: that group's next message (which keeps the group's place) or
-//! another group's is served, and the queue is never blocked behind it.
+//! another group's is served, and the queue is never blocked behind it. Before the look, a
+//! bounded sweep moves other expired messages out.
 //!
 //! The server's chain (sql/claim.rs) would serve here too, but it costs a local claim
 //! more (docs/architecture.md, "One claim algorithm?", has the figures): a look that finds
@@ -19,7 +20,7 @@ use crate::chain::{row_values, Before, Chain, Claimed};
 use crate::error::Result;
 use crate::headers::Headers;
 use crate::request::{Claim, Now};
-use crate::sql::{Bound, Statements};
+use crate::sql::{Bound, Statements, EXPIRED};
 use crate::types::Lease;
 
 impl Local {
@@ -41,10 +42,26 @@ impl Local {
                 let done = local.run_chain(chain).await?;
                 claimed.before = marked.iter().map(|&i| done[i].changed).collect();
             }
+            claimed.buried += local.sweep_expired(sql, now).await?;
             local.claim_up_to(sql, c, now, want, &mut claimed).await?;
             Ok(claimed)
         })
         .await
+    }
+
+    /// Moves up to a sweep's worth of expired messages to the dead letters (sql/expiry.rs),
+    /// after one look that finds none in the usual case; how many it moved.
+    async fn sweep_expired(&mut self, sql: &Statements, now: f64) -> Result<u64> {
+        let (any, params) = sql.expiry.any(now);
+        if self.statements.query_all(&self.conn, any, params, row_values).await?.is_empty() {
+            return Ok(0);
+        }
+        let [bury, rest @ ..] = sql.expiry.sweep(now);
+        let moved = self.execute(bury).await?;
+        for statement in rest {
+            self.execute(statement).await?;
+        }
+        Ok(moved)
     }
 
     /// Leases up to `want` heads into `claimed`, in serving order, from one look for as
@@ -68,15 +85,16 @@ impl Local {
             let found = heads.len();
             let mut buried = false;
             for head in heads {
-                let (seq, group_id, event, attempts, headers) = match <[Value; 5]>::try_from(head) {
-                    Ok([Value::Integer(seq), Value::Blob(group), Value::Blob(event), Value::Integer(attempts), h]) => {
-                        (seq, group, event, attempts, h)
+                let (seq, group_id, event, attempts, headers, expires_at) = match <[Value; 6]>::try_from(head) {
+                    Ok([Value::Integer(seq), Value::Blob(g), Value::Blob(event), Value::Integer(n), h, e]) => {
+                        (seq, g, event, n, h, e)
                     }
                     Ok(other) => return Err(unexpected(&other)),
                     Err(other) => return Err(unexpected(&other)),
                 };
                 let read = (String::from_utf8(group_id), String::from_utf8(event), Headers::from_column(&headers));
                 let undeliverable = match read {
+                    _ if matches!(expires_at, Value::Real(at) if at <= now) => EXPIRED.to_owned(),
                     _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
                         format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
                     }

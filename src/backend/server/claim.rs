@@ -2,9 +2,10 @@
 //! `UPDATE … RETURNING`, stamp its turn), as many as leases are wanted, in the request of
 //! what comes first (an ack's statements). Two cases take a further request: a claim that
 //! finds more heads over `max_attempts` than one chain buries (`BURY_ROUNDS`), and a head
-//! that is not UTF-8 (written by another program): it was leased before it could be read,
-//! so the next request buries it (counted as before that claim; its group goes on at once,
-//! as after an ack) and claims again.
+//! that is not UTF-8 (written by another program) or has expired: it was leased before it
+//! could be read, so the next request buries it (counted as before that claim; its group
+//! goes on at once, as after an ack) and claims again. The first request sweeps other
+//! expired messages out first (sql/expiry.rs).
 
 use libsql::Value;
 
@@ -13,7 +14,7 @@ use crate::chain::{Before, Chain, Claimed, Done};
 use crate::error::{Error, Result};
 use crate::headers::Headers;
 use crate::request::{Claim, Now};
-use crate::sql::Statements;
+use crate::sql::{Statements, EXPIRED};
 use crate::types::Lease;
 
 /// A head the last chain leased and cannot hand out.
@@ -47,7 +48,7 @@ impl Server {
         let mut buried = 0;
         let mut undeliverable: Vec<Undeliverable> = Vec::new();
         loop {
-            let (results, (marked, claims, burials, lock_expiry)) = self
+            let (results, (marked, claims, burials, (now, lock_expiry))) = self
                 .run(|| {
                     let now = now()?;
                     let mut chain = Chain::new();
@@ -55,8 +56,15 @@ impl Server {
                     if let (Some(before), None) = (before, &before_changed) {
                         (chain, marked) = before(chain, now)?;
                     }
-                    // Each INSERT into the dead letters changed a row if it buried a head.
+                    // Each INSERT into the dead letters changed a row if it buried a head;
+                    // the first request sweeps expired messages out (sql/expiry.rs) too.
                     let mut burials = Vec::new();
+                    if before_changed.is_none() {
+                        burials.push(chain.links().len());
+                        for (statement, params) in sql.expiry.sweep(now) {
+                            chain.push(statement, params);
+                        }
+                    }
                     for u in &undeliverable {
                         burials.push(chain.links().len());
                         chain = push_bury_claimed(chain, sql, u, c.worker_id, now);
@@ -78,7 +86,7 @@ impl Server {
                         burials.extend(statements.buried.iter().map(|&i| at[i]));
                         claims.push((at[statements.lease], statements.more.map(|i| at[i])));
                     }
-                    Ok((chain, (marked, claims, burials, lock_expiry)))
+                    Ok((chain, (marked, claims, burials, (now, lock_expiry))))
                 })
                 .await?;
             before_changed.get_or_insert_with(|| marked.iter().map(|&i| results[i].changed).collect());
@@ -87,7 +95,7 @@ impl Server {
             let mut again = false;
             // Every claim of the chain was committed: each lease is kept, whatever came before it.
             for (lease_at, more_at) in claims {
-                match found(&results[lease_at], more_at.map(|i| &results[i]), c.worker_id, lock_expiry)? {
+                match found(&results[lease_at], more_at.map(|i| &results[i]), c.worker_id, (now, lock_expiry))? {
                     Found::Lease(lease) => leases.push(lease),
                     Found::Nothing => {}
                     Found::MoreToBury => again = true,
@@ -121,18 +129,21 @@ fn push_bury_claimed<'a>(
     chain
 }
 
-/// Reads the lease's UPDATE ... RETURNING (and the check for more to bury).
-fn found(lease: &Done, more: Option<&Done>, worker_id: &str, lock_expiry: f64) -> Result<Found> {
+/// Reads the lease's UPDATE ... RETURNING (and the check for more to bury), made at `now`.
+fn found(lease: &Done, more: Option<&Done>, worker_id: &str, (now, lock_expiry): (f64, f64)) -> Result<Found> {
     let Some(row) = lease.rows.first() else {
         return Ok(if more.is_some_and(|m| !m.rows.is_empty()) { Found::MoreToBury } else { Found::Nothing });
     };
-    let (seq, group_id, event, attempts, headers) = match row.as_slice() {
-        [Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts), headers] => {
-            (*seq, group_id, event, *attempts, headers)
+    let (seq, group_id, event, attempts, headers, expires_at) = match row.as_slice() {
+        [Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts), headers, e] => {
+            (*seq, group_id, event, *attempts, headers, e)
         }
         _ => return Err(Error::Database(format!("a claim's lease came back as an unexpected row: {row:?}"))),
     };
     let undeliverable = |reason| Found::Undeliverable(Undeliverable { seq, lock_expiry, reason });
+    if matches!(expires_at, Value::Real(at) if *at <= now) {
+        return Ok(undeliverable(EXPIRED.to_owned()));
+    }
     Ok(match (String::from_utf8(group_id.to_vec()), String::from_utf8(event.to_vec()), Headers::from_column(headers)) {
         (Ok(group_id), Ok(event), Ok(headers)) => {
             let worker_id = worker_id.to_owned();
@@ -153,19 +164,25 @@ mod tests {
     }
 
     fn head(group_id: &[u8], event: &[u8], headers: Value) -> Done {
+        expiring(group_id, event, headers, Value::Null)
+    }
+
+    fn expiring(group_id: &[u8], event: &[u8], headers: Value, expires_at: Value) -> Done {
         rows(vec![vec![
             Value::Integer(7),
             Value::Blob(group_id.to_vec()),
             Value::Blob(event.to_vec()),
             Value::Integer(2),
             headers,
+            expires_at,
         ]])
     }
 
     #[test]
     fn a_leased_head_is_a_lease() {
         let headers = Value::Text(r#"[["a","1"]]"#.into());
-        let Found::Lease(lease) = found(&head(b"g", b"{}", headers), None, "w", 1030.0).unwrap() else { panic!() };
+        let leased = found(&head(b"g", b"{}", headers), None, "w", (1000.0, 1030.0)).unwrap();
+        let Found::Lease(lease) = leased else { panic!() };
         assert_eq!((lease.seq, lease.group_id.as_str(), lease.event.as_str(), lease.attempts), (7, "g", "{}", 2));
         assert_eq!((lease.worker_id.as_str(), lease.lock_expiry, lease.headers.get("a")), ("w", 1030.0, Some("1")));
     }
@@ -178,26 +195,37 @@ mod tests {
             (b"g", b"{}", Value::Text("{}".into()), "headers"),
         ];
         for (group_id, event, headers, what) in cases {
-            let Found::Undeliverable(u) = found(&head(group_id, event, headers), None, "w", 1030.0).unwrap() else {
-                panic!()
-            };
+            let leased = found(&head(group_id, event, headers), None, "w", (1000.0, 1030.0)).unwrap();
+            let Found::Undeliverable(u) = leased else { panic!() };
             assert_eq!((u.seq, u.lock_expiry), (7, 1030.0));
             assert!(u.reason.contains(what), "{}", u.reason);
         }
     }
 
     #[test]
+    fn an_expired_head_is_buried_by_the_next_transaction() {
+        for (expires_at, expired) in [(999.0, true), (1000.0, true), (1000.5, false)] {
+            let leased = expiring(b"g", b"{}", Value::Null, Value::Real(expires_at));
+            match found(&leased, None, "w", (1000.0, 1030.0)).unwrap() {
+                Found::Undeliverable(u) => assert!(expired && u.reason == EXPIRED, "{expires_at}: {}", u.reason),
+                Found::Lease(_) => assert!(!expired, "{expires_at}"),
+                _ => panic!(),
+            }
+        }
+    }
+
+    #[test]
     fn no_lease_is_nothing_or_more_to_bury() {
         let none = rows(vec![]);
-        assert!(matches!(found(&none, None, "w", 1.0).unwrap(), Found::Nothing));
-        assert!(matches!(found(&none, Some(&rows(vec![])), "w", 1.0).unwrap(), Found::Nothing));
+        assert!(matches!(found(&none, None, "w", (0.0, 1.0)).unwrap(), Found::Nothing));
+        assert!(matches!(found(&none, Some(&rows(vec![])), "w", (0.0, 1.0)).unwrap(), Found::Nothing));
         let next = rows(vec![vec![Value::Integer(1)]]);
-        assert!(matches!(found(&none, Some(&next), "w", 1.0).unwrap(), Found::MoreToBury));
+        assert!(matches!(found(&none, Some(&next), "w", (0.0, 1.0)).unwrap(), Found::MoreToBury));
     }
 
     #[test]
     fn an_unexpected_row_is_a_database_error() {
         let text = rows(vec![vec![Value::Text("7".into())]]);
-        assert!(matches!(found(&text, None, "w", 1.0), Err(Error::Database(_))));
+        assert!(matches!(found(&text, None, "w", (0.0, 1.0)), Err(Error::Database(_))));
     }
 }

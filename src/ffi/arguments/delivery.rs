@@ -69,6 +69,13 @@ pub struct harel_delivery {
     /// HAREL_UNIQUE_DEBOUNCE's delay and cap, seconds, 0..HAREL_MAX_DELAY, cap >= delay.
     pub debounce_delay: f64,
     pub debounce_max_delay: f64,
+    /// Seconds from now after which the message, if no worker has it by then, expires: it
+    /// moves to the dead letters with the reason "expired" (docs/queue.md, "Expiry"). 0:
+    /// never; otherwise finite, > 0, at most HAREL_MAX_DELAY.
+    pub ttl: f64,
+    /// Epoch seconds at which it expires (0: never); with `ttl`, the earlier. Either must
+    /// be after now and after the message is due.
+    pub expires_at: f64,
 }
 
 /// The options of the older publish calls, which take them as separate arguments.
@@ -82,6 +89,8 @@ pub(crate) fn of(key: *const c_char, delay: f64, not_before: f64) -> harel_deliv
         unique_mode: 0,
         debounce_delay: 0.0,
         debounce_max_delay: 0.0,
+        ttl: 0.0,
+        expires_at: 0.0,
     }
 }
 
@@ -140,7 +149,11 @@ pub(crate) unsafe fn read<'a>(ptr: *const harel_delivery, at: &str) -> Result<De
         }
     };
     let unique = unique_key.map(|key| Unique { key, mode });
-    Ok(Delivery { key, delay, not_before: instant(not_before), unique })
+    let ttl: f64 = field(ptr, size, offset_of!(harel_delivery, ttl), 0.0);
+    let expires_at: f64 = field(ptr, size, offset_of!(harel_delivery, expires_at), 0.0);
+    let unless_zero = |x: f64| (x != 0.0).then_some(x);
+    let (ttl, expires_at) = (unless_zero(ttl), unless_zero(expires_at));
+    Ok(Delivery { key, delay, not_before: instant(not_before), unique, ttl, expires_at })
 }
 
 /// The `n` options of a batch: `all` NULL (none for any) or `n` pointers, each NULL (none)

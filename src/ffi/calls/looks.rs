@@ -68,6 +68,9 @@ pub struct harel_stats {
     /// `n_priorities` counts: `paused_by_priority[i]` is how many of `by_priority[i]`'s
     /// groups are paused (an array of its own: `harel_priority_stats` keeps its size).
     pub paused_by_priority: *const u64,
+    /// Of `dead`, the messages that expired undelivered (harel_delivery's `ttl`,
+    /// `expires_at`; reason "expired"). Added after 0.4.0, at the end.
+    pub expired: u64,
 }
 
 /// A group's state, from its head (see harel_group_info).
@@ -292,6 +295,7 @@ pub extern "C" fn harel_transport_stats(
             next_due_at: or_minus_one(s.next_due_at),
             paused: s.paused,
             paused_by_priority,
+            expired: s.expired,
         }))
     })
 }
