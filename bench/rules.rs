@@ -7,8 +7,13 @@
 //! - a publish whose unique key finds its message pending and replaces it, against the same
 //!   plain publish (reported; the target is the stored publish's);
 //! - a claim on a queue beside 10,000 paused groups (each with a message), against the
-//!   claim on a queue without them (target <= 1.2x).
+//!   claim on a queue without them (target <= 1.2x);
+//! - claims that pass an expired head in each group (they dead-letter it and serve the
+//!   message behind it), against claims of the same messages with nothing expired: the
+//!   cost per expired message reported (no target).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod pairs;
@@ -80,6 +85,44 @@ fn beside_paused_groups(t: &Transport) {
     assert_eq!(t.stats().unwrap().paused, 10_000);
 }
 
+/// A clock the bench moves past the messages' expiry.
+#[derive(Clone, Default)]
+struct Clock(Arc<AtomicU64>);
+
+impl Clock {
+    fn now(&self) -> f64 {
+        1_000_000.0 + f64::from_bits(self.0.load(Ordering::SeqCst))
+    }
+
+    fn advance(&self, seconds: f64) {
+        let at = f64::from_bits(self.0.load(Ordering::SeqCst)) + seconds;
+        self.0.store(at.to_bits(), Ordering::SeqCst);
+    }
+}
+
+/// `n` claims (each timed alone) of `n` groups' messages, published first, each behind a
+/// head that expired when `expiring`.
+fn claims_past_expired(t: &Transport, clock: &Clock, n: usize, expiring: bool) -> Duration {
+    let round = clock.now();
+    for i in 0..n {
+        let (group, old, live) = (format!("r{round}-{i}"), event(i), event(i + 1));
+        if expiring {
+            let message = Message { group_id: &group, event_json: &old, priority: 0, routing_key: None, headers: None };
+            t.publish_with(message, Delivery { ttl: Some(1.0), ..Delivery::default() }).unwrap();
+        }
+        t.publish(&group, &live, 0, None).unwrap();
+    }
+    clock.advance(2.0);
+    let mut spent = Duration::ZERO;
+    for _ in 0..n {
+        let started = Instant::now();
+        let lease = t.claim("w", 30.0, 0, &[]).unwrap().expect("a live message");
+        spent += started.elapsed();
+        t.ack(&lease).unwrap();
+    }
+    spent
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let sqld = harel_transport_testkit::sqld::binary().ok().map(|b| Sqld::start(&b, false));
@@ -110,5 +153,27 @@ fn main() {
         beside_paused_groups(&crowded);
         let beside = pair(place.n, |n| claims(&yardstick, n), |n| claims(&crowded, n));
         row(place.name, "claim beside 10,000 paused groups / claim alone", beside, 1.2);
+        let clock = Clock::default();
+        let mut clocked = || {
+            queues += 1;
+            let mut options = Options::new();
+            options.prefix(&format!("q{p}_{queues}")).unwrap();
+            let c = clock.clone();
+            options.clock(move || c.now());
+            Transport::open(&(place.url)(&format!("q{queues}")), &options).unwrap()
+        };
+        let (yardstick, expiring) = (clocked(), clocked());
+        let (plain, past) = pair(
+            place.n,
+            |n| claims_past_expired(&yardstick, &clock, n, false),
+            |n| claims_past_expired(&expiring, &clock, n, true),
+        );
+        println!(
+            "{:<18} {:<52} {plain:>9.1} {past:>9.1} {:>6.2}x (cost per expired message: {:.1} µs)",
+            place.name,
+            "claim past an expired head / claim",
+            past / plain,
+            past - plain
+        );
     }
 }

@@ -407,6 +407,45 @@ fn harel_never_takes_paused_work() {
     }
 }
 
+/// harel 0.9 knows nothing of expiry; what our claims expired is gone before it looks: a
+/// parked message that expired (swept by our claim) and an expired head our claim passed.
+#[test]
+fn harel_never_sees_what_our_claims_expired() {
+    let _limit = common::time_limit();
+    let Some(python) = harel_python("harel_never_sees_what_our_claims_expired") else {
+        return;
+    };
+    for kind in ["sqlite", "libsql"] {
+        let (_dir, path) = temp_db();
+        let clock = TestClock::at(1000.0);
+        let t = file(&path, &clock);
+        let ttl = harel_transport::Delivery { ttl: Some(5.0), ..Default::default() };
+        let m = |group_id, event_json| harel_transport::Message {
+            group_id,
+            event_json,
+            priority: 0,
+            routing_key: None,
+            headers: None,
+        };
+        let (p0, h0, h1) = (harel_event("p0", 0), harel_event("h0", 0), harel_event("h1", 1));
+        t.publish_with(m("parked", &p0), ttl).unwrap();
+        t.nack(&claim_ok(&t, "rust").unwrap(), 60.0).unwrap();
+        t.publish_with(m("head", &h0), ttl).unwrap();
+        t.publish_with(m("head", &h1), harel_transport::Delivery::default()).unwrap();
+        clock.advance(10.0);
+        let lease = claim_ok(&t, "rust").expect("the message behind the expired head");
+        assert_eq!(lease.event, h1, "{kind}");
+        t.nack(&lease, 0.0).unwrap();
+        let mut py = Peer::open(&python, kind, &path, 1010.0);
+        let (seq, group, id) = py.claim(V).expect("h1");
+        assert_eq!((group.as_str(), id.as_str()), ("head", "h1"), "{kind}");
+        py.ack(seq, &group);
+        py.clock(1100.0);
+        assert_eq!(py.claim(V), None, "{kind}: the parked message expired, never handed to harel");
+        assert_eq!(t.stats().unwrap().expired, 2, "{kind}");
+    }
+}
+
 /// harel 0.9's own contract (`harel.testing.assert_transport_contract`, sync and async) on
 /// files this library prepared from another process (`prepare_a_file`): with a delayed
 /// message, idempotency keys, an application transaction's rows and a paused group in
