@@ -60,19 +60,29 @@ pub async fn purge(backend: &mut Backend, sql: &Statements) -> Result<u64> {
     changed(backend, sql.purge_all()).await
 }
 
-/// Ends the lease or park on a group's head now, so the group is ready at once; false when
-/// nothing was held. The holder's ack or nack then finds its lease lost.
-pub async fn release(backend: &mut Backend, sql: &Statements, group_id: &str, now: Now<'_>) -> Result<bool> {
+/// Runs the statements `at` builds for now (read inside the transaction, after the write
+/// lock) as one chain; whether the first one changed a row.
+async fn changed_now<'s, const N: usize>(
+    backend: &mut Backend,
+    now: Now<'_>,
+    at: impl Fn(f64) -> [Bound<'s>; N],
+) -> Result<bool> {
     let (done, ()) = backend
         .run(|| {
             let mut chain = Chain::new();
-            for (statement, params) in sql.release_head(group_id, now()?) {
+            for (statement, params) in at(now()?) {
                 chain.push(statement, params);
             }
             Ok((chain, ()))
         })
         .await?;
     Ok(done[0].changed > 0)
+}
+
+/// Ends the lease or park on a group's head now, so the group is ready at once; false when
+/// nothing was held. The holder's ack or nack then finds its lease lost.
+pub async fn release(backend: &mut Backend, sql: &Statements, group_id: &str, now: Now<'_>) -> Result<bool> {
+    changed_now(backend, now, |now| sql.release_head(group_id, now)).await
 }
 
 /// Pause and resume need the pauses table and its triggers, which a file made before them
@@ -92,30 +102,12 @@ fn pauses_kept(sql: &Statements) -> Result<()> {
 /// true when the pause is new (false: it was there already).
 pub async fn pause(backend: &mut Backend, sql: &Statements, target: &PauseTarget<'_>, now: Now<'_>) -> Result<bool> {
     pauses_kept(sql)?;
-    let (done, ()) = backend
-        .run(|| {
-            let mut chain = Chain::new();
-            for (statement, params) in sql.pause.pause(target, now()?) {
-                chain.push(statement, params);
-            }
-            Ok((chain, ()))
-        })
-        .await?;
-    Ok(done[0].changed > 0)
+    changed_now(backend, now, |now| sql.pause.pause(target, now)).await
 }
 
 /// Deletes the pause of `target` and gives the groups no other pause names their turn
 /// back, in one transaction; true when there was such a pause.
 pub async fn resume(backend: &mut Backend, sql: &Statements, target: &PauseTarget<'_>, now: Now<'_>) -> Result<bool> {
     pauses_kept(sql)?;
-    let (done, ()) = backend
-        .run(|| {
-            let mut chain = Chain::new();
-            for (statement, params) in sql.pause.resume(target, now()?) {
-                chain.push(statement, params);
-            }
-            Ok((chain, ()))
-        })
-        .await?;
-    Ok(done[0].changed > 0)
+    changed_now(backend, now, |now| sql.pause.resume(target, now)).await
 }
