@@ -100,9 +100,10 @@ impl Queue {
         state.live()?;
         self.writable()?;
         let request = Deliver::one(message, delivery)?;
-        // A due instant past the ten-year limit is refused now, not at the commit (which
-        // checks again with its own "now").
-        validate::due("", &delivery, self.now()?)?;
+        // A due instant past the ten-year limit, or an expiry not after now or the due
+        // time, is refused now, not at the commit (which checks again with its own "now").
+        let now = self.now()?;
+        validate::expiry("", &delivery, now, validate::due("", &delivery, now)?)?;
         work::keys_kept(self.sql(), &request)?;
         state.queued.push(Queued::Publish(OwnedPublish::of(&message, &delivery)));
         Ok(())

@@ -44,6 +44,7 @@ pub const OTHERWISE_SHARDED: &[(&str, &str)] = &[
     ("a_waiting_claim_wakes_when_a_transaction_commits", "a transaction is one database's: refused"),
     ("transaction_misuse_is_refused_and_changes_nothing", "a transaction is one database's: refused"),
     ("a_unique_duplicate_in_a_transaction_is_an_answer", "a transaction is one database's: refused"),
+    ("an_expiry_in_a_transaction_is_checked_as_it_is_queued", "a transaction is one database's: refused"),
 ];
 
 pub const CHECKS: &[(&str, Check)] = &[
@@ -163,6 +164,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ),
     ("an_expired_message_frees_its_unique_key", an_expired_message_frees_its_unique_key),
     ("bad_expiries_are_refused_and_change_nothing", bad_expiries_are_refused_and_change_nothing),
+    (
+        "an_expiry_in_a_transaction_is_checked_as_it_is_queued",
+        an_expiry_in_a_transaction_is_checked_as_it_is_queued,
+    ),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {

@@ -176,3 +176,21 @@ pub fn bad_expiries_are_refused_and_change_nothing(open: Open<'_>) {
     }
     assert_eq!(t.stats().unwrap().messages, 0, "nothing written");
 }
+
+/// In the application's transaction an expiry is checked as the publish is queued, so
+/// the transaction goes on; the commit stores what expires as any publish.
+pub fn an_expiry_in_a_transaction_is_checked_as_it_is_queued(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    let e0 = event(0);
+    let mut tx = t.begin();
+    match tx.publish_with(msg("g", &e0), Delivery { delay: 60.0, ..ttl(30.0) }) {
+        Err(Error::Argument(m)) => assert!(m.contains("not after the message is due (1060)"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    tx.publish_with(msg("g", &e0), ttl(5.0)).expect("the transaction goes on");
+    assert_eq!(tx.commit().unwrap().len(), 1);
+    clock.advance(5.0);
+    assert!(claim(&t).is_none());
+    assert_eq!(dead(&t), [expired("g")]);
+}

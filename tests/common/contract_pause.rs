@@ -53,6 +53,11 @@ pub fn a_paused_group_keeps_its_messages_in_order_and_is_not_claimed(open: Open<
     assert_eq!(paused.iter().map(|g| (g.group_id.as_str(), g.priority, g.depth)).collect::<Vec<_>>(), [("p", 2, 3)]);
     assert!(t.groups(Some(GroupState::Ready), None, 10).unwrap().items.iter().all(|g| g.group_id == "q"));
     assert!(t.claim("w", V, 2, &[]).unwrap().is_none(), "a floor claim passes it too");
+    // Stored in the database: another transport (a process, a restart) sees it.
+    let other = open(&Options::new());
+    assert_eq!(other.pauses().unwrap().len(), 1);
+    assert!(other.claim("w", V, 2, &[]).unwrap().is_none());
+    drop(other);
     assert_eq!(drain(&t), [("q".to_owned(), e[2].clone())], "only the other group");
     assert!(t.resume(PauseTarget::Group("p")).unwrap());
     assert!(!t.resume(PauseTarget::Group("p")).unwrap(), "resumed already");
