@@ -69,6 +69,7 @@ func (t cTransport) stats() (*Stats, error) {
 		Delayed:        uint64(out.delayed),
 		Paused:         uint64(out.paused),
 		Dead:           uint64(out.dead),
+		Expired:        uint64(out.expired),
 		OldestReadyAge: optionalDuration(out.oldest_ready_age),
 		NextReleaseAt:  optionalTime(out.next_release_at),
 		NextDueAt:      optionalTime(out.next_due_at),

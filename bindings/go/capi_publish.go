@@ -110,16 +110,20 @@ func outcomeOf(seq C.int64_t, outcome C.int) Published {
 
 // harelDelivery is a message's delivery options as a harel_delivery (its size set;
 // unique_key NULL for a nil u), its strings added to a and freed with it. Errors name the fields
-// after prefix ("messages[3]."), as the library does. A NUL byte and an instant before
-// the epoch are the binding's to refuse (delivery's); every other value the library's.
+// after prefix ("messages[3]."), as the library does. A NUL byte, an instant before the
+// epoch and what the ABI reads as none (a ttl of 0, an expiry at the epoch) are the
+// binding's to refuse (delivery's, expiryFields'); every other value the library's.
 func (a *cStrings) harelDelivery(prefix string, key *string, delay time.Duration, notBefore time.Time,
-	u *Unique) (cd C.harel_delivery, err error) {
+	u *Unique, e expiry) (cd C.harel_delivery, err error) {
 	d, err := a.delivery(prefix, key, delay, notBefore)
 	if err != nil {
 		return cd, err
 	}
 	cd.size = C.sizeof_harel_delivery
 	cd.key, cd.delay, cd.not_before = d.key, d.delay, d.notBefore
+	if cd.ttl, cd.expires_at, err = expiryFields(prefix, e); err != nil {
+		return cd, err
+	}
 	if u != nil {
 		if cd.unique_key, err = a.add(prefix+"unique_key", u.Key); err != nil {
 			return cd, err
@@ -128,6 +132,28 @@ func (a *cStrings) harelDelivery(prefix string, key *string, delay time.Duration
 		cd.debounce_delay, cd.debounce_max_delay = seconds(u.Delay), seconds(u.MaxDelay)
 	}
 	return cd, nil
+}
+
+// expiryFields is e as harel_delivery's ttl and expires_at, 0 each for none. The ABI reads
+// 0 as none, so a WithTTL(0) and an instant at the epoch (before it: negative, which the
+// library would name in epoch seconds) are refused here, in the library's words; a negative
+// or too long ttl goes to the library, which refuses it.
+func expiryFields(prefix string, e expiry) (ttl, expiresAt C.double, err error) {
+	if e.ttl != nil {
+		if *e.ttl == 0 {
+			return 0, 0, argumentError(prefix + "ttl is 0; it must be a finite number of seconds > 0, at most " +
+				"315360000 (ten years)")
+		}
+		ttl = seconds(*e.ttl)
+	}
+	if !e.at.IsZero() {
+		if !e.at.After(time.Unix(0, 0)) {
+			return 0, 0, argumentError(prefix + "expires_at is " + e.at.UTC().Format(time.RFC3339Nano) +
+				", not after the Unix epoch; it must be an instant after 1970, or the zero Time for none")
+		}
+		expiresAt = C.double(epochSeconds(e.at))
+	}
+	return ttl, expiresAt, nil
 }
 
 // publishWith publishes with the delivery options, through harel_transport_publish_delivery.
@@ -142,7 +168,7 @@ func (t cTransport) publishWith(groupID string, event []byte, pc *publishConfig)
 	if err != nil {
 		return Published{}, err
 	}
-	d, err := strs.harelDelivery("", pc.key, pc.delay, pc.notBefore, pc.unique)
+	d, err := strs.harelDelivery("", pc.key, pc.delay, pc.notBefore, pc.unique, pc.expiry)
 	if err != nil {
 		return Published{}, err
 	}
@@ -209,7 +235,7 @@ func (a *cStrings) deliveries(msgs []Message) ([]*C.harel_delivery, error) {
 	ptrs := make([]*C.harel_delivery, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		d, err := a.harelDelivery(messageParam(i), messageKey(m), m.Delay, m.NotBefore, m.Unique)
+		d, err := a.harelDelivery(messageParam(i), messageKey(m), m.Delay, m.NotBefore, m.Unique, m.expiry())
 		if err != nil {
 			return nil, err
 		}

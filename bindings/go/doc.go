@@ -28,8 +28,10 @@
 // ([GroupDelayed], [Stats].Delayed and NextDueAt). [WithUnique] gives a message a unique
 // key: while a message with it is pending, a publish with it stores nothing new and
 // reports that message ([UniqueKeep]), or gives it its event and headers
-// ([UniqueReplace], Published.Replaced), also moving its due time ([UniqueDebounce]). In
-// a batch each [Message] has its own Key, Delay, NotBefore and Unique.
+// ([UniqueReplace], Published.Replaced), also moving its due time ([UniqueDebounce]).
+// [WithTTL] and [WithExpiresAt] make a message expire: one no worker has by then moves to
+// the dead letters with the reason "expired" ([Stats].Expired), inside a claim. In a batch
+// each [Message] has its own Key, Delay, NotBefore, Unique, TTL and ExpiresAt.
 // [Transport.Publish] and [Transport.PublishMany] take the same options, without the
 // outcome.
 //
@@ -145,8 +147,9 @@
 // The binding itself rejects what C cannot see: a Go string holding a NUL byte (the C
 // functions take NUL-terminated strings, which would end there) is ErrArgument naming the
 // parameter, before anything reaches the library; so are a WithNotBefore instant before the
-// Unix epoch (the ABI reads a negative instant as none) and a transaction's parameter of a
-// type with no SQL value ("params[2] is a time.Time"). The exception is a Lease's GroupID,
+// Unix epoch (the ABI reads a negative instant as none), what the ABI would read as no
+// expiry (WithTTL(0), a WithExpiresAt instant not after the epoch) and a transaction's
+// parameter of a type with no SQL value ("params[2] is a time.Time"). The exception is a Lease's GroupID,
 // which goes to Ack, Nack and AckAndClaim whole with its length: a group id written by
 // another program may hold NUL bytes, and its lease must still be acked.
 //

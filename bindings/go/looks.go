@@ -31,6 +31,9 @@ type Stats struct {
 	Ready, Leased, Parked, Delayed, Paused uint64
 	// Dead is how many dead letters there are.
 	Dead uint64
+	// Expired is how many of Dead expired undelivered (WithTTL, WithExpiresAt): the dead
+	// letters whose reason is "expired".
+	Expired uint64
 	// OldestReadyAge is how long ago the oldest message of a ready group was published;
 	// nil when no group is ready, or that message's writer does not stamp the time
 	// (harel's Python transports).
@@ -153,8 +156,9 @@ type MessagePage struct {
 }
 
 // DeadLetter is a message moved out of its group: by WithMaxAttempts, by a worker's
-// DeadLetter, or by a claim that met text another program stored that is not UTF-8 (its
-// invalid bytes show as U+FFFD here).
+// DeadLetter, by its expiry (WithTTL, WithExpiresAt: the reason "expired"), or by a claim
+// that met text another program stored that is not UTF-8 (its invalid bytes show as U+FFFD
+// here).
 type DeadLetter struct {
 	// Seq is the message's seq in the queue before it died.
 	Seq int64

@@ -26,6 +26,10 @@ type Message struct {
 	// NotBefore holds the message back until then (as WithNotBefore); the zero Time for
 	// none.
 	NotBefore time.Time
+	// TTL is the message's time to live (as WithTTL); 0 for none.
+	TTL time.Duration
+	// ExpiresAt is when the message expires (as WithExpiresAt); the zero Time for none.
+	ExpiresAt time.Time
 	// Unique is the message's unique key and mode (as WithUnique); nil for none. A key
 	// met earlier in the same batch finds that message pending.
 	Unique *Unique
@@ -35,9 +39,19 @@ type Message struct {
 	Headers []Header
 }
 
-// delivers says whether m sets a delivery option (Key, Delay, NotBefore, Unique).
+// delivers says whether m sets a delivery option (Key, Delay, NotBefore, Unique, TTL,
+// ExpiresAt).
 func (m *Message) delivers() bool {
-	return m.Key != "" || m.Delay != 0 || !m.NotBefore.IsZero() || m.Unique != nil
+	return m.Key != "" || m.Delay != 0 || !m.NotBefore.IsZero() || m.Unique != nil || m.expiry().set()
+}
+
+// expiry is m's TTL and ExpiresAt as WithTTL and WithExpiresAt set them: a TTL of 0 is none.
+func (m *Message) expiry() expiry {
+	e := expiry{at: m.ExpiresAt}
+	if m.TTL != 0 {
+		e.ttl = &m.TTL
+	}
+	return e
 }
 
 // Published is what became of one message of PublishWith or PublishManyWith.

@@ -81,10 +81,10 @@ func WithMaxAttempts(n uint32) Option { return func(c *config) { c.maxAttempts =
 func WithKeyRetention(d time.Duration) Option { return func(c *config) { c.keyRetention = &d } }
 
 // WithClock replaces the system clock as the library's "now": of claim, ack and nack (lease
-// expiry, parking and round-robin order follow it), of publish (a message's publish time,
-// the start of a WithDelay, the expiry of a WithKey),
-// and of DeadLetter, Redrive, Release, Stats and Groups; so tests can move time by hand.
-// nil keeps the system clock.
+// expiry, parking, round-robin order and message expiry follow it), of publish (a message's
+// publish time, the start of a WithDelay and of a WithTTL, the expiry of a WithKey), and of
+// DeadLetter, Redrive, Release, Stats and Groups; so tests can move time by hand. nil keeps
+// the system clock.
 //
 // The library calls now on the goroutine that is making a Transport call, while that
 // Transport's lock is held: it must be safe for concurrent use, must not call the same
@@ -132,21 +132,32 @@ type PublishOption func(*publishConfig)
 type publishConfig struct {
 	priority   int
 	routingKey *string
-	// the delivery options (WithKey, WithDelay, WithNotBefore, WithUnique)
+	// the delivery options (WithKey, WithDelay, WithNotBefore, WithUnique, WithTTL,
+	// WithExpiresAt)
 	key       *string
 	delay     time.Duration
 	notBefore time.Time
 	unique    *Unique
+	expiry    expiry
 	// WithHeaders'
 	headers []Header
 }
 
 // delivers says whether a delivery option is set: the publish then goes through
-// harel_transport_publish_delivery, its own transaction. A WithDelay(0) or WithNotBefore
-// of the zero Time asks for nothing, as their absence.
+// harel_transport_publish_delivery, its own transaction. A WithDelay(0), or WithNotBefore
+// or WithExpiresAt of the zero Time, asks for nothing, as their absence.
 func (c *publishConfig) delivers() bool {
-	return c.key != nil || c.delay != 0 || !c.notBefore.IsZero() || c.unique != nil
+	return c.key != nil || c.delay != 0 || !c.notBefore.IsZero() || c.unique != nil || c.expiry.set()
 }
+
+// expiry is a message's expiry: its time to live (nil: none) and its instant (the zero
+// Time: none).
+type expiry struct {
+	ttl *time.Duration
+	at  time.Time
+}
+
+func (e expiry) set() bool { return e.ttl != nil || !e.at.IsZero() }
 
 // WithPriority sets the group's priority, 0 (the default) to 4. Only the first publish
 // into a group sets it; later ones leave it as it is.
@@ -185,6 +196,30 @@ func WithDelay(d time.Duration) PublishOption {
 // ahead is ErrArgument.
 func WithNotBefore(at time.Time) PublishOption {
 	return func(c *publishConfig) { c.notBefore = at }
+}
+
+// WithTTL gives the message a time to live, d from the publish (by the Transport's clock):
+// if no worker has it by then, it expires. An expired message still undelivered (ready,
+// parked, delayed, or its lease lapsed; never one a worker holds under a live lease, which
+// finishes it) is moved to the dead letters with the reason "expired", and its group goes
+// on behind it; its unique key is freed, and it can be redriven as any dead letter. It
+// happens inside claims (a claim never hands out an expired message, and first sweeps up
+// to 100 expired ones anywhere in the queue): no goroutine, no timer. Stats.Expired counts
+// them (they are in Stats.Dead too).
+//
+// d must be more than 0 and at most ten years; with WithExpiresAt, the earlier of the two
+// wins. An expiry not after the message is due (WithDelay, WithNotBefore, a debounce) could
+// never be delivered: ErrArgument, as a d out of range ("ttl is -1; ...").
+func WithTTL(d time.Duration) PublishOption {
+	return func(c *publishConfig) { c.expiry.ttl = &d }
+}
+
+// WithExpiresAt makes the message expire at at (by the Transport's clock), as WithTTL(at
+// minus now). The zero Time is none, as the option's absence; an instant not after now,
+// or not after the message is due, is ErrArgument ("expires_at is 1000: not after now
+// (1000)"), and so is one not after the Unix epoch.
+func WithExpiresAt(at time.Time) PublishOption {
+	return func(c *publishConfig) { c.expiry.at = at }
 }
 
 // UniqueMode says what a publish with a unique key does when a message with that key is

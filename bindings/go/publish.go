@@ -13,8 +13,9 @@ import (
 // message headers. The message and its group are written in one transaction, or nothing
 // is. Concurrent publishes share commits.
 //
-// With a delivery option (WithKey, WithDelay, WithNotBefore, WithUnique) it is
-// PublishWith without the outcome: its own transaction, no shared commit.
+// With a delivery option (WithKey, WithDelay, WithNotBefore, WithUnique, WithTTL,
+// WithExpiresAt) it is PublishWith without the outcome: its own transaction, no shared
+// commit.
 //
 // Errors: ErrArgument (groupID or a routing key empty, a NUL byte or invalid UTF-8 in a
 // string, event not JSON, priority outside 0..4, a bad header, a bad delivery option as
@@ -62,15 +63,18 @@ func (t *Transport) PublishContext(ctx context.Context, groupID string, event js
 // message with its unique key still pending makes it a duplicate of that message
 // (Published.Duplicate, Seq the pending message's), and with UniqueReplace or
 // UniqueDebounce that message takes this event and these headers (Published.Replaced)
-// unless a worker holds its lease. The key and the message are one transaction of their
-// own (no commit shared with concurrent Publish calls).
+// unless a worker holds its lease. With WithTTL or WithExpiresAt a message no worker has
+// by then expires: it moves to the dead letters with the reason "expired". The key and the
+// message are one transaction of their own (no commit shared with concurrent Publish
+// calls).
 //
 // Errors: ErrArgument (as Publish's; or WithKey "" or over 256 bytes, a NUL byte or invalid
 // UTF-8 in it; WithDelay negative or over ten years; WithNotBefore before the Unix epoch or
 // more than ten years ahead; WithUnique as it says, or with WithKey: "key and unique_key
-// are both given"; nothing was written), ErrBusy, ErrConnect, ErrDatabase (also: a key
-// given to a queue opened with WithCreateSchema(false) whose schema lacks the keys table),
-// ErrClosed.
+// are both given"; WithTTL 0 or less or over ten years; WithExpiresAt not after the Unix
+// epoch; an expiry not after now or not after the message is due; nothing was written),
+// ErrBusy, ErrConnect, ErrDatabase (also: a key given to a queue opened with
+// WithCreateSchema(false) whose schema lacks the keys table), ErrClosed.
 func (t *Transport) PublishWith(groupID string, event json.RawMessage, opts ...PublishOption) (Published, error) {
 	return t.PublishWithContext(context.Background(), groupID, event, opts...)
 }
@@ -109,8 +113,8 @@ func publishOptions(opts []PublishOption) (pc publishConfig) {
 // group the messages keep their order in msgs; the first message into a group (in msgs or
 // before) fixes its priority and routing key. Every message is checked before anything is
 // written, and an error names the bad one by its index ("messages[3].event_json ...").
-// An empty msgs does nothing. A batch in which a message sets Key, Delay, NotBefore, Unique
-// or Headers (or any batch of a Transport that traces, whose messages carry the trace
+// An empty msgs does nothing. A batch in which a message sets Key, Delay, NotBefore, Unique,
+// TTL, ExpiresAt or Headers (or any batch of a Transport that traces, whose messages carry the trace
 // context) is PublishManyWith without the outcomes: its own transaction, no commit shared
 // with concurrent publishes. On a queue opened with OpenShards it is one transaction per
 // shard: all or none on each shard, not across them.
@@ -146,8 +150,8 @@ func (t *Transport) PublishManyContext(ctx context.Context, msgs []Message) erro
 	return err
 }
 
-// PublishManyWith is PublishMany with each message's Key, Delay, NotBefore and Unique (as
-// PublishWith's options) and what became of each: Published[i] is msgs[i]'s. One
+// PublishManyWith is PublishMany with each message's Key, Delay, NotBefore, Unique, TTL and
+// ExpiresAt (as PublishWith's options) and what became of each: Published[i] is msgs[i]'s. One
 // transaction: every message stored or found a duplicate (or replaced), or nothing
 // written. A key met earlier in the batch makes the later message a duplicate of the
 // earlier one (its Seq); a key seen before the batch, within the retention, a duplicate of
@@ -156,7 +160,8 @@ func (t *Transport) PublishManyContext(ctx context.Context, msgs []Message) erro
 // OpenShards it is one transaction per shard, as PublishMany.
 //
 // Errors: as PublishWith's, naming the bad message by its index ("messages[3].key is
-// empty", "messages[3].unique_key is empty"); nothing was written.
+// empty", "messages[3].unique_key is empty", "messages[3].ttl is -1; ..."); nothing was
+// written.
 func (t *Transport) PublishManyWith(msgs []Message) ([]Published, error) {
 	return t.PublishManyWithContext(context.Background(), msgs)
 }

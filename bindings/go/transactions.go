@@ -152,7 +152,7 @@ func (tx *Tx) Query(ctx context.Context, sql string, args ...any) ([][]any, erro
 
 // Publish queues a publish, with Transport.PublishWith's arguments and options
 // (WithPriority, WithRoutingKey, WithHeaders, WithKey, WithDelay, WithNotBefore,
-// WithUnique). They are checked now; what became of the message (its seq, whether its key
+// WithUnique, WithTTL, WithExpiresAt). They are checked now; what became of the message (its seq, whether its key
 // made it a duplicate, whether it replaced the pending message with its unique key) comes
 // back from Commit, in the order of the Publish calls: a unique key's duplicate is an
 // answer, not an error, and the transaction's statements commit with it. After the commit

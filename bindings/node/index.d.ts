@@ -158,6 +158,20 @@ export interface DeliveryOptions {
    * Absent or null: none.
    */
   unique?: UniqueOptions | null;
+  /**
+   * A time to live: seconds from the publish (> 0, at most 315360000), by the transport's
+   * clock. A message no worker has by then (ready, parked, delayed, or its lease lapsed;
+   * never one a worker holds, which finishes it) expires: a claim moves it to the dead
+   * letters with the reason 'expired' (Stats.expired) and its group goes on behind it. With
+   * `expiresAt`, the earlier of the two. An expiry not after the message is due (`delay`,
+   * `notBefore`, a debounce) is refused. Absent or null: none (0 is refused).
+   */
+  ttl?: number | null;
+  /**
+   * When the message expires, as `ttl`: epoch seconds (not milliseconds; for a Date,
+   * `date.getTime() / 1000`), by the transport's clock, after now. Absent or null: none.
+   */
+  expiresAt?: number | null;
 }
 
 /**
@@ -360,6 +374,8 @@ export interface Stats {
   readonly paused: number;
   /** Messages in the dead letters. */
   readonly dead: number;
+  /** Of `dead`, the messages that expired undelivered (`ttl`, `expiresAt`): the reason 'expired'. */
+  readonly expired: number;
   /** Seconds since the oldest message of a ready group was published; null when none is ready or its writer stamps no time. */
   readonly oldestReadyAge: number | null;
   /** The seq of the oldest message of a ready group, also when its age is not known; null when none is ready. */
@@ -467,7 +483,10 @@ export interface MessageInfo<E = unknown> {
   readonly headers: readonly Header[];
 }
 
-/** A message moved out of its group because it kept failing. */
+/**
+ * A message moved out of its group: it kept failing (a worker's deadLetter, maxAttempts),
+ * or it expired undelivered (reason 'expired').
+ */
 export interface DeadLetter<E = unknown> {
   /** Its seq in the queue before it died. */
   readonly seq: number | bigint;
@@ -608,7 +627,9 @@ export declare class Tx {
 
   /**
    * Queues a publish, with Transport.publishWith's arguments and delivery options (checked
-   * now). A unique key's duplicate is not an error: commit's outcome for it says so.
+   * now; an expiry not after now or not after the message is due, by the commit's own now
+   * at the latest, which then fails). A unique key's duplicate is not an error: commit's
+   * outcome for it says so.
    */
   publishWith(groupId: string, event: unknown, options?: PublishWithOptions): Promise<void>;
 
@@ -690,7 +711,9 @@ export declare class Transport {
    * publish that failed with HAREL_ERR_CONNECT is safe to retry with its key), a `delay`
    * and a `notBefore` (the message keeps its place in its group's FIFO: the group's later
    * messages wait behind it), a `unique` key (a message with it pending stores nothing new:
-   * kept, replaced or debounced by its mode). Its own transaction: no shared commits.
+   * kept, replaced or debounced by its mode), a `ttl` or an `expiresAt` (a message no worker
+   * has by then is moved to the dead letters with the reason 'expired'). Its own
+   * transaction: no shared commits.
    */
   publishWith(groupId: string, event: unknown, options?: PublishWithOptions): Promise<Published>;
 

@@ -8,7 +8,7 @@ const { DELIVERY_SIZE } = require('./native');
 
 // `headers`: the message's [name, value] pairs (lib/headers.js), beside the harel_message.
 const PUBLISH_OPTIONS = ['priority', 'routingKey', 'headers'];
-const DELIVERY_OPTIONS = ['key', 'delay', 'notBefore', 'unique'];
+const DELIVERY_OPTIONS = ['key', 'delay', 'notBefore', 'unique', 'ttl', 'expiresAt'];
 const UNIQUE_OPTIONS = ['key', 'mode', 'delay', 'maxDelay'];
 // harel_unique_mode's values, in order: HAREL_UNIQUE_KEEP (0), _REPLACE (1), _DEBOUNCE (2).
 const UNIQUE_MODES = ['keep', 'replace', 'debounce'];
@@ -44,19 +44,37 @@ function messageStruct(prefix, groupId, event, { priority, routingKey }) {
 
 /**
  * A message's delivery options as a harel_delivery (the C struct, its `size` set), checked
- * for their types only: the library checks the values (an empty or over-long key, a delay
- * or instant out of range, a key with a unique key, a debounce cap below its delay) and
- * names them. A negative `notBefore` is refused here: the C call reads any negative
- * not_before as "none", which would pass it over silently.
+ * for their types only: the library checks the values (an empty or over-long key, a delay,
+ * instant, ttl or expiry out of range, a key with a unique key, a debounce cap below its
+ * delay, an expiry not after now or not after the message is due) and names them. A
+ * negative `notBefore` is refused here: the C call reads any negative not_before as "none",
+ * which would pass it over silently; so are a `ttl` or an `expiresAt` of 0, which the C call
+ * reads as "never".
  */
-function delivery(prefix, { key, delay, notBefore, unique }) {
+function delivery(prefix, { key, delay, notBefore, unique, ttl, expiresAt }) {
   return {
     size: DELIVERY_SIZE,
     key: checkString(`${prefix}key`, key, { nullable: true }),
     delay: checkNumber(`${prefix}delay`, delay === undefined ? 0 : delay),
     not_before: instant(`${prefix}notBefore`, notBefore),
     ...uniqueFields(`${prefix}unique`, unique),
+    ttl: expiry(`${prefix}ttl`, ttl, 'a number of seconds > 0'),
+    expires_at: expiry(`${prefix}expiresAt`, expiresAt, 'epoch seconds > 0'),
   };
+}
+
+/**
+ * `ttl` or `expiresAt` as the C field: a number, 0 for none (undefined or null). A 0 given
+ * is refused (C would read it as never); NaN, negative or too large are the library's.
+ */
+function expiry(name, value, what) {
+  if (value === undefined || value === null) return 0;
+  if (typeof value !== 'number') {
+    const hint = value instanceof Date ? ' (for a Date, pass date.getTime() / 1000)' : '';
+    throw argumentError(`${name} must be ${what} as a number, or null for none, got ${describe(value)}${hint}`);
+  }
+  if (value === 0) throw argumentError(`${name} must be ${what}, or null for none, got ${describe(value)}`);
+  return value;
 }
 
 /**

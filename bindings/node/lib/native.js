@@ -112,6 +112,7 @@ const StatsType = koffi.struct({
   next_due_at: 'double',
   paused: 'uint64_t', // added with pause and resume, at the end
   paused_by_priority: 'void *', // n_priorities uint64_t: each level's paused groups
+  expired: 'uint64_t', // added with expiry, at the end: of dead, those with the reason "expired"
 });
 const GroupInfoType = koffi.struct({
   group_id: 'void *',
@@ -210,6 +211,8 @@ const DeliveryType = koffi.struct({
   unique_mode: 'int32_t', // harel_unique_mode
   debounce_delay: 'double',
   debounce_max_delay: 'double',
+  ttl: 'double', // added with expiry, at the end: seconds, 0 for never
+  expires_at: 'double', // epoch seconds, 0 for never
 });
 const DELIVERY_SIZE = koffi.sizeof(DeliveryType);
 const T = koffi.pointer(koffi.opaque()); // harel_transport *

@@ -193,7 +193,8 @@ class Tx {
 
   /**
    * Queues a publish, with publishWith's arguments and delivery options (checked now; a
-   * unique key's too). A unique key's duplicate is an outcome of the commit, not an error.
+   * unique key's too; an expiry is checked against now by the library, at the commit at
+   * the latest). A unique key's duplicate is an outcome of the commit, not an error.
    */
   publishWith(groupId, event, options = {}) {
     return this.#publish('publishWith', PUBLISH_WITH_OPTIONS, groupId, event, options);

@@ -122,7 +122,7 @@ test('stats: every field; null for what is absent', async () => {
   const empty = await t.stats();
   assert.ok(deepFrozen(empty));
   assert.deepEqual({ ...empty, byPriority: [...empty.byPriority] }, {
-    now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, delayed: 0, paused: 0, dead: 0,
+    now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, delayed: 0, paused: 0, dead: 0, expired: 0,
     oldestReadyAge: null, oldestReadySeq: null, nextReleaseAt: null, nextDueAt: null, byPriority: [],
   });
   await t.publish('leased', {});
@@ -137,7 +137,8 @@ test('stats: every field; null for what is absent', async () => {
   clock.advance(1.5);
   const s = await t.stats();
   assert.ok(deepFrozen(s));
-  assert.deepEqual([s.now, s.messages, s.groups, s.ready, s.leased, s.parked, s.dead], [1002.5, 4, 3, 1, 1, 1, 1]);
+  assert.deepEqual([s.now, s.messages, s.groups, s.ready, s.leased, s.parked, s.dead, s.expired],
+    [1002.5, 4, 3, 1, 1, 1, 1, 0], 'a worker\'s dead letter is not an expired one');
   assert.equal(s.oldestReadyAge, 1.5, 'the ready group\'s message was published 1.5 s ago');
   assert.equal(s.oldestReadySeq, 4, 'the ready group\'s message was the fourth published');
   assert.equal(s.nextReleaseAt, 1006, 'the park ends before the lease');

@@ -327,7 +327,8 @@ test('bad input is HAREL_ERR_ARGUMENT and leaves the queue as it was', async () 
     // a hole is an element too (the C array is as long as the JS one)
     [() => t.publishManyWith([ok, , ok]), /messages\[1\] must be an object \{ groupId, event, .*got undefined/],
     [() => t.publishMany([ok2(), , ok2()]), /messages\[1\] must be an object \{ groupId, event, priority\?, routingKey\?, headers\? \}, got undefined/],
-    [() => t.publishManyWith([ok, null]), /messages\[1\] must be an object \{ groupId, event, priority\?, routingKey\?, headers\?, key\?, delay\?, notBefore\?, unique\? \}/],
+    [() => t.publishManyWith([ok, null]),
+      /messages\[1\] must be an object \{ groupId, event, priority\?, .*, unique\?, ttl\?, expiresAt\? \}/],
     [() => t.publishManyWith([ok, { groupId: 'g', event: {}, delai: 5 }]), /messages\[1\]: unknown option "delai"/],
     [() => t.publishMany([{ groupId: 'g', event: {}, key: 'k' }]), /messages\[0\]: unknown option "key"/],
     [() => t.publish('g', {}, { delay: 5 }), /unknown option "delay"/],

@@ -72,6 +72,7 @@ function takeStats(f, ptr) {
       delayed: Number(raw.delayed),
       paused: Number(raw.paused),
       dead: Number(raw.dead),
+      expired: Number(raw.expired),
       oldestReadyAge: optionalNumber(raw.oldest_ready_age),
       oldestReadySeq: optionalNumber(Number(raw.oldest_ready_seq)),
       nextReleaseAt: optionalNumber(raw.next_release_at),

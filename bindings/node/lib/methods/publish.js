@@ -1,6 +1,6 @@
 'use strict';
 // Publishing: publish and publishMany, and publishWith and publishManyWith (an idempotency
-// key, a delay or a due instant, a unique key per message, and each message's outcome,
+// key, a delay or a due instant, a unique key, an expiry per message, and each message's outcome,
 // through harel_transport_publish_delivery and _publish_many_delivery). Each takes a
 // message's headers (lib/headers.js); with tracing on (lib/tracing.js) each makes a
 // PRODUCER span, whose context the messages' headers carry.
@@ -16,7 +16,8 @@ const { call, tracingOf } = require('../transport');
 const MESSAGE_FIELDS = ['groupId', 'event', ...PUBLISH_OPTIONS];
 const MESSAGE_WITH_FIELDS = [...MESSAGE_FIELDS, ...DELIVERY_OPTIONS];
 const MESSAGE_SHAPE = 'groupId, event, priority?, routingKey?, headers?';
-const MESSAGE_WITH_SHAPE = 'groupId, event, priority?, routingKey?, headers?, key?, delay?, notBefore?, unique?';
+const MESSAGE_WITH_SHAPE =
+  'groupId, event, priority?, routingKey?, headers?, key?, delay?, notBefore?, unique?, ttl?, expiresAt?';
 
 function noop() {}
 
@@ -104,8 +105,11 @@ module.exports = {
    * clock): not delivered before the later of now + delay and notBefore, keeping its place
    * in its group's FIFO; `unique` ({ key, mode?, delay?, maxDelay? }: while a message with
    * that unique key is pending, the publish stores nothing new and resolves its seq with
-   * duplicate true, replaced true when mode 'replace' or 'debounce' gave it this event).
-   * Resolves `{ seq, duplicate, replaced }`. Its own transaction (no group commit).
+   * duplicate true, replaced true when mode 'replace' or 'debounce' gave it this event);
+   * `ttl` (seconds) and `expiresAt` (epoch seconds by the transport's clock; with both, the
+   * earlier): a message no worker has by then is moved to the dead letters with the reason
+   * 'expired' by a claim. Resolves `{ seq, duplicate, replaced }`. Its own transaction (no
+   * group commit).
    */
   publishWith(groupId, event, options = {}) {
     return call(this, 'publishWith', true, () => {
@@ -127,7 +131,8 @@ module.exports = {
 
   /**
    * publishMany with publishWith's options per message ({ groupId, event, priority?,
-   * routingKey?, headers?, key?, delay?, notBefore?, unique? }), in one transaction: every
+   * routingKey?, headers?, key?, delay?, notBefore?, unique?, ttl?, expiresAt? }), in one
+   * transaction: every
    * message stored or found a duplicate (or replaced), or nothing written. A key or unique
    * key met earlier in the batch makes the later message a duplicate of the earlier one.
    * Resolves one `{ seq, duplicate, replaced }` per message, in order.

@@ -113,12 +113,23 @@ async function usage(): Promise<void> {
   ]);
   void uniqueBatch.filter((o) => o.replaced);
 
+  // expiry
+  const expiring: DeliveryOptions = { ttl: 60, expiresAt: null };
+  await t.publishWith('quotes', { price: 1 }, expiring);
+  await t.publishWith('quotes', { price: 2 }, { expiresAt: new Date('2030-01-01').getTime() / 1000, ttl: null });
+  const expiringBatch: Published[] = await t.publishManyWith([
+    { groupId: 'quotes', event: {}, ttl: 0.5 },
+    { groupId: 'quotes', event: {}, expiresAt: Date.now() / 1000 + 60, delay: 5, unique: { key: 'q' } },
+  ]);
+  void expiringBatch;
+
   // publishing inside the application's transaction
   const result: TransactionResult<number> = await t.transaction(async (tx) => {
     await tx.execute('INSERT INTO orders (id, total) VALUES (?, ?)', ['o-17', 12]);
     await tx.publish('order-17', { kind: 'order.placed', id: 'e1', data: { total: 12 } }, { priority: 1 });
     await tx.publishWith('order-17', {}, { key: 'o-17/placed', delay: 5, notBefore: null });
     await tx.publishWith('order-17', {}, { unique: { key: 'o-17/summary', mode: 'replace' } });
+    await tx.publishWith('order-17', {}, { ttl: 3600 });
     const rows: SqlValue[][] = await tx.query('SELECT count(*) FROM orders WHERE total > ?1', [10n]);
     return Number(rows[0][0]);
   });
@@ -233,6 +244,8 @@ async function usage(): Promise<void> {
   const levels: number[] = stats.byPriority.map((p) => p.priority + p.ready + p.leased + p.parked + p.groups);
   const delayedGroups: number = stats.delayed;
   const nextDue: number | null = stats.nextDueAt;
+  const expiredLetters: number = stats.expired;
+  void expiredLetters;
   const level: PriorityStats | undefined = stats.byPriority[0];
   const delayedAtLevel: number | undefined = level?.delayed;
   void [stats.now, stats.messages, stats.dead, age, oldestSeq, nextRelease, levels, delayedGroups, nextDue, delayedAtLevel];
@@ -361,6 +374,15 @@ async function usage(): Promise<void> {
   await t.resume({ group: 'g' });
   // @ts-expect-error resume needs a target
   await t.resume();
+  // @ts-expect-error expiresAt is epoch seconds, not a Date
+  await t.publishWith('g', {}, { expiresAt: new Date() });
+  // @ts-expect-error ttl is seconds as a number
+  await t.publishWith('g', {}, { ttl: '60s' });
+  // @ts-expect-error publish takes no delivery option
+  await t.publish('g', {}, { ttl: 60 });
+  // @ts-expect-error the expired count is a number, never null
+  const expiredCount: Stats['expired'] = null;
+  void expiredCount;
   // @ts-expect-error a level's paused count is a number, never null
   const pausedCount: PriorityStats['paused'] = null;
   void pausedCount;
