@@ -24,7 +24,7 @@ pub(super) fn index(m: &str) -> String {
     format!("CREATE INDEX IF NOT EXISTS {m}_by_expiry ON {m} (expires_at) WHERE expires_at IS NOT NULL")
 }
 
-/// The sweep's own dead letters, found again by their time (and counted by `stats`).
+/// The expired dead letters, which `stats` counts.
 pub(super) fn dead_index(d: &str) -> String {
     format!("CREATE INDEX IF NOT EXISTS {d}_expired ON {d} (dead_at) WHERE reason = '{EXPIRED}'")
 }
@@ -43,25 +43,24 @@ impl ExpirySql {
         );
         let which = format!("e.seq IN (SELECT seq FROM {m} WHERE {expired} ORDER BY expires_at LIMIT {SWEEP})");
         let reason = format!("'{EXPIRED}'");
-        let swept = format!("(SELECT group_id FROM {d} WHERE reason = '{EXPIRED}' AND dead_at = ?1)");
-        let head = format!("(SELECT MIN(seq) FROM {m} WHERE group_id = {g}.group_id)");
+        // After the INSERT, and until the DELETE: a message beside its dead letter was just
+        // buried (a row is never both otherwise), found by the expiry index.
+        let buried = |alias: &str| format!("EXISTS (SELECT 1 FROM {d} WHERE seq = {alias}.seq)");
+        let swept = format!("(SELECT x.group_id FROM {m} x WHERE x.expires_at <= ?1 AND {})", buried("x"));
+        let left = format!("{m} y WHERE y.group_id = {g}.group_id AND NOT {}", buried("y"));
         ExpirySql {
             any: format!("SELECT 1 FROM {m} WHERE {expired} LIMIT 1"),
             // ?1 now, in each
             sweep: [
                 bury_as(m, g, d, Buried { attempts: "e.attempts", reason: &reason, dead_at: "?1", which: &which }),
-                // a message beside its dead letter was just moved
-                format!("DELETE FROM {m} WHERE expires_at <= ?1 AND EXISTS (SELECT 1 FROM {d} WHERE seq = {m}.seq)"),
                 // a group whose held head expired goes on now, or when its new head's hold ends
                 format!(
                     "UPDATE {g} SET last_claimed_at = MAX(?1, COALESCE((SELECT h.lock_expiry FROM {m} h \
-                     WHERE h.seq = {head} AND h.locked_by IS NOT NULL), 0)) \
+                     WHERE h.seq = (SELECT MIN(y.seq) FROM {left}) AND h.locked_by IS NOT NULL), 0)) \
                      WHERE group_id IN {swept} AND last_claimed_at > ?1"
                 ),
-                format!(
-                    "DELETE FROM {g} WHERE group_id IN {swept} \
-                     AND NOT EXISTS (SELECT 1 FROM {m} WHERE group_id = {g}.group_id)"
-                ),
+                format!("DELETE FROM {g} WHERE group_id IN {swept} AND NOT EXISTS (SELECT 1 FROM {left})"),
+                format!("DELETE FROM {m} WHERE expires_at <= ?1 AND {}", buried(m)),
             ],
         }
     }
