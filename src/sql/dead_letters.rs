@@ -4,7 +4,7 @@
 
 use libsql::Value;
 
-use super::{leased, Bound, Statements, PARKED, PAUSED_AT_OR_BELOW, PAUSE_OFFSET};
+use super::{leased, Bound, Statements, DELAYED, PARKED, PAUSED_AT_OR_BELOW, PAUSE_OFFSET};
 use crate::types::{DeadLetters, Lease};
 
 /// The dead-letter table: the message as it was (seq, group, event, claims so far), who
@@ -28,14 +28,16 @@ pub(super) struct Buried<'a> {
     pub which: &'a str,
 }
 
-/// Copies the messages `buried.which` takes into the dead-letter table, byte for byte; a
-/// paused group's priority as its own (pause.rs), so a redrive makes the group unpaused.
+/// Copies the messages `buried.which` takes into the dead-letter table, byte for byte; no
+/// worker for a parked or delayed one; a paused group's priority as its own (pause.rs), so
+/// a redrive makes the group unpaused.
 pub(super) fn bury_as(m: &str, g: &str, d: &str, buried: Buried<'_>) -> String {
     let Buried { attempts, reason, dead_at, which } = buried;
     format!(
         "INSERT INTO {d} (seq, group_id, event, attempts, last_worker, reason, dead_at, priority, \
          routing_key, enqueued_at, headers) \
-         SELECT e.seq, e.group_id, e.event, {attempts}, NULLIF(e.locked_by, '{PARKED}'), {reason}, {dead_at}, \
+         SELECT e.seq, e.group_id, e.event, {attempts}, \
+         CASE WHEN e.locked_by IN ('{PARKED}', '{DELAYED}') THEN NULL ELSE e.locked_by END, {reason}, {dead_at}, \
          CASE WHEN g.priority <= {PAUSED_AT_OR_BELOW} THEN g.priority + {PAUSE_OFFSET} ELSE g.priority END, \
          g.routing_key, e.enqueued_at, e.headers \
          FROM {m} e JOIN {g} g ON g.group_id = e.group_id \

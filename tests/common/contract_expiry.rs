@@ -105,7 +105,7 @@ pub fn a_leased_message_never_expires_under_its_worker(open: Open<'_>) {
 }
 
 /// The sweep takes what no claim passes: a message behind a leased head, a parked head, a
-/// paused group's.
+/// paused group's (one of them published with a delay, its hold long past).
 pub fn the_sweep_expires_messages_behind_a_head_parked_and_paused(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
     let t = open(&clock.options());
@@ -118,13 +118,16 @@ pub fn the_sweep_expires_messages_behind_a_head_parked_and_paused(open: Open<'_>
     t.nack(&claim(&t).unwrap(), 60.0).unwrap();
     t.publish_with(msg("paused", &e[4]), ttl(5.0)).unwrap();
     t.pause(PauseTarget::Group("paused")).unwrap();
+    t.publish_with(msg("paused", &e[4]), Delivery { delay: 1.0, ..ttl(5.0) }).unwrap();
     clock.advance(6.0);
     assert!(claim(&t).is_none(), "each group is leased, parked or paused");
     let mut swept = dead(&t);
     swept.sort();
-    assert_eq!(swept, [expired("busy"), expired("parked"), expired("paused")]);
+    assert_eq!(swept, [expired("busy"), expired("parked"), expired("paused"), expired("paused")]);
+    let letters = t.dead_letters(None, None, 10).unwrap().items;
+    assert!(letters.iter().all(|d| d.last_worker.is_none()), "no worker held them: {letters:?}");
     let stats = t.stats().unwrap();
-    assert_eq!((stats.expired, stats.groups, stats.parked), (3, 1, 0), "the parked and paused groups are gone");
+    assert_eq!((stats.expired, stats.groups, stats.parked), (4, 1, 0), "the parked and paused groups are gone");
     t.ack(&busy).unwrap();
     assert_eq!(claim(&t).unwrap().event, e[2], "behind the lease, the expired one is gone");
     t.resume(PauseTarget::Group("paused")).unwrap();
