@@ -117,6 +117,7 @@ local!(
     the_sweep_expires_messages_behind_a_head_parked_and_paused,
     an_expired_message_frees_its_unique_key,
     bad_expiries_are_refused_and_change_nothing,
+    an_expiry_in_a_transaction_is_checked_as_it_is_queued,
 );
 
 #[test]
