@@ -42,11 +42,11 @@
  *   Transport::interrupt throws harel::Error with HAREL_ERR_INTERRUPTED, nothing claimed.
  * - publish_with and publish_many_with take a harel::Delivery per message (an idempotency
  *   key, a delay, a due instant, a harel::Unique: a unique key and its harel::UniqueMode,
- *   Keep, Replace or Debounce) and return what became of each, a harel::Published (its
- *   seq; duplicate: the key was seen or the unique key's message is pending, nothing new
- *   stored; replaced: that message took the new event and headers). stats() returns
- *   harel::Stats, the queue's counts (delayed groups apart); harel::GroupState names
- *   harel_group_state.
+ *   Keep, Replace or Debounce; an expiry, ttl and expires_at) and return what became of
+ *   each, a harel::Published (its seq; duplicate: the key was seen or the unique key's
+ *   message is pending, nothing new stored; replaced: that message took the new event and
+ *   headers). stats() returns harel::Stats, the queue's counts (delayed groups apart; the
+ *   expired dead letters, stats()->expired); harel::GroupState names harel_group_state.
  * - The batch calls take and return std::vector<harel::Lease> (claim_many,
  *   ack_and_claim_many) and give one outcome per lease (ack_many: HAREL_OK or
  *   HAREL_ERR_LEASE_LOST). harel::LeaseKeeper extends a lease on a thread of its own while
@@ -359,7 +359,7 @@ struct Unique {
 /// How a message is delivered (publish_with, publish_many_with, Tx::publish_with); the
 /// default is plain delivery, so set only what you need: `{"order-42-paid"}`, `{nullptr,
 /// 30.0}`, `{key, 0.0, due_at}`, a harel::Unique (C++20: `{.delay = 30.0}`, `{.unique =
-/// harel::Unique::replace("k")}`).
+/// harel::Unique::replace("k")}`, `{.ttl = 300.0}`).
 /// - key: an idempotency key, 1..256 bytes of UTF-8; nullptr: none. A key seen within the
 ///   queue's retention (Options::key_retention, a day by default) stores nothing: the call
 ///   reports a duplicate with the first message's seq, also after that message was acked.
@@ -370,14 +370,23 @@ struct Unique {
 ///   group's FIFO, so the group's later messages wait behind it (docs/queue.md, "Delayed
 ///   delivery").
 /// - unique: a unique key and its mode (harel::Unique); its key nullptr, the default: none.
+/// - ttl: seconds from the publish (finite, > 0, at most ten years) and expires_at: epoch
+///   seconds by the transport's clock (finite, >= 0); 0, the default: never; with both, the
+///   earlier. A message no worker holds when it expires is moved to the dead letters with
+///   the reason "expired" by the next claim, its group going on behind it (stats()->expired
+///   counts them); a worker holding it finishes it. The expiry must be after now and after
+///   the message is due (delay, not_before): otherwise HAREL_ERR_ARGUMENT (docs/queue.md,
+///   "Expiry").
 struct Delivery {
   CStr key = nullptr;
   double delay = 0.0;
   double not_before = -1.0;
   Unique unique = {};
+  double ttl = 0.0;
+  double expires_at = 0.0;
 };
 
-inline Unique::operator Delivery() const noexcept { return Delivery{nullptr, 0.0, -1.0, *this}; }
+inline Unique::operator Delivery() const noexcept { return Delivery{nullptr, 0.0, -1.0, *this, 0.0, 0.0}; }
 
 /// What became of a message published with publish_with, publish_many_with or in a
 /// transaction (harel_published): its seq; `duplicate`: nothing new was stored, its key was
@@ -403,6 +412,8 @@ inline harel_delivery raw_delivery(const Delivery &d) noexcept {
   raw.unique_mode = static_cast<int32_t>(d.unique.mode);
   raw.debounce_delay = d.unique.debounce_delay;
   raw.debounce_max_delay = d.unique.debounce_max_delay;
+  raw.ttl = d.ttl;
+  raw.expires_at = d.expires_at;
   return raw;
 }
 
@@ -731,8 +742,8 @@ enum class GroupState : int32_t {
 
 /// The queue's counts at one instant (Transport::stats, harel_transport_stats), owned: the C
 /// struct's fields through -> (now; messages; groups, and of them ready, leased, parked,
-/// delayed and paused; dead; oldest_ready_age, oldest_ready_seq, next_release_at and
-/// next_due_at, -1 when absent), the levels through by_priority(); freed when the Stats is
+/// delayed and paused; dead, and of them expired; oldest_ready_age, oldest_ready_seq,
+/// next_release_at and next_due_at, -1 when absent), the levels through by_priority(); freed when the Stats is
 /// destroyed. Move-only. A delayed or paused group is in `delayed` or `paused` and in its
 /// level's `groups`, in none of the ready, leased and parked counts.
 class Stats {
@@ -1047,13 +1058,14 @@ class Tx {
   }
 
   /// Queues a publish with delivery options, as Transport::publish_with takes them (an
-  /// idempotency key, a delay, a due instant, a unique key; harel_tx_publish_delivery).
-  /// Checked now; what became of it (its seq, whether it was a duplicate or replaced the
-  /// pending message of its unique key) comes back from commit, in the order published: a
-  /// unique key's duplicate is an outcome, not an error. Throws Error: HAREL_ERR_ARGUMENT
-  /// (an argument Transport::publish_with refuses, an empty Tx, an ended transaction;
-  /// nothing queued, the transaction goes on), HAREL_ERR_DATABASE (a key, on a queue without
-  /// the keys table opened with create_schema off).
+  /// idempotency key, a delay, a due instant, a unique key, an expiry, whose ttl counts from
+  /// the commit; harel_tx_publish_delivery). Checked now (an expiry not after now at the
+  /// latest by the commit, which then keeps nothing); what became of it (its seq, whether it
+  /// was a duplicate or replaced the pending message of its unique key) comes back from
+  /// commit, in the order published: a unique key's duplicate is an outcome, not an error.
+  /// Throws Error: HAREL_ERR_ARGUMENT (an argument Transport::publish_with refuses, an empty
+  /// Tx, an ended transaction; nothing queued, the transaction goes on), HAREL_ERR_DATABASE
+  /// (a key, on a queue without the keys table opened with create_schema off).
   void publish_with(CStr group_id, CStr event_json, const Delivery &delivery = {}, int32_t priority = 0,
                     std::optional<CStr> routing_key = std::nullopt) {
     publish_with(group_id, event_json, delivery, Headers{}, priority, routing_key);
@@ -1291,17 +1303,19 @@ class Transport {
   void publish_many(Span<Message> messages, Span<Headers> headers) { publish_many_with(messages, {}, headers); }
 
   /// publish with delivery options (an idempotency key, a delay, a due instant, a unique
-  /// key; harel_transport_publish_delivery): the message's seq, whether it was a duplicate
-  /// (nothing new stored: its key seen, or a message with its unique key pending, whose seq
-  /// it is) and whether it replaced that pending message (UniqueMode::Replace, Debounce; a
-  /// message a worker holds is never replaced). Its own transaction: it does not share
-  /// commits with other threads' publishes. Throws Error: HAREL_ERR_ARGUMENT (as publish,
-  /// and a key or unique key empty, over 256 bytes or not UTF-8, both given, a mode not a
-  /// UniqueMode, a delay or a debounce delay or cap not finite, negative or over ten years,
-  /// the cap below the delay, a not_before NaN, infinite or more than ten years ahead;
-  /// nothing written), HAREL_ERR_BUSY, HAREL_ERR_DATABASE (also: a key, on a queue without
-  /// the keys table opened with create_schema off), HAREL_ERR_CONNECT (it may have been
-  /// applied: retry with the same key).
+  /// key, an expiry; harel_transport_publish_delivery): the message's seq, whether it was a
+  /// duplicate (nothing new stored: its key seen, or a message with its unique key pending,
+  /// whose seq it is) and whether it replaced that pending message (UniqueMode::Replace,
+  /// Debounce; a message a worker holds is never replaced). Its own transaction: it does not
+  /// share commits with other threads' publishes. Throws Error: HAREL_ERR_ARGUMENT (as
+  /// publish, and a key or unique key empty, over 256 bytes or not UTF-8, both given, a mode
+  /// not a UniqueMode, a delay or a debounce delay or cap not finite, negative or over ten
+  /// years, the cap below the delay, a not_before NaN, infinite or more than ten years
+  /// ahead, a ttl NaN, infinite, negative or over ten years, an expires_at NaN, infinite or
+  /// negative, an expiry not after now or not after the message is due; nothing written),
+  /// HAREL_ERR_BUSY, HAREL_ERR_DATABASE (also: a key, on a queue without the keys table
+  /// opened with create_schema off), HAREL_ERR_CONNECT (it may have been applied: retry
+  /// with the same key).
   Published publish_with(CStr group_id, CStr event_json, const Delivery &delivery = {}, int32_t priority = 0,
                          std::optional<CStr> routing_key = std::nullopt) {
     return publish_with(group_id, event_json, delivery, Headers{}, priority, routing_key);

@@ -75,9 +75,9 @@ Examples:
 
 const SERVE_ABOUT: &str = "\
 Serve the queue over HTTP until stopped: /metrics in Prometheus' text format (counts per
-priority and state, paused groups among them, dead letters, the oldest ready message's age,
-the oldest overdue lease) and a web console at / (stats, pauses, groups, a group's messages,
-dead letters; redrive, purge, release, pause, resume). It prints the address it listens on,
+priority and state, paused groups among them, dead letters and the expired among them, the
+oldest ready message's age, the oldest overdue lease) and a web console at / (stats, pauses,
+groups, a group's messages, dead letters; redrive, purge, release, pause, resume). It prints the address it listens on,
 then one audit line on stderr per change.
 
 Looks are open to whoever reaches the address, so it listens on loopback unless told
@@ -131,8 +131,9 @@ pub struct Global {
 pub enum Command {
     /// Counts: messages, groups by state, dead letters, per priority
     #[command(long_about = "\
-Counts at one instant: messages, groups (ready, leased, parked, delayed, paused), dead letters, the
-age of the oldest ready message, the soonest end of a lease or park, and the groups per priority.",
+Counts at one instant: messages, groups (ready, leased, parked, delayed, paused), dead letters (and
+of them the expired, when any: messages whose ttl or expires_at passed undelivered), the age of the
+oldest ready message, the soonest end of a lease or park, and the groups per priority.",
         after_help = STATS_EXAMPLES)]
     Stats(StatsArgs),
 

@@ -61,13 +61,17 @@ impl Out {
         } else {
             print!("{}", self.stats_text(s));
             if !shards.is_empty() {
-                // Paused groups are shown when there are any, as in the lines above.
+                // Paused groups and expired dead letters are shown when there are any, as in the
+                // lines above.
                 let mut columns =
                     vec![("SHARD", R), ("MESSAGES", R), ("GROUPS", R), ("READY", R), ("LEASED", R), ("PARKED", R)];
                 if s.paused > 0 {
                     columns.push(("PAUSED", R));
                 }
                 columns.push(("DEAD", R));
+                if s.expired > 0 {
+                    columns.push(("EXPIRED", R));
+                }
                 let mut t = Table::new(&columns);
                 for (i, shard) in shards.iter().enumerate() {
                     let mut counts = vec![shard.messages, shard.groups, shard.ready, shard.leased, shard.parked];
@@ -75,6 +79,9 @@ impl Out {
                         counts.push(shard.paused);
                     }
                     counts.push(shard.dead);
+                    if s.expired > 0 {
+                        counts.push(shard.expired);
+                    }
                     t.row(std::iter::once(i.to_string()).chain(counts.iter().map(u64::to_string)).collect());
                 }
                 print!("\n{}", t.render());
@@ -452,6 +459,8 @@ pub struct StatsDoc {
     paused: u64,
     next_due_at: Option<f64>,
     dead: Option<u64>,
+    /// Of `dead`, the messages that expired undelivered (reason "expired"); null as `dead`.
+    expired: Option<u64>,
     oldest_ready_age: Option<f64>,
     oldest_ready_seq: Option<i64>,
     next_release_at: Option<f64>,
@@ -487,6 +496,7 @@ impl Out {
             paused: s.paused,
             next_due_at: s.next_due_at,
             dead: (!self.lacks("_dead")).then_some(s.dead),
+            expired: (!self.lacks("_dead")).then_some(s.expired),
             oldest_ready_age: s.oldest_ready_age,
             oldest_ready_seq: s.oldest_ready_seq,
             next_release_at: s.next_release_at,
@@ -510,8 +520,11 @@ impl Out {
     }
 
     fn stats_text(&self, s: &Stats) -> String {
+        // The expired among the dead letters are shown when there are any, as delayed and
+        // paused groups are below.
         let dead = match self.lacks("_dead") {
             true => "- (no dead-letter table)".to_owned(),
+            false if s.expired > 0 => format!("{} ({} expired)", s.dead, s.expired),
             false => s.dead.to_string(),
         };
         // Delayed and paused groups are shown when there are any: most queues never delay

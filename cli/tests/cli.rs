@@ -11,7 +11,7 @@ mod harel_queue;
 use std::path::Path;
 use std::process::Command;
 
-use harel_transport::{Options, Transport};
+use harel_transport::{Delivery, Message, Options, Transport};
 use harel_transport_testkit::sqld;
 use serde_json::Value;
 
@@ -151,9 +151,17 @@ fn stats_as_a_table_and_as_json() {
     assert_eq!(line(&text, "3").split_whitespace().collect::<Vec<_>>(), ["3", "1", "1", "0", "0"], "{text}");
 
     let s = stats_of(&q);
-    for (key, want) in
-        [("messages", 8), ("groups", 5), ("ready", 3), ("leased", 1), ("parked", 1), ("paused", 0), ("dead", 1)]
-    {
+    let counts = [
+        ("messages", 8),
+        ("groups", 5),
+        ("ready", 3),
+        ("leased", 1),
+        ("parked", 1),
+        ("paused", 0),
+        ("dead", 1),
+        ("expired", 0),
+    ];
+    for (key, want) in counts {
         assert_eq!(s[key], want, "{key} in {s}");
     }
     let now = s["now"].as_f64().unwrap();
@@ -167,6 +175,48 @@ fn stats_as_a_table_and_as_json() {
             {"priority": 3, "groups": 1, "ready": 1, "leased": 0, "parked": 0, "delayed": 0, "paused": 0},
         ])
     );
+}
+
+/// Two messages published with a ttl of 10 s by a clock 100 s behind (so they expired 90 s
+/// ago by the system's), moved to the dead letters by a claim that takes nothing.
+fn expire_two(q: &Queue) {
+    let mut behind = Options::new();
+    behind.clock(|| harel_transport::system_clock() - 100.0);
+    let t = Transport::open(&q.path, &behind).expect("open the queue");
+    for n in 0..2 {
+        let event = event("expiring", n);
+        let m = Message { group_id: "expiring", event_json: &event, priority: 0, routing_key: None, headers: None };
+        t.publish_with(m, Delivery { ttl: Some(10.0), ..Delivery::default() }).unwrap();
+    }
+    t.close();
+    let t = q.open();
+    assert!(t.claim("w", 30.0, 0, &["no-such-key"]).unwrap().is_none(), "a claim that sweeps");
+    t.close();
+}
+
+/// `stats` shows the expired among the dead letters when there are any, and always in JSON;
+/// `dead list` their reason.
+#[test]
+fn stats_show_the_expired_dead_letters() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = live_queue();
+    assert!(!ok(&q.args(&["stats"])).contains("expired"), "none: not shown");
+    expire_two(&q);
+    let text = ok(&q.args(&["stats"]));
+    assert!(text.lines().any(|l| l.starts_with("dead letters") && l.ends_with(" 3 (2 expired)")), "{text}");
+    let s = stats_of(&q);
+    let counts = (s["dead"].as_u64(), s["expired"].as_u64(), s["messages"].as_u64());
+    assert_eq!(counts, (Some(3), Some(2), Some(8)), "{s}");
+    let dead = json(&q.args(&["dead", "list", "--group", "expiring"]));
+    let reasons: Vec<&str> =
+        dead["dead_letters"].as_array().unwrap().iter().map(|d| d["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["expired", "expired"], "{dead}");
+    // Redriven, they are no longer counted (nor expire again).
+    ok(&q.args(&["dead", "redrive", "--group", "expiring"]));
+    let s = stats_of(&q);
+    let counts = (s["dead"].as_u64(), s["expired"].as_u64(), s["messages"].as_u64());
+    assert_eq!(counts, (Some(1), Some(0), Some(10)), "{s}");
+    assert!(!ok(&q.args(&["stats"])).contains("expired"));
 }
 
 #[test]
@@ -829,12 +879,13 @@ fn harel_queue(test: &str) -> Option<Queue> {
     Some(Queue { _dir: dir, path })
 }
 
-const LACKS: [&str; 10] = [
+const LACKS: [&str; 11] = [
     "the column harel_transport_groups.routing_key",
     "the column harel_transport_messages.attempts",
     "the column harel_transport_messages.enqueued_at",
     "the column harel_transport_messages.headers",
     "the column harel_transport_messages.unique_key",
+    "the column harel_transport_messages.expires_at",
     "the table harel_transport_dead",
     "the table harel_transport_keys",
     "the table harel_transport_pauses",
@@ -863,6 +914,7 @@ fn a_harel_09_queue_is_read_as_it_is() {
         (s["dead"].is_null(), s["oldest_ready_age"].is_null(), s["oldest_ready_seq"].as_i64()),
         (true, true, Some(4))
     );
+    assert!(s["expired"].is_null(), "no dead-letter table: unknown, as dead: {s}");
     assert_eq!(s["absent"], serde_json::json!(LACKS));
 
     // groups, by state, agree with stats; holders as harel's workers wrote them.

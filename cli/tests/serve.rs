@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harel_transport::{Options, Transport};
+use harel_transport::{Delivery, Message, Options, Transport};
 use harel_transport_testkit::sqld;
 use prometheus_parse::{Scrape, Value as Metric};
 use serde_json::Value;
@@ -168,6 +168,7 @@ fn metrics_hold_every_count_of_a_known_queue() {
         ("harel_transport_up{queue=harel}".to_owned(), 1.0),
         ("harel_transport_messages{queue=harel}".to_owned(), 8.0),
         ("harel_transport_dead_letters{queue=harel}".to_owned(), 1.0),
+        ("harel_transport_expired_dead_letters{queue=harel}".to_owned(), 0.0),
     ]);
     // (priority, ready, leased, parked, delayed): ready-a and the markup group; leased and
     // delayed; parked and overdue (whose lease lapsed, so it is ready). None is paused.
@@ -291,6 +292,7 @@ fn a_harel_09_queue_is_served_as_it_is() {
     assert_eq!(samples(&serving.get("/metrics").body), want);
     let stats = serving.get("/api/stats").json();
     assert_eq!((stats["leased"].as_u64(), stats["dead"].is_null()), (Some(2), true), "{stats}");
+    assert!(stats["expired"].is_null(), "no dead-letter table: unknown, as dead: {stats}");
     let leased = serving.get("/api/groups?state=leased").json();
     let holders: Vec<&str> =
         leased["groups"].as_array().unwrap().iter().map(|g| g["holder"].as_str().unwrap()).collect();
@@ -316,6 +318,41 @@ fn a_harel_09_queue_is_served_as_it_is() {
     }
     drop(serving);
     assert!(std::fs::read(&path).unwrap() == before, "the file is as harel left it");
+}
+
+/// Messages that expired undelivered: their own gauge in /metrics (within the dead letters),
+/// `expired` in /api/stats; a redrive takes them back out.
+#[test]
+fn expired_dead_letters_in_metrics_and_the_api() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = queue();
+    // Published with a ttl of 10 s by a clock 100 s behind: expired 90 s ago by the system's.
+    let mut behind = Options::new();
+    behind.clock(|| harel_transport::system_clock() - 100.0);
+    let t = Transport::open(&q.path, &behind).unwrap();
+    for n in 0..2 {
+        let event = format!(r#"{{"n":{n}}}"#);
+        let m = Message { group_id: "expiring", event_json: &event, priority: 0, routing_key: None, headers: None };
+        t.publish_with(m, Delivery { ttl: Some(10.0), ..Delivery::default() }).unwrap();
+    }
+    t.close();
+    let serving = Serving::start(&q.path, &[], &[]);
+    let got = samples(&serving.get("/metrics").body);
+    assert_eq!(got["harel_transport_expired_dead_letters{queue=harel}"], 0.0, "nothing moves before a claim");
+    let t = Transport::open(&q.path, &Options::new()).unwrap();
+    assert!(t.claim("w", 30.0, 0, &["no-such-key"]).unwrap().is_none(), "a claim that sweeps");
+    let got = samples(&serving.get("/metrics").body);
+    assert_eq!(got["harel_transport_dead_letters{queue=harel}"], 3.0);
+    assert_eq!(got["harel_transport_expired_dead_letters{queue=harel}"], 2.0);
+    let stats = serving.get("/api/stats").json();
+    assert_eq!((stats["dead"].as_u64(), stats["expired"].as_u64()), (Some(3), Some(2)), "{stats}");
+    assert_eq!(t.redrive(harel_transport::DeadLetters::Group("expiring")).unwrap(), 2);
+    t.close();
+    let got = samples(&serving.get("/metrics").body);
+    assert_eq!(got["harel_transport_expired_dead_letters{queue=harel}"], 0.0);
+    assert_eq!(serving.get("/api/stats").json()["expired"], 0);
+    let err = serving.stop();
+    assert!(!err.contains("/metrics: "), "no read failed:\n{err}");
 }
 
 #[test]

@@ -32,6 +32,8 @@
  *                           publish_many_delivery, tx_publish_delivery, each outcome
  *   test_pause.c            pause and resume (admin), pauses and pause_list_free (looks), the
  *                           paused state and count
+ *   test_expiry.c           a publish's expiry: harel_delivery's ttl and expires_at, the
+ *                           reason "expired", harel_stats.expired
  */
 #include "harel_test.h"
 
@@ -572,7 +574,7 @@ int main(int argc, char **argv) {
   static const test_case *const files[] = {
       open_tests,  abi_conventions_tests, publish_tests, claim_tests,        finish_tests,
       looks_tests, admin_tests,           shards_tests,  transactions_tests, watch_tests,
-      metrics_tests, trace_tests, headers_tests, unique_tests, pause_tests};
+      metrics_tests, trace_tests, headers_tests, unique_tests, pause_tests, expiry_tests};
   const char *tmp = getenv("TMPDIR");
   const test_case *test;
   size_t i;

@@ -373,6 +373,18 @@ int main(void) {
                     offsetof(harel_stats, next_due_at) < offsetof(harel_stats, paused);
   int pause_numbers = HAREL_PAUSE_QUEUE == 0 && HAREL_PAUSE_GROUP == 1 &&
                       HAREL_PAUSE_ROUTING_KEY == 2 && HAREL_GROUP_PAUSED == 4;
+  /* expiry: harel_delivery's ttl and expires_at, by name and type, appended after
+   * debounce_max_delay in this order; harel_stats' expired count, at its end, after
+   * paused_by_priority */
+  double *delivery_expiry[2] = {&delivery.ttl, &delivery.expires_at};
+  const uint64_t **stats_paused_levels = &st.paused_by_priority;
+  uint64_t *stats_expired = &st.expired;
+  int expiry_order =
+      offsetof(harel_delivery, debounce_max_delay) < offsetof(harel_delivery, ttl) &&
+      offsetof(harel_delivery, ttl) < offsetof(harel_delivery, expires_at) &&
+      sizeof delivery >= offsetof(harel_delivery, expires_at) + sizeof(double) &&
+      offsetof(harel_stats, paused) < offsetof(harel_stats, paused_by_priority) &&
+      offsetof(harel_stats, paused_by_priority) < offsetof(harel_stats, expired);
 
   int all = version && status_name && last_error && error_status && error_message &&
             error_free && options_new && options_free && set_prefix && set_create_schema &&
@@ -407,7 +419,8 @@ int main(void) {
             delivery_strings[1] && delivery_doubles[3] && delivery_mode && delivery_order &&
             delivery_numbers && transport_pause && transport_resume && transport_pauses &&
             pause_list_free && pause_kind && pause_name && pause_sizes[1] && paused_at &&
-            pause_items && stats_paused && pause_order && pause_numbers;
+            pause_items && stats_paused && pause_order && pause_numbers && delivery_expiry[1] &&
+            stats_paused_levels && stats_expired && expiry_order;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

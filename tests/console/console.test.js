@@ -75,7 +75,7 @@ async function statsMatchTheLibrary() {
   await page.waitForFunction(
     (m, d) => document.getElementById("stat-messages").textContent === m && document.getElementById("stat-dead").textContent === d,
     { timeout: 10000 }, String(s.messages), String(s.dead));
-  for (const key of ["messages", "groups", "ready", "leased", "parked", "delayed", "dead"]) {
+  for (const key of ["messages", "groups", "ready", "leased", "parked", "delayed", "dead", "expired"]) {
     assert.equal(await text(`#stat-${key}`), String(s[key]), key);
   }
   const levels = await page.$$eval("#priorities tbody tr", (rows) =>

@@ -18,7 +18,9 @@
 // outcome, Published::replaced, debounce on the clock, each refusal named); pause and resume
 // (harel::PauseTarget, PauseKind and Pause through pause, resume and pauses: what each says,
 // GroupState::Paused and stats' paused, the list's order and fields, each refusal with its
-// message, a queue without the pauses table, threads sharing a Transport). Run under
+// message, a queue without the pauses table, threads sharing a Transport); expiry (Delivery's ttl
+// and expires_at: the dead letter's reason "expired", stats()->expired, a batch, a transaction's
+// ttl from its commit, each refusal with its message). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -2102,6 +2104,138 @@ static void test_unique_keys_in_batches_and_transactions() {
   CHECK(seen);
 }
 
+// ---- expiry (issue 38): Delivery::ttl and expires_at, stats()->expired -------------------------
+
+static_assert(std::is_same_v<decltype(harel::Delivery{}.ttl), double> &&
+              std::is_same_v<decltype(harel::Delivery{}.expires_at), double>);
+static_assert(std::is_same_v<decltype(harel_stats{}.expired), std::uint64_t>);
+
+// The reasons of the queue's dead letters, in seq order.
+static std::vector<std::string> dead_reasons(const harel::Transport &t) {
+  std::vector<std::string> reasons;
+  harel_dead_page *page = nullptr;
+  CHECK(harel_transport_dead_letters(t.get(), nullptr, nullptr, 100, &page, nullptr) == HAREL_OK && page);
+  for (std::size_t i = 0; page && i < page->n_letters; i++) reasons.emplace_back(page->letters[i].reason);
+  harel_dead_page_free(page);
+  return reasons;
+}
+
+// A Delivery that expires after `ttl` seconds or at `expires_at` (0: never).
+static harel::Delivery expiring(double ttl, double expires_at) {
+  harel::Delivery d;
+  d.ttl = ttl;
+  d.expires_at = expires_at;
+  return d;
+}
+
+// A claim that takes nothing (no group has its routing key): it sweeps the expired.
+static void sweep(harel::Transport &t) { CHECK(!t.claim("w", 30.0, 0, {"no-such-routing-key"})); }
+
+static void test_expiry() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  CHECK(harel::Delivery{}.ttl == 0.0 && harel::Delivery{}.expires_at == 0.0);  // never, by default
+  const harel::Delivery ttl = expiring(10.0, 0.0);
+  CHECK(!t.publish_with("g", "\"e1\"", ttl).duplicate);
+  t.publish("g", "\"e2\"");
+  t.publish_with("a", "\"at\"", harel::Delivery{nullptr, 0.0, -1.0, {}, 0.0, 1005.0});  // the aggregate's order
+  CHECK(t.stats()->expired == 0 && messages_in(t) == 3);
+  now = 1010.5;
+  CHECK(messages_in(t) == 3);  // nothing moves before a claim
+  auto lease = t.claim("w", 30.0);
+  CHECK(lease && lease->event() == "\"e2\"");  // g's expired head buried, its group went on
+  if (lease) t.ack(*lease);
+  {
+    harel::Stats s = t.stats();
+    CHECK(s->messages == 0 && s->dead == 2 && s->expired == 2);
+  }
+  CHECK((dead_reasons(t) == std::vector<std::string>{"expired", "expired"}));
+  // Beside a unique key; with both, the earlier; the expiry frees the key.
+  const harel::Delivery both{nullptr, 0.0, -1.0, harel::Unique::keep("u"), 100.0, 1015.0};
+  CHECK(!t.publish_with("b", "1", both).duplicate && t.publish_with("b", "2", both).duplicate);
+  now = 1016.0;
+  sweep(t);
+  CHECK(t.stats()->expired == 3);
+  // A worker holding it finishes it.
+  t.publish_with("h", "\"held\"", expiring(5.0, 0.0));
+  auto held = t.claim("w", 30.0);
+  CHECK(held && held->event() == "\"held\"");
+  now = 1030.0;
+  sweep(t);
+  if (held) t.ack(*held);
+  CHECK(t.stats()->expired == 3 && t.stats()->dead == 3);
+  CHECK(!t.publish_with("b", "\"b\"", harel::Unique::keep("u")).duplicate);  // u was freed
+  // A batch, each message its own; a transaction, its ttl counted from the commit.
+  std::vector<harel::Message> batch{{"c", "\"c\""}, {"d", "\"d\""}};
+  std::vector<harel::Delivery> deliveries{ttl, {}};
+  CHECK(t.publish_many_with(batch, deliveries).size() == 2);  // c expires at 1040
+  harel::Tx tx = t.begin();
+  tx.publish_with("e", "\"e\"", ttl);
+  now = 1035.0;
+  CHECK(tx.commit().size() == 1);  // e expires at 1045
+  now = 1041.0;
+  sweep(t);
+  CHECK(t.stats()->expired == 4 && messages_in(t) == 3);
+  now = 1046.0;
+  sweep(t);
+  CHECK(t.stats()->expired == 5 && messages_in(t) == 2);
+  CHECK(drain(t, "w") == 2);  // b and d
+
+  // Each refusal, as harel::Error naming the field (a batch's by its message): nothing written.
+  now = 2000.0;
+  std::string what;
+  for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL, -1.0, 315360001.0}) {
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("x", "{}", expiring(bad, 0.0)));
+    CHECK(what.find("ttl is ") != std::string::npos);
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with({{"x", "1"}, {"x", "2"}}, {ttl, expiring(bad, 0.0)}));
+    CHECK(what.find("messages[1].ttl is ") != std::string::npos);
+  }
+  for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL, -1.0}) {
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("x", "{}", expiring(0.0, bad)));
+    CHECK(what.find("expires_at is ") != std::string::npos);
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with({{"x", "1"}, {"x", "2"}}, {ttl, expiring(60.0, bad)}));
+    CHECK(what.find("messages[1].expires_at is ") != std::string::npos);
+  }
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("x", "{}", expiring(-1.0, 0.0)));
+  CHECK(what.find("ttl is -1; it must be a finite number of seconds > 0, at most 315360000 (ten years)") !=
+        std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("x", "{}", expiring(0.0, std::nan(""))));
+  CHECK(what.find("expires_at is NaN; it must be finite epoch seconds >= 0") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("x", "{}", expiring(0.0, 2000.0)));
+  CHECK(what.find("expires_at is 2000: not after now (2000)") != std::string::npos);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with({{"x", "1"}, {"x", "2"}}, {ttl, expiring(0.0, 1999.0)}));
+  CHECK(what.find("messages[1].expires_at is 1999: not after now (2000)") != std::string::npos);
+  const harel::Delivery never_due{nullptr, 60.0, -1.0, {}, 30.0, 0.0};
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("x", "{}", never_due));
+  CHECK(what.find("expires_at is 2030: not after the message is due (2060), so it could never be delivered") !=
+        std::string::npos);
+  // A transaction: refused now (nothing queued, it goes on), or, against the clock, at the
+  // latest by the commit, which then keeps nothing.
+  {
+    harel::Tx refusing = t.begin();
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, refusing.publish_with("x", "{}", expiring(std::nan(""), 0.0)));
+    CHECK(what.find("ttl is NaN") != std::string::npos);
+    refusing.publish_with("x", "\"kept\"", ttl);
+    CHECK(refusing.commit().size() == 1);
+  }
+  {
+    harel::Tx late = t.begin();
+    bool refused_now = false;
+    try {
+      late.publish_with("x", "{}", expiring(0.0, 1999.0));
+    } catch (const harel::Error &e) {
+      refused_now = e.status() == HAREL_ERR_ARGUMENT;
+    }
+    if (!refused_now) {
+      what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, late.commit());
+      CHECK(what.find("expires_at is 1999: not after now (2000)") != std::string::npos);
+    }
+  }
+  harel::Transport empty;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.publish_with("g", "{}", ttl));
+  CHECK(messages_in(t) == 1 && t.stats()->expired == 5);  // the transaction's "kept"
+}
+
 // ---- pause and resume (issue 38): PauseTarget, PauseKind, Pause, GroupState::Paused ---------
 
 static_assert(static_cast<int32_t>(harel::PauseKind::Queue) == HAREL_PAUSE_QUEUE &&
@@ -2371,6 +2505,8 @@ int main() {
       test_unique_keys);
   run("unique keys: a batch's outcomes, replaced within it; a transaction's commit; transaction()'s rollback",
       test_unique_keys_in_batches_and_transactions);
+  run("expiry: Delivery::ttl and expires_at reach the library, reason \"expired\", stats()->expired; each refusal",
+      test_expiry);
   run("pause and resume: each PauseTarget, true and false, GroupState::Paused, stats paused, pauses() in order",
       test_pause_and_resume);
   run("pause and resume: each refusal with its message, an empty Transport, a queue without the pauses table",

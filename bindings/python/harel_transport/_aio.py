@@ -152,9 +152,11 @@ class AsyncTransport:
         unique_key: Optional[str] = None,
         unique_mode: UniqueMode = "keep",
         debounce: Optional[Debounce] = None,
+        ttl: Optional[float] = None,
+        expires_at: Optional[float] = None,
     ) -> Published:
         """`Transport.publish_with` (an idempotency key, a delay or a due instant, a unique
-        key with its mode; headers), off the loop."""
+        key with its mode, an expiry; headers), off the loop."""
         return await self._run(
             self._t.publish_with,
             group_id,
@@ -168,6 +170,8 @@ class AsyncTransport:
             unique_key=unique_key,
             unique_mode=unique_mode,
             debounce=debounce,
+            ttl=ttl,
+            expires_at=expires_at,
         )
 
     async def publish_many_with(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> List[Published]:

@@ -12,7 +12,7 @@ from typing import Any, List, NamedTuple, Optional, Tuple
 from . import _native
 from ._errors import ArgumentError
 from ._inspect import GROUP_STATES, MAX_PAGE
-from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_PRIORITY, MAX_SHARDS
+from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_DELAY, MAX_PRIORITY, MAX_SHARDS
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -139,14 +139,61 @@ def _not_before(name: str, value: Any) -> float:
     return seconds
 
 
+def _ttl(name: str, value: Any) -> float:
+    """A publish's ttl for C, where 0 means never: None is 0. A 0 given (or -0.0) is refused
+    here with the library's words, as its Rust face refuses it, rather than quietly read as
+    never; NaN, inf, a negative ttl and the ten-year bound are the library's."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(
+            f"{name} must be a number of seconds (int or float) or None, got {_describe(value)}"
+            + ("; pass td.total_seconds()" if hasattr(value, "total_seconds") else "")
+        )
+    seconds = _seconds(name, value)
+    if seconds == 0:
+        raise ArgumentError(
+            f"{name} is {value!r}; it must be a finite number of seconds > 0, at most {MAX_DELAY} (ten years); "
+            "None: never"
+        )
+    return seconds
+
+
+def _expires_at(name: str, value: Any) -> float:
+    """A publish's expires_at for C, where 0 means never: None is 0. Epoch 0 given is
+    refused here (it is never after now), rather than quietly read as never; NaN, inf, a
+    negative instant and one not after now or the message's due time are the library's."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(
+            f"{name} must be epoch seconds (int or float) or None, got {_describe(value)}"
+            + ("; pass dt.timestamp()" if hasattr(value, "timestamp") else "")
+        )
+    seconds = _seconds(name, value)
+    if seconds == 0:
+        raise ArgumentError(f"{name} is {value!r}: not after now; it must be epoch seconds after now (None: never)")
+    return seconds
+
+
 def _delivery(
-    at: str, key: Any, delay: Any, not_before: Any, unique_key: Any, unique_mode: Any, debounce: Any
+    at: str,
+    key: Any,
+    delay: Any,
+    not_before: Any,
+    unique_key: Any,
+    unique_mode: Any,
+    debounce: Any,
+    ttl: Any = None,
+    expires_at: Any = None,
 ) -> "_native.HarelDelivery":
     """A message's delivery options as a harel_delivery; `at` prefixes the names in errors
     (``"messages[3]."``, or ``""``). What only this binding knows is checked here: the types
-    (as everywhere), `unique_mode`'s names, and `debounce` given exactly with the mode
-    "debounce" (otherwise the library would ignore it, or debounce by zero seconds). The
-    values (an empty key, both keys, NaN, ranges, max_delay below delay) are the library's."""
+    (as everywhere), `unique_mode`'s names, `debounce` given exactly with the mode
+    "debounce" (otherwise the library would ignore it, or debounce by zero seconds), and a
+    ttl or expires_at of 0 (which C reads as never). The values (an empty key, both keys,
+    NaN, ranges, max_delay below delay, an expiry not after now or the due time) are the
+    library's."""
     k = _optional_text(f"{at}key", key)
     d = _seconds(f"{at}delay", delay)
     nb = _not_before(f"{at}not_before", not_before)
@@ -166,9 +213,11 @@ def _delivery(
         raise ArgumentError(f"{at}debounce must be a (delay, max_delay) pair of seconds, got {_describe(debounce)}")
     else:
         pair = (_seconds(f"{at}debounce delay", debounce[0]), _seconds(f"{at}debounce max_delay", debounce[1]))
+    ttl_c = _ttl(f"{at}ttl", ttl)
+    expires_c = _expires_at(f"{at}expires_at", expires_at)
     return _native.delivery(
         key=k, delay=d, not_before=nb, unique_key=u, unique_mode=_native.UNIQUE_MODES[unique_mode],
-        debounce_delay=pair[0], debounce_max_delay=pair[1],
+        debounce_delay=pair[0], debounce_max_delay=pair[1], ttl=ttl_c, expires_at=expires_c,
     )
 
 

@@ -107,6 +107,9 @@ class Stats:
     #: queue's); they are in none of `ready`, `leased`, `parked` and `delayed`. Last, with a
     #: default, so that positional construction of the fields before it keeps working.
     paused: int = 0
+    #: Of `dead`, the messages that expired undelivered (`publish_with`'s `ttl` or
+    #: `expires_at`; their reason is "expired"). Last, with a default, as `paused`.
+    expired: int = 0
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,7 @@ def copy_stats(c: Any) -> Stats:
         delayed=c.delayed,
         next_due_at=_optional_number(c.next_due_at),
         paused=c.paused,
+        expired=c.expired,
     )
 
 

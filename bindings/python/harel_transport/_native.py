@@ -144,6 +144,8 @@ class HarelStats(Structure):
         # n_priorities counts: paused_by_priority[i] is how many of by_priority[i]'s groups
         # are paused (an array of its own: harel_priority_stats keeps its size).
         ("paused_by_priority", POINTER(c_uint64)),
+        # Added at the end after 0.4.0 (expiry): of `dead`, the messages that expired undelivered.
+        ("expired", c_uint64),
     ]
 
 
@@ -308,6 +310,9 @@ class HarelDelivery(Structure):
         ("unique_mode", c_int32),  # enum harel_unique_mode
         ("debounce_delay", c_double),
         ("debounce_max_delay", c_double),
+        # Added at the end (expiry): seconds from now, and epoch seconds; 0: never.
+        ("ttl", c_double),
+        ("expires_at", c_double),
     ]
 
 

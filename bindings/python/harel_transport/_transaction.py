@@ -170,9 +170,12 @@ class Transaction:
         unique_key: Optional[str] = None,
         unique_mode: UniqueMode = "keep",
         debounce: Optional[Debounce] = None,
+        ttl: Optional[float] = None,
+        expires_at: Optional[float] = None,
     ) -> None:
         """Queues `Transport.publish_with`'s message, with its delivery options (an
-        idempotency key, a delay, a due instant, a unique key with its mode) and its
+        idempotency key, a delay, a due instant, a unique key with its mode, an expiry:
+        `ttl` counts from the commit's clock reading, as `delay` does) and its
         `headers`, checked now (an option or a header the library refuses raises
         `ArgumentError`, nothing queued, and the transaction goes on); what became of it
         (its seq, whether it was a duplicate or replaced the pending message with its
@@ -183,7 +186,7 @@ class Transaction:
         e = _event("event_json", event)
         p = _int32("priority", priority)
         r = _optional_text("routing_key", routing_key)
-        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce)
+        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce, ttl, expires_at)
         h = _headers("headers", headers)
         tracing = self._t._tracing
         if tracing is None:
@@ -396,12 +399,15 @@ class AsyncTransaction:
         unique_key: Optional[str] = None,
         unique_mode: UniqueMode = "keep",
         debounce: Optional[Debounce] = None,
+        ttl: Optional[float] = None,
+        expires_at: Optional[float] = None,
     ) -> None:
         """`Transaction.publish_with`: queues the message (no I/O, no coroutine)."""
         self._queue("publish")
         self._tx.publish_with(
             group_id, event, priority=priority, routing_key=routing_key, key=key, delay=delay, not_before=not_before,
-            headers=headers, unique_key=unique_key, unique_mode=unique_mode, debounce=debounce,
+            headers=headers, unique_key=unique_key, unique_mode=unique_mode, debounce=debounce, ttl=ttl,
+            expires_at=expires_at,
         )
 
     async def commit(self) -> List[Published]:

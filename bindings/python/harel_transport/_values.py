@@ -132,8 +132,8 @@ def published_of(seq: int, outcome: int) -> Published:
 class Message:
     """One message for `Transport.publish_many`: what `publish` takes; and, with its
     delivery options (`key`, `delay`, `not_before`, `unique_key` with `unique_mode` and
-    `debounce`), for `Transport.publish_many_with` (`publish_many` refuses a message that
-    has any: it would drop them)."""
+    `debounce`, `ttl`, `expires_at`), for `Transport.publish_many_with` (`publish_many`
+    refuses a message that has any: it would drop them)."""
 
     group_id: str
     event: EventType
@@ -155,6 +155,11 @@ class Message:
     unique_mode: UniqueMode = "keep"
     #: ``(delay, max_delay)``, seconds: `unique_mode` "debounce"'s (and only its).
     debounce: Optional[Debounce] = None
+    #: Seconds from the publish after which the message, if no worker has it by then,
+    #: expires (a dead letter with the reason "expired"); None: never. See `Transport.publish_with`.
+    ttl: Optional[float] = None
+    #: Epoch seconds (the transport's clock) at which it expires; None: never. With `ttl`, the earlier.
+    expires_at: Optional[float] = None
 
 
 def _leases_in(result: Any) -> List[Lease]:

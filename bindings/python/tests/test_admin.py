@@ -29,7 +29,7 @@ def test_the_structs_have_the_headers_layout():
     sizes = {
         _native.HarelLease: 80,
         _native.HarelPriorityStats: 40,
-        _native.HarelStats: 128,
+        _native.HarelStats: 136,
         _native.HarelGroupInfo: 88,
         _native.HarelGroupPage: 32,
         _native.HarelMessageInfo: 56,
@@ -40,6 +40,7 @@ def test_the_structs_have_the_headers_layout():
         _native.HarelHeaders: 16,
         _native.HarelPause: 32,
         _native.HarelPauseList: 16,
+        _native.HarelDelivery: 80,
     }
     assert {s.__name__: ctypes.sizeof(s) for s in sizes} == {s.__name__: n for s, n in sizes.items()}
     assert _native.HarelLease.attempts.offset == 56
@@ -48,6 +49,11 @@ def test_the_structs_have_the_headers_layout():
     assert (_native.HarelStats.delayed.offset, _native.HarelStats.next_due_at.offset) == (96, 104)
     assert _native.HarelStats.paused.offset == 112, "pause and resume: added at the end"
     assert _native.HarelStats.paused_by_priority.offset == 120, "each level's paused count: at the end"
+    assert _native.HarelStats.expired.offset == 128, "expiry: added at the end"
+    # harel_delivery grows at its end; the library reads `size` bytes of it.
+    assert (_native.HarelDelivery.debounce_max_delay.offset, _native.HarelDelivery.ttl.offset) == (56, 64)
+    assert _native.HarelDelivery.expires_at.offset == 72
+    assert [f[0] for f in _native.HarelDelivery._fields_][-3:] == ["debounce_max_delay", "ttl", "expires_at"]
     assert (_native.HarelPause.name_len.offset, _native.HarelPause.paused_at.offset) == (16, 24)
     # The shards of a page (sharded queues) were added at the end of the pages.
     assert (_native.HarelGroupPage.shards.offset, _native.HarelDeadPage.shards.offset) == (24, 24)

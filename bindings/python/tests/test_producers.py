@@ -117,12 +117,14 @@ def test_publish_many_refuses_delivery_options_it_would_drop(t):
         Message("g", "1", unique_key="u"),
         Message("g", "1", unique_mode="replace"),
         Message("g", "1", unique_mode="debounce", debounce=(1, 2)),
+        Message("g", "1", ttl=60),
+        Message("g", "1", expires_at=2000.0),
     ):
         with pytest.raises(ht.ArgumentError) as e:
             t.publish_many([("g", "0"), m])
         assert (
-            "messages[1] has a key, delay, not_before, unique_key, unique_mode or debounce, which publish_many would "
-            "drop; use publish_many_with" in e.value.message
+            "messages[1] has a key, delay, not_before, unique_key, unique_mode, debounce, ttl or expires_at, which "
+            "publish_many would drop; use publish_many_with" in e.value.message
         )
     t.publish_many([Message("g", "1", delay=0), Message("g", "2", delay=0.0)])
     assert t.stats().messages == 2

@@ -1,7 +1,8 @@
 //! `/metrics`: the queue's stats in Prometheus' text format (version 0.0.4), read once per
 //! scrape. Every series is a gauge (each is a count or an age now, not a running total) and
 //! carries the label `queue`, the tables' prefix; group counts carry `priority` and `state`
-//! (a paused group is counted as `paused` only, whatever its head).
+//! (a paused group is counted as `paused` only, whatever its head). The expired dead letters
+//! are a gauge of their own, within the dead letters' count.
 //! A read that fails gives `harel_transport_up 0` and no other series, so a scrape still
 //! answers while the queue (a server) is away and shows no stale counts.
 
@@ -43,6 +44,12 @@ pub fn exposition(queue: &str, stats: &Result<Stats>, has_dead: bool) -> Reply {
     if has_dead {
         text.gauge("harel_transport_dead_letters", "Messages in the dead-letter table.");
         text.sample("", s.dead as f64);
+        text.gauge(
+            "harel_transport_expired_dead_letters",
+            "Of the dead letters, the messages that expired undelivered: their ttl or expires_at passed while no \
+             worker held them (reason expired).",
+        );
+        text.sample("", s.expired as f64);
     }
     // Unknown when the oldest ready message's writer stamped no publish time (harel 0.9).
     if s.oldest_ready_age.is_some() || s.oldest_ready_seq.is_none() {

@@ -30,9 +30,9 @@ class LookMethods(_Handle):
 
     def stats(self) -> Stats:
         """Exact counts of the queue now: messages, groups ready, leased, parked, delayed
-        and paused, dead letters, the oldest ready message's age, the next release, the next
-        delayed head's due time, and the same per priority level. One read: it takes no
-        write lock and holds up no claim."""
+        and paused, dead letters (and of them the expired), the oldest ready message's age,
+        the next release, the next delayed head's due time, and the same per priority level.
+        One read: it takes no write lock and holds up no claim."""
         out = POINTER(_native.HarelStats)()
         lib = self._lib
         return self._call_out("stats", lib.harel_transport_stats, lib.harel_stats_free, out, copy_stats)

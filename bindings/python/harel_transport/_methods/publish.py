@@ -1,8 +1,8 @@
 """Publishing: `publish` and `publish_many`; `publish_with` and `publish_many_with`, the same
 with delivery options (an idempotency key, a delay or a due instant, a unique key and its
-mode: a harel_delivery) and each message's outcome (`Published`). Each takes a message's
-headers (`headers=`, or `Message.headers`), and on a transport that traces (`_tracing`)
-makes a PRODUCER span whose context it writes into them.
+mode, an expiry: a harel_delivery) and each message's outcome (`Published`). Each takes a
+message's headers (`headers=`, or `Message.headers`), and on a transport that traces
+(`_tracing`) makes a PRODUCER span whose context it writes into them.
 
 A plain publish may be written by another caller's thread: publishes that meet in the
 library share one commit, made by whichever of them leads it (group commit), and the clock
@@ -45,7 +45,7 @@ def _has_delivery(m: Message) -> bool:
     plain_delay = isinstance(m.delay, (int, float)) and not isinstance(m.delay, bool) and m.delay == 0
     return (
         m.key is not None or m.not_before is not None or not plain_delay or m.unique_key is not None
-        or m.unique_mode != "keep" or m.debounce is not None
+        or m.unique_mode != "keep" or m.debounce is not None or m.ttl is not None or m.expires_at is not None
     )
 
 
@@ -104,8 +104,8 @@ def _batch(items: List[Any], delivery: bool) -> _Batch:
             group_id, event, priority, routing_key, pairs = m.group_id, m.event, m.priority, m.routing_key, m.headers
             if not delivery and _has_delivery(m):
                 raise ArgumentError(
-                    f"{name} has a key, delay, not_before, unique_key, unique_mode or debounce, which "
-                    "publish_many would drop; use publish_many_with"
+                    f"{name} has a key, delay, not_before, unique_key, unique_mode, debounce, ttl or expires_at, "
+                    "which publish_many would drop; use publish_many_with"
                 )
         elif isinstance(m, tuple) and 2 <= len(m) <= 4:
             group_id, event = m[0], m[1]
@@ -124,7 +124,12 @@ def _batch(items: List[Any], delivery: bool) -> _Batch:
         headers.append(_headers(f"{name}.headers", pairs))
         groups.append(group_id)
         if delivery and isinstance(m, Message):  # a tuple carries no delivery option: NULL
-            options.append(_delivery(f"{name}.", m.key, m.delay, m.not_before, m.unique_key, m.unique_mode, m.debounce))
+            options.append(
+                _delivery(
+                    f"{name}.", m.key, m.delay, m.not_before, m.unique_key, m.unique_mode, m.debounce, m.ttl,
+                    m.expires_at,
+                )
+            )
             deliveries[i] = pointer(options[-1])  # type: ignore[index]
     batch = _Batch(array, deliveries, headers, groups)
     batch._keep.extend(options)
@@ -232,6 +237,8 @@ class PublishMethods(_Handle):
         unique_key: Optional[str] = None,
         unique_mode: UniqueMode = "keep",
         debounce: Optional[Debounce] = None,
+        ttl: Optional[float] = None,
+        expires_at: Optional[float] = None,
     ) -> Published:
         """`publish` with delivery options, returning ``Published(seq, duplicate, replaced)``:
 
@@ -256,13 +263,20 @@ class PublishMethods(_Handle):
           from now, never later than `max_delay` after its first publish (a new message with
           the key is due `delay` from now). The key is freed when its message is acked,
           dead-lettered or purged (a redriven dead letter has none).
+        - `ttl` (seconds from the publish, > 0, at most ten years) and `expires_at` (epoch
+          seconds by the transport's clock; None: never; with both, the earlier): a message
+          no worker has by then expires. A later claim moves it to the dead letters with the
+          reason ``"expired"`` (free, delayed, parked or its lease lapsed; never one a
+          worker holds under a live lease), its group going on behind it, and it frees its
+          unique key; `stats().expired` counts them. The expiry must be after now and after
+          the message is due (`delay`, `not_before`): otherwise `ArgumentError`.
 
         Its own transaction: it shares no commit with other threads' publishes."""
         g = _text("group_id", group_id)
         e = _event("event_json", event)
         p = _int32("priority", priority)
         r = _optional_text("routing_key", routing_key)
-        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce)
+        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce, ttl, expires_at)
         h = _headers("headers", headers)
         lib = self._lib
         tracing = self._tracing
@@ -284,10 +298,10 @@ class PublishMethods(_Handle):
 
     def publish_many_with(self, messages: Iterable[MessageLike]) -> List[Published]:
         """`publish_many` with each `Message`'s delivery options (`key`, `delay`,
-        `not_before`, `unique_key`, `unique_mode`, `debounce`, as `publish_with` takes them;
-        a tuple has none) and headers, returning each message's `Published`, in order. One
-        transaction: every message stored, found a duplicate or replaced, or nothing
-        written. A key met earlier in the batch makes the later message a duplicate of the
+        `not_before`, `unique_key`, `unique_mode`, `debounce`, `ttl`, `expires_at`, as
+        `publish_with` takes them; a tuple has none) and headers, returning each message's
+        `Published`, in order. One transaction: every message stored, found a duplicate or
+        replaced, or nothing written. A key met earlier in the batch makes the later message a duplicate of the
         earlier one; a unique key met earlier finds the earlier message pending."""
         items = _items(messages)
         batch = _batch(items, delivery=True)

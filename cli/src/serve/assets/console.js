@@ -99,6 +99,8 @@ async function refreshStats() {
       $(`stat-${key}`).textContent = String(s[key]);
     }
     $("stat-dead").textContent = s.dead === null ? "- (no dead-letter table)" : String(s.dead);
+    // Of the dead letters, those whose ttl or expires_at passed undelivered.
+    $("stat-expired").textContent = s.expired === null ? "-" : String(s.expired);
     $("stat-oldest-ready").textContent = seconds(s.oldest_ready_age);
     $("stat-overdue").textContent = seconds(s.oldest_overdue_lease);
     const body = document.querySelector("#priorities tbody");
