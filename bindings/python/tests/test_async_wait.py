@@ -111,8 +111,8 @@ def test_100_waiters_on_an_empty_queue_end_on_time(qpath):
             print(f"\n100 waiters of 2 s ended at {min(ends):.3f} .. {max(ends):.3f} s "
                   f"(median {statistics.median(ends):.3f})")
             # Held in the executor one by one, they would end seconds apart; a loaded machine
-        # stretches each a little, which the bench measures, not this test.
-        assert 2.0 <= min(ends) and max(ends) <= 3.0, (min(ends), max(ends))
+            # stretches each a little, which the bench measures, not this test.
+            assert 2.0 <= min(ends) and max(ends) <= 3.0, (min(ends), max(ends))
             assert len(t._waits.watchers()) == 1, "one watch for one filter"
 
     run(main())
