@@ -4,7 +4,7 @@
 
 use libsql::Value;
 
-use super::{leased, Bound, Statements, DELAYED, PARKED, PAUSED_AT_OR_BELOW, PAUSE_OFFSET};
+use super::{leased, pause, Bound, Statements, DELAYED, PARKED};
 use crate::types::{DeadLetters, Lease};
 
 /// The dead-letter table: the message as it was (seq, group, event, claims so far), who
@@ -38,10 +38,10 @@ pub(super) fn bury_as(m: &str, g: &str, d: &str, buried: Buried<'_>) -> String {
          routing_key, enqueued_at, headers) \
          SELECT e.seq, e.group_id, e.event, {attempts}, \
          CASE WHEN e.locked_by IN ('{PARKED}', '{DELAYED}') THEN NULL ELSE e.locked_by END, {reason}, {dead_at}, \
-         CASE WHEN g.priority <= {PAUSED_AT_OR_BELOW} THEN g.priority + {PAUSE_OFFSET} ELSE g.priority END, \
-         g.routing_key, e.enqueued_at, e.headers \
+         {}, g.routing_key, e.enqueued_at, e.headers \
          FROM {m} e JOIN {g} g ON g.group_id = e.group_id \
-         WHERE {which}"
+         WHERE {which}",
+        pause::own_priority("g.priority")
     )
 }
 

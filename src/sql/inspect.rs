@@ -4,7 +4,7 @@
 
 use libsql::Value;
 
-use super::{Bound, Statements, DELAYED, EXPIRED, PARKED, PAUSED_AT_OR_BELOW, PAUSE_OFFSET};
+use super::{pause, Bound, Statements, DELAYED, EXPIRED, PARKED, PAUSED_AT_OR_BELOW};
 use crate::types::GroupState;
 
 /// The listings of `Statements::groups_page`: every group, or those in one state.
@@ -83,9 +83,7 @@ impl Statements {
                  AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)), \
              held AS (SELECT priority, sum(NOT parked AND NOT delayed) AS leased, sum(parked) AS parked, \
                sum(delayed) AS delayed FROM in_flight GROUP BY priority), \
-             levels AS (SELECT CASE WHEN priority <= {PAUSED_AT_OR_BELOW} THEN priority + {PAUSE_OFFSET} \
-               ELSE priority END AS level, count(*) AS groups, sum(priority <= {PAUSED_AT_OR_BELOW}) AS paused \
-               FROM {g} GROUP BY level), \
+             levels AS (SELECT {} AS level, count(*) AS groups, sum({}) AS paused FROM {g} GROUP BY level), \
              oldest AS (SELECT e.seq, {enqueued_at} AS enqueued_at FROM {m} e \
                WHERE (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 \
                  FROM {m} h WHERE h.group_id = e.group_id ORDER BY h.seq LIMIT 1) \
@@ -101,7 +99,9 @@ impl Statements {
              UNION ALL \
              SELECT l.level, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), coalesce(h.delayed, 0), \
                l.paused, NULL, NULL, NULL \
-               FROM levels l LEFT JOIN held h ON h.priority = l.level"
+               FROM levels l LEFT JOIN held h ON h.priority = l.level",
+            pause::own_priority("priority"),
+            pause::is_paused("priority")
         )
     }
 
@@ -124,11 +124,11 @@ impl Statements {
     /// too; the others walk the groups. A paused group is listed as paused only.
     fn build_groups_page(&self, state: Option<GroupState>, after: bool) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
-        let paused = format!("g.priority <= {PAUSED_AT_OR_BELOW}");
+        let paused = pause::is_paused("g.priority");
         let columns = format!(
-            "CAST(g.group_id AS BLOB), CASE WHEN {paused} THEN g.priority + {PAUSE_OFFSET} ELSE g.priority END, \
-             {}, h.seq, h.locked_by, h.lock_expiry, {}, {}, \
+            "CAST(g.group_id AS BLOB), {}, {}, h.seq, h.locked_by, h.lock_expiry, {}, {}, \
              (SELECT count(*) FROM {m} c WHERE c.group_id = g.group_id), {paused}",
+            pause::own_priority("g.priority"),
             self.routing_key("g"),
             self.attempts("h"),
             self.enqueued_at("h")

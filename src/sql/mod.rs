@@ -26,7 +26,7 @@ use dead_letters::DeadSql;
 pub use expiry::{ExpirySql, EXPIRED};
 use inspect::Inspect;
 pub use pause::PauseSql;
-pub(crate) use pause::{OFFSET as PAUSE_OFFSET, PAUSED_AT_OR_BELOW};
+pub(crate) use pause::PAUSED_AT_OR_BELOW;
 pub use publish::{PublishWith, Timing};
 pub use shards::ShardSql;
 pub use unique::UniqueSql;

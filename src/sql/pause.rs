@@ -19,10 +19,21 @@ use crate::types::{PauseKind, PauseTarget};
 use crate::validate::{DELAYED, MISPLACED, PARKED, SET_ASIDE_UNTIL};
 
 /// What a pause takes off a group's priority; given back at resume.
-pub(crate) const OFFSET: i64 = 1_000_000_000;
+const OFFSET: i64 = 1_000_000_000;
 /// A group whose priority is at or below this is paused: halfway, so any priority a
 /// writer gave (ours are 0..4, harel's Python publish takes any) stays on its side.
 pub(crate) const PAUSED_AT_OR_BELOW: i64 = -OFFSET / 2;
+
+/// Whether a group whose priority is the SQL `priority` is paused.
+pub(super) fn is_paused(priority: &str) -> String {
+    format!("{priority} <= {PAUSED_AT_OR_BELOW}")
+}
+
+/// A group's own priority, paused or not, from the SQL `priority` (what the looks show and
+/// a dead letter keeps).
+pub(super) fn own_priority(priority: &str) -> String {
+    format!("CASE WHEN {} THEN {priority} + {OFFSET} ELSE {priority} END", is_paused(priority))
+}
 
 /// The pauses table: one row per pause; `name` is '' for the queue.
 pub(super) fn table(p: &str) -> String {
