@@ -344,6 +344,76 @@ typedef struct harel_header {
 } harel_header;
 
 /**
+ * A message's headers: `n` pairs at `items`, in the order they were published (`items`
+ * may be NULL when `n` is 0).
+ */
+typedef struct harel_headers {
+  const struct harel_header *items;
+  size_t n;
+} harel_headers;
+
+/**
+ * One acked message of a `harel_archive_page`, as the archive keeps it.
+ */
+typedef struct harel_archived {
+  /**
+   * Its seq in the queue: a group's history reads in seq order.
+   */
+  int64_t seq;
+  /**
+   * `group_id_len` bytes, then a NUL.
+   */
+  const char *group_id;
+  size_t group_id_len;
+  /**
+   * `event_len` bytes, then a NUL.
+   */
+  const char *event;
+  size_t event_len;
+  /**
+   * Its headers, as it was published (none: `n` 0).
+   */
+  struct harel_headers headers;
+  /**
+   * How many times it had been claimed, the acked claim included.
+   */
+  int64_t attempts;
+  /**
+   * The worker that acked it.
+   */
+  const char *worker_id;
+  /**
+   * When it was published, epoch seconds; -1 when its writer does not stamp the time.
+   */
+  double published_at;
+  /**
+   * When the claim that was acked took it; -1 for a claim made before the archive existed.
+   */
+  double claimed_at;
+  /**
+   * When it was acked, epoch seconds.
+   */
+  double acked_at;
+  /**
+   * The shard it is on (0 unless the queue is sharded).
+   */
+  size_t shard;
+} harel_archived;
+
+/**
+ * A page of archived messages from `harel_transport_archive`; free with
+ * `harel_archive_page_free`.
+ */
+typedef struct harel_archive_page {
+  const struct harel_archived *messages;
+  size_t n_messages;
+  /**
+   * Pass it to the next call for the next page; NULL when this is the last.
+   */
+  const char *next_cursor;
+} harel_archive_page;
+
+/**
  * A claimed message. One returned by a claim belongs to the caller, who frees it with
  * `harel_lease_free` (after ack or nack, or when giving up on it); never change its
  * fields. The strings are NUL-terminated, but a group id or an event stored by another
@@ -561,15 +631,6 @@ typedef struct harel_message_info {
    */
   double published_at;
 } harel_message_info;
-
-/**
- * A message's headers: `n` pairs at `items`, in the order they were published (`items`
- * may be NULL when `n` is 0).
- */
-typedef struct harel_headers {
-  const struct harel_header *items;
-  size_t n;
-} harel_headers;
 
 /**
  * A page of a group's messages from `harel_transport_peek`; free with
@@ -998,6 +1059,30 @@ enum harel_status harel_transport_resume(struct harel_transport *t,
                                          const char *name,
                                          bool *resumed,
                                          struct harel_error **err);
+
+/**
+ * A page of the archive in seq order: `group_id`'s history only, or every group's when
+ * NULL (a sharded queue's shard after shard). `cursor`: NULL for the first page, else the
+ * `next_cursor` of the page before (copied; that page may be freed). `limit`: 1..10000.
+ * The archive holds what was acked while a transport kept it (`harel_options_set_archive`),
+ * for its retention; an empty page when nothing is there.
+ *
+ * On HAREL_OK `*out` is the caller's (free it with `harel_archive_page_free`); on error NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, group_id empty or not UTF-8, a
+ * bad cursor or limit); HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_archive(struct harel_transport *t,
+                                          const char *group_id,
+                                          const char *cursor,
+                                          size_t limit,
+                                          struct harel_archive_page **out,
+                                          struct harel_error **err);
+
+/**
+ * Frees what `harel_transport_archive` handed out. NULL does nothing.
+ */
+void harel_archive_page_free(struct harel_archive_page *page);
 
 /**
  * Leases the head (oldest message) of the group that has waited longest among those
@@ -1611,6 +1696,21 @@ enum harel_status harel_options_set_max_attempts(struct harel_options *o,
 enum harel_status harel_options_set_key_retention(struct harel_options *o,
                                                   double seconds,
                                                   struct harel_error **err);
+
+/**
+ * Keeps each acked message in the archive for `retention_seconds` after its ack (> 0, at
+ * most ten years): its seq, group, event, headers, claims, the worker, and when it was
+ * published, claimed and acked (`harel_transport_archive` lists them). Each ack copies its
+ * message in its own transaction and prunes at most 100 rows older than the retention.
+ * Not set (the default): an ack deletes, and the archive is left as it is. With
+ * create_schema off the archive table must be there, or open fails naming it.
+ *
+ * Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, retention_seconds not finite, <= 0 or
+ * over ten years).
+ */
+enum harel_status harel_options_set_archive(struct harel_options *o,
+                                            double retention_seconds,
+                                            struct harel_error **err);
 
 /**
  * The function every call that writes or looks asks for "now" (a publish stamps its

@@ -19,7 +19,7 @@ use crate::shards::{self, Router, Watch};
 use crate::telemetry::{Outcome, Telemetry};
 use crate::headers::Headers;
 use crate::types::{
-    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause, PauseTarget,
+    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause, PauseTarget,
     Published, Stats,
 };
 use crate::waiting::wait::Wait;
@@ -437,6 +437,15 @@ impl AsyncTransport {
         let group = group_id.map(Group::new).transpose()?;
         let listing = Listing::new(cursor, limit)?;
         self.call(None, "dead_letters", self.router.dead_letters(group, &listing)).await
+    }
+
+    /// A page of archived messages in seq order (one group's, if given: its history in
+    /// order), while the archive keeps them (`Options::archive`). Sharded, shard after
+    /// shard, each saying its shard; one group's from its shard.
+    pub async fn archive(&self, group_id: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<Page<Archived>> {
+        let group = group_id.map(Group::new).transpose()?;
+        let listing = Listing::new(cursor, limit)?;
+        self.call(None, "archive", self.router.archive(group, &listing)).await
     }
 
     // ---- admin

@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 
 /// A cursor: where a listing goes on, as text the caller hands back unchanged. Kinds:
 /// "g" (groups, after a group id), "m" (a group's messages, after a seq), "d" (dead
-/// letters, after a seq).
+/// letters, after a seq), "a" (archived messages, after a seq); a sharded queue's "D" and
+/// "A" wrap a shard's own (shards/merge.rs).
 pub fn cursor(kind: char, after: &[u8]) -> String {
     let hex: String = after.iter().map(|b| format!("{b:02x}")).collect();
     format!("{kind}1.{hex}")

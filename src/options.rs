@@ -46,6 +46,8 @@ pub struct Options {
     pub(crate) max_attempts: u32,
     /// How long an idempotency key is remembered, in seconds.
     pub(crate) key_retention: f64,
+    /// How long an acked message is kept in the archive, in seconds; None: not archived.
+    pub(crate) archive: Option<f64>,
     /// Whether open refuses a file this process holds a lock on that no transport of ours
     /// holds (other_sqlite.rs). Set by the C ABI only: in a Rust program the `libsql`
     /// crate shares this library's SQLite, whose own connections are no hazard.
@@ -69,6 +71,7 @@ impl Default for Options {
             clock: Arc::new(system_clock),
             max_attempts: 0,
             key_retention: DEFAULT_KEY_RETENTION,
+            archive: None,
             refuse_other_sqlite: false,
             tracing: None,
         }
@@ -88,6 +91,7 @@ impl fmt::Debug for Options {
             .field("busy_timeout", &self.busy_timeout)
             .field("synchronous", &self.synchronous)
             .field("max_attempts", &self.max_attempts)
+            .field("archive", &self.archive)
             .finish_non_exhaustive()
     }
 }
@@ -196,14 +200,17 @@ impl Options {
     /// day's publishes stay a small table; SQS FIFO keeps 5 minutes, too short for a
     /// producer that retries after an outage.
     pub fn key_retention(&mut self, seconds: f64) -> Result<&mut Self> {
-        validate::positive_seconds("key_retention", seconds)?;
-        if seconds > validate::MAX_DELAY {
-            return Err(crate::Error::Argument(format!(
-                "key_retention is {seconds}; at most {} (ten years)",
-                validate::MAX_DELAY
-            )));
-        }
-        self.key_retention = seconds;
+        self.key_retention = validate::retention("key_retention", seconds)?;
+        Ok(self)
+    }
+
+    /// Keeps each acked message in the archive table for `retention_seconds` after its
+    /// ack (> 0, at most ten years; docs/queue.md, "The archive"): its seq, group, event,
+    /// headers, claims, the worker, and when it was published, claimed and acked. Each ack
+    /// copies its message in its own transaction and prunes a bounded number of rows older
+    /// than the retention. Off by default: an ack deletes, and the table is left as it is.
+    pub fn archive(&mut self, retention_seconds: f64) -> Result<&mut Self> {
+        self.archive = Some(validate::retention("archive", retention_seconds)?);
         Ok(self)
     }
 

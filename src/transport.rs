@@ -15,7 +15,7 @@ use crate::options::Options;
 use crate::request::Publish;
 use crate::shards::Watch;
 use crate::types::{
-    DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause, PauseTarget,
+    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause, PauseTarget,
     Published, Stats,
 };
 use crate::waiting::wait::Wait;
@@ -248,6 +248,11 @@ impl Transport {
     /// See [`AsyncTransport::dead_letters`].
     pub fn dead_letters(&self, group_id: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<Page<DeadLetter>> {
         self.runtime.block_on(self.inner().dead_letters(group_id, cursor, limit))
+    }
+
+    /// See [`AsyncTransport::archive`].
+    pub fn archive(&self, group_id: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<Page<Archived>> {
+        self.runtime.block_on(self.inner().archive(group_id, cursor, limit))
     }
 
     /// See [`AsyncTransport::redrive`].

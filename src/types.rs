@@ -238,6 +238,28 @@ pub struct DeadLetter {
     pub headers: Headers,
 }
 
+/// A message that was acked, as the archive keeps it (`Options::archive`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Archived {
+    /// Its seq in the queue: a group's history reads in seq order.
+    pub seq: i64,
+    pub group_id: String,
+    pub event: String,
+    pub headers: Headers,
+    /// How many times it had been claimed, the acked claim included.
+    pub attempts: i64,
+    /// The worker that acked it.
+    pub worker_id: String,
+    /// When it was published (None: its writer does not stamp the time).
+    pub published_at: Option<f64>,
+    /// When the claim that was acked took it (None: a claim before the archive's column).
+    pub claimed_at: Option<f64>,
+    /// When it was acked, epoch seconds.
+    pub acked_at: f64,
+    /// The shard it was found on (0 unless the queue is sharded).
+    pub shard: usize,
+}
+
 /// One page of a listing, and the cursor of the next one (None: this was the last).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {

@@ -75,6 +75,15 @@ pub fn positive_seconds(name: &str, value: f64) -> Result<()> {
     Ok(())
 }
 
+/// How long something is kept (`key_retention`, `archive`): finite, > 0, at most ten years.
+pub fn retention(name: &str, seconds: f64) -> Result<f64> {
+    positive_seconds(name, seconds)?;
+    if seconds > MAX_DELAY {
+        return Err(arg(format!("{name} is {seconds}; at most {MAX_DELAY} (ten years)")));
+    }
+    Ok(seconds)
+}
+
 /// Seconds that must be finite and >= 0 (`delay`, `busy_timeout`).
 pub fn non_negative_seconds(name: &str, value: f64) -> Result<()> {
     if !value.is_finite() || value < 0.0 {

@@ -118,6 +118,12 @@ local!(
     an_expired_message_frees_its_unique_key,
     bad_expiries_are_refused_and_change_nothing,
     an_expiry_in_a_transaction_is_checked_as_it_is_queued,
+    an_acked_message_is_archived_with_what_was_done,
+    every_ack_archives_and_nothing_else_does,
+    the_archive_is_off_by_default,
+    a_groups_history_reads_in_order_in_pages,
+    the_archive_is_pruned_after_its_retention_a_bounded_number_per_ack,
+    bad_archive_arguments_are_refused,
 );
 
 #[test]

@@ -58,7 +58,7 @@ fn a_harel_09_file_is_upgraded_in_place() {
     let columns = raw.columns("harel_transport_groups");
     assert_eq!(columns, ["group_id", "last_claimed_at", "priority", "routing_key"]);
     let columns = raw.columns("harel_transport_messages");
-    let ours = ["attempts", "enqueued_at", "headers", "unique_key", "expires_at"];
+    let ours = ["attempts", "enqueued_at", "headers", "unique_key", "expires_at", "claimed_at"];
     assert_eq!(columns, [&["seq", "group_id", "event", "locked_by", "lock_expiry"][..], &ours].concat());
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages WHERE attempts = 0"), raw.count("SELECT count(*) FROM harel_transport_messages"), "old messages start at 0 claims");
     let index = raw.rows("SELECT name FROM pragma_index_info('harel_transport_groups_by_routing_key') ORDER BY seqno");
@@ -213,7 +213,7 @@ fn prefixes_are_isolated() {
     let mut expected: Vec<String> = ["a", "harel", "tenant_b"]
         .iter()
         .flat_map(|p| {
-            ["dead", "groups", "keys", "messages", "pauses"].map(|table| format!("{p}_transport_{table}"))
+            ["archive", "dead", "groups", "keys", "messages", "pauses"].map(|table| format!("{p}_transport_{table}"))
         })
         .collect();
     expected.sort();
@@ -301,6 +301,26 @@ fn create_schema_off_without_the_pauses_refuses_only_pause_and_resume() {
     }
 }
 
+/// A file made before the archive, opened with create_schema off, works with the archive
+/// off (its look finds nothing); with the archive on, open is refused, naming the table.
+#[test]
+fn create_schema_off_without_the_archive_refuses_only_to_keep_one() {
+    let _limit = common::time_limit();
+    let clock = TestClock::at(1000.0);
+    let (_dir, path) = temp_db();
+    file(&path, &clock).publish("g", &event(1), 0, None).unwrap();
+    Raw::open(&path).batch("DROP TABLE harel_transport_archive");
+    let t = Transport::open(&path, &no_schema(&clock)).expect("the archive is optional while off");
+    assert!(t.archive(None, None, 10).unwrap().items.is_empty());
+    t.ack(&t.claim("w", V, 0, &[]).unwrap().unwrap()).unwrap();
+    drop(t);
+    let mut archiving = no_schema(&clock);
+    archiving.archive(3600.0).unwrap();
+    let message = database_error(Transport::open(&path, &archiving));
+    assert!(message.contains("the table harel_transport_archive is missing"), "{message}");
+    assert!(Raw::open(&path).objects().iter().all(|(_, name)| name != "harel_transport_archive"), "nothing made");
+}
+
 #[test]
 fn schema_sql_gives_the_schema_open_creates() {
     let _limit = common::time_limit();
@@ -333,7 +353,7 @@ fn schema_sql_names_only_its_prefix() {
     let raw = Raw::open(&path);
     raw.batch(&script);
     let objects = raw.objects();
-    assert_eq!(objects.len(), 16, "5 tables, 9 indexes, 2 triggers: {objects:?}");
+    assert_eq!(objects.len(), 19, "6 tables, 11 indexes, 2 triggers: {objects:?}");
     assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
     let mut o = no_schema(&TestClock::at(1000.0));
     o.prefix("tenant_7").unwrap();
@@ -431,9 +451,11 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
             "the column harel_transport_messages.headers",
             "the column harel_transport_messages.unique_key",
             "the column harel_transport_messages.expires_at",
+            "the column harel_transport_messages.claimed_at",
             "the table harel_transport_dead",
             "the table harel_transport_keys",
             "the table harel_transport_pauses",
+            "the table harel_transport_archive",
             "the trigger harel_transport_groups_paused_at_birth",
             "the trigger harel_transport_groups_paused_turn",
         ]
@@ -477,6 +499,7 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
     refused("pause", t.pause(harel_transport::PauseTarget::Queue).map(drop));
     refused("resume", t.resume(harel_transport::PauseTarget::Group("old")).map(drop));
     assert!(t.pauses().unwrap().is_empty(), "no pauses table: none in force");
+    assert!(t.archive(None, None, 10).unwrap().items.is_empty(), "no archive table: nothing archived");
     drop(t);
     assert_eq!(raw.objects(), before, "opened as it is, the file is as it was");
     assert_eq!(raw.rows("SELECT count(*) FROM harel_transport_messages"), [["4"]]);

@@ -21,6 +21,8 @@
 // "Method groups"), and the lease every group hands over.
 #[path = "calls/admin.rs"]
 mod admin;
+#[path = "calls/archive.rs"]
+mod archive;
 #[path = "arguments/args.rs"]
 mod args;
 mod boundary;
@@ -66,6 +68,7 @@ mod values;
 mod watch;
 
 pub use admin::*;
+pub use archive::*;
 pub use claim::*;
 pub use delivery::{harel_delivery, harel_published, harel_unique_mode};
 pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};

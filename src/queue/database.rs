@@ -24,7 +24,7 @@ use crate::request::{
 };
 use crate::sql::Statements;
 use crate::types::{
-    DeadLetter, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseTarget, Published, Stats,
+    Archived, DeadLetter, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseTarget, Published, Stats,
 };
 use crate::validate;
 use crate::waiting::wait::{Interrupts, Wait};
@@ -41,6 +41,8 @@ pub(crate) struct Queue {
     clock: Clock,
     mode: Mode,
     key_retention: f64,
+    /// How long an acked message is archived; None: it is not.
+    archive: Option<f64>,
     /// What wakes this queue's waiting claims in this process (shared with its other transports).
     wake: Arc<Signal>,
     polling: Polling,
@@ -76,7 +78,8 @@ impl Queue {
         let absent = if options.schema_as_is {
             schema::as_is(&mut backend, &mut sql).await
         } else {
-            schema::prepare(&mut backend, &mut sql, options.create_schema).await.map(|()| Vec::new())
+            let archive = options.archive.is_some();
+            schema::prepare(&mut backend, &mut sql, options.create_schema, archive).await.map(|()| Vec::new())
         }
         .map_err(|e| e.during("open"))?;
         let (clock, interrupts) = (options.clock.clone(), Interrupts::default());
@@ -89,6 +92,7 @@ impl Queue {
             clock,
             mode,
             key_retention,
+            archive: options.archive,
             wake,
             polling,
             interrupts,
@@ -301,7 +305,7 @@ impl Queue {
     pub async fn ack_and_claim(&self, finish: Finish<'_>, claim: &Claim<'_>) -> Result<Option<Lease>> {
         let mut backend = self.writer().await?;
         let claimed =
-            work::ack_and_claim(&mut backend, &self.sql, finish, claim, &|| self.now()).await?;
+            work::ack_and_claim(&mut backend, &self.sql, (finish, self.archive), claim, &|| self.now()).await?;
         drop(backend);
         self.meters.acked.add(1);
         self.wake.notify();
@@ -317,7 +321,7 @@ impl Queue {
     ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
         let mut backend = self.writer().await?;
         let (outcomes, claimed) =
-            work::ack_and_claim_many(&mut backend, &self.sql, finish, claim, &|| self.now()).await?;
+            work::ack_and_claim_many(&mut backend, &self.sql, (finish, self.archive), claim, &|| self.now()).await?;
         drop(backend);
         self.count_acks(&outcomes);
         self.wake.notify();
@@ -346,7 +350,7 @@ impl Queue {
     /// if it is gone or leased to another worker; then nothing changes.
     pub async fn ack(&self, finish: Finish<'_>) -> Result<()> {
         let mut backend = self.writer().await?;
-        work::ack(&mut backend, &self.sql, finish, &|| self.now()).await?;
+        work::ack(&mut backend, &self.sql, finish, self.archive, &|| self.now()).await?;
         drop(backend);
         self.meters.acked.add(1);
         self.wake.notify();
@@ -356,7 +360,7 @@ impl Queue {
     /// Acks every lease in one transaction, with an outcome per lease.
     pub async fn ack_many(&self, finish: &FinishMany<'_>) -> Result<Vec<Result<()>>> {
         let mut backend = self.writer().await?;
-        let outcomes = work::ack_many(&mut backend, &self.sql, finish, &|| self.now()).await?;
+        let outcomes = work::ack_many(&mut backend, &self.sql, finish, self.archive, &|| self.now()).await?;
         drop(backend);
         self.count_acks(&outcomes);
         self.wake.notify();
@@ -418,6 +422,12 @@ impl Queue {
     pub async fn dead_letters(&self, group: Option<Group<'_>>, page: &PageRequest) -> Result<Page<DeadLetter>> {
         let mut backend = self.connection().await?;
         looks::dead_letters(&mut backend, &self.sql, group.map(|g| g.0), page).await
+    }
+
+    /// A page of archived messages in seq order (one group's, if given).
+    pub async fn archive(&self, group: Option<Group<'_>>, page: &PageRequest) -> Result<Page<Archived>> {
+        let mut backend = self.connection().await?;
+        looks::archive(&mut backend, &self.sql, group.map(|g| g.0), page).await
     }
 
     // ---- admin

@@ -12,7 +12,9 @@ use crate::error::{Error, Result};
 use crate::request::PageRequest;
 use crate::sql::Statements;
 use crate::headers::Headers;
-use crate::types::{DeadLetter, GroupInfo, GroupState, MessageInfo, Page, Pause, PauseKind, PriorityStats, Stats};
+use crate::types::{
+    Archived, DeadLetter, GroupInfo, GroupState, MessageInfo, Page, Pause, PauseKind, PriorityStats, Stats,
+};
 use crate::validate::{DELAYED, PARKED};
 use crate::waiting::Readiness;
 
@@ -184,6 +186,33 @@ pub async fn dead_letters(
         headers: headers(row.get(7)),
     });
     Ok(page(letters.collect(), page_request.limit, 'd', |d| d.seq.to_be_bytes().to_vec()))
+}
+
+pub async fn archive(
+    backend: &mut Backend,
+    sql: &Statements,
+    group_id: Option<&str>,
+    page_request: &PageRequest,
+) -> Result<Page<Archived>> {
+    if sql.lacks().archive {
+        // A file made before the archive, opened without creating it, has archived nothing.
+        return Ok(Page { items: Vec::new(), next: None });
+    }
+    let look = sql.archive.page(group_id, after_seq(page_request)?, page_limit(page_request));
+    let [rows] = reads::<1>(backend.read(&[look]).await?)?;
+    let archived = rows.iter().map(|row| Archived {
+        seq: int(row.first()).unwrap_or(0),
+        group_id: lossy(bytes(row.get(1))),
+        event: lossy(bytes(row.get(2))),
+        headers: headers(row.get(3)),
+        attempts: int(row.get(4)).unwrap_or(0),
+        worker_id: text(row.get(5)).unwrap_or_default(),
+        published_at: real(row.get(6)),
+        claimed_at: real(row.get(7)),
+        acked_at: real(row.get(8)).unwrap_or(0.0),
+        shard: 0,
+    });
+    Ok(page(archived.collect(), page_request.limit, 'a', |a| a.seq.to_be_bytes().to_vec()))
 }
 
 /// A look shows headers another program stored unreadably as none (a claim buries their

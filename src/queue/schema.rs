@@ -6,9 +6,10 @@ use crate::chain::Chain;
 use crate::error::{Error, Result};
 use crate::sql::{Lacks, Statements};
 
-pub async fn prepare(backend: &mut Backend, sql: &mut Statements, create: bool) -> Result<()> {
+/// `archive`: `Options::archive` is on, so the archive table must be there.
+pub async fn prepare(backend: &mut Backend, sql: &mut Statements, create: bool, archive: bool) -> Result<()> {
     if !create {
-        return check(backend, sql).await;
+        return check(backend, sql, archive).await;
     }
     // One write transaction. SQLite has no ADD COLUMN IF NOT EXISTS: the columns a file
     // lacks are read first; when another process added one in between, the ALTER fails
@@ -66,6 +67,7 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
         dead_headers: lacking(d, "headers"),
         expires_at: lacking(m, "expires_at"),
         pauses: lacks_pauses(sql, &tables),
+        archive: tables.contains(&sql.archive_table.as_str()),
     };
     let mut absent: Vec<String> =
         columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();
@@ -82,17 +84,21 @@ fn lacks_pauses(sql: &Statements, tables: &[&str]) -> bool {
 
 /// Every table and column a queue needs, or one error naming each that is missing. The
 /// keys table (added after 0.4.0) is optional: without it only a keyed publish is refused;
-/// so are the pauses table and its triggers: without them pause and resume are refused.
-async fn check(backend: &mut Backend, sql: &mut Statements) -> Result<()> {
+/// so are the pauses table and its triggers: without them pause and resume are refused;
+/// so is the archive table, unless `archive` (the option) is on.
+async fn check(backend: &mut Backend, sql: &mut Statements, archive: bool) -> Result<()> {
     let (tables, columns) = missing(backend, sql).await?;
     let keys = sql.keys_table.as_str();
     let (lacks_keys, lacks_pauses) = (tables.contains(&keys), lacks_pauses(sql, &tables));
-    let optional = |t: &str| t == keys || t == sql.pauses_table || sql.pause_triggers().contains(&t);
+    let lacks_archive = tables.contains(&sql.archive_table.as_str());
+    let optional = |t: &str| {
+        t == keys || t == sql.pauses_table || sql.pause_triggers().contains(&t) || (t == sql.archive_table && !archive)
+    };
     let mut missing: Vec<String> =
         tables.iter().filter(|t| !optional(t)).map(|t| format!("the table {t}")).collect();
     missing.extend(columns.iter().map(|(table, column)| format!("the column {table}.{column}")));
     if missing.is_empty() {
-        sql.read_around(Lacks { keys: lacks_keys, pauses: lacks_pauses, ..sql.lacks() });
+        sql.read_around(Lacks { keys: lacks_keys, pauses: lacks_pauses, archive: lacks_archive, ..sql.lacks() });
         return Ok(());
     }
     Err(Error::Database(format!(
@@ -119,6 +125,7 @@ async fn missing<'s>(
         sql.dead_table.as_str(),
         sql.keys_table.as_str(),
         sql.pauses_table.as_str(),
+        sql.archive_table.as_str(),
         triggers[0],
         triggers[1],
     ];

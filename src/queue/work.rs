@@ -206,11 +206,26 @@ pub async fn claim(backend: &mut Backend, sql: &Statements, c: &Claim<'_>, now: 
     backend.claim(sql, (c, c.max), now, None).await
 }
 
+/// How long an acked message is archived (`Options::archive`); None: it is not.
+pub type Archive = Option<f64>;
+
 /// Deletes the leased message, and its group when it was the last; `Error::LeaseLost`
 /// when it is no longer this worker's (then nothing changes).
-pub async fn ack(backend: &mut Backend, sql: &Statements, finish: Finish<'_>, now: Now<'_>) -> Result<()> {
+pub async fn ack(
+    backend: &mut Backend,
+    sql: &Statements,
+    finish: Finish<'_>,
+    archive: Archive,
+    now: Now<'_>,
+) -> Result<()> {
     let lease = finish.lease;
-    backend.run(|| Ok((push_ack(Chain::new(), sql, lease, now()?), ()))).await.map(drop)
+    backend
+        .run(|| {
+            let now = now()?;
+            Ok((push_pruned(push_ack(Chain::new(), sql, lease, (now, archive)), sql, (now, archive)), ()))
+        })
+        .await
+        .map(drop)
 }
 
 /// The ack and the claim in one transaction (one commit per message handled instead of
@@ -218,11 +233,14 @@ pub async fn ack(backend: &mut Backend, sql: &Statements, finish: Finish<'_>, no
 pub async fn ack_and_claim<'a>(
     backend: &mut Backend,
     sql: &'a Statements,
-    finish: Finish<'a>,
+    (finish, archive): (Finish<'a>, Archive),
     c: &Claim<'_>,
     now: Now<'_>,
 ) -> Result<Claimed> {
-    let ack = |chain: Chain<'a>, now: f64| Ok((push_ack(chain, sql, finish.lease, now), Vec::new()));
+    let ack = |chain: Chain<'a>, now: f64| {
+        let chain = push_ack(chain, sql, finish.lease, (now, archive));
+        Ok((push_pruned(chain, sql, (now, archive)), Vec::new()))
+    };
     backend.claim(sql, (c, 1), now, Some(&ack)).await
 }
 
@@ -233,16 +251,14 @@ pub async fn ack_many(
     backend: &mut Backend,
     sql: &Statements,
     finish: &FinishMany<'_>,
+    archive: Archive,
     now: Now<'_>,
 ) -> Result<Vec<Result<()>>> {
     if finish.leases.is_empty() {
         return Ok(Vec::new());
     }
     let (results, deletes) = backend
-        .run(|| {
-            let (chain, deletes) = push_ack_many(Chain::new(), sql, finish.leases, now()?);
-            Ok((chain, deletes))
-        })
+        .run(|| Ok(push_ack_many(Chain::new(), sql, finish.leases, (now()?, archive))))
         .await?;
     Ok(outcomes(finish.leases, deletes.iter().map(|&i| results[i].changed)))
 }
@@ -253,11 +269,11 @@ pub async fn ack_many(
 pub async fn ack_and_claim_many<'a>(
     backend: &mut Backend,
     sql: &'a Statements,
-    finish: &FinishMany<'a>,
+    (finish, archive): (&FinishMany<'a>, Archive),
     c: &Claim<'_>,
     now: Now<'_>,
 ) -> Result<(Vec<Result<()>>, Claimed)> {
-    let acks = |chain: Chain<'a>, now: f64| Ok(push_ack_many(chain, sql, finish.leases, now));
+    let acks = |chain: Chain<'a>, now: f64| Ok(push_ack_many(chain, sql, finish.leases, (now, archive)));
     let mut claimed = backend.claim(sql, (c, c.max), now, Some(&acks)).await?;
     Ok((outcomes(finish.leases, std::mem::take(&mut claimed.before).into_iter()), claimed))
 }
@@ -283,15 +299,20 @@ pub async fn extend(backend: &mut Backend, sql: &Statements, request: &Extend<'_
 }
 
 /// Each lease's ack, without a guard: a lost one changes nothing (its group's turn moves
-/// only when its DELETE deleted) and does not stop the others. The DELETEs' indexes.
+/// only when its DELETE deleted) and does not stop the others; then the archive's prune.
+/// The DELETEs' indexes.
 fn push_ack_many<'a>(
     mut chain: Chain<'a>,
     sql: &'a Statements,
     leases: &'a [Lease],
-    now: f64,
+    (now, archive): (f64, Archive),
 ) -> (Chain<'a>, Vec<usize>) {
     let mut deletes = Vec::with_capacity(leases.len());
     for lease in leases {
+        if archive.is_some() {
+            let (copy, params) = sql.archive.copy(lease, now);
+            chain.push(copy, params);
+        }
         let (delete, params) = sql.ack_message(lease);
         deletes.push(chain.push(delete, params));
         let (requeue, params) = sql.requeue_group_if_acked(&lease.group_id, now);
@@ -299,7 +320,7 @@ fn push_ack_many<'a>(
         let (drop_group, params) = sql.drop_group_if_empty(&lease.group_id);
         chain.push_unless_changed(drop_group, params);
     }
-    (chain, deletes)
+    (push_pruned(chain, sql, (now, archive)), deletes)
 }
 
 /// An outcome per lease from the rows its DELETE deleted.
@@ -370,12 +391,26 @@ pub async fn dead_letter(
         .map(drop)
 }
 
-/// The ack's statements: the message, if still leased to its worker, then its group.
-fn push_ack<'a>(mut chain: Chain<'a>, sql: &'a Statements, lease: &'a Lease, now: f64) -> Chain<'a> {
+/// The ack's statements: the message, if still leased to its worker, copied into the
+/// archive when it is kept and deleted, then its group.
+fn push_ack<'a>(mut chain: Chain<'a>, sql: &'a Statements, lease: &'a Lease, (now, archive): (f64, Archive)) -> Chain<'a> {
+    if archive.is_some() {
+        let (copy, params) = sql.archive.copy(lease, now);
+        chain.push(copy, params);
+    }
     let (delete, params) = sql.ack_message(lease);
     chain.push(delete, params);
     chain.guard(lease);
     push_group_goes_on(chain, sql, &lease.group_id, now)
+}
+
+/// With the archive kept: its rows older than the retention pruned, a bounded number.
+fn push_pruned<'a>(mut chain: Chain<'a>, sql: &'a Statements, (now, archive): (f64, Archive)) -> Chain<'a> {
+    if let Some(retention) = archive {
+        let (prune, params) = sql.archive.prune(now - retention);
+        chain.push(prune, params);
+    }
+    chain
 }
 
 /// After a group's head was removed: ready again now, or gone when it was the last (one of

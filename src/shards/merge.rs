@@ -1,9 +1,11 @@
 //! A sharded queue's looks: the shards' stats summed, their pages of groups merged in
-//! group id order, their dead letters listed shard after shard.
+//! group id order, their dead letters and archives listed shard after shard.
 
 use crate::cursor::{cursor, parse_cursor};
 use crate::error::{Error, Result};
-use crate::types::{DeadLetter, GroupInfo, Page, PriorityStats, Stats};
+use crate::queue::database::Queue;
+use crate::request::{Group, PageRequest};
+use crate::types::{Archived, DeadLetter, GroupInfo, Page, PriorityStats, Stats};
 
 /// The queue's counts: each shard's added up. The oldest ready message is the one of the
 /// shard whose oldest is oldest (by age, where its writer stamped one); the soonest times
@@ -90,37 +92,74 @@ pub fn merge_groups(pages: Vec<Page<GroupInfo>>, limit: usize) -> Page<GroupInfo
     Page { items, next }
 }
 
-/// The cursor of a sharded queue's dead letters: the shard it is on, and that shard's own
-/// cursor (none: from its first page).
+/// A listing a sharded queue reads shard after shard, each item saying its shard: the
+/// dead letters and the archive, in seq order within a shard.
+pub trait ShardAfterShard: Sized {
+    /// The cursor kind of one database's listing; the sharded one's is its capital.
+    const KIND: char;
+
+    /// The item as found on `shard`.
+    fn on_shard(self, shard: usize) -> Self;
+
+    /// One database's page (one group's, if given).
+    async fn look(queue: &Queue, group: Option<Group<'_>>, page: &PageRequest) -> Result<Page<Self>>;
+}
+
+impl ShardAfterShard for DeadLetter {
+    const KIND: char = 'd';
+
+    fn on_shard(self, shard: usize) -> Self {
+        DeadLetter { shard, ..self }
+    }
+
+    async fn look(queue: &Queue, group: Option<Group<'_>>, page: &PageRequest) -> Result<Page<Self>> {
+        queue.dead_letters(group, page).await
+    }
+}
+
+impl ShardAfterShard for Archived {
+    const KIND: char = 'a';
+
+    fn on_shard(self, shard: usize) -> Self {
+        Archived { shard, ..self }
+    }
+
+    async fn look(queue: &Queue, group: Option<Group<'_>>, page: &PageRequest) -> Result<Page<Self>> {
+        queue.archive(group, page).await
+    }
+}
+
+/// The cursor of a listing read shard after shard: the shard it is on, and that shard's
+/// own cursor (none: from its first page).
 pub struct ShardedCursor {
     pub shard: usize,
     pub inner: Option<String>,
 }
 
 impl ShardedCursor {
-    pub fn parse(text: Option<&str>) -> Result<ShardedCursor> {
+    pub fn parse<T: ShardAfterShard>(text: Option<&str>) -> Result<ShardedCursor> {
         let Some(text) = text else { return Ok(ShardedCursor { shard: 0, inner: None }) };
-        let bytes = parse_cursor('D', text)?;
+        let bytes = parse_cursor(T::KIND.to_ascii_uppercase(), text)?;
         let bad = || Error::Argument(format!("cursor {text:?} is not a cursor of this listing"));
         let (shard, inner) = bytes.split_first_chunk::<4>().ok_or_else(bad)?;
         let inner = String::from_utf8(inner.to_vec()).map_err(|_| bad())?;
         Ok(ShardedCursor { shard: u32::from_be_bytes(*shard) as usize, inner: (!inner.is_empty()).then_some(inner) })
     }
 
-    pub fn text(&self) -> String {
+    pub fn text<T: ShardAfterShard>(&self) -> String {
         let mut bytes = (self.shard as u32).to_be_bytes().to_vec();
         bytes.extend(self.inner.as_deref().unwrap_or("").bytes());
-        cursor('D', &bytes)
+        cursor(T::KIND.to_ascii_uppercase(), &bytes)
     }
 }
 
-/// Dead letters of `shard`'s page, marked, with the cursor that goes on after them: in the
+/// The items of `shard`'s page, marked, with the cursor that goes on after them: in the
 /// same shard while it has more, else at the next shard's first page.
-pub fn dead_page(shard: usize, shards: usize, page: Page<DeadLetter>) -> Page<DeadLetter> {
-    let items = page.items.into_iter().map(|d| DeadLetter { shard, ..d }).collect();
+pub fn shard_page<T: ShardAfterShard>(shard: usize, shards: usize, page: Page<T>) -> Page<T> {
+    let items = page.items.into_iter().map(|item| item.on_shard(shard)).collect();
     let next = match page.next {
-        Some(inner) => Some(ShardedCursor { shard, inner: Some(inner) }.text()),
-        None if shard + 1 < shards => Some(ShardedCursor { shard: shard + 1, inner: None }.text()),
+        Some(inner) => Some(ShardedCursor { shard, inner: Some(inner) }.text::<T>()),
+        None if shard + 1 < shards => Some(ShardedCursor { shard: shard + 1, inner: None }.text::<T>()),
         None => None,
     };
     Page { items, next }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use super::merge::{dead_page, merge_groups, sum_stats, ShardedCursor};
+use super::merge::{merge_groups, shard_page, sum_stats, ShardAfterShard, ShardedCursor};
 use super::{shard_of, Watch};
 use crate::error::{Error, Result};
 use crate::queue::database::Queue;
@@ -21,7 +21,7 @@ use crate::request::{
     Publish,
 };
 use crate::types::{
-    DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseKind, PauseTarget, Published,
+    Archived, DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseKind, PauseTarget, Published,
     Stats,
 };
 use crate::waiting::wait::Wait;
@@ -409,23 +409,37 @@ impl Router {
 
     /// Sharded, shard after shard, each letter saying its shard; one group's from its shard.
     pub async fn dead_letters(&self, group: Option<Group<'_>>, listing: &Listing<'_>) -> Result<Page<DeadLetter>> {
+        self.shard_after_shard(group, listing).await
+    }
+
+    /// As `dead_letters`.
+    pub async fn archive(&self, group: Option<Group<'_>>, listing: &Listing<'_>) -> Result<Page<Archived>> {
+        self.shard_after_shard(group, listing).await
+    }
+
+    /// A listing read shard after shard (merge.rs); one group's from its shard.
+    async fn shard_after_shard<T: ShardAfterShard>(
+        &self,
+        group: Option<Group<'_>>,
+        listing: &Listing<'_>,
+    ) -> Result<Page<T>> {
         if self.queues.len() == 1 || group.is_some() {
             let at = group.map_or(0, |g| self.shard_of(g.0));
-            let page = self.queues[at].dead_letters(group, &PageRequest::of('d', listing)?).await?;
-            return Ok(Page { items: page.items.into_iter().map(|d| DeadLetter { shard: at, ..d }).collect(), ..page });
+            let page = T::look(&self.queues[at], group, &PageRequest::of(T::KIND, listing)?).await?;
+            return Ok(Page { items: page.items.into_iter().map(|item| item.on_shard(at)).collect(), ..page });
         }
-        let mut at = ShardedCursor::parse(listing.cursor)?;
+        let mut at = ShardedCursor::parse::<T>(listing.cursor)?;
         let mut items = Vec::new();
         loop {
             let Some(queue) = self.queues.get(at.shard) else {
                 return Err(Error::Argument("the cursor names a shard this queue has not".into()));
             };
             let rest = Listing { cursor: at.inner.as_deref(), limit: listing.limit - items.len() };
-            let page = queue.dead_letters(None, &PageRequest::of('d', &rest)?).await?;
-            let page = dead_page(at.shard, self.queues.len(), page);
+            let page = T::look(queue, None, &PageRequest::of(T::KIND, &rest)?).await?;
+            let page = shard_page(at.shard, self.queues.len(), page);
             items.extend(page.items);
             match page.next {
-                Some(next) if items.len() < listing.limit => at = ShardedCursor::parse(Some(&next))?,
+                Some(next) if items.len() < listing.limit => at = ShardedCursor::parse::<T>(Some(&next))?,
                 next => return Ok(Page { items, next }),
             }
         }

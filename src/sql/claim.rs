@@ -92,12 +92,12 @@ impl Statements {
         let lease = statements.len();
         statements.push((
             format!(
-                "UPDATE {m} SET locked_by = ?1, lock_expiry = ?2, attempts = attempts + 1 \
+                "UPDATE {m} SET locked_by = ?1, lock_expiry = ?2, attempts = attempts + 1, claimed_at = ?3 \
                  WHERE seq = {} RETURNING seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, headers, \
                  expires_at",
                 head_of(&format!("(SELECT group_id FROM {g} WHERE last_claimed_at = {MARK})"))
             ),
-            vec![worker_id.into(), lock_expiry.into()],
+            vec![worker_id.into(), lock_expiry.into(), now.into()],
         ));
         statements.push((
             format!("UPDATE {g} SET last_claimed_at = ?1 WHERE last_claimed_at = {MARK}"),

@@ -12,6 +12,7 @@ use crate::headers::Headers;
 use crate::types::{Lease, Message};
 use crate::validate::{DELAYED, MAX_PRIORITY, PARKED};
 
+mod archive;
 mod claim;
 mod dead_letters;
 mod expiry;
@@ -21,6 +22,7 @@ mod publish;
 mod shards;
 mod unique;
 
+pub use archive::ArchiveSql;
 pub use claim::{LEASE_GUARD, LEASE_LOST};
 use dead_letters::DeadSql;
 pub use expiry::{ExpirySql, EXPIRED};
@@ -65,6 +67,9 @@ pub struct Lacks {
     /// The pauses table (a file made before pauses, opened with create_schema off or as
     /// it is): pause and resume are refused.
     pub pauses: bool,
+    /// The archive table (a file made before the archive): the archive's look finds
+    /// nothing, and opening with `Options::archive` on is refused.
+    pub archive: bool,
 }
 
 /// A statement and the values it runs with, in the order of its parameters (?1 first; a
@@ -85,6 +90,8 @@ pub struct Statements {
     pub keys_table: String,
     /// Pauses (pause.rs); ours, and optional as the keys table: without it pause and resume are refused.
     pub pauses_table: String,
+    /// The archive (archive.rs); ours, and optional unless `Options::archive` is on.
+    pub archive_table: String,
     /// What the looks must read around (nothing, unless opened as it is; `read_around`).
     lacks: Lacks,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
@@ -126,6 +133,8 @@ pub struct Statements {
     pub pause: PauseSql,
     /// Expiry's sweep.
     pub expiry: ExpirySql,
+    /// The archive's copy, prune and pages.
+    pub archive: ArchiveSql,
 }
 
 impl Statements {
@@ -136,17 +145,19 @@ impl Statements {
         let d = format!("{prefix}_transport_dead");
         let k = format!("{prefix}_transport_keys");
         let p = format!("{prefix}_transport_pauses");
+        let a = format!("{prefix}_transport_archive");
         let publish_with = PublishWith::new(&m, &g, &k);
         let shard = ShardSql::new(prefix, &m);
         let unique = UniqueSql::new(&m, &g);
         let pause = PauseSql::new(&m, &g, &p);
         let expiry = ExpirySql::new(&m, &g, &d);
+        let archive = ArchiveSql::new(&m, &a);
         let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
             set_group_ready_at: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
             lease_message: format!(
-                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1 WHERE seq = ?1"
+                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1, claimed_at = ?4 WHERE seq = ?1"
             ),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
             // The group's next turn: now, or its new head's due time if it is delayed.
@@ -191,8 +202,10 @@ impl Statements {
             shard,
             keys_table: k,
             pauses_table: p,
+            archive_table: a,
             pause,
             expiry,
+            archive,
             lacks: Lacks::default(),
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
@@ -218,10 +231,10 @@ impl Statements {
         (&self.set_group_ready_at, vec![group_id.into(), ready_at.into()])
     }
 
-    /// Leases message `seq` (a head a local claim looked up) to `worker_id` until
-    /// `lock_expiry`, counting the claim.
-    pub fn lease_message(&self, seq: i64, worker_id: &str, lock_expiry: f64) -> Bound<'_> {
-        (&self.lease_message, vec![seq.into(), worker_id.into(), lock_expiry.into()])
+    /// Leases message `seq` (a head a local claim looked up) to `worker_id` from `now`
+    /// until `lock_expiry`, counting the claim.
+    pub fn lease_message(&self, seq: i64, worker_id: &str, (now, lock_expiry): (f64, f64)) -> Bound<'_> {
+        (&self.lease_message, vec![seq.into(), worker_id.into(), lock_expiry.into(), now.into()])
     }
 
     /// The ack: deletes the message of `lease` if it is still leased to its worker.
@@ -435,7 +448,7 @@ impl Statements {
                 "CREATE TABLE IF NOT EXISTS {m} (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
                  group_id TEXT NOT NULL, event TEXT NOT NULL, locked_by TEXT, lock_expiry REAL, \
                  attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL, headers TEXT, unique_key TEXT, \
-                 expires_at REAL)"
+                 expires_at REAL, claimed_at REAL)"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {g} (group_id TEXT PRIMARY KEY, \
@@ -445,6 +458,7 @@ impl Statements {
             dead_letters::table(d),
             publish::keys_table(&self.keys_table),
             pause::table(&self.pauses_table),
+            archive::table(&self.archive_table),
         ]
     }
 
@@ -463,6 +477,8 @@ impl Statements {
             (m, "unique_key", format!("ALTER TABLE {m} ADD COLUMN unique_key TEXT")),
             // after 0.4.0: when a message expires (expiry.rs)
             (m, "expires_at", format!("ALTER TABLE {m} ADD COLUMN expires_at REAL")),
+            // after 0.4.0: when the lease was taken, for the archive (archive.rs)
+            (m, "claimed_at", format!("ALTER TABLE {m} ADD COLUMN claimed_at REAL")),
         ]
     }
 
@@ -484,7 +500,7 @@ impl Statements {
     /// Whether `name` is a table or trigger of ours, which a harel 0.9 file lacks.
     pub fn is_ours(&self, name: &str) -> bool {
         name == self.dead_table || name == self.keys_table || name == self.pauses_table
-            || self.pause_triggers().contains(&name)
+            || name == self.archive_table || self.pause_triggers().contains(&name)
     }
 
     /// Whether `table` has `column` (one row if it does).
@@ -518,11 +534,12 @@ impl Statements {
         statements.push(dead_letters::table(&self.dead_table));
         statements.push(publish::keys_table(&self.keys_table));
         statements.push(pause::table(&self.pauses_table));
+        statements.push(archive::table(&self.archive_table));
         statements.extend(self.our_indexes());
         statements
     }
 
-    /// Ours: the indexes harel 0.9 lacks, and the pauses' triggers.
+    /// Ours: the indexes harel 0.9 lacks (the archive's too), and the pauses' triggers.
     fn our_indexes(&self) -> Vec<String> {
         let (g, m, d) = (&self.groups_table, &self.messages_table, &self.dead_table);
         vec![
@@ -545,6 +562,7 @@ impl Statements {
             expiry::dead_index(d),
         ]
         .into_iter()
+        .chain(archive::indexes(&self.archive_table))
         .chain(pause::triggers(g, &self.pauses_table))
         .collect()
     }
@@ -662,13 +680,14 @@ mod tests {
             dead_headers: true,
             expires_at: true,
             pauses: true,
+            archive: true,
         };
         for lacks in [Lacks::default(), lacking_all] {
             sql.read_around(lacks);
             let p = &sql.publish_with;
             let mut all = vec![
                 sql.set_group_ready_at("g", 1.0),
-                sql.lease_message(7, "w", 1.0),
+                sql.lease_message(7, "w", (1.0, 2.0)),
                 sql.ack_message(&lease),
                 sql.requeue_group_if_not_empty("g", 1.0),
                 sql.requeue_group_if_acked("g", 1.0),
@@ -740,6 +759,11 @@ mod tests {
             all.push(sql.pause.list());
             all.push(sql.expiry.any(1.0));
             all.extend(sql.expiry.sweep(1.0));
+            all.push(sql.archive.copy(&lease, 1.0));
+            all.push(sql.archive.prune(1.0));
+            for group_id in [None, Some("g")] {
+                all.push(sql.archive.page(group_id, 0, 10));
+            }
             for (statement, values) in all {
                 assert_eq!(highest_parameter(statement), values.len(), "{statement}");
             }

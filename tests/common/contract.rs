@@ -10,6 +10,7 @@ use harel_transport::{
     Cancel, Delivery, Error, GroupState, Headers, Lease, Message, Options, Published, Transport, Value, Wait,
 };
 
+pub use super::contract_archive::*;
 pub use super::contract_expiry::*;
 pub use super::contract_pause::*;
 pub use super::contract_rules::*;
@@ -168,6 +169,15 @@ pub const CHECKS: &[(&str, Check)] = &[
         "an_expiry_in_a_transaction_is_checked_as_it_is_queued",
         an_expiry_in_a_transaction_is_checked_as_it_is_queued,
     ),
+    ("an_acked_message_is_archived_with_what_was_done", an_acked_message_is_archived_with_what_was_done),
+    ("every_ack_archives_and_nothing_else_does", every_ack_archives_and_nothing_else_does),
+    ("the_archive_is_off_by_default", the_archive_is_off_by_default),
+    ("a_groups_history_reads_in_order_in_pages", a_groups_history_reads_in_order_in_pages),
+    (
+        "the_archive_is_pruned_after_its_retention_a_bounded_number_per_ack",
+        the_archive_is_pruned_after_its_retention_a_bounded_number_per_ack,
+    ),
+    ("bad_archive_arguments_are_refused", bad_archive_arguments_are_refused),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use harel_transport::{Options, Transport};
 
 pub mod contract;
+mod contract_archive;
 mod contract_expiry;
 mod contract_pause;
 mod contract_rules;

@@ -101,7 +101,7 @@ impl Local {
                     (Ok(group_id), Ok(event), Ok(headers)) => {
                         let lock_expiry = now + c.visibility;
                         self.execute(sql.set_group_ready_at(&group_id, lock_expiry)).await?;
-                        self.execute(sql.lease_message(seq, c.worker_id, lock_expiry)).await?;
+                        self.execute(sql.lease_message(seq, c.worker_id, (now, lock_expiry))).await?;
                         let worker_id = c.worker_id.to_owned();
                         claimed.leases.push(Lease {
                             seq,

@@ -214,6 +214,24 @@ pub extern "C" fn harel_options_set_key_retention(
     set(o, err, |opts| opts.key_retention(seconds).map(drop))
 }
 
+/// Keeps each acked message in the archive for `retention_seconds` after its ack (> 0, at
+/// most ten years): its seq, group, event, headers, claims, the worker, and when it was
+/// published, claimed and acked (`harel_transport_archive` lists them). Each ack copies its
+/// message in its own transaction and prunes at most 100 rows older than the retention.
+/// Not set (the default): an ack deletes, and the archive is left as it is. With
+/// create_schema off the archive table must be there, or open fails naming it.
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, retention_seconds not finite, <= 0 or
+/// over ten years).
+#[no_mangle]
+pub extern "C" fn harel_options_set_archive(
+    o: *mut harel_options,
+    retention_seconds: f64,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| opts.archive(retention_seconds).map(drop))
+}
+
 /// The function every call that writes or looks asks for "now" (a publish stamps its
 /// messages with it; a claim, ack or nack reads it under the write lock): epoch seconds, called with `ctx`.
 /// NULL restores the system clock. It is called on the thread that makes the call, while

@@ -236,7 +236,7 @@ where
 }
 
 /// Sets `*out` to NULL, then runs a look on handle `t` that hands out `*out`.
-fn look<Out>(
+pub(super) fn look<Out>(
     t: *mut harel_transport,
     out: *mut *mut Out,
     err: *mut *mut harel_error,
@@ -332,7 +332,7 @@ fn c_state(state: GroupState) -> harel_group_state {
     }
 }
 
-fn next_cursor<T>(page: &Page<T>, strings: &mut Strings) -> *const c_char {
+pub(super) fn next_cursor<T>(page: &Page<T>, strings: &mut Strings) -> *const c_char {
     strings.add_optional(page.next.as_deref())
 }
 
