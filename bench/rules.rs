@@ -10,7 +10,10 @@
 //!   claim on a queue without them (target <= 1.2x);
 //! - claims that pass an expired head in each group (they dead-letter it and serve the
 //!   message behind it), against claims of the same messages with nothing expired: the
-//!   cost per expired message reported (no target).
+//!   cost per expired message reported (no target);
+//! - claim+ack with the archive on, against the same with it off (target <= 1.3x): with a
+//!   day's retention (every ack copies, none prunes) and with one so short that every ack
+//!   prunes what the acks before it archived (the steady state of a long-lived archive).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -62,6 +65,19 @@ fn claims(t: &Transport, n: usize) -> Duration {
         t.ack(&lease).unwrap();
     }
     spent
+}
+
+/// `n` claim+ack pairs (timed together) of `n` messages published first, over 50 groups.
+fn claims_and_acks(t: &Transport, n: usize) -> Duration {
+    for i in 0..n {
+        t.publish(&format!("g{}", i % 50), &event(i), 0, None).unwrap();
+    }
+    let started = Instant::now();
+    for _ in 0..n {
+        let lease = t.claim("w", 30.0, 0, &[]).unwrap().expect("a ready group");
+        t.ack(&lease).unwrap();
+    }
+    started.elapsed()
 }
 
 /// 10,000 groups of one message each, paused by their routing key.
@@ -153,6 +169,18 @@ fn main() {
         beside_paused_groups(&crowded);
         let beside = pair(place.n, |n| claims(&yardstick, n), |n| claims(&crowded, n));
         row(place.name, "claim beside 10,000 paused groups / claim alone", beside, 1.2);
+        let retentions = [
+            (86_400.0, "claim+ack, archive on (a day's retention) / off"),
+            (0.001, "claim+ack, archive on, each ack pruning / off"),
+        ];
+        for (i, (retention, what)) in retentions.into_iter().enumerate() {
+            let yardstick = open();
+            let mut options = Options::new();
+            options.prefix(&format!("q{p}_archive{i}")).unwrap().archive(retention).unwrap();
+            let archiving = Transport::open(&(place.url)(&format!("archive{i}")), &options).unwrap();
+            let on = pair(place.n, |n| claims_and_acks(&yardstick, n), |n| claims_and_acks(&archiving, n));
+            row(place.name, what, on, 1.3);
+        }
         let clock = Clock::default();
         let mut clocked = || {
             queues += 1;

@@ -77,6 +77,11 @@
  *   group(id), routing_key(key)) and say whether they changed anything; pauses() lists the
  *   pauses in force as harel::Pause values (kind, name, paused_at). A paused group is
  *   GroupState::Paused, and stats()->paused counts them.
+ * - The archive: Options::archive(retention_seconds) keeps each message the Transport acks
+ *   (off by default); Transport::archive(group_id, cursor, limit) pages through them as a
+ *   harel::ArchivePage (owned, move-only) of harel::Archived views (seq, group_id, event,
+ *   headers, attempts, worker_id, published_at and claimed_at, std::nullopt when unknown,
+ *   acked_at, shard), next_cursor() NULL on the last page.
  * - Every failed call throws harel::Error, a std::runtime_error carrying the call's
  *   harel_status (status()), its name, and the library's message (what() is
  *   "HAREL_ERR_LEASE_LOST: ..."); code() is the same status as a std::error_code of
@@ -85,7 +90,7 @@
  *   Nothing else is thrown, but std::bad_alloc while an Error or a batch's std::vector is
  *   built, and std::system_error when a LeaseKeeper cannot start its thread.
  * - No destructor throws, and nothing allocates on the success path beyond what the C
- *   side allocates (the handle, the options, a lease, a schema string) and the batch
+ *   side allocates (the handle, the options, a lease, a schema string, a page) and the batch
  *   calls' std::vectors (the leases, the outcomes, the lease pointers passed to the C
  *   side, and those of the string lists of open_shards and Options::sync_urls; publish_many_with's results and the option and header arrays it passes; a copy of the text parse_traceparent and tracestate_valid read, and the strings of format_traceparent and HeaderList::to_vector; a transaction's
  *   Values, its Rows, its commit's outcomes and the parameters passed to the C side; the
@@ -633,6 +638,15 @@ class Options {
   /// ten years; a day by default): within it a publish_with with the same key stores nothing.
   Options &key_retention(double seconds) & { return set(harel_options_set_key_retention, seconds); }
   Options &&key_retention(double seconds) && { return std::move(key_retention(seconds)); }
+  /// Keeps each message this Transport acks in the archive (Transport::archive lists it) for
+  /// `retention_seconds` after its ack (> 0, at most ten years): its seq, group, event,
+  /// headers, claims, the worker, and when it was published, claimed and acked. Each ack
+  /// copies its message in its own transaction and prunes at most 100 rows older than the
+  /// retention. Not set (the default): an ack deletes, nothing is archived. With
+  /// create_schema(false) the archive table must be there, or open throws HAREL_ERR_DATABASE
+  /// naming it.
+  Options &archive(double retention_seconds) & { return set(harel_options_set_archive, retention_seconds); }
+  Options &&archive(double retention_seconds) && { return std::move(archive(retention_seconds)); }
   /// Where "now" comes from: `clock(ctx)`, epoch seconds; NULL: the system clock. The
   /// rules of harel_options_set_clock hold: quick, thread-safe, never calling into the
   /// same transport; `ctx` must outlive every Transport opened with these options.
@@ -1201,6 +1215,124 @@ struct Pause {
   double paused_at = 0.0;
 };
 
+// ---- the archive ----------------------------------------------------------------------------
+
+/// An acked message as the archive keeps it (harel_archived; docs/queue.md, "The archive"),
+/// from an ArchivePage: a view of the page's item, living as long as the page (copy what you
+/// keep beyond it). A default-made Archived views nothing: its accessors return 0, empty
+/// views and std::nullopt.
+class Archived {
+ public:
+  constexpr Archived() noexcept = default;
+  /// A view of `raw`, the library's (an item of a harel_archive_page).
+  explicit Archived(const harel_archived &raw) noexcept : raw_(&raw) {}
+
+  /// Its seq in the queue (on a sharded queue, its shard's): a group's history reads in seq
+  /// order.
+  int64_t seq() const noexcept { return raw_ ? raw_->seq : 0; }
+  /// Its group, every byte (group_id_len of them).
+  std::string_view group_id() const noexcept {
+    return raw_ && raw_->group_id ? std::string_view(raw_->group_id, raw_->group_id_len) : std::string_view();
+  }
+  /// Its event's JSON text, byte for byte as published (event_len bytes).
+  std::string_view event() const noexcept {
+    return raw_ && raw_->event ? std::string_view(raw_->event, raw_->event_len) : std::string_view();
+  }
+  /// The headers it was published with, in order, byte for byte (empty when it had none).
+  HeaderList headers() const noexcept { return raw_ ? HeaderList(raw_->headers) : HeaderList(); }
+  /// How many times it had been claimed, the acked claim included.
+  int64_t attempts() const noexcept { return raw_ ? raw_->attempts : 0; }
+  /// The worker that acked it.
+  std::string_view worker_id() const noexcept {
+    return raw_ && raw_->worker_id ? std::string_view(raw_->worker_id) : std::string_view();
+  }
+  /// When it was published, epoch seconds; std::nullopt when its writer did not stamp the
+  /// time (the C side's -1: harel's own publishes).
+  std::optional<double> published_at() const noexcept { return known(raw_ ? raw_->published_at : -1.0); }
+  /// When the claim that was acked took it, epoch seconds; std::nullopt for a claim made
+  /// before the archive existed (the C side's -1).
+  std::optional<double> claimed_at() const noexcept { return known(raw_ ? raw_->claimed_at : -1.0); }
+  /// When it was acked, epoch seconds, by the acking transport's clock.
+  double acked_at() const noexcept { return raw_ ? raw_->acked_at : 0.0; }
+  /// The shard it is on (Transport::open_shards); 0 when the queue is not sharded.
+  std::size_t shard() const noexcept { return raw_ ? raw_->shard : 0; }
+
+  /// The C item (NULL for a default-made Archived); the page's.
+  const harel_archived *get() const noexcept { return raw_; }
+
+ private:
+  static std::optional<double> known(double at) noexcept {
+    return at < 0.0 ? std::nullopt : std::optional<double>(at);
+  }
+  const harel_archived *raw_ = nullptr;
+};
+
+/// A page of the archive (Transport::archive, harel_transport_archive), owned: freed when
+/// destroyed. Move-only. Its messages in seq order, as Archived views living as long as the
+/// page: size(), operator[], and a range for `for`; next_cursor() for the next page (NULL on
+/// the last). A moved-from page is empty and its next_cursor() NULL.
+///
+///   for (harel::ArchivePage page = queue.archive("order-42");;
+///        page = queue.archive("order-42", page.next_cursor())) {
+///     for (const harel::Archived &a : page) log(a.seq(), a.event(), a.worker_id(), a.acked_at());
+///     if (!page.next_cursor()) break;
+///   }
+class ArchivePage {
+ public:
+  using value_type = Archived;
+
+  /// A forward iterator over the page's messages (each Archived made when read).
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Archived;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Archived;
+    iterator() noexcept = default;
+    explicit iterator(const harel_archived *at) noexcept : at_(at) {}
+    Archived operator*() const noexcept { return Archived(*at_); }
+    iterator &operator++() noexcept {
+      ++at_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator was = *this;
+      ++at_;
+      return was;
+    }
+    bool operator==(const iterator &other) const noexcept { return at_ == other.at_; }
+    bool operator!=(const iterator &other) const noexcept { return at_ != other.at_; }
+
+   private:
+    const harel_archived *at_ = nullptr;
+  };
+
+  /// Takes ownership of what harel_transport_archive handed out (NULL: an empty page).
+  explicit ArchivePage(harel_archive_page *raw) noexcept : raw_(raw) {}
+
+  /// How many messages the page holds.
+  std::size_t size() const noexcept { return raw_ && raw_->messages ? raw_->n_messages : 0; }
+  bool empty() const noexcept { return size() == 0; }
+  /// The i-th message (i < size()).
+  Archived operator[](std::size_t i) const noexcept { return Archived(raw_->messages[i]); }
+  iterator begin() const noexcept { return iterator(size() ? raw_->messages : nullptr); }
+  iterator end() const noexcept { return iterator(size() ? raw_->messages + raw_->n_messages : nullptr); }
+  /// The cursor of the next page, to pass to Transport::archive with the same group; NULL
+  /// when this page is the last. The page's: copy it to keep it beyond the page (the call
+  /// copies what it is given, so `page = queue.archive(group, page.next_cursor())` is fine).
+  const char *next_cursor() const noexcept { return raw_ ? raw_->next_cursor : nullptr; }
+
+  /// The C page (NULL when empty from a move); it stays this ArchivePage's.
+  const harel_archive_page *get() const noexcept { return raw_.get(); }
+
+ private:
+  struct Free {
+    void operator()(harel_archive_page *p) const noexcept { harel_archive_page_free(p); }
+  };
+  std::unique_ptr<harel_archive_page, Free> raw_;
+};
+
 // ---- the transport --------------------------------------------------------------------------
 
 /// An open queue, owned: closed when destroyed (closing cannot fail). Move-only.
@@ -1582,6 +1714,28 @@ class Transport {
                              p.paused_at});
     }
     return pauses;
+  }
+
+  /// A page of the archive (harel_transport_archive): the messages acked by a Transport that
+  /// keeps it (Options::archive), for its retention, in seq order; `group_id`'s history, or
+  /// every group's for nullptr (a sharded queue's shard after shard, each with its shard()).
+  /// `cursor`: nullptr for the first page, else the next_cursor() of the page before (copied:
+  /// that page may go). `limit`: 1..HAREL_MAX_PAGE (10000). It reads the table whoever wrote
+  /// it, this Transport with the option or without; an empty page when nothing is archived
+  /// (and on a queue opened with create_schema(false) that lacks the table). One read that
+  /// takes no write lock. Throws Error: HAREL_ERR_ARGUMENT (group_id empty or not UTF-8, a
+  /// limit 0 or above 10000, a cursor not of this listing: another listing's, the dead
+  /// letters' among them, or a sharded queue's given to one that is not, or the other way
+  /// round; an empty Transport), HAREL_ERR_DATABASE, HAREL_ERR_CONNECT.
+  ArchivePage archive(CStr group_id = nullptr, CStr cursor = nullptr, std::size_t limit = 100) const {
+    harel_archive_page *out = nullptr;
+    detail::ErrorSlot slot;
+    const harel_status status =
+        harel_transport_archive(raw_.get(), group_id.c_str(), cursor.c_str(), limit, &out, slot.out());
+    ArchivePage page(out);  // owned from here, whatever happens next
+    detail::check(status, slot);
+    if (!page.get()) throw Error(HAREL_ERR_PANIC, "harel_transport_archive returned HAREL_OK without a page");
+    return page;
   }
 
   /// Exact counts of the queue now (harel_transport_stats): one read that takes no write

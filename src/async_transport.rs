@@ -19,8 +19,8 @@ use crate::shards::{self, Router, Watch};
 use crate::telemetry::{Outcome, Telemetry};
 use crate::headers::Headers;
 use crate::types::{
-    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause, PauseTarget,
-    Published, Stats,
+    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause,
+    PauseTarget, Published, Stats,
 };
 use crate::waiting::wait::Wait;
 

@@ -210,7 +210,7 @@ impl Options {
     /// copies its message in its own transaction and prunes a bounded number of rows older
     /// than the retention. Off by default: an ack deletes, and the table is left as it is.
     pub fn archive(&mut self, retention_seconds: f64) -> Result<&mut Self> {
-        self.archive = Some(validate::retention("archive", retention_seconds)?);
+        self.archive = Some(validate::retention("archive_retention", retention_seconds)?);
         Ok(self)
     }
 

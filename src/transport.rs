@@ -15,8 +15,8 @@ use crate::options::Options;
 use crate::request::Publish;
 use crate::shards::Watch;
 use crate::types::{
-    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause, PauseTarget,
-    Published, Stats,
+    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause,
+    PauseTarget, Published, Stats,
 };
 use crate::waiting::wait::Wait;
 

@@ -446,6 +446,44 @@ fn harel_never_sees_what_our_claims_expired() {
     }
 }
 
+/// harel 0.9 beside our archive (the archive table, `messages.claimed_at`): what harel
+/// publishes our acks archive (no publish time: harel does not stamp one), what harel
+/// acks is gone and archived by no one, and a message our claim stamped and whose lease
+/// lapsed is harel's to claim and ack.
+#[test]
+fn harel_works_beside_our_archive() {
+    let _limit = common::time_limit();
+    let Some(python) = harel_python("harel_works_beside_our_archive") else {
+        return;
+    };
+    for kind in ["sqlite", "libsql"] {
+        let (_dir, path) = temp_db();
+        let clock = TestClock::at(1000.0);
+        let mut options = clock.options();
+        options.archive(3600.0).unwrap();
+        let t = Transport::open(&path, &options).unwrap();
+        let mut py = Peer::open(&python, kind, &path, 1000.0);
+        let from_harel = py.publish("theirs", "h0", 0);
+        let lease = claim_ok(&t, "rust").expect("harel's message");
+        assert_eq!(lease.event, from_harel, "{kind}");
+        clock.advance(1.0);
+        t.ack(&lease).unwrap();
+        let ours = harel_event("o0", 0);
+        t.publish("ours", &ours, 0, None).unwrap();
+        t.claim("rust", 5.0, 0, &[]).unwrap().expect("ours, then its lease lapses");
+        py.clock(1010.0);
+        let (seq, group, id) = py.claim(V).expect("harel takes the lapsed one");
+        assert_eq!((group.as_str(), id.as_str()), ("ours", "o0"), "{kind}");
+        py.ack(seq, &group);
+        let archived = t.archive(None, None, 10).unwrap().items;
+        let seen: Vec<_> =
+            archived.iter().map(|a| (a.group_id.as_str(), a.worker_id.as_str(), a.published_at)).collect();
+        assert_eq!(seen, [("theirs", "rust", None)], "{kind}: only our ack archived");
+        assert_eq!((archived[0].claimed_at, archived[0].acked_at), (Some(1000.0), 1001.0), "{kind}");
+        assert_eq!(t.stats().unwrap().messages, 0, "{kind}: harel's ack deleted ours");
+    }
+}
+
 /// harel 0.9's own contract (`harel.testing.assert_transport_contract`, sync and async) on
 /// files this library prepared from another process (`prepare_a_file`): with a delayed
 /// message, idempotency keys, an application transaction's rows and a paused group in
@@ -472,7 +510,7 @@ fn harels_contract_passes_on_files_with_our_delayed_messages_keys_and_transactio
 /// The file `harels_contract_passes_...` hands to harel: our schema, a message delayed by five
 /// years (by the wall clock; harel's contract clock starts at 100), a keyed message claimed and
 /// acked (its key kept), a duplicate publish, and a transaction's row and message, the
-/// message acked too.
+/// message acked too, both into the archive.
 #[test]
 #[ignore = "run in a process of its own by harels_contract_passes_on_files_with_..."]
 fn prepare_a_file() {
@@ -480,7 +518,7 @@ fn prepare_a_file() {
     let Ok(path) = std::env::var("HAREL_TEST_DB") else {
         return;
     };
-    let t = Transport::open(&path, &harel_transport::Options::new()).expect("open");
+    let t = Transport::open(&path, harel_transport::Options::new().archive(3600.0).unwrap()).expect("open");
     let m = |group_id, event_json| harel_transport::Message { group_id, event_json, priority: 0, routing_key: None, headers: None };
     let (d, k) = (harel_event("ours-d", 0), harel_event("ours-k", 0));
     let years = harel_transport::Delivery { delay: 5.0 * 365.0 * 86400.0, ..Default::default() };
@@ -499,6 +537,7 @@ fn prepare_a_file() {
         t.ack(&lease).unwrap();
     }
     assert!(t.claim("ours", V, 0, &[]).unwrap().is_none(), "only the delayed message is left");
+    assert_eq!(t.archive(None, None, 10).unwrap().items.len(), 2, "both acks archived");
     // A paused group with a message, and a pause of a routing key harel never gives.
     t.publish("ours-paused", &d, 0, None).unwrap();
     t.pause(PauseTarget::Group("ours-paused")).unwrap();

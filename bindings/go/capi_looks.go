@@ -199,6 +199,46 @@ func (t cTransport) deadLetters(groupID, cursor string, limit int) (*DeadLetterP
 	return page, nil
 }
 
+// archive lists groupID's archived messages, or every group's for "" (NULL).
+func (t cTransport) archive(groupID, cursor string, limit int) (*ArchivePage, error) {
+	var strs cStrings
+	defer strs.free()
+	var g *C.char
+	if groupID != "" {
+		var err error
+		if g, err = strs.add("group_id", groupID); err != nil {
+			return nil, err
+		}
+	}
+	c, lim, err := strs.pageArgs(cursor, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out *C.harel_archive_page
+	var cerr *C.harel_error
+	s := C.harel_transport_archive(t.p, g, c, lim, &out, &cerr)
+	defer C.harel_archive_page_free(out) // NULL does nothing
+	if err := check(s, &cerr); err != nil {
+		return nil, err
+	}
+	page := &ArchivePage{Messages: make([]Archived, 0, int(out.n_messages)), Next: optionalString(out.next_cursor)}
+	for _, a := range cSlice(out.messages, out.n_messages) {
+		page.Messages = append(page.Messages, Archived{
+			Shard:       int(a.shard),
+			Seq:         int64(a.seq),
+			GroupID:     C.GoStringN(a.group_id, C.int(a.group_id_len)),
+			Event:       C.GoBytes(unsafe.Pointer(a.event), C.int(a.event_len)),
+			Attempts:    int(a.attempts),
+			WorkerID:    optionalString(a.worker_id),
+			PublishedAt: optionalTime(a.published_at),
+			ClaimedAt:   optionalTime(a.claimed_at),
+			AckedAt:     fromEpochSeconds(float64(a.acked_at)),
+			Headers:     goHeaders(a.headers.items, a.headers.n),
+		})
+	}
+	return page, nil
+}
+
 func (t cTransport) pauses() ([]Pause, error) {
 	var out *C.harel_pause_list
 	var cerr *C.harel_error

@@ -135,6 +135,10 @@ func setOptions(o *C.harel_options, cfg *config, clock cgo.Handle, strs *cString
 		set("WithKeyRetention",
 			func(ce errOut) C.enum_harel_status { return C.harel_options_set_key_retention(o, seconds(*v), ce) })
 	}
+	if v := cfg.archive; v != nil {
+		set("WithArchive",
+			func(ce errOut) C.enum_harel_status { return C.harel_options_set_archive(o, seconds(*v), ce) })
+	}
 	if clock != 0 {
 		set("WithClock", func(ce errOut) C.enum_harel_status { return C.hgo_set_clock(o, C.uintptr_t(clock), ce) })
 	}

@@ -116,10 +116,11 @@
 //
 // # Looking inside
 //
-// [Transport.Stats] counts the queue; [Transport.Groups], [Transport.Peek] and
-// [Transport.DeadLetters] list pages of groups, of one group's messages and of dead letters.
-// Each is one read without the write lock and claims nothing. A page's Next is the cursor
-// of the next page ("" on the last), which only the same listing takes.
+// [Transport.Stats] counts the queue; [Transport.Groups], [Transport.Peek],
+// [Transport.DeadLetters] and [Transport.Archive] list pages of groups, of one group's
+// messages, of dead letters and of the acked messages [WithArchive] keeps. Each is one read
+// without the write lock and claims nothing. A page's Next is the cursor of the next page
+// ("" on the last), which only the same listing takes.
 //
 // Values the library may not have are absent in one of two ways: a time or a duration is
 // a nil pointer (*time.Time, *time.Duration), since their zero is a real value (an age of

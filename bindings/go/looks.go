@@ -1,8 +1,9 @@
 package harel
 
-// A look inside the queue: counts (Stats), pages of groups, of a group's messages and of
-// dead letters, and the pauses in force (Pauses). Each is one read of the library that
-// takes no write lock, so it never holds up a claim, and claims nothing.
+// A look inside the queue: counts (Stats), pages of groups, of a group's messages, of
+// dead letters and of the archive of acked messages, and the pauses in force (Pauses).
+// Each is one read of the library that takes no write lock, so it never holds up a claim,
+// and claims nothing.
 //
 // Absent values: a time or a duration the library does not have is nil (a *time.Time or
 // *time.Duration: 0 would be a real age); a string it does not have is "" (the library
@@ -15,7 +16,8 @@ import (
 	"time"
 )
 
-// MaxPage is the largest limit a listing takes (Groups, Peek, DeadLetters: 1..MaxPage).
+// MaxPage is the largest limit a listing takes (Groups, Peek, DeadLetters, Archive:
+// 1..MaxPage).
 const MaxPage = 10000
 
 // Stats are exact counts of the queue at one instant.
@@ -189,6 +191,41 @@ type DeadLetterPage struct {
 	Next    string
 }
 
+// Archived is an acked message the archive keeps (WithArchive), from Archive.
+type Archived struct {
+	// Seq is the message's seq in the queue: a group's history reads in seq order.
+	Seq int64
+	// GroupID is its group, every byte of it.
+	GroupID string
+	// Event is its JSON text, byte for byte as published.
+	Event json.RawMessage
+	// Headers are the headers it was published with, in order, byte for byte; nil for
+	// none.
+	Headers []Header
+	// Attempts is how many times it had been claimed, the acked claim included.
+	Attempts int
+	// WorkerID is the worker that acked it.
+	WorkerID string
+	// PublishedAt is when it was published; nil when its writer does not stamp the time
+	// (harel's Python transports).
+	PublishedAt *time.Time
+	// ClaimedAt is when the claim that was acked took it; nil for a claim made before the
+	// archive existed (by a version of the library without it).
+	ClaimedAt *time.Time
+	// AckedAt is when it was acked, by the acking Transport's clock.
+	AckedAt time.Time
+	// Shard is the shard it is on (OpenShards); 0 when the queue is not sharded. Its Seq
+	// is that shard's.
+	Shard int
+}
+
+// ArchivePage is a page of archived messages in seq order (a sharded queue's shard after
+// shard); Next as for GroupPage.
+type ArchivePage struct {
+	Messages []Archived
+	Next     string
+}
+
 // Pause is a pause in force, from Pauses.
 type Pause struct {
 	Kind PauseKind
@@ -254,6 +291,24 @@ func (t *Transport) DeadLetters(groupID, cursor string, limit int) (*DeadLetterP
 	var page *DeadLetterPage
 	err := t.call(func(h cTransport) (err error) {
 		page, err = h.deadLetters(groupID, cursor, limit)
+		return err
+	})
+	return page, err
+}
+
+// Archive lists a page of the archive, the acked messages kept by a Transport opened
+// WithArchive, in seq order: groupID's history, or every group's for "" (on a queue
+// opened with OpenShards, shard after shard, each item with its Shard); cursor and limit
+// as for Groups. It reads the table whichever Transport wrote it, this one with or
+// without WithArchive; nothing archived (or a queue opened with WithCreateSchema(false)
+// whose schema lacks the table) is an empty page. Like every look it takes no context:
+// one read that waits for nothing.
+//
+// Errors: as Peek's (an empty groupID is every group's, not an error).
+func (t *Transport) Archive(groupID, cursor string, limit int) (*ArchivePage, error) {
+	var page *ArchivePage
+	err := t.call(func(h cTransport) (err error) {
+		page, err = h.archive(groupID, cursor, limit)
 		return err
 	})
 	return page, err

@@ -23,6 +23,7 @@ type config struct {
 	synchronousFull *bool
 	maxAttempts     *uint32
 	keyRetention    *time.Duration
+	archive         *time.Duration
 	clock           func() time.Time
 	tracerProvider  trace.TracerProvider
 	traceAsParent   bool
@@ -79,6 +80,22 @@ func WithMaxAttempts(n uint32) Option { return func(c *config) { c.maxAttempts =
 // ten years; the default is a day (24 h), which outlasts a producer's retries and the
 // outages they ride out. Expired keys are deleted by later keyed publishes.
 func WithKeyRetention(d time.Duration) Option { return func(c *config) { c.keyRetention = &d } }
+
+// WithArchive turns the archive on: every ack this Transport makes (Ack, AckMany,
+// AckAndClaim, AckAndClaimMany) copies the acked message, in the ack's own transaction,
+// into the table <prefix>_transport_archive, where it is kept for retention after its ack
+// (Transport.Archive lists them): its event, headers, claims, the worker that acked it, and
+// when it was published, claimed and acked. Each ack also deletes up to 100 archived
+// messages acked longer ago than retention. More than 0, at most ten years; a bad value
+// fails Open with ErrArgument naming it.
+//
+// Off (the default), an ack deletes the message and nothing is archived or pruned. Only
+// acks archive: a lost lease's ack, a dead letter, an expired message and a purge do not.
+// It is this Transport's: another one on the same queue without it archives none of its
+// own acks, though its Archive reads the table whoever wrote it. With
+// WithCreateSchema(false) the table must be there (see SchemaSQL), or Open fails with
+// ErrDatabase naming it.
+func WithArchive(retention time.Duration) Option { return func(c *config) { c.archive = &retention } }
 
 // WithClock replaces the system clock as the library's "now": of claim, ack and nack (lease
 // expiry, parking, round-robin order and message expiry follow it), of publish (a message's

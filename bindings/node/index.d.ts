@@ -44,7 +44,7 @@ export declare const STATUS: Readonly<{
 /** The visibility a claim uses when none is given: 30 seconds. */
 export declare const DEFAULT_VISIBILITY: 30;
 
-/** The limit a listing (groups, peek, deadLetters) uses when none is given. */
+/** The limit a listing (groups, peek, deadLetters, archive) uses when none is given. */
 export declare const DEFAULT_LIMIT: 100;
 
 /** The largest limit a listing takes. */
@@ -101,6 +101,14 @@ export interface OpenOptions {
    * seconds (> 0, at most ten years). Default 86400, a day.
    */
   keyRetention?: number;
+  /**
+   * Keep each message this transport acks (ack, ackMany, ackAndClaim, ackAndClaimMany) in
+   * the archive for this many seconds after its ack (> 0, at most ten years): Transport.archive
+   * lists them. Each ack copies its message in its own transaction and deletes up to 100
+   * archived messages acked longer ago. Absent (the default): an ack deletes, nothing is
+   * archived. With createSchema false the archive table must be there, or open fails.
+   */
+  archiveRetention?: number;
   /**
    * "Now" as epoch seconds (not milliseconds), for tests that move time. Called on the main
    * thread at open and just before each call that asks the library for the time (publish,
@@ -509,6 +517,32 @@ export interface DeadLetter<E = unknown> {
   readonly headers: readonly Header[];
 }
 
+/**
+ * An acked message, as the archive keeps it (Transport.archive): what a transport opened
+ * with archiveRetention copied at its ack. A frozen object.
+ */
+export interface Archived<E = unknown> {
+  /** Its seq in the queue (of its shard, when the queue is sharded): a group's history reads in seq order. */
+  readonly seq: number | bigint;
+  readonly groupId: string;
+  readonly event: E;
+  readonly eventJson: string;
+  /** The headers it was published with, in order ([] for none). */
+  readonly headers: readonly Header[];
+  /** How many times it had been claimed, the acked claim included. */
+  readonly attempts: number;
+  /** The worker that acked it. */
+  readonly workerId: string;
+  /** When it was published, epoch seconds; null when its writer stamps no time. */
+  readonly publishedAt: number | null;
+  /** When the claim that was acked took it, epoch seconds; null when unknown. */
+  readonly claimedAt: number | null;
+  /** When it was acked, epoch seconds. */
+  readonly ackedAt: number;
+  /** The shard it is on (Transport.openShards); 0 when the queue is not sharded. */
+  readonly shard: number;
+}
+
 export interface PageOptions {
   /** The `next` of the page before; absent or null for the first page. */
   cursor?: string | null;
@@ -526,6 +560,11 @@ export interface DeadLettersOptions extends PageOptions {
   groupId?: string | null;
 }
 
+export interface ArchiveOptions extends PageOptions {
+  /** Only this group's archived messages (its history); absent or null: every group's. */
+  groupId?: string | null;
+}
+
 /** A page of a listing: its items, and the cursor of the next page (null on the last). */
 export interface GroupPage {
   readonly groups: readonly GroupInfo[];
@@ -537,6 +576,10 @@ export interface MessagePage<E = unknown> {
 }
 export interface DeadLetterPage<E = unknown> {
   readonly letters: readonly DeadLetter<E>[];
+  readonly next: string | null;
+}
+export interface ArchivePage<E = unknown> {
+  readonly messages: readonly Archived<E>[];
   readonly next: string | null;
 }
 
@@ -855,6 +898,13 @@ export declare class Transport {
 
   /** A page of dead letters in the order they had in the queue. */
   deadLetters<E = unknown>(options?: DeadLettersOptions): Promise<DeadLetterPage<E>>;
+
+  /**
+   * A page of the archive in seq order: one group's history with `groupId`, or every
+   * group's (a sharded queue's shard after shard). It holds what was acked by a transport
+   * opened with archiveRetention, for that long; an empty page when nothing is archived.
+   */
+  archive<E = unknown>(options?: ArchiveOptions): Promise<ArchivePage<E>>;
 
   /**
    * Begins a transaction (synchronous: nothing is sent, no lock taken before its first query

@@ -5,7 +5,7 @@
 // Threading: every call that touches the database (open, openShards, publish, publishMany,
 // publishWith, publishManyWith, claim, claimMany, ack, ackMany, ackAndClaim,
 // ackAndClaimMany, extend, nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release,
-// pause, resume, stats, groups, peek, deadLetters, pauses, close, and a transaction's
+// pause, resume, stats, groups, peek, deadLetters, archive, pauses, close, and a transaction's
 // execute, query, publish, publishWith, commit and rollback) runs on the libuv thread pool
 // through koffi's `.async()`, so the event loop keeps running while a call waits (metrics()
 // and shardCount, which read memory, begin(), which sends nothing, and shardOf() are

@@ -10,8 +10,8 @@ const ABOUT: &str = "Look inside a harel-transport queue and repair it";
 
 const LONG_ABOUT: &str = "\
 Look inside a harel-transport queue and repair it: counts, groups, a group's messages, dead
-letters, pauses; purge, redrive, release; pause and resume a group, a routing key or the whole
-queue; serve /metrics and a web console.
+letters, the archive of acked messages, pauses; purge, redrive, release; pause and resume a
+group, a routing key or the whole queue; serve /metrics and a web console.
 
 The queue is a local file or a libSQL server's URL (libsql://, http://, https://), given with
 --database or HAREL_DATABASE. A sharded queue is given as its databases, each with -d, in
@@ -31,6 +31,7 @@ Examples:
   HAREL_DATABASE=queue.db harel-transport stats --watch 5
   harel-transport -d queue.db groups --state leased
   harel-transport -d queue.db pause --routing-key eu
+  harel-transport -d queue.db archive --group orders-7
   HAREL_AUTH_TOKEN=... harel-transport -d https://queue.example.com dead list --json";
 
 const STATS_EXAMPLES: &str = "\
@@ -43,6 +44,25 @@ const GROUPS_EXAMPLES: &str = "\
 Examples:
   harel-transport -d queue.db groups --state leased
   harel-transport -d queue.db groups --all --json";
+
+const ARCHIVE_ABOUT: &str = "\
+The archive: the messages acked while the archive was on, in seq order (a sharded queue's
+shard after shard), one line each: seq, group, attempts (claims, the acked one included), the
+worker that acked it, when it was published, when the acked claim took it, when it was acked,
+its headers (when a message of the page has any) and its event (cut at 60 characters in the
+table; --json has it whole, as the exact text stored). With --group, that group's history, in
+order.
+
+An ack archives only when the transport that makes it was opened with the archive option (a
+retention in seconds: Options::archive, harel_options_set_archive); it is off by default, and
+then an ack only deletes. Archived messages are kept for the retention, then pruned by later
+acks. Only acks archive: a lost lease's ack, a dead letter, an expired or purged message do not.";
+
+const ARCHIVE_EXAMPLES: &str = "\
+Examples:
+  harel-transport -d queue.db archive
+  harel-transport -d queue.db archive --group orders-7 --all
+  harel-transport -d queue.db archive --limit 20 --json";
 
 const REDRIVE_EXAMPLES: &str = "\
 One of --all, --group, --seq is required.
@@ -77,8 +97,8 @@ const SERVE_ABOUT: &str = "\
 Serve the queue over HTTP until stopped: /metrics in Prometheus' text format (counts per
 priority and state, paused groups among them, dead letters and the expired among them, the
 oldest ready message's age, the oldest overdue lease) and a web console at / (stats, pauses,
-groups, a group's messages, dead letters; redrive, purge, release, pause, resume). It prints the address it listens on,
-then one audit line on stderr per change.
+groups, a group's messages, dead letters, the archive; redrive, purge, release, pause,
+resume). It prints the address it listens on, then one audit line on stderr per change.
 
 Looks are open to whoever reaches the address, so it listens on loopback unless told
 otherwise. Every change needs the admin token, from HAREL_ADMIN_TOKEN or --admin-token-file
@@ -156,6 +176,10 @@ when it ends, when each was published, and the event (cut at 100 characters in t
     /// Dead letters: list them, redrive them into their groups, purge them
     #[command(subcommand)]
     Dead(DeadCommand),
+
+    /// The archive of acked messages, in seq order (a group's history with --group)
+    #[command(long_about = ARCHIVE_ABOUT, after_help = ARCHIVE_EXAMPLES)]
+    Archive(ArchiveArgs),
 
     /// Delete a group's messages (--group), or every message and group (--all)
     #[command(long_about = "\
@@ -292,6 +316,16 @@ pub enum DeadCommand {
 #[derive(Debug, Args)]
 pub struct DeadListArgs {
     /// Only the dead letters of this group
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+
+    #[command(flatten)]
+    pub page: Listing,
+}
+
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// Only the archived messages of this group: its history, in order
     #[arg(long, value_name = "GROUP")]
     pub group: Option<String>,
 

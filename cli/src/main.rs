@@ -107,6 +107,12 @@ fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
             out.dead_letters(&page, group);
             Ok(())
         }
+        Command::Archive(a) => {
+            let group = a.group.as_deref();
+            let page = list(&a.page, "archive", |cursor, limit| transport.archive(group, cursor, limit))?;
+            out.archive(&page, group);
+            Ok(())
+        }
         Command::Dead(DeadCommand::Redrive(s)) => {
             let n = with_selector(s, |which| match s.shard {
                 Some(shard) => transport.redrive_on(shard, which),

@@ -5,15 +5,16 @@
 use std::io::Write;
 
 use harel_transport::{
-    system_clock, DeadLetter, GroupInfo, Headers, MessageInfo, Page, Pause, PauseKind, PauseTarget, Stats, DELAYED,
-    PARKED,
+    system_clock, Archived, DeadLetter, GroupInfo, Headers, MessageInfo, Page, Pause, PauseKind, PauseTarget, Stats,
+    DELAYED, PARKED,
 };
 use serde::Serialize;
 
 use crate::args::Selector;
 use crate::time;
 
-/// How many characters of an event (and of a dead letter's reason) a table shows.
+/// How many characters of an event (and of a dead letter's reason) a table shows: in peek,
+/// and in the wider tables of the dead letters and the archive.
 const EVENT_CHARS: usize = 100;
 const DEAD_EVENT_CHARS: usize = 60;
 /// How many characters of a message's headers a table shows (a traceparent alone is 67).
@@ -255,6 +256,59 @@ impl Out {
         self.absent_note();
     }
 
+    /// The archive: as the dead letters are listed, with the worker that acked each and when
+    /// it was published, claimed (the claim that was acked) and acked.
+    pub fn archive(&self, page: &Page<Archived>, group: Option<&str>) {
+        if self.json {
+            return self.print_json(&archive_json(page));
+        }
+        if self.lacks("_archive") {
+            println!("no archived messages: this queue has no archive table");
+        } else if page.items.is_empty() {
+            let of = group.map(|g| format!(" of group {g:?}")).unwrap_or_default();
+            println!(
+                "no archived messages{of} (an ack archives its message only when its transport has the archive \
+                 option on)"
+            );
+        } else {
+            let now = system_clock();
+            let with_headers = page.items.iter().any(|a| !a.headers.is_empty());
+            let mut columns = vec![
+                ("SEQ", R),
+                ("GROUP", L),
+                ("ATTEMPTS", R),
+                ("WORKER", L),
+                ("PUBLISHED", L),
+                ("CLAIMED", L),
+                ("ACKED", L),
+            ];
+            if with_headers {
+                columns.push(("HEADERS", L));
+            }
+            columns.push(("EVENT", L));
+            let mut t = self.sharded(&columns);
+            for a in &page.items {
+                let mut row = vec![
+                    a.seq.to_string(),
+                    cell(&a.group_id),
+                    a.attempts.to_string(),
+                    cell(&a.worker_id),
+                    a.published_at.map_or_else(dash, |at| time::relative(at, now)),
+                    a.claimed_at.map_or_else(dash, |at| time::relative(at, now)),
+                    time::relative(a.acked_at, now),
+                ];
+                if with_headers {
+                    row.push(headers_cell(&a.headers, HEADERS_CHARS));
+                }
+                row.push(cut(&a.event, DEAD_EVENT_CHARS));
+                t.row(self.with_shard(a.shard, row));
+            }
+            print!("{}", t.render());
+        }
+        next_page(page.next.as_deref());
+        self.absent_note();
+    }
+
     pub fn redriven(&self, n: u64, which: &Selector) {
         if self.json {
             return self.print_json(&Redriven { redriven: n });
@@ -385,6 +439,12 @@ pub struct Peeked<'a> {
 #[derive(Serialize)]
 pub struct DeadListed<'a> {
     dead_letters: Vec<DeadDoc<'a>>,
+    next: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+pub struct ArchiveListed<'a> {
+    archived: Vec<ArchivedDoc<'a>>,
     next: Option<&'a str>,
 }
 
@@ -693,6 +753,41 @@ fn dead_json(d: &DeadLetter) -> DeadDoc<'_> {
         dead_at: d.dead_at,
         shard: d.shard,
         headers: d.headers.pairs(),
+    }
+}
+
+/// An archived message: as a dead letter, with the worker that acked it and when it was
+/// published (null: its writer stamped no time), claimed (null: unknown) and acked.
+#[derive(Serialize)]
+struct ArchivedDoc<'a> {
+    seq: i64,
+    group_id: &'a str,
+    event: &'a str,
+    attempts: i64,
+    worker_id: &'a str,
+    published_at: Option<f64>,
+    claimed_at: Option<f64>,
+    acked_at: f64,
+    shard: usize,
+    headers: &'a [(String, String)],
+}
+
+pub fn archive_json(page: &Page<Archived>) -> ArchiveListed<'_> {
+    ArchiveListed { archived: page.items.iter().map(archived_json).collect(), next: page.next.as_deref() }
+}
+
+fn archived_json(a: &Archived) -> ArchivedDoc<'_> {
+    ArchivedDoc {
+        seq: a.seq,
+        group_id: &a.group_id,
+        event: &a.event,
+        attempts: a.attempts,
+        worker_id: &a.worker_id,
+        published_at: a.published_at,
+        claimed_at: a.claimed_at,
+        acked_at: a.acked_at,
+        shard: a.shard,
+        headers: a.headers.pairs(),
     }
 }
 

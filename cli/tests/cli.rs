@@ -477,6 +477,175 @@ fn dead_letters_are_listed_redriven_and_purged() {
     assert_eq!(json(&q.args(&["dead", "redrive", "--all"])), serde_json::json!({"redriven": 0}));
 }
 
+/// The items of an archive page (`archive --json`).
+fn archived(page: &Value) -> &Vec<Value> {
+    page["archived"].as_array().unwrap_or_else(|| panic!("no archived list in {page}"))
+}
+
+/// Fills the archive through a transport with it on: group "history"'s five messages, the
+/// first (with headers) claimed by "worker-a", nacked and claimed again before its ack (2
+/// attempts), the others acked by "worker-b", orders-2's head (acked by "worker-o") between
+/// them. Returns the headers of history's first message.
+fn fill_the_archive(q: &Queue) -> harel_transport::Headers {
+    let headers = harel_transport::Headers::new(&[("traceparent", "00-ab-01"), ("note", "two words")]).unwrap();
+    let mut options = Options::new();
+    options.archive(3_600.0).unwrap();
+    let t = Transport::open(&q.path, &options).unwrap();
+    let events: Vec<String> = (0..5).map(|n| event("history", n)).collect();
+    let message = |n: usize, headers| Message {
+        group_id: "history",
+        event_json: &events[n],
+        priority: 0,
+        routing_key: Some("k-history"),
+        headers,
+    };
+    t.publish_many(&[message(0, Some(&headers)), message(1, None), message(2, None)]).unwrap();
+    let lease = t.claim("worker-a", HELD, 0, &["k-history"]).unwrap().expect("history's head");
+    t.nack(&lease, 0.0).unwrap();
+    let lease = t.claim("worker-a", HELD, 0, &["k-history"]).unwrap().expect("history's head again");
+    assert_eq!(lease.attempts, 2);
+    t.ack(&lease).unwrap();
+    let orders = t.claim("worker-o", HELD, 0, &["eu"]).unwrap().expect("orders-2's head (routing key eu)");
+    t.ack(&orders).unwrap();
+    t.publish_many(&[message(3, None), message(4, None)]).unwrap();
+    for _ in 1..5 {
+        let lease = t.claim("worker-b", HELD, 0, &["k-history"]).unwrap().expect("history's next");
+        t.ack(&lease).unwrap();
+    }
+    t.close();
+    headers
+}
+
+/// `archive`: the acked messages kept while the archive is on, as a table and as JSON, every
+/// group's or one group's (its history, in order), page by page; nothing archived is an
+/// empty listing, saying so.
+#[test]
+fn the_archive_lists_acked_messages_in_order_page_by_page() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = live_queue();
+    // Off by default: nothing archived yet, even after an ack.
+    let empty = "no archived messages (an ack archives its message only when its transport has the archive \
+                 option on)\n";
+    assert_eq!(ok(&q.args(&["archive"])), empty);
+    let t = q.open();
+    let lease = t.claim("worker-off", HELD, 0, &["eu"]).unwrap().expect("orders-2's head (routing key eu)");
+    t.ack(&lease).unwrap();
+    t.close();
+    assert_eq!(json(&q.args(&["archive"])), serde_json::json!({"archived": [], "next": null}));
+    assert_eq!(
+        ok(&q.args(&["archive", "--group", "history"])),
+        "no archived messages of group \"history\" (an ack archives its message only when its transport has the \
+         archive option on)\n"
+    );
+
+    let q = live_queue();
+    let sent = fill_the_archive(&q);
+    let started = harel_transport::system_clock();
+    let all = json(&q.args(&["archive"]));
+    assert_eq!(all["next"], Value::Null);
+    let listed: Vec<(&str, i64)> =
+        archived(&all).iter().map(|a| (a["group_id"].as_str().unwrap(), a["seq"].as_i64().unwrap())).collect();
+    assert_eq!(listed.len(), 6, "{all}");
+    assert!(listed.windows(2).all(|w| w[0].1 < w[1].1), "in seq order: {listed:?}");
+    assert_eq!(listed.iter().filter(|(g, _)| *g == "orders-2").count(), 1, "{listed:?}");
+
+    // One group's history, in order, every field.
+    let history = json(&q.args(&["archive", "--group", "history"]));
+    let items = archived(&history);
+    let events: Vec<&str> = items.iter().map(|a| a["event"].as_str().unwrap()).collect();
+    let sent_events: Vec<String> = (0..5).map(|n| event("history", n)).collect();
+    assert_eq!(events, sent_events, "the exact text stored, in publish order");
+    let first = &items[0];
+    assert_eq!((first["attempts"].as_i64(), first["worker_id"].as_str()), (Some(2), Some("worker-a")), "{first}");
+    let pairs: Vec<[&str; 2]> = sent.pairs().iter().map(|(n, v)| [n.as_str(), v.as_str()]).collect();
+    assert_eq!(first["headers"], serde_json::json!(pairs));
+    assert_eq!(first["shard"], 0);
+    for a in &items[1..] {
+        assert_eq!((a["attempts"].as_i64(), a["worker_id"].as_str()), (Some(1), Some("worker-b")), "{a}");
+        assert_eq!(a["headers"], serde_json::json!([]));
+    }
+    for a in items {
+        let at = |key: &str| a[key].as_f64().unwrap_or_else(|| panic!("{key} in {a}"));
+        let (published, claimed, acked) = (at("published_at"), at("claimed_at"), at("acked_at"));
+        assert!(published <= claimed && claimed <= acked, "{a}");
+        assert!(started - 60.0 < published && acked <= started, "{a}");
+    }
+    // The fields, in this order.
+    let text = ok(&q.args(&["archive", "--group", "history", "--limit", "1", "--json"]));
+    let keys = [
+        "\"seq\"",
+        "\"group_id\"",
+        "\"event\"",
+        "\"attempts\"",
+        "\"worker_id\"",
+        "\"published_at\"",
+        "\"claimed_at\"",
+        "\"acked_at\"",
+        "\"shard\"",
+        "\"headers\"",
+        "\"next\"",
+    ];
+    let at: Vec<usize> = keys.iter().map(|k| text.find(k).unwrap_or_else(|| panic!("{k} in {text}"))).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+
+    // The table: the dead letters' columns, with the worker and the three times.
+    let table = ok(&q.args(&["archive", "--group", "history"]));
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows.len(), 6, "a header and five messages:\n{table}");
+    let header: Vec<&str> = rows[0].split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(header, ["SEQ", "GROUP", "ATTEMPTS", "WORKER", "PUBLISHED", "CLAIMED", "ACKED", "HEADERS", "EVENT"]);
+    let cells: Vec<&str> = rows[1].split_whitespace().collect();
+    assert_eq!(cells[0], first["seq"].to_string(), "{table}");
+    assert_eq!(cells[1..4], ["history", "2", "worker-a"], "{table}");
+    assert!(rows[1].matches(" ago ").count() == 3, "published, claimed, acked: {table}");
+    assert!(rows[1].contains(r#" traceparent=00-ab-01 note="two words" "#), "{table}");
+    assert!(rows[1].ends_with(&event("history", 0)), "{table}");
+    assert!(rows[2].contains(" worker-b ") && rows[2].ends_with(&event("history", 1)), "{table}");
+    assert!(!ok(&q.args(&["archive", "--group", "orders-2"])).contains("HEADERS"), "no column without headers");
+
+    // Page by page: the cursor, in the text and JSON; --all from the start or a cursor.
+    let page = json(&q.args(&["archive", "--group", "history", "--limit", "2"]));
+    let cursor = page["next"].as_str().expect("more after 2 of 5").to_owned();
+    let mut seen: Vec<String> = Vec::new();
+    let mut page = page;
+    loop {
+        seen.extend(archived(&page).iter().map(|a| a["event"].as_str().unwrap().to_owned()));
+        let Some(next) = page["next"].as_str().map(str::to_owned) else { break };
+        page = json(&q.args(&["archive", "--group", "history", "--limit", "2", "--cursor", &next]));
+    }
+    assert_eq!(seen, sent_events, "every page, in order, each once");
+    let text = ok(&q.args(&["archive", "--group", "history", "--limit", "2"]));
+    assert!(text.contains(&format!("--cursor {cursor} ")), "the text names the next cursor:\n{text}");
+    let every = json(&q.args(&["archive", "--limit", "2", "--all"]));
+    assert_eq!((archived(&every).len(), &every["next"]), (6, &Value::Null));
+    let rest = json(&q.args(&["archive", "--group", "history", "--limit", "2", "--cursor", &cursor, "--all"]));
+    assert_eq!(archived(&rest).len(), 3);
+    assert!(!ok(&q.args(&["archive", "--limit", "2", "--all"])).contains("--cursor"));
+
+    // A group with nothing archived.
+    let none = ok(&q.args(&["archive", "--group", "orders-1"]));
+    assert!(none.starts_with("no archived messages of group \"orders-1\""), "{none}");
+    assert_eq!(json(&q.args(&["archive", "--group", "orders-1"])), serde_json::json!({"archived": [], "next": null}));
+
+    // Bad input, named: a page size out of range (a usage error), a cursor not of this
+    // listing, an empty group id (the library's refusals); nothing on stdout.
+    for limit in ["0", "10001", "x"] {
+        let err = fails(&q.args(&["archive", "--limit", limit]), 2);
+        assert!(err.contains("--limit") && err.contains("10000"), "{err}");
+    }
+    let groups_cursor = json(&q.args(&["groups", "--limit", "1"]))["next"].as_str().unwrap().to_owned();
+    for bad in ["nonsense", groups_cursor.as_str()] {
+        let ran = run(&q.args(&["archive", "--cursor", bad]));
+        assert_eq!((ran.code, ran.stdout.as_str()), (1, ""), "{}", ran.stderr);
+        assert!(ran.stderr.starts_with("harel-transport: archive: "), "{}", ran.stderr);
+        assert!(ran.stderr.contains(&format!("cursor {bad:?}")), "{}", ran.stderr);
+    }
+    let err = fails(&q.args(&["dead", "list", "--cursor", &cursor]), 1);
+    assert!(err.contains("is not a cursor of this listing"), "an archive cursor is not a dead letters' one: {err}");
+    let err = fails(&q.args(&["archive", "--group", ""]), 1);
+    assert!(err.starts_with("harel-transport: archive: ") && err.contains("group_id"), "{err}");
+}
+
 #[test]
 fn purge_a_group_or_everything() {
     let _limit = harel_transport_testkit::time_limit();
@@ -696,6 +865,7 @@ fn every_command_has_help() {
         "pause",
         "resume",
         "pauses",
+        "archive",
         "HAREL_AUTH_TOKEN",
         "--auth-token-file",
         "--json",
@@ -712,6 +882,7 @@ fn every_command_has_help() {
         &["dead", "list"],
         &["dead", "redrive"],
         &["dead", "purge"],
+        &["archive"],
         &["purge"],
         &["release"],
         &["pause"],
@@ -735,6 +906,10 @@ fn every_command_has_help() {
         assert!(help.contains("--group") && help.contains("--routing-key") && help.contains("--queue"), "{help}");
     }
     assert!(ok(&["dead", "redrive", "--help"]).contains("--seq"));
+    let archive = ok(&["archive", "--help"]);
+    for needle in ["--group", "--limit", "--cursor", "--all", "archive option", "off by default"] {
+        assert!(archive.contains(needle), "archive --help names {needle}:\n{archive}");
+    }
     assert!(ok(&["--version"]).starts_with(&format!("harel-transport {}", harel_transport::VERSION)));
 }
 
@@ -879,16 +1054,18 @@ fn harel_queue(test: &str) -> Option<Queue> {
     Some(Queue { _dir: dir, path })
 }
 
-const LACKS: [&str; 11] = [
+const LACKS: [&str; 13] = [
     "the column harel_transport_groups.routing_key",
     "the column harel_transport_messages.attempts",
     "the column harel_transport_messages.enqueued_at",
     "the column harel_transport_messages.headers",
     "the column harel_transport_messages.unique_key",
     "the column harel_transport_messages.expires_at",
+    "the column harel_transport_messages.claimed_at",
     "the table harel_transport_dead",
     "the table harel_transport_keys",
     "the table harel_transport_pauses",
+    "the table harel_transport_archive",
     "the trigger harel_transport_groups_paused_at_birth",
     "the trigger harel_transport_groups_paused_turn",
 ];
@@ -951,6 +1128,10 @@ fn a_harel_09_queue_is_read_as_it_is() {
     assert!(pauses.starts_with("no pauses\n") && pauses.contains("the table harel_transport_pauses"), "{pauses}");
     assert_eq!(json(&q.args(&["pauses"]))["pauses"], serde_json::json!([]));
     assert_eq!(json(&q.args(&["groups", "--state", "paused"]))["groups"], serde_json::json!([]));
+    let archive = ok(&q.args(&["archive"]));
+    assert!(archive.starts_with("no archived messages: this queue has no archive table\n"), "{archive}");
+    assert!(archive.contains("the table harel_transport_archive"), "{archive}");
+    assert_eq!(json(&q.args(&["archive", "--group", "g3"])), serde_json::json!({"archived": [], "next": null}));
 
     // Every repair says what it needs, and changes nothing.
     for (repair, named) in [
@@ -1048,6 +1229,31 @@ fn a_sharded_queue_is_given_as_its_databases_in_order() {
     assert!(line(&ok(&with(&["stats"])), "SHARD").contains(" PAUSED  DEAD"));
     assert_eq!(json(&with(&["resume", "--queue"]))["resumed"], true);
     assert_eq!(json(&with(&["stats"]))["paused"], 0);
+    // The archive: shard after shard, each message with its shard, in a SHARD column.
+    let mut archiving = Options::new();
+    archiving.archive(3_600.0).unwrap();
+    let t = Transport::open_shards(&list, &archiving).unwrap();
+    let mut acked = Vec::new();
+    for _ in 0..3 {
+        let lease = t.claim("w-archive", HELD, 0, &[]).unwrap().unwrap();
+        t.ack(&lease).unwrap();
+        acked.push(lease.group_id);
+    }
+    drop(t);
+    let archive = json(&with(&["archive"]));
+    let shards: Vec<usize> = archived(&archive).iter().map(|a| a["shard"].as_u64().unwrap() as usize).collect();
+    assert_eq!(shards.len(), 3, "{archive}");
+    assert!(shards.windows(2).all(|w| w[0] <= w[1]), "shard after shard: {archive}");
+    for a in archived(&archive) {
+        let id = a["group_id"].as_str().unwrap();
+        assert!(acked.iter().any(|g| g == id), "{archive}");
+        assert_eq!(a["shard"].as_u64().unwrap() as usize, harel_transport::shard_of(id, 3), "{a}");
+    }
+    let table = ok(&with(&["archive"]));
+    assert!(table.starts_with("SHARD  SEQ  GROUP"), "{table}");
+    let one: &'static str = acked[0].clone().leak();
+    let history = json(&with(&["archive", "--group", one]));
+    assert_eq!(archived(&history).len(), 1, "{history}");
     let reordered = fails(&["-d", list[1], "-d", list[0], "-d", list[2], "stats"], 1);
     assert!(reordered.contains("databases[0]") && reordered.contains("reordered"), "{reordered}");
 }

@@ -123,7 +123,7 @@ fn queue() -> Queue {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("queue.db").to_str().unwrap().to_owned();
     let started = Instant::now();
-    let t = Transport::open(&path, &Options::new()).unwrap();
+    let t = Transport::open(&path, &console_queue::options()).unwrap();
     let dead_seq = console_queue::build(&t);
     t.close();
     Queue { _dir: dir, path, dead_seq, built: started }
@@ -271,6 +271,98 @@ fn changes_need_the_token_and_the_consoles_own_origin() {
     assert!(audit[8].contains("action=release target=\"group leased\""), "{}", audit[8]);
 }
 
+/// `/api/archive`: the archive's page as `archive --json` prints it (every field, a group's
+/// history with `group`, page by page with `cursor` and `limit`), bad input refused with 400
+/// naming it; a look, so open as the other looks are (no token needed, none checked) and
+/// read-only (nothing to POST there).
+#[test]
+fn the_archive_is_a_look_page_by_page() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = queue();
+    let served_at = harel_transport::system_clock();
+    let serving = Serving::start(&q.path, &[], &[("HAREL_ADMIN_TOKEN", TOKEN)]);
+    let answer = serving.get("/api/archive");
+    assert_eq!((answer.status, answer.headers["content-type"].as_str()), (200, "application/json"), "{}", answer.body);
+    let keys = [
+        "seq",
+        "group_id",
+        "event",
+        "attempts",
+        "worker_id",
+        "published_at",
+        "claimed_at",
+        "acked_at",
+        "shard",
+        "headers",
+        "next",
+    ];
+    let at: Vec<usize> = keys.iter().map(|k| answer.body.find(&format!("\"{k}\":")).expect(k)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "the fields in this order: {}", answer.body);
+    let page = answer.json();
+    assert_eq!(page["next"], Value::Null);
+    let items = page["archived"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{page}");
+    let pairs: Vec<[&str; 2]> = console_queue::ARCHIVED_HEADERS.iter().map(|(n, v)| [*n, *v]).collect();
+    for (i, (a, attempts)) in items.iter().zip([2, 1]).enumerate() {
+        assert_eq!(a["group_id"], console_queue::ARCHIVED_GROUP, "{a}");
+        assert_eq!(a["event"], console_queue::ARCHIVED_EVENTS[i], "the exact text stored, in order");
+        let worker = Some(console_queue::ARCHIVE_WORKER);
+        assert_eq!((a["attempts"].as_i64(), a["worker_id"].as_str()), (Some(attempts), worker), "{a}");
+        assert_eq!(a["shard"], 0);
+        assert_eq!(a["headers"], if i == 0 { serde_json::json!(pairs) } else { serde_json::json!([]) });
+        let time = |key: &str| a[key].as_f64().unwrap_or_else(|| panic!("{key} in {a}"));
+        let (published, claimed, acked) = (time("published_at"), time("claimed_at"), time("acked_at"));
+        assert!(published <= claimed && claimed <= acked && acked <= served_at, "{a}");
+        assert!(served_at - published < 60.0, "{a}");
+    }
+    assert!(items[0]["seq"].as_i64() < items[1]["seq"].as_i64());
+
+    // A group's history; another group's (none); an empty group is every group's.
+    assert_eq!(serving.get("/api/archive?group=archived").json(), page);
+    assert_eq!(serving.get("/api/archive?group=").json(), page);
+    assert_eq!(serving.get("/api/archive?group=ready-a").json(), serde_json::json!({"archived": [], "next": null}));
+
+    // Page by page, by the library's cursor.
+    let first = serving.get("/api/archive?group=archived&limit=1").json();
+    assert_eq!(first["archived"].as_array().unwrap().len(), 1);
+    assert_eq!(first["archived"][0], items[0]);
+    let next = first["next"].as_str().expect("more after 1 of 2");
+    let second = serving.get(&format!("/api/archive?limit=1&cursor={next}")).json();
+    assert_eq!((&second["archived"][0], &second["next"]), (&items[1], &Value::Null), "{second}");
+
+    // Bad input: 400, naming it.
+    let groups_cursor = serving.get("/api/groups?limit=1").json()["next"].as_str().unwrap().to_owned();
+    for (query, says) in [
+        ("limit=0".to_owned(), r#"limit "0": expected a page size from 1 to 10000"#.to_owned()),
+        ("limit=10001".to_owned(), r#"limit "10001""#.to_owned()),
+        ("limit=ten".to_owned(), r#"limit "ten""#.to_owned()),
+        ("cursor=nonsense".to_owned(), r#"cursor "nonsense" is not a cursor of this listing"#.to_owned()),
+        (format!("cursor={groups_cursor}"), format!("cursor {groups_cursor:?} is not a cursor of this listing")),
+    ] {
+        let answer = serving.get(&format!("/api/archive?{query}"));
+        let error = answer.json()["error"].as_str().unwrap_or_default().to_owned();
+        assert_eq!((answer.status, error.contains(&says)), (400, true), "{query}: {}", answer.body);
+    }
+
+    // A look: open to whoever reaches the address, a token or not, a wrong one too; no change
+    // there, so a POST finds nothing, with the token or without, and leaves no audit line.
+    let wrong = serving.request("GET", "/api/archive", &[("Authorization", "Bearer nope")], "");
+    assert_eq!((wrong.status, wrong.json()), (200, page.clone()));
+    let origin = format!("http://{}", serving.address);
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", bearer.as_str()), ("Origin", origin.as_str()), ("Sec-Fetch-Site", "same-origin")];
+    for answer in [serving.post("/api/archive", &headers, "{}"), serving.post("/api/archive", &[], "{}")] {
+        assert_eq!(answer.status, 404, "{}", answer.body);
+    }
+    assert_eq!(serving.get("/api/archive").json(), page, "unchanged");
+    let err = serving.stop();
+    assert!(!err.contains(": audit "), "no change was made:\n{err}");
+
+    // Without an admin token too.
+    let serving = Serving::start(&q.path, &[], &[]);
+    assert_eq!(serving.get("/api/archive").json(), page);
+}
+
 /// A harel 0.9 file is served as it is: /metrics and the looks from its rows (harel's
 /// leases and park counted; no dead-letter series, no age it cannot know), every change
 /// refused with 409 naming what the file lacks, and the file left as harel wrote it.
@@ -302,6 +394,8 @@ fn a_harel_09_queue_is_served_as_it_is() {
     let bearer = format!("Bearer {TOKEN}");
     let headers = [("Authorization", bearer.as_str()), ("Origin", origin.as_str()), ("Sec-Fetch-Site", "same-origin")];
     assert_eq!(serving.get("/api/pauses").json(), serde_json::json!({"pauses": []}));
+    let archive = serving.get("/api/archive?group=g0");
+    assert_eq!((archive.status, archive.json()), (200, serde_json::json!({"archived": [], "next": null})));
     for (path, body) in [
         ("/api/release", r#"{"group":"g0"}"#),
         ("/api/dead/redrive", r#"{"all":true}"#),
@@ -538,6 +632,7 @@ fn the_page_and_its_answers_carry_the_security_headers() {
         ("/console.js", "text/javascript; charset=utf-8"),
         ("/console.css", "text/css; charset=utf-8"),
         ("/api/stats", "application/json"),
+        ("/api/archive", "application/json"),
         ("/api/nothing", "application/json"),
     ] {
         let answer = serving.get(path);

@@ -393,7 +393,12 @@ pub async fn dead_letter(
 
 /// The ack's statements: the message, if still leased to its worker, copied into the
 /// archive when it is kept and deleted, then its group.
-fn push_ack<'a>(mut chain: Chain<'a>, sql: &'a Statements, lease: &'a Lease, (now, archive): (f64, Archive)) -> Chain<'a> {
+fn push_ack<'a>(
+    mut chain: Chain<'a>,
+    sql: &'a Statements,
+    lease: &'a Lease,
+    (now, archive): (f64, Archive),
+) -> Chain<'a> {
     if archive.is_some() {
         let (copy, params) = sql.archive.copy(lease, now);
         chain.push(copy, params);

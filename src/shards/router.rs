@@ -21,8 +21,8 @@ use crate::request::{
     Publish,
 };
 use crate::types::{
-    Archived, DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseKind, PauseTarget, Published,
-    Stats,
+    Archived, DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseKind, PauseTarget,
+    Published, Stats,
 };
 use crate::waiting::wait::Wait;
 

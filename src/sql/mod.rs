@@ -157,7 +157,8 @@ impl Statements {
             publish_rows: Vec::new(),
             set_group_ready_at: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
             lease_message: format!(
-                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1, claimed_at = ?4 WHERE seq = ?1"
+                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1, claimed_at = ?4 \
+                 WHERE seq = ?1"
             ),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
             // The group's next turn: now, or its new head's due time if it is delayed.

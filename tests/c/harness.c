@@ -34,6 +34,8 @@
  *                           paused state and count
  *   test_expiry.c           a publish's expiry: harel_delivery's ttl and expires_at, the
  *                           reason "expired", harel_stats.expired
+ *   test_archive.c          the archive of acked messages: set_archive (options), archive and
+ *                           archive_page_free (looks)
  */
 #include "harel_test.h"
 
@@ -574,7 +576,8 @@ int main(int argc, char **argv) {
   static const test_case *const files[] = {
       open_tests,  abi_conventions_tests, publish_tests, claim_tests,        finish_tests,
       looks_tests, admin_tests,           shards_tests,  transactions_tests, watch_tests,
-      metrics_tests, trace_tests, headers_tests, unique_tests, pause_tests, expiry_tests};
+      metrics_tests, trace_tests, headers_tests, unique_tests, pause_tests, expiry_tests,
+      archive_tests};
   const char *tmp = getenv("TMPDIR");
   const test_case *test;
   size_t i;

@@ -385,6 +385,37 @@ int main(void) {
       sizeof delivery >= offsetof(harel_delivery, expires_at) + sizeof(double) &&
       offsetof(harel_stats, paused) < offsetof(harel_stats, paused_by_priority) &&
       offsetof(harel_stats, paused_by_priority) < offsetof(harel_stats, expired);
+  /* the archive: its option, its look and what frees it; an archived message's and the
+   * page's fields by name and type, in this order */
+  setter_double set_archive = harel_options_set_archive;
+  harel_status (*transport_archive)(harel_transport *, const char *, const char *, size_t,
+                                    harel_archive_page **, harel_error **) =
+      harel_transport_archive;
+  void (*archive_page_free)(harel_archive_page *) = harel_archive_page_free;
+  harel_archived ar;
+  harel_archive_page ap;
+  int64_t *archived_ints[3] = {&ar.seq, &ar.attempts, NULL};
+  const char **archived_strings[4] = {&ar.group_id, &ar.event, &ar.worker_id, &ap.next_cursor};
+  size_t *archived_sizes[4] = {&ar.group_id_len, &ar.event_len, &ar.shard, &ap.n_messages};
+  harel_headers *archived_headers = &ar.headers;
+  double *archived_doubles[3] = {&ar.published_at, &ar.claimed_at, &ar.acked_at};
+  const harel_archived **archived_items = &ap.messages;
+  int archive_order =
+      offsetof(harel_archived, seq) == 0 &&
+      offsetof(harel_archived, seq) < offsetof(harel_archived, group_id) &&
+      offsetof(harel_archived, group_id) < offsetof(harel_archived, group_id_len) &&
+      offsetof(harel_archived, group_id_len) < offsetof(harel_archived, event) &&
+      offsetof(harel_archived, event) < offsetof(harel_archived, event_len) &&
+      offsetof(harel_archived, event_len) < offsetof(harel_archived, headers) &&
+      offsetof(harel_archived, headers) < offsetof(harel_archived, attempts) &&
+      offsetof(harel_archived, attempts) < offsetof(harel_archived, worker_id) &&
+      offsetof(harel_archived, worker_id) < offsetof(harel_archived, published_at) &&
+      offsetof(harel_archived, published_at) < offsetof(harel_archived, claimed_at) &&
+      offsetof(harel_archived, claimed_at) < offsetof(harel_archived, acked_at) &&
+      offsetof(harel_archived, acked_at) < offsetof(harel_archived, shard) &&
+      offsetof(harel_archive_page, messages) == 0 &&
+      offsetof(harel_archive_page, messages) < offsetof(harel_archive_page, n_messages) &&
+      offsetof(harel_archive_page, n_messages) < offsetof(harel_archive_page, next_cursor);
 
   int all = version && status_name && last_error && error_status && error_message &&
             error_free && options_new && options_free && set_prefix && set_create_schema &&
@@ -420,7 +451,10 @@ int main(void) {
             delivery_numbers && transport_pause && transport_resume && transport_pauses &&
             pause_list_free && pause_kind && pause_name && pause_sizes[1] && paused_at &&
             pause_items && stats_paused && pause_order && pause_numbers && delivery_expiry[1] &&
-            stats_paused_levels && stats_expired && expiry_order;
+            stats_paused_levels && stats_expired && expiry_order && set_archive &&
+            transport_archive && archive_page_free && archived_ints[1] && archived_strings[3] &&
+            archived_sizes[3] && archived_headers && archived_doubles[2] && archived_items &&
+            archive_order;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -183,11 +183,11 @@ pub fn bad_archive_arguments_are_refused(open: Open<'_>) {
     let t = open(&archiving(&TestClock::at(1000.0), HOUR));
     let mut options = Options::new();
     let cases = [
-        (0.0, "archive is 0; it must be a finite number of seconds > 0"),
-        (-1.0, "archive is -1"),
-        (f64::NAN, "archive is NaN"),
-        (f64::INFINITY, "archive is inf"),
-        (400_000_000.0, "archive is 400000000; at most 315360000 (ten years)"),
+        (0.0, "archive_retention is 0; it must be a finite number of seconds > 0"),
+        (-1.0, "archive_retention is -1"),
+        (f64::NAN, "archive_retention is NaN"),
+        (f64::INFINITY, "archive_retention is inf"),
+        (400_000_000.0, "archive_retention is 400000000; at most 315360000 (ten years)"),
     ];
     for (retention, says) in cases {
         match options.archive(retention) {

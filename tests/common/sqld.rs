@@ -62,10 +62,21 @@ pub fn binary_or_skip(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// A loopback port nobody listens on right now.
+/// A loopback port nobody listens on right now, and none this process handed out before:
+/// the system may give a port back as soon as it is released, before the server it was
+/// meant for binds it, and a second server then took the same port (a test of three
+/// servers got two URLs alike; seen under load).
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().unwrap().port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().unwrap().port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// One sqld process serving one database directory on one loopback port. Killing and

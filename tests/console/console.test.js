@@ -29,6 +29,15 @@ const POISON_HEADERS = [
   ["<b>bold</b>", "<i onmouseover=alert(3)>x</i>"],
 ];
 
+// The archived group's two messages (acked by ARCHIVE_WORKER, the first after a nack), in
+// order, and the first one's headers.
+const ARCHIVED_EVENTS = ['{"done":"<script>window.__xss=3;alert(4)</script>"}', '{"done":2}'];
+const ARCHIVED_HEADERS = [
+  ["traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"],
+  ["x-html", "<u>under</u>"],
+];
+const ARCHIVE_WORKER = "worker-archive";
+
 let dir, queue, serve, serveErr = "", address, browser, page, deadSeq;
 const dialogs = [];
 
@@ -139,6 +148,51 @@ test("with the token the dead letter goes back into its group", async () => {
   assert.equal(await text("#messages td.event"), SCRIPT_EVENT);
   assert.deepEqual(await shownHeaders("#messages td.headers"), POISON_HEADERS, "kept by the redrive, shown as text");
   assert.equal(await page.$("main img, main script, main b, main i"), null);
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  assert.deepEqual(dialogs, []);
+});
+
+// The archive's rows as shown: each row's cells' text, and its seq.
+const archiveRows = () => page.$$eval("#archive tbody tr", (rows) =>
+  rows.map((r) => ({ seq: r.dataset.seq, cells: [...r.cells].map((c) => c.textContent) })));
+
+test("the archive shows the acked messages, as text, by group", async () => {
+  const library = cli("archive").archived;
+  assert.deepEqual(library.map((a) => a.event), ARCHIVED_EVENTS, "the queue console_queue builds");
+  await page.waitForFunction((n) => document.querySelectorAll("#archive tbody tr").length === n, {}, library.length);
+  const rows = await archiveRows();
+  assert.deepEqual(rows.map((r) => r.seq), library.map((a) => String(a.seq)), "in seq order");
+  for (const [i, row] of rows.entries()) {
+    const a = library[i];
+    // seq, group, attempts, worker, published, claimed, acked, headers, event
+    assert.deepEqual(row.cells.slice(0, 4), [String(a.seq), "archived", String(a.attempts), ARCHIVE_WORKER]);
+    // The three times, as the browser writes them in its own locale and time zone.
+    const times = await page.evaluate((ats) => ats.map((at) => new Date(at * 1000).toLocaleString()),
+      [a.published_at, a.claimed_at, a.acked_at]);
+    assert.deepEqual(row.cells.slice(4, 7), times, `published, claimed, acked of ${a.seq}`);
+    assert.equal(row.cells[8], ARCHIVED_EVENTS[i]);
+  }
+  assert.deepEqual(library.map((a) => a.attempts), [2, 1]);
+  assert.deepEqual(await shownHeaders("#archive tbody tr:first-child td.headers"), ARCHIVED_HEADERS, "as text");
+  assert.equal(await text("#archive tbody tr:last-child td.headers"), "-");
+  assert.equal(await page.$eval("#archive-none", (e) => e.hidden), true);
+  assert.equal(await page.$eval("#archive-next", (b) => b.disabled), true, "one page");
+  assert.equal(await page.$("main img, main script, main b, main i, main u"), null, "no element came from the data");
+  assert.equal(await page.evaluate(() => window.__xss), undefined, "no script of the data ran");
+
+  // The group filter: another group has nothing archived; the archived group its history.
+  const filter = async (group) => {
+    await page.$eval("#archive-group", (input, g) => { input.value = g; }, group);
+    await page.click("#archive-form button[type=submit]");
+  };
+  await filter("ready-a");
+  await page.waitForFunction(() => !document.getElementById("archive-none").hidden);
+  assert.deepEqual(await archiveRows(), []);
+  assert.match(await text("#archive-none"), /nothing archived/);
+  await filter("archived");
+  await page.waitForFunction(() => document.querySelectorAll("#archive tbody tr").length === 2);
+  assert.deepEqual((await archiveRows()).map((r) => r.cells[8]), ARCHIVED_EVENTS, "its history, in order");
+  assert.equal(await page.$eval("#archive-none", (e) => e.hidden), true);
   assert.equal(await page.evaluate(() => window.__xss), undefined);
   assert.deepEqual(dialogs, []);
 });

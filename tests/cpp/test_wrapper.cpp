@@ -20,7 +20,10 @@
 // GroupState::Paused and stats' paused, the list's order and fields, each refusal with its
 // message, a queue without the pauses table, threads sharing a Transport); expiry (Delivery's ttl
 // and expires_at: the dead letter's reason "expired", stats()->expired, a batch, a transaction's
-// ttl from its commit, each refusal with its message). Run under
+// ttl from its commit, each refusal with its message); the archive (Options::archive,
+// Transport::archive's ArchivePage of Archived views: every field, std::nullopt for an unknown
+// time, pages by next_cursor and a group's history in order, off by default, a sharded queue's
+// shard after shard, each refusal with its message, moves, a file without the table). Run under
 // AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -42,7 +45,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -243,6 +248,7 @@ static void test_options() {
   o.prefix("app_q").create_schema(true).sync_url("http://127.0.0.1:9").sync_url(nullptr);
   o.auth_token("secret").auth_token(nullptr).sync_interval(2.5).busy_timeout(0.5);
   o.synchronous_full(false).max_attempts(3).max_attempts(0).clock(fake_clock, &now).clock(nullptr, nullptr);
+  o.key_retention(60.0).archive(3600.0);
   CHECK(o.get() != nullptr);
   // ...and chained on a temporary, kept by move.
   std::string prefix = "other_q";
@@ -268,6 +274,7 @@ static void test_options() {
   EXPECT_ERROR(HAREL_ERR_ARGUMENT, bad.clock(fake_clock, &now));     // NOLINT
   EXPECT_ERROR(HAREL_ERR_ARGUMENT, bad.auth_token("x"));             // NOLINT
   EXPECT_ERROR(HAREL_ERR_ARGUMENT, bad.max_attempts(2));             // NOLINT
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, bad.archive(60.0));               // NOLINT
   auto defaults = harel::Transport::open(":memory:", bad);           // NOLINT
   CHECK(static_cast<bool>(defaults));
 }
@@ -2449,6 +2456,253 @@ static void test_pause_threads() {
   CHECK(t.pauses().empty() && t.stats()->messages == 0 && t.stats()->paused == 0);
 }
 
+// ---- the archive: Options::archive, Transport::archive, ArchivePage, Archived ---------------
+
+static_assert(!std::is_copy_constructible_v<harel::ArchivePage> && !std::is_copy_assignable_v<harel::ArchivePage> &&
+              std::is_nothrow_move_constructible_v<harel::ArchivePage> &&
+              std::is_nothrow_move_assignable_v<harel::ArchivePage> &&
+              std::is_nothrow_destructible_v<harel::ArchivePage>);
+static_assert(std::is_trivially_copyable_v<harel::Archived>, "an Archived is a view");
+static_assert(std::is_same_v<decltype(std::declval<const harel::Transport &>().archive()), harel::ArchivePage>);
+static_assert(std::is_same_v<decltype(*std::declval<const harel::ArchivePage &>().begin()), harel::Archived>);
+static_assert(std::is_same_v<decltype(std::declval<harel::Archived>().published_at()), std::optional<double>> &&
+              std::is_same_v<decltype(std::declval<harel::Archived>().claimed_at()), std::optional<double>> &&
+              std::is_same_v<decltype(std::declval<harel::Archived>().acked_at()), double>);
+static_assert(std::is_same_v<decltype(std::declval<harel::Archived>().headers()), harel::HeaderList>);
+
+static const char ARCHIVE_TP[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+// Every archived message `t` lists (`group`'s, or every group's), page after page of
+// `limit`, each page's size in `sizes`: copied as (seq, group, event, shard).
+struct Listed {
+  std::vector<std::tuple<std::int64_t, std::string, std::string, std::size_t>> items;  // seq, group, event, shard
+  std::vector<std::size_t> sizes;
+};
+static Listed list_archive(const harel::Transport &t, const char *group, std::size_t limit) {
+  Listed listed;
+  for (harel::ArchivePage page = t.archive(group, nullptr, limit);;
+       page = t.archive(group, page.next_cursor(), limit)) {
+    listed.sizes.push_back(page.size());
+    for (const harel::Archived &a : page)
+      listed.items.emplace_back(a.seq(), std::string(a.group_id()), std::string(a.event()), a.shard());
+    if (!page.next_cursor() || listed.sizes.size() > 100) break;
+  }
+  return listed;
+}
+
+// Published with headers, claimed and nacked, claimed again by a named worker, acked: every
+// field of the one Archived, on the moved clock; nothing before the ack; the page's accessors,
+// its range, its moves; a message without headers; times a writer did not stamp as std::nullopt.
+static void test_archive_every_field() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now).archive(3600.0));
+  const std::string group = "order-\xc3\xa9", event = "{\"k\":\"caf\xc3\xa9\",\"n\":[1,2]}";
+  const std::vector<std::pair<std::string, std::string>> sent = {
+      {"traceparent", ARCHIVE_TP}, {"note", "caf\xc3\xa9"}, {"traceparent", "again"}};
+  const std::vector<harel::Header> headers = {
+      {"traceparent", ARCHIVE_TP}, {"note", "caf\xc3\xa9"}, {"traceparent", "again"}};
+  harel::Published p = t.publish_with(group, event, {}, headers);
+  now = 1001.0;
+  if (auto first = t.claim("w1", 30.0)) t.nack(*first);
+  now = 1002.0;
+  auto lease = t.claim("worker-7", 30.0);
+  CHECK(lease && lease->attempts() == 2);
+  now = 1004.5;
+  CHECK(t.archive().empty() && t.archive().next_cursor() == nullptr);  // nothing before the ack
+  if (lease) t.ack(*lease);
+  now = 1010.0;
+  harel::ArchivePage page = t.archive();
+  CHECK(page.size() == 1 && !page.empty() && page.next_cursor() == nullptr && page.get() != nullptr);
+  if (page.size() == 1) {
+    const harel::Archived a = page[0];
+    CHECK(a.seq() == p.seq && a.group_id() == group && a.event() == event);
+    CHECK(a.attempts() == 2 && a.worker_id() == "worker-7" && a.shard() == 0);
+    CHECK(a.published_at() == 1000.0 && a.claimed_at() == 1002.0 && a.acked_at() == 1004.5);
+    CHECK(a.headers().to_vector() == sent && a.headers().find("traceparent") == std::string_view(ARCHIVE_TP));
+    CHECK(a.get() == &page.get()->messages[0]);
+  }
+  int n = 0;
+  for (const harel::Archived &a : page) n += a.seq() == p.seq ? 1 : 100;
+  CHECK(n == 1 && std::distance(page.begin(), page.end()) == 1);
+  // The group's own listing, as a std::string; a group with nothing archived.
+  CHECK(t.archive(group).size() == 1 && t.archive(std::string("other")).empty());
+  // A message without headers, claimed once; published, claimed and acked at 1010.
+  harel::Published plain = t.publish_with("plain", "1");
+  CHECK(drain(t, "w") == 1);
+  harel::ArchivePage second = t.archive("plain", nullptr, 10);
+  CHECK(second.size() == 1);
+  if (second.size() == 1) {
+    CHECK(second[0].seq() == plain.seq && second[0].headers().empty() && second[0].attempts() == 1);
+    CHECK(second[0].worker_id() == "w" && second[0].published_at() == 1010.0 && second[0].acked_at() == 1010.0);
+  }
+  // Moves: the moved-from page is empty, the other holds the messages.
+  harel::ArchivePage moved(std::move(page));
+  CHECK(page.empty() && page.size() == 0 && page.get() == nullptr && page.next_cursor() == nullptr);  // NOLINT
+  CHECK(page.begin() == page.end() && moved.size() == 1 && moved[0].seq() == p.seq);                  // NOLINT
+  page = std::move(second);
+  CHECK(page.size() == 1 && page[0].seq() == plain.seq);
+  // A default-made Archived views nothing.
+  const harel::Archived none;
+  CHECK(none.seq() == 0 && none.group_id().empty() && none.event().empty() && none.headers().empty());
+  CHECK(none.worker_id().empty() && !none.published_at() && !none.claimed_at() && none.acked_at() == 0.0);
+  CHECK(none.get() == nullptr && none.shard() == 0 && none.attempts() == 0);
+  // Times a writer did not stamp (harel's publishes) and a claim's time unknown: std::nullopt.
+  t.publish("unstamped", "2");
+  auto held = t.claim("w2", 30.0);
+  t.transaction([](harel::Tx &tx) {
+    tx.execute("UPDATE harel_transport_messages SET enqueued_at = NULL, claimed_at = NULL");
+  });
+  now = 1020.0;
+  if (held) t.ack(*held);
+  harel::ArchivePage unknown = t.archive("unstamped");
+  CHECK(unknown.size() == 1);
+  if (unknown.size() == 1)
+    CHECK(!unknown[0].published_at() && !unknown[0].claimed_at() && unknown[0].acked_at() == 1020.0);
+  CHECK(t.stats()->messages == 0 && t.archive(nullptr, nullptr, 10).size() == 3);
+}
+
+// Pages by next_cursor: every group's in full pages but the last, each message once in seq
+// order; a group's history in order; off by default (nothing archived); beside a Transport
+// that keeps it, only its acks, read by either.
+static void test_archive_pages_and_off_by_default() {
+  double now = 1000.0;
+  TempDir dir;
+  const std::string path = dir.file("archive.db");
+  auto t = harel::Transport::open(path, harel::Options().clock(fake_clock, &now).archive(3600.0));
+  std::map<std::string, std::vector<std::int64_t>> published;
+  for (int k = 0; k < 5; k++)
+    for (const char *g : {"a", "b", "c"})
+      published[g].push_back(t.publish_with(g, std::string("\"") + g + std::to_string(k) + "\"").seq);
+  for (auto lease = t.claim("w", 30.0); lease; lease = t.claim("w", 30.0)) {
+    now += 0.25;
+    t.ack(*lease);
+  }
+  Listed all = list_archive(t, nullptr, 4);
+  CHECK((all.sizes == std::vector<std::size_t>{4, 4, 4, 3}));
+  for (std::size_t i = 1; i < all.items.size(); i++) CHECK(std::get<0>(all.items[i - 1]) < std::get<0>(all.items[i]));
+  for (const char *g : {"a", "b", "c"}) {
+    Listed history = list_archive(t, g, 2);
+    CHECK((history.sizes == std::vector<std::size_t>{2, 2, 1}) && history.items.size() == 5);
+    for (std::size_t k = 0; k < history.items.size() && k < 5; k++) {
+      CHECK(std::get<0>(history.items[k]) == published[g][k] && std::get<1>(history.items[k]) == g);
+      CHECK(std::get<2>(history.items[k]) == std::string("\"") + g + std::to_string(k) + "\"");
+    }
+  }
+  CHECK(t.archive("b", nullptr, 5).next_cursor() == nullptr);  // an exact fit ends the listing
+  CHECK(t.archive(nullptr, nullptr, HAREL_MAX_PAGE).size() == 15);
+  // Off by default: a Transport without the option acks and archives nothing...
+  auto off = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  off.publish("g", "1");
+  CHECK(drain(off, "w") == 1 && off.archive().empty());
+  // ...and beside one that keeps it, on the same file, only that one's acks are archived.
+  auto beside = harel::Transport::open(path, harel::Options().clock(fake_clock, &now));
+  beside.publish("x", "\"by beside\"");
+  beside.publish("y", "\"by t\"");
+  auto mine = beside.claim("w-beside", 30.0);  // the first to arrive
+  CHECK(mine && mine->event() == "\"by beside\"");
+  if (mine) beside.ack(*mine);
+  CHECK(drain(t, "w-t") == 1);
+  Listed both = list_archive(beside, nullptr, 100);
+  CHECK(both.items.size() == 16 && list_archive(t, nullptr, 100).items == both.items);
+  CHECK(std::get<2>(both.items.back()) == "\"by t\"");
+}
+
+// Over three shards: shard after shard, each item's shard harel::shard_of's; a group's from
+// its shard.
+static void test_archive_sharded() {
+  double now = 1000.0;
+  TempDir dir;
+  auto t = harel::Transport::open_shards({dir.file("s0.db"), dir.file("s1.db"), dir.file("s2.db")},
+                                         harel::Options().clock(fake_clock, &now).archive(3600.0));
+  std::vector<std::string> groups;
+  for (int i = 0; i < 12; i++) groups.push_back("g" + std::to_string(i));
+  for (const std::string &g : groups) {
+    t.publish(g, "1");
+    t.publish(g, "2");
+  }
+  CHECK(drain(t, "w") == 24);
+  Listed all = list_archive(t, nullptr, 5);
+  CHECK(all.items.size() == 24 && all.sizes.size() == 5 && all.sizes.back() == 4);
+  std::set<std::pair<std::string, std::string>> seen;
+  for (std::size_t i = 0; i < all.items.size(); i++) {
+    const auto &[seq, group, event, shard] = all.items[i];
+    CHECK(shard == harel::shard_of(group, 3) && seen.emplace(group, event).second);
+    if (i > 0) CHECK(std::get<3>(all.items[i - 1]) <= shard);
+    if (i > 0 && std::get<3>(all.items[i - 1]) == shard) CHECK(std::get<0>(all.items[i - 1]) < seq);
+  }
+  for (const std::string &g : groups) {
+    harel::ArchivePage history = t.archive(g);
+    CHECK(history.size() == 2 && history[0].event() == "1" && history[1].event() == "2");
+    for (const harel::Archived &a : history) CHECK(a.shard() == harel::shard_of(g, 3) && a.group_id() == g);
+  }
+}
+
+// Each refusal of the option and of the look, with the library's message: HAREL_ERR_ARGUMENT
+// as harel::Error; an empty Transport; a file without the table opened with create_schema off.
+static void test_archive_errors() {
+  // The option.
+  harel::Options o;
+  o.archive(315360000.0).archive(1e-3);
+  const std::pair<double, const char *> bad[] = {
+      {0.0, "archive_retention is 0; it must be a finite number of seconds > 0"},
+      {-1.0, "archive_retention is -1; it must be a finite number of seconds > 0"},
+      {std::nan(""), "archive_retention is NaN; it must be a finite number of seconds > 0"},
+      {HUGE_VAL, "archive_retention is inf; it must be a finite number of seconds > 0"},
+      {315360001.0, "archive_retention is 315360001; at most 315360000 (ten years)"},
+      {400000000.0, "archive_retention is 400000000; at most 315360000 (ten years)"}};
+  for (const auto &[retention, says] : bad) {
+    std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, o.archive(retention));
+    CHECK(what == std::string("HAREL_ERR_ARGUMENT: ") + says);
+  }
+  // The look.
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now).archive(3600.0));
+  t.publish("g", "1");
+  t.publish("d1", "2");
+  t.publish("d2", "3");
+  if (auto l = t.claim("w", 30.0)) t.ack(*l);
+  for (int i = 0; i < 2; i++)
+    if (auto l = t.claim("w", 30.0)) t.dead_letter(*l, "poison");
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.archive(""));
+  CHECK(what == "HAREL_ERR_ARGUMENT: group_id is empty");
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.archive("\xff"));
+  CHECK(what.rfind("HAREL_ERR_ARGUMENT: group_id is not valid UTF-8", 0) == 0);
+  for (std::size_t limit : {std::size_t{0}, std::size_t{10001}}) {
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.archive(nullptr, nullptr, limit));
+    CHECK(what == "HAREL_ERR_ARGUMENT: limit is " + std::to_string(limit) + "; it must be 1..10000");
+  }
+  harel_dead_page *dead = nullptr;
+  CHECK(harel_transport_dead_letters(t.get(), nullptr, nullptr, 1, &dead, nullptr) == HAREL_OK);
+  const std::string dead_cursor = dead && dead->next_cursor ? dead->next_cursor : "";
+  harel_dead_page_free(dead);
+  CHECK(!dead_cursor.empty());
+  for (const std::string &cursor : {dead_cursor, std::string("nonsense"), std::string("a1.00")}) {
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.archive(nullptr, cursor));
+    CHECK(what.find("is not a cursor of this listing") != std::string::npos);
+    EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.archive("g", cursor));
+  }
+  CHECK(t.archive().size() == 1);  // as it was
+  // An empty Transport (moved from).
+  harel::Transport moved = std::move(t);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.archive());  // NOLINT: use after move, on purpose
+  CHECK(what == "HAREL_ERR_ARGUMENT: t is NULL");
+  CHECK(moved.archive("g").size() == 1);
+  // A file without the archive table, opened with create_schema off: with the option, open
+  // throws HAREL_ERR_DATABASE naming the table; without it, it opens and lists nothing.
+  TempDir dir;
+  const std::string path = dir.file("no-archive.db");
+  {
+    auto made = harel::Transport::open(path);
+    made.transaction([](harel::Tx &tx) { tx.execute("DROP TABLE harel_transport_archive"); });
+  }
+  what = EXPECT_ERROR(HAREL_ERR_DATABASE,
+                      harel::Transport::open(path, harel::Options().create_schema(false).archive(3600.0)));
+  CHECK(what.find("the table harel_transport_archive") != std::string::npos);
+  auto old = harel::Transport::open(path, harel::Options().create_schema(false));
+  old.publish("g", "1");
+  CHECK(drain(old, "w") == 1 && old.archive().empty());
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -2512,6 +2766,12 @@ int main() {
   run("pause and resume: each refusal with its message, an empty Transport, a queue without the pauses table",
       test_pause_errors);
   run("pause and resume: threads sharing a Transport pause, resume, list and claim", test_pause_threads);
+  run("archive: every Archived field, std::nullopt for unknown times, ArchivePage's range and moves",
+      test_archive_every_field);
+  run("archive: pages by next_cursor, a group's history in order; off by default, per Transport",
+      test_archive_pages_and_off_by_default);
+  run("archive: a sharded queue lists shard after shard, each item's shard", test_archive_sharded);
+  run("archive: each refusal with its message, an empty Transport, a file without the table", test_archive_errors);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

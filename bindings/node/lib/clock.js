@@ -21,8 +21,8 @@ const { describe } = require('./args');
  * release, stats, groups) go one at a time on a transport with a JS clock: were two in
  * flight, writing the second's time on the main thread could tear the first's read of it on
  * a pool thread, and the first could read the second's time. (A publish reads it too: the
- * library stamps each message with its publish time.) purgeDead, purgeGroup, purge, peek
- * and deadLetters never read it: they stay concurrent. Without a JS clock every call is
+ * library stamps each message with its publish time.) purgeDead, purgeGroup, purge, peek,
+ * deadLetters and archive never read it: they stay concurrent. Without a JS clock every call is
  * concurrent.
  */
 const CELL_SIZE = 48;

@@ -151,6 +151,24 @@ const DeadLetterType = koffi.struct({
   reason: 'const char *',
   dead_at: 'double',
 });
+// harel_archived (harel_transport_archive): one acked message as the archive keeps it,
+// its headers inline (a harel_headers, not a pointer to one); published_at and claimed_at
+// -1 when unknown. harel_archive_page: `n_messages` of them at `messages`, next_cursor.
+const ArchivedType = koffi.struct({
+  seq: 'int64_t',
+  group_id: 'void *',
+  group_id_len: 'size_t',
+  event: 'void *',
+  event_len: 'size_t',
+  headers: HeadersType,
+  attempts: 'int64_t',
+  worker_id: 'const char *',
+  published_at: 'double',
+  claimed_at: 'double',
+  acked_at: 'double',
+  shard: 'size_t',
+});
+const ArchivePageType = koffi.struct({ messages: 'void *', n_messages: 'size_t', next_cursor: 'const char *' });
 // The metrics: nine counters, the buckets' bounds, then a harel_histogram per operation
 // (METRICS_OPERATIONS, in the struct's order). Arrays decode as JS arrays, not typed ones.
 const LATENCY_BUCKETS = 16; // HAREL_LATENCY_BUCKETS
@@ -376,6 +394,10 @@ function bind(lib, where) {
     resume: fn('harel_transport_resume', status, [T, 'int32_t', 'const char *', koffi.out(koffi.pointer('bool')), ERR]),
     pauses: fn('harel_transport_pauses', status, [T, OUT, ERR]),
     pauseListFree: fn('harel_pause_list_free', 'void', ['void *']),
+    // the archive of acked messages (issue 38): its retention, and its pages
+    setArchive: fn('harel_options_set_archive', status, [O, 'double', ERR]),
+    archive: fn('harel_transport_archive', status, [T, 'const char *', 'const char *', 'size_t', OUT, ERR]),
+    archivePageFree: fn('harel_archive_page_free', 'void', ['void *']),
   };
 }
 
@@ -390,6 +412,8 @@ module.exports = {
   GroupInfoType,
   MessageInfoType,
   DeadLetterType,
+  ArchivedType,
+  ArchivePageType,
   PauseType,
   PauseListType,
   GroupPageType,

@@ -13,7 +13,10 @@ const { Waits } = require('./waiting');
 const { refuseInside } = require('./tx');
 const { tracingOption } = require('./tracing');
 
-const OPEN_OPTIONS = ['prefix', 'createSchema', 'syncUrl', 'syncUrls', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull', 'maxAttempts', 'keyRetention', 'clock', 'tracerProvider', 'traceAsParent'];
+const OPEN_OPTIONS = [
+  'prefix', 'createSchema', 'syncUrl', 'syncUrls', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull',
+  'maxAttempts', 'keyRetention', 'archiveRetention', 'clock', 'tracerProvider', 'traceAsParent',
+];
 
 const PRIVATE = Symbol('harel-transport constructor');
 
@@ -68,6 +71,9 @@ async function openWith(f, what, options, where, opening) {
   }
   if (o.maxAttempts !== undefined) set.push([f.setMaxAttempts, checkUint32('maxAttempts', o.maxAttempts)]);
   if (o.keyRetention !== undefined) set.push([f.setKeyRetention, checkNumber('keyRetention', o.keyRetention)]);
+  if (o.archiveRetention !== undefined) {
+    set.push([f.setArchive, checkNumber('archiveRetention', o.archiveRetention)]);
+  }
   if (o.clock !== undefined && typeof o.clock !== 'function') {
     throw argumentError(`clock must be a function returning epoch seconds, got ${describe(o.clock)}`);
   }

@@ -6,14 +6,15 @@ The Python face of libharel_transport (its C ABI, through ctypes):
   publish_many_with (idempotency keys, delays, unique keys), claim, ack,
   ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
   pause and resume (a group, a routing key, the queue), stats, groups, peek,
-  dead_letters, pauses, close), sync and async, and the worker loop (claims
-  that wait, with a `Cancel`; claim_many, ack_many, ack_and_claim_many; extend and
-  keep_alive; interrupt), and `transaction()`: the application's statements and its
-  publishes in one transaction (`Transaction`, `AsyncTransaction`); `open_shards`: one
-  queue sharded over several databases (`shard_count`, and `shard_of`, which needs none);
-  message headers on every publish (`headers=`, `Message.headers`) and every lease, peeked
-  message and dead letter (`.headers`); OpenTelemetry spans with ``tracer_provider=``, the
-  trace context carried in the headers (`format_traceparent`, `parse_traceparent`,
+  dead_letters, archive (the acked messages kept with ``archive_retention=``), pauses,
+  close), sync and async, and the worker loop (claims that wait, with a `Cancel`;
+  claim_many, ack_many, ack_and_claim_many; extend and keep_alive; interrupt), and
+  `transaction()`: the application's statements and its publishes in one transaction
+  (`Transaction`, `AsyncTransaction`); `open_shards`: one queue sharded over several
+  databases (`shard_count`, and `shard_of`, which needs none); message headers on every
+  publish (`headers=`, `Message.headers`) and every lease, peeked message, dead letter and
+  archived message (`.headers`); OpenTelemetry spans with ``tracer_provider=``, the trace
+  context carried in the headers (`format_traceparent`, `parse_traceparent`,
   `tracestate_valid`: the library's W3C Trace Context helpers);
 - `harel_transport.harel`: transports for harel 0.9's workers (`SqliteTransport`,
   `AsyncSqliteTransport`, harel's own signatures, `Lease` and `Event`);
@@ -43,6 +44,7 @@ from ._inspect import (
     GROUP_STATES,
     MAX_PAGE,
     PAUSE_KINDS,
+    Archived,
     DeadLetter,
     GroupInfo,
     MessageInfo,
@@ -110,6 +112,7 @@ __all__ = [
     "GroupInfo",
     "MessageInfo",
     "DeadLetter",
+    "Archived",
     "Page",
     "Pause",
     "PauseKind",

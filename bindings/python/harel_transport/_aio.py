@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Typ
 
 from ._args import ClaimArgs, _max, _seconds
 from ._errors import HarelError
-from ._inspect import DeadLetter, GroupInfo, MessageInfo, Page, Pause, Stats
+from ._inspect import Archived, DeadLetter, GroupInfo, MessageInfo, Page, Pause, Stats
 from ._keepalive import AsyncKeepAlive, beats
 from ._metrics import Metrics
 from ._transaction import AsyncTransaction, Transaction
@@ -406,6 +406,12 @@ class AsyncTransport:
     ) -> Page[DeadLetter]:
         """`Transport.dead_letters`, off the loop."""
         return await self._run(self._t.dead_letters, group_id, cursor, limit)
+
+    async def archive(
+        self, group_id: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
+    ) -> Page[Archived]:
+        """`Transport.archive`, off the loop: a page of the acked messages kept."""
+        return await self._run(self._t.archive, group_id, cursor, limit)
 
     async def close(self) -> None:
         """Closes the transport once the calls in flight have returned (waiting off the

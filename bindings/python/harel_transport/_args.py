@@ -240,7 +240,7 @@ def _limit(value: Any) -> int:
 
 
 def _page(cursor: Any, limit: Any) -> Tuple[Optional[bytes], int]:
-    """A listing's (cursor, limit), for groups, peek and dead_letters."""
+    """A listing's (cursor, limit), for groups, peek, dead_letters and archive."""
     return _optional_text("cursor", cursor), _limit(limit)
 
 

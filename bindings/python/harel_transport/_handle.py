@@ -94,6 +94,7 @@ class _Handle:
         synchronous_full: Optional[bool] = None,
         max_attempts: Optional[int] = None,
         key_retention: Optional[float] = None,
+        archive_retention: Optional[float] = None,
         clock: Optional[Clock] = None,
         tracer_provider: Any = None,
         trace_as_parent: bool = False,
@@ -132,6 +133,8 @@ class _Handle:
             setters.append((lib.harel_options_set_max_attempts, (_uint32("max_attempts", max_attempts, "0: no limit"),)))
         if key_retention is not None:
             setters.append((lib.harel_options_set_key_retention, (_seconds("key_retention", key_retention),)))
+        if archive_retention is not None:
+            setters.append((lib.harel_options_set_archive, (_seconds("archive_retention", archive_retention),)))
         if clock is not None and not callable(clock):
             raise ArgumentError(f"clock must be a callable returning epoch seconds, got {_describe(clock)}")
         self._clock: Optional[_ClockCell] = _ClockCell(clock) if clock is not None else None

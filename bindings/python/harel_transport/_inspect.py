@@ -1,12 +1,12 @@
 """What a look inside the queue returns: `Stats` (with `PriorityStats`), pages (`Page`)
-of `GroupInfo`, `MessageInfo` and `DeadLetter`, and the list of `Pause`, copied out of the
-structs the library hands out (`harel_stats`, `harel_group_page`, `harel_message_page`,
-`harel_dead_page`, `harel_pause_list`).
+of `GroupInfo`, `MessageInfo`, `DeadLetter` and `Archived`, and the list of `Pause`, copied
+out of the structs the library hands out (`harel_stats`, `harel_group_page`,
+`harel_message_page`, `harel_dead_page`, `harel_archive_page`, `harel_pause_list`).
 
 Text with a length beside it in C (group ids, events) is read with that length (it may
 hold NUL bytes) and decoded with ``surrogateescape``, as a `Lease`'s is. The ABI's -1 for
 a number it does not have (an age whose writer stamped no time, a lease end of a ready
-group) is None here.
+group, an archived message's unknown publish or claim time) is None here.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "GroupInfo",
     "MessageInfo",
     "DeadLetter",
+    "Archived",
     "Page",
     "Pause",
     "PauseKind",
@@ -211,6 +212,44 @@ class DeadLetter:
 
 
 @dataclass(frozen=True)
+class Archived:
+    """An acked message, as the archive keeps it (`Transport.archive`): what a transport
+    opened with `archive_retention` copies at each of its acks, kept that long after the
+    ack. A group's archived messages read in seq order: its history."""
+
+    #: Its seq in the queue (of its shard, when the queue is sharded).
+    seq: int
+    group_id: str
+    #: The event: the JSON text, byte for byte as published.
+    event: str
+    #: The headers it was published with, (name, value) pairs in order; empty when none.
+    headers: List[Tuple[str, str]] = field(hash=False)
+    #: How many times it had been claimed, the acked claim included.
+    attempts: int
+    #: The worker that acked it (the acked lease's).
+    worker_id: str
+    #: When it was published, epoch seconds; None when its writer does not stamp the time
+    #: (harel's own Python transports).
+    published_at: Optional[float]
+    #: When the acked claim took it, epoch seconds; None when unknown (a claim made before
+    #: the queue recorded it, or by harel's own transports).
+    claimed_at: Optional[float]
+    #: When it was acked, epoch seconds (the acking transport's clock).
+    acked_at: float
+    #: The shard it is on (0 when the queue is not sharded).
+    shard: int
+
+    def json(self) -> Any:
+        """The event parsed (`json.loads`)."""
+        return json.loads(self.event)
+
+    @property
+    def event_bytes(self) -> bytes:
+        """The event's bytes as stored."""
+        return self.event.encode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True)
 class Page(Generic[T]):
     """One page of a listing: its `items`, and `next`, the cursor of the next page (pass
     it back unchanged as ``cursor=``), None when this page is the last."""
@@ -380,6 +419,28 @@ def copy_dead_page(c: Any) -> Page[DeadLetter]:
                 dead_at=d.dead_at,
                 shard=_shard(shards, i),
                 headers=_page_headers(c.headers, i),
+            )
+        )
+    return Page(items, _next(c.next_cursor))
+
+
+def copy_archive_page(c: Any) -> Page[Archived]:
+    """A `Page` of `Archived` from a harel_archive_page (``ptr.contents``)."""
+    items = []
+    for i in range(c.n_messages):
+        m = c.messages[i]
+        items.append(
+            Archived(
+                seq=m.seq,
+                group_id=_bytes_text(m.group_id, m.group_id_len),
+                event=_bytes_text(m.event, m.event_len),
+                headers=copy_headers(m.headers.items, m.headers.n),
+                attempts=m.attempts,
+                worker_id=_c_text(m.worker_id) or "",
+                published_at=_optional_number(m.published_at),
+                claimed_at=_optional_number(m.claimed_at),
+                acked_at=m.acked_at,
+                shard=m.shard,
             )
         )
     return Page(items, _next(c.next_cursor))

@@ -259,6 +259,36 @@ class HarelDeadPage(Structure):
     ]
 
 
+class HarelArchived(Structure):
+    """struct harel_archived: one acked message of the archive. Its headers are inline (a
+    harel_headers); `shard` is its own (0 unless the queue is sharded)."""
+
+    _fields_ = [
+        ("seq", c_int64),
+        ("group_id", c_void_p),
+        ("group_id_len", c_size_t),
+        ("event", c_void_p),
+        ("event_len", c_size_t),
+        ("headers", HarelHeaders),
+        ("attempts", c_int64),
+        ("worker_id", c_char_p),
+        ("published_at", c_double),
+        ("claimed_at", c_double),
+        ("acked_at", c_double),
+        ("shard", c_size_t),
+    ]
+
+
+class HarelArchivePage(Structure):
+    """struct harel_archive_page."""
+
+    _fields_ = [
+        ("messages", POINTER(HarelArchived)),
+        ("n_messages", c_size_t),
+        ("next_cursor", c_char_p),
+    ]
+
+
 class HarelPause(Structure):
     """struct harel_pause: `kind` an enum harel_pause_kind (an int); the name (the group id
     or routing key, "" for the queue) is read with its length, as a group id is."""
@@ -369,6 +399,7 @@ _METRICS_P = POINTER(HarelMetrics)
 _GROUP_PAGE_P = POINTER(HarelGroupPage)
 _MESSAGE_PAGE_P = POINTER(HarelMessagePage)
 _DEAD_PAGE_P = POINTER(HarelDeadPage)
+_ARCHIVE_PAGE_P = POINTER(HarelArchivePage)
 _PAUSE_LIST_P = POINTER(HarelPauseList)
 _LEASES_OUT = POINTER(_LEASE_P)  # harel_lease **leases_out: the caller's array
 _STATUSES = POINTER(c_int32)  # enum harel_status *outcomes
@@ -399,6 +430,7 @@ _PROTOTYPES = {
     "harel_options_set_synchronous_full": (_status, [c_void_p, c_bool, _ERR]),
     "harel_options_set_max_attempts": (_status, [c_void_p, c_uint32, _ERR]),
     "harel_options_set_key_retention": (_status, [c_void_p, c_double, _ERR]),
+    "harel_options_set_archive": (_status, [c_void_p, c_double, _ERR]),
     "harel_options_set_clock": (_status, [c_void_p, CLOCK, c_void_p, _ERR]),
     "harel_transport_open": (_status, [c_char_p, c_void_p, POINTER(c_void_p), _ERR]),
     # A queue sharded over several databases. (databases, n_databases, options, out, err)
@@ -515,6 +547,9 @@ _PROTOTYPES = {
     "harel_message_page_free": (None, [_MESSAGE_PAGE_P]),
     "harel_transport_dead_letters": (_status, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(_DEAD_PAGE_P), _ERR]),
     "harel_dead_page_free": (None, [_DEAD_PAGE_P]),
+    # (t, group_id, cursor, limit, out, err): group_id NULL for every group's
+    "harel_transport_archive": (_status, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(_ARCHIVE_PAGE_P), _ERR]),
+    "harel_archive_page_free": (None, [_ARCHIVE_PAGE_P]),
     "harel_transport_close": (None, [c_void_p]),
     "harel_lease_free": (None, [_LEASE_P]),
     # Publishing inside a transaction. A tx is a harel_tx * (c_void_p); the parameters of

@@ -44,6 +44,10 @@ class Transport(
       no limit).
     - `key_retention` (seconds, > 0, at most ten years): how long an idempotency key of
       `publish_with` is remembered (default 86400, a day).
+    - `archive_retention` (seconds, > 0, at most ten years): keep each message this
+      transport acks in the archive (`archive`) that long after its ack: its seq, group,
+      event, headers, claims, the acking worker, and when it was published, claimed and
+      acked (default: off, an ack deletes and nothing is archived).
     - `clock` (callable returning epoch seconds): where "now" comes from (default: the
       system clock, read by the library).
     - `tracer_provider` (an OpenTelemetry TracerProvider, or True: the global one; None,

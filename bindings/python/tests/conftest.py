@@ -8,6 +8,7 @@ own transports run, in subprocesses (`run_python`, `inspect_db`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -76,6 +77,30 @@ class _Clock:
 @pytest.fixture
 def clock() -> _Clock:
     return _Clock()
+
+
+class LoopTicker:
+    """Counts the running loop's turns every 0.01 s: a test shows the loop kept running while a call waited."""
+
+    def __init__(self) -> None:
+        self._ticks = 0
+        self._done = False
+        self._task = asyncio.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while not self._done:
+            self._ticks += 1
+            await asyncio.sleep(0.01)
+
+    @property
+    def ticks(self) -> int:
+        return self._ticks
+
+    async def stop(self) -> int:
+        """Ends the ticking and waits for it; returns the ticks counted."""
+        self._done = True
+        await self._task
+        return self._ticks
 
 
 # -- a run that tests nothing must not pass -----------------------------------------------

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import harel_transport as ht
+from conftest import LoopTicker
 from harel_transport import AsyncTransport, Message
 
 
@@ -67,21 +68,11 @@ def test_calls_run_off_the_event_loop(qpath):
     async def main():
         t = await AsyncTransport.open(qpath, clock=slow_clock)
         await t.publish("g", "{}")
-        ticks = 0
-        done = asyncio.Event()
-
-        async def ticker():
-            nonlocal ticks
-            while not done.is_set():
-                ticks += 1
-                await asyncio.sleep(0.01)
-
-        tick_task = asyncio.create_task(ticker())
+        ticker = LoopTicker()
         started = time.monotonic()
         lease = await t.claim("w")
         took = time.monotonic() - started
-        done.set()
-        await tick_task
+        ticks = await ticker.stop()
         assert lease is not None and took >= 0.3
         assert ticks >= 10, f"the loop was blocked: {ticks} ticks in {took:.2f} s"
         assert threading.get_ident() not in threads

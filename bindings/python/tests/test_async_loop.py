@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import harel_transport as ht
+from conftest import LoopTicker
 from harel_transport import AsyncTransport, Cancel, Transport
 
 
@@ -59,16 +60,7 @@ def test_waits_hold_a_thread_not_the_loop(qpath):
     async def main():
         with ThreadPoolExecutor(9) as pool:
             t = await AsyncTransport.open(qpath, executor=pool)
-            ticks = 0
-            done = asyncio.Event()
-
-            async def ticker():
-                nonlocal ticks
-                while not done.is_set():
-                    ticks += 1
-                    await asyncio.sleep(0.01)
-
-            tick_task = asyncio.create_task(ticker())
+            ticker = LoopTicker()
             waits = [asyncio.create_task(t.claim_many(f"w{i}", max=2, wait=1.5)) for i in range(4)]
             waits += [asyncio.create_task(t.claim(f"w{i}", wait=1.5)) for i in range(4, 8)]
             await asyncio.sleep(0.3)
@@ -77,8 +69,7 @@ def test_waits_hold_a_thread_not_the_loop(qpath):
             first, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             took = time.monotonic() - sent
             results = await asyncio.gather(*waits)
-            done.set()
-            await tick_task
+            ticks = await ticker.stop()
             got = [r for r in results if r]
             assert len(got) == 1, results
             assert took < 0.5, f"the taker returned {took:.3f} s after the publish"

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import harel_transport as ht
-from conftest import inspect_db
+from conftest import LoopTicker, inspect_db
 from harel_transport import AsyncTransaction, AsyncTransport, Published, Transport
 
 CREATE = "CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, note TEXT)"
@@ -180,23 +180,13 @@ def test_the_loop_keeps_running_while_a_query_waits_for_a_lock(qpath):
             holder.query("SELECT 1")  # the write lock, until the commit
             loop = asyncio.get_running_loop()
             loop.call_later(0.5, holder.commit)
-            ticks = 0
-            done = asyncio.Event()
-
-            async def ticker():
-                nonlocal ticks
-                while not done.is_set():
-                    ticks += 1
-                    await asyncio.sleep(0.01)
-
-            ticking = asyncio.create_task(ticker())
+            ticker = LoopTicker()
             started = time.monotonic()
             async with t.transaction() as tx:
                 assert await tx.query("SELECT id, note FROM orders") == [(1, "holder")], "after the holder's commit"
                 tx.execute(INSERT, (2, "waiter"))
             took = time.monotonic() - started
-            done.set()
-            await ticking
+            ticks = await ticker.stop()
             holder_transport.close()
             assert took >= 0.45, took
             assert ticks >= 20, f"the loop ticked {ticks} times in {took:.2f} s"

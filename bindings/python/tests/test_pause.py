@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import harel_transport as ht
+from conftest import LoopTicker
 from harel_transport import AsyncTransport, Pause, Transport
 
 
@@ -635,29 +636,19 @@ def test_pause_and_resume_wait_for_the_lock_off_the_loop(qpath):
     async def main():
         async with await AsyncTransport.open(qpath, busy_timeout=10) as t:
             holder_transport = Transport(qpath)
-            ticks = 0
-            done = asyncio.Event()
-
-            async def ticker():
-                nonlocal ticks
-                while not done.is_set():
-                    ticks += 1
-                    await asyncio.sleep(0.01)
-
-            ticking = asyncio.create_task(ticker())
+            ticker = LoopTicker()
             loop = asyncio.get_running_loop()
             for call in (t.pause, t.resume):
                 holder = holder_transport.begin()
                 holder.query("SELECT 1")  # the write lock, until the commit
                 loop.call_later(0.4, holder.commit)
                 started = time.monotonic()
-                before = ticks
+                before = ticker.ticks
                 assert await call(group_id="g") is True
                 took = time.monotonic() - started
                 assert took >= 0.35, took
-                assert ticks - before >= 15, f"the loop ticked {ticks - before} times in {took:.2f} s"
-            done.set()
-            await ticking
+                assert ticker.ticks - before >= 15, f"the loop ticked {ticker.ticks - before} times in {took:.2f} s"
+            await ticker.stop()
             holder_transport.close()
 
     asyncio.run(main())

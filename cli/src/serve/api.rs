@@ -1,5 +1,6 @@
 //! The console's JSON API. Looks (GET) are open: `/api/stats`, `/api/groups`, `/api/peek`,
-//! `/api/dead`, `/api/pauses`, each the document `--json` prints for the same command.
+//! `/api/dead`, `/api/archive`, `/api/pauses`, each the document `--json` prints for the
+//! same command.
 //! Changes (POST) need the admin token (auth.rs): `/api/dead/redrive`, `/api/dead/purge` (a
 //! body of one of `{"seqs": [..]}`, `{"group": ".."}`, `{"all": true}`), `/api/release`
 //! (`{"group": ".."}`), `/api/pause` and `/api/resume` (one of `{"group": ".."}`,
@@ -14,7 +15,9 @@ use tiny_http::Request;
 
 use super::http::{body, Reply};
 use super::Console;
-use crate::output::{dead_letters_json, pauses_json, DeadPurged, PauseDone, Redriven, Released, Resumed};
+use crate::output::{
+    archive_json, dead_letters_json, pauses_json, DeadPurged, PauseDone, Redriven, Released, Resumed,
+};
 use crate::time;
 
 /// A listing's page when the request names no `limit`.
@@ -40,6 +43,13 @@ pub fn look(console: &Console, path: &str, query: &HashMap<String, String>) -> O
             Ok(limit) => {
                 let group = query.get("group").map(String::as_str).filter(|g| !g.is_empty());
                 t.dead_letters(group, cursor, limit).map(|p| Reply::json(200, &dead_letters_json(&p)))
+            }
+            Err(bad) => Ok(bad),
+        },
+        "/api/archive" => match limit(query) {
+            Ok(limit) => {
+                let group = query.get("group").map(String::as_str).filter(|g| !g.is_empty());
+                t.archive(group, cursor, limit).map(|p| Reply::json(200, &archive_json(&p)))
             }
             Err(bad) => Ok(bad),
         },

@@ -12,8 +12,13 @@
 //! - poison: priority 3, its one message moved to the dead letters (`<script>` in its event
 //!   and in a header's value, a header name of markup, markup in its reason), so the group is
 //!   gone until a redrive brings it back
+//! - archived: its two messages acked by "worker-archive" (the first after a nack, so its
+//!   attempts are 2; `<script>` in its event and markup in a header), so the group is gone and
+//!   the archive holds them, in order
+//!
+//! The transport that builds it has the archive on (`options`): its acks are kept.
 
-use harel_transport::{Delivery, Headers, Message, Transport};
+use harel_transport::{Delivery, Headers, Message, Options, Transport};
 
 pub const MARKUP_GROUP: &str = r#"<img src=x onerror="window.__xss=1">"#;
 pub const SCRIPT_EVENT: &str = r#"{"html":"<script>window.__xss=1;alert(1)</script>"}"#;
@@ -24,12 +29,26 @@ pub const POISON_HEADERS: [(&str, &str); 3] = [
     ("x-note", "<script>window.__xss=2;alert(2)</script>"),
     ("<b>bold</b>", "<i onmouseover=alert(3)>x</i>"),
 ];
+/// The archived group's messages, in order, and the first one's headers.
+pub const ARCHIVED_GROUP: &str = "archived";
+pub const ARCHIVED_EVENTS: [&str; 2] = [r#"{"done":"<script>window.__xss=3;alert(4)</script>"}"#, r#"{"done":2}"#];
+pub const ARCHIVED_HEADERS: [(&str, &str); 2] =
+    [("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), ("x-html", "<u>under</u>")];
+pub const ARCHIVE_WORKER: &str = "worker-archive";
 /// How long the lease and the park last: longer than any test.
 pub const HELD: f64 = 600.0;
 /// The overdue group's lease: it has lapsed by the time `build` returns.
 const LAPSING: f64 = 0.05;
 
-/// Builds the queue through `t` (a new, empty queue); returns the dead letter's seq.
+/// The options of the transport `build` takes: the archive on (a day), so its acks are kept.
+pub fn options() -> Options {
+    let mut options = Options::new();
+    options.archive(86_400.0).unwrap();
+    options
+}
+
+/// Builds the queue through `t` (a new, empty queue, opened with `options`); returns the
+/// dead letter's seq.
 pub fn build(t: &Transport) -> i64 {
     t.publish("ready-a", r#"{"n":1}"#, 0, Some("a")).unwrap();
     t.publish("ready-a", r#"{"n":2}"#, 0, Some("a")).unwrap();
@@ -43,6 +62,20 @@ pub fn build(t: &Transport) -> i64 {
     t.publish_many(&[poison]).unwrap();
     let delayed = Message { group_id: "delayed", event_json: r#"{"n":8}"#, priority: 1, routing_key: Some("delayed"), headers: None };
     t.publish_with(delayed, Delivery { delay: HELD, ..Delivery::default() }).unwrap();
+
+    let headers = Headers::new(&ARCHIVED_HEADERS).unwrap();
+    let archived = ARCHIVED_EVENTS.map(|event| Message {
+        group_id: ARCHIVED_GROUP,
+        event_json: event,
+        priority: 0,
+        routing_key: Some(ARCHIVED_GROUP),
+        headers: None,
+    });
+    t.publish_many(&[Message { headers: Some(&headers), ..archived[0] }, archived[1]]).unwrap();
+    let done = || t.claim(ARCHIVE_WORKER, HELD, 0, &[ARCHIVED_GROUP]).unwrap().expect("an archived message");
+    t.nack(&done(), 0.0).unwrap();
+    t.ack(&done()).unwrap();
+    t.ack(&done()).unwrap();
 
     let claim = |key: &str, visibility: f64| t.claim("worker-stuck", visibility, 0, &[key]).unwrap().expect(key);
     claim("leased", HELD);

@@ -1,6 +1,6 @@
 'use strict';
 // Looking at the queue without changing it: stats, the pages of groups, peek and
-// deadLetters, and the pauses in force.
+// deadLetters, the pauses in force, and the archive of acked messages.
 
 const koffi = require('koffi');
 const { argumentError } = require('../errors');
@@ -9,19 +9,21 @@ const { callChecked } = require('../calls');
 const { bytesText, parsed, optionalNumber } = require('../decode');
 const {
   PriorityStatsType, StatsType, GroupInfoType, MessageInfoType, DeadLetterType, GroupPageType, MessagePageType, DeadPageType,
-  PauseType, PauseListType,
+  PauseType, PauseListType, ArchivedType, ArchivePageType,
 } = require('../native');
-const { readHeaderList } = require('../headers');
+const { readHeaders, readHeaderList } = require('../headers');
 const { call } = require('../transport');
 
 const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
 const PEEK_OPTIONS = ['cursor', 'limit'];
 const DEAD_OPTIONS = ['groupId', 'cursor', 'limit'];
+const ARCHIVE_OPTIONS = ['groupId', 'cursor', 'limit'];
 const GROUP_STATES = ['ready', 'leased', 'parked', 'delayed', 'paused']; // harel_group_state's values, in order
 const PAUSE_KINDS = ['queue', 'group', 'routingKey']; // harel_pause_kind's values, in order
 const SIZE_T = koffi.sizeof('size_t');
 const UINT64 = koffi.sizeof('uint64_t');
 const PAUSE_SIZE = koffi.sizeof(PauseType);
+const ARCHIVED_SIZE = koffi.sizeof(ArchivedType);
 
 /**
  * A page's limit, as the C size_t: an integer >= 0 (koffi would turn -1 into 2^64 - 1 and
@@ -185,6 +187,42 @@ function deadLetter(d, shard, headers) {
   });
 }
 
+/**
+ * A page of the archive the library handed out: its messages copied into frozen JS objects
+ * (archived), and its next cursor (null on the last page); `ptr` is freed. Each
+ * harel_archived at its offset: koffi.decode with a count makes a new array type at every
+ * call and keeps it (see takePage).
+ */
+function takeArchive(f, ptr) {
+  try {
+    const page = koffi.decode(ptr, ArchivePageType);
+    const messages = [];
+    for (let i = 0; i < Number(page.n_messages); i++) {
+      messages.push(archived(koffi.decode(page.messages, i * ARCHIVED_SIZE, ArchivedType)));
+    }
+    return Object.freeze({ messages: Object.freeze(messages), next: page.next_cursor || null });
+  } finally {
+    f.archivePageFree(ptr);
+  }
+}
+
+function archived(a) {
+  const eventJson = bytesText(a.event, a.event_len);
+  return Object.freeze({
+    seq: a.seq,
+    groupId: bytesText(a.group_id, a.group_id_len),
+    event: parsed(eventJson),
+    eventJson,
+    headers: readHeaders(a.headers.items, a.headers.n),
+    attempts: Number(a.attempts),
+    workerId: a.worker_id,
+    publishedAt: optionalNumber(a.published_at),
+    claimedAt: optionalNumber(a.claimed_at),
+    ackedAt: a.acked_at,
+    shard: Number(a.shard),
+  });
+}
+
 module.exports = {
   /** Exact counts of the queue now; one read without the write lock. */
   stats() {
@@ -234,6 +272,23 @@ module.exports = {
         const [letters, next] = takePage(ptr, DeadPageType, DeadLetterType, f.deadPageFree, deadLetter);
         return Object.freeze({ letters, next });
       });
+    });
+  },
+
+  /**
+   * A page of the archive (the messages acked while a transport kept it: the
+   * archiveRetention option) in seq order: one group's history with `groupId`, or every
+   * group's (a sharded queue's shard after shard). Resolves `{ messages, next }`.
+   */
+  archive(options = {}) {
+    return call(this, 'archive', false, () => {
+      const o = checkOptions('options', options, ARCHIVE_OPTIONS);
+      const group = checkString('groupId', o.groupId, { nullable: true });
+      const cursor = checkString('cursor', o.cursor, { nullable: true });
+      const limit = checkLimit(o.limit);
+      return (f, handle) => (
+        lookOf(f, 'archive', f.archive, [handle, group, cursor, limit], (ptr) => takeArchive(f, ptr))
+      );
     });
   },
 

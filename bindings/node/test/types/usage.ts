@@ -31,6 +31,9 @@ import {
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterSelection,
+  type Archived,
+  type ArchivePage,
+  type ArchiveOptions,
   type AckOutcome,
   type AckAndClaimManyResult,
   type ClaimManyOptions,
@@ -68,6 +71,7 @@ async function usage(): Promise<void> {
     synchronousFull: false,
     maxAttempts: 5,
     keyRetention: 7 * 86400,
+    archiveRetention: 30 * 86400,
     clock: () => Date.now() / 1000,
   };
   const t: Transport = await Transport.open('queue.db', options);
@@ -309,6 +313,18 @@ async function usage(): Promise<void> {
   const lastWorker: string | null | undefined = letter?.lastWorker;
   const reasons: string[] = (await t.deadLetters()).letters.map((d) => `${d.reason} ${d.deadAt} ${d.attempts}`);
   void [all, lastWorker, reasons];
+  const look: ArchiveOptions = { groupId: 'order-17', cursor: dead.next, limit: 50 };
+  const history: ArchivePage<OrderPlaced> = await t.archive<OrderPlaced>(look);
+  for (const a of history.messages) {
+    const total: number = a.event.data.total;
+    const workerId: string = a.workerId;
+    const times: [number | null, number | null, number] = [a.publishedAt, a.claimedAt, a.ackedAt];
+    const pairs: readonly Header[] = a.headers;
+    void [total, workerId, times, pairs, a.seq, a.groupId, a.eventJson, a.attempts, a.shard];
+  }
+  const first: Archived | undefined = (await t.archive()).messages[0];
+  const nextArchived: string | null = (await t.archive({ groupId: null, cursor: null })).next;
+  void [first, nextArchived];
 
   const closed: boolean = t.closed;
   const where: string = t.path;
@@ -322,7 +338,8 @@ async function usage(): Promise<void> {
   const home: number = shardOf('order-42', shards);
   const groupShard: number | undefined = (await sharded.groups()).groups[0]?.shard;
   const letterShard: number | undefined = (await sharded.deadLetters()).letters[0]?.shard;
-  void [home, groupShard, letterShard];
+  const archivedShard: number | undefined = (await sharded.archive()).messages[0]?.shard;
+  void [home, groupShard, letterShard, archivedShard];
   await sharded.close();
 
   {
@@ -454,6 +471,14 @@ async function usage(): Promise<void> {
   new Tx();
   // @ts-expect-error keyRetention is a number of seconds
   await Transport.open('q.db', { keyRetention: '1d' });
+  // @ts-expect-error archiveRetention is a number of seconds
+  await Transport.open('q.db', { archiveRetention: '30d' });
+  // @ts-expect-error archive takes an options object, not a group id
+  await t.archive('order-17');
+  // @ts-expect-error an archived message is read only
+  (await t.archive()).messages[0].workerId = 'w';
+  // @ts-expect-error the archive's page holds messages, not letters
+  void (await t.archive()).letters;
   // @ts-expect-error openShards takes an array of databases
   await Transport.openShards('q0.db');
   const replicas: Transport = await Transport.openShards(['r0.db', 'r1.db'], { syncUrls: ['http://a:8080', 'http://b:8080'] });

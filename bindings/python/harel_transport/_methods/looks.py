@@ -1,6 +1,6 @@
 """A look inside, claiming nothing: `stats`, pages of `groups`, `peek` (a group's
-messages) and `dead_letters`, and the `pauses` in force, copied out of what the library
-hands out (`_inspect`)."""
+messages), `dead_letters` and `archive` (the acked messages kept), and the `pauses` in
+force, copied out of what the library hands out (`_inspect`)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from .. import _native
 from .._args import _group_state, _optional_text, _page, _text
 from .._handle import _Handle
 from .._inspect import (
+    Archived,
     DeadLetter,
     GroupInfo,
     MessageInfo,
     Page,
     Pause,
     Stats,
+    copy_archive_page,
     copy_dead_page,
     copy_group_page,
     copy_message_page,
@@ -26,7 +28,7 @@ from .._inspect import (
 
 
 class LookMethods(_Handle):
-    """stats, groups, peek, dead_letters, pauses."""
+    """stats, groups, peek, dead_letters, archive, pauses."""
 
     def stats(self) -> Stats:
         """Exact counts of the queue now: messages, groups ready, leased, parked, delayed
@@ -75,6 +77,23 @@ class LookMethods(_Handle):
         lib = self._lib
         return self._call_out(
             "dead_letters", lib.harel_transport_dead_letters, lib.harel_dead_page_free, out, copy_dead_page, g, c, n
+        )
+
+    def archive(
+        self, group_id: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
+    ) -> Page[Archived]:
+        """A page of the archive in seq order: the messages acked by a transport opened with
+        `archive_retention`, kept that long after their ack; `group_id`'s only (its
+        history, in order), or every group's (None; a sharded queue's shard after shard).
+        Any transport reads it, whether or not it keeps the archive itself; an empty page
+        when nothing is archived. `cursor` and `limit` as for `groups` (a cursor of
+        another listing, the dead letters' included, is refused)."""
+        g = _optional_text("group_id", group_id)
+        c, n = _page(cursor, limit)
+        out = POINTER(_native.HarelArchivePage)()
+        lib = self._lib
+        return self._call_out(
+            "archive", lib.harel_transport_archive, lib.harel_archive_page_free, out, copy_archive_page, g, c, n
         )
 
     def pauses(self) -> List[Pause]:

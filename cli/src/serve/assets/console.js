@@ -285,6 +285,32 @@ const dead = pager(
   },
 );
 
+// An instant of the archive, in the browser's time zone; "-" when unknown (a writer that
+// stamps no publish time, a claim made before the archive's column).
+function when(epoch) {
+  return epoch === null || epoch === undefined ? "-" : new Date(epoch * 1000).toLocaleString();
+}
+
+// The archive (acked messages, in seq order), every group's or the history of the group
+// the filter last asked for ("": every group's): a look only, nothing to change.
+let archiveGroup = "";
+const archive = pager(
+  "archive",
+  (cursor) => look("/api/archive", { group: archiveGroup, cursor, limit: PAGE }),
+  (page, body) => {
+    for (const a of page.archived) {
+      const row = document.createElement("tr");
+      row.dataset.seq = String(a.seq);
+      for (const value of [a.seq, a.group_id, a.attempts, a.worker_id]) cell(row, value);
+      for (const at of [a.published_at, a.claimed_at, a.acked_at]) cell(row, when(at), "time");
+      headersCell(row, a.headers);
+      cell(row, a.event, "event");
+      body.appendChild(row);
+    }
+    $("archive-none").hidden = page.archived.length > 0;
+  },
+);
+
 function start() {
   $("token").value = sessionStorage.getItem(TOKEN_KEY) || "";
   $("token-form").addEventListener("submit", (event) => {
@@ -315,9 +341,16 @@ function start() {
   });
   $("groups-first").addEventListener("click", () => groups.first());
   $("dead-first").addEventListener("click", () => dead.first());
+  $("archive-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    archiveGroup = $("archive-group").value;
+    archive.first();
+  });
+  $("archive-first").addEventListener("click", () => archive.first());
   refreshStats();
   loadPauses().then(() => groups.load());
   dead.load();
+  archive.load();
   setInterval(refreshStats, REFRESH_MS);
 }
 
