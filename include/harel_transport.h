@@ -68,6 +68,12 @@
 #define HAREL_DEFAULT_KEY_RETENTION 86400.0
 
 /**
+ * The most of a limit's numbers (a concurrency, a rate, a burst): far above any real
+ * fleet's, low enough that a typo (an extra zero or three) is caught.
+ */
+#define MAX_LIMIT 1000000.0
+
+/**
  * At most this many databases in one queue.
  */
 #define HAREL_MAX_SHARDS 256
@@ -464,6 +470,46 @@ typedef struct harel_lease {
   const struct harel_header *headers;
   size_t n_headers;
 } harel_lease;
+
+/**
+ * One limit of a `harel_limit_list`, and its use now.
+ */
+typedef struct harel_limit_info {
+  /**
+   * `routing_key_len` bytes, then a NUL.
+   */
+  const char *routing_key;
+  size_t routing_key_len;
+  /**
+   * 0: no concurrency limit.
+   */
+  uint32_t concurrency;
+  /**
+   * 0 (and burst 0): no rate limit.
+   */
+  double rate;
+  double burst;
+  /**
+   * Leases of the key's messages running now (with a concurrency limit; else 0).
+   */
+  uint64_t in_use;
+  /**
+   * The bucket's tokens now; -1 without a rate limit.
+   */
+  double tokens;
+  /**
+   * How many of the key's groups claims hold until the key has room.
+   */
+  uint64_t held;
+} harel_limit_info;
+
+/**
+ * The limits in force from `harel_transport_limits`; free with `harel_limit_list_free`.
+ */
+typedef struct harel_limit_list {
+  const struct harel_limit_info *limits;
+  size_t n_limits;
+} harel_limit_list;
 
 /**
  * The counts of one priority level (see harel_stats). A group whose head is delayed
@@ -1351,6 +1397,54 @@ enum harel_status harel_transport_dead_letter(struct harel_transport *t,
  * Frees a lease a claim returned, with its strings. NULL does nothing.
  */
 void harel_lease_free(struct harel_lease *lease);
+
+/**
+ * Limits the groups of `routing_key`: at most `concurrency` of their messages leased at
+ * once (0: no such limit; else 1..1000000), leases taken at most at `rate` a second with
+ * up to `burst` kept (a token bucket; `rate` and `burst` both 0: no such limit; else rate
+ * > 0 and burst >= 1, each at most 1000000), across every worker of every process (not
+ * harel 0.9's Python transports, which know nothing of limits). Replaces the key's limits;
+ * in force at the next claim, stored in the database. A claim passes over a group whose
+ * key has no room and holds it until the key has room. On a sharded queue, each shard
+ * holds the limit for its own groups.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL; routing_key NULL, empty or not UTF-8;
+ * neither limit; a number out of range, naming it); HAREL_ERR_BUSY; HAREL_ERR_DATABASE;
+ * HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_set_limit(struct harel_transport *t,
+                                            const char *routing_key,
+                                            uint32_t concurrency,
+                                            double rate,
+                                            double burst,
+                                            struct harel_error **err);
+
+/**
+ * Removes `routing_key`'s limits; its held groups are served again at once.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t NULL; routing_key NULL, empty or not UTF-8; the
+ * key has no limit); HAREL_ERR_BUSY; HAREL_ERR_DATABASE; HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_remove_limit(struct harel_transport *t,
+                                               const char *routing_key,
+                                               struct harel_error **err);
+
+/**
+ * The limits in force, by routing key, with their use now (sharded: summed over the shards).
+ *
+ * On HAREL_OK `*out` is the caller's (free it with `harel_limit_list_free`); on error NULL.
+ *
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL); HAREL_ERR_DATABASE;
+ * HAREL_ERR_CONNECT.
+ */
+enum harel_status harel_transport_limits(struct harel_transport *t,
+                                         struct harel_limit_list **out,
+                                         struct harel_error **err);
+
+/**
+ * Frees what `harel_transport_limits` handed out. NULL does nothing.
+ */
+void harel_limit_list_free(struct harel_limit_list *list);
 
 /**
  * Exact counts of the queue now: messages, groups ready, leased and parked, dead letters,

@@ -12,14 +12,14 @@ use crate::mode::Mode;
 use crate::options::Options;
 use crate::queue::database::Queue;
 use crate::request::{
-    Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Listing, Nack, Paused,
+    Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Limited, Listing, Nack, Paused,
     Publish,
 };
 use crate::shards::{self, Router, Watch};
 use crate::telemetry::{Outcome, Telemetry};
 use crate::headers::Headers;
 use crate::types::{
-    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause,
+    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Limit, LimitInfo, Message, MessageInfo, Page, Pause,
     PauseTarget, Published, Stats,
 };
 use crate::waiting::wait::Wait;
@@ -504,6 +504,31 @@ impl AsyncTransport {
     /// The pauses in force, the queue's first, then by kind and name.
     pub async fn pauses(&self) -> Result<Vec<Pause>> {
         self.call(None, "pauses", self.router.pauses()).await
+    }
+
+    /// Limits the groups of `routing_key` (docs/queue.md, "Limits"): at most
+    /// `limit.concurrency` of their messages leased at once, leases taken at most at
+    /// `limit.rate`, for every worker of every process; replaces the key's limits (one not
+    /// given is off). A claim passes over a group whose key has no room and holds it until
+    /// the key has room. Sharded: each shard holds the limit for its own groups.
+    pub async fn set_limit(&self, routing_key: &str, limit: Limit) -> Result<()> {
+        let limited = Limited::new(routing_key, limit)?;
+        self.call(None, "set_limit", self.router.set_limit(&limited)).await
+    }
+
+    /// Removes `routing_key`'s limits; its held groups are served again at once.
+    /// `Error::Argument` when it has none.
+    pub async fn remove_limit(&self, routing_key: &str) -> Result<()> {
+        crate::validate::non_empty("routing_key", routing_key)?;
+        if self.call(None, "remove_limit", self.router.remove_limit(routing_key)).await? {
+            return Ok(());
+        }
+        Err(Error::Argument(format!("routing key {routing_key:?} has no limit to remove")))
+    }
+
+    /// The limits in force by routing key, with their use now (sharded: summed over the shards).
+    pub async fn limits(&self) -> Result<Vec<LimitInfo>> {
+        self.call(None, "limits", self.router.limits()).await
     }
 
     // ---- shards

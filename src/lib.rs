@@ -45,8 +45,8 @@ pub use trace_context::{TraceParent, TraceState, TRACEPARENT, TRACESTATE};
 pub use transaction::{AsyncTx, Tx};
 pub use transport::Transport;
 pub use types::{
-    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause,
-    PauseKind, PauseTarget, PriorityStats, Published, Stats, Unique, UniqueMode, MAX_PAGE,
+    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Limit, LimitInfo, Message, MessageInfo,
+    Page, Pause, PauseKind, PauseTarget, PriorityStats, Published, Rate, Stats, Unique, UniqueMode, MAX_PAGE,
 };
 pub use validate::{DELAYED, MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, MISPLACED, PARKED};
 pub use waiting::wait::{Cancel, Wait};

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::types::{DeadLetters, Delivery, Lease, Message, PauseTarget, MAX_PAGE};
+use crate::types::{DeadLetters, Delivery, Lease, Limit, Message, PauseTarget, MAX_PAGE};
 use crate::validate;
 
 /// The transport's clock, checked.
@@ -233,6 +233,44 @@ impl<'a> Paused<'a> {
             PauseTarget::RoutingKey(key) => validate::non_empty("routing_key", key)?,
         }
         Ok(Paused(target))
+    }
+}
+
+/// The most of a limit's numbers (a concurrency, a rate, a burst): far above any real
+/// fleet's, low enough that a typo (an extra zero or three) is caught.
+pub const MAX_LIMIT: f64 = 1_000_000.0;
+
+/// A limit on a routing key, checked: the key not empty, at least one limit, each number
+/// in range.
+#[derive(Clone, Copy)]
+pub struct Limited<'a> {
+    pub routing_key: &'a str,
+    pub limit: Limit,
+}
+
+impl<'a> Limited<'a> {
+    pub fn new(routing_key: &'a str, limit: Limit) -> Result<Limited<'a>> {
+        validate::non_empty("routing_key", routing_key)?;
+        if limit.concurrency.is_none() && limit.rate.is_none() {
+            return Err(Error::Argument("the limit has neither a concurrency nor a rate".into()));
+        }
+        if let Some(n) = limit.concurrency {
+            if n == 0 || f64::from(n) > MAX_LIMIT {
+                return Err(Error::Argument(format!("concurrency is {n}; it must be 1..{MAX_LIMIT}")));
+            }
+        }
+        if let Some(rate) = limit.rate {
+            for (name, value, least) in [("rate", rate.per_second, 0.0), ("burst", rate.burst, 1.0)] {
+                let fits = if least == 0.0 { value > 0.0 } else { value >= least };
+                if !value.is_finite() || !fits || value > MAX_LIMIT {
+                    let from = if least == 0.0 { "> 0" } else { ">= 1" };
+                    return Err(Error::Argument(format!(
+                        "{name} is {value}; it must be a finite number {from}, at most {MAX_LIMIT}"
+                    )));
+                }
+            }
+        }
+        Ok(Limited { routing_key, limit })
     }
 }
 

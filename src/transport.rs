@@ -15,7 +15,7 @@ use crate::options::Options;
 use crate::request::Publish;
 use crate::shards::Watch;
 use crate::types::{
-    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Message, MessageInfo, Page, Pause,
+    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Limit, LimitInfo, Message, MessageInfo, Page, Pause,
     PauseTarget, Published, Stats,
 };
 use crate::waiting::wait::Wait;
@@ -293,6 +293,21 @@ impl Transport {
     /// See [`AsyncTransport::pauses`].
     pub fn pauses(&self) -> Result<Vec<Pause>> {
         self.runtime.block_on(self.inner().pauses())
+    }
+
+    /// See [`AsyncTransport::set_limit`].
+    pub fn set_limit(&self, routing_key: &str, limit: Limit) -> Result<()> {
+        self.runtime.block_on(self.inner().set_limit(routing_key, limit))
+    }
+
+    /// See [`AsyncTransport::remove_limit`].
+    pub fn remove_limit(&self, routing_key: &str) -> Result<()> {
+        self.runtime.block_on(self.inner().remove_limit(routing_key))
+    }
+
+    /// See [`AsyncTransport::limits`].
+    pub fn limits(&self) -> Result<Vec<LimitInfo>> {
+        self.runtime.block_on(self.inner().limits())
     }
 
     /// See [`AsyncTransport::watch`].

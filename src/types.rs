@@ -260,6 +260,40 @@ pub struct Archived {
     pub shard: usize,
 }
 
+/// The limits on a routing key's groups (docs/queue.md, "Limits"): at most `concurrency`
+/// of their messages leased at once, and leases taken at most at `rate`, across every
+/// worker of every process. At least one of the two.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Limit {
+    /// At most this many leased at once (1..=1,000,000); None: no such limit.
+    pub concurrency: Option<u32>,
+    /// A token bucket: a lease takes a token; None: no such limit.
+    pub rate: Option<Rate>,
+}
+
+/// A token bucket: `per_second` tokens a second, at most `burst` kept (a key idle for a
+/// while may take `burst` leases at once).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// Tokens a second: finite, > 0, at most 1,000,000.
+    pub per_second: f64,
+    /// Tokens kept at most: finite, >= 1, at most 1,000,000.
+    pub burst: f64,
+}
+
+/// A limit in force, and how much of it is used now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitInfo {
+    pub routing_key: String,
+    pub limit: Limit,
+    /// Leases of the key's messages running now (with a concurrency limit; else 0).
+    pub in_use: u64,
+    /// The bucket's tokens now (with a rate limit).
+    pub tokens: Option<f64>,
+    /// How many of the key's groups a claim holds until the key has room.
+    pub held: u64,
+}
+
 /// One page of a listing, and the cursor of the next one (None: this was the last).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {

@@ -124,6 +124,11 @@ local!(
     a_groups_history_reads_in_order_in_pages,
     the_archive_is_pruned_after_its_retention_a_bounded_number_per_ack,
     bad_archive_arguments_are_refused,
+    a_concurrency_limit_leases_at_most_n_of_its_key,
+    a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not,
+    a_rate_limit_admits_its_burst_then_its_rate,
+    limits_change_at_run_time_and_outlive_their_setter,
+    bad_limits_are_refused_and_change_nothing,
 );
 
 #[test]

@@ -213,7 +213,8 @@ fn prefixes_are_isolated() {
     let mut expected: Vec<String> = ["a", "harel", "tenant_b"]
         .iter()
         .flat_map(|p| {
-            ["archive", "dead", "groups", "keys", "messages", "pauses"].map(|table| format!("{p}_transport_{table}"))
+            ["archive", "dead", "groups", "keys", "limits", "messages", "pauses", "slots"]
+                .map(|table| format!("{p}_transport_{table}"))
         })
         .collect();
     expected.sort();
@@ -353,7 +354,7 @@ fn schema_sql_names_only_its_prefix() {
     let raw = Raw::open(&path);
     raw.batch(&script);
     let objects = raw.objects();
-    assert_eq!(objects.len(), 19, "6 tables, 11 indexes, 2 triggers: {objects:?}");
+    assert_eq!(objects.len(), 25, "8 tables, 13 indexes, 4 triggers: {objects:?}");
     assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
     let mut o = no_schema(&TestClock::at(1000.0));
     o.prefix("tenant_7").unwrap();
@@ -456,8 +457,12 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
             "the table harel_transport_keys",
             "the table harel_transport_pauses",
             "the table harel_transport_archive",
+            "the table harel_transport_limits",
+            "the table harel_transport_slots",
             "the trigger harel_transport_groups_paused_at_birth",
             "the trigger harel_transport_groups_paused_turn",
+            "the trigger harel_transport_groups_held",
+            "the trigger harel_transport_groups_held_gone",
         ]
     );
 

@@ -39,6 +39,8 @@ mod handle;
 mod headers;
 #[path = "calls/lease.rs"]
 mod lease;
+#[path = "calls/limits.rs"]
+mod limits;
 #[path = "calls/looks.rs"]
 mod looks;
 #[path = "arguments/message.rs"]
@@ -76,6 +78,7 @@ pub use finish::*;
 pub use handle::harel_transport;
 pub use headers::{harel_header, harel_headers};
 pub use lease::{harel_lease, harel_lease_free};
+pub use limits::*;
 pub use looks::*;
 pub use message::harel_message;
 pub use metrics::*;

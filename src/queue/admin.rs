@@ -6,7 +6,7 @@
 use crate::backend::Backend;
 use crate::chain::Chain;
 use crate::error::{Error, Result};
-use crate::request::{DeadSelection, Now};
+use crate::request::{DeadSelection, Limited, Now};
 use crate::sql::{Bound, Statements};
 use crate::types::PauseTarget;
 
@@ -83,6 +83,29 @@ async fn changed_now<'s, const N: usize>(
 /// nothing was held. The holder's ack or nack then finds its lease lost.
 pub async fn release(backend: &mut Backend, sql: &Statements, group_id: &str, now: Now<'_>) -> Result<bool> {
     changed_now(backend, now, |now| sql.release_head(group_id, now)).await
+}
+
+/// Sets a routing key's limits (anew: a concurrency or rate not given is off), in force for
+/// the next claim of every process.
+pub async fn set_limit(backend: &mut Backend, sql: &Statements, limited: &Limited<'_>, now: Now<'_>) -> Result<()> {
+    let Limited { routing_key, limit } = *limited;
+    let rate = limit.rate.map(|r| (r.per_second, r.burst));
+    changed_now(backend, now, |now| [sql.limit.set(routing_key, limit.concurrency, rate, now)]).await.map(drop)
+}
+
+/// Removes a routing key's limits; its held groups are served again at once. False when
+/// the key had none.
+pub async fn remove_limit(backend: &mut Backend, sql: &Statements, routing_key: &str) -> Result<bool> {
+    let (done, ()) = backend
+        .run(|| {
+            let mut chain = Chain::new();
+            for (statement, params) in sql.limit.remove(routing_key) {
+                chain.push(statement, params);
+            }
+            Ok((chain, ()))
+        })
+        .await?;
+    Ok(done[2].changed > 0)
 }
 
 /// Pause and resume need the pauses table and its triggers, which a file made before them

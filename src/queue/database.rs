@@ -20,11 +20,13 @@ use crate::mode::Mode;
 use crate::options::{Clock, Options};
 use crate::queue::{admin, looks, schema, work};
 use crate::request::{
-    Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Nack, PageRequest, Publish,
+    Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Limited, Nack, PageRequest,
+    Publish,
 };
 use crate::sql::Statements;
 use crate::types::{
-    Archived, DeadLetter, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseTarget, Published, Stats,
+    Archived, DeadLetter, GroupInfo, GroupState, Lease, LimitInfo, MessageInfo, Page, Pause, PauseTarget, Published,
+    Stats,
 };
 use crate::validate;
 use crate::waiting::wait::{Interrupts, Wait};
@@ -477,6 +479,26 @@ impl Queue {
         drop(backend);
         self.wake.notify();
         Ok(resumed)
+    }
+
+    /// Sets a routing key's limits; waiting claims look again (a larger limit has room).
+    pub async fn set_limit(&self, limited: &Limited<'_>) -> Result<()> {
+        admin::set_limit(&mut *self.writer().await?, &self.sql, limited, &|| self.now()).await?;
+        self.wake.notify();
+        Ok(())
+    }
+
+    /// Removes a routing key's limits; false when it had none. Its held groups are ready.
+    pub async fn remove_limit(&self, routing_key: &str) -> Result<bool> {
+        let removed = admin::remove_limit(&mut *self.writer().await?, &self.sql, routing_key).await?;
+        self.wake.notify();
+        Ok(removed)
+    }
+
+    /// The limits in force, by routing key.
+    pub async fn limits(&self) -> Result<Vec<LimitInfo>> {
+        let now = self.now()?;
+        looks::limits(&mut *self.connection().await?, &self.sql, now).await
     }
 
     /// The pauses in force.

@@ -13,7 +13,8 @@ use crate::request::PageRequest;
 use crate::sql::Statements;
 use crate::headers::Headers;
 use crate::types::{
-    Archived, DeadLetter, GroupInfo, GroupState, MessageInfo, Page, Pause, PauseKind, PriorityStats, Stats,
+    Archived, DeadLetter, GroupInfo, GroupState, Limit, LimitInfo, MessageInfo, Page, Pause, PauseKind, PriorityStats,
+    Rate, Stats,
 };
 use crate::validate::{DELAYED, PARKED};
 use crate::waiting::Readiness;
@@ -225,6 +226,29 @@ fn headers(value: Option<&Value>) -> Headers {
 fn reads<const N: usize>(all: Vec<Vec<Row>>) -> Result<[Vec<Row>; N]> {
     let got = all.len();
     all.try_into().map_err(|_| Error::Database(format!("{N} reads came back as {got}")))
+}
+
+/// The limits in force by routing key, with their use now.
+pub async fn limits(backend: &mut Backend, sql: &Statements, now: f64) -> Result<Vec<LimitInfo>> {
+    if sql.lacks().limits {
+        return Ok(Vec::new());
+    }
+    let [rows] = reads::<1>(backend.read(&[sql.limit.list(now)]).await?)?;
+    let limits = rows.iter().map(|row| {
+        let rate = match (real(row.get(2)), real(row.get(3))) {
+            (Some(per_second), Some(burst)) => Some(Rate { per_second, burst }),
+            _ => None,
+        };
+        let concurrency = int(row.get(1)).and_then(|n| u32::try_from(n).ok());
+        LimitInfo {
+            routing_key: lossy(bytes(row.first())),
+            limit: Limit { concurrency, rate },
+            in_use: int(row.get(4)).map_or(0, |n| n.max(0) as u64),
+            tokens: real(row.get(5)),
+            held: int(row.get(6)).map_or(0, |n| n.max(0) as u64),
+        }
+    });
+    Ok(limits.collect())
 }
 
 /// The pauses in force, the queue's first; none where the table is missing.

@@ -68,10 +68,12 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
         expires_at: lacking(m, "expires_at"),
         pauses: lacks_pauses(sql, &tables),
         archive: tables.contains(&sql.archive_table.as_str()),
+        limits: tables.contains(&sql.limits_table.as_str()) || tables.contains(&sql.slots_table.as_str()),
     };
     let mut absent: Vec<String> =
         columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();
-    let what = |t: &str| if sql.pause_triggers().contains(&t) { "trigger" } else { "table" };
+    let is_trigger = |t: &str| sql.pause_triggers().contains(&t) || sql.limit_triggers().contains(&t);
+    let what = |t: &str| if is_trigger(t) { "trigger" } else { "table" };
     absent.extend(tables.iter().map(|t| format!("the {} {t}", what(t))));
     sql.read_around(lacks);
     Ok(absent)
@@ -118,7 +120,9 @@ async fn missing<'s>(
     backend: &mut Backend,
     sql: &'s Statements,
 ) -> Result<(Vec<&'s str>, Vec<(&'s str, &'static str)>)> {
-    let triggers = sql.pause_triggers();
+    let [p0, p1] = sql.pause_triggers();
+    let [l0, l1] = sql.limit_triggers();
+    let triggers = [p0, p1, l0, l1];
     let tables = [
         sql.messages_table.as_str(),
         sql.groups_table.as_str(),
@@ -126,8 +130,12 @@ async fn missing<'s>(
         sql.keys_table.as_str(),
         sql.pauses_table.as_str(),
         sql.archive_table.as_str(),
-        triggers[0],
-        triggers[1],
+        sql.limits_table.as_str(),
+        sql.slots_table.as_str(),
+        p0,
+        p1,
+        l0,
+        l1,
     ];
     let added = sql.added_columns();
     let statements: Vec<String> = tables

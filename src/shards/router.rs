@@ -17,12 +17,12 @@ use super::{shard_of, Watch};
 use crate::error::{Error, Result};
 use crate::queue::database::Queue;
 use crate::request::{
-    Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Listing, Nack, PageRequest,
-    Publish,
+    Bury, Claim, DeadSelection, Deliver, Extend, Filter, Finish, FinishMany, Group, Limited, Listing, Nack,
+    PageRequest, Publish,
 };
 use crate::types::{
-    Archived, DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, MessageInfo, Page, Pause, PauseKind, PauseTarget,
-    Published, Stats,
+    Archived, DeadLetter, DeadLetters, GroupInfo, GroupState, Lease, LimitInfo, MessageInfo, Page, Pause, PauseKind,
+    PauseTarget, Published, Stats,
 };
 use crate::waiting::wait::Wait;
 
@@ -511,6 +511,43 @@ impl Router {
 
     /// Every shard's pauses, each once (with its earliest time): a pause that failed on a
     /// shard part way is listed from the shards that have it.
+    /// On every shard: each shard holds the limit for its own groups (docs/queue.md,
+    /// "Limits": a claim is one shard's transaction).
+    pub async fn set_limit(&self, limited: &Limited<'_>) -> Result<()> {
+        for (i, queue) in self.queues.iter().enumerate() {
+            queue.set_limit(limited).await.map_err(|e| self.on_shard(i, e))?;
+        }
+        Ok(())
+    }
+
+    /// On every shard; false when no shard had a limit on the key.
+    pub async fn remove_limit(&self, routing_key: &str) -> Result<bool> {
+        let mut had = false;
+        for (i, queue) in self.queues.iter().enumerate() {
+            had |= queue.remove_limit(routing_key).await.map_err(|e| self.on_shard(i, e))?;
+        }
+        Ok(had)
+    }
+
+    /// Each key once, its use summed over the shards.
+    pub async fn limits(&self) -> Result<Vec<LimitInfo>> {
+        let mut all: Vec<LimitInfo> = Vec::new();
+        for (i, queue) in self.queues.iter().enumerate() {
+            for limit in queue.limits().await.map_err(|e| self.on_shard(i, e))? {
+                match all.iter_mut().find(|l| l.routing_key == limit.routing_key) {
+                    Some(kept) => {
+                        kept.in_use += limit.in_use;
+                        kept.held += limit.held;
+                        kept.tokens = kept.tokens.zip(limit.tokens).map(|(a, b)| a + b);
+                    }
+                    None => all.push(limit),
+                }
+            }
+        }
+        all.sort_by(|a, b| a.routing_key.cmp(&b.routing_key));
+        Ok(all)
+    }
+
     pub async fn pauses(&self) -> Result<Vec<Pause>> {
         let mut all: Vec<Pause> = Vec::new();
         for (i, queue) in self.queues.iter().enumerate() {

@@ -16,6 +16,7 @@
 use libsql::Value;
 
 use super::dead_letters::{bury_as, Buried};
+use super::limits::HOLD;
 use super::{claim_candidates, Bound, Statements};
 
 /// The text of the error `LEASE_GUARD` raises; the chain knows its guard by it.
@@ -28,11 +29,15 @@ pub const LEASE_GUARD: &str =
     "SELECT json_extract('{}', CASE changes() WHEN 0 THEN 'harel-transport: the lease is lost' ELSE '$' END)";
 
 /// The turn a claim gives the group it is serving until its head is leased.
-const MARK: &str = "-1.0";
+pub(super) const MARK: &str = "-1.0";
 
 /// How many heads over `max_attempts` one claim chain buries before it leases; a claim
 /// that finds more runs another chain.
 const BURY_ROUNDS: usize = 2;
+
+/// How many groups whose routing key has no room one claim chain holds (limits.rs) before
+/// it leases; a claim that finds more runs another chain.
+const HOLD_ROUNDS: usize = 4;
 
 /// A claim's statements with their parameters, and which of them say what it found.
 pub struct ClaimStatements {
@@ -40,8 +45,9 @@ pub struct ClaimStatements {
     /// The lease's UPDATE: it returns the leased head (seq, group_id and event as BLOBs,
     /// attempts with this claim, headers, expires_at), or no row.
     pub lease: usize,
-    /// With `max_attempts`: a row when a head over it is still next (more to bury).
-    pub more: Option<usize>,
+    /// A row when a group is still next, which the lease did not take: a head over
+    /// `max_attempts` to bury, or a group whose key has no room to hold.
+    pub more: usize,
     /// The INSERTs that bury a head over `max_attempts`: each changed a row if it buried one.
     pub buried: Vec<usize>,
 }
@@ -75,6 +81,8 @@ impl Statements {
         let limit = format!("?{}", params.len() + 1);
         let with_limit = || params.iter().cloned().chain([Value::from(max_attempts)]).collect::<Vec<_>>();
         let mut statements = Vec::new();
+        let (give_back, now_only) = self.limit.give_back(now);
+        statements.push((give_back.to_owned(), now_only));
         let mut under_limit = String::new();
         let mut buried = Vec::new();
         if max_attempts > 0 {
@@ -87,7 +95,18 @@ impl Statements {
             under_limit =
                 format!(" AND (SELECT attempts FROM {m} WHERE seq = {}) < {limit}", head_of(&format!("{g}.group_id")));
         }
-        let mark = format!("UPDATE {g} SET last_claimed_at = {MARK} WHERE rowid = ({next_group}){under_limit}");
+        // a group whose key has no room (none but the limited keys') is held, and not marked
+        let no_room = &self.limit.no_room;
+        for _ in 0..HOLD_ROUNDS {
+            let hold = format!(
+                "UPDATE {g} SET last_claimed_at = last_claimed_at + {HOLD:.1} \
+                 WHERE rowid = ({next_group}) AND {no_room}"
+            );
+            statements.push((hold, params.clone()));
+        }
+        let mark = format!(
+            "UPDATE {g} SET last_claimed_at = {MARK} WHERE rowid = ({next_group}){under_limit} AND NOT {no_room}"
+        );
         statements.push((mark, if max_attempts > 0 { with_limit() } else { params.clone() }));
         let lease = statements.len();
         statements.push((
@@ -99,14 +118,16 @@ impl Statements {
             ),
             vec![worker_id.into(), lock_expiry.into(), now.into()],
         ));
+        for (take, values) in self.limit.take_marked((now, lock_expiry)) {
+            statements.push((take.to_owned(), values));
+        }
         statements.push((
             format!("UPDATE {g} SET last_claimed_at = ?1 WHERE last_claimed_at = {MARK}"),
             vec![lock_expiry.into()],
         ));
-        let more = (max_attempts > 0).then(|| {
-            statements.push((next_group, params));
-            statements.len() - 1
-        });
+        // a lease not taken while a group is still next: more to bury or hold
+        statements.push((next_group, params));
+        let more = statements.len() - 1;
         ClaimStatements { statements, lease, more, buried }
     }
 
@@ -187,12 +208,15 @@ mod tests {
             for (sql, params) in &c.statements {
                 assert_eq!(highest_parameter(sql), params.len(), "{sql}");
             }
-            let expected = if max_attempts > 0 { 3 * BURY_ROUNDS + 4 } else { 3 };
+            // the give-back, the bury rounds, the hold rounds, the mark, the lease, its slot
+            // and token, the stamp, the next group
+            let buries = if max_attempts > 0 { 3 * BURY_ROUNDS } else { 0 };
+            let expected = 1 + buries + HOLD_ROUNDS + 6;
             assert_eq!(c.statements.len(), expected);
             assert!(c.statements[c.lease].0.contains("RETURNING"));
-            assert_eq!(c.more, (max_attempts > 0).then_some(expected - 1));
+            assert_eq!(c.more, expected - 1);
             assert!(c.statements[c.lease - 1].0.contains(&format!("last_claimed_at = {MARK}")));
-            assert!(c.statements[c.lease + 1].0.ends_with(&format!("WHERE last_claimed_at = {MARK}")));
+            assert!(c.statements[c.lease + 3].0.ends_with(&format!("WHERE last_claimed_at = {MARK}")));
         }
     }
 

@@ -17,6 +17,7 @@ mod claim;
 mod dead_letters;
 mod expiry;
 mod inspect;
+mod limits;
 mod pause;
 mod publish;
 mod shards;
@@ -27,6 +28,7 @@ pub use claim::{LEASE_GUARD, LEASE_LOST};
 use dead_letters::DeadSql;
 pub use expiry::{ExpirySql, EXPIRED};
 use inspect::Inspect;
+pub use limits::LimitSql;
 pub use pause::PauseSql;
 pub(crate) use pause::PAUSED_AT_OR_BELOW;
 pub use publish::{PublishWith, Timing};
@@ -70,6 +72,8 @@ pub struct Lacks {
     /// The archive table (a file made before the archive): the archive's look finds
     /// nothing, and opening with `Options::archive` on is refused.
     pub archive: bool,
+    /// The limits' tables (opened as it is): no limit is listed.
+    pub limits: bool,
 }
 
 /// A statement and the values it runs with, in the order of its parameters (?1 first; a
@@ -92,6 +96,9 @@ pub struct Statements {
     pub pauses_table: String,
     /// The archive (archive.rs); ours, and optional unless `Options::archive` is on.
     pub archive_table: String,
+    /// Limits per routing key and their slots (limits.rs); ours, and needed by every claim.
+    pub limits_table: String,
+    pub slots_table: String,
     /// What the looks must read around (nothing, unless opened as it is; `read_around`).
     lacks: Lacks,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
@@ -135,6 +142,8 @@ pub struct Statements {
     pub expiry: ExpirySql,
     /// The archive's copy, prune and pages.
     pub archive: ArchiveSql,
+    /// Limits per routing key.
+    pub limit: LimitSql,
 }
 
 impl Statements {
@@ -146,12 +155,14 @@ impl Statements {
         let k = format!("{prefix}_transport_keys");
         let p = format!("{prefix}_transport_pauses");
         let a = format!("{prefix}_transport_archive");
+        let (l, s) = (format!("{prefix}_transport_limits"), format!("{prefix}_transport_slots"));
         let publish_with = PublishWith::new(&m, &g, &k);
         let shard = ShardSql::new(prefix, &m);
         let unique = UniqueSql::new(&m, &g);
         let pause = PauseSql::new(&m, &g, &p);
         let expiry = ExpirySql::new(&m, &g, &d);
         let archive = ArchiveSql::new(&m, &a);
+        let limit = LimitSql::new(&m, &g, &l, &s, claim::MARK);
         let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
@@ -184,7 +195,12 @@ impl Statements {
             extend_lease: format!(
                 "UPDATE {m} SET lock_expiry = ?4 WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
-            next_ready_at: format!("SELECT MIN(last_claimed_at) FROM {g} WHERE last_claimed_at > ?1"),
+            // a lease's, park's or delay's end, or a held group's key's next token
+            next_ready_at: format!(
+                "SELECT MIN(t) FROM (SELECT MIN(last_claimed_at) AS t FROM {g} WHERE last_claimed_at > ?1 \
+                 UNION ALL {})",
+                limit.token_due
+            ),
             undated_turns: format!("SELECT EXISTS (SELECT 1 FROM {g} WHERE last_claimed_at <= ?1)"),
             bury_leased: dead_letters::bury_leased(&m, &g, &d),
             bury_head: dead_letters::bury_head(&m, &g, &d),
@@ -204,9 +220,12 @@ impl Statements {
             keys_table: k,
             pauses_table: p,
             archive_table: a,
+            limits_table: l,
+            slots_table: s,
             pause,
             expiry,
             archive,
+            limit,
             lacks: Lacks::default(),
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
@@ -316,12 +335,16 @@ impl Statements {
     }
 
     /// One candidate: the first `limit` groups, in serving order, that pass its filter and
-    /// whose head (oldest message) is free now (?1). Columns: ready_at, arrival, seq, gid.
+    /// whose head (oldest message) is free now (?1). Columns: ready_at, arrival, seq, gid,
+    /// room (its key's, limits.rs: 1 room, 0 none, 2 no limit).
     /// See `first_of`; the outer SELECT lets candidates, each with its own ORDER BY and
     /// LIMIT, be joined by UNION ALL.
     fn candidate(&self, c: &Candidate, limit: &str) -> String {
-        let columns = "g.last_claimed_at AS ready_at, g.rowid AS arrival, h.seq AS seq, g.group_id AS gid";
-        format!("SELECT * FROM ({})", self.first_of(c, columns, limit))
+        let columns = format!(
+            "g.last_claimed_at AS ready_at, g.rowid AS arrival, h.seq AS seq, g.group_id AS gid, {} AS room",
+            self.limit.room_of_group
+        );
+        format!("SELECT * FROM ({})", self.first_of(c, &columns, limit))
     }
 
     /// `columns` of the first `limit` groups, in serving order, that pass `c`'s filter and
@@ -352,13 +375,13 @@ impl Statements {
     /// The best `limit` of the candidates, in serving order, with their events: each a
     /// different group's head, so a local claim of several leases them all from one look
     /// (each lease moves only its own group out of the range). Columns: seq, group_id,
-    /// event, attempts (claims so far), headers, expires_at; group_id and event as BLOBs,
-    /// because libsql reads TEXT as a C string and would cut a value another writer stored
-    /// with a NUL byte in it at that byte.
+    /// event, attempts (claims so far), headers, expires_at, room (`candidate`'s);
+    /// group_id and event as BLOBs, because libsql reads TEXT as a C string and would cut
+    /// a value another writer stored with a NUL byte in it at that byte.
     fn best_candidates(&self, candidates: &[Candidate], limit: &str) -> String {
         let m = &self.messages_table;
         format!(
-            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts, e.headers, e.expires_at \
+            "SELECT c.seq, CAST(c.gid AS BLOB), CAST(e.event AS BLOB), e.attempts, e.headers, e.expires_at, c.room \
              FROM ({}) c JOIN {m} e ON e.seq = c.seq \
              ORDER BY c.ready_at, c.arrival LIMIT {limit}",
             self.union_of(candidates, limit)
@@ -461,6 +484,9 @@ impl Statements {
             pause::table(&self.pauses_table),
             archive::table(&self.archive_table),
         ]
+        .into_iter()
+        .chain(limits::tables(&self.limits_table, &self.slots_table))
+        .collect()
     }
 
     /// The columns harel 0.9's tables lack, as (table, column, the ALTER that adds it).
@@ -498,10 +524,16 @@ impl Statements {
         [&self.pause.triggers[0], &self.pause.triggers[1]]
     }
 
+    /// The names of the limits' two triggers (limits.rs).
+    pub fn limit_triggers(&self) -> [&str; 2] {
+        [&self.limit.triggers[0], &self.limit.triggers[1]]
+    }
+
     /// Whether `name` is a table or trigger of ours, which a harel 0.9 file lacks.
     pub fn is_ours(&self, name: &str) -> bool {
         name == self.dead_table || name == self.keys_table || name == self.pauses_table
-            || name == self.archive_table || self.pause_triggers().contains(&name)
+            || name == self.archive_table || name == self.limits_table || name == self.slots_table
+            || self.pause_triggers().contains(&name) || self.limit_triggers().contains(&name)
     }
 
     /// Whether `table` has `column` (one row if it does).
@@ -536,6 +568,7 @@ impl Statements {
         statements.push(publish::keys_table(&self.keys_table));
         statements.push(pause::table(&self.pauses_table));
         statements.push(archive::table(&self.archive_table));
+        statements.extend(limits::tables(&self.limits_table, &self.slots_table));
         statements.extend(self.our_indexes());
         statements
     }
@@ -564,6 +597,7 @@ impl Statements {
         ]
         .into_iter()
         .chain(archive::indexes(&self.archive_table))
+        .chain(limits::indexes(g, &self.limits_table, &self.slots_table))
         .chain(pause::triggers(g, &self.pauses_table))
         .collect()
     }
@@ -682,6 +716,7 @@ mod tests {
             expires_at: true,
             pauses: true,
             archive: true,
+            limits: true,
         };
         for lacks in [Lacks::default(), lacking_all] {
             sql.read_around(lacks);
@@ -760,6 +795,17 @@ mod tests {
             all.push(sql.pause.list());
             all.push(sql.expiry.any(1.0));
             all.extend(sql.expiry.sweep(1.0));
+            all.push(sql.limit.give_back(1.0));
+            all.push(sql.limit.hold("g"));
+            all.extend(sql.limit.take(7, "g", (1.0, 2.0)));
+            all.extend(sql.limit.take_marked((1.0, 2.0)));
+            all.push(sql.limit.free(7));
+            all.push(sql.limit.free_if_gone(7));
+            all.push(sql.limit.extend(7, 2.0));
+            all.push(sql.limit.set("k", Some(3), Some((2.0, 5.0)), 1.0));
+            all.push(sql.limit.set("k", None, None, 1.0));
+            all.extend(sql.limit.remove("k"));
+            all.push(sql.limit.list(1.0));
             all.push(sql.archive.copy(&lease, 1.0));
             all.push(sql.archive.prune(1.0));
             for group_id in [None, Some("g")] {

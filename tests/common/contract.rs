@@ -12,6 +12,7 @@ use harel_transport::{
 
 pub use super::contract_archive::*;
 pub use super::contract_expiry::*;
+pub use super::contract_limits::*;
 pub use super::contract_pause::*;
 pub use super::contract_rules::*;
 use super::drain::claim_and_ack_all;
@@ -46,6 +47,10 @@ pub const OTHERWISE_SHARDED: &[(&str, &str)] = &[
     ("transaction_misuse_is_refused_and_changes_nothing", "a transaction is one database's: refused"),
     ("a_unique_duplicate_in_a_transaction_is_an_answer", "a transaction is one database's: refused"),
     ("an_expiry_in_a_transaction_is_checked_as_it_is_queued", "a transaction is one database's: refused"),
+    ("a_concurrency_limit_leases_at_most_n_of_its_key", "a limit is each shard's: it counts one shard's leases"),
+    ("a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not", "a limit is each shard's: it counts one shard's leases"),
+    ("a_rate_limit_admits_its_burst_then_its_rate", "a limit is each shard's: each shard has its own bucket"),
+    ("limits_change_at_run_time_and_outlive_their_setter", "a limit is each shard's: it counts one shard's leases"),
 ];
 
 pub const CHECKS: &[(&str, Check)] = &[
@@ -178,6 +183,14 @@ pub const CHECKS: &[(&str, Check)] = &[
         the_archive_is_pruned_after_its_retention_a_bounded_number_per_ack,
     ),
     ("bad_archive_arguments_are_refused", bad_archive_arguments_are_refused),
+    ("a_concurrency_limit_leases_at_most_n_of_its_key", a_concurrency_limit_leases_at_most_n_of_its_key),
+    (
+        "a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not",
+        a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not,
+    ),
+    ("a_rate_limit_admits_its_burst_then_its_rate", a_rate_limit_admits_its_burst_then_its_rate),
+    ("limits_change_at_run_time_and_outlive_their_setter", limits_change_at_run_time_and_outlive_their_setter),
+    ("bad_limits_are_refused_and_change_nothing", bad_limits_are_refused_and_change_nothing),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {

@@ -12,6 +12,7 @@ use harel_transport::{Options, Transport};
 pub mod contract;
 mod contract_archive;
 mod contract_expiry;
+mod contract_limits;
 mod contract_pause;
 mod contract_rules;
 pub mod drain;

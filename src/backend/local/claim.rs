@@ -67,6 +67,10 @@ impl Local {
     /// Leases up to `want` heads into `claimed`, in serving order, from one look for as
     /// many as are still wanted; a head it cannot hand out is buried (and counted), and the
     /// look is made again for the rest: that group's next message keeps the group's place.
+    /// A group whose routing key has no room (sql/limits.rs) is held, and one with a limit
+    /// that has room is leased with the key's slot or token taken: the look is made again
+    /// after either, since the key's room changed. Each look comes after the held groups
+    /// whose keys have room again are given back.
     async fn claim_up_to(
         &mut self,
         sql: &Statements,
@@ -80,15 +84,22 @@ impl Local {
             if wanted == 0 {
                 return Ok(());
             }
+            self.execute(sql.limit.give_back(now)).await?;
             let (look, params) = sql.claim(now, c.min_priority, c.routing_keys, wanted);
             let heads = self.statements.query_all(&self.conn, &look, params, row_values).await?;
             let found = heads.len();
-            let mut buried = false;
+            let mut look_again = false;
             for head in heads {
-                let (seq, group_id, event, attempts, headers, expires_at) = match <[Value; 6]>::try_from(head) {
-                    Ok([Value::Integer(seq), Value::Blob(g), Value::Blob(event), Value::Integer(n), h, e]) => {
-                        (seq, g, event, n, h, e)
-                    }
+                let (seq, group_id, event, attempts, headers, expires_at, room) = match <[Value; 7]>::try_from(head) {
+                    Ok([
+                        Value::Integer(seq),
+                        Value::Blob(g),
+                        Value::Blob(event),
+                        Value::Integer(n),
+                        h,
+                        e,
+                        Value::Integer(room),
+                    ]) => (seq, g, event, n, h, e, room),
                     Ok(other) => return Err(unexpected(&other)),
                     Err(other) => return Err(unexpected(&other)),
                 };
@@ -98,10 +109,21 @@ impl Local {
                     _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
                         format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
                     }
+                    (Ok(group_id), Ok(_), Ok(_)) if room == NO_ROOM => {
+                        self.execute(sql.limit.hold(&group_id)).await?;
+                        look_again = true;
+                        break;
+                    }
                     (Ok(group_id), Ok(event), Ok(headers)) => {
                         let lock_expiry = now + c.visibility;
                         self.execute(sql.set_group_ready_at(&group_id, lock_expiry)).await?;
                         self.execute(sql.lease_message(seq, c.worker_id, (now, lock_expiry))).await?;
+                        let limited = room == ROOM;
+                        if limited {
+                            for statement in sql.limit.take(seq, &group_id, (now, lock_expiry)) {
+                                self.execute(statement).await?;
+                            }
+                        }
                         let worker_id = c.worker_id.to_owned();
                         claimed.leases.push(Lease {
                             seq,
@@ -112,6 +134,10 @@ impl Local {
                             attempts: attempts + 1,
                             headers,
                         });
+                        if limited {
+                            look_again = true;
+                            break;
+                        }
                         continue;
                     }
                     (Err(_), _, _) => "its group_id is not valid UTF-8 (written by another program)".to_owned(),
@@ -122,10 +148,10 @@ impl Local {
                 self.execute(sql.delete_message(seq)).await?;
                 self.execute(sql.drop_buried_group_if_empty(seq)).await?;
                 claimed.buried += 1;
-                buried = true;
+                look_again = true;
                 break;
             }
-            if !buried && found < wanted {
+            if !look_again && found < wanted {
                 return Ok(());
             }
         }
@@ -135,6 +161,10 @@ impl Local {
         Ok(self.statements.execute(&self.conn, sql, params).await?)
     }
 }
+
+/// A head's key's room, as the look reads it (sql/limits.rs): room for one lease, none.
+const ROOM: i64 = 1;
+const NO_ROOM: i64 = 0;
 
 fn unexpected(row: &[Value]) -> crate::error::Error {
     crate::error::Error::Database(format!("a claim's look came back as an unexpected row: {row:?}"))

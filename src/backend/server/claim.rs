@@ -28,8 +28,9 @@ struct Undeliverable {
 enum Found {
     Lease(Lease),
     Nothing,
-    /// Heads over max_attempts are still next: the next request buries them.
-    MoreToBury,
+    /// Heads over max_attempts, or groups whose key has no room, are still next: the
+    /// next request buries or holds them.
+    More,
     Undeliverable(Undeliverable),
 }
 
@@ -84,7 +85,7 @@ impl Server {
                             .map(|(statement, params)| chain.query(statement, params))
                             .collect();
                         burials.extend(statements.buried.iter().map(|&i| at[i]));
-                        claims.push((at[statements.lease], statements.more.map(|i| at[i])));
+                        claims.push((at[statements.lease], at[statements.more]));
                     }
                     Ok((chain, (marked, claims, burials, (now, lock_expiry))))
                 })
@@ -95,10 +96,10 @@ impl Server {
             let mut again = false;
             // Every claim of the chain was committed: each lease is kept, whatever came before it.
             for (lease_at, more_at) in claims {
-                match found(&results[lease_at], more_at.map(|i| &results[i]), c.worker_id, (now, lock_expiry))? {
+                match found(&results[lease_at], &results[more_at], c.worker_id, (now, lock_expiry))? {
                     Found::Lease(lease) => leases.push(lease),
                     Found::Nothing => {}
-                    Found::MoreToBury => again = true,
+                    Found::More => again = true,
                     Found::Undeliverable(u) => undeliverable.push(u),
                 }
             }
@@ -122,6 +123,7 @@ fn push_bury_claimed<'a>(
         sql.delete_buried(u.seq),
         sql.requeue_buried_group(u.seq, now),
         sql.drop_buried_group_if_empty(u.seq),
+        sql.limit.free_if_gone(u.seq),
     ];
     for (statement, params) in statements {
         chain.push(statement, params);
@@ -130,9 +132,9 @@ fn push_bury_claimed<'a>(
 }
 
 /// Reads the lease's UPDATE ... RETURNING (and the check for more to bury), made at `now`.
-fn found(lease: &Done, more: Option<&Done>, worker_id: &str, (now, lock_expiry): (f64, f64)) -> Result<Found> {
+fn found(lease: &Done, more: &Done, worker_id: &str, (now, lock_expiry): (f64, f64)) -> Result<Found> {
     let Some(row) = lease.rows.first() else {
-        return Ok(if more.is_some_and(|m| !m.rows.is_empty()) { Found::MoreToBury } else { Found::Nothing });
+        return Ok(if more.rows.is_empty() { Found::Nothing } else { Found::More });
     };
     let (seq, group_id, event, attempts, headers, expires_at) = match row.as_slice() {
         [Value::Integer(seq), Value::Blob(group_id), Value::Blob(event), Value::Integer(attempts), headers, e] => {
@@ -181,7 +183,7 @@ mod tests {
     #[test]
     fn a_leased_head_is_a_lease() {
         let headers = Value::Text(r#"[["a","1"]]"#.into());
-        let leased = found(&head(b"g", b"{}", headers), None, "w", (1000.0, 1030.0)).unwrap();
+        let leased = found(&head(b"g", b"{}", headers), &rows(vec![]), "w", (1000.0, 1030.0)).unwrap();
         let Found::Lease(lease) = leased else { panic!() };
         assert_eq!((lease.seq, lease.group_id.as_str(), lease.event.as_str(), lease.attempts), (7, "g", "{}", 2));
         assert_eq!((lease.worker_id.as_str(), lease.lock_expiry, lease.headers.get("a")), ("w", 1030.0, Some("1")));
@@ -195,7 +197,7 @@ mod tests {
             (b"g", b"{}", Value::Text("{}".into()), "headers"),
         ];
         for (group_id, event, headers, what) in cases {
-            let leased = found(&head(group_id, event, headers), None, "w", (1000.0, 1030.0)).unwrap();
+            let leased = found(&head(group_id, event, headers), &rows(vec![]), "w", (1000.0, 1030.0)).unwrap();
             let Found::Undeliverable(u) = leased else { panic!() };
             assert_eq!((u.seq, u.lock_expiry), (7, 1030.0));
             assert!(u.reason.contains(what), "{}", u.reason);
@@ -206,7 +208,7 @@ mod tests {
     fn an_expired_head_is_buried_by_the_next_transaction() {
         for (expires_at, expired) in [(999.0, true), (1000.0, true), (1000.5, false)] {
             let leased = expiring(b"g", b"{}", Value::Null, Value::Real(expires_at));
-            match found(&leased, None, "w", (1000.0, 1030.0)).unwrap() {
+            match found(&leased, &rows(vec![]), "w", (1000.0, 1030.0)).unwrap() {
                 Found::Undeliverable(u) => assert!(expired && u.reason == EXPIRED, "{expires_at}: {}", u.reason),
                 Found::Lease(_) => assert!(!expired, "{expires_at}"),
                 _ => panic!(),
@@ -215,17 +217,16 @@ mod tests {
     }
 
     #[test]
-    fn no_lease_is_nothing_or_more_to_bury() {
+    fn no_lease_is_nothing_or_more_to_bury_or_hold() {
         let none = rows(vec![]);
-        assert!(matches!(found(&none, None, "w", (0.0, 1.0)).unwrap(), Found::Nothing));
-        assert!(matches!(found(&none, Some(&rows(vec![])), "w", (0.0, 1.0)).unwrap(), Found::Nothing));
+        assert!(matches!(found(&none, &rows(vec![]), "w", (0.0, 1.0)).unwrap(), Found::Nothing));
         let next = rows(vec![vec![Value::Integer(1)]]);
-        assert!(matches!(found(&none, Some(&next), "w", (0.0, 1.0)).unwrap(), Found::MoreToBury));
+        assert!(matches!(found(&none, &next, "w", (0.0, 1.0)).unwrap(), Found::More));
     }
 
     #[test]
     fn an_unexpected_row_is_a_database_error() {
         let text = rows(vec![vec![Value::Text("7".into())]]);
-        assert!(matches!(found(&text, None, "w", (0.0, 1.0)), Err(Error::Database(_))));
+        assert!(matches!(found(&text, &rows(vec![]), "w", (0.0, 1.0)), Err(Error::Database(_))));
     }
 }

@@ -190,7 +190,7 @@ pub struct harel_dead_page {
 /// A look's result is boxed with its items, the strings they point to, its items' shards
 /// and, for pages of messages, their headers (a Vec's buffer stays where it is when the
 /// Vec moves into the box).
-type Looked<Item, Extra = ()> = Boxed<(Vec<Item>, Strings, Vec<usize>, Extra)>;
+pub(super) type Looked<Item, Extra = ()> = Boxed<(Vec<Item>, Strings, Vec<usize>, Extra)>;
 type PageHeaders = (HeadersOut, Vec<harel_headers>);
 
 impl Castable for harel_stats {
@@ -214,7 +214,11 @@ impl Castable for harel_dead_page {
 }
 
 /// `head` made with its items' pointer and count, handed to the caller with them.
-fn hand_out<Head, Item>(items: Vec<Item>, strings: Strings, head: impl FnOnce(*const Item, usize) -> Head) -> *mut Head
+pub(super) fn hand_out<Head, Item>(
+    items: Vec<Item>,
+    strings: Strings,
+    head: impl FnOnce(*const Item, usize) -> Head,
+) -> *mut Head
 where
     Head: Castable<Ownership = Looked<Item>, RustType = Head>,
 {

@@ -1,0 +1,251 @@
+//! The statements of limits per routing key (docs/queue.md, "Limits"): at most N messages
+//! of the key's groups leased at once (a *concurrency* limit), and a token bucket of a
+//! rate per second and a burst (a *rate* limit). Both are read and written inside the
+//! claim's own write transaction, so they hold for every worker of every process at once.
+//!
+//! - `<prefix>_transport_limits`: one row per limited key, with its bucket's tokens as of
+//!   `refilled_at` and `held`, how many of its groups are held.
+//! - `<prefix>_transport_slots`: one row per lease of a key with a concurrency limit (the
+//!   message's seq, the key, the lease's end). A slot counts while its lease runs: an ack,
+//!   nack or dead letter deletes it, an extend moves its end, a lapse ends it by itself.
+//!
+//! A claim that meets a group whose key has no room *holds* the group: its turn moves up
+//! by `HOLD`, beyond every claim's range, keeping its order among the held ones. Each claim
+//! first gives back one held group of each key that has room again (the one served
+//! longest ago), so a held group returns however the room was made (an ack, a lapse, a
+//! purge, a larger limit). Two triggers keep `held` right whoever moves a group's turn.
+
+use super::Bound;
+
+/// What a held group's turn is raised by: beyond any epoch-seconds turn of a group ready,
+/// leased or parked, and below a paused or set-aside group's (the end of year 9999).
+pub(crate) const HOLD: f64 = 1e10;
+
+/// Whether a group's turn `col` is held.
+fn is_held(col: &str) -> String {
+    format!("({col} >= {HOLD:.1} AND {col} < {:.1})", 2.0 * HOLD)
+}
+
+pub(super) fn tables(l: &str, s: &str) -> [String; 2] {
+    [
+        format!(
+            "CREATE TABLE IF NOT EXISTS {l} (routing_key TEXT PRIMARY KEY, concurrency INTEGER, rate REAL, \
+             burst REAL, tokens REAL NOT NULL DEFAULT 0, refilled_at REAL NOT NULL DEFAULT 0, \
+             held INTEGER NOT NULL DEFAULT 0)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {s} (seq INTEGER PRIMARY KEY, routing_key TEXT NOT NULL, until REAL NOT NULL)"
+        ),
+    ]
+}
+
+/// The keys holding groups (each claim's first look), the slots of a key in use, and the
+/// triggers that count a key's held groups.
+pub(super) fn indexes(g: &str, l: &str, s: &str) -> Vec<String> {
+    let (new, old) = (is_held("new.last_claimed_at"), is_held("old.last_claimed_at"));
+    vec![
+        format!("CREATE INDEX IF NOT EXISTS {l}_holding ON {l} (routing_key) WHERE held > 0"),
+        format!("CREATE INDEX IF NOT EXISTS {s}_by_key ON {s} (routing_key, until)"),
+        format!(
+            "CREATE TRIGGER IF NOT EXISTS {g}_held AFTER UPDATE OF last_claimed_at ON {g} \
+             WHEN new.routing_key IS NOT NULL AND {new} <> {old} \
+             BEGIN UPDATE {l} SET held = MAX(0, held + CASE WHEN {new} THEN 1 ELSE -1 END) \
+             WHERE routing_key = new.routing_key; END"
+        ),
+        format!(
+            "CREATE TRIGGER IF NOT EXISTS {g}_held_gone AFTER DELETE ON {g} \
+             WHEN old.routing_key IS NOT NULL AND {old} \
+             BEGIN UPDATE {l} SET held = MAX(0, held - 1) WHERE routing_key = old.routing_key; END"
+        ),
+    ]
+}
+
+/// The two triggers' names, for the schema's checks.
+pub(super) fn trigger_names(g: &str) -> [String; 2] {
+    [format!("{g}_held"), format!("{g}_held_gone")]
+}
+
+/// The tokens of limit row `l`'s bucket at `now` (a rate limit), or a number no claim
+/// reaches (none).
+fn tokens_at(l: &str, now: &str) -> String {
+    format!(
+        "CASE WHEN {l}.rate IS NULL THEN 1e18 \
+         ELSE MIN({l}.burst, {l}.tokens + ({now} - {l}.refilled_at) * {l}.rate) END"
+    )
+}
+
+/// Whether limit row `l` has room for one more lease at `now`.
+fn has_room(l: &str, s: &str, now: &str) -> String {
+    format!(
+        "(({l}.concurrency IS NULL OR {l}.concurrency > (SELECT count(*) FROM {s} WHERE routing_key = {l}.routing_key \
+         AND until > {now})) AND {} >= 1)",
+        tokens_at(l, now)
+    )
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LimitSql {
+    pub triggers: [String; 2],
+    give_back: String,
+    hold: String,
+    take_slot: String,
+    take_token: String,
+    free_slot: String,
+    free_slot_if_gone: String,
+    extend_slot: String,
+    pub(super) room_of_group: String,
+    /// A server's claim chain's (sql/claim.rs): whether the groups table's row has no room
+    /// at ?1, and the slot and token of the group it marked (`MARK`).
+    pub(super) no_room: String,
+    take_marked: [String; 2],
+    pub(super) token_due: String,
+    set: String,
+    remove: [String; 3],
+    list: String,
+}
+
+impl LimitSql {
+    pub(super) fn new(m: &str, g: &str, l: &str, s: &str, mark: &str) -> LimitSql {
+        let held = is_held("h.last_claimed_at");
+        LimitSql {
+            triggers: trigger_names(g),
+            // ?1 now: of each key holding groups that has room, the group held longest.
+            give_back: format!(
+                "UPDATE {g} SET last_claimed_at = last_claimed_at - {HOLD:.1} WHERE rowid IN \
+                 (SELECT (SELECT h.rowid FROM {g} h WHERE h.routing_key = l.routing_key AND {held} \
+                 ORDER BY h.last_claimed_at, h.rowid LIMIT 1) FROM {l} l WHERE l.held > 0 AND {})",
+                has_room("l", s, "?1")
+            ),
+            // ?1 group_id
+            hold: format!("UPDATE {g} SET last_claimed_at = last_claimed_at + {HOLD:.1} WHERE group_id = ?1"),
+            // ?1 seq, ?2 group_id, ?3 the lease's end
+            take_slot: format!(
+                "INSERT OR REPLACE INTO {s} (seq, routing_key, until) SELECT ?1, l.routing_key, ?3 FROM {g} g \
+                 JOIN {l} l ON l.routing_key = g.routing_key WHERE g.group_id = ?2 AND l.concurrency IS NOT NULL"
+            ),
+            // ?1 group_id, ?2 now
+            take_token: format!(
+                "UPDATE {l} SET tokens = {} - 1, refilled_at = ?2 \
+                 WHERE rate IS NOT NULL AND routing_key = (SELECT routing_key FROM {g} WHERE group_id = ?1)",
+                tokens_at(l, "?2")
+            ),
+            no_room: format!(
+                "EXISTS (SELECT 1 FROM {l} l WHERE l.routing_key = {g}.routing_key AND NOT {})",
+                has_room("l", s, "?1")
+            ),
+            take_marked: [
+                // ?1 the lease's end
+                format!(
+                    "INSERT OR REPLACE INTO {s} (seq, routing_key, until) \
+                     SELECT (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id), l.routing_key, ?1 FROM {g} g \
+                     JOIN {l} l ON l.routing_key = g.routing_key WHERE g.last_claimed_at = {mark} \
+                     AND l.concurrency IS NOT NULL"
+                ),
+                // ?1 now
+                format!(
+                    "UPDATE {l} SET tokens = {} - 1, refilled_at = ?1 WHERE rate IS NOT NULL \
+                     AND routing_key = (SELECT routing_key FROM {g} WHERE last_claimed_at = {mark})",
+                    tokens_at(l, "?1")
+                ),
+            ],
+            free_slot: format!("DELETE FROM {s} WHERE seq = ?1"),
+            free_slot_if_gone: format!(
+                "DELETE FROM {s} WHERE seq = ?1 AND NOT EXISTS (SELECT 1 FROM {m} WHERE seq = ?1)"
+            ),
+            extend_slot: format!("UPDATE {s} SET until = ?2 WHERE seq = ?1"),
+            // the look's: whether group g's key has room at ?1 (1) or not (0); 2: no limit
+            room_of_group: format!(
+                "COALESCE((SELECT {} FROM {l} l WHERE l.routing_key = g.routing_key), 2)",
+                has_room("l", s, "?1")
+            ),
+            // when a rate-limited key holding groups has its next token, if not by ?1
+            token_due: format!(
+                "SELECT refilled_at + (1 - tokens) / rate FROM {l} \
+                 WHERE held > 0 AND rate IS NOT NULL AND tokens + (?1 - refilled_at) * rate < 1"
+            ),
+            // ?1 routing_key, ?2 concurrency, ?3 rate, ?4 burst, ?5 now: a new bucket is full
+            set: format!(
+                "INSERT INTO {l} (routing_key, concurrency, rate, burst, tokens, refilled_at) \
+                 VALUES (?1, ?2, ?3, ?4, COALESCE(?4, 0), ?5) \
+                 ON CONFLICT (routing_key) DO UPDATE SET concurrency = ?2, rate = ?3, burst = ?4, \
+                 tokens = CASE WHEN ?3 IS NULL THEN 0 WHEN rate IS NULL THEN ?4 \
+                 ELSE MIN(?4, tokens + (?5 - refilled_at) * rate) END, refilled_at = ?5"
+            ),
+            // ?1 routing_key: its held groups back in their turn, its slots gone, the row
+            remove: [
+                format!(
+                    "UPDATE {g} SET last_claimed_at = last_claimed_at - {HOLD:.1} \
+                     WHERE routing_key = ?1 AND {}",
+                    is_held("last_claimed_at")
+                ),
+                format!("DELETE FROM {s} WHERE routing_key = ?1"),
+                format!("DELETE FROM {l} WHERE routing_key = ?1"),
+            ],
+            // ?1 now: each limit, its slots in use and its tokens now
+            list: format!(
+                "SELECT routing_key, concurrency, rate, burst, \
+                 (SELECT count(*) FROM {s} WHERE routing_key = l.routing_key AND until > ?1), \
+                 CASE WHEN rate IS NULL THEN NULL ELSE {} END, held FROM {l} l ORDER BY routing_key",
+                tokens_at("l", "?1")
+            ),
+        }
+    }
+
+    /// Each claim's first statement: one held group of each key with room again, back in
+    /// its turn.
+    pub fn give_back(&self, now: f64) -> Bound<'_> {
+        (&self.give_back, vec![now.into()])
+    }
+
+    /// A claim met group `group_id` and its key has no room: held.
+    pub fn hold(&self, group_id: &str) -> Bound<'_> {
+        (&self.hold, vec![group_id.into()])
+    }
+
+    /// After a claim leased message `seq` of `group_id` until `until` at `now`: its key's
+    /// slot and token taken, if it has a limit.
+    pub fn take(&self, seq: i64, group_id: &str, (now, until): (f64, f64)) -> [Bound<'_>; 2] {
+        [
+            (&self.take_slot, vec![seq.into(), group_id.into(), until.into()]),
+            (&self.take_token, vec![group_id.into(), now.into()]),
+        ]
+    }
+
+    /// A server's claim, after its lease's UPDATE: the marked group's key's slot (until
+    /// `until`) and token (at `now`), if it has a limit.
+    pub fn take_marked(&self, (now, until): (f64, f64)) -> [Bound<'_>; 2] {
+        [(&self.take_marked[0], vec![until.into()]), (&self.take_marked[1], vec![now.into()])]
+    }
+
+    /// The lease of message `seq` is over (nacked, set aside): its slot free.
+    pub fn free(&self, seq: i64) -> Bound<'_> {
+        (&self.free_slot, vec![seq.into()])
+    }
+
+    /// Message `seq` is gone if its lease's ack or dead letter took it (not if another
+    /// worker holds it now, its lease lost to this one): then its slot free.
+    pub fn free_if_gone(&self, seq: i64) -> Bound<'_> {
+        (&self.free_slot_if_gone, vec![seq.into()])
+    }
+
+    /// The lease of message `seq` now runs to `until`: its slot too.
+    pub fn extend(&self, seq: i64, until: f64) -> Bound<'_> {
+        (&self.extend_slot, vec![seq.into(), until.into()])
+    }
+
+    /// Sets `routing_key`'s limits at `now` (None: that kind of limit off).
+    pub fn set(&self, routing_key: &str, concurrency: Option<u32>, rate: Option<(f64, f64)>, now: f64) -> Bound<'_> {
+        let (rate, burst) = rate.unzip();
+        (&self.set, vec![routing_key.into(), concurrency.into(), rate.into(), burst.into(), now.into()])
+    }
+
+    /// Removes `routing_key`'s limits; the last statement changed a row if it had any.
+    pub fn remove(&self, routing_key: &str) -> [Bound<'_>; 3] {
+        self.remove.each_ref().map(|statement| (statement.as_str(), vec![routing_key.into()]))
+    }
+
+    /// Every limit at `now`: routing_key, concurrency, rate, burst, slots in use, tokens, held.
+    pub fn list(&self, now: f64) -> Bound<'_> {
+        (&self.list, vec![now.into()])
+    }
+}

@@ -1,0 +1,161 @@
+//! The contract's checks of limits per routing key (docs/queue.md, "Limits"): listed in
+//! contract.rs's `CHECKS` with the others. A limit is each shard's own on a sharded queue,
+//! so the checks that count a key's leases are in `OTHERWISE_SHARDED`.
+
+use harel_transport::{Error, Lease, Limit, Rate, Transport};
+
+use super::contract::Open;
+use super::{event, TestClock};
+
+const V: f64 = 30.0;
+
+fn claim(t: &Transport) -> Option<Lease> {
+    t.claim("w", V, 0, &[]).unwrap()
+}
+
+fn concurrency(n: u32) -> Limit {
+    Limit { concurrency: Some(n), rate: None }
+}
+
+/// Every lease the claims hand out until none is left, not acked.
+fn claim_all(t: &Transport) -> Vec<Lease> {
+    std::iter::from_fn(|| claim(t)).collect()
+}
+
+/// How many leases the claims hand out until none is left, each acked.
+fn served(t: &Transport) -> usize {
+    claim_all(t).iter().map(|lease| t.ack(lease).unwrap()).count()
+}
+
+fn groups(leases: &[Lease]) -> Vec<&str> {
+    let mut groups: Vec<&str> = leases.iter().map(|l| l.group_id.as_str()).collect();
+    groups.sort_unstable();
+    groups
+}
+
+/// At most 2 of the key's messages leased at once, whatever else is served; each ack, nack
+/// or dead letter makes room for the next group, held ones served in the order they came.
+pub fn a_concurrency_limit_leases_at_most_n_of_its_key(open: Open<'_>) {
+    let t = open(&TestClock::at(1000.0).options());
+    t.set_limit("k", concurrency(2)).unwrap();
+    let e0 = event(0);
+    for g in ["k1", "k2", "k3", "k4", "k5"] {
+        t.publish(g, &e0, 0, Some("k")).unwrap();
+    }
+    t.publish("free", &e0, 0, None).unwrap();
+    t.publish("other", &e0, 0, Some("other")).unwrap();
+    let first = claim_all(&t);
+    assert_eq!(groups(&first), ["free", "k1", "k2", "other"], "two of k, and every group without its limit");
+    let info = &t.limits().unwrap()[0];
+    assert_eq!((info.routing_key.as_str(), info.in_use, info.held), ("k", 2, 3), "{info:?}");
+    let k1 = first.iter().find(|l| l.group_id == "k1").unwrap();
+    t.ack(k1).unwrap();
+    assert_eq!(groups(&claim_all(&t)), ["k3"], "an ack makes room for one");
+    let k2 = first.iter().find(|l| l.group_id == "k2").unwrap();
+    t.nack(k2, 0.0).unwrap();
+    assert_eq!(groups(&claim_all(&t)), ["k4"], "a nack makes room, and the held group came first");
+    assert_eq!(t.limits().unwrap()[0].in_use, 2);
+}
+
+/// A lease that lapses ends its slot; a dead letter frees it; a lost lease's ack does not.
+pub fn a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    t.set_limit("k", concurrency(1)).unwrap();
+    let e0 = event(0);
+    t.publish("a", &e0, 0, Some("k")).unwrap();
+    t.publish("c", &e0, 0, Some("k")).unwrap();
+    let a = t.claim("w1", 5.0, 0, &[]).unwrap().expect("a");
+    assert!(claim(&t).is_none(), "k is at its limit");
+    clock.advance(6.0);
+    let c = claim(&t).expect("the lapsed lease's slot is free: the held group first");
+    assert_eq!(c.group_id, "c");
+    t.ack(&c).unwrap();
+    let again = claim(&t).expect("the lapsed message, claimed again");
+    assert_eq!((again.group_id.as_str(), again.seq), ("a", a.seq));
+    t.publish("d", &e0, 0, Some("k")).unwrap();
+    assert!(matches!(t.ack(&a), Err(Error::LeaseLost(_))), "the first lease was lost");
+    assert!(t.ack_many(std::slice::from_ref(&a)).unwrap()[0].is_err());
+    assert!(claim(&t).is_none(), "the lost acks freed nothing: the new lease holds the slot");
+    t.dead_letter(&again, "poison").unwrap();
+    let next = claim(&t).expect("the dead letter freed the slot");
+    assert_eq!(next.group_id, "d");
+    let mut extended = next.clone();
+    t.extend(&mut extended, 60.0).unwrap();
+    clock.advance(40.0);
+    assert!(claim(&t).is_none(), "an extended lease keeps its slot past its first end");
+    t.ack(&extended).unwrap();
+    assert_eq!(t.limits().unwrap()[0].in_use, 0);
+}
+
+/// A token bucket: the burst at once, then one lease per 1/rate seconds.
+pub fn a_rate_limit_admits_its_burst_then_its_rate(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = open(&clock.options());
+    t.set_limit("r", Limit { concurrency: None, rate: Some(Rate { per_second: 2.0, burst: 3.0 }) }).unwrap();
+    let e0 = event(0);
+    for i in 0..10 {
+        t.publish(&format!("r{i}"), &e0, 0, Some("r")).unwrap();
+    }
+    t.publish("free", &e0, 0, None).unwrap();
+    assert_eq!(served(&t), 4, "the burst of 3, and the group without a limit");
+    clock.advance(0.25);
+    assert!(claim(&t).is_none(), "half a token");
+    clock.advance(0.25);
+    assert_eq!(served(&t), 1, "one token a half second");
+    clock.advance(1.0);
+    assert_eq!(served(&t), 2);
+    clock.advance(100.0);
+    assert_eq!(served(&t), 3, "an idle key keeps at most its burst");
+    let tokens = t.limits().unwrap()[0].tokens.unwrap();
+    assert!(tokens.abs() < 1e-9, "{tokens}");
+}
+
+/// A limit changed at run time is in force at the next claim; removed, the key's held groups
+/// are served at once. Limits outlive the transport that set them.
+pub fn limits_change_at_run_time_and_outlive_their_setter(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let setter = open(&clock.options());
+    setter.set_limit("k", concurrency(1)).unwrap();
+    drop(setter);
+    let t = open(&clock.options());
+    let e0 = event(0);
+    for i in 0..6 {
+        t.publish(&format!("g{i}"), &e0, 0, Some("k")).unwrap();
+    }
+    assert_eq!(claim_all(&t).len(), 1);
+    t.set_limit("k", concurrency(3)).unwrap();
+    assert_eq!(claim_all(&t).len(), 2, "a larger limit makes room at once");
+    t.remove_limit("k").unwrap();
+    assert_eq!(claim_all(&t).len(), 3, "removed: every held group is served");
+    assert!(t.limits().unwrap().is_empty());
+    match t.remove_limit("k") {
+        Err(Error::Argument(m)) => assert!(m.contains("routing key \"k\" has no limit to remove"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+pub fn bad_limits_are_refused_and_change_nothing(open: Open<'_>) {
+    let t = open(&TestClock::at(1000.0).options());
+    let rate = |per_second, burst| Limit { concurrency: None, rate: Some(Rate { per_second, burst }) };
+    let cases = [
+        ("", concurrency(1), "routing_key is empty"),
+        ("k", Limit::default(), "the limit has neither a concurrency nor a rate"),
+        ("k", concurrency(0), "concurrency is 0; it must be 1..1000000"),
+        ("k", concurrency(1_000_001), "concurrency is 1000001"),
+        ("k", rate(0.0, 1.0), "rate is 0; it must be a finite number > 0, at most 1000000"),
+        ("k", rate(f64::NAN, 1.0), "rate is NaN"),
+        ("k", rate(f64::INFINITY, 1.0), "rate is inf"),
+        ("k", rate(2e6, 1.0), "rate is 2000000"),
+        ("k", rate(1.0, 0.5), "burst is 0.5; it must be a finite number >= 1, at most 1000000"),
+        ("k", rate(1.0, f64::NAN), "burst is NaN"),
+    ];
+    for (key, limit, says) in cases {
+        match t.set_limit(key, limit) {
+            Err(Error::Argument(m)) => assert!(m.contains(says), "{m:?} should say {says:?}"),
+            other => panic!("{says}: {other:?}"),
+        }
+    }
+    assert!(matches!(t.remove_limit(""), Err(Error::Argument(m)) if m.contains("routing_key is empty")));
+    assert!(t.limits().unwrap().is_empty(), "nothing set");
+}
