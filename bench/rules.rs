@@ -13,7 +13,12 @@
 //!   cost per expired message reported (no target);
 //! - claim+ack with the archive on, against the same with it off (target <= 1.3x): with a
 //!   day's retention (every ack copies, none prunes) and with one so short that every ack
-//!   prunes what the acks before it archived (the steady state of a long-lived archive).
+//!   prunes what the acks before it archived (the steady state of a long-lived archive);
+//! - a claim of groups whose keys are among 100 limited keys (room to spare: the limits are
+//!   read and taken), against the same claim with no limits (target <= 1.3x);
+//! - a claim with 1,000 groups of a key at its limit standing before the free ones (held
+//!   by the claims that met them), against a claim among 100 ready groups (target <= 2x);
+//!   the one claim that holds the 1,000 reported apart.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,7 +27,7 @@ use std::time::{Duration, Instant};
 mod pairs;
 use pairs::{header, pair, places, row};
 
-use harel_transport::{Delivery, Message, Options, PauseTarget, Transport, Unique, UniqueMode};
+use harel_transport::{Delivery, Limit, Message, Options, PauseTarget, Rate, Transport, Unique, UniqueMode};
 use harel_transport_testkit::sqld::Sqld;
 
 /// Each publish's own event: a replace writes what it carries.
@@ -78,6 +83,57 @@ fn claims_and_acks(t: &Transport, n: usize) -> Duration {
         t.ack(&lease).unwrap();
     }
     started.elapsed()
+}
+
+/// `n` claims (each timed alone; its ack is not) of `n` messages over 50 groups, each
+/// group's routing key one of 100 (`k0`..`k99`).
+fn keyed_claims(t: &Transport, n: usize) -> Duration {
+    for i in 0..n {
+        t.publish(&format!("g{}", i % 50), &event(i), 0, Some(&format!("k{}", i % 100))).unwrap();
+    }
+    let mut spent = Duration::ZERO;
+    for _ in 0..n {
+        let started = Instant::now();
+        let lease = t.claim("w", 30.0, 0, &[]).unwrap().expect("a ready group");
+        spent += started.elapsed();
+        t.ack(&lease).unwrap();
+    }
+    spent
+}
+
+/// Limits on `k0`..`k99` with room to spare: every claim reads and takes them.
+fn hundred_limits(t: &Transport) {
+    let rate = Rate { per_second: 1e6, burst: 1e6 };
+    for k in 0..100 {
+        t.set_limit(&format!("k{k}"), Limit { concurrency: Some(1_000_000), rate: Some(rate) }).unwrap();
+    }
+}
+
+/// A key at its limit (one lease held, concurrency 1) with 1,000 more groups published
+/// before any other; the time of the one claim that meets and holds them.
+fn beside_a_full_key(t: &Transport) -> Duration {
+    t.set_limit("full", Limit { concurrency: Some(1), rate: None }).unwrap();
+    let events: Vec<String> = (0..1001).map(event).collect();
+    let groups: Vec<String> = (0..1001).map(|i| format!("full{i}")).collect();
+    let batch: Vec<Message<'_>> = (0..1001)
+        .map(|i| Message {
+            group_id: &groups[i],
+            event_json: &events[i],
+            priority: 0,
+            routing_key: Some("full"),
+            headers: None,
+        })
+        .collect();
+    t.publish_many(&batch).unwrap();
+    t.claim("holder", 3600.0, 0, &[]).unwrap().expect("the key's one lease");
+    t.publish("other", &event(0), 0, None).unwrap();
+    let started = Instant::now();
+    let lease = t.claim("w", 30.0, 0, &[]).unwrap().expect("the free group, past the 1,000");
+    let spent = started.elapsed();
+    assert_eq!(lease.group_id, "other");
+    t.ack(&lease).unwrap();
+    assert_eq!(t.limits().unwrap()[0].held, 1000);
+    spent
 }
 
 /// 10,000 groups of one message each, paused by their routing key.
@@ -181,6 +237,15 @@ fn main() {
             let on = pair(place.n, |n| claims_and_acks(&yardstick, n), |n| claims_and_acks(&archiving, n));
             row(place.name, what, on, 1.3);
         }
+        let (yardstick, limited) = (open(), open());
+        hundred_limits(&limited);
+        let keyed = pair(place.n, |n| keyed_claims(&yardstick, n), |n| keyed_claims(&limited, n));
+        row(place.name, "claim, 100 limited keys defined / no limits", keyed, 1.3);
+        let (yardstick, crowded) = (open(), open());
+        let first = beside_a_full_key(&crowded);
+        let beside = pair(place.n, |n| claims(&yardstick, n), |n| claims(&crowded, n));
+        row(place.name, "claim beside 1,000 held groups / claim", beside, 2.0);
+        println!("{:<18} {:<52} {:>9.1} ms", place.name, "the one claim that holds the 1,000", first.as_secs_f64() * 1e3);
         let clock = Clock::default();
         let mut clocked = || {
             queues += 1;

@@ -82,6 +82,12 @@
  *   harel::ArchivePage (owned, move-only) of harel::Archived views (seq, group_id, event,
  *   headers, attempts, worker_id, published_at and claimed_at, std::nullopt when unknown,
  *   acked_at, shard), next_cursor() NULL on the last page.
+ * - Limits per routing key: Transport::set_limit(key, harel::Limit) sets a concurrency (at
+ *   most N of the key's messages leased at once), a harel::Rate (a token bucket: per_second
+ *   and burst) or both, std::nullopt for a kind off (a harel::Rate converts to a Limit of the
+ *   rate alone); remove_limit(key) ends them; limits() lists them as a harel::LimitList
+ *   (owned, move-only) of harel::LimitInfo views (routing_key, concurrency and rate,
+ *   std::nullopt when off, in_use, tokens, std::nullopt without a rate, held).
  * - Every failed call throws harel::Error, a std::runtime_error carrying the call's
  *   harel_status (status()), its name, and the library's message (what() is
  *   "HAREL_ERR_LEASE_LOST: ..."); code() is the same status as a std::error_code of
@@ -1333,6 +1339,143 @@ class ArchivePage {
   std::unique_ptr<harel_archive_page, Free> raw_;
 };
 
+// ---- limits per routing key ----------------------------------------------------------------
+
+struct Limit;
+
+/// A rate limit (docs/queue.md, "Limits"): a token bucket that gains `per_second` tokens a
+/// second (finite, > 0, at most 1000000) and keeps at most `burst` (finite, >= 1, at most
+/// 1000000), full when set; each lease of the key's messages takes a token. A Rate converts
+/// to a Limit that carries it alone: `queue.set_limit("sms", harel::Rate{10.0, 20.0})`.
+struct Rate {
+  double per_second = 0.0;
+  double burst = 0.0;
+
+  /// A Limit of this rate and no concurrency limit.
+  operator Limit() const noexcept;  // NOLINT: implicit on purpose
+};
+
+/// A routing key's limits, for Transport::set_limit (docs/queue.md, "Limits"), either or
+/// both:
+/// - concurrency: at most that many messages of the key's groups leased at once
+///   (1..1000000), across every worker of every process;
+/// - rate: a harel::Rate, each lease taking a token of its bucket.
+/// std::nullopt, the default: that kind off. A set replaces the key's limits, so a kind not
+/// given is off after it. As an aggregate:
+///
+///   queue.set_limit("eu", {2});                                // 2 leases at once
+///   queue.set_limit("sms", harel::Rate{10.0, 20.0});           // 10 a second, 20 at once
+///   queue.set_limit("api", {4, harel::Rate{10.0, 20.0}});      // both
+///   queue.set_limit("api", {.concurrency = 4});                // C++20
+struct Limit {
+  std::optional<uint32_t> concurrency = std::nullopt;
+  std::optional<Rate> rate = std::nullopt;
+};
+
+inline Rate::operator Limit() const noexcept { return Limit{std::nullopt, *this}; }
+
+/// A limit in force and its use now, as Transport::limits lists it (harel_limit_info): a
+/// view of the list's item, living as long as the LimitList (copy what you keep beyond
+/// it). On a sharded queue each shard holds the limit for its own groups, and in_use,
+/// tokens and held are the sums over the shards. A default-made LimitInfo views nothing:
+/// its accessors return an empty view, std::nullopt and 0.
+class LimitInfo {
+ public:
+  constexpr LimitInfo() noexcept = default;
+  /// A view of `raw`, the library's (an item of a harel_limit_list).
+  explicit LimitInfo(const harel_limit_info &raw) noexcept : raw_(&raw) {}
+
+  /// The routing key, every byte (routing_key_len of them).
+  std::string_view routing_key() const noexcept {
+    return raw_ && raw_->routing_key ? std::string_view(raw_->routing_key, raw_->routing_key_len)
+                                     : std::string_view();
+  }
+  /// At most this many of the key's messages leased at once; std::nullopt without a
+  /// concurrency limit (the C side's 0).
+  std::optional<uint32_t> concurrency() const noexcept {
+    return raw_ && raw_->concurrency != 0 ? std::optional<uint32_t>(raw_->concurrency) : std::nullopt;
+  }
+  /// The rate limit; std::nullopt without one (the C side's rate and burst 0).
+  std::optional<Rate> rate() const noexcept {
+    if (!raw_ || (raw_->rate == 0.0 && raw_->burst == 0.0)) return std::nullopt;
+    return Rate{raw_->rate, raw_->burst};
+  }
+  /// Both kinds, as Transport::set_limit takes them.
+  Limit limit() const noexcept { return Limit{concurrency(), rate()}; }
+  /// The leases of the key's messages running now (counted with a concurrency limit; else 0).
+  uint64_t in_use() const noexcept { return raw_ ? raw_->in_use : 0; }
+  /// The bucket's tokens now; std::nullopt without a rate limit (the C side's -1).
+  std::optional<double> tokens() const noexcept {
+    return raw_ && raw_->tokens >= 0.0 ? std::optional<double>(raw_->tokens) : std::nullopt;
+  }
+  /// How many of the key's groups claims hold until the key has room.
+  uint64_t held() const noexcept { return raw_ ? raw_->held : 0; }
+
+  /// The C item (NULL for a default-made LimitInfo); the list's.
+  const harel_limit_info *get() const noexcept { return raw_; }
+
+ private:
+  const harel_limit_info *raw_ = nullptr;
+};
+
+/// The limits in force (Transport::limits, harel_transport_limits), owned: freed when
+/// destroyed. Move-only. By routing key, in byte order, as LimitInfo views living as long
+/// as the list: size(), operator[], and a range for `for`. A moved-from list is empty.
+///
+///   for (const harel::LimitInfo &l : queue.limits())
+///     log(l.routing_key(), l.concurrency().value_or(0), l.in_use(), l.tokens().value_or(-1), l.held());
+class LimitList {
+ public:
+  using value_type = LimitInfo;
+
+  /// A forward iterator over the list's limits (each LimitInfo made when read).
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = LimitInfo;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = LimitInfo;
+    iterator() noexcept = default;
+    explicit iterator(const harel_limit_info *at) noexcept : at_(at) {}
+    LimitInfo operator*() const noexcept { return LimitInfo(*at_); }
+    iterator &operator++() noexcept {
+      ++at_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator was = *this;
+      ++at_;
+      return was;
+    }
+    bool operator==(const iterator &other) const noexcept { return at_ == other.at_; }
+    bool operator!=(const iterator &other) const noexcept { return at_ != other.at_; }
+
+   private:
+    const harel_limit_info *at_ = nullptr;
+  };
+
+  /// Takes ownership of what harel_transport_limits handed out (NULL: an empty list).
+  explicit LimitList(harel_limit_list *raw) noexcept : raw_(raw) {}
+
+  /// How many limits are in force.
+  std::size_t size() const noexcept { return raw_ && raw_->limits ? raw_->n_limits : 0; }
+  bool empty() const noexcept { return size() == 0; }
+  /// The i-th limit (i < size()).
+  LimitInfo operator[](std::size_t i) const noexcept { return LimitInfo(raw_->limits[i]); }
+  iterator begin() const noexcept { return iterator(size() ? raw_->limits : nullptr); }
+  iterator end() const noexcept { return iterator(size() ? raw_->limits + raw_->n_limits : nullptr); }
+
+  /// The C list (NULL when empty from a move); it stays this LimitList's.
+  const harel_limit_list *get() const noexcept { return raw_.get(); }
+
+ private:
+  struct Free {
+    void operator()(harel_limit_list *l) const noexcept { harel_limit_list_free(l); }
+  };
+  std::unique_ptr<harel_limit_list, Free> raw_;
+};
+
 // ---- the transport --------------------------------------------------------------------------
 
 /// An open queue, owned: closed when destroyed (closing cannot fail). Move-only.
@@ -1736,6 +1879,56 @@ class Transport {
     detail::check(status, slot);
     if (!page.get()) throw Error(HAREL_ERR_PANIC, "harel_transport_archive returned HAREL_OK without a page");
     return page;
+  }
+
+  /// Limits the groups of `routing_key` (harel_transport_set_limit; docs/queue.md,
+  /// "Limits"): at most `limit.concurrency` of their messages leased at once, leases taken at
+  /// most at `limit.rate`, across every worker of every process (not harel 0.9's Python
+  /// workers, which know nothing of limits). Replaces the key's limits: a kind not given is
+  /// off. In force at every process's next claim, stored in the database. A claim passes
+  /// over a group whose key has no room, holds it, and serves the others; when the key has
+  /// room again the next claims give the held groups back. On a sharded queue each shard
+  /// holds the limit for its own groups (a key's ceiling over the fleet is the limit times
+  /// the shards). Throws Error: HAREL_ERR_ARGUMENT (routing_key empty or not UTF-8, neither
+  /// kind given, a number out of range, each named in the library's words, an empty
+  /// Transport; nothing changed), HAREL_ERR_BUSY, HAREL_ERR_DATABASE, HAREL_ERR_CONNECT. The C
+  /// side reads a concurrency of 0, and a rate and burst both 0, as that kind off: a Limit
+  /// that gives them so is refused here (HAREL_ERR_ARGUMENT, "concurrency is 0; ...", "rate
+  /// is 0; ..."), not set as another limit.
+  void set_limit(CStr routing_key, const Limit &limit) {
+    if (limit.concurrency == 0u) throw Error(HAREL_ERR_ARGUMENT, "concurrency is 0; it must be 1..1000000");
+    if (limit.rate && limit.rate->per_second == 0.0 && limit.rate->burst == 0.0)
+      throw Error(HAREL_ERR_ARGUMENT, "rate is 0; it must be a finite number > 0, at most 1000000");
+    const double rate = limit.rate ? limit.rate->per_second : 0.0;
+    const double burst = limit.rate ? limit.rate->burst : 0.0;
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_set_limit(raw_.get(), routing_key.c_str(), limit.concurrency.value_or(0u), rate,
+                                            burst, slot.out()),
+                  slot);
+  }
+
+  /// Removes the limits of `routing_key` (harel_transport_remove_limit; on a sharded queue,
+  /// on every shard): its held groups are served again at once; leases taken before finish.
+  /// Throws Error: HAREL_ERR_ARGUMENT (routing_key empty or not UTF-8; the key has no limit:
+  /// `routing key "k" has no limit to remove`; an empty Transport), HAREL_ERR_BUSY,
+  /// HAREL_ERR_DATABASE, HAREL_ERR_CONNECT.
+  void remove_limit(CStr routing_key) {
+    detail::ErrorSlot slot;
+    detail::check(harel_transport_remove_limit(raw_.get(), routing_key.c_str(), slot.out()), slot);
+  }
+
+  /// The limits in force (harel_transport_limits), by routing key, each with its use now:
+  /// leases running, tokens, groups held (on a sharded queue each key once, its use summed
+  /// over the shards). An empty list when there are none. Throws Error: HAREL_ERR_ARGUMENT
+  /// (an empty Transport), HAREL_ERR_DATABASE, HAREL_ERR_CONNECT.
+  LimitList limits() const {
+    harel_limit_list *out = nullptr;
+    detail::ErrorSlot slot;
+    const harel_status status = harel_transport_limits(raw_.get(), &out, slot.out());
+    LimitList list(out);  // owned from here, whatever happens next
+    detail::check(status, slot);
+    if (!list.get()) throw Error(HAREL_ERR_PANIC, "harel_transport_limits returned HAREL_OK without a list");
+    return list;
   }
 
   /// Exact counts of the queue now (harel_transport_stats): one read that takes no write

@@ -2,8 +2,9 @@ package harel
 
 // The operator's writes: dead letters redriven or purged (which ones: DeadLetters), a
 // group's messages or every message purged, a stuck group released, a group, a routing key
-// or the whole queue paused and resumed (which: PauseTarget). Each method is one
-// transaction of the library (on a sharded queue, Pause and Resume make one per shard).
+// or the whole queue paused and resumed (which: PauseTarget), a routing key's limits set
+// and removed (Limit). Each method is one transaction of the library (on a sharded queue,
+// Pause, Resume, SetLimit and RemoveLimit make one per shard).
 
 import "strconv"
 
@@ -193,4 +194,60 @@ func (t *Transport) Resume(target PauseTarget) (bool, error) {
 		return err
 	})
 	return resumed, err
+}
+
+// MaxLimit is the most of each number of a Limit (a concurrency, a rate, a burst): far
+// above any real fleet's, low enough that a typo (an extra zero or three) is caught.
+const MaxLimit = 1000000
+
+// Limit is what SetLimit sets on a routing key, one kind or both: at most Concurrency of
+// the key's messages leased at once, leases taken at most at Rate. A Limit listed by
+// Limits is the key's as it was set, so SetLimit(info.RoutingKey, info.Limit) sets it
+// again. The zero Limit has neither, which SetLimit refuses with ErrArgument.
+type Limit struct {
+	// Concurrency is how many of the key's messages may be leased at once, across every
+	// worker of every process: 1..MaxLimit; 0 for no concurrency limit.
+	Concurrency int
+	// Rate is the key's token bucket; nil for no rate limit.
+	Rate *Rate
+}
+
+// Rate is a token bucket: PerSecond tokens a second (> 0, at most MaxLimit) and at most
+// Burst kept (>= 1, at most MaxLimit; both finite); each lease of the key takes a token. A
+// key idle for a while may take Burst leases at once, then one per 1/PerSecond seconds.
+type Rate struct {
+	PerSecond float64
+	Burst     float64
+}
+
+// SetLimit limits the groups of routingKey (the key they were published with,
+// WithRoutingKey) for every worker of every process: at most limit.Concurrency of their
+// messages leased at once, leases taken at most at limit.Rate (harel 0.9's Python
+// transports know nothing of limits: their claims are outside them). It replaces the
+// key's limits (a kind not given is off) and is in force at every process's next claim;
+// it is stored in the database and outlives restarts. A claim passes over a group whose
+// key has no room and serves the others, holding that group (Limits counts it in Held);
+// when the key has room again (an ack, a nack, a dead letter, a lease lapsing, a token
+// due, a larger limit) the next claims give the held groups back, the one served longest
+// ago first. On a queue opened with OpenShards, each shard holds the limit for its own
+// groups (a claim is one shard's transaction): the key's ceiling over the whole queue is
+// the limit times the shards.
+//
+// Errors: ErrArgument (routingKey empty, holding a NUL byte or invalid UTF-8; the zero
+// Limit; a Concurrency below 0 or over MaxLimit; a Rate whose PerSecond is not finite,
+// not > 0 or over MaxLimit, or whose Burst is not finite, below 1 or over MaxLimit;
+// nothing changed), ErrBusy, ErrDatabase, ErrConnect, ErrClosed (and ErrArgument from a
+// WithClock clock before the epoch).
+func (t *Transport) SetLimit(routingKey string, limit Limit) error {
+	return t.call(func(h cTransport) error { return h.setLimit(routingKey, limit) })
+}
+
+// RemoveLimit removes routingKey's limits (on a queue opened with OpenShards, from every
+// shard): its held groups are served again at once.
+//
+// Errors: ErrArgument (routingKey empty, holding a NUL byte or invalid UTF-8, or a key
+// without a limit: `routing key "k" has no limit to remove`), ErrBusy, ErrDatabase,
+// ErrConnect, ErrClosed.
+func (t *Transport) RemoveLimit(routingKey string) error {
+	return t.call(func(h cTransport) error { return h.removeLimit(routingKey) })
 }

@@ -15,9 +15,9 @@ package harel
 // a commit's seqs and outcomes) hold no Go pointers (the leases an array points to are in
 // C memory, as a batch's harel_delivery structs and a statement's parameters are, with
 // their texts and blobs; a message's headers are an array of harel_header in C memory, a
-// batch's an array of harel_headers pointing to such arrays). What C hands out (a lease with its headers, a schema string, an error, the
-// stats, the metrics, a page with its shards and headers, the pauses, a query's rows) is copied into Go
-// values and freed at once.
+// batch's an array of harel_headers pointing to such arrays). What C hands out (a lease with
+// its headers, a schema string, an error, the stats, the metrics, a page with its shards and
+// headers, the pauses, the limits, a query's rows) is copied into Go values and freed at once.
 
 /*
 #include <stdlib.h>

@@ -5,7 +5,14 @@ package harel
 // #include "harel_transport.h"
 import "C"
 
-import "unsafe"
+import (
+	"math"
+	"strconv"
+	"unsafe"
+)
+
+// MaxLimit of admin.go is the library's (a build with another value fails here).
+const _ = uint(MaxLimit-C.MAX_LIMIT) + uint(C.MAX_LIMIT-MaxLimit)
 
 // selectDead redrives (or, with purge, deletes) the dead letters which selects, passed to
 // C as its three arguments: all, group_id (NULL unless a group is chosen), seqs with their
@@ -116,4 +123,45 @@ func (t cTransport) pause(target PauseTarget, resume bool) (bool, error) {
 		return false, err
 	}
 	return bool(done), nil
+}
+
+// setLimit sets routingKey's limit as C takes it: the concurrency (0: none), the rate and
+// the burst (both 0: none). What C would read as something else is refused before it, in
+// the library's words: a Concurrency that is not a uint32 (below 0 it would wrap), a Rate
+// given with both numbers 0 (C's "none"). Every other number reaches the library, which
+// checks its range.
+func (t cTransport) setLimit(routingKey string, limit Limit) error {
+	var strs cStrings
+	defer strs.free()
+	key, err := strs.add("routing_key", routingKey)
+	if err != nil {
+		return err
+	}
+	most := strconv.Itoa(MaxLimit)
+	if limit.Concurrency < 0 || uint64(limit.Concurrency) > math.MaxUint32 {
+		return argumentError("concurrency is " + strconv.Itoa(limit.Concurrency) + "; it must be 1.." + most +
+			", or 0 for none")
+	}
+	var rate, burst C.double
+	if r := limit.Rate; r != nil {
+		if r.PerSecond == 0 && r.Burst == 0 {
+			return argumentError("rate is " + strconv.FormatFloat(r.PerSecond, 'g', -1, 64) +
+				"; it must be a finite number > 0, at most " + most + " (a nil Rate for none)")
+		}
+		rate, burst = C.double(r.PerSecond), C.double(r.Burst)
+	}
+	var cerr *C.harel_error
+	s := C.harel_transport_set_limit(t.p, key, C.uint32_t(limit.Concurrency), rate, burst, &cerr)
+	return check(s, &cerr)
+}
+
+func (t cTransport) removeLimit(routingKey string) error {
+	var strs cStrings
+	defer strs.free()
+	key, err := strs.add("routing_key", routingKey)
+	if err != nil {
+		return err
+	}
+	var cerr *C.harel_error
+	return check(C.harel_transport_remove_limit(t.p, key, &cerr), &cerr)
 }

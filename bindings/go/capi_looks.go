@@ -257,3 +257,31 @@ func (t cTransport) pauses() ([]Pause, error) {
 	}
 	return pauses, nil
 }
+
+func (t cTransport) limits() ([]LimitInfo, error) {
+	var out *C.harel_limit_list
+	var cerr *C.harel_error
+	s := C.harel_transport_limits(t.p, &out, &cerr)
+	defer C.harel_limit_list_free(out) // NULL does nothing
+	if err := check(s, &cerr); err != nil {
+		return nil, err
+	}
+	limits := make([]LimitInfo, 0, int(out.n_limits))
+	for _, l := range cSlice(out.limits, out.n_limits) {
+		info := LimitInfo{
+			RoutingKey: C.GoStringN(l.routing_key, C.int(l.routing_key_len)),
+			Limit:      Limit{Concurrency: int(l.concurrency)},
+			InUse:      uint64(l.in_use),
+			Held:       uint64(l.held),
+		}
+		if l.rate != 0 || l.burst != 0 { // both 0: no rate limit
+			info.Limit.Rate = &Rate{PerSecond: float64(l.rate), Burst: float64(l.burst)}
+		}
+		if l.tokens != -1 { // -1: no rate limit (a bucket just emptied may be a hair below 0)
+			tokens := float64(l.tokens)
+			info.Tokens = &tokens
+		}
+		limits = append(limits, info)
+	}
+	return limits, nil
+}

@@ -103,6 +103,16 @@
 // restarts. A paused group is [GroupPaused], counted in [Stats].Paused;
 // [Transport.Pauses] lists the pauses in force.
 //
+// # Limits
+//
+// [Transport.SetLimit] limits the groups of a routing key for every worker of every
+// process: a [Limit] of at most Concurrency of their messages leased at once, a [Rate] (a
+// token bucket) of leases, or both. A claim passes over a group whose key has no room and
+// serves the others, giving the held groups back when the key has room again. The limit
+// is stored in the database, in force at every process's next claim;
+// [Transport.RemoveLimit] removes it, and [Transport.Limits] lists the limits with their
+// use ([LimitInfo]).
+//
 // # Headers and tracing
 //
 // A message carries ordered [Header] pairs beside its event ([WithHeaders], a [Message]'s

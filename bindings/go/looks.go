@@ -1,7 +1,8 @@
 package harel
 
 // A look inside the queue: counts (Stats), pages of groups, of a group's messages, of
-// dead letters and of the archive of acked messages, and the pauses in force (Pauses).
+// dead letters and of the archive of acked messages, the pauses in force (Pauses) and the
+// limits with their use (Limits).
 // Each is one read of the library that takes no write lock, so it never holds up a claim,
 // and claims nothing.
 //
@@ -241,6 +242,21 @@ type Pause struct {
 // Name, gives a target they refuse (ErrArgument, the library's message).
 func (p Pause) Target() PauseTarget { return PauseTarget{kind: p.Kind, name: p.Name, set: true} }
 
+// LimitInfo is a limit in force, from Limits, with its use now.
+type LimitInfo struct {
+	// RoutingKey is the key limited, every byte of it.
+	RoutingKey string
+	// Limit is the key's limit as SetLimit set it (Concurrency 0: none; Rate nil: none).
+	Limit Limit
+	// InUse is how many leases of the key's messages run now, with a concurrency limit
+	// (else 0).
+	InUse uint64
+	// Tokens is how many tokens the key's bucket holds now; nil without a rate limit.
+	Tokens *float64
+	// Held is how many of the key's groups claims hold until the key has room.
+	Held uint64
+}
+
 // Stats counts the queue now: messages, groups by state, dead letters, the oldest ready
 // message's age, the next release and the next due time, and the same per priority level.
 //
@@ -327,4 +343,20 @@ func (t *Transport) Pauses() ([]Pause, error) {
 		return err
 	})
 	return pauses, err
+}
+
+// Limits lists the limits in force by routing key, each with its use now: the leases
+// running, the tokens, the groups held. On a queue opened with OpenShards, each key once
+// with InUse, Tokens and Held summed over the shards (its Limit is each shard's own). It
+// is empty (not nil) when there is none.
+//
+// Errors: ErrDatabase, ErrConnect, ErrClosed (and ErrArgument from a WithClock clock
+// before the epoch).
+func (t *Transport) Limits() ([]LimitInfo, error) {
+	var limits []LimitInfo
+	err := t.call(func(h cTransport) (err error) {
+		limits, err = h.limits()
+		return err
+	})
+	return limits, err
 }

@@ -851,6 +851,158 @@ fn pause_and_resume_a_group_a_routing_key_and_the_queue() {
     assert_eq!(json(&q.args(&["pauses"]))["pauses"].as_array().unwrap().len(), 1, "the refused ones changed nothing");
 }
 
+/// The limits of `limit list --json`, by routing key.
+fn limits_of(q: &Queue) -> Vec<Value> {
+    json(&q.args(&["limit", "list"]))["limits"].as_array().expect("a limits list").clone()
+}
+
+/// limit set, list and remove, in text and JSON, on a queue whose workers meet the limits: a
+/// concurrency of 1 lets one claim through and holds the key's other groups, an ack lets the
+/// next through; a rate's tokens are spent by claims; a set replaces the key's limits; a
+/// remove serves the held groups; every bad input refused naming it, the limits unchanged.
+#[test]
+fn limit_set_list_and_remove_on_a_used_key() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = live_queue();
+    assert_eq!(ok(&q.args(&["limit", "list"])), "no limits\n");
+    assert_eq!(json(&q.args(&["limit", "list"])), serde_json::json!({"limits": []}));
+
+    assert_eq!(
+        ok(&q.args(&["limit", "set", "--routing-key", "k-lim", "--concurrency", "1"])),
+        "limited routing key \"k-lim\": at most 1 of its messages leased at once, no rate limit; in force at every \
+         process's next claim\n"
+    );
+    assert_eq!(
+        json(&q.args(&["limit", "set", "--routing-key", "k-rate", "--rate", "0.1", "--burst", "2"])),
+        serde_json::json!({"routing_key": "k-rate", "concurrency": null, "rate": 0.1, "burst": 2.0})
+    );
+    let t = q.open();
+    for n in 1..=3 {
+        t.publish(&format!("lim-{n}"), &event("lim", n), 0, Some("k-lim")).unwrap();
+        t.publish(&format!("rate-{n}"), &event("rate", n), 0, Some("k-rate")).unwrap();
+    }
+    // One lease of k-lim at once: the first claim takes one group, the next hold the others.
+    let first = t.claim("worker-lim", HELD, 0, &["k-lim"]).unwrap().expect("one of k-lim's groups");
+    assert!(t.claim("worker-lim", HELD, 0, &["k-lim"]).unwrap().is_none(), "k-lim has no room");
+    // Two tokens of k-rate: two claims go through, the third finds none (one more in 10 s).
+    for _ in 0..2 {
+        t.claim("worker-rate", HELD, 0, &["k-rate"]).unwrap().expect("a token of k-rate");
+    }
+    assert!(t.claim("worker-rate", HELD, 0, &["k-rate"]).unwrap().is_none(), "k-rate has no token");
+
+    let text = ok(&q.args(&["limit", "list"]));
+    let rows = cells(&text);
+    assert_eq!(rows[0], ["ROUTING", "KEY", "CONCURRENCY", "IN", "USE", "RATE", "BURST", "TOKENS", "HELD"], "{text}");
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(rows[1], ["k-lim", "1", "1", "-", "-", "-", "2"], "{text}");
+    assert_eq!(rows[2][..5], ["k-rate", "-", "-", "0.1/s", "2"], "{text}");
+    let tokens: f64 = rows[2][5].parse().unwrap_or_else(|_| panic!("a number of tokens: {text}"));
+    assert!((0.0..1.0).contains(&tokens), "{text}");
+    assert_eq!(rows[2][6], "1", "{text}");
+    let listed = limits_of(&q);
+    assert_eq!(
+        listed[0],
+        serde_json::json!({"routing_key": "k-lim", "concurrency": 1, "in_use": 1, "rate": null, "burst": null,
+                           "tokens": null, "held": 2})
+    );
+    let rate = &listed[1];
+    assert_eq!((rate["routing_key"].as_str(), rate["concurrency"].is_null()), (Some("k-rate"), true), "{rate}");
+    assert_eq!((rate["rate"].as_f64(), rate["burst"].as_f64(), rate["held"].as_u64()), (Some(0.1), Some(2.0), Some(1)));
+    assert!((0.0..1.0).contains(&rate["tokens"].as_f64().unwrap()), "{rate}");
+    assert_eq!(rate["in_use"], 0, "no concurrency limit: no lease counted");
+    // The fields, in this order.
+    let text = ok(&q.args(&["limit", "list", "--json"]));
+    let keys = ["routing_key", "concurrency", "in_use", "rate", "burst", "tokens", "held"];
+    let at: Vec<usize> = keys.iter().map(|k| text.find(&format!("\"{k}\"")).expect(k)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+
+    // An ack makes room: the next claim gives a held group back.
+    t.ack(&first).unwrap();
+    let second = t.claim("worker-lim", HELD, 0, &["k-lim"]).unwrap().expect("room again");
+    assert_ne!(second.group_id, first.group_id);
+    let lim = &limits_of(&q)[0];
+    assert_eq!((lim["in_use"].as_u64(), lim["held"].as_u64()), (Some(1), Some(1)), "{lim}");
+
+    // A set replaces the key's limits: a kind not given is off.
+    let both = ["limit", "set", "--routing-key", "k-lim", "--concurrency", "3", "--rate", "100", "--burst", "10"];
+    assert_eq!(
+        ok(&q.args(&both)),
+        "limited routing key \"k-lim\": at most 3 of its messages leased at once, at most 100 leases a second \
+         (burst 10); in force at every process's next claim\n"
+    );
+    let lim = &limits_of(&q)[0];
+    assert_eq!((lim["concurrency"].as_u64(), lim["rate"].as_f64(), lim["burst"].as_f64()), (Some(3), Some(100.0), Some(10.0)));
+    let lim = json(&q.args(&["limit", "set", "--routing-key", "k-lim", "--concurrency", "1"]));
+    assert_eq!(lim, serde_json::json!({"routing_key": "k-lim", "concurrency": 1, "rate": null, "burst": null}));
+    assert_eq!((limits_of(&q)[0]["rate"].is_null(), limits_of(&q)[0]["tokens"].is_null()), (true, true));
+
+    // Bad input: a usage error (2) naming the option, or the library's refusal (1) naming the
+    // value; nothing on stdout, the limits unchanged (but for the tokens, which refill).
+    let without_tokens = |mut limits: Vec<Value>| {
+        limits.iter_mut().for_each(|l| l["tokens"] = l["tokens"].is_number().into());
+        limits
+    };
+    let before = without_tokens(limits_of(&q));
+    let usage: [(&[&str], &str); 7] = [
+        (&["limit", "set", "--routing-key", "k"], "--concurrency"),
+        (&["limit", "set", "--concurrency", "1"], "--routing-key"),
+        (&["limit", "set", "--routing-key", "k", "--rate", "1"], "--burst"),
+        (&["limit", "set", "--routing-key", "k", "--burst", "1", "--concurrency", "1"], "--rate"),
+        (&["limit", "set", "--routing-key", "k", "--concurrency", "x"], "--concurrency"),
+        (&["limit", "set", "--routing-key", "k", "--concurrency", "-1"], "--concurrency"),
+        (&["limit", "remove"], "--routing-key"),
+    ];
+    for (args, named) in usage {
+        let err = fails(&q.args(args), 2);
+        assert!(err.contains(named), "{args:?} names {named}: {err}");
+    }
+    fails(&q.args(&["limit"]), 2);
+    fails(&q.args(&["limit", "list", "--routing-key", "k"]), 2);
+    let set = |extra: &[&'static str]| -> Vec<&'static str> {
+        [&["limit", "set", "--routing-key", "k"][..], extra].concat()
+    };
+    let refused: [(Vec<&str>, &str); 12] = [
+        (set(&["--concurrency", "0"]), "limit set: concurrency is 0; it must be 1..1000000"),
+        (set(&["--concurrency", "1000001"]), "limit set: concurrency is 1000001; it must be 1..1000000"),
+        (set(&["--rate", "0", "--burst", "1"]), "limit set: rate is 0; it must be a finite number > 0, at most 1000000"),
+        (set(&["--rate", "-1", "--burst", "1"]), "limit set: rate is -1; it must be a finite number > 0"),
+        (set(&["--rate", "NaN", "--burst", "1"]), "limit set: rate is NaN; it must be a finite number > 0"),
+        (set(&["--rate", "inf", "--burst", "1"]), "limit set: rate is inf; it must be a finite number > 0"),
+        (set(&["--rate", "2000000", "--burst", "1"]), "limit set: rate is 2000000; it must be a finite number > 0"),
+        (set(&["--rate", "1", "--burst", "0.5"]), "limit set: burst is 0.5; it must be a finite number >= 1, at most"),
+        (set(&["--rate", "1", "--burst", "NaN"]), "limit set: burst is NaN; it must be a finite number >= 1"),
+        (vec!["limit", "set", "--routing-key", "", "--concurrency", "1"], "limit set: routing_key is empty"),
+        (vec!["limit", "remove", "--routing-key", "nobody"], "limit remove: routing key \"nobody\" has no limit to remove"),
+        (vec!["limit", "remove", "--routing-key", ""], "limit remove: routing_key is empty"),
+    ];
+    for (args, says) in refused {
+        let ran = run(&q.args(&args));
+        assert_eq!((ran.code, ran.stdout.as_str()), (1, ""), "{args:?}: {}", ran.stderr);
+        assert!(ran.stderr.starts_with(&format!("harel-transport: {says}")), "{args:?}: {}", ran.stderr);
+        assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+    }
+    assert_eq!(without_tokens(limits_of(&q)), before, "the refused ones changed nothing");
+
+    // Removed: the held group is served at once.
+    assert_eq!(
+        ok(&q.args(&["limit", "remove", "--routing-key", "k-lim"])),
+        "removed the limits of routing key \"k-lim\": its held groups are served again\n"
+    );
+    let third = t.claim("worker-lim", HELD, 0, &["k-lim"]).unwrap().expect("the held group, served");
+    assert!(third.group_id != first.group_id && third.group_id != second.group_id);
+    assert_eq!(
+        json(&q.args(&["limit", "remove", "--routing-key", "k-rate"])),
+        serde_json::json!({"routing_key": "k-rate", "removed": true})
+    );
+    t.claim("worker-rate", HELD, 0, &["k-rate"]).unwrap().expect("k-rate's held group, served");
+    t.close();
+    assert_eq!(ok(&q.args(&["limit", "list"])), "no limits\n");
+    // A key's text is escaped in the table, as every cell.
+    ok(&q.args(&["limit", "set", "--routing-key", "bad\nkey", "--concurrency", "2"]));
+    assert!(ok(&q.args(&["limit", "list"])).contains("bad\\nkey "), "escaped");
+    assert_eq!(limits_of(&q)[0]["routing_key"], "bad\nkey");
+}
+
 #[test]
 fn every_command_has_help() {
     let _limit = harel_transport_testkit::time_limit();
@@ -866,6 +1018,7 @@ fn every_command_has_help() {
         "resume",
         "pauses",
         "archive",
+        "limit",
         "HAREL_AUTH_TOKEN",
         "--auth-token-file",
         "--json",
@@ -888,6 +1041,10 @@ fn every_command_has_help() {
         &["pause"],
         &["resume"],
         &["pauses"],
+        &["limit"],
+        &["limit", "set"],
+        &["limit", "list"],
+        &["limit", "remove"],
     ];
     for command in commands {
         let mut args = command.to_vec();
@@ -906,6 +1063,18 @@ fn every_command_has_help() {
         assert!(help.contains("--group") && help.contains("--routing-key") && help.contains("--queue"), "{help}");
     }
     assert!(ok(&["dead", "redrive", "--help"]).contains("--seq"));
+    let limit = ok(&["limit", "set", "--help"]);
+    for needle in ["--routing-key", "--concurrency", "--rate", "--burst", "1000000", "replace"] {
+        assert!(limit.contains(needle), "limit set --help names {needle}:\n{limit}");
+    }
+    for (command, needle) in [("list", "HELD"), ("remove", "--routing-key")] {
+        let help = ok(&["limit", command, "--help"]);
+        assert!(help.contains(needle), "limit {command} --help names {needle}:\n{help}");
+    }
+    let limit = ok(&["limit", "--help"]);
+    for needle in ["set", "list", "remove", "concurrency", "rate", "shard"] {
+        assert!(limit.contains(needle), "limit --help names {needle}:\n{limit}");
+    }
     let archive = ok(&["archive", "--help"]);
     for needle in ["--group", "--limit", "--cursor", "--all", "archive option", "off by default"] {
         assert!(archive.contains(needle), "archive --help names {needle}:\n{archive}");
@@ -1054,7 +1223,7 @@ fn harel_queue(test: &str) -> Option<Queue> {
     Some(Queue { _dir: dir, path })
 }
 
-const LACKS: [&str; 13] = [
+const LACKS: [&str; 17] = [
     "the column harel_transport_groups.routing_key",
     "the column harel_transport_messages.attempts",
     "the column harel_transport_messages.enqueued_at",
@@ -1066,8 +1235,12 @@ const LACKS: [&str; 13] = [
     "the table harel_transport_keys",
     "the table harel_transport_pauses",
     "the table harel_transport_archive",
+    "the table harel_transport_limits",
+    "the table harel_transport_slots",
     "the trigger harel_transport_groups_paused_at_birth",
     "the trigger harel_transport_groups_paused_turn",
+    "the trigger harel_transport_groups_held",
+    "the trigger harel_transport_groups_held_gone",
 ];
 
 /// A harel 0.9 file is read as it is: every look its columns allow, with what it lacks
@@ -1132,6 +1305,9 @@ fn a_harel_09_queue_is_read_as_it_is() {
     assert!(archive.starts_with("no archived messages: this queue has no archive table\n"), "{archive}");
     assert!(archive.contains("the table harel_transport_archive"), "{archive}");
     assert_eq!(json(&q.args(&["archive", "--group", "g3"])), serde_json::json!({"archived": [], "next": null}));
+    let limits = ok(&q.args(&["limit", "list"]));
+    assert!(limits.starts_with("no limits\n") && limits.contains("the table harel_transport_limits"), "{limits}");
+    assert_eq!(json(&q.args(&["limit", "list"])), serde_json::json!({"limits": []}));
 
     // Every repair says what it needs, and changes nothing.
     for (repair, named) in [
@@ -1142,6 +1318,8 @@ fn a_harel_09_queue_is_read_as_it_is() {
         (&["dead", "purge", "--seq", "1"], "purge_dead: refused"),
         (&["pause", "--group", "g3"], "pause: refused"),
         (&["resume", "--queue"], "resume: refused"),
+        (&["limit", "set", "--routing-key", "k", "--concurrency", "1"], "set_limit: refused"),
+        (&["limit", "remove", "--routing-key", "k"], "remove_limit: refused"),
     ] {
         let err = fails(&q.args(repair), 1);
         assert!(err.starts_with(&format!("harel-transport: {named}: this queue lacks")), "{repair:?}: {err}");
@@ -1229,6 +1407,29 @@ fn a_sharded_queue_is_given_as_its_databases_in_order() {
     assert!(line(&ok(&with(&["stats"])), "SHARD").contains(" PAUSED  DEAD"));
     assert_eq!(json(&with(&["resume", "--queue"]))["resumed"], true);
     assert_eq!(json(&with(&["stats"]))["paused"], 0);
+    // A limit is set on every shard (each holds it for its own groups); listed once, its
+    // use summed; removed from every shard.
+    let set = json(&with(&["limit", "set", "--routing-key", "k", "--concurrency", "1"]));
+    assert_eq!(set, serde_json::json!({"routing_key": "k", "concurrency": 1, "rate": null, "burst": null}));
+    let t = Transport::open_shards(&list, &Options::new()).unwrap();
+    for i in 0..6 {
+        t.publish(&format!("k{i}"), &event("k", i), 0, Some("k")).unwrap();
+    }
+    let mut leased = 0;
+    while let Some(lease) = t.claim("w-k", HELD, 0, &["k"]).unwrap() {
+        assert!(lease.group_id.starts_with('k'), "{}", lease.group_id);
+        leased += 1;
+    }
+    drop(t);
+    let listed = json(&with(&["limit", "list"]));
+    let k = &listed["limits"][0];
+    assert_eq!((listed["limits"].as_array().unwrap().len(), k["concurrency"].as_u64()), (1, Some(1)), "{listed}");
+    assert_eq!(k["in_use"].as_u64(), Some(leased), "one lease a shard with groups of k, summed: {listed}");
+    assert_eq!(k["held"].as_u64(), Some(6 - leased), "{listed}");
+    let text = ok(&with(&["limit", "list"]));
+    assert!(text.contains("sharded over 3 databases") && text.contains("the limit times 3"), "{text}");
+    ok(&with(&["limit", "remove", "--routing-key", "k"]));
+    assert_eq!(json(&with(&["limit", "list"])), serde_json::json!({"limits": []}));
     // The archive: shard after shard, each message with its shard, in a SHARD column.
     let mut archiving = Options::new();
     archiving.archive(3_600.0).unwrap();

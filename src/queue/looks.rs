@@ -35,15 +35,19 @@ pub async fn readiness(
     let data_version = backend.data_version().await?;
     let (claim, params) = sql.claim(now, min_priority, routing_keys, 1);
     let (look, next) = ((claim.as_ref(), params), sql.next_ready_at(now));
-    let (found, next, undated_turns) = if undated {
-        let [found, next, turns] = reads::<3>(backend.read(&[look, next, sql.undated_turns(now)]).await?)?;
-        (found, next, int(turns.first().and_then(|row| row.first())).is_some_and(|n| n != 0))
+    // A held group whose key has room again is deliverable: the claim gives it back first.
+    let given_back = sql.limit.give_back_due(now);
+    let (found, next, given_back, undated_turns) = if undated {
+        let all = backend.read(&[look, next, given_back, sql.undated_turns(now)]).await?;
+        let [found, next, given_back, turns] = reads::<4>(all)?;
+        (found, next, given_back, int(turns.first().and_then(|row| row.first())).is_some_and(|n| n != 0))
     } else {
-        let [found, next] = reads::<2>(backend.read(&[look, next]).await?)?;
-        (found, next, false)
+        let [found, next, given_back] = reads::<3>(backend.read(&[look, next, given_back]).await?)?;
+        (found, next, given_back, false)
     };
     let next_ready_at = next.first().and_then(|row| real(row.first()));
-    Ok(Readiness { deliverable: !found.is_empty(), next_ready_at, data_version, undated_turns })
+    let deliverable = !found.is_empty() || !given_back.is_empty();
+    Ok(Readiness { deliverable, next_ready_at, data_version, undated_turns })
 }
 
 pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<Stats> {

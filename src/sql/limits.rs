@@ -99,6 +99,7 @@ pub struct LimitSql {
     pub(super) no_room: String,
     take_marked: [String; 2],
     pub(super) token_due: String,
+    give_back_due: String,
     set: String,
     remove: [String; 3],
     list: String,
@@ -163,6 +164,8 @@ impl LimitSql {
                 "SELECT refilled_at + (1 - tokens) / rate FROM {l} \
                  WHERE held > 0 AND rate IS NOT NULL AND tokens + (?1 - refilled_at) * rate < 1"
             ),
+            // ?1 now: a row when some held group would be given back
+            give_back_due: format!("SELECT 1 FROM {l} l WHERE l.held > 0 AND {} LIMIT 1", has_room("l", s, "?1")),
             // ?1 routing_key, ?2 concurrency, ?3 rate, ?4 burst, ?5 now: a new bucket is full
             set: format!(
                 "INSERT INTO {l} (routing_key, concurrency, rate, burst, tokens, refilled_at) \
@@ -195,6 +198,12 @@ impl LimitSql {
     /// its turn.
     pub fn give_back(&self, now: f64) -> Bound<'_> {
         (&self.give_back, vec![now.into()])
+    }
+
+    /// A row when a claim at `now` would give back a held group (its key has room again):
+    /// a waiting claim's look takes it for a deliverable head.
+    pub fn give_back_due(&self, now: f64) -> Bound<'_> {
+        (&self.give_back_due, vec![now.into()])
     }
 
     /// A claim met group `group_id` and its key has no room: held.

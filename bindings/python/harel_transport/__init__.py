@@ -5,10 +5,11 @@ The Python face of libharel_transport (its C ABI, through ctypes):
 - `Transport` / `AsyncTransport`: the native API (publish, publish_many, publish_with and
   publish_many_with (idempotency keys, delays, unique keys), claim, ack,
   ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
-  pause and resume (a group, a routing key, the queue), stats, groups, peek,
-  dead_letters, archive (the acked messages kept with ``archive_retention=``), pauses,
-  close), sync and async, and the worker loop (claims that wait, with a `Cancel`;
-  claim_many, ack_many, ack_and_claim_many; extend and keep_alive; interrupt), and
+  pause and resume (a group, a routing key, the queue), set_limit and remove_limit (a
+  routing key's concurrency and rate), stats, groups, peek, dead_letters, archive (the
+  acked messages kept with ``archive_retention=``), pauses, limits, close), sync and
+  async, and the worker loop (claims that wait, with a `Cancel`; claim_many, ack_many,
+  ack_and_claim_many; extend and keep_alive; interrupt), and
   `transaction()`: the application's statements and its publishes in one transaction
   (`Transaction`, `AsyncTransaction`); `open_shards`: one queue sharded over several
   databases (`shard_count`, and `shard_of`, which needs none); message headers on every
@@ -47,6 +48,7 @@ from ._inspect import (
     Archived,
     DeadLetter,
     GroupInfo,
+    LimitInfo,
     MessageInfo,
     Page,
     Pause,
@@ -70,6 +72,7 @@ from ._values import (
     MAX_HEADERS,
     MAX_HEADERS_BYTES,
     MAX_KEY_LEN,
+    MAX_LIMIT,
     MAX_PREFIX_LEN,
     MAX_PRIORITY,
     MAX_SHARDS,
@@ -116,6 +119,7 @@ __all__ = [
     "Page",
     "Pause",
     "PauseKind",
+    "LimitInfo",
     "GROUP_STATES",
     "PAUSE_KINDS",
     "MAX_PAGE",
@@ -127,6 +131,7 @@ __all__ = [
     "MAX_KEY_LEN",
     "MAX_DELAY",
     "MAX_SHARDS",
+    "MAX_LIMIT",
     "MAX_HEADERS",
     "MAX_HEADERS_BYTES",
     "MAX_HEADER_NAME_LEN",

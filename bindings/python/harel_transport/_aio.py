@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Typ
 
 from ._args import ClaimArgs, _max, _seconds
 from ._errors import HarelError
-from ._inspect import Archived, DeadLetter, GroupInfo, MessageInfo, Page, Pause, Stats
+from ._inspect import Archived, DeadLetter, GroupInfo, LimitInfo, MessageInfo, Page, Pause, Stats
 from ._keepalive import AsyncKeepAlive, beats
 from ._metrics import Metrics
 from ._transaction import AsyncTransaction, Transaction
@@ -381,6 +381,28 @@ class AsyncTransport:
     async def pauses(self) -> List[Pause]:
         """`Transport.pauses`, off the loop: the pauses in force, the queue's first."""
         return await self._run(self._t.pauses)
+
+    async def set_limit(
+        self,
+        routing_key: str,
+        concurrency: Optional[int] = None,
+        rate: Optional[float] = None,
+        burst: Optional[float] = None,
+    ) -> None:
+        """`Transport.set_limit`, off the loop: at most `concurrency` of the key's messages
+        leased at once, and/or leases at `rate` a second with up to `burst` kept (given
+        together); replaces the key's limits."""
+        await self._run(self._t.set_limit, routing_key, concurrency, rate, burst)
+
+    async def remove_limit(self, routing_key: str) -> None:
+        """`Transport.remove_limit`, off the loop: the key's held groups are served again
+        at once. A claim waiting on this process's transports wakes for them."""
+        await self._run(self._t.remove_limit, routing_key)
+
+    async def limits(self) -> List[LimitInfo]:
+        """`Transport.limits`, off the loop: the limits in force by routing key, with their
+        use now."""
+        return await self._run(self._t.limits)
 
     async def stats(self) -> Stats:
         """`Transport.stats`, off the loop."""

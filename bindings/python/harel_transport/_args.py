@@ -12,10 +12,11 @@ from typing import Any, List, NamedTuple, Optional, Tuple
 from . import _native
 from ._errors import ArgumentError
 from ._inspect import GROUP_STATES, MAX_PAGE
-from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_DELAY, MAX_PRIORITY, MAX_SHARDS
+from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_DELAY, MAX_LIMIT, MAX_PRIORITY, MAX_SHARDS
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_UINT32_MAX = 2**32 - 1
 _SIZE_MAX = 2**64 - 1
 
 
@@ -317,6 +318,54 @@ def _pause_target(what: str, group_id: Any, routing_key: Any) -> Tuple[int, Opti
     if routing_key is not None:
         return _native.PAUSE_ROUTING_KEY, _text("routing_key", routing_key)
     return _native.PAUSE_QUEUE, None
+
+
+#: What a limit's rate and burst must be, in the library's words.
+_LIMIT_RANGES = {"rate": "> 0", "burst": ">= 1"}
+
+
+def _limit_number(name: str, value: Any) -> float:
+    """A limit's rate or burst, for a double: an int or a float (not a bool); an int too
+    large for a double is refused with the library's words. NaN, inf and the range are
+    the library's."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(f"{name} must be a number (int or float), got {_describe(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ArgumentError(
+            f"{name} is {value}; it must be a finite number {_LIMIT_RANGES[name]}, at most {MAX_LIMIT}"
+        ) from None
+
+
+def _limit_values(concurrency: Any, rate: Any, burst: Any) -> Tuple[int, float, float]:
+    """(concurrency, rate, burst) of a set_limit, for C, where 0 means none: None is 0 (a
+    rate limit's rate and burst are given together, or neither). What C would read as
+    none, or ctypes would change, is refused here with the library's words, as its Rust
+    face refuses it: a concurrency of 0 (below 1, past a uint32), a rate of 0 (and so
+    burst 0 with it); rate without burst, burst without rate; the types. Neither limit,
+    the ranges, NaN and inf are the library's."""
+    c = 0
+    if concurrency is not None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+            raise ArgumentError(f"concurrency must be an int or None, got {_describe(concurrency)}")
+        if not 1 <= concurrency <= _UINT32_MAX:
+            raise ArgumentError(f"concurrency is {concurrency}; it must be 1..{MAX_LIMIT} (None: no concurrency limit)")
+        c = concurrency
+    if rate is None and burst is None:
+        return c, 0.0, 0.0
+    if rate is None or burst is None:
+        given, missing = ("rate", "burst") if burst is None else ("burst", "rate")
+        raise ArgumentError(
+            f"{given} is given without {missing}: a rate limit takes both (rate tokens a second, "
+            "at most burst of them kept)"
+        )
+    r, b = _limit_number("rate", rate), _limit_number("burst", burst)
+    if r == 0:  # 0 and -0.0: with burst 0, C would read no rate limit
+        raise ArgumentError(
+            f"rate is 0; it must be a finite number > 0, at most {MAX_LIMIT} (None, with burst: no rate limit)"
+        )
+    return c, r, b
 
 
 def _flag(name: str, value: Any) -> bool:

@@ -1,7 +1,8 @@
 """What a look inside the queue returns: `Stats` (with `PriorityStats`), pages (`Page`)
-of `GroupInfo`, `MessageInfo`, `DeadLetter` and `Archived`, and the list of `Pause`, copied
-out of the structs the library hands out (`harel_stats`, `harel_group_page`,
-`harel_message_page`, `harel_dead_page`, `harel_archive_page`, `harel_pause_list`).
+of `GroupInfo`, `MessageInfo`, `DeadLetter` and `Archived`, and the lists of `Pause` and
+`LimitInfo`, copied out of the structs the library hands out (`harel_stats`,
+`harel_group_page`, `harel_message_page`, `harel_dead_page`, `harel_archive_page`,
+`harel_pause_list`, `harel_limit_list`).
 
 Text with a length beside it in C (group ids, events) is read with that length (it may
 hold NUL bytes) and decoded with ``surrogateescape``, as a `Lease`'s is. The ABI's -1 for
@@ -26,6 +27,7 @@ __all__ = [
     "Page",
     "Pause",
     "PauseKind",
+    "LimitInfo",
     "GROUP_STATES",
     "PAUSE_KINDS",
     "MAX_PAGE",
@@ -277,6 +279,28 @@ class Pause:
     paused_at: float
 
 
+@dataclass(frozen=True)
+class LimitInfo:
+    """A routing key's limit in force (`Transport.limits`), and its use now. A sharded
+    queue's: each shard holds the limit for its own groups, and the use (`in_use`,
+    `tokens`, `held`) is summed over the shards."""
+
+    #: The routing key it limits.
+    routing_key: str
+    #: At most this many of the key's messages leased at once; None: no concurrency limit.
+    concurrency: Optional[int]
+    #: Tokens a second of the rate limit (each lease takes one); None: no rate limit.
+    rate: Optional[float]
+    #: The most tokens the rate limit's bucket keeps; None with `rate`.
+    burst: Optional[float]
+    #: Leases of the key's messages running now (counted with a concurrency limit; else 0).
+    in_use: int
+    #: The bucket's tokens now; None without a rate limit.
+    tokens: Optional[float]
+    #: How many of the key's groups claims hold (pass over) until the key has room.
+    held: int
+
+
 # ---------------------------------------------------------------------------------------
 # Copying out of C (the caller frees the struct after)
 
@@ -460,4 +484,26 @@ def copy_pause_list(c: Any) -> List[Pause]:
     for i in range(c.n_pauses):
         p = c.pauses[i]
         items.append(Pause(kind=_pause_kind(p.kind), name=_bytes_text(p.name, p.name_len), paused_at=p.paused_at))
+    return items
+
+
+def copy_limit_list(c: Any) -> List[LimitInfo]:
+    """The `LimitInfo` list from a harel_limit_list (``ptr.contents``), in its order (by
+    routing key). The ABI's none (a concurrency of 0, a rate and burst of 0, tokens of -1)
+    is None."""
+    items = []
+    for i in range(c.n_limits):
+        x = c.limits[i]
+        no_rate = x.rate == 0 and x.burst == 0
+        items.append(
+            LimitInfo(
+                routing_key=_bytes_text(x.routing_key, x.routing_key_len),
+                concurrency=x.concurrency or None,
+                rate=None if no_rate else x.rate,
+                burst=None if no_rate else x.burst,
+                in_use=x.in_use,
+                tokens=_optional_number(x.tokens),
+                held=x.held,
+            )
+        )
     return items

@@ -53,6 +53,9 @@ MAX_CLAIM = 1000
 #: MAX_SHARDS: the most databases one queue is sharded over.
 MAX_SHARDS = 256
 
+#: MAX_LIMIT: the most of a limit's numbers (a concurrency, a rate, a burst).
+MAX_LIMIT = 1_000_000
+
 #: enum harel_value_type: the type of a harel_value.
 VALUE_NULL = 0
 VALUE_INTEGER = 1
@@ -316,6 +319,32 @@ PAUSE_GROUP = 1
 PAUSE_ROUTING_KEY = 2
 
 
+class HarelLimitInfo(Structure):
+    """struct harel_limit_info: one limit and its use now. The routing key is read with its
+    length, as a group id is; the ABI's none: a `concurrency` of 0, a `rate` and `burst` of
+    0 (both), `tokens` of -1."""
+
+    _fields_ = [
+        ("routing_key", c_void_p),
+        ("routing_key_len", c_size_t),
+        ("concurrency", c_uint32),
+        ("rate", c_double),
+        ("burst", c_double),
+        ("in_use", c_uint64),
+        ("tokens", c_double),
+        ("held", c_uint64),
+    ]
+
+
+class HarelLimitList(Structure):
+    """struct harel_limit_list: `n_limits` limits at `limits`."""
+
+    _fields_ = [
+        ("limits", POINTER(HarelLimitInfo)),
+        ("n_limits", c_size_t),
+    ]
+
+
 class HarelMessage(Structure):
     """struct harel_message, one element of publish_many's array."""
 
@@ -401,6 +430,7 @@ _MESSAGE_PAGE_P = POINTER(HarelMessagePage)
 _DEAD_PAGE_P = POINTER(HarelDeadPage)
 _ARCHIVE_PAGE_P = POINTER(HarelArchivePage)
 _PAUSE_LIST_P = POINTER(HarelPauseList)
+_LIMIT_LIST_P = POINTER(HarelLimitList)
 _LEASES_OUT = POINTER(_LEASE_P)  # harel_lease **leases_out: the caller's array
 _STATUSES = POINTER(c_int32)  # enum harel_status *outcomes
 _SEQS = POINTER(c_int64)  # const int64_t *seqs
@@ -535,6 +565,11 @@ _PROTOTYPES = {
     "harel_transport_resume": (_status, [c_void_p, c_int32, c_char_p, POINTER(c_bool), _ERR]),
     "harel_transport_pauses": (_status, [c_void_p, POINTER(_PAUSE_LIST_P), _ERR]),
     "harel_pause_list_free": (None, [_PAUSE_LIST_P]),
+    # (t, routing_key, concurrency (0: none), rate, burst (both 0: none), err)
+    "harel_transport_set_limit": (_status, [c_void_p, c_char_p, c_uint32, c_double, c_double, _ERR]),
+    "harel_transport_remove_limit": (_status, [c_void_p, c_char_p, _ERR]),
+    "harel_transport_limits": (_status, [c_void_p, POINTER(_LIMIT_LIST_P), _ERR]),
+    "harel_limit_list_free": (None, [_LIMIT_LIST_P]),
     "harel_transport_stats": (_status, [c_void_p, POINTER(_STATS_P), _ERR]),
     "harel_stats_free": (None, [_STATS_P]),
     "harel_transport_metrics": (_status, [c_void_p, POINTER(_METRICS_P), _ERR]),

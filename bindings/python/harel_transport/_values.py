@@ -24,6 +24,10 @@ MAX_CLAIM = _native.MAX_CLAIM
 #: The most databases one queue is sharded over (`Transport.open_shards`; MAX_SHARDS).
 MAX_SHARDS = _native.MAX_SHARDS
 
+#: The most of a routing key's limit's numbers (`Transport.set_limit`: a concurrency, a
+#: rate, a burst; MAX_LIMIT): far above any real fleet's, low enough to catch a typo.
+MAX_LIMIT = _native.MAX_LIMIT
+
 #: The largest `max_attempts` (a uint32_t in C); 0 is "no limit".
 MAX_ATTEMPTS_MAX = 2**32 - 1
 

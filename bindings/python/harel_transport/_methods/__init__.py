@@ -7,8 +7,9 @@
   ack_and_claim_many, interrupt;
 - `finish`: what ends or keeps a lease: ack, ack_many, nack, dead_letter, extend,
   keep_alive;
-- `looks`: stats, groups, peek, dead_letters, archive, pauses;
-- `admin`: redrive, purge_dead, purge_group, purge, release, pause, resume;
+- `looks`: stats, groups, peek, dead_letters, archive, pauses, limits;
+- `admin`: redrive, purge_dead, purge_group, purge, release, pause, resume, set_limit,
+  remove_limit;
 - `shards`: shard_count (a queue sharded over several databases: `Transport.open_shards`);
 - `transactions`: transaction, begin (publishing inside the application's transaction);
 - `metrics`: metrics.

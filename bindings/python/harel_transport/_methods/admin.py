@@ -1,19 +1,20 @@
 """Administration: dead letters sent back (`redrive`) or deleted (`purge_dead`), a
 group or the whole queue emptied (`purge_group`, `purge`), a stuck group freed
 (`release`), a group, a routing key or the whole queue paused and resumed (`pause`,
-`resume`)."""
+`resume`), a routing key's limits set and removed (`set_limit`, `remove_limit`)."""
 
 from __future__ import annotations
 
 from ctypes import byref, c_bool, c_uint64
 from typing import Iterable, Optional
 
-from .._args import _dead_selection, _pause_target, _text
+from .._args import _dead_selection, _limit_values, _pause_target, _text
 from .._handle import _Handle
 
 
 class AdminMethods(_Handle):
-    """redrive, purge_dead, purge_group, purge, release, pause, resume."""
+    """redrive, purge_dead, purge_group, purge, release, pause, resume, set_limit,
+    remove_limit."""
 
     def redrive(
         self, *, all: bool = False, group_id: Optional[str] = None, seqs: Optional[Iterable[int]] = None
@@ -94,3 +95,41 @@ class AdminMethods(_Handle):
         resumed = c_bool()
         self._call("resume", self._lib.harel_transport_resume, kind, name, byref(resumed))
         return resumed.value
+
+    def set_limit(
+        self,
+        routing_key: str,
+        concurrency: Optional[int] = None,
+        rate: Optional[float] = None,
+        burst: Optional[float] = None,
+    ) -> None:
+        """Limits the groups published with `routing_key`, across every worker of every
+        process: at most `concurrency` of their messages leased at once (1..MAX_LIMIT), and
+        leases taken at most at `rate` a second with up to `burst` kept (a token bucket,
+        full when the rate limit is set anew: rate > 0, burst >= 1, each at most MAX_LIMIT;
+        given together). Either kind or both; a kind left None is off. Replaces the key's
+        limits; stored in the queue, so it outlives restarts and every process sees it at
+        its next claim.
+
+        A claim passes over a group whose key has no room (it *holds* the group, serving
+        the others) and gives the held groups back, the one served longest ago first, when
+        the key has room again (an ack, nack, dead letter, a lapse, a token due, a larger
+        limit). `limits()` lists them with their use. harel 0.9's own transports know
+        nothing of limits. On a sharded queue each shard holds the limit for its own
+        groups (the key's ceiling over the queue is the limit times the shards); set on
+        every shard.
+
+        ``ArgumentError``, nothing changed: `routing_key` empty, not a str or holding a
+        NUL; neither limit; rate without burst or burst without rate; a number out of
+        range or not a number (int for `concurrency`), NaN or inf."""
+        key = _text("routing_key", routing_key)
+        c, r, b = _limit_values(concurrency, rate, burst)
+        self._call("set_limit", self._lib.harel_transport_set_limit, key, c, r, b)
+
+    def remove_limit(self, routing_key: str) -> None:
+        """Removes `routing_key`'s limits (`set_limit`): its held groups are served again at
+        once. On a sharded queue, on every shard. ``ArgumentError``: a key without a limit
+        (``routing key "k" has no limit to remove``), an empty key, one that is not a str
+        or holds a NUL."""
+        key = _text("routing_key", routing_key)
+        self._call("remove_limit", self._lib.harel_transport_remove_limit, key)

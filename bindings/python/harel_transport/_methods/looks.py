@@ -1,6 +1,6 @@
 """A look inside, claiming nothing: `stats`, pages of `groups`, `peek` (a group's
-messages), `dead_letters` and `archive` (the acked messages kept), and the `pauses` in
-force, copied out of what the library hands out (`_inspect`)."""
+messages), `dead_letters` and `archive` (the acked messages kept), the `pauses` in force
+and the `limits` with their use, copied out of what the library hands out (`_inspect`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .._inspect import (
     Archived,
     DeadLetter,
     GroupInfo,
+    LimitInfo,
     MessageInfo,
     Page,
     Pause,
@@ -21,6 +22,7 @@ from .._inspect import (
     copy_archive_page,
     copy_dead_page,
     copy_group_page,
+    copy_limit_list,
     copy_message_page,
     copy_pause_list,
     copy_stats,
@@ -28,7 +30,7 @@ from .._inspect import (
 
 
 class LookMethods(_Handle):
-    """stats, groups, peek, dead_letters, archive, pauses."""
+    """stats, groups, peek, dead_letters, archive, pauses, limits."""
 
     def stats(self) -> Stats:
         """Exact counts of the queue now: messages, groups ready, leased, parked, delayed
@@ -104,3 +106,13 @@ class LookMethods(_Handle):
         out = POINTER(_native.HarelPauseList)()
         lib = self._lib
         return self._call_out("pauses", lib.harel_transport_pauses, lib.harel_pause_list_free, out, copy_pause_list)
+
+    def limits(self) -> List[LimitInfo]:
+        """The limits in force (`set_limit`), by routing key: each a `LimitInfo` with its
+        limit (`concurrency`, `rate` and `burst`, None when off) and its use now (`in_use`:
+        leases running, counted with a concurrency limit; `tokens`: the bucket's, None
+        without a rate limit; `held`: groups the claims hold until the key has room). Of a
+        sharded queue, each key once, its use summed over the shards."""
+        out = POINTER(_native.HarelLimitList)()
+        lib = self._lib
+        return self._call_out("limits", lib.harel_transport_limits, lib.harel_limit_list_free, out, copy_limit_list)
