@@ -655,7 +655,7 @@ static void bad_arguments_of_archive(void) {
  * each message once; a group's history comes from its shard, in order, its shard set; a
  * cursor of a queue that is not sharded is refused, and the sharded one by such a queue. */
 static void a_sharded_queue_lists_shard_after_shard(void) {
-  char paths[N_SHARDS][300], ids[N_SHARDS * SHARD_GROUPS][16], id[16], event[32];
+  char paths[N_SHARDS][300], ids[N_SHARDS * SHARD_GROUPS][16], id[16], event[128];
   const char *dbs[N_SHARDS];
   size_t on[N_SHARDS] = {0}, found = 0, s, i, k, listed = 0, pages = 0, per_shard[N_SHARDS] = {0};
   size_t last_shard = 0, shard;
