@@ -71,7 +71,7 @@
  * The most of a limit's numbers (a concurrency, a rate, a burst): far above any real
  * fleet's, low enough that a typo (an extra zero or three) is caught.
  */
-#define MAX_LIMIT 1000000.0
+#define HAREL_MAX_LIMIT 1000000.0
 
 /**
  * At most this many databases in one queue.

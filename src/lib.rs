@@ -49,6 +49,7 @@ pub use types::{
     Page, Pause, PauseKind, PauseTarget, PriorityStats, Published, Rate, Stats, Unique, UniqueMode, MAX_PAGE,
 };
 pub use validate::{DELAYED, MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, MISPLACED, PARKED};
+pub use request::MAX_LIMIT;
 pub use waiting::wait::{Cancel, Wait};
 pub use shards::{shard_of, Watch, MAX_SHARDS};
 

@@ -12,7 +12,7 @@ import (
 )
 
 // MaxLimit of admin.go is the library's (a build with another value fails here).
-const _ = uint(MaxLimit-C.MAX_LIMIT) + uint(C.MAX_LIMIT-MaxLimit)
+const _ = uint(MaxLimit-C.HAREL_MAX_LIMIT) + uint(C.HAREL_MAX_LIMIT-MaxLimit)
 
 // selectDead redrives (or, with purge, deletes) the dead letters which selects, passed to
 // C as its three arguments: all, group_id (NULL unless a group is chosen), seqs with their

@@ -416,6 +416,34 @@ int main(void) {
       offsetof(harel_archive_page, messages) == 0 &&
       offsetof(harel_archive_page, messages) < offsetof(harel_archive_page, n_messages) &&
       offsetof(harel_archive_page, n_messages) < offsetof(harel_archive_page, next_cursor);
+  /* limits per routing key: set and remove (admin), the limits in force (looks) and what
+   * frees them; a limit's and the list's fields by name and type, in this order */
+  harel_status (*transport_set_limit)(harel_transport *, const char *, uint32_t, double, double,
+                                      harel_error **) = harel_transport_set_limit;
+  harel_status (*transport_remove_limit)(harel_transport *, const char *, harel_error **) =
+      harel_transport_remove_limit;
+  harel_status (*transport_limits)(harel_transport *, harel_limit_list **, harel_error **) =
+      harel_transport_limits;
+  void (*limit_list_free)(harel_limit_list *) = harel_limit_list_free;
+  harel_limit_info li;
+  harel_limit_list ll;
+  const char **limit_key = &li.routing_key;
+  size_t *limit_sizes[2] = {&li.routing_key_len, &ll.n_limits};
+  uint32_t *limit_concurrency = &li.concurrency;
+  double *limit_doubles[3] = {&li.rate, &li.burst, &li.tokens};
+  uint64_t *limit_counts[2] = {&li.in_use, &li.held};
+  const harel_limit_info **limit_items = &ll.limits;
+  int limit_order =
+      offsetof(harel_limit_info, routing_key) == 0 &&
+      offsetof(harel_limit_info, routing_key) < offsetof(harel_limit_info, routing_key_len) &&
+      offsetof(harel_limit_info, routing_key_len) < offsetof(harel_limit_info, concurrency) &&
+      offsetof(harel_limit_info, concurrency) < offsetof(harel_limit_info, rate) &&
+      offsetof(harel_limit_info, rate) < offsetof(harel_limit_info, burst) &&
+      offsetof(harel_limit_info, burst) < offsetof(harel_limit_info, in_use) &&
+      offsetof(harel_limit_info, in_use) < offsetof(harel_limit_info, tokens) &&
+      offsetof(harel_limit_info, tokens) < offsetof(harel_limit_info, held) &&
+      offsetof(harel_limit_list, limits) == 0 &&
+      offsetof(harel_limit_list, limits) < offsetof(harel_limit_list, n_limits);
 
   int all = version && status_name && last_error && error_status && error_message &&
             error_free && options_new && options_free && set_prefix && set_create_schema &&
@@ -454,7 +482,9 @@ int main(void) {
             stats_paused_levels && stats_expired && expiry_order && set_archive &&
             transport_archive && archive_page_free && archived_ints[1] && archived_strings[3] &&
             archived_sizes[3] && archived_headers && archived_doubles[2] && archived_items &&
-            archive_order;
+            archive_order && transport_set_limit && transport_remove_limit && transport_limits &&
+            limit_list_free && limit_key && limit_sizes[1] && limit_concurrency &&
+            limit_doubles[2] && limit_counts[1] && limit_items && limit_order;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -23,8 +23,12 @@
 // ttl from its commit, each refusal with its message); the archive (Options::archive,
 // Transport::archive's ArchivePage of Archived views: every field, std::nullopt for an unknown
 // time, pages by next_cursor and a group's history in order, off by default, a sharded queue's
-// shard after shard, each refusal with its message, moves, a file without the table). Run under
-// AddressSanitizer + LeakSanitizer by `make test-cpp`; ends with "cpp: N passed, N failed".
+// shard after shard, each refusal with its message, moves, a file without the table); limits per
+// routing key (harel::Limit and Rate through set_limit, remove_limit and limits' LimitList of
+// LimitInfo views: a concurrency of 1 and an ack, a rate's tokens, a set replacing, a remove
+// serving the held groups, the list's order and fields, moves, a sharded queue's sums, each
+// refusal with its message). Run under AddressSanitizer + LeakSanitizer by `make test-cpp`;
+// ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
 
@@ -2703,6 +2707,265 @@ static void test_archive_errors() {
   CHECK(drain(old, "w") == 1 && old.archive().empty());
 }
 
+// ---- limits per routing key: Limit, Rate, set_limit, remove_limit, LimitList, LimitInfo ------
+
+static_assert(!std::is_copy_constructible_v<harel::LimitList> && !std::is_copy_assignable_v<harel::LimitList> &&
+              std::is_nothrow_move_constructible_v<harel::LimitList> &&
+              std::is_nothrow_move_assignable_v<harel::LimitList> && std::is_nothrow_destructible_v<harel::LimitList>);
+static_assert(std::is_trivially_copyable_v<harel::LimitInfo>, "a LimitInfo is a view");
+static_assert(std::is_aggregate_v<harel::Limit> && std::is_aggregate_v<harel::Rate>);
+static_assert(std::is_same_v<decltype(harel::Limit{}.concurrency), std::optional<uint32_t>> &&
+              std::is_same_v<decltype(harel::Limit{}.rate), std::optional<harel::Rate>> &&
+              std::is_same_v<decltype(harel::Rate{}.per_second), double> &&
+              std::is_same_v<decltype(harel::Rate{}.burst), double>);
+static_assert(std::is_convertible_v<harel::Rate, harel::Limit>, "a Rate is a Limit of the rate alone");
+static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().set_limit("k", harel::Limit{})), void> &&
+              std::is_same_v<decltype(std::declval<harel::Transport &>().remove_limit("k")), void>);
+static_assert(std::is_same_v<decltype(std::declval<const harel::Transport &>().limits()), harel::LimitList>);
+static_assert(std::is_same_v<decltype(*std::declval<const harel::LimitList &>().begin()), harel::LimitInfo>);
+static_assert(std::is_same_v<decltype(std::declval<harel::LimitInfo>().routing_key()), std::string_view> &&
+              std::is_same_v<decltype(std::declval<harel::LimitInfo>().concurrency()), std::optional<uint32_t>> &&
+              std::is_same_v<decltype(std::declval<harel::LimitInfo>().rate()), std::optional<harel::Rate>> &&
+              std::is_same_v<decltype(std::declval<harel::LimitInfo>().limit()), harel::Limit> &&
+              std::is_same_v<decltype(std::declval<harel::LimitInfo>().in_use()), uint64_t> &&
+              std::is_same_v<decltype(std::declval<harel::LimitInfo>().tokens()), std::optional<double>> &&
+              std::is_same_v<decltype(std::declval<harel::LimitInfo>().held()), uint64_t>);
+
+// A claim of any group hands out the head of `group` (nullptr: nothing); the lease, if any.
+static std::optional<harel::Lease> claims_group(harel::Transport &t, const char *group) {
+  std::optional<harel::Lease> lease = t.claim("w", 30.0);
+  if (group) {
+    CHECK(lease && lease->group_id() == group);
+  } else {
+    CHECK(!lease);
+  }
+  return lease;
+}
+
+// The one limit in force, copied out of its list: key, concurrency (0: none), rate and
+// burst (0, 0: none), in_use, tokens (-1: none), held.
+struct LimitSeen {
+  std::string key;
+  uint32_t concurrency = 0;
+  double rate = 0.0, burst = 0.0;
+  uint64_t in_use = 0;
+  double tokens = -1.0;
+  uint64_t held = 0;
+  bool operator==(const LimitSeen &o) const {
+    return key == o.key && concurrency == o.concurrency && rate == o.rate && burst == o.burst &&
+           in_use == o.in_use && std::fabs(tokens - o.tokens) < 1e-9 && held == o.held;
+  }
+};
+static LimitSeen seen(const harel::LimitInfo &l) {
+  const std::optional<harel::Rate> rate = l.rate();
+  return LimitSeen{std::string(l.routing_key()), l.concurrency().value_or(0), rate ? rate->per_second : 0.0,
+                   rate ? rate->burst : 0.0, l.in_use(), l.tokens().value_or(-1.0), l.held()};
+}
+static LimitSeen only_limit(const harel::Transport &t) {
+  const harel::LimitList list = t.limits();
+  CHECK(list.size() == 1);
+  return list.size() == 1 ? seen(list[0]) : LimitSeen{};
+}
+
+// A concurrency limit of 1 on a key with three groups lets one claim through, the others pass
+// over it (a group without the key served); the list says 1 in use, 2 held; an ack lets the
+// next through, a nack too (the held group first). A rate limit's fields and tokens reach the
+// list; a set replaces the key's limits; remove serves the held groups at once.
+static void test_limits_concurrency_rate_and_remove() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  CHECK(t.limits().empty() && t.limits().size() == 0 && t.limits().begin() == t.limits().end());
+  t.set_limit("k", {1});
+  CHECK((only_limit(t) == LimitSeen{"k", 1, 0.0, 0.0, 0, -1.0, 0}));
+  for (const char *g : {"a", "b", "c"}) t.publish(g, "1", 0, "k");
+  t.publish("free", "2");
+  std::optional<harel::Lease> a = claims_group(t, "a");
+  if (auto free = claims_group(t, "free")) t.ack(*free);  // b and c passed over
+  claims_group(t, nullptr);
+  CHECK(!t.claim("w", 30.0, 0, {"k"}));
+  CHECK((only_limit(t) == LimitSeen{"k", 1, 0.0, 0.0, 1, -1.0, 2}));
+  if (a) t.ack(*a);  // room for one: b
+  std::optional<harel::Lease> b = claims_group(t, "b");
+  claims_group(t, nullptr);
+  CHECK((only_limit(t) == LimitSeen{"k", 1, 0.0, 0.0, 1, -1.0, 1}));
+  if (b) t.nack(*b);  // room again: the held c before the nacked b
+  if (auto c = claims_group(t, "c")) t.ack(*c);
+  if (auto again = claims_group(t, "b")) t.ack(*again);
+  CHECK((only_limit(t) == LimitSeen{"k", 1, 0.0, 0.0, 0, -1.0, 0}));
+  t.remove_limit("k");
+
+  // A rate limit, a Rate alone: a full bucket, the burst's claims, then one a half second.
+  t.set_limit("r", harel::Rate{2.0, 3.0});
+  CHECK((only_limit(t) == LimitSeen{"r", 0, 2.0, 3.0, 0, 3.0, 0}));
+  for (int i = 0; i < 5; i++) t.publish("r" + std::to_string(i), "3", 0, "r");
+  for (const char *g : {"r0", "r1", "r2"})
+    if (auto l = claims_group(t, g)) t.ack(*l);
+  claims_group(t, nullptr);
+  CHECK((only_limit(t) == LimitSeen{"r", 0, 2.0, 3.0, 0, 0.0, 2}));
+  now = 1000.5;
+  CHECK((only_limit(t) == LimitSeen{"r", 0, 2.0, 3.0, 0, 1.0, 2}));
+  if (auto l = claims_group(t, "r3")) t.ack(*l);
+  claims_group(t, nullptr);
+  // Both kinds replace it (the bucket kept, refilled at the new rate); then the concurrency
+  // alone: the rate off, and the held group served.
+  t.set_limit("r", {1, harel::Rate{4.0, 10.0}});
+  harel::LimitList list = t.limits();
+  CHECK(list.size() == 1);
+  if (list.size() == 1) {
+    const harel::Limit l = list[0].limit();
+    CHECK(l.concurrency == 1u && l.rate && l.rate->per_second == 4.0 && l.rate->burst == 10.0);
+    CHECK(list[0].tokens() == 0.0 && list[0].held() == 1 && list[0].in_use() == 0);
+  }
+  now = 1000.75;
+  CHECK((only_limit(t) == LimitSeen{"r", 1, 4.0, 10.0, 0, 1.0, 1}));
+  t.set_limit("r", {1});
+  CHECK((only_limit(t) == LimitSeen{"r", 1, 0.0, 0.0, 0, -1.0, 1}));
+  std::optional<harel::Lease> r4 = claims_group(t, "r4");
+  CHECK((only_limit(t) == LimitSeen{"r", 1, 0.0, 0.0, 1, -1.0, 0}));
+  if (r4) t.ack(*r4);
+  // remove_limit serves the held groups at once; a lease taken before finishes.
+  for (const char *g : {"x", "y", "z"}) t.publish(g, "4", 0, "r");
+  std::optional<harel::Lease> x = claims_group(t, "x");
+  claims_group(t, nullptr);
+  CHECK((only_limit(t) == LimitSeen{"r", 1, 0.0, 0.0, 1, -1.0, 2}));
+  t.remove_limit(std::string("r"));
+  CHECK(t.limits().empty());
+  std::optional<harel::Lease> y = claims_group(t, "y"), z = claims_group(t, "z");
+  for (auto *l : {&x, &y, &z})
+    if (*l) t.ack(**l);
+  CHECK(drain(t, "w") == 0);
+}
+
+// The list: by routing key in byte order (a multi-byte key last, by its bytes), a range for
+// `for` and operator[], its views living as long as the list (past the Transport too);
+// moves; a default-made LimitInfo views nothing.
+static void test_limits_list_and_moves() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  const std::string ete = "\xc3\xa9t\xc3\xa9";
+  t.set_limit("us", {2});
+  t.set_limit(ete, {3, harel::Rate{0.5, 1.0}});
+  t.set_limit("eu", harel::Rate{0.001, 1.0});
+  t.set_limit("a", {1000000u, harel::Rate{1000000.0, 1000000.0}});  // the largest numbers
+  t.set_limit("us", {7});                                           // replaces
+  harel::LimitList list = t.limits();
+  std::vector<LimitSeen> all;
+  for (const harel::LimitInfo &l : list) all.push_back(seen(l));
+  CHECK((all == std::vector<LimitSeen>{{"a", 1000000, 1000000.0, 1000000.0, 0, 1000000.0, 0},
+                                       {"eu", 0, 0.001, 1.0, 0, 1.0, 0},
+                                       {"us", 7, 0.0, 0.0, 0, -1.0, 0},
+                                       {ete, 3, 0.5, 1.0, 0, 1.0, 0}}));
+  CHECK(list.size() == 4 && list[3].routing_key() == ete && list[3].routing_key().size() == 5);
+  CHECK(list.get() && list[2].get() == &list.get()->limits[2]);
+  // The list outlives the Transport and a remove.
+  t.remove_limit("eu");
+  { harel::Transport gone = std::move(t); }
+  CHECK(list.size() == 4 && list[1].routing_key() == "eu" && list[1].rate()->per_second == 0.001);
+  // Moves: the moved-from list is empty, the other holds the limits.
+  harel::LimitList moved(std::move(list));
+  CHECK(list.empty() && list.size() == 0 && list.get() == nullptr && list.begin() == list.end());  // NOLINT
+  CHECK(moved.size() == 4 && moved[0].routing_key() == "a");
+  list = std::move(moved);
+  CHECK(list.size() == 4 && moved.empty());  // NOLINT: read after move, on purpose
+  // A default-made LimitInfo views nothing.
+  const harel::LimitInfo none;
+  CHECK(none.routing_key().empty() && !none.concurrency() && !none.rate() && !none.tokens());
+  CHECK(none.in_use() == 0 && none.held() == 0 && none.get() == nullptr);
+  CHECK(!none.limit().concurrency && !none.limit().rate);
+  // A Rate converts to a Limit of the rate alone.
+  const harel::Limit from_rate = harel::Rate{2.0, 5.0};
+  CHECK(!from_rate.concurrency && from_rate.rate && from_rate.rate->per_second == 2.0 && from_rate.rate->burst == 5.0);
+}
+
+// Over three shards: set on every shard (a concurrency of 1 lets one lease through on each),
+// the list gives the key once with in_use, tokens and held summed; remove on every shard.
+static void test_limits_sharded() {
+  double now = 1000.0;
+  TempDir dir;
+  auto t = harel::Transport::open_shards({dir.file("s0.db"), dir.file("s1.db"), dir.file("s2.db")},
+                                         harel::Options().clock(fake_clock, &now));
+  t.set_limit("k", {1});
+  std::set<std::size_t> shards;
+  for (int i = 0; i < 12; i++) {
+    const std::string g = "g" + std::to_string(i);
+    t.publish(g, "1", 0, "k");
+    shards.insert(harel::shard_of(g, 3));
+  }
+  std::vector<harel::Lease> leases;
+  for (auto lease = t.claim("w", 30.0); lease; lease = t.claim("w", 30.0)) leases.push_back(std::move(*lease));
+  const uint64_t n = leases.size();
+  CHECK(n == shards.size() && n == 3);
+  CHECK((only_limit(t) == LimitSeen{"k", 1, 0.0, 0.0, n, -1.0, 12 - n}));
+  t.set_limit("k", {1, harel::Rate{1.0, 2.0}});  // a full bucket of 2 on each shard, summed
+  CHECK((only_limit(t) == LimitSeen{"k", 1, 1.0, 2.0, n, 6.0, 12 - n}));
+  t.ack(leases[0]);  // room on its shard: the next claim takes one of its tokens
+  if (auto next = t.claim("w", 30.0)) leases[0] = std::move(*next);
+  CHECK((only_limit(t) == LimitSeen{"k", 1, 1.0, 2.0, n, 5.0, 11 - n}));
+  t.remove_limit("k");
+  CHECK(t.limits().empty());
+  for (const harel::Lease &l : leases) t.ack(l);
+  CHECK(drain(t, "w") == static_cast<int>(11 - n));
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.remove_limit("k"));
+  CHECK(what == "HAREL_ERR_ARGUMENT: routing key \"k\" has no limit to remove");
+}
+
+// Every bad input reaches the caller as harel::Error (HAREL_ERR_ARGUMENT) with the library's
+// message, and the limits as they were; what the C side cannot be told (a concurrency of 0, a
+// rate and burst both 0) is refused by the wrapper in the library's words; an empty Transport.
+static void test_limit_errors() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  t.set_limit("k", {2});
+  const std::string rate_must_be = "; it must be a finite number > 0, at most 1000000";
+  const std::string burst_must_be = "; it must be a finite number >= 1, at most 1000000";
+  const std::pair<harel::Limit, std::string> bad[] = {
+      {harel::Limit{}, "the limit has neither a concurrency nor a rate"},
+      {{0u}, "concurrency is 0; it must be 1..1000000"},
+      {{1000001u}, "concurrency is 1000001; it must be 1..1000000"},
+      {{UINT32_MAX, harel::Rate{1.0, 1.0}}, "concurrency is 4294967295; it must be 1..1000000"},
+      {harel::Rate{0.0, 0.0}, "rate is 0" + rate_must_be},
+      {{5u, harel::Rate{0.0, 0.0}}, "rate is 0" + rate_must_be},
+      {harel::Rate{0.0, 1.0}, "rate is 0" + rate_must_be},
+      {harel::Rate{-1.0, 1.0}, "rate is -1" + rate_must_be},
+      {harel::Rate{std::nan(""), 1.0}, "rate is NaN" + rate_must_be},
+      {harel::Rate{HUGE_VAL, 1.0}, "rate is inf" + rate_must_be},
+      {{3u, harel::Rate{2000000.0, 1.0}}, "rate is 2000000" + rate_must_be},
+      {harel::Rate{1.0, 0.5}, "burst is 0.5" + burst_must_be},
+      {harel::Rate{1.0, 0.0}, "burst is 0" + burst_must_be},
+      {harel::Rate{1.0, std::nan("")}, "burst is NaN" + burst_must_be},
+      {{3u, harel::Rate{1.0, 2000000.0}}, "burst is 2000000" + burst_must_be}};
+  for (const auto &[limit, says] : bad) {
+    for (const char *key : {"k", "new"}) {
+      std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.set_limit(key, limit));
+      CHECK(what == "HAREL_ERR_ARGUMENT: " + says);
+    }
+  }
+  std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.set_limit("", {1}));
+  CHECK(what == "HAREL_ERR_ARGUMENT: routing_key is empty");
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.set_limit(nullptr, {1}));
+  CHECK(what == "HAREL_ERR_ARGUMENT: routing_key is NULL");
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.set_limit("\xff", harel::Rate{1.0, 1.0}));
+  CHECK(what.rfind("HAREL_ERR_ARGUMENT: routing_key is not valid UTF-8", 0) == 0);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.remove_limit(""));
+  CHECK(what == "HAREL_ERR_ARGUMENT: routing_key is empty");
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.remove_limit(nullptr));
+  CHECK(what == "HAREL_ERR_ARGUMENT: routing_key is NULL");
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.remove_limit("ab\xc3"));
+  CHECK(what.rfind("HAREL_ERR_ARGUMENT: routing_key is not valid UTF-8", 0) == 0);
+  what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.remove_limit("none"));
+  CHECK(what == "HAREL_ERR_ARGUMENT: routing key \"none\" has no limit to remove");
+  // Nothing changed: k's limit alone, as it was.
+  CHECK((only_limit(t) == LimitSeen{"k", 2, 0.0, 0.0, 0, -1.0, 0}));
+  // An empty Transport (moved from): every call refused, as the C side refuses a NULL handle.
+  harel::Transport moved = std::move(t);
+  for (const std::string &refused : {EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.set_limit("k", {1})),  // NOLINT
+                                     EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.remove_limit("k")),    // NOLINT
+                                     EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.limits())})             // NOLINT
+    CHECK(refused == "HAREL_ERR_ARGUMENT: t is NULL");
+  moved.remove_limit("k");
+  CHECK(moved.limits().empty());
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -2772,6 +3035,13 @@ int main() {
       test_archive_pages_and_off_by_default);
   run("archive: a sharded queue lists shard after shard, each item's shard", test_archive_sharded);
   run("archive: each refusal with its message, an empty Transport, a file without the table", test_archive_errors);
+  run("limits: concurrency 1 lets one through, an ack and a nack the next; a Rate's tokens; set replaces; remove",
+      test_limits_concurrency_rate_and_remove);
+  run("limits: LimitList in key order, its LimitInfo views past the Transport, moves; a Rate as a Limit",
+      test_limits_list_and_moves);
+  run("limits: a sharded queue sets and removes on every shard, the list summed", test_limits_sharded);
+  run("limits: each refusal with its message, the wrapper's for what C cannot say, an empty Transport",
+      test_limit_errors);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
