@@ -53,6 +53,9 @@ export declare const MAX_PAGE: 10000;
 /** The most leases one claimMany or ackAndClaimMany hands out. */
 export declare const MAX_CLAIM: 1000;
 
+/** The most of a limit's numbers (Transport.setLimit: a concurrency, a rate, a burst). */
+export declare const MAX_LIMIT: 1000000;
+
 /**
  * A message header: a name (1..128 bytes of visible ASCII, 0x21..0x7e, without '=') and a
  * value (UTF-8 without NUL characters). A message carries at most 64 of them, 16384 bytes of
@@ -113,8 +116,9 @@ export interface OpenOptions {
    * "Now" as epoch seconds (not milliseconds), for tests that move time. Called on the main
    * thread at open and just before each call that asks the library for the time (publish,
    * publishMany, publishWith, publishManyWith, claim, ack, nack, ackAndClaim, deadLetter,
-   * redrive, release, pause, resume, stats, groups); those calls then run one at a time on
-   * this transport, in call order. Default: the system clock, and every call concurrent.
+   * redrive, release, pause, resume, setLimit, stats, groups, limits); those calls then run
+   * one at a time on this transport, in call order. Default: the system clock, and every
+   * call concurrent.
    */
   clock?: () => number;
   /**
@@ -609,6 +613,42 @@ export type Pause =
       readonly pausedAt: number;
     };
 
+/**
+ * A rate limit (Transport.setLimit): a token bucket of `perSecond` tokens a second (> 0),
+ * keeping at most `burst` (>= 1), each at most MAX_LIMIT; each lease of the key takes a
+ * token. A key idle for a while may take `burst` leases at once, then one per 1/perSecond s.
+ */
+export interface Rate {
+  readonly perSecond: number;
+  readonly burst: number;
+}
+
+/**
+ * What Transport.setLimit sets on a routing key: either kind or both (a kind absent or
+ * null is off; neither rejects with HAREL_ERR_ARGUMENT, from the library).
+ */
+export interface Limit {
+  /** At most this many of the key's messages leased at once, across every worker of every process (1..MAX_LIMIT). */
+  readonly concurrency?: number | null;
+  /** Leases of the key's messages taken at most at this rate. */
+  readonly rate?: Rate | null;
+}
+
+/** One limit in force and its use now (Transport.limits). A frozen object. */
+export interface LimitInfo {
+  readonly routingKey: string;
+  /** The concurrency limit; null when none is set. */
+  readonly concurrency: number | null;
+  /** The rate limit (a frozen Rate); null when none is set. */
+  readonly rate: Rate | null;
+  /** The key's leases running now (with a concurrency limit; else 0). */
+  readonly inUse: number;
+  /** The bucket's tokens now (with a rate limit); null without one. */
+  readonly tokens: number | null;
+  /** How many of the key's groups claims hold until the key has room. */
+  readonly held: number;
+}
+
 /** What ack and nack need of a lease (a Lease, or the same fields copied elsewhere). */
 export interface LeaseRef {
   readonly seq: number | bigint;
@@ -880,6 +920,32 @@ export declare class Transport {
    * createSchema false whose database lacks the pauses table: none). A frozen array.
    */
   pauses(): Promise<readonly Pause[]>;
+
+  /**
+   * Limits the groups of `routingKey` (the key they were published with), for every worker
+   * of every process (not harel 0.9's Python workers): at most `concurrency` of their
+   * messages leased at once, leases taken at most at `rate`. A claim passes over a group
+   * whose key has no room and holds it; the next claims give the held groups back, the one
+   * served longest ago first, once the key has room (an ack, nack or dead letter, a lease
+   * lapsing, a token due, a larger limit). Replaces the key's limits (a kind not given is
+   * off); stored in the database, in force at every process's next claim, until removed.
+   * On a sharded queue every shard holds it for its own groups: the key's ceiling over the
+   * queue is the limit times the shards. Bad input rejects with HAREL_ERR_ARGUMENT, the
+   * queue unchanged.
+   */
+  setLimit(routingKey: string, limit: Limit): Promise<void>;
+
+  /**
+   * Removes `routingKey`'s limits: its held groups are served again at once. A key without
+   * a limit rejects with HAREL_ERR_ARGUMENT. On a sharded queue, on every shard.
+   */
+  removeLimit(routingKey: string): Promise<void>;
+
+  /**
+   * The limits in force in routing key order, each with its use now (a sharded queue's
+   * summed over its shards). A frozen array.
+   */
+  limits(): Promise<readonly LimitInfo[]>;
 
   /** Exact counts of the queue now: one read without the write lock. */
   stats(): Promise<Stats>;

@@ -5,16 +5,17 @@
 // Threading: every call that touches the database (open, openShards, publish, publishMany,
 // publishWith, publishManyWith, claim, claimMany, ack, ackMany, ackAndClaim,
 // ackAndClaimMany, extend, nack, deadLetter, redrive, purgeDead, purgeGroup, purge, release,
-// pause, resume, stats, groups, peek, deadLetters, archive, pauses, close, and a transaction's
-// execute, query, publish, publishWith, commit and rollback) runs on the libuv thread pool
-// through koffi's `.async()`, so the event loop keeps running while a call waits (metrics()
-// and shardCount, which read memory, begin(), which sends nothing, and shardOf() are
-// synchronous). The calls of one Transport go to the pool concurrently: each reads its
-// own error from its `harel_error **err` out-parameter, and the library runs them on the
-// handle (publishes arriving while another commits share its next commit). The one
-// exception is a Transport with a JS clock (see lib/clock.js). A claim that waits holds no
-// pool thread: it watches the library's readiness descriptor from the event loop and
-// claims, without waiting, when it fires (lib/waiting.js).
+// pause, resume, setLimit, removeLimit, stats, groups, peek, deadLetters, archive, pauses,
+// limits, close, and a transaction's execute, query, publish, publishWith, commit and
+// rollback) runs on the libuv thread pool through koffi's `.async()`, so the event loop
+// keeps running while a call waits (metrics() and shardCount, which read memory, begin(),
+// which sends nothing, and shardOf() are synchronous). The calls of one Transport go to
+// the pool concurrently: each reads its own error from its `harel_error **err`
+// out-parameter, and the library runs them on the handle (publishes arriving while another
+// commits share its next commit). The one exception is a Transport with a JS clock (see
+// lib/clock.js). A claim that waits holds no pool thread: it watches the library's
+// readiness descriptor from the event loop and claims, without waiting, when it fires
+// (lib/waiting.js).
 //
 // The files: lib/native.js loads the library and declares its functions; lib/transport.js
 // is the Transport (open, close, and what every call goes through); lib/methods/ holds its
@@ -27,7 +28,7 @@
 // poll addon lib/poll.js loads (src/poll.c).
 
 const { STATUS, HarelError } = require('./lib/errors');
-const { DEFAULT_VISIBILITY, DEFAULT_LIMIT, MAX_PAGE, MAX_CLAIM } = require('./lib/args');
+const { DEFAULT_VISIBILITY, DEFAULT_LIMIT, MAX_PAGE, MAX_CLAIM, MAX_LIMIT } = require('./lib/args');
 const { Transport } = require('./lib/transport');
 const { Tx } = require('./lib/tx');
 const { version, libraryInfo, schemaSql, schemaUpgradeSql, shardOf } = require('./lib/library');
@@ -60,6 +61,7 @@ module.exports = {
   DEFAULT_LIMIT,
   MAX_PAGE,
   MAX_CLAIM,
+  MAX_LIMIT,
   version,
   libraryInfo,
   schemaSql,

@@ -186,8 +186,8 @@ impl LimitSql {
             ],
             // ?1 now: each limit, its slots in use and its tokens now
             list: format!(
-                "SELECT routing_key, concurrency, rate, burst, \
-                 (SELECT count(*) FROM {s} WHERE routing_key = l.routing_key AND until > ?1), \
+                "SELECT routing_key, concurrency, rate, burst, CASE WHEN concurrency IS NULL THEN 0 \
+                 ELSE (SELECT count(*) FROM {s} WHERE routing_key = l.routing_key AND until > ?1) END, \
                  CASE WHEN rate IS NULL THEN NULL ELSE {} END, held FROM {l} l ORDER BY routing_key",
                 tokens_at("l", "?1")
             ),

@@ -11,6 +11,7 @@ const DEFAULT_VISIBILITY = 30;
 const DEFAULT_LIMIT = 100;
 const MAX_PAGE = 10000;
 const MAX_CLAIM = 1000; // HAREL_MAX_CLAIM: the most leases one claimMany hands out
+const MAX_LIMIT = 1000000; // MAX_LIMIT: the most of a limit's numbers (a concurrency, a rate, a burst)
 
 function checkString(name, value, { nullable = false, nul = false } = {}) {
   if (nullable && (value === undefined || value === null)) return null;
@@ -92,6 +93,7 @@ module.exports = {
   DEFAULT_LIMIT,
   MAX_PAGE,
   MAX_CLAIM,
+  MAX_LIMIT,
   checkString,
   checkInteger,
   checkNumber,

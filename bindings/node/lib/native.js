@@ -131,6 +131,20 @@ const GroupInfoType = koffi.struct({
 // kind (enum harel_pause_kind), its name by length ("" for the queue) and when it was paused.
 const PauseType = koffi.struct({ kind: 'int', name: 'void *', name_len: 'size_t', paused_at: 'double' });
 const PauseListType = koffi.struct({ pauses: 'void *', n_pauses: 'size_t' });
+// harel_limit_list (harel_transport_limits): `n_limits` harel_limit_info at `limits`, each a
+// routing key by length, its limits (concurrency 0: none; rate and burst 0: none) and its
+// use now (tokens -1 without a rate limit).
+const LimitInfoType = koffi.struct({
+  routing_key: 'void *',
+  routing_key_len: 'size_t',
+  concurrency: 'uint32_t',
+  rate: 'double',
+  burst: 'double',
+  in_use: 'uint64_t',
+  tokens: 'double',
+  held: 'uint64_t',
+});
+const LimitListType = koffi.struct({ limits: 'void *', n_limits: 'size_t' });
 const MessageInfoType = koffi.struct({
   seq: 'int64_t',
   event: 'void *',
@@ -398,6 +412,12 @@ function bind(lib, where) {
     setArchive: fn('harel_options_set_archive', status, [O, 'double', ERR]),
     archive: fn('harel_transport_archive', status, [T, 'const char *', 'const char *', 'size_t', OUT, ERR]),
     archivePageFree: fn('harel_archive_page_free', 'void', ['void *']),
+    // limits per routing key (issue 39): concurrency 0 for none, rate and burst both 0 for
+    // none; the limits in force, a harel_limit_list handed out
+    setLimit: fn('harel_transport_set_limit', status, [T, 'const char *', 'uint32_t', 'double', 'double', ERR]),
+    removeLimit: fn('harel_transport_remove_limit', status, [T, 'const char *', ERR]),
+    limits: fn('harel_transport_limits', status, [T, OUT, ERR]),
+    limitListFree: fn('harel_limit_list_free', 'void', ['void *']),
   };
 }
 
@@ -416,6 +436,8 @@ module.exports = {
   ArchivePageType,
   PauseType,
   PauseListType,
+  LimitInfoType,
+  LimitListType,
   GroupPageType,
   MessagePageType,
   DeadPageType,

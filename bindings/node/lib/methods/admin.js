@@ -1,15 +1,18 @@
 'use strict';
 // Administration: redrive and purgeDead (the dead letters), purgeGroup and purge, release,
-// pause and resume.
+// pause and resume, setLimit and removeLimit.
 
 const { argumentError } = require('../errors');
-const { checkString, checkSeq, checkBoolean, checkOptions, describe } = require('../args');
+const { MAX_LIMIT, checkString, checkSeq, checkBoolean, checkOptions, describe } = require('../args');
 const { callChecked } = require('../calls');
 const { call } = require('../transport');
 
 const SELECTION = ['all', 'groupId', 'seqs'];
 const PAUSE_TARGET = ['queue', 'groupId', 'routingKey']; // harel_pause_kind's values, in order
 const TARGET_SHAPES = '{ queue: true }, { groupId } or { routingKey }';
+const LIMIT = ['concurrency', 'rate'];
+const RATE = ['perSecond', 'burst'];
+const LIMIT_SHAPE = '{ concurrency?, rate?: { perSecond, burst } }';
 
 /**
  * The dead letters redrive and purgeDead take, as the C arguments all, group_id, seqs and
@@ -51,6 +54,49 @@ function pauseTarget(target) {
     return [0, null];
   }
   return [PAUSE_TARGET.indexOf(key), checkString(`target.${key}`, o[key])];
+}
+
+/**
+ * A limit, `{ concurrency?, rate?: { perSecond, burst } }` (a kind absent or null: not
+ * given), as the C arguments concurrency, rate and burst, 0 for a kind not given. What koffi
+ * would change is refused here: a concurrency that is not an integer 0..2^32-1 (it would be
+ * truncated or wrapped), a rate or burst that is not a number. The ranges are the
+ * library's to check (neither kind given, 1000001, NaN, Infinity, -1, a burst of 0.5: its
+ * messages name them), but for the zeros the C call reads as "not given": a concurrency of
+ * 0, or a rate of 0 with a burst of 0, would turn that kind off (or be refused as a limit of
+ * neither kind), so they are refused here, with the message the library gives a zero.
+ */
+function limitArgs(limit) {
+  if (limit === null || typeof limit !== 'object' || Array.isArray(limit)) {
+    throw argumentError(`limit must be ${LIMIT_SHAPE}, got ${describe(limit)}`);
+  }
+  const o = checkOptions('limit', limit, LIMIT);
+  let concurrency = 0;
+  if (o.concurrency !== undefined && o.concurrency !== null) {
+    const n = o.concurrency;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= 2 ** 32) {
+      throw argumentError(`limit.concurrency must be an integer (1..${MAX_LIMIT}), got ${describe(n)}`);
+    }
+    if (n === 0) throw argumentError(`concurrency is 0; it must be 1..${MAX_LIMIT}`);
+    concurrency = n;
+  }
+  let [rate, burst] = [0, 0];
+  if (o.rate !== undefined && o.rate !== null) {
+    if (typeof o.rate !== 'object' || Array.isArray(o.rate)) {
+      throw argumentError(`limit.rate must be { perSecond, burst }, got ${describe(o.rate)}`);
+    }
+    const r = checkOptions('limit.rate', o.rate, RATE);
+    for (const key of RATE) {
+      if (typeof r[key] !== 'number') {
+        throw argumentError(`limit.rate.${key} must be a number, got ${describe(r[key])}`);
+      }
+    }
+    [rate, burst] = [r.perSecond, r.burst];
+    if (rate === 0 && burst === 0) {
+      throw argumentError(`rate is 0; it must be a finite number > 0, at most ${MAX_LIMIT}`);
+    }
+  }
+  return [concurrency, rate, burst];
 }
 
 /** Runs pause or resume (`what`) on `target`; resolves the C call's bool. Both read the clock. */
@@ -128,5 +174,30 @@ module.exports = {
   /** Ends the pause `target` names (as pause's). Resolves false when there was none. */
   resume(target) {
     return pausing(this, 'resume', target);
+  },
+
+  /**
+   * Limits the groups of `routingKey` (stored in the database, for every worker of every
+   * process): `{ concurrency?, rate?: { perSecond, burst } }`, replacing the key's limits
+   * (a kind not given is off). Reads the clock (a rate limit's bucket starts full then).
+   */
+  setLimit(routingKey, limit) {
+    return call(this, 'setLimit', true, () => {
+      const key = checkString('routingKey', routingKey);
+      const args = limitArgs(limit);
+      return async (f, handle) => {
+        await callChecked(f, 'set_limit', f.setLimit, [handle, key, ...args]);
+      };
+    });
+  },
+
+  /** Removes `routingKey`'s limits: its held groups are served again at once. */
+  removeLimit(routingKey) {
+    return call(this, 'removeLimit', false, () => {
+      const key = checkString('routingKey', routingKey);
+      return async (f, handle) => {
+        await callChecked(f, 'remove_limit', f.removeLimit, [handle, key]);
+      };
+    });
   },
 };

@@ -1,6 +1,6 @@
 'use strict';
 // Looking at the queue without changing it: stats, the pages of groups, peek and
-// deadLetters, the pauses in force, and the archive of acked messages.
+// deadLetters, the pauses in force, the archive of acked messages, and the limits in force.
 
 const koffi = require('koffi');
 const { argumentError } = require('../errors');
@@ -9,7 +9,7 @@ const { callChecked } = require('../calls');
 const { bytesText, parsed, optionalNumber } = require('../decode');
 const {
   PriorityStatsType, StatsType, GroupInfoType, MessageInfoType, DeadLetterType, GroupPageType, MessagePageType, DeadPageType,
-  PauseType, PauseListType, ArchivedType, ArchivePageType,
+  PauseType, PauseListType, ArchivedType, ArchivePageType, LimitInfoType, LimitListType,
 } = require('../native');
 const { readHeaders, readHeaderList } = require('../headers');
 const { call } = require('../transport');
@@ -24,6 +24,7 @@ const SIZE_T = koffi.sizeof('size_t');
 const UINT64 = koffi.sizeof('uint64_t');
 const PAUSE_SIZE = koffi.sizeof(PauseType);
 const ARCHIVED_SIZE = koffi.sizeof(ArchivedType);
+const LIMIT_INFO_SIZE = koffi.sizeof(LimitInfoType);
 
 /**
  * A page's limit, as the C size_t: an integer >= 0 (koffi would turn -1 into 2^64 - 1 and
@@ -155,6 +156,37 @@ function takePauses(f, ptr) {
   } finally {
     f.pauseListFree(ptr);
   }
+}
+
+/**
+ * The limits the library handed out, copied into frozen JS objects; `ptr` is freed. Each
+ * harel_limit_info at its offset: koffi.decode with a count makes a new array type at
+ * every call and keeps it (see takePage).
+ */
+function takeLimits(f, ptr) {
+  try {
+    const list = koffi.decode(ptr, LimitListType);
+    const limits = [];
+    for (let i = 0; i < Number(list.n_limits); i++) {
+      limits.push(limitInfo(koffi.decode(list.limits, i * LIMIT_INFO_SIZE, LimitInfoType)));
+    }
+    return Object.freeze(limits);
+  } finally {
+    f.limitListFree(ptr);
+  }
+}
+
+/** One limit: the C zeros of a kind not set (concurrency 0; rate and burst 0) are null. */
+function limitInfo(l) {
+  const unrated = l.rate === 0 && l.burst === 0;
+  return Object.freeze({
+    routingKey: bytesText(l.routing_key, l.routing_key_len),
+    concurrency: l.concurrency === 0 ? null : l.concurrency,
+    rate: unrated ? null : Object.freeze({ perSecond: l.rate, burst: l.burst }),
+    inUse: Number(l.in_use),
+    tokens: optionalNumber(l.tokens),
+    held: Number(l.held),
+  });
 }
 
 function messageInfo(m, _shard, headers) {
@@ -299,6 +331,18 @@ module.exports = {
   pauses() {
     return call(this, 'pauses', false, () => (f, handle) => (
       lookOf(f, 'pauses', f.pauses, [handle], (ptr) => takePauses(f, ptr))
+    ));
+  },
+
+  /**
+   * The limits in force, by routing key (a sharded queue's summed over its shards): frozen
+   * `{ routingKey, concurrency, rate, inUse, tokens, held }`, concurrency and rate (`{
+   * perSecond, burst }`) null when not set, tokens null without a rate. Reads the clock
+   * (the tokens are the bucket's now).
+   */
+  limits() {
+    return call(this, 'limits', true, () => (f, handle) => (
+      lookOf(f, 'limits', f.limits, [handle], (ptr) => takeLimits(f, ptr))
     ));
   },
 };

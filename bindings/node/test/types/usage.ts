@@ -9,6 +9,7 @@ import {
   DEFAULT_LIMIT,
   MAX_PAGE,
   MAX_CLAIM,
+  MAX_LIMIT,
   version,
   libraryInfo,
   schemaSql,
@@ -46,6 +47,9 @@ import {
   type PauseTarget,
   type PauseKind,
   type Pause,
+  type Limit,
+  type Rate,
+  type LimitInfo,
   Tx,
   type SqlParam,
   type SqlValue,
@@ -278,6 +282,27 @@ async function usage(): Promise<void> {
   const pausedState: GroupState = 'paused';
   void [pausedGroups, pausedAtLevel, pausedPage, pausedState];
 
+  // limits per routing key: a concurrency, a rate, both; listed with their use; removed
+  const set: void = await t.setLimit('payments', { concurrency: 10 });
+  void set;
+  const rate: Rate = { perSecond: 50, burst: 100 };
+  await t.setLimit('email', { rate });
+  const both: Limit = { concurrency: MAX_LIMIT, rate: { perSecond: 0.5, burst: 1 } };
+  await t.setLimit('reports', both);
+  await t.setLimit('reports', { concurrency: 2, rate: null });
+  const limits: readonly LimitInfo[] = await t.limits();
+  for (const l of limits) {
+    const key: string = l.routingKey;
+    const concurrency: number | null = l.concurrency;
+    const perSecond: number | undefined = l.rate?.perSecond;
+    const tokens: number | null = l.tokens;
+    const counts: number = l.inUse + l.held;
+    await t.setLimit(l.routingKey, { concurrency: l.concurrency, rate: l.rate }); // a listed limit set again
+    void [key, concurrency, perSecond, tokens, counts];
+  }
+  const removed: void = await t.removeLimit('payments');
+  void removed;
+
   const metrics: Metrics = t.metrics(); // synchronous: no Promise
   const claims: Histogram = metrics.latency.claimWait;
   const slow: number = claims.count - claims.buckets[claims.bounds.indexOf(1)];
@@ -391,6 +416,22 @@ async function usage(): Promise<void> {
   await t.resume({ group: 'g' });
   // @ts-expect-error resume needs a target
   await t.resume();
+  // @ts-expect-error setLimit needs the limit
+  await t.setLimit('k');
+  // @ts-expect-error a concurrency is a number
+  await t.setLimit('k', { concurrency: '5' });
+  // @ts-expect-error a rate is { perSecond, burst }
+  await t.setLimit('k', { rate: 5 });
+  // @ts-expect-error a rate needs its burst
+  await t.setLimit('k', { rate: { perSecond: 5 } });
+  // @ts-expect-error the limit is an object
+  await t.setLimit('k', 5);
+  // @ts-expect-error removeLimit takes the routing key
+  await t.removeLimit({ routingKey: 'k' });
+  // @ts-expect-error the limits are read only
+  (await t.limits()).push(limits[0]);
+  // @ts-expect-error a listed limit is read only
+  limits[0].held = 0;
   // @ts-expect-error expiresAt is epoch seconds, not a Date
   await t.publishWith('g', {}, { expiresAt: new Date() });
   // @ts-expect-error ttl is seconds as a number
