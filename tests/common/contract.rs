@@ -51,6 +51,7 @@ pub const OTHERWISE_SHARDED: &[(&str, &str)] = &[
     ("a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not", "a limit is each shard's: it counts one shard's leases"),
     ("a_rate_limit_admits_its_burst_then_its_rate", "a limit is each shard's: each shard has its own bucket"),
     ("limits_change_at_run_time_and_outlive_their_setter", "a limit is each shard's: it counts one shard's leases"),
+    ("a_waiting_claim_wakes_when_its_key_has_room", "a limit is each shard's: each shard has its own bucket"),
 ];
 
 pub const CHECKS: &[(&str, Check)] = &[
@@ -190,6 +191,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ),
     ("a_rate_limit_admits_its_burst_then_its_rate", a_rate_limit_admits_its_burst_then_its_rate),
     ("limits_change_at_run_time_and_outlive_their_setter", limits_change_at_run_time_and_outlive_their_setter),
+    ("a_waiting_claim_wakes_when_its_key_has_room", a_waiting_claim_wakes_when_its_key_has_room),
     ("bad_limits_are_refused_and_change_nothing", bad_limits_are_refused_and_change_nothing),
 ];
 

@@ -2,7 +2,9 @@
 //! contract.rs's `CHECKS` with the others. A limit is each shard's own on a sharded queue,
 //! so the checks that count a key's leases are in `OTHERWISE_SHARDED`.
 
-use harel_transport::{Error, Lease, Limit, Rate, Transport};
+use std::time::{Duration, Instant};
+
+use harel_transport::{Error, Lease, Limit, Options, Rate, Transport, Wait};
 
 use super::contract::Open;
 use super::{event, TestClock};
@@ -133,6 +135,36 @@ pub fn limits_change_at_run_time_and_outlive_their_setter(open: Open<'_>) {
         Err(Error::Argument(m)) => assert!(m.contains("routing key \"k\" has no limit to remove"), "{m}"),
         other => panic!("{other:?}"),
     }
+}
+
+/// A waiting claim held back by a rate limit is served when the next token is due (the
+/// system clock: 1 a second, the burst taken), and one held back by a concurrency limit
+/// when another transport acks.
+pub fn a_waiting_claim_wakes_when_its_key_has_room(open: Open<'_>) {
+    let t = open(&Options::new());
+    t.set_limit("r", Limit { concurrency: None, rate: Some(Rate { per_second: 1.0, burst: 1.0 }) }).unwrap();
+    let e0 = event(0);
+    t.publish("r1", &e0, 0, Some("r")).unwrap();
+    t.publish("r2", &e0, 0, Some("r")).unwrap();
+    let started = Instant::now();
+    let first = claim(&t).expect("the burst's token");
+    let wait = Wait::up_to(Duration::from_secs(20));
+    let second = t.claim_wait("w", V, 0, &[], &wait).unwrap().expect("served when the token is due");
+    let took = started.elapsed();
+    assert_ne!(first.group_id, second.group_id);
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "at the next token: {took:?}");
+    t.set_limit("k", concurrency(1)).unwrap();
+    t.publish("k1", &e0, 0, Some("k")).unwrap();
+    t.publish("k2", &e0, 0, Some("k")).unwrap();
+    let held = claim(&t).expect("the key's one slot");
+    let other = open(&Options::new());
+    let acker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        other.ack(&held).unwrap();
+    });
+    let next = t.claim_wait("w", V, 0, &[], &wait).unwrap().expect("served when another transport acks");
+    assert!(next.group_id.starts_with('k'));
+    acker.join().unwrap();
 }
 
 pub fn bad_limits_are_refused_and_change_nothing(open: Open<'_>) {
