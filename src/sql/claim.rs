@@ -35,9 +35,9 @@ pub(super) const MARK: &str = "-1.0";
 /// that finds more runs another chain.
 const BURY_ROUNDS: usize = 2;
 
-/// How many groups whose routing key has no room one claim chain holds (limits.rs) before
-/// it leases; a claim that finds more runs another chain.
-const HOLD_ROUNDS: usize = 4;
+/// How many routing keys without room one claim chain holds (limits.rs: each hold takes
+/// the key's ready groups) before it leases; a claim that finds more runs another chain.
+const HOLD_ROUNDS: usize = 2;
 
 /// A claim's statements with their parameters, and which of them say what it found.
 pub struct ClaimStatements {
@@ -100,7 +100,8 @@ impl Statements {
         for _ in 0..HOLD_ROUNDS {
             let hold = format!(
                 "UPDATE {g} SET last_claimed_at = last_claimed_at + {HOLD:.1} \
-                 WHERE rowid = ({next_group}) AND {no_room}"
+                 WHERE routing_key = (SELECT routing_key FROM {g} WHERE rowid = ({next_group})) \
+                 AND last_claimed_at <= ?1 AND {no_room}"
             );
             statements.push((hold, params.clone()));
         }

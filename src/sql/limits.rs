@@ -9,8 +9,8 @@
 //!   message's seq, the key, the lease's end). A slot counts while its lease runs: an ack,
 //!   nack or dead letter deletes it, an extend moves its end, a lapse ends it by itself.
 //!
-//! A claim that meets a group whose key has no room *holds* the group: its turn moves up
-//! by `HOLD`, beyond every claim's range, keeping its order among the held ones. Each claim
+//! A claim that meets a group whose key has no room *holds* the key's ready groups: their
+//! turns move up by `HOLD`, beyond every claim's range, keeping their order. Each claim
 //! first gives back one held group of each key that has room again (the one served
 //! longest ago), so a held group returns however the room was made (an ack, a lapse, a
 //! purge, a larger limit). Two triggers keep `held` right whoever moves a group's turn.
@@ -118,7 +118,12 @@ impl LimitSql {
                 has_room("l", s, "?1")
             ),
             // ?1 group_id
-            hold: format!("UPDATE {g} SET last_claimed_at = last_claimed_at + {HOLD:.1} WHERE group_id = ?1"),
+            // ?1 group_id, ?2 now: every ready group of its key at once (by the routing
+            // key's index), so a claim meets a key without room once, not once a group
+            hold: format!(
+                "UPDATE {g} SET last_claimed_at = last_claimed_at + {HOLD:.1} \
+                 WHERE routing_key = (SELECT routing_key FROM {g} WHERE group_id = ?1) AND last_claimed_at <= ?2"
+            ),
             // ?1 seq, ?2 group_id, ?3 the lease's end
             take_slot: format!(
                 "INSERT OR REPLACE INTO {s} (seq, routing_key, until) SELECT ?1, l.routing_key, ?3 FROM {g} g \
@@ -206,9 +211,10 @@ impl LimitSql {
         (&self.give_back_due, vec![now.into()])
     }
 
-    /// A claim met group `group_id` and its key has no room: held.
-    pub fn hold(&self, group_id: &str) -> Bound<'_> {
-        (&self.hold, vec![group_id.into()])
+    /// A claim met group `group_id` at `now` and its key has no room: the key's ready
+    /// groups held.
+    pub fn hold(&self, group_id: &str, now: f64) -> Bound<'_> {
+        (&self.hold, vec![group_id.into(), now.into()])
     }
 
     /// After a claim leased message `seq` of `group_id` until `until` at `now`: its key's

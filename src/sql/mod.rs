@@ -796,7 +796,7 @@ mod tests {
             all.push(sql.expiry.any(1.0));
             all.extend(sql.expiry.sweep(1.0));
             all.push(sql.limit.give_back(1.0));
-            all.push(sql.limit.hold("g"));
+            all.push(sql.limit.hold("g", 1.0));
             all.push(sql.limit.give_back_due(1.0));
             all.extend(sql.limit.take(7, "g", (1.0, 2.0)));
             all.extend(sql.limit.take_marked((1.0, 2.0)));
