@@ -4,14 +4,15 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use harel_transport::{GroupState, PauseTarget, MAX_PAGE};
+use harel_transport::{GroupState, Limit, PauseTarget, Rate, MAX_PAGE};
 
 const ABOUT: &str = "Look inside a harel-transport queue and repair it";
 
 const LONG_ABOUT: &str = "\
 Look inside a harel-transport queue and repair it: counts, groups, a group's messages, dead
-letters, the archive of acked messages, pauses; purge, redrive, release; pause and resume a
-group, a routing key or the whole queue; serve /metrics and a web console.
+letters, the archive of acked messages, pauses, limits; purge, redrive, release; pause and
+resume a group, a routing key or the whole queue; limit a routing key's concurrency and rate;
+serve /metrics and a web console.
 
 The queue is a local file or a libSQL server's URL (libsql://, http://, https://), given with
 --database or HAREL_DATABASE. A sharded queue is given as its databases, each with -d, in
@@ -31,6 +32,7 @@ Examples:
   HAREL_DATABASE=queue.db harel-transport stats --watch 5
   harel-transport -d queue.db groups --state leased
   harel-transport -d queue.db pause --routing-key eu
+  harel-transport -d queue.db limit set --routing-key payments --concurrency 5
   harel-transport -d queue.db archive --group orders-7
   HAREL_AUTH_TOKEN=... harel-transport -d https://queue.example.com dead list --json";
 
@@ -93,12 +95,48 @@ Examples:
   harel-transport -d queue.db resume --group orders-7
   harel-transport -d queue.db resume --queue";
 
+const LIMIT_ABOUT: &str = "\
+Limits on a routing key's groups (the key they were published with), for every worker of every
+process: a concurrency (at most N of their messages leased at once) and a rate (a token bucket:
+R leases a second, at most B kept, so a key idle for a while may take B at once). A claim
+passes over a group whose key has no room, holds it, and serves the others; the held groups
+are served again when the key has room (an ack, a nack, a lease ending, a token due, a larger
+limit, or the limit removed). Stored in the queue: every process sees a change at its next
+claim, and limits outlive restarts. On a sharded queue each shard holds the limit for its own
+groups (a key's ceiling is the limit times the shards), and `limit list` sums their use.
+harel 0.9's Python workers know nothing of limits.";
+
+const LIMIT_SET_ABOUT: &str = "\
+Set a routing key's limits (--routing-key K): a concurrency (--concurrency N: at most N of its
+groups' messages leased at once, 1 to 1000000), a rate (--rate R --burst B: R leases a second,
+above 0 and at most 1000000, with at most B tokens kept, 1 to 1000000), or both. They replace
+the key's limits: a kind not given is off. In force at every process's next claim.";
+
+const LIMIT_SET_EXAMPLES: &str = "\
+One of --concurrency, --rate (with --burst) is required; both may be given.
+
+Examples:
+  harel-transport -d queue.db limit set --routing-key payments --concurrency 5
+  harel-transport -d queue.db limit set --routing-key email --rate 10 --burst 20
+  harel-transport -d queue.db limit set --routing-key eu --concurrency 2 --rate 0.5 --burst 1";
+
+const LIMIT_LIST_ABOUT: &str = "\
+The limits in force, one line per routing key, by key: its concurrency and the leases of its
+groups' messages running now (IN USE), its rate, burst and the tokens in its bucket now, and
+how many of its groups a claim holds until the key has room (HELD). \"-\" where the key has no
+such limit.";
+
+const LIMIT_REMOVE_ABOUT: &str = "\
+Remove a routing key's limits (--routing-key K): the groups held for it are served again at
+once. A key without a limit is refused (exit 1).";
+
 const SERVE_ABOUT: &str = "\
 Serve the queue over HTTP until stopped: /metrics in Prometheus' text format (counts per
 priority and state, paused groups among them, dead letters and the expired among them, the
-oldest ready message's age, the oldest overdue lease) and a web console at / (stats, pauses,
-groups, a group's messages, dead letters, the archive; redrive, purge, release, pause,
-resume). It prints the address it listens on, then one audit line on stderr per change.
+oldest ready message's age, the oldest overdue lease; each limited routing key's use) and a
+web console at / (stats, pauses, limits, groups, a group's messages, dead letters, the archive;
+redrive, purge, release, pause, resume, set and remove a limit). It prints the address it
+listens on, then one audit line on stderr per change.
 
 Looks are open to whoever reaches the address, so it listens on loopback unless told
 otherwise. Every change needs the admin token, from HAREL_ADMIN_TOKEN or --admin-token-file
@@ -222,9 +260,64 @@ routing key it names (\"-\" for the queue), and since when. The queue's pause fi
 kind and name. `groups --state paused` lists the groups they hold.")]
     Pauses,
 
+    /// Limits on a routing key: set one (concurrency, rate), list them with their use, remove one
+    #[command(subcommand, long_about = LIMIT_ABOUT)]
+    Limit(LimitCommand),
+
     /// Serve /metrics (Prometheus) and a web console over HTTP
     #[command(long_about = SERVE_ABOUT, after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LimitCommand {
+    /// Set a routing key's limits: a concurrency, a rate (with its burst), or both
+    #[command(long_about = LIMIT_SET_ABOUT, after_help = LIMIT_SET_EXAMPLES)]
+    Set(LimitSetArgs),
+
+    /// The limits in force: key, concurrency, in use, rate, burst, tokens, held groups
+    #[command(long_about = LIMIT_LIST_ABOUT)]
+    List,
+
+    /// Remove a routing key's limits: its held groups are served again at once
+    #[command(long_about = LIMIT_REMOVE_ABOUT)]
+    Remove(LimitKeyArgs),
+}
+
+/// What `limit set` sets: a concurrency, a rate with its burst, or both; never neither. The
+/// numbers' ranges are the library's to check (its refusal names the value).
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("kind").required(true).multiple(true).args(["concurrency", "rate"])))]
+pub struct LimitSetArgs {
+    /// The routing key whose groups are limited
+    #[arg(long, value_name = "KEY")]
+    pub routing_key: String,
+
+    /// At most N of its groups' messages leased at once (1 to 1000000)
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<u32>,
+
+    /// At most R leases a second (a token bucket; above 0, at most 1000000); needs --burst
+    #[arg(long, value_name = "R", requires = "burst", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+
+    /// With --rate: at most B tokens kept, taken at once by a key idle for a while (1 to 1000000)
+    #[arg(long, value_name = "B", requires = "rate", allow_negative_numbers = true)]
+    pub burst: Option<f64>,
+}
+
+impl LimitSetArgs {
+    pub fn limit(&self) -> Limit {
+        let rate = self.rate.zip(self.burst).map(|(per_second, burst)| Rate { per_second, burst });
+        Limit { concurrency: self.concurrency, rate }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct LimitKeyArgs {
+    /// The routing key whose limits are removed
+    #[arg(long, value_name = "KEY")]
+    pub routing_key: String,
 }
 
 #[derive(Debug, Args)]

@@ -19,7 +19,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use harel_transport::{DeadLetters, Error, Options, Page, Transport};
 
-use args::{Cli, Command, DeadCommand, Global, Listing, PurgeArgs, Selector, StatsArgs};
+use args::{Cli, Command, DeadCommand, Global, LimitCommand, Listing, PurgeArgs, Selector, StatsArgs};
 use output::Out;
 
 /// What the binary prints before every message of its own.
@@ -160,6 +160,22 @@ fn run(cli: &Cli, out: &mut Out) -> Result<(), String> {
         Command::Pauses => {
             let pauses = transport.pauses().map_err(|e| failed("pauses", &e))?;
             out.pauses(&pauses);
+            Ok(())
+        }
+        Command::Limit(LimitCommand::Set(a)) => {
+            let limit = a.limit();
+            transport.set_limit(&a.routing_key, limit).map_err(|e| failed("limit set", &e))?;
+            out.limit_set(&a.routing_key, limit);
+            Ok(())
+        }
+        Command::Limit(LimitCommand::List) => {
+            let limits = transport.limits().map_err(|e| failed("limit list", &e))?;
+            out.limits(&limits);
+            Ok(())
+        }
+        Command::Limit(LimitCommand::Remove(a)) => {
+            transport.remove_limit(&a.routing_key).map_err(|e| failed("limit remove", &e))?;
+            out.limit_removed(&a.routing_key);
             Ok(())
         }
         Command::Serve(_) => unreachable!("serve returned above"),

@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use harel_transport::{
-    system_clock, Archived, DeadLetter, GroupInfo, Headers, MessageInfo, Page, Pause, PauseKind, PauseTarget, Stats,
-    DELAYED, PARKED,
+    system_clock, Archived, DeadLetter, GroupInfo, Headers, Limit, LimitInfo, MessageInfo, Page, Pause, PauseKind,
+    PauseTarget, Stats, DELAYED, PARKED,
 };
 use serde::Serialize;
 
@@ -405,6 +405,81 @@ impl Out {
     }
 }
 
+impl Out {
+    /// `limit set`: what was set (the key's limits now: a kind not given is off).
+    pub fn limit_set(&self, routing_key: &str, limit: Limit) {
+        if self.json {
+            return self.print_json(&LimitDone::new(routing_key, limit));
+        }
+        let concurrency = match limit.concurrency {
+            Some(n) => format!("at most {n} of its messages leased at once"),
+            None => "no concurrency limit".to_owned(),
+        };
+        let rate = match limit.rate {
+            Some(r) => format!("at most {} leases a second (burst {})", r.per_second, r.burst),
+            None => "no rate limit".to_owned(),
+        };
+        println!("limited routing key {routing_key:?}: {concurrency}, {rate}; in force at every process's next claim");
+    }
+
+    /// `limit remove`: done (a key without a limit is the library's refusal).
+    pub fn limit_removed(&self, routing_key: &str) {
+        if self.json {
+            return self.print_json(&LimitRemoved { routing_key, removed: true });
+        }
+        println!("removed the limits of routing key {routing_key:?}: its held groups are served again");
+    }
+
+    /// `limit list`: each limit in force with its use now, by key.
+    pub fn limits(&self, limits: &[LimitInfo]) {
+        if self.json {
+            return self.print_json(&limits_json(limits));
+        }
+        if limits.is_empty() {
+            println!("no limits");
+        } else {
+            let mut t = Table::new(&[
+                ("ROUTING KEY", L),
+                ("CONCURRENCY", R),
+                ("IN USE", R),
+                ("RATE", R),
+                ("BURST", R),
+                ("TOKENS", R),
+                ("HELD", R),
+            ]);
+            for l in limits {
+                let concurrency = l.limit.concurrency;
+                let rate = l.limit.rate;
+                t.row(vec![
+                    cell(&l.routing_key),
+                    concurrency.map_or_else(dash, |n| n.to_string()),
+                    // Leases are counted against a concurrency limit only.
+                    concurrency.map_or_else(dash, |_| l.in_use.to_string()),
+                    rate.map_or_else(dash, |r| format!("{}/s", r.per_second)),
+                    rate.map_or_else(dash, |r| r.burst.to_string()),
+                    l.tokens.map_or_else(dash, tokens),
+                    l.held.to_string(),
+                ]);
+            }
+            print!("{}", t.render());
+            if self.shards > 1 {
+                println!(
+                    "\nsharded over {} databases: each shard holds each limit for its own groups (a key's ceiling is \
+                     the limit times {}); IN USE, TOKENS and HELD are summed over the shards",
+                    self.shards, self.shards
+                );
+            }
+        }
+        self.absent_note();
+    }
+}
+
+/// A bucket's tokens, to two decimals at most: "3", "0.25".
+fn tokens(n: f64) -> String {
+    let text = format!("{n:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// A pause's target as the text says it: group "G", routing key "K", the queue.
 fn pause_target(target: PauseTarget<'_>) -> String {
     match target {
@@ -503,6 +578,66 @@ struct PauseDoc<'a> {
 pub fn pauses_json(pauses: &[Pause]) -> PausesDoc<'_> {
     let pauses = pauses.iter().map(|p| PauseDoc { kind: p.kind.name(), name: &p.name, paused_at: p.paused_at });
     PausesDoc { pauses: pauses.collect() }
+}
+
+/// `limit set`: the key and its limits now (`null`: that kind is off).
+#[derive(Serialize)]
+pub struct LimitDone<'a> {
+    pub routing_key: &'a str,
+    pub concurrency: Option<u32>,
+    pub rate: Option<f64>,
+    pub burst: Option<f64>,
+}
+
+impl LimitDone<'_> {
+    pub fn new(routing_key: &str, limit: Limit) -> LimitDone<'_> {
+        LimitDone {
+            routing_key,
+            concurrency: limit.concurrency,
+            rate: limit.rate.map(|r| r.per_second),
+            burst: limit.rate.map(|r| r.burst),
+        }
+    }
+}
+
+/// `limit remove`: the key (a key without a limit is refused, so `removed` is true).
+#[derive(Serialize)]
+pub struct LimitRemoved<'a> {
+    pub routing_key: &'a str,
+    pub removed: bool,
+}
+
+/// `limit list`: the limits in force, by key.
+#[derive(Serialize)]
+pub struct LimitsDoc<'a> {
+    limits: Vec<LimitDoc<'a>>,
+}
+
+/// A limit and its use now: `concurrency` and `rate`/`burst` null where off; `in_use` the
+/// leases running now (0 without a concurrency limit), `tokens` the bucket's now (null
+/// without a rate limit), `held` the groups a claim holds until the key has room.
+#[derive(Serialize)]
+struct LimitDoc<'a> {
+    routing_key: &'a str,
+    concurrency: Option<u32>,
+    in_use: u64,
+    rate: Option<f64>,
+    burst: Option<f64>,
+    tokens: Option<f64>,
+    held: u64,
+}
+
+pub fn limits_json(limits: &[LimitInfo]) -> LimitsDoc<'_> {
+    let limits = limits.iter().map(|l| LimitDoc {
+        routing_key: &l.routing_key,
+        concurrency: l.limit.concurrency,
+        in_use: l.in_use,
+        rate: l.limit.rate.map(|r| r.per_second),
+        burst: l.limit.rate.map(|r| r.burst),
+        tokens: l.tokens,
+        held: l.held,
+    });
+    LimitsDoc { limits: limits.collect() }
 }
 
 /// `stats`, one refresh of `stats --watch`. `dead` is null where the queue has no

@@ -169,6 +169,13 @@ fn metrics_hold_every_count_of_a_known_queue() {
         ("harel_transport_messages{queue=harel}".to_owned(), 8.0),
         ("harel_transport_dead_letters{queue=harel}".to_owned(), 1.0),
         ("harel_transport_expired_dead_letters{queue=harel}".to_owned(), 0.0),
+        // The limits: "leased" at most 1 at once, its one lease using it; "delayed" a rate
+        // whose bucket is full (nothing claimed); neither holds a group.
+        ("harel_transport_limit_capacity{queue=harel,routing_key=leased}".to_owned(), 1.0),
+        ("harel_transport_limit_in_use{queue=harel,routing_key=leased}".to_owned(), 1.0),
+        ("harel_transport_limit_tokens{queue=harel,routing_key=delayed}".to_owned(), console_queue::BURST),
+        ("harel_transport_limit_held{queue=harel,routing_key=delayed}".to_owned(), 0.0),
+        ("harel_transport_limit_held{queue=harel,routing_key=leased}".to_owned(), 0.0),
     ]);
     // (priority, ready, leased, parked, delayed): ready-a and the markup group; leased and
     // delayed; parked and overdue (whose lease lapsed, so it is ready). None is paused.
@@ -394,6 +401,7 @@ fn a_harel_09_queue_is_served_as_it_is() {
     let bearer = format!("Bearer {TOKEN}");
     let headers = [("Authorization", bearer.as_str()), ("Origin", origin.as_str()), ("Sec-Fetch-Site", "same-origin")];
     assert_eq!(serving.get("/api/pauses").json(), serde_json::json!({"pauses": []}));
+    assert_eq!(serving.get("/api/limits").json(), serde_json::json!({"limits": []}));
     let archive = serving.get("/api/archive?group=g0");
     assert_eq!((archive.status, archive.json()), (200, serde_json::json!({"archived": [], "next": null})));
     for (path, body) in [
@@ -401,6 +409,8 @@ fn a_harel_09_queue_is_served_as_it_is() {
         ("/api/dead/redrive", r#"{"all":true}"#),
         ("/api/pause", r#"{"group":"g0"}"#),
         ("/api/resume", r#"{"queue":true}"#),
+        ("/api/limits/set", r#"{"routing_key":"k","concurrency":1}"#),
+        ("/api/limits/remove", r#"{"routing_key":"k"}"#),
     ] {
         let answer = serving.post(path, &headers, body);
         let error = answer.json()["error"].as_str().unwrap().to_owned();
@@ -455,7 +465,13 @@ fn without_an_admin_token_the_console_only_looks() {
     let q = queue();
     let serving = Serving::start(&q.path, &[], &[]);
     let queue = r#"{"queue":true}"#;
-    let changes = [("/api/release", r#"{"group":"leased"}"#), ("/api/pause", queue), ("/api/resume", queue)];
+    let changes = [
+        ("/api/release", r#"{"group":"leased"}"#),
+        ("/api/pause", queue),
+        ("/api/resume", queue),
+        ("/api/limits/set", r#"{"routing_key":"a","concurrency":1}"#),
+        ("/api/limits/remove", r#"{"routing_key":"leased"}"#),
+    ];
     for (path, body) in changes {
         let answer = serving.post(path, &[("Authorization", "Bearer anything")], body);
         assert_eq!(answer.status, 403, "{path}");
@@ -463,6 +479,13 @@ fn without_an_admin_token_the_console_only_looks() {
         assert!(message.contains("HAREL_ADMIN_TOKEN") && message.contains("--admin-token-file"), "{message}");
     }
     assert_eq!(serving.get("/api/pauses").json(), serde_json::json!({"pauses": []}));
+    let keys: Vec<String> = serving.get("/api/limits").json()["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["routing_key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(keys, [console_queue::RATE_KEY, console_queue::CONCURRENCY_KEY], "a look, open; unchanged");
     assert_eq!(serving.get("/api/groups?state=leased").json()["groups"][0]["group_id"], "leased", "still held");
     assert!(serving.stop().contains("no admin token: looks only"));
 }
@@ -583,6 +606,162 @@ fn pause_and_resume_need_the_token_and_show_in_the_looks_and_metrics() {
     }
 }
 
+/// The limits of `/api/limits`, by routing key.
+fn limits(serving: &Serving) -> Vec<Value> {
+    serving.get("/api/limits").json()["limits"].as_array().expect("a limits list").clone()
+}
+
+/// Limits through the API: listed with their use (open, as `limit list --json` prints them),
+/// set and removed only with the admin token (each change audited, refused ones too), every
+/// bad body refused with 400 naming it; the gauges of /metrics follow a key that workers use:
+/// its capacity, the lease in use, the groups held, the tokens.
+#[test]
+fn limits_need_the_token_and_show_in_the_looks_and_metrics() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = queue();
+    let serving = Serving::start(&q.path, &[], &[("HAREL_ADMIN_TOKEN", TOKEN)]);
+    let origin = format!("http://{}", serving.address);
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", bearer.as_str()), ("Origin", origin.as_str()), ("Sec-Fetch-Site", "same-origin")];
+
+    // The fixture's two limits, by key, every field in this order.
+    let answer = serving.get("/api/limits");
+    assert_eq!((answer.status, answer.headers["content-type"].as_str()), (200, "application/json"));
+    let keys = ["routing_key", "concurrency", "in_use", "rate", "burst", "tokens", "held"];
+    let at: Vec<usize> = keys.iter().map(|k| answer.body.find(&format!("\"{k}\":")).expect(k)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "the fields in this order: {}", answer.body);
+    let fixture = serde_json::json!({"limits": [
+        {"routing_key": "delayed", "concurrency": null, "in_use": 0, "rate": console_queue::RATE,
+         "burst": console_queue::BURST, "tokens": console_queue::BURST, "held": 0},
+        {"routing_key": "leased", "concurrency": 1, "in_use": 1, "rate": null, "burst": null, "tokens": null,
+         "held": 0},
+    ]});
+    assert_eq!(answer.json(), fixture);
+    let wrong = serving.request("GET", "/api/limits", &[("Authorization", "Bearer nope")], "");
+    assert_eq!((wrong.status, wrong.json()), (200, fixture.clone()), "a look: open, a wrong token or not");
+
+    let set = r#"{"routing_key":"a","concurrency":1}"#;
+    let set_with = |body: &str| serving.post("/api/limits/set", &headers, body);
+    let remove_with = |body: &str| serving.post("/api/limits/remove", &headers, body);
+    let refused = [
+        (serving.post("/api/limits/set", &[], set), 401, "needs the admin token"),
+        (serving.post("/api/limits/set", &[("Authorization", "Bearer nope")], set), 403, "wrong admin token"),
+        (serving.post("/api/limits/remove", &[], r#"{"routing_key":"leased"}"#), 401, "needs the admin token"),
+        (
+            serving.post("/api/limits/set", &[("Authorization", &bearer), ("Origin", "http://evil.example")], set),
+            403,
+            "cross-site",
+        ),
+        (
+            serving.post("/api/limits/set", &[("Authorization", &bearer), ("Sec-Fetch-Site", "cross-site")], set),
+            403,
+            "cross-site",
+        ),
+        (serving.request("POST", "/api/limits/set", &[("Authorization", &bearer)], set), 415, "JSON body"),
+        (set_with("{}"), 400, "set-limit: expected {\"routing_key\""),
+        (set_with("not json"), 400, "set-limit: expected"),
+        (set_with(r#"{"routing_key":"a","limit":1}"#), 400, "unknown field `limit`"),
+        (set_with(r#"{"routing_key":"a","concurrency":-1}"#), 400, "set-limit: expected"),
+        (set_with(r#"{"routing_key":"a","concurrency":1.5}"#), 400, "set-limit: expected"),
+        (set_with(r#"{"routing_key":"a"}"#), 400, "neither a concurrency nor a rate"),
+        (set_with(r#"{"routing_key":"a","rate":1}"#), 400, "rate and burst go together"),
+        (set_with(r#"{"routing_key":"a","burst":1}"#), 400, "rate and burst go together"),
+        (set_with(r#"{"routing_key":"a","concurrency":0}"#), 400, "concurrency is 0; it must be 1..1000000"),
+        (set_with(r#"{"routing_key":"a","concurrency":1000001}"#), 400, "concurrency is 1000001"),
+        (set_with(r#"{"routing_key":"a","rate":0,"burst":1}"#), 400, "rate is 0; it must be a finite number > 0"),
+        (set_with(r#"{"routing_key":"a","rate":2000000,"burst":1}"#), 400, "rate is 2000000"),
+        (set_with(r#"{"routing_key":"a","rate":1,"burst":0.5}"#), 400, "burst is 0.5; it must be a finite number >= 1"),
+        (set_with(r#"{"routing_key":"","concurrency":1}"#), 400, "routing_key is empty"),
+        (remove_with("{}"), 400, "remove-limit: expected {\"routing_key\": \"...\"}"),
+        (remove_with(r#"{"routing_key":"a"}"#), 400, "routing key \"a\" has no limit to remove"),
+        (remove_with(r#"{"routing_key":""}"#), 400, "routing_key is empty"),
+    ];
+    let refusals = refused.len();
+    for (answer, status, says) in refused {
+        let error = answer.json()["error"].as_str().unwrap().to_owned();
+        assert_eq!((answer.status, error.contains(says)), (status, true), "{says}: {error}");
+    }
+    assert_eq!(serving.get("/api/limits").json(), fixture, "every refused change left the limits as they were");
+    assert_eq!(serving.post("/api/limits", &headers, set).status, 404, "the look takes no change");
+
+    // Set with the token, answered as `limit set --json` answers; then used by workers: one
+    // claim of "a" goes through, the next holds the key's other groups.
+    let answer = serving.post("/api/limits/set", &headers, set);
+    let done = serde_json::json!({"routing_key": "a", "concurrency": 1, "rate": null, "burst": null});
+    assert_eq!((answer.status, answer.json()), (200, done));
+    let t = Transport::open(&q.path, &Options::new()).unwrap();
+    t.publish("a-2", r#"{"n":"a2"}"#, 0, Some("a")).unwrap();
+    t.publish("a-3", r#"{"n":"a3"}"#, 0, Some("a")).unwrap();
+    let lease = t.claim("worker-a", 600.0, 0, &["a"]).unwrap().expect("one of a's groups");
+    assert!(t.claim("worker-a", 600.0, 0, &["a"]).unwrap().is_none(), "a has no room");
+    let a = &limits(&serving)[0];
+    assert_eq!(
+        *a,
+        serde_json::json!({"routing_key": "a", "concurrency": 1, "in_use": 1, "rate": null, "burst": null,
+                           "tokens": null, "held": 2})
+    );
+    let metrics = samples(&serving.get("/metrics").body);
+    let gauge = |metrics: &BTreeMap<String, f64>, name: &str, key: &str| {
+        metrics.get(&format!("harel_transport_limit_{name}{{queue=harel,routing_key={key}}}")).copied()
+    };
+    assert_eq!(
+        ["capacity", "in_use", "held", "tokens"].map(|name| gauge(&metrics, name, "a")),
+        [Some(1.0), Some(1.0), Some(2.0), None],
+        "no tokens without a rate limit"
+    );
+    let rate = r#"{"routing_key":"a","concurrency":2,"rate":0.01,"burst":3}"#;
+    let answer = serving.post("/api/limits/set", &headers, rate).json();
+    assert_eq!(answer, serde_json::json!({"routing_key": "a", "concurrency": 2, "rate": 0.01, "burst": 3.0}));
+    let next = t.claim("worker-a", 600.0, 0, &["a"]).unwrap().expect("room for a second lease");
+    assert_ne!(next.group_id, lease.group_id);
+    let metrics = samples(&serving.get("/metrics").body);
+    let [capacity, in_use, held, tokens] =
+        ["capacity", "in_use", "held", "tokens"].map(|name| gauge(&metrics, name, "a"));
+    assert_eq!((capacity, in_use, held), (Some(2.0), Some(2.0), Some(1.0)));
+    let tokens = tokens.expect("a rate limit: its tokens");
+    assert!((2.0..2.1).contains(&tokens), "a burst of 3, one taken: {tokens}");
+    assert_eq!(gauge(&metrics, "capacity", "delayed"), None, "no concurrency limit: no capacity");
+    assert_eq!(gauge(&metrics, "tokens", "delayed"), Some(console_queue::BURST));
+
+    // Removed: the held group is served at once; the key's series are gone.
+    let removed = serving.post("/api/limits/remove", &headers, r#"{"routing_key":"a"}"#);
+    assert_eq!((removed.status, removed.json()), (200, serde_json::json!({"routing_key": "a", "removed": true})));
+    t.claim("worker-a", 600.0, 0, &["a"]).unwrap().expect("the held group, served");
+    t.close();
+    assert_eq!(serving.get("/api/limits").json(), fixture);
+    let metrics = samples(&serving.get("/metrics").body);
+    assert!(!metrics.keys().any(|k| k.contains("routing_key=a}")), "{metrics:?}");
+
+    let err = serving.stop();
+    assert!(!err.contains(TOKEN), "the token is never written:\n{err}");
+    assert!(!err.contains("/metrics: "), "no read failed:\n{err}");
+    let audit: Vec<&str> = err.lines().filter(|l| l.contains(": audit ")).collect();
+    assert_eq!(audit.len(), refusals + 3, "one line per change asked for, refused ones too:\n{err}");
+    for (line, action, target, result) in [
+        (0, "set-limit", "-", "401 "),
+        (1, "set-limit", "-", "403 "),
+        (2, "remove-limit", "-", "401 "),
+        (5, "set-limit", "-", "415 "),
+        (6, "set-limit", "-", "400 "),
+        (11, "set-limit", "routing_key a", "400 "),
+        (12, "set-limit", "routing_key a", "400 "),
+        (19, "set-limit", "routing_key ", "400 "),
+        (20, "remove-limit", "-", "400 "),
+        (21, "remove-limit", "routing_key a", "400 "),
+        (
+            refusals,
+            "set-limit",
+            "routing_key a",
+            r#"200 {\"routing_key\":\"a\",\"concurrency\":1,\"rate\":null,\"burst\":null}"#,
+        ),
+        (refusals + 1, "set-limit", "routing_key a", "200 "),
+        (refusals + 2, "remove-limit", "routing_key a", r#"200 {\"routing_key\":\"a\",\"removed\":true}"#),
+    ] {
+        let want = format!("action={action} target={target:?} result=\"{result}");
+        assert!(audit[line].contains(&want), "audit line {line}: {}\nwants {want}", audit[line]);
+    }
+}
+
 #[test]
 fn the_token_file_is_read_and_a_missing_one_is_refused() {
     let _limit = harel_transport_testkit::time_limit();
@@ -633,6 +812,7 @@ fn the_page_and_its_answers_carry_the_security_headers() {
         ("/console.css", "text/css; charset=utf-8"),
         ("/api/stats", "application/json"),
         ("/api/archive", "application/json"),
+        ("/api/limits", "application/json"),
         ("/api/nothing", "application/json"),
     ] {
         let answer = serving.get(path);
@@ -643,6 +823,7 @@ fn the_page_and_its_answers_carry_the_security_headers() {
             (answer.headers["x-content-type-options"].as_str(), answer.headers["referrer-policy"].as_str()),
             ("nosniff", "no-referrer")
         );
+        assert_eq!(answer.headers["connection"], "close", "{path}");
     }
     assert_eq!(serving.get("/api/nothing").status, 404);
     assert_eq!(serving.get("/api/groups?state=stuck").status, 400);
@@ -656,6 +837,56 @@ fn the_page_and_its_answers_carry_the_security_headers() {
     let next = group["next"].as_str().unwrap();
     let second = serving.get(&format!("/api/groups?limit=1&cursor={next}")).json();
     assert_eq!(second["groups"][0]["group_id"], "delayed", "the next page, by the library's cursor");
+}
+
+/// Every answer says it ends its connection (`Connection: close`), even when the client
+/// would keep it, so a browser opens a connection a request and closes each: tiny_http's pool
+/// could leave one of several connections opened at once waiting while its threads served
+/// kept-alive ones, and a console request hung until a browser's idle connection closed,
+/// minutes later. Eight clients at once, none asking to close, each get their whole answer
+/// (its length as said, nothing after it); a HEAD gets the head alone.
+#[test]
+fn every_answer_ends_its_connection() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = queue();
+    let serving = Serving::start(&q.path, &[], &[]);
+    let paths =
+        ["/", "/console.js", "/api/stats", "/api/pauses", "/api/limits", "/api/dead", "/api/archive", "/metrics"];
+    let clients: Vec<_> = paths
+        .iter()
+        .map(|path| {
+            let mut stream = TcpStream::connect(&serving.address).unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let head = format!("GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: keep-alive\r\n\r\n", serving.address);
+            stream.write_all(head.as_bytes()).unwrap();
+            std::thread::spawn(move || {
+                // The head, then as many bytes as it says; a little more would show a second answer.
+                let mut raw = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let n = stream.read(&mut chunk).expect("an answer before the timeout");
+                    raw.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&raw);
+                    let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+                    let length = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).expect("a length");
+                    if body.len() >= length.parse::<usize>().unwrap() || n == 0 {
+                        return text.into_owned();
+                    }
+                }
+            })
+        })
+        .collect();
+    for (path, client) in paths.iter().zip(clients) {
+        let raw = client.join().unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        let closes = head.lines().any(|l| l == "Connection: close");
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n") && closes, "{path}: {head}");
+        let length = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap();
+        assert_eq!(length.parse::<usize>().unwrap(), body.len(), "{path}: the whole body, nothing after it");
+    }
+    let head = serving.request("HEAD", "/api/stats", &[], "");
+    assert_eq!((head.status, head.body.as_str()), (200, ""), "a HEAD has no body");
+    assert!(head.headers["content-length"].parse::<usize>().unwrap() > 0);
 }
 
 /// sqld killed while `serve` reads it: /metrics answers `harel_transport_up 0` and no

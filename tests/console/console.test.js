@@ -197,10 +197,94 @@ test("the archive shows the acked messages, as text, by group", async () => {
   assert.deepEqual(dialogs, []);
 });
 
+// The limits' rows as shown: each key and its cells (key, in use / concurrency, rate,
+// tokens / burst, held).
+const limitRows = () => page.$$eval("#limits tbody tr", (rows) =>
+  rows.map((r) => [...r.cells].slice(0, 5).map((c) => c.textContent)));
+const waitForLimits = (keys) => page.waitForFunction((want) =>
+  JSON.stringify([...document.querySelectorAll("#limits tbody tr")].map((r) => r.dataset.key)) === want,
+{ timeout: 10000 }, JSON.stringify(keys));
+// The limit form, filled as a person would (an empty field is a kind left off), then sent.
+async function setLimitInPage(fields) {
+  for (const kind of ["key", "concurrency", "rate", "burst"]) {
+    await page.$eval(`#limit-${kind}`, (input, v) => { input.value = v; }, String(fields[kind] ?? ""));
+  }
+  await page.click("#limit-form button[type=submit]");
+}
+// A row's button, found and clicked in one step (a refresh may replace the rows between two).
+const clickLimitButton = (key, className) => page.$$eval(`#limits tbody button.${className}`, (bs, k) =>
+  bs.find((b) => b.closest("tr").dataset.key === k).click(), key);
+const noticeSays = (pattern) => page.waitForFunction((p) =>
+  new RegExp(p).test(document.getElementById("notice").textContent), { timeout: 10000 }, pattern);
+
+test("the limits show each key's use against its limit, set and removed from the page", async () => {
+  // console_queue's: "leased" at most 1 at once, its lease using it; "delayed" 2 a second,
+  // burst 5, its bucket full.
+  const library = cli("limit", "list").limits;
+  assert.deepEqual(library.map((l) => [l.routing_key, l.concurrency, l.in_use, l.rate, l.burst, l.tokens, l.held]),
+    [["delayed", null, 0, 2, 5, 5, 0], ["leased", 1, 1, null, null, null, 0]]);
+  await waitForLimits(["delayed", "leased"]);
+  assert.deepEqual(await limitRows(), [["delayed", "-", "2/s", "5 / 5", "0"], ["leased", "1 / 1", "-", "-", "0"]]);
+  assert.equal(await page.$eval("#limits-none", (e) => e.hidden), true);
+
+  // Set from the form (the token is in the tab since the redrive): a new key, both kinds.
+  await setLimitInPage({ key: "a", concurrency: 2, rate: 0.5, burst: 4 });
+  await noticeSays("limited routing key a: concurrency 2, rate 0.5/s \\(burst 4\\)");
+  assert.equal(await page.$eval("#notice", (e) => e.className), "");
+  await waitForLimits(["a", "delayed", "leased"]);
+  assert.deepEqual((await limitRows())[0], ["a", "0 / 2", "0.5/s", "4 / 4", "0"]);
+  const a = cli("limit", "list").limits[0];
+  assert.deepEqual([a.routing_key, a.concurrency, a.rate, a.burst, a.tokens], ["a", 2, 0.5, 4, 4]);
+
+  // Edit fills the form with a key's limits; set anew, it replaces them.
+  await clickLimitButton("leased", "edit-limit");
+  const form = await page.$$eval("#limit-form input", (inputs) => inputs.map((i) => i.value));
+  assert.deepEqual(form, ["leased", "1", "", ""]);
+  await page.$eval("#limit-concurrency", (input) => { input.value = "3"; });
+  await page.click("#limit-form button[type=submit]");
+  await noticeSays("limited routing key leased: concurrency 3, no rate limit");
+  await page.waitForFunction(() =>
+    document.querySelector('#limits tbody tr[data-key="leased"]')?.cells[1].textContent === "1 / 3");
+  assert.equal(cli("limit", "list").limits.find((l) => l.routing_key === "leased").concurrency, 3);
+
+  // Bad input: the library's refusal, shown; nothing changed.
+  await setLimitInPage({ key: "a", concurrency: 0 });
+  await page.waitForFunction(() => document.getElementById("notice").className === "error");
+  assert.match(await text("#notice"), /concurrency is 0; it must be 1\.\.1000000/);
+  await setLimitInPage({ key: "a", rate: 1 });
+  await noticeSays("rate and burst go together");
+  assert.equal(cli("limit", "list").limits[0].concurrency, 2, "unchanged");
+
+  // A key of markup is shown as text.
+  await setLimitInPage({ key: "<i>key</i>", concurrency: 1 });
+  await waitForLimits(["<i>key</i>", "a", "delayed", "leased"]);
+  assert.equal(await page.$("main img, main script, main b, main i, main u"), null, "no element came from the data");
+
+  // Removed: the rows go; the library has the fixture's two again.
+  await clickLimitButton("<i>key</i>", "remove-limit");
+  await noticeSays("removed the limits of routing key <i>key</i>");
+  await clickLimitButton("a", "remove-limit");
+  await noticeSays("removed the limits of routing key a: its held groups are served again");
+  await waitForLimits(["delayed", "leased"]);
+  assert.deepEqual(cli("limit", "list").limits.map((l) => l.routing_key), ["delayed", "leased"]);
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  assert.deepEqual(dialogs, []);
+});
+
 test("each change left an audit line, without the token", () => {
   const audit = serveErr.split("\n").filter((l) => l.includes(": audit "));
-  assert.equal(audit.length, 2, serveErr);
+  assert.equal(audit.length, 2 + 7, serveErr);
   assert.match(audit[0], /action=redrive target="-" result="401 /);
   assert.match(audit[1], new RegExp(`action=redrive target="seqs \\[${deadSeq}\\]" result="200 `));
+  const limits = [
+    /action=set-limit target="routing_key a" result="200 /,
+    /action=set-limit target="routing_key leased" result="200 /,
+    /action=set-limit target="routing_key a" result="400 .*concurrency is 0/,
+    /action=set-limit target="routing_key a" result="400 .*rate and burst go together/,
+    /action=set-limit target="routing_key <i>key<\/i>" result="200 /,
+    /action=remove-limit target="routing_key <i>key<\/i>" result="200 /,
+    /action=remove-limit target="routing_key a" result="200 /,
+  ];
+  limits.forEach((pattern, i) => assert.match(audit[2 + i], pattern));
   assert.ok(!serveErr.includes(TOKEN));
 });

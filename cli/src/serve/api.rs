@@ -1,22 +1,25 @@
 //! The console's JSON API. Looks (GET) are open: `/api/stats`, `/api/groups`, `/api/peek`,
-//! `/api/dead`, `/api/archive`, `/api/pauses`, each the document `--json` prints for the
-//! same command.
+//! `/api/dead`, `/api/archive`, `/api/pauses`, `/api/limits`, each the document `--json`
+//! prints for the same command.
 //! Changes (POST) need the admin token (auth.rs): `/api/dead/redrive`, `/api/dead/purge` (a
 //! body of one of `{"seqs": [..]}`, `{"group": ".."}`, `{"all": true}`), `/api/release`
 //! (`{"group": ".."}`), `/api/pause` and `/api/resume` (one of `{"group": ".."}`,
-//! `{"routing_key": ".."}`, `{"queue": true}`); each writes one audit line on stderr,
+//! `{"routing_key": ".."}`, `{"queue": true}`), `/api/limits/set` (`{"routing_key": "..",
+//! "concurrency": N, "rate": R, "burst": B}`, a concurrency or a rate with its burst or both)
+//! and `/api/limits/remove` (`{"routing_key": ".."}`); each writes one audit line on stderr,
 //! refused ones too.
 
 use std::collections::HashMap;
 
-use harel_transport::{DeadLetters, Error, GroupState, PauseTarget, Transport, MAX_PAGE};
+use harel_transport::{DeadLetters, Error, GroupState, Limit, PauseTarget, Rate, Transport, MAX_PAGE};
 use serde::Deserialize;
 use tiny_http::Request;
 
 use super::http::{body, Reply};
 use super::Console;
 use crate::output::{
-    archive_json, dead_letters_json, pauses_json, DeadPurged, PauseDone, Redriven, Released, Resumed,
+    archive_json, dead_letters_json, limits_json, pauses_json, DeadPurged, LimitDone, LimitRemoved, PauseDone,
+    Redriven, Released, Resumed,
 };
 use crate::time;
 
@@ -54,6 +57,7 @@ pub fn look(console: &Console, path: &str, query: &HashMap<String, String>) -> O
             Err(bad) => Ok(bad),
         },
         "/api/pauses" => t.pauses().map(|p| Reply::json(200, &pauses_json(&p))),
+        "/api/limits" => t.limits().map(|l| Reply::json(200, &limits_json(&l))),
         _ => return None,
     };
     Some(reply.unwrap_or_else(|e| failed(&console.transport, &e)))
@@ -134,6 +138,24 @@ impl PauseBody {
     }
 }
 
+/// A routing key's limits to set: a concurrency, a rate with its burst, or both (the library
+/// refuses neither, and checks the numbers).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitBody {
+    routing_key: String,
+    concurrency: Option<u32>,
+    rate: Option<f64>,
+    burst: Option<f64>,
+}
+
+/// The routing key whose limits are removed.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitKeyBody {
+    routing_key: String,
+}
+
 /// A change at `path`, or None when there is none there.
 pub fn change(console: &Console, request: &mut Request, path: &str) -> Option<Reply> {
     let action = match path {
@@ -142,6 +164,8 @@ pub fn change(console: &Console, request: &mut Request, path: &str) -> Option<Re
         "/api/release" => "release",
         "/api/pause" => "pause",
         "/api/resume" => "resume",
+        "/api/limits/set" => "set-limit",
+        "/api/limits/remove" => "remove-limit",
         _ => return None,
     };
     let (target, reply) = match console.admin.admit(request).and_then(|()| body(request)) {
@@ -175,6 +199,12 @@ fn perform(console: &Console, action: &str, bytes: &[u8]) -> (String, Reply) {
     }
     if action == "pause" || action == "resume" {
         return pause_or_resume(t, action, bytes);
+    }
+    if action == "set-limit" {
+        return set_limit(t, bytes);
+    }
+    if action == "remove-limit" {
+        return remove_limit(t, bytes);
     }
     let which = match serde_json::from_slice::<Which>(bytes) {
         Ok(Which { all: true, group: None, seqs: None }) => DeadSelector::All,
@@ -212,6 +242,40 @@ fn pause_or_resume(t: &Transport, action: &str, bytes: &[u8]) -> (String, Reply)
         t.resume(target).map(|resumed| Reply::json(200, &Resumed { kind, name, resumed }))
     };
     (described, reply.unwrap_or_else(|e| failed(t, &e)))
+}
+
+/// `set-limit`: the body's limits on its routing key, as `limit set` sets them.
+fn set_limit(t: &Transport, bytes: &[u8]) -> (String, Reply) {
+    let expected = "set-limit: expected {\"routing_key\": \"...\", \"concurrency\": N, \"rate\": R, \"burst\": B} \
+                    (a concurrency, a rate with its burst, or both)";
+    let body = match serde_json::from_slice::<LimitBody>(bytes) {
+        Ok(body) => body,
+        Err(e) => return ("-".to_owned(), Reply::error(400, format!("{expected} ({e})"))),
+    };
+    let target = format!("routing_key {}", body.routing_key);
+    let rate = match (body.rate, body.burst) {
+        (Some(per_second), Some(burst)) => Some(Rate { per_second, burst }),
+        (None, None) => None,
+        _ => return (target, Reply::error(400, "set-limit: rate and burst go together: give both, or neither")),
+    };
+    let limit = Limit { concurrency: body.concurrency, rate };
+    let reply = match t.set_limit(&body.routing_key, limit) {
+        Ok(()) => Reply::json(200, &LimitDone::new(&body.routing_key, limit)),
+        Err(e) => failed(t, &e),
+    };
+    (target, reply)
+}
+
+/// `remove-limit`: the body's routing key's limits, as `limit remove` removes them.
+fn remove_limit(t: &Transport, bytes: &[u8]) -> (String, Reply) {
+    let Ok(LimitKeyBody { routing_key }) = serde_json::from_slice::<LimitKeyBody>(bytes) else {
+        return ("-".to_owned(), Reply::error(400, "remove-limit: expected {\"routing_key\": \"...\"}"));
+    };
+    let reply = match t.remove_limit(&routing_key) {
+        Ok(()) => Reply::json(200, &LimitRemoved { routing_key: &routing_key, removed: true }),
+        Err(e) => failed(t, &e),
+    };
+    (format!("routing_key {routing_key}"), reply)
 }
 
 /// `DeadLetters`, owning what it names.

@@ -2,11 +2,11 @@
 //! answers and errors, and what a request brings (its query, a header, a bounded body).
 
 use std::collections::HashMap;
-use std::io::{Cursor, Read};
+use std::io::{Read, Write};
 
 use percent_encoding::percent_decode_str;
 use serde::Serialize;
-use tiny_http::{Header, Request, Response};
+use tiny_http::{Method, Request, StatusCode};
 
 /// The largest body a change takes: its selector is a few seqs or one group id.
 const MAX_BODY: u64 = 64 * 1024;
@@ -55,13 +55,26 @@ impl Reply {
         format!("{} {}", self.status, String::from_utf8_lossy(&self.body))
     }
 
-    pub fn into_response(self) -> Response<Cursor<Vec<u8>>> {
-        let mut response = Response::from_data(self.body).with_status_code(self.status);
-        let content_type = ("Content-Type", self.content_type);
-        for (name, value) in SECURITY_HEADERS.iter().chain([&content_type]) {
-            response.add_header(Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header"));
+    /// Answers `request`, saying `Connection: close` so that the client ends the connection:
+    /// the head is written here since tiny_http's `Response` drops a `Connection` header.
+    /// tiny_http 0.12 serves each kept-alive connection on a thread of its pool for as long as
+    /// the client keeps it, and its pool can leave a connection that arrives among several at
+    /// once queued while every thread serves a kept-alive one: a browser opening connections
+    /// to load the console had a request wait until one of its idle connections closed,
+    /// minutes later. One connection a request costs a connect on loopback.
+    pub fn send(self, request: Request) -> std::io::Result<()> {
+        let head_only = *request.method() == Method::Head;
+        let mut head = format!("HTTP/1.1 {} {}\r\n", self.status, StatusCode(self.status).default_reason_phrase());
+        for (name, value) in SECURITY_HEADERS.iter().chain([&("Content-Type", self.content_type)]) {
+            head.push_str(&format!("{name}: {value}\r\n"));
         }
-        response
+        head.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n", self.body.len()));
+        let mut out = request.into_writer();
+        out.write_all(head.as_bytes())?;
+        if !head_only {
+            out.write_all(&self.body)?;
+        }
+        out.flush()
     }
 }
 

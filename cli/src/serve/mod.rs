@@ -72,14 +72,20 @@ fn answer(console: &Console, mut request: tiny_http::Request) {
     };
     let reply = reply.unwrap_or_else(|| Reply::error(404, format!("{path}: no such page")));
     // A client that went away before its answer is its own business.
-    let _ = request.respond(reply.into_response());
+    let _ = reply.send(request);
 }
 
+/// One scrape: the stats, then the limits; a failure of either is `harel_transport_up 0`.
 fn metrics(console: &Console) -> Option<Reply> {
-    let stats = console.transport.stats();
-    if let Err(e) = &stats {
-        eprintln!("{}: /metrics: {}", crate::NAME, crate::failed("stats", e));
+    let t = &console.transport;
+    let read = t
+        .stats()
+        .map_err(|e| crate::failed("stats", &e))
+        .and_then(|stats| t.limits().map(|limits| (stats, limits)).map_err(|e| crate::failed("limits", &e)));
+    if let Err(message) = &read {
+        eprintln!("{}: /metrics: {message}", crate::NAME);
     }
     let has_dead = !console.out.absent.iter().any(|a| a.ends_with("_dead"));
-    Some(metrics::exposition(&console.prefix, &stats, has_dead))
+    let read = read.as_ref().ok().map(|(stats, limits)| (stats, limits.as_slice()));
+    Some(metrics::exposition(&console.prefix, read, has_dead))
 }

@@ -15,10 +15,13 @@
 //! - archived: its two messages acked by "worker-archive" (the first after a nack, so its
 //!   attempts are 2; `<script>` in its event and markup in a header), so the group is gone and
 //!   the archive holds them, in order
+//! - limits: routing key "leased" at most 1 leased at once (its head's lease, taken after the
+//!   limit was set, uses it: 1 in use of 1); routing key "delayed" at most 2 leases a second,
+//!   burst 5 (nothing claimed: its bucket is full, 5 tokens)
 //!
 //! The transport that builds it has the archive on (`options`): its acks are kept.
 
-use harel_transport::{Delivery, Headers, Message, Options, Transport};
+use harel_transport::{Delivery, Headers, Limit, Message, Options, Rate, Transport};
 
 pub const MARKUP_GROUP: &str = r#"<img src=x onerror="window.__xss=1">"#;
 pub const SCRIPT_EVENT: &str = r#"{"html":"<script>window.__xss=1;alert(1)</script>"}"#;
@@ -35,6 +38,12 @@ pub const ARCHIVED_EVENTS: [&str; 2] = [r#"{"done":"<script>window.__xss=3;alert
 pub const ARCHIVED_HEADERS: [(&str, &str); 2] =
     [("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), ("x-html", "<u>under</u>")];
 pub const ARCHIVE_WORKER: &str = "worker-archive";
+/// The routing key limited to one lease at once (its one lease running), and the one with a
+/// rate limit of `RATE` a second and a burst of `BURST` (nothing claimed).
+pub const CONCURRENCY_KEY: &str = "leased";
+pub const RATE_KEY: &str = "delayed";
+pub const RATE: f64 = 2.0;
+pub const BURST: f64 = 5.0;
 /// How long the lease and the park last: longer than any test.
 pub const HELD: f64 = 600.0;
 /// The overdue group's lease: it has lapsed by the time `build` returns.
@@ -77,6 +86,8 @@ pub fn build(t: &Transport) -> i64 {
     t.ack(&done()).unwrap();
     t.ack(&done()).unwrap();
 
+    t.set_limit(CONCURRENCY_KEY, Limit { concurrency: Some(1), rate: None }).unwrap();
+    t.set_limit(RATE_KEY, Limit { concurrency: None, rate: Some(Rate { per_second: RATE, burst: BURST }) }).unwrap();
     let claim = |key: &str, visibility: f64| t.claim("worker-stuck", visibility, 0, &[key]).unwrap().expect(key);
     claim("leased", HELD);
     t.nack(&claim("parked", HELD), HELD).unwrap();

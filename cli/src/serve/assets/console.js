@@ -44,7 +44,7 @@ async function change(path, body, done) {
   }
   // The pauses first: the groups' pause and resume buttons follow them.
   await loadPauses();
-  await Promise.all([refreshStats(), groups.load(), dead.load()]);
+  await Promise.all([refreshStats(), loadLimits(), groups.load(), dead.load()]);
   show(...outcome);
 }
 
@@ -173,6 +173,61 @@ async function loadPauses() {
     $("pauses-none").hidden = page.pauses.length > 0;
   } catch (e) {
     show(`pauses: ${e.message}`, true);
+  }
+}
+
+// A bucket's tokens as the table shows them: at most two decimals ("3", "0.25").
+function amount(n) {
+  return n === null || n === undefined ? "-" : String(Number(n.toFixed(2)));
+}
+
+// A limit as the notices say it: its concurrency and its rate, each or "none".
+function limitText(l) {
+  const concurrency = l.concurrency === null ? "no concurrency limit" : `concurrency ${l.concurrency}`;
+  const rate = l.rate === null ? "no rate limit" : `rate ${l.rate}/s (burst ${l.burst})`;
+  return `${concurrency}, ${rate}`;
+}
+
+// The body of /api/limits/set: the key, and each kind the form was given.
+function setLimit(body) {
+  return change("/api/limits/set", body, (a) => `limited routing key ${a.routing_key}: ${limitText(a)}`);
+}
+
+function removeLimit(key) {
+  return change("/api/limits/remove", { routing_key: key }, (a) =>
+    `removed the limits of routing key ${a.routing_key}: its held groups are served again`);
+}
+
+// The limits in force, each key's use against its limit: leases in use of its concurrency,
+// tokens of its burst, its held groups. Read again with the stats.
+async function loadLimits() {
+  try {
+    const page = await look("/api/limits");
+    const table = document.querySelector("#limits table");
+    const body = table.querySelector("tbody");
+    body.replaceChildren();
+    for (const l of page.limits) {
+      const row = document.createElement("tr");
+      row.dataset.key = l.routing_key;
+      cell(row, l.routing_key, "key");
+      cell(row, l.concurrency === null ? null : `${l.in_use} / ${l.concurrency}`, "number in-use");
+      cell(row, l.rate === null ? null : `${l.rate}/s`, "number rate");
+      cell(row, l.rate === null ? null : `${amount(l.tokens)} / ${l.burst}`, "number tokens");
+      cell(row, l.held, "number held");
+      const actions = cell(row, "", "actions");
+      button(actions, "edit", () => {
+        $("limit-key").value = l.routing_key;
+        $("limit-concurrency").value = l.concurrency === null ? "" : String(l.concurrency);
+        $("limit-rate").value = l.rate === null ? "" : String(l.rate);
+        $("limit-burst").value = l.burst === null ? "" : String(l.burst);
+      }, "edit-limit");
+      button(actions, "remove", () => removeLimit(l.routing_key), "remove-limit");
+      body.appendChild(row);
+    }
+    table.hidden = page.limits.length === 0;
+    $("limits-none").hidden = page.limits.length > 0;
+  } catch (e) {
+    show(`limits: ${e.message}`, true);
   }
 }
 
@@ -339,6 +394,21 @@ function start() {
     }
     pause(kind, name);
   });
+  $("limit-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const key = $("limit-key").value;
+    if (key === "") {
+      show("limit: a routing key is needed", true);
+      return;
+    }
+    // The kinds given (a field left empty is off); the server checks the numbers.
+    const body = { routing_key: key };
+    for (const kind of ["concurrency", "rate", "burst"]) {
+      const value = $(`limit-${kind}`).value.trim();
+      if (value !== "") body[kind] = Number(value);
+    }
+    setLimit(body);
+  });
   $("groups-first").addEventListener("click", () => groups.first());
   $("dead-first").addEventListener("click", () => dead.first());
   $("archive-form").addEventListener("submit", (event) => {
@@ -348,10 +418,14 @@ function start() {
   });
   $("archive-first").addEventListener("click", () => archive.first());
   refreshStats();
+  loadLimits();
   loadPauses().then(() => groups.load());
   dead.load();
   archive.load();
-  setInterval(refreshStats, REFRESH_MS);
+  setInterval(() => {
+    refreshStats();
+    loadLimits();
+  }, REFRESH_MS);
 }
 
 start();
