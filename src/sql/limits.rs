@@ -19,7 +19,7 @@ use super::Bound;
 
 /// What a held group's turn is raised by: beyond any epoch-seconds turn of a group ready,
 /// leased or parked, and below a paused or set-aside group's (the end of year 9999).
-pub(crate) const HOLD: f64 = 1e10;
+pub(super) const HOLD: f64 = 1e10;
 
 /// Whether a group's turn `col` is held.
 fn is_held(col: &str) -> String {
