@@ -93,11 +93,12 @@ async fn check(backend: &mut Backend, sql: &mut Statements, archive: bool) -> Re
     let keys = sql.keys_table.as_str();
     let (lacks_keys, lacks_pauses) = (tables.contains(&keys), lacks_pauses(sql, &tables));
     let lacks_archive = tables.contains(&sql.archive_table.as_str());
+    let what = |t: &str| if sql.limit_triggers().contains(&t) { "trigger" } else { "table" };
     let optional = |t: &str| {
         t == keys || t == sql.pauses_table || sql.pause_triggers().contains(&t) || (t == sql.archive_table && !archive)
     };
     let mut missing: Vec<String> =
-        tables.iter().filter(|t| !optional(t)).map(|t| format!("the table {t}")).collect();
+        tables.iter().filter(|t| !optional(t)).map(|t| format!("the {} {t}", what(t))).collect();
     missing.extend(columns.iter().map(|(table, column)| format!("the column {table}.{column}")));
     if missing.is_empty() {
         sql.read_around(Lacks { keys: lacks_keys, pauses: lacks_pauses, archive: lacks_archive, ..sql.lacks() });

@@ -44,7 +44,7 @@ DIFFERENT: Dict[str, Tuple[str, str]] = {
     ),
     "test.unit.engine.test_schema::test_without_create_schema_it_runs_on_the_schema_a_migration_applied": (
         "harel's schema lacks what the queue needs: refused at open, naming it (schema_upgrade_sql adds it)",
-        "create_schema is off, and the table acme_wf_transport_dead, the column",
+        "create_schema is off, and the table acme_wf_transport_dead, the table acme_wf_transport_limits,",
     ),
     "test.unit.engine.test_schema::test_two_prefixes_share_one_sqlite_file": (
         "harel's SqliteStore and the transport on one file in one process: the hazard, refused at open",
