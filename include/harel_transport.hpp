@@ -1273,6 +1273,37 @@ class Archived {
   const harel_archived *raw_ = nullptr;
 };
 
+namespace detail {
+/// A forward iterator over an array the library handed out, each item read as a `View`
+/// (made from the C item when read: no reference to hold): a page's or a list's.
+template <class Raw, class View>
+class ViewIterator {
+ public:
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = View;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = View;
+  ViewIterator() noexcept = default;
+  explicit ViewIterator(const Raw *at) noexcept : at_(at) {}
+  View operator*() const noexcept { return View(*at_); }
+  ViewIterator &operator++() noexcept {
+    ++at_;
+    return *this;
+  }
+  ViewIterator operator++(int) noexcept {
+    ViewIterator was = *this;
+    ++at_;
+    return was;
+  }
+  bool operator==(const ViewIterator &other) const noexcept { return at_ == other.at_; }
+  bool operator!=(const ViewIterator &other) const noexcept { return at_ != other.at_; }
+
+ private:
+  const Raw *at_ = nullptr;
+};
+}  // namespace detail
+
 /// A page of the archive (Transport::archive, harel_transport_archive), owned: freed when
 /// destroyed. Move-only. Its messages in seq order, as Archived views living as long as the
 /// page: size(), operator[], and a range for `for`; next_cursor() for the next page (NULL on
@@ -1288,31 +1319,7 @@ class ArchivePage {
   using value_type = Archived;
 
   /// A forward iterator over the page's messages (each Archived made when read).
-  class iterator {
-   public:
-    using iterator_category = std::forward_iterator_tag;
-    using value_type = Archived;
-    using difference_type = std::ptrdiff_t;
-    using pointer = void;
-    using reference = Archived;
-    iterator() noexcept = default;
-    explicit iterator(const harel_archived *at) noexcept : at_(at) {}
-    Archived operator*() const noexcept { return Archived(*at_); }
-    iterator &operator++() noexcept {
-      ++at_;
-      return *this;
-    }
-    iterator operator++(int) noexcept {
-      iterator was = *this;
-      ++at_;
-      return was;
-    }
-    bool operator==(const iterator &other) const noexcept { return at_ == other.at_; }
-    bool operator!=(const iterator &other) const noexcept { return at_ != other.at_; }
-
-   private:
-    const harel_archived *at_ = nullptr;
-  };
+  using iterator = detail::ViewIterator<harel_archived, Archived>;
 
   /// Takes ownership of what harel_transport_archive handed out (NULL: an empty page).
   explicit ArchivePage(harel_archive_page *raw) noexcept : raw_(raw) {}
@@ -1429,31 +1436,7 @@ class LimitList {
   using value_type = LimitInfo;
 
   /// A forward iterator over the list's limits (each LimitInfo made when read).
-  class iterator {
-   public:
-    using iterator_category = std::forward_iterator_tag;
-    using value_type = LimitInfo;
-    using difference_type = std::ptrdiff_t;
-    using pointer = void;
-    using reference = LimitInfo;
-    iterator() noexcept = default;
-    explicit iterator(const harel_limit_info *at) noexcept : at_(at) {}
-    LimitInfo operator*() const noexcept { return LimitInfo(*at_); }
-    iterator &operator++() noexcept {
-      ++at_;
-      return *this;
-    }
-    iterator operator++(int) noexcept {
-      iterator was = *this;
-      ++at_;
-      return was;
-    }
-    bool operator==(const iterator &other) const noexcept { return at_ == other.at_; }
-    bool operator!=(const iterator &other) const noexcept { return at_ != other.at_; }
-
-   private:
-    const harel_limit_info *at_ = nullptr;
-  };
+  using iterator = detail::ViewIterator<harel_limit_info, LimitInfo>;
 
   /// Takes ownership of what harel_transport_limits handed out (NULL: an empty list).
   explicit LimitList(harel_limit_list *raw) noexcept : raw_(raw) {}
