@@ -51,6 +51,14 @@ func (strs *cStrings) pageArgs(cursor string, limit int) (*C.char, C.size_t, err
 	return c, C.size_t(limit), err
 }
 
+// optionalGroup is a listing's group id, "" being NULL: every group's.
+func (strs *cStrings) optionalGroup(groupID string) (*C.char, error) {
+	if groupID == "" {
+		return nil, nil
+	}
+	return strs.add("group_id", groupID)
+}
+
 func (t cTransport) stats() (*Stats, error) {
 	var out *C.harel_stats
 	var cerr *C.harel_error
@@ -163,12 +171,9 @@ func (t cTransport) peek(groupID, cursor string, limit int) (*MessagePage, error
 func (t cTransport) deadLetters(groupID, cursor string, limit int) (*DeadLetterPage, error) {
 	var strs cStrings
 	defer strs.free()
-	var g *C.char
-	if groupID != "" {
-		var err error
-		if g, err = strs.add("group_id", groupID); err != nil {
-			return nil, err
-		}
+	g, err := strs.optionalGroup(groupID)
+	if err != nil {
+		return nil, err
 	}
 	c, lim, err := strs.pageArgs(cursor, limit)
 	if err != nil {
@@ -203,12 +208,9 @@ func (t cTransport) deadLetters(groupID, cursor string, limit int) (*DeadLetterP
 func (t cTransport) archive(groupID, cursor string, limit int) (*ArchivePage, error) {
 	var strs cStrings
 	defer strs.free()
-	var g *C.char
-	if groupID != "" {
-		var err error
-		if g, err = strs.add("group_id", groupID); err != nil {
-			return nil, err
-		}
+	g, err := strs.optionalGroup(groupID)
+	if err != nil {
+		return nil, err
 	}
 	c, lim, err := strs.pageArgs(cursor, limit)
 	if err != nil {
