@@ -14,6 +14,8 @@
 //! - claim+ack with the archive on, against the same with it off (target <= 1.3x): with a
 //!   day's retention (every ack copies, none prunes) and with one so short that every ack
 //!   prunes what the acks before it archived (the steady state of a long-lived archive);
+//! - a claim by a transport with a retry policy (each lease draws its backoff), against the
+//!   same claim without one (target <= 1.2x);
 //! - a claim of groups whose keys are among 100 limited keys (room to spare: the limits are
 //!   read and taken), against the same claim with no limits (target <= 1.3x);
 //! - a claim with 1,000 groups of a key at its limit standing before the free ones (held
@@ -27,7 +29,9 @@ use std::time::{Duration, Instant};
 mod pairs;
 use pairs::{header, pair, places, row};
 
-use harel_transport::{Delivery, Limit, Message, Options, PauseTarget, Rate, Transport, Unique, UniqueMode};
+use harel_transport::{
+    Delivery, Jitter, Limit, Message, Options, PauseTarget, Rate, Retry, Transport, Unique, UniqueMode,
+};
 use harel_transport_testkit::sqld::Sqld;
 
 /// Each publish's own event: a replace writes what it carries.
@@ -232,6 +236,13 @@ fn main() {
         let key = |i: usize| Some(format!("k{}", i % 100));
         let keyed = pair(place.n, |n| claims_keyed(&yardstick, n, key), |n| claims_keyed(&limited, n, key));
         row(place.name, "claim, 100 limited keys defined / no limits", keyed, 1.3);
+        let yardstick = open();
+        let mut options = Options::new();
+        let policy = Retry { base: 1.0, factor: 2.0, cap: 60.0, jitter: Jitter::Full };
+        options.prefix(&format!("q{p}_retry")).unwrap().retry(Some(policy)).unwrap();
+        let retrying = Transport::open(&(place.url)("retry"), &options).unwrap();
+        let drawn = pair(place.n, |n| claims(&yardstick, n), |n| claims(&retrying, n));
+        row(place.name, "claim, drawing a backoff (retry policy) / none", drawn, 1.2);
         let (yardstick, crowded) = (open(), open());
         let first = beside_a_full_key(&crowded);
         let beside = pair(place.n, |n| claims(&yardstick, n), |n| claims(&crowded, n));

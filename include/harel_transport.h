@@ -109,6 +109,16 @@
 #define HAREL_MAX_DELAY 315360000.0
 
 /**
+ * The shortest first backoff of a retry policy, seconds.
+ */
+#define HAREL_MIN_RETRY_BASE 0.001
+
+/**
+ * The largest growth factor of a retry policy.
+ */
+#define HAREL_MAX_RETRY_FACTOR 16.0
+
+/**
  * What a call did. `HAREL_OK` is 0, "nothing to do" is positive, every error is
  * negative; after an error the call's `*err` (see harel_error) and `harel_last_error()`
  * say what went wrong.
@@ -245,6 +255,25 @@ typedef enum harel_published {
    */
   HAREL_PUBLISHED_REPLACED = 2,
 } harel_published;
+
+/**
+ * How a retry policy spreads its backoff `d` (docs/queue.md, "Retries"). Full is 0, so a
+ * zeroed field spreads as the library does by default.
+ */
+typedef enum harel_jitter {
+  /**
+   * Uniform in [0, d): the widest spread.
+   */
+  HAREL_JITTER_FULL = 0,
+  /**
+   * Uniform in [d/2, d): never less than half.
+   */
+  HAREL_JITTER_EQUAL = 1,
+  /**
+   * `d` exactly.
+   */
+  HAREL_JITTER_NONE = 2,
+} harel_jitter;
 
 /**
  * Ends the waits of the calls it is passed to (opaque). Made by `harel_cancel_new`, fired
@@ -596,6 +625,17 @@ typedef struct harel_stats {
    * `expires_at`; reason "expired"). Added after 0.4.0, at the end.
    */
   uint64_t expired;
+  /**
+   * Groups a limit holds: their routing key had no room when a claim met them
+   * (docs/queue.md, "Limits"). Added after 0.4.0, at the end.
+   */
+  uint64_t held;
+  /**
+   * Groups whose head's lease lapsed and waits its retry policy's backoff (docs/queue.md,
+   * "Retries"). Added after 0.4.0, at the end. `ready`, `leased`, `parked`, `delayed`,
+   * `paused`, `held` and `retrying` add up to `groups`.
+   */
+  uint64_t retrying;
 } harel_stats;
 
 /**
@@ -694,6 +734,13 @@ typedef struct harel_message_page {
    * `harel_message_info`, an array item, keeps its size).
    */
   const struct harel_headers *headers;
+  /**
+   * `n_messages` backoffs: `retry_delays[i]` is the one `messages[i]`'s last claim drew
+   * under a retry policy (harel_options_set_retry), seconds, which its nack with delay 0
+   * or its lapsed lease waits; -1 when none (no policy, or never claimed). Added after
+   * 0.4.0, at the end.
+   */
+  const double *retry_delays;
 } harel_message_page;
 
 /**
@@ -947,6 +994,16 @@ typedef struct harel_delivery {
    * be after now and after the message is due.
    */
   double expires_at;
+  /**
+   * A retry policy of its own, in place of the queue's (harel_options_set_retry, whose
+   * rules these follow): `retry_base` 0 means none; otherwise the first backoff in
+   * seconds, `retry_factor` its growth (1..16; 0 reads as 2), `retry_cap` the longest
+   * (0 reads as an hour, or the base if longer), `retry_jitter` a harel_jitter.
+   */
+  double retry_base;
+  double retry_factor;
+  double retry_cap;
+  int32_t retry_jitter;
 } harel_delivery;
 
 /**
@@ -1805,6 +1862,28 @@ enum harel_status harel_options_set_key_retention(struct harel_options *o,
 enum harel_status harel_options_set_archive(struct harel_options *o,
                                             double retention_seconds,
                                             struct harel_error **err);
+
+/**
+ * The queue's retry policy (docs/queue.md, "Retries"): a message whose claim ends in a nack
+ * with delay 0 or in a lease that lapses waits `min(cap, base * factor^(n-1))` seconds
+ * after its claim number n ends, spread by `jitter` (a harel_jitter), before its next
+ * delivery; a message published with a policy of its own (harel_delivery's retry fields)
+ * follows that one. Each claim draws its backoff, which harel_transport_peek shows
+ * (`retry_delays`); every claim still counts toward max_attempts. The claims of transports
+ * opened with these options apply it. `base` 0 removes the policy (the default: a nack
+ * with delay 0 frees the message at once, a lapsed lease is claimable at its end);
+ * otherwise 0.001..HAREL_MAX_DELAY seconds. `factor` 1..16 (0: 2); `cap` base..
+ * HAREL_MAX_DELAY seconds (0: an hour, or base if longer).
+ *
+ * Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, a value not finite or out of its range,
+ * naming it: "retry.factor is 20; ...", or an unknown jitter).
+ */
+enum harel_status harel_options_set_retry(struct harel_options *o,
+                                          double base,
+                                          double factor,
+                                          double cap,
+                                          int32_t jitter,
+                                          struct harel_error **err);
 
 /**
  * The function every call that writes or looks asks for "now" (a publish stamps its

@@ -27,6 +27,8 @@ use crate::waiting::wait::Wait;
 pub struct AsyncTransport {
     router: Router,
     max_attempts: u32,
+    /// The options' retry policy as its claims bind it (sql/retry.rs).
+    retry: Option<String>,
     meters: Arc<Meters>,
     /// What the shards lack of the schema, each named with its shard when there are several.
     absent: Vec<String>,
@@ -70,7 +72,20 @@ impl AsyncTransport {
                 .collect(),
         };
         let telemetry = Telemetry::of(each[0].tracing.as_ref(), &each[0].prefix);
-        Ok(AsyncTransport { router, max_attempts: each[0].max_attempts, meters, absent, telemetry })
+        let (max_attempts, retry) = (each[0].max_attempts, each[0].retry.as_ref().map(crate::sql::stored_retry));
+        Ok(AsyncTransport { router, max_attempts, retry, meters, absent, telemetry })
+    }
+
+    /// A claim checked, under this transport's rules: `max_attempts` and the retry policy.
+    fn claim_request<'a>(
+        &'a self,
+        worker_id: &'a str,
+        visibility: f64,
+        min_priority: i32,
+        routing_keys: &'a [&'a str],
+    ) -> Result<Claim<'a>> {
+        let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
+        Ok(claim.with_retry(self.retry.as_deref()))
     }
 
     /// Runs `call`, the operation `name` on a checked request: timed as `operation` (if
@@ -245,7 +260,7 @@ impl AsyncTransport {
         routing_keys: &[&str],
         wait: &Wait,
     ) -> Result<Option<Lease>> {
-        let request = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
+        let request = self.claim_request(worker_id, visibility, min_priority, routing_keys)?;
         Ok(self.claimed(&request, wait, "claim").await?.into_iter().next())
     }
 
@@ -263,7 +278,7 @@ impl AsyncTransport {
         max: usize,
         wait: &Wait,
     ) -> Result<Vec<Lease>> {
-        let request = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
+        let request = self.claim_request(worker_id, visibility, min_priority, routing_keys)?.up_to(max)?;
         self.claimed(&request, wait, "claim_many").await
     }
 
@@ -296,7 +311,7 @@ impl AsyncTransport {
         routing_keys: &[&str],
     ) -> Result<Option<Lease>> {
         let finish = Finish::new(lease)?;
-        let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?;
+        let claim = self.claim_request(worker_id, visibility, min_priority, routing_keys)?;
         let fused = self.router.ack_and_claim(finish, &claim);
         let next = self.call(Some(Operation::AckAndClaim), "ack_and_claim", fused).await;
         self.telemetry.finished(lease, Outcome::Acked, &next.as_ref().map(drop).map_err(Error::clone));
@@ -320,7 +335,7 @@ impl AsyncTransport {
         max: usize,
     ) -> Result<(Vec<Result<()>>, Vec<Lease>)> {
         let finish = FinishMany::new(leases)?;
-        let claim = Claim::new(worker_id, visibility, min_priority, routing_keys, self.max_attempts)?.up_to(max)?;
+        let claim = self.claim_request(worker_id, visibility, min_priority, routing_keys)?.up_to(max)?;
         let fused = self.router.ack_and_claim_many(&finish, &claim);
         let (acked, next) = self.call(Some(Operation::AckAndClaim), "ack_and_claim_many", fused).await?;
         for (lease, outcome) in leases.iter().zip(&acked) {

@@ -45,10 +45,14 @@ pub use trace_context::{TraceParent, TraceState, TRACEPARENT, TRACESTATE};
 pub use transaction::{AsyncTx, Tx};
 pub use transport::Transport;
 pub use types::{
-    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Lease, Limit, LimitInfo, Message, MessageInfo,
-    Page, Pause, PauseKind, PauseTarget, PriorityStats, Published, Rate, Stats, Unique, UniqueMode, MAX_PAGE,
+    Archived, DeadLetter, DeadLetters, Delivery, GroupInfo, GroupState, Jitter, Lease, Limit, LimitInfo, Message,
+    MessageInfo, Page, Pause, PauseKind, PauseTarget, PriorityStats, Published, Rate, Retry, Stats, Unique, UniqueMode,
+    MAX_PAGE,
 };
-pub use validate::{DELAYED, MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, MISPLACED, PARKED};
+pub use validate::{
+    DELAYED, MAX_CLAIM, MAX_DELAY, MAX_KEY_LEN, MAX_PREFIX_LEN, MAX_PRIORITY, MAX_RETRY_FACTOR, MIN_RETRY_BASE,
+    MISPLACED, PARKED,
+};
 pub use request::MAX_LIMIT;
 pub use waiting::wait::{Cancel, Wait};
 pub use shards::{shard_of, Watch, MAX_SHARDS};

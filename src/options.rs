@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
+use crate::types::Retry;
 use crate::validate;
 
 /// "Now" as epoch seconds. Injected so tests move time instead of sleeping.
@@ -48,6 +49,8 @@ pub struct Options {
     pub(crate) key_retention: f64,
     /// How long an acked message is kept in the archive, in seconds; None: not archived.
     pub(crate) archive: Option<f64>,
+    /// The queue's retry policy, applied by this transport's claims; None: none.
+    pub(crate) retry: Option<Retry>,
     /// Whether open refuses a file this process holds a lock on that no transport of ours
     /// holds (other_sqlite.rs). Set by the C ABI only: in a Rust program the `libsql`
     /// crate shares this library's SQLite, whose own connections are no hazard.
@@ -72,6 +75,7 @@ impl Default for Options {
             max_attempts: 0,
             key_retention: DEFAULT_KEY_RETENTION,
             archive: None,
+            retry: None,
             refuse_other_sqlite: false,
             tracing: None,
         }
@@ -92,6 +96,7 @@ impl fmt::Debug for Options {
             .field("synchronous", &self.synchronous)
             .field("max_attempts", &self.max_attempts)
             .field("archive", &self.archive)
+            .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
 }
@@ -211,6 +216,21 @@ impl Options {
     /// than the retention. Off by default: an ack deletes, and the table is left as it is.
     pub fn archive(&mut self, retention_seconds: f64) -> Result<&mut Self> {
         self.archive = Some(validate::retention("archive_retention", retention_seconds)?);
+        Ok(self)
+    }
+
+    /// The queue's retry policy (docs/queue.md, "Retries"): a message whose claim ends in a
+    /// nack without a delay, or in a lease that lapses, waits the policy's backoff before
+    /// its next delivery. A message published with its own policy (`Delivery::retry`)
+    /// follows that one. Applied by this transport's claims, which draw each claim's
+    /// backoff; every claim still counts toward `max_attempts`. None (the default): a
+    /// nack without a delay frees the message at once, and a lapsed lease is claimable
+    /// at its end.
+    pub fn retry(&mut self, policy: Option<Retry>) -> Result<&mut Self> {
+        if let Some(r) = &policy {
+            validate::retry("retry", r)?;
+        }
+        self.retry = policy;
         Ok(self)
     }
 

@@ -124,6 +124,8 @@ pub struct Claim<'a> {
     pub routing_keys: &'a [&'a str],
     pub max_attempts: u32,
     pub max: usize,
+    /// The claiming transport's retry policy (`sql::stored_retry`), or None.
+    pub retry: Option<&'a str>,
 }
 
 impl<'a> Claim<'a> {
@@ -137,7 +139,13 @@ impl<'a> Claim<'a> {
         validate::worker_id(worker_id)?;
         validate::positive_seconds("visibility", visibility)?;
         Filter::new(min_priority, routing_keys)?;
-        Ok(Claim { worker_id, visibility, min_priority, routing_keys, max_attempts, max: 1 })
+        Ok(Claim { worker_id, visibility, min_priority, routing_keys, max_attempts, max: 1, retry: None })
+    }
+
+    /// The same claim drawing backoffs under `retry` (a policy as `sql::stored_retry`
+    /// writes it, already checked) where a message has no policy of its own.
+    pub fn with_retry(self, retry: Option<&'a str>) -> Claim<'a> {
+        Claim { retry, ..self }
     }
 
     /// The same claim for up to `max` leases (1..=MAX_CLAIM).

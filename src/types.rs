@@ -66,6 +66,36 @@ pub struct Delivery<'a> {
     /// An instant (epoch seconds, the transport's clock) at which it expires; with `ttl`,
     /// the earlier of the two.
     pub expires_at: Option<f64>,
+    /// Its own retry policy, in place of the queue's (`Options::retry`); None: the queue's.
+    pub retry: Option<Retry>,
+}
+
+/// How long a message that failed waits before its next delivery (docs/queue.md,
+/// "Retries"): after its claim number n ends in a nack without a delay or in a lapsed
+/// lease, `min(cap, base * factor^(n-1))` seconds, jittered. Drawn at the claim, so the
+/// message shows it while it is held (`MessageInfo::retry_delay`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retry {
+    /// The first backoff, seconds: 0.001..=`MAX_DELAY`.
+    pub base: f64,
+    /// Each next one's growth: 1 (constant) ..= 16.
+    pub factor: f64,
+    /// The longest, seconds: base..=`MAX_DELAY`.
+    pub cap: f64,
+    pub jitter: Jitter,
+}
+
+/// How a backoff `d` is spread, so that the workers of messages that failed together do not
+/// come back together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Jitter {
+    /// `d` exactly.
+    None,
+    /// Uniform in [0, d): the widest spread.
+    #[default]
+    Full,
+    /// Uniform in [d/2, d): never less than half.
+    Equal,
 }
 
 /// A unique key (1..256 bytes) and what a publish does when a message with it is pending
@@ -143,6 +173,12 @@ pub struct Stats {
     /// Groups a pause names (`Transport::pause`); they are in none of ready, leased,
     /// parked and delayed.
     pub paused: u64,
+    /// Groups a limit holds (docs/queue.md, "Limits"): their routing key had no room when a
+    /// claim met them; they are in none of the counts above.
+    pub held: u64,
+    /// Groups whose head's lease lapsed and waits the backoff of a retry policy before its
+    /// next claim (docs/queue.md, "Retries"); in none of the counts above.
+    pub retrying: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +190,8 @@ pub struct PriorityStats {
     pub parked: u64,
     pub delayed: u64,
     pub paused: u64,
+    pub held: u64,
+    pub retrying: u64,
 }
 
 /// Where a group stands, from its head (oldest message): only a head is ever leased.
@@ -215,6 +253,9 @@ pub struct MessageInfo {
     /// When it was published (None: its writer does not stamp the time).
     pub published_at: Option<f64>,
     pub headers: Headers,
+    /// The backoff its last claim drew (`Retry`): how long it waits after that claim's
+    /// nack without a delay or after its lease's end. None: no policy, or never claimed.
+    pub retry_delay: Option<f64>,
 }
 
 /// A message moved out of its group because it kept failing.

@@ -84,6 +84,31 @@ pub fn retention(name: &str, seconds: f64) -> Result<f64> {
     Ok(seconds)
 }
 
+/// The shortest first backoff of a retry policy, seconds.
+pub const MIN_RETRY_BASE: f64 = 0.001;
+/// The largest growth factor of a retry policy.
+pub const MAX_RETRY_FACTOR: f64 = 16.0;
+
+/// A retry policy; `name` names it ("retry", "messages[3].retry").
+pub fn retry(name: &str, r: &crate::types::Retry) -> Result<()> {
+    if !r.base.is_finite() || !(MIN_RETRY_BASE..=MAX_DELAY).contains(&r.base) {
+        return Err(arg(format!(
+            "{name}.base is {}; it must be finite seconds, {MIN_RETRY_BASE}..{MAX_DELAY} (ten years)",
+            r.base
+        )));
+    }
+    if !r.factor.is_finite() || !(1.0..=MAX_RETRY_FACTOR).contains(&r.factor) {
+        return Err(arg(format!("{name}.factor is {}; it must be finite, 1..{MAX_RETRY_FACTOR}", r.factor)));
+    }
+    if !r.cap.is_finite() || r.cap < r.base || r.cap > MAX_DELAY {
+        return Err(arg(format!(
+            "{name}.cap is {}; it must be finite seconds, from base ({}) to {MAX_DELAY} (ten years)",
+            r.cap, r.base
+        )));
+    }
+    Ok(())
+}
+
 /// Seconds that must be finite and >= 0 (`delay`, `busy_timeout`).
 pub fn non_negative_seconds(name: &str, value: f64) -> Result<()> {
     if !value.is_finite() || value < 0.0 {
@@ -167,6 +192,9 @@ pub fn delivery(at: &str, d: &crate::types::Delivery<'_>) -> Result<()> {
         if !t.is_finite() || t < 0.0 {
             return Err(arg(format!("{at}expires_at is {t}; it must be finite epoch seconds >= 0")));
         }
+    }
+    if let Some(r) = &d.retry {
+        retry(&format!("{at}retry"), r)?;
     }
     d.unique.map_or(Ok(()), |u| unique(at, d.key.is_some(), &u))
 }

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use common::{file, temp_db, Raw, TestClock};
-use harel_transport::{Error, Lease, PauseTarget, Transport};
+use harel_transport::{Error, Jitter, Lease, Limit, PauseTarget, Retry, Transport};
 use serde_json::{json, Value};
 
 const V: f64 = 30.0;
@@ -481,6 +481,54 @@ fn harel_works_beside_our_archive() {
         assert_eq!(seen, [("theirs", "rust", None)], "{kind}: only our ack archived");
         assert_eq!((archived[0].claimed_at, archived[0].acked_at), (Some(1000.0), 1001.0), "{kind}");
         assert_eq!(t.stats().unwrap().messages, 0, "{kind}: harel's ack deleted ours");
+    }
+}
+
+/// Limits and retries are ours alone (docs/queue.md, "Limits", "Retries"), and harel 0.9
+/// keeps working beside them: its claims take a key's messages whatever its limit (a group
+/// our claims hold included) and a lapsed lease's message before its backoff, since they
+/// read neither the limits nor the groups' turns; a nack's park for the backoff is a lock
+/// on the message, which harel respects.
+#[test]
+fn harel_works_beside_our_limits_and_retries() {
+    let _limit = common::time_limit();
+    let Some(python) = harel_python("harel_works_beside_our_limits_and_retries") else {
+        return;
+    };
+    for kind in ["sqlite", "libsql"] {
+        let (_dir, path) = temp_db();
+        let clock = TestClock::at(1000.0);
+        let mut options = clock.options();
+        options.retry(Some(Retry { base: 50.0, factor: 1.0, cap: 50.0, jitter: Jitter::None })).unwrap();
+        let t = Transport::open(&path, &options).unwrap();
+        t.set_limit("k", Limit { concurrency: Some(1), rate: None }).unwrap();
+        for group in ["a", "b"] {
+            t.publish(group, &harel_event(&format!("{group}0"), 0), 0, Some("k")).unwrap();
+        }
+        let ours = claim_ok(&t, "rust").expect("a, in the limit's one slot");
+        assert!(claim_ok(&t, "rust").is_none(), "{kind}: b is held, the key at its limit");
+        let mut py = Peer::open(&python, kind, &path, 1000.0);
+        let (seq, group, _) = py.claim(V).expect("harel takes the held group: it knows no limits");
+        assert_eq!(group, "b", "{kind}");
+        py.ack(seq, &group);
+        t.nack(&ours, 0.0).unwrap();
+        assert!(py.claim(V).is_none(), "{kind}: the park for the backoff is a lock harel respects");
+        py.clock(1050.5);
+        let (seq, group, _) = py.claim(V).expect("a, once its park ended");
+        assert_eq!(group, "a", "{kind}");
+        py.ack(seq, &group);
+        t.publish("c", &harel_event("c0", 0), 0, None).unwrap();
+        clock.advance(60.0);
+        t.claim("rust", 5.0, 0, &[]).unwrap().expect("c, then its lease lapses");
+        assert!(claim_ok(&t, "rust").is_none());
+        py.clock(1070.0);
+        let (seq, group, _) = py.claim(V).expect("harel takes a lapsed lease's message before our backoff");
+        assert_eq!(group, "c", "{kind}");
+        py.ack(seq, &group);
+        clock.advance(60.0);
+        assert!(claim_ok(&t, "rust").is_none(), "{kind}: all acked");
+        assert_eq!(t.stats().unwrap().messages, 0, "{kind}");
+        assert_eq!(t.limits().unwrap()[0].in_use, 0, "{kind}: our slot ended with our nack");
     }
 }
 

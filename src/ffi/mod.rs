@@ -72,7 +72,7 @@ mod watch;
 pub use admin::*;
 pub use archive::*;
 pub use claim::*;
-pub use delivery::{harel_delivery, harel_published, harel_unique_mode};
+pub use delivery::{harel_delivery, harel_jitter, harel_published, harel_unique_mode};
 pub use error::{harel_error, harel_error_free, harel_error_message, harel_error_status, harel_last_error};
 pub use finish::*;
 pub use handle::harel_transport;

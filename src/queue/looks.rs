@@ -62,14 +62,17 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
         .map(|row| {
             let (groups, leased, parked, delayed, paused) =
                 (count(row.get(1)), count(row.get(2)), count(row.get(3)), count(row.get(4)), count(row.get(5)));
+            let (held, retrying) = (count(row.get(6)), count(row.get(7)));
             PriorityStats {
                 priority: int(row.get(0)).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
                 groups,
-                ready: groups.saturating_sub(leased + parked + delayed + paused),
+                ready: groups.saturating_sub(leased + parked + delayed + paused + held + retrying),
                 leased,
                 parked,
                 delayed,
                 paused,
+                held,
+                retrying,
             }
         })
         .collect();
@@ -85,6 +88,8 @@ pub async fn stats(backend: &mut Backend, sql: &Statements, now: f64) -> Result<
         parked: sum(|p| p.parked),
         delayed: sum(|p| p.delayed),
         paused: sum(|p| p.paused),
+        held: sum(|p| p.held),
+        retrying: sum(|p| p.retrying),
         next_due_at,
         dead,
         expired,
@@ -163,6 +168,7 @@ pub async fn peek(
         lock_expiry: real(row.get(4)),
         published_at: real(row.get(5)),
         headers: headers(row.get(6)),
+        retry_delay: real(row.get(7)),
     });
     Ok(page(messages.collect(), page_request.limit, 'm', |m| m.seq.to_be_bytes().to_vec()))
 }

@@ -69,6 +69,7 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
         pauses: lacks_pauses(sql, &tables),
         archive: tables.contains(&sql.archive_table.as_str()),
         limits: tables.contains(&sql.limits_table.as_str()) || tables.contains(&sql.slots_table.as_str()),
+        retry: lacking(m, "retry_delay"),
     };
     let mut absent: Vec<String> =
         columns.iter().map(|(table, column)| format!("the column {table}.{column}")).collect();

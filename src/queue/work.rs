@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::request::{Claim, Deliver, Extend, Finish, FinishMany, Nack, Now, Publish};
 use crate::sql::{Statements, Timing};
 use crate::types::{Lease, Message, Published, Unique};
-use crate::validate::{self, MISPLACED, PARKED, SET_ASIDE_UNTIL};
+use crate::validate::{self, MISPLACED, SET_ASIDE_UNTIL};
 
 /// Appends the messages in order, in one transaction: all of them (and the groups they
 /// create) or none. One commit for the whole batch, so at synchronous FULL one fsync
@@ -116,7 +116,7 @@ pub fn push_deliveries<'c>(
     let mut reads = Vec::with_capacity(request.items().len());
     for (i, (m, d)) in request.items().iter().enumerate() {
         let due = validate::due(&request.at(i), d, now)?;
-        let timing = Timing { due, expires_at: validate::expiry(&request.at(i), d, now, due)? };
+        let timing = Timing { due, expires_at: validate::expiry(&request.at(i), d, now, due)?, retry: d.retry };
         if let Some(unique) = d.unique {
             reads.push(push_unique(chain, sql, unique, now, m, timing));
             continue;
@@ -290,7 +290,7 @@ pub async fn extend(backend: &mut Backend, sql: &Statements, request: &Extend<'_
             let (extend, params) = sql.extend_lease(lease, lock_expiry);
             chain.push(extend, params);
             chain.guard(lease);
-            let (stamp, params) = sql.set_group_ready_at(&lease.group_id, lock_expiry);
+            let (stamp, params) = sql.retry.stamp_leased(&lease.group_id, lock_expiry, lease.seq);
             chain.push(stamp, params);
             let (slot, params) = sql.limit.extend(lease.seq, lock_expiry);
             chain.push(slot, params);
@@ -332,18 +332,18 @@ fn outcomes(leases: &[Lease], deleted: impl Iterator<Item = u64>) -> Vec<Result<
     leases.iter().zip(deleted).map(|(lease, n)| if n == 0 { Err(lease_lost(lease)) } else { Ok(()) }).collect()
 }
 
-/// `delay` 0 frees the message now; more parks it (and its group) until now + delay.
+/// `delay` parks the message (and its group) until now + delay; 0 parks it for the backoff
+/// its claim drew (sql/retry.rs), or frees it now if it drew none.
 pub async fn nack(backend: &mut Backend, sql: &Statements, request: &Nack<'_>, now: Now<'_>) -> Result<()> {
     let (lease, delay) = (request.finish.lease, request.delay);
     backend
         .run(|| {
             let now = now()?;
-            let (holder, until) = if delay > 0.0 { (Some(PARKED), Some(now + delay)) } else { (None, None) };
             let mut chain = Chain::new();
-            let (release, params) = sql.release_message(lease, holder, until);
+            let (release, params) = sql.retry.nack((lease.seq, &lease.group_id, &lease.worker_id), now, delay);
             chain.push(release, params);
             chain.guard(lease);
-            let (stamp, params) = sql.set_group_ready_at(&lease.group_id, now + delay);
+            let (stamp, params) = sql.retry.stamp_nacked(&lease.group_id, now, lease.seq);
             chain.push(stamp, params);
             let (slot, params) = sql.limit.free(lease.seq);
             chain.push(slot, params);

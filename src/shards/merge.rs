@@ -24,6 +24,8 @@ pub fn sum_stats(shards: Vec<Stats>) -> Stats {
         parked: 0,
         delayed: 0,
         paused: 0,
+        held: 0,
+        retrying: 0,
         next_due_at: None,
         dead: 0,
         expired: 0,
@@ -41,6 +43,8 @@ pub fn sum_stats(shards: Vec<Stats>) -> Stats {
         sum.parked += s.parked;
         sum.delayed += s.delayed;
         sum.paused += s.paused;
+        sum.held += s.held;
+        sum.retrying += s.retrying;
         sum.dead += s.dead;
         sum.expired += s.expired;
         sum.next_due_at = soonest(sum.next_due_at, s.next_due_at);
@@ -75,6 +79,8 @@ fn add_level(sum: &mut PriorityStats, level: &PriorityStats) {
     sum.parked += level.parked;
     sum.delayed += level.delayed;
     sum.paused += level.paused;
+    sum.held += level.held;
+    sum.retrying += level.retrying;
 }
 
 /// One page of groups from every shard's page (each from the same cursor, each marked with

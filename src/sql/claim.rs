@@ -17,6 +17,7 @@ use libsql::Value;
 
 use super::dead_letters::{bury_as, Buried};
 use super::limits::HOLD;
+use super::retry;
 use super::{claim_candidates, Bound, Statements};
 
 /// The text of the error `LEASE_GUARD` raises; the chain knows its guard by it.
@@ -59,7 +60,7 @@ impl Statements {
         &self,
         now: f64,
         (min_priority, routing_keys): (i32, &[&str]),
-        max_attempts: u32,
+        (max_attempts, retry): (u32, Option<&str>),
         (worker_id, lock_expiry): (&str, f64),
     ) -> ClaimStatements {
         let (m, g) = (&self.messages_table, &self.groups_table);
@@ -110,20 +111,24 @@ impl Statements {
         );
         statements.push((mark, if max_attempts > 0 { with_limit() } else { params.clone() }));
         let lease = statements.len();
+        let marked_head = head_of(&format!("(SELECT group_id FROM {g} WHERE last_claimed_at = {MARK})"));
         statements.push((
             format!(
-                "UPDATE {m} SET locked_by = ?1, lock_expiry = ?2, attempts = attempts + 1, claimed_at = ?3 \
-                 WHERE seq = {} RETURNING seq, CAST(group_id AS BLOB), CAST(event AS BLOB), attempts, headers, \
-                 expires_at",
-                head_of(&format!("(SELECT group_id FROM {g} WHERE last_claimed_at = {MARK})"))
+                "UPDATE {m} SET locked_by = ?1, lock_expiry = ?2, attempts = attempts + 1, claimed_at = ?3, \
+                 retry_delay = {} WHERE seq = {marked_head} RETURNING seq, CAST(group_id AS BLOB), \
+                 CAST(event AS BLOB), attempts, headers, expires_at",
+                retry::backoff(m, &format!("{m}.attempts + 1"), "?4")
             ),
-            vec![worker_id.into(), lock_expiry.into(), now.into()],
+            vec![worker_id.into(), lock_expiry.into(), now.into(), retry.into()],
         ));
         for (take, values) in self.limit.take_marked((now, lock_expiry)) {
             statements.push((take.to_owned(), values));
         }
         statements.push((
-            format!("UPDATE {g} SET last_claimed_at = ?1 WHERE last_claimed_at = {MARK}"),
+            format!(
+                "UPDATE {g} SET last_claimed_at = {} WHERE last_claimed_at = {MARK}",
+                retry::turn_after_lease(m, &head_of(&format!("{g}.group_id")), "?1")
+            ),
             vec![lock_expiry.into()],
         ));
         // a lease not taken while a group is still next: more to bury or hold
@@ -199,7 +204,7 @@ mod tests {
     use super::*;
 
     fn claim(max_attempts: u32, keys: &[&str]) -> ClaimStatements {
-        Statements::new("t").claim_chain(1000.0, (0, keys), max_attempts, ("w", 1030.0))
+        Statements::new("t").claim_chain(1000.0, (0, keys), (max_attempts, None), ("w", 1030.0))
     }
 
     #[test]
@@ -224,7 +229,7 @@ mod tests {
     #[test]
     fn one_candidate_is_marked_without_the_wrapping_of_several() {
         let mark = |keys: &[&str], min_priority| {
-            let c = Statements::new("t").claim_chain(1000.0, (min_priority, keys), 0, ("w", 1030.0));
+            let c = Statements::new("t").claim_chain(1000.0, (min_priority, keys), (0, None), ("w", 1030.0));
             c.statements[c.lease - 1].0.clone()
         };
         for one in [mark(&[], 0), mark(&["k"], 0), mark(&["k"; 40], 2)] {

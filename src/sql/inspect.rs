@@ -4,7 +4,7 @@
 
 use libsql::Value;
 
-use super::{pause, Bound, Statements, DELAYED, EXPIRED, PARKED, PAUSED_AT_OR_BELOW};
+use super::{limits, pause, Bound, Statements, DELAYED, EXPIRED, PARKED, PAUSED_AT_OR_BELOW};
 use crate::types::GroupState;
 
 /// The listings of `Statements::groups_page`: every group, or those in one state.
@@ -53,7 +53,8 @@ impl Statements {
     /// oldest ready message's enqueued_at, its seq, the earliest end of a lease that lapsed
     /// with its holder still named (a worker that died or hung), the expired dead letters.
     /// Then one row per priority level: level, groups, leased, parked, delayed, paused,
-    /// NULL, NULL, NULL. A paused group counts as paused only, at the level it will have again.
+    /// held, retrying, NULL. A paused group counts as paused only, at the level it will have
+    /// again.
     pub fn stats(&self, now: f64) -> Bound<'_> {
         (&self.inspect.stats, vec![now.into()])
     }
@@ -64,7 +65,10 @@ impl Statements {
     /// to keep; a look, not the claim's path, pays for it. Only a head is ever locked; the
     /// head check keeps a stray row from counting twice. `CROSS JOIN` keeps SQLite on the
     /// scan (each group's messages by index would read every row). The oldest ready message
-    /// is the first in seq order whose group is not paused and whose head is free.
+    /// is the first in seq order whose group is not paused, whose head is free and whose
+    /// turn has come. A group whose head is free but whose turn has not come is held by a
+    /// limit (limits.rs) or waits a lapsed lease's backoff (retry.rs): the groups' scan
+    /// reads those heads only.
     fn build_stats(&self) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
         let (dead, expired) = match self.lacks.dead {
@@ -83,11 +87,17 @@ impl Statements {
                  AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)), \
              held AS (SELECT priority, sum(NOT parked AND NOT delayed) AS leased, sum(parked) AS parked, \
                sum(delayed) AS delayed FROM in_flight GROUP BY priority), \
-             levels AS (SELECT {} AS level, count(*) AS groups, sum({}) AS paused FROM {g} GROUP BY level), \
+             levels AS (SELECT {own} AS level, count(*) AS groups, sum({paused}) AS paused, \
+               sum(CASE WHEN {paused} THEN 0 WHEN {held} THEN 1 ELSE 0 END) AS held, \
+               sum(CASE WHEN {paused} OR {held} OR last_claimed_at <= ?1 THEN 0 ELSE \
+                 (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 FROM {m} h WHERE h.group_id = {g}.group_id \
+                 ORDER BY h.seq LIMIT 1) END) AS retrying \
+               FROM {g} GROUP BY level), \
              oldest AS (SELECT e.seq, {enqueued_at} AS enqueued_at FROM {m} e \
                WHERE (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 \
                  FROM {m} h WHERE h.group_id = e.group_id ORDER BY h.seq LIMIT 1) \
-               AND NOT EXISTS (SELECT 1 FROM {g} WHERE group_id = e.group_id AND priority <= {PAUSED_AT_OR_BELOW}) \
+               AND NOT EXISTS (SELECT 1 FROM {g} WHERE group_id = e.group_id \
+                 AND (priority <= {PAUSED_AT_OR_BELOW} OR last_claimed_at > ?1)) \
                ORDER BY e.seq LIMIT 1) \
              SELECT NULL, (SELECT count(*) FROM {m}), {dead}, \
                (SELECT min(lock_expiry) FROM in_flight WHERE delayed), (SELECT min(lock_expiry) FROM in_flight), \
@@ -98,10 +108,11 @@ impl Statements {
                {expired} \
              UNION ALL \
              SELECT l.level, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), coalesce(h.delayed, 0), \
-               l.paused, NULL, NULL, NULL \
+               l.paused, l.held, l.retrying, NULL \
                FROM levels l LEFT JOIN held h ON h.priority = l.level",
-            pause::own_priority("priority"),
-            pause::is_paused("priority")
+            own = pause::own_priority("priority"),
+            paused = pause::is_paused("priority"),
+            held = limits::is_held("last_claimed_at"),
         )
     }
 
@@ -172,11 +183,12 @@ impl Statements {
 
     fn build_messages_page(&self) -> String {
         format!(
-            "SELECT seq, CAST(event AS BLOB), {}, locked_by, lock_expiry, {}, {} FROM {} e \
+            "SELECT seq, CAST(event AS BLOB), {}, locked_by, lock_expiry, {}, {}, {} FROM {} e \
              WHERE group_id = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2 + 1",
             self.attempts("e"),
             self.enqueued_at("e"),
             self.headers("e"),
+            if self.lacks.retry { "NULL" } else { "e.retry_delay" },
             self.messages_table
         )
     }

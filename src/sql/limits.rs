@@ -22,7 +22,7 @@ use super::Bound;
 pub(super) const HOLD: f64 = 1e10;
 
 /// Whether a group's turn `col` is held.
-fn is_held(col: &str) -> String {
+pub(super) fn is_held(col: &str) -> String {
     format!("({col} >= {HOLD:.1} AND {col} < {:.1})", 2.0 * HOLD)
 }
 

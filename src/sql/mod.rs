@@ -20,6 +20,7 @@ mod inspect;
 mod limits;
 mod pause;
 mod publish;
+mod retry;
 mod shards;
 mod unique;
 
@@ -32,6 +33,7 @@ pub use limits::LimitSql;
 pub use pause::PauseSql;
 pub(crate) use pause::PAUSED_AT_OR_BELOW;
 pub use publish::{PublishWith, Timing};
+pub use retry::{stored as stored_retry, RetrySql};
 pub use shards::ShardSql;
 pub use unique::UniqueSql;
 
@@ -74,6 +76,8 @@ pub struct Lacks {
     pub archive: bool,
     /// The limits' tables (opened as it is): no limit is listed.
     pub limits: bool,
+    /// The messages' `retry` and `retry_delay` (a file made before retries): no backoff shown.
+    pub retry: bool,
 }
 
 /// A statement and the values it runs with, in the order of its parameters (?1 first; a
@@ -144,6 +148,8 @@ pub struct Statements {
     pub archive: ArchiveSql,
     /// Limits per routing key.
     pub limit: LimitSql,
+    /// Retries' backoff: a nack's park and a lease's turn.
+    pub retry: RetrySql,
 }
 
 impl Statements {
@@ -156,6 +162,7 @@ impl Statements {
         let p = format!("{prefix}_transport_pauses");
         let a = format!("{prefix}_transport_archive");
         let (l, s) = (format!("{prefix}_transport_limits"), format!("{prefix}_transport_slots"));
+        let retry = RetrySql::new(&m, &g);
         let publish_with = PublishWith::new(&m, &g, &k);
         let shard = ShardSql::new(prefix, &m);
         let unique = UniqueSql::new(&m, &g);
@@ -167,9 +174,11 @@ impl Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
             set_group_ready_at: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
+            // ?5 the claiming transport's retry policy (retry.rs), or NULL
             lease_message: format!(
-                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1, claimed_at = ?4 \
-                 WHERE seq = ?1"
+                "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1, claimed_at = ?4, \
+                 retry_delay = {} WHERE seq = ?1",
+                retry::backoff(&m, &format!("{m}.attempts + 1"), "?5")
             ),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
             // The group's next turn: now, or its new head's due time if it is delayed.
@@ -226,6 +235,7 @@ impl Statements {
             expiry,
             archive,
             limit,
+            retry,
             lacks: Lacks::default(),
         };
         sql.unrouted_claims = (0..=MAX_PRIORITY).map(|p| sql.build_unrouted_claim(p)).collect();
@@ -252,9 +262,17 @@ impl Statements {
     }
 
     /// Leases message `seq` (a head a local claim looked up) to `worker_id` from `now`
-    /// until `lock_expiry`, counting the claim.
-    pub fn lease_message(&self, seq: i64, worker_id: &str, (now, lock_expiry): (f64, f64)) -> Bound<'_> {
-        (&self.lease_message, vec![seq.into(), worker_id.into(), lock_expiry.into(), now.into()])
+    /// until `lock_expiry`, counting the claim and drawing its backoff under the message's
+    /// retry policy or else `retry` (the claiming transport's, `retry::stored`).
+    pub fn lease_message(
+        &self,
+        seq: i64,
+        worker_id: &str,
+        (now, lock_expiry): (f64, f64),
+        retry: Option<&str>,
+    ) -> Bound<'_> {
+        let values = vec![seq.into(), worker_id.into(), lock_expiry.into(), now.into(), retry.into()];
+        (&self.lease_message, values)
     }
 
     /// The ack: deletes the message of `lease` if it is still leased to its worker.
@@ -472,7 +490,7 @@ impl Statements {
                 "CREATE TABLE IF NOT EXISTS {m} (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
                  group_id TEXT NOT NULL, event TEXT NOT NULL, locked_by TEXT, lock_expiry REAL, \
                  attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL, headers TEXT, unique_key TEXT, \
-                 expires_at REAL, claimed_at REAL)"
+                 expires_at REAL, claimed_at REAL, retry TEXT, retry_delay REAL)"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {g} (group_id TEXT PRIMARY KEY, \
@@ -506,6 +524,9 @@ impl Statements {
             (m, "expires_at", format!("ALTER TABLE {m} ADD COLUMN expires_at REAL")),
             // after 0.4.0: when the lease was taken, for the archive (archive.rs)
             (m, "claimed_at", format!("ALTER TABLE {m} ADD COLUMN claimed_at REAL")),
+            // after 0.4.0: a message's own retry policy, and the backoff its claim drew (retry.rs)
+            (m, "retry", format!("ALTER TABLE {m} ADD COLUMN retry TEXT")),
+            (m, "retry_delay", format!("ALTER TABLE {m} ADD COLUMN retry_delay REAL")),
         ]
     }
 
@@ -717,13 +738,17 @@ mod tests {
             pauses: true,
             archive: true,
             limits: true,
+            retry: true,
         };
         for lacks in [Lacks::default(), lacking_all] {
             sql.read_around(lacks);
             let p = &sql.publish_with;
             let mut all = vec![
                 sql.set_group_ready_at("g", 1.0),
-                sql.lease_message(7, "w", (1.0, 2.0)),
+                sql.lease_message(7, "w", (1.0, 2.0), Some("[1,2,60,1]")),
+                sql.retry.nack((7, "g", "w"), 1.0, 0.0),
+                sql.retry.stamp_nacked("g", 1.0, 7),
+                sql.retry.stamp_leased("g", 2.0, 7),
                 sql.ack_message(&lease),
                 sql.requeue_group_if_not_empty("g", 1.0),
                 sql.requeue_group_if_acked("g", 1.0),
@@ -746,7 +771,7 @@ mod tests {
                 p.forget_key("k", 1.0),
                 p.take_key("k", 2.0),
                 p.insert_message(1.0, &message, Timing::default()),
-                p.insert_message_if_new(1.0, &message, Timing { due: Some(2.0), expires_at: Some(3.0) }),
+                p.insert_message_if_new(1.0, &message, Timing { due: Some(2.0), expires_at: Some(3.0), retry: None }),
                 p.bind_key("k"),
                 p.published("k"),
                 p.published_unkeyed(),
@@ -754,7 +779,7 @@ mod tests {
                 p.insert_group_if_new(&message),
                 p.stamp_delayed_head("g"),
                 sql.unique.pending("u"),
-                sql.unique.insert("u", 1.0, &message, Timing { due: Some(2.0), expires_at: None }),
+                sql.unique.insert("u", 1.0, &message, Timing { due: Some(2.0), ..Timing::default() }),
                 sql.unique.stamp("u"),
             ];
             for mode in [UniqueMode::Replace, UniqueMode::Debounce { delay: 1.0, max_delay: 2.0 }] {

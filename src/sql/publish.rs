@@ -23,7 +23,8 @@ use libsql::Value;
 
 use super::Bound;
 use crate::headers::Headers;
-use crate::types::Message;
+use crate::types::{Message, Retry};
+use super::retry::stored;
 use crate::validate::DELAYED;
 
 /// How many expired keys one keyed publish deletes: a bounded step, however many expired.
@@ -74,10 +75,11 @@ impl PublishWith {
     /// For the messages, groups and keys tables `m`, `g`, `k`.
     pub(super) fn new(m: &str, g: &str, k: &str) -> PublishWith {
         // ?1 now, ?2 group_id, ?3 event, ?4 locked_by (DELAYED or NULL), ?5 due (or NULL),
-        // ?6 headers (or NULL), ?7 expires_at (or NULL)
-        let message_row = "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7";
-        let insert =
-            format!("INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry, headers, expires_at)");
+        // ?6 headers (or NULL), ?7 expires_at (or NULL), ?8 retry (or NULL)
+        let message_row = "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8";
+        let insert = format!(
+            "INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry, headers, expires_at, retry)"
+        );
         let due = delayed_head_due(m);
         PublishWith {
             // ?1 now
@@ -168,20 +170,21 @@ impl PublishWith {
 }
 
 /// When a message is due and when it expires, each None for at once and never
-/// (`validate::due`, `validate::expiry`).
+/// (`validate::due`, `validate::expiry`), and its own retry policy, if any.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timing {
     pub due: Option<f64>,
     pub expires_at: Option<f64>,
+    pub retry: Option<Retry>,
 }
 
 /// A message's row (`message_row` in `PublishWith::new`): ?1 now, ?2 group_id, ?3 event,
-/// ?4 locked_by, ?5 due, ?6 headers, ?7 expires_at.
-pub(super) fn message_values(now: f64, m: &Message<'_>, Timing { due, expires_at }: Timing) -> Vec<Value> {
+/// ?4 locked_by, ?5 due, ?6 headers, ?7 expires_at, ?8 retry.
+pub(super) fn message_values(now: f64, m: &Message<'_>, Timing { due, expires_at, retry }: Timing) -> Vec<Value> {
     let locked_by = due.map(|_| DELAYED);
     let headers = m.headers.and_then(Headers::stored);
     let values = [now.into(), m.group_id.into(), m.event_json.into(), locked_by.into(), due.into(), headers.into()];
-    values.into_iter().chain([expires_at.into()]).collect()
+    values.into_iter().chain([expires_at.into(), retry.as_ref().map(stored).into()]).collect()
 }
 
 /// ?1 group_id, ?2 priority, ?3 routing_key.

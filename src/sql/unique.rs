@@ -62,8 +62,8 @@ impl UniqueSql {
             // ?1 now, ?2 group_id, ?3 event, ?4 locked_by, ?5 due, ?6 headers, ?7 expires_at, ?8 unique_key
             insert: format!(
                 "INSERT INTO {m} (enqueued_at, group_id, event, locked_by, lock_expiry, headers, expires_at, \
-                 unique_key) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 \
-                 WHERE NOT EXISTS (SELECT 1 FROM {m} WHERE unique_key = ?8)"
+                 retry, unique_key) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 \
+                 WHERE NOT EXISTS (SELECT 1 FROM {m} WHERE unique_key = ?9)"
             ),
             // ?1 unique_key
             stamp: format!(

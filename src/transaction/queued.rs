@@ -10,7 +10,7 @@ use crate::headers::Headers;
 use crate::queue::work;
 use crate::request::Deliver;
 use crate::sql::Statements;
-use crate::types::{Delivery, Message, Unique, UniqueMode};
+use crate::types::{Delivery, Message, Retry, Unique, UniqueMode};
 use crate::validate;
 
 pub enum Queued {
@@ -30,6 +30,7 @@ pub struct OwnedPublish {
     unique: Option<(String, UniqueMode)>,
     ttl: Option<f64>,
     expires_at: Option<f64>,
+    retry: Option<Retry>,
 }
 
 impl OwnedPublish {
@@ -46,6 +47,7 @@ impl OwnedPublish {
             unique: d.unique.map(|u| (u.key.to_owned(), u.mode)),
             ttl: d.ttl,
             expires_at: d.expires_at,
+            retry: d.retry,
         }
     }
 
@@ -65,6 +67,7 @@ impl OwnedPublish {
             unique,
             ttl: self.ttl,
             expires_at: self.expires_at,
+            retry: self.retry,
         };
         (message, delivery)
     }

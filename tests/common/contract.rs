@@ -14,6 +14,7 @@ pub use super::contract_archive::*;
 pub use super::contract_expiry::*;
 pub use super::contract_limits::*;
 pub use super::contract_pause::*;
+pub use super::contract_retry::*;
 pub use super::contract_rules::*;
 use super::drain::claim_and_ack_all;
 use super::poll::{readable_within, work_within};
@@ -47,6 +48,7 @@ pub const OTHERWISE_SHARDED: &[(&str, &str)] = &[
     ("transaction_misuse_is_refused_and_changes_nothing", "a transaction is one database's: refused"),
     ("a_unique_duplicate_in_a_transaction_is_an_answer", "a transaction is one database's: refused"),
     ("an_expiry_in_a_transaction_is_checked_as_it_is_queued", "a transaction is one database's: refused"),
+    ("a_transaction_s_publish_keeps_its_own_policy", "a transaction is one database's: refused"),
     ("a_concurrency_limit_leases_at_most_n_of_its_key", "a limit is each shard's: it counts one shard's leases"),
     ("a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not", "a limit is each shard's: it counts one shard's leases"),
     ("a_rate_limit_admits_its_burst_then_its_rate", "a limit is each shard's: each shard has its own bucket"),
@@ -193,6 +195,18 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("limits_change_at_run_time_and_outlive_their_setter", limits_change_at_run_time_and_outlive_their_setter),
     ("a_waiting_claim_wakes_when_its_key_has_room", a_waiting_claim_wakes_when_its_key_has_room),
     ("bad_limits_are_refused_and_change_nothing", bad_limits_are_refused_and_change_nothing),
+    (
+        "a_nack_without_a_delay_waits_the_backoff_which_grows_to_its_cap",
+        a_nack_without_a_delay_waits_the_backoff_which_grows_to_its_cap,
+    ),
+    (
+        "a_lapsed_lease_waits_the_backoff_and_counts_toward_max_attempts",
+        a_lapsed_lease_waits_the_backoff_and_counts_toward_max_attempts,
+    ),
+    ("a_message_s_own_policy_wins_over_the_queue_s", a_message_s_own_policy_wins_over_the_queue_s),
+    ("a_transaction_s_publish_keeps_its_own_policy", a_transaction_s_publish_keeps_its_own_policy),
+    ("jitter_spreads_the_backoff_within_its_range", jitter_spreads_the_backoff_within_its_range),
+    ("bad_retry_policies_are_refused_naming_the_field", bad_retry_policies_are_refused_naming_the_field),
 ];
 
 fn claim(t: &Transport, worker: &str) -> Option<Lease> {

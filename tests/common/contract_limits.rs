@@ -50,6 +50,9 @@ pub fn a_concurrency_limit_leases_at_most_n_of_its_key(open: Open<'_>) {
     assert_eq!(groups(&first), ["free", "k1", "k2", "other"], "two of k, and every group without its limit");
     let info = &t.limits().unwrap()[0];
     assert_eq!((info.routing_key.as_str(), info.in_use, info.held), ("k", 2, 3), "{info:?}");
+    let stats = t.stats().unwrap();
+    assert_eq!((stats.held, stats.leased, stats.ready), (3, 4, 0), "held groups are not ready: {stats:?}");
+    assert_eq!(stats.by_priority[0].held, 3);
     let k1 = first.iter().find(|l| l.group_id == "k1").unwrap();
     t.ack(k1).unwrap();
     assert_eq!(groups(&claim_all(&t)), ["k3"], "an ack makes room for one");

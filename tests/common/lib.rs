@@ -13,6 +13,7 @@ pub mod contract;
 mod contract_archive;
 mod contract_expiry;
 mod contract_limits;
+mod contract_retry;
 mod contract_pause;
 mod contract_rules;
 pub mod drain;

@@ -116,8 +116,8 @@ impl Local {
                     }
                     (Ok(group_id), Ok(event), Ok(headers)) => {
                         let lock_expiry = now + c.visibility;
-                        self.execute(sql.set_group_ready_at(&group_id, lock_expiry)).await?;
-                        self.execute(sql.lease_message(seq, c.worker_id, (now, lock_expiry))).await?;
+                        self.execute(sql.lease_message(seq, c.worker_id, (now, lock_expiry), c.retry)).await?;
+                        self.execute(sql.retry.stamp_leased(&group_id, lock_expiry, seq)).await?;
                         let limited = room == ROOM;
                         if limited {
                             for statement in sql.limit.take(seq, &group_id, (now, lock_expiry)) {

@@ -76,7 +76,7 @@ impl Server {
                         let statements = sql.claim_chain(
                             now,
                             (c.min_priority, c.routing_keys),
-                            c.max_attempts,
+                            (c.max_attempts, c.retry),
                             (c.worker_id, lock_expiry),
                         );
                         let at: Vec<usize> = statements

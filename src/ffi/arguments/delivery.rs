@@ -8,7 +8,7 @@ use std::mem::{offset_of, size_of};
 
 use super::args;
 use crate::error::{Error, Result};
-use crate::{Delivery, Unique, UniqueMode};
+use crate::{Delivery, Jitter, Retry, Unique, UniqueMode};
 
 /// What a unique key's publish does to the pending message with that key.
 #[repr(C)]
@@ -22,6 +22,35 @@ pub enum harel_unique_mode {
     /// As HAREL_UNIQUE_REPLACE, and make it due `debounce_delay` seconds from now, never
     /// later than `debounce_max_delay` seconds after its first publish.
     HAREL_UNIQUE_DEBOUNCE = 2,
+}
+
+/// How a retry policy spreads its backoff `d` (docs/queue.md, "Retries"). Full is 0, so a
+/// zeroed field spreads as the library does by default.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum harel_jitter {
+    /// Uniform in [0, d): the widest spread.
+    HAREL_JITTER_FULL = 0,
+    /// Uniform in [d/2, d): never less than half.
+    HAREL_JITTER_EQUAL = 1,
+    /// `d` exactly.
+    HAREL_JITTER_NONE = 2,
+}
+
+/// A retry policy from C (`harel_options_set_retry`, `harel_delivery`'s retry fields);
+/// `name` names it in errors ("retry", "messages[3].retry").
+pub(crate) fn retry(name: &str, (base, factor, cap): (f64, f64, f64), jitter: i32) -> Result<Retry> {
+    let jitter = match jitter {
+        0 => Jitter::Full,
+        1 => Jitter::Equal,
+        2 => Jitter::None,
+        other => {
+            return Err(Error::Argument(format!(
+                "{name}.jitter is {other}; it must be HAREL_JITTER_FULL (0), _EQUAL (1) or _NONE (2)"
+            )))
+        }
+    };
+    Ok(Retry { base, factor, cap, jitter })
 }
 
 /// What became of a published message (the `outcomes` of harel_transport_publish_delivery
@@ -76,6 +105,14 @@ pub struct harel_delivery {
     /// Epoch seconds at which it expires (0: never); with `ttl`, the earlier. Either must
     /// be after now and after the message is due.
     pub expires_at: f64,
+    /// A retry policy of its own, in place of the queue's (harel_options_set_retry, whose
+    /// rules these follow): `retry_base` 0 means none; otherwise the first backoff in
+    /// seconds, `retry_factor` its growth (1..16; 0 reads as 2), `retry_cap` the longest
+    /// (0 reads as an hour, or the base if longer), `retry_jitter` a harel_jitter.
+    pub retry_base: f64,
+    pub retry_factor: f64,
+    pub retry_cap: f64,
+    pub retry_jitter: i32,
 }
 
 /// The options of the older publish calls, which take them as separate arguments.
@@ -91,6 +128,10 @@ pub(crate) fn of(key: *const c_char, delay: f64, not_before: f64) -> harel_deliv
         debounce_max_delay: 0.0,
         ttl: 0.0,
         expires_at: 0.0,
+        retry_base: 0.0,
+        retry_factor: 0.0,
+        retry_cap: 0.0,
+        retry_jitter: 0,
     }
 }
 
@@ -153,7 +194,22 @@ pub(crate) unsafe fn read<'a>(ptr: *const harel_delivery, at: &str) -> Result<De
     let expires_at: f64 = field(ptr, size, offset_of!(harel_delivery, expires_at), 0.0);
     let unless_zero = |x: f64| (x != 0.0).then_some(x);
     let (ttl, expires_at) = (unless_zero(ttl), unless_zero(expires_at));
-    Ok(Delivery { key, delay, not_before: instant(not_before), unique, ttl, expires_at })
+    let base: f64 = field(ptr, size, offset_of!(harel_delivery, retry_base), 0.0);
+    let retry = if base == 0.0 {
+        None
+    } else {
+        let factor: f64 = field(ptr, size, offset_of!(harel_delivery, retry_factor), 0.0);
+        let cap: f64 = field(ptr, size, offset_of!(harel_delivery, retry_cap), 0.0);
+        let jitter: i32 = field(ptr, size, offset_of!(harel_delivery, retry_jitter), 0);
+        Some(retry(&format!("{at}retry"), with_defaults(base, factor, cap), jitter)?)
+    };
+    Ok(Delivery { key, delay, not_before: instant(not_before), unique, ttl, expires_at, retry })
+}
+
+/// The factor and cap a C caller left 0: doubling, up to an hour (or the base, if longer).
+pub(crate) fn with_defaults(base: f64, factor: f64, cap: f64) -> (f64, f64, f64) {
+    let or = |value: f64, default: f64| if value == 0.0 { default } else { value };
+    (base, or(factor, 2.0), or(cap, base.max(3600.0)))
 }
 
 /// The `n` options of a batch: `all` NULL (none for any) or `n` pointers, each NULL (none)

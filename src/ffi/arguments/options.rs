@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_void};
 use super::boundary::boundary;
 use super::unwind::boundary_value;
 use super::args;
+use super::delivery;
 use super::error::harel_error;
 use super::ownership::{free_box, to_boxed_mut_ptr, try_mut_from_ptr, Boxed, Castable};
 use super::status::harel_status::{self, HAREL_OK};
@@ -230,6 +231,38 @@ pub extern "C" fn harel_options_set_archive(
     err: *mut *mut harel_error,
 ) -> harel_status {
     set(o, err, |opts| opts.archive(retention_seconds).map(drop))
+}
+
+/// The queue's retry policy (docs/queue.md, "Retries"): a message whose claim ends in a nack
+/// with delay 0 or in a lease that lapses waits `min(cap, base * factor^(n-1))` seconds
+/// after its claim number n ends, spread by `jitter` (a harel_jitter), before its next
+/// delivery; a message published with a policy of its own (harel_delivery's retry fields)
+/// follows that one. Each claim draws its backoff, which harel_transport_peek shows
+/// (`retry_delays`); every claim still counts toward max_attempts. The claims of transports
+/// opened with these options apply it. `base` 0 removes the policy (the default: a nack
+/// with delay 0 frees the message at once, a lapsed lease is claimable at its end);
+/// otherwise 0.001..HAREL_MAX_DELAY seconds. `factor` 1..16 (0: 2); `cap` base..
+/// HAREL_MAX_DELAY seconds (0: an hour, or base if longer).
+///
+/// Returns HAREL_OK, or HAREL_ERR_ARGUMENT (o NULL, a value not finite or out of its range,
+/// naming it: "retry.factor is 20; ...", or an unknown jitter).
+#[no_mangle]
+pub extern "C" fn harel_options_set_retry(
+    o: *mut harel_options,
+    base: f64,
+    factor: f64,
+    cap: f64,
+    jitter: i32,
+    err: *mut *mut harel_error,
+) -> harel_status {
+    set(o, err, |opts| {
+        let policy = if base == 0.0 {
+            None
+        } else {
+            Some(delivery::retry("retry", delivery::with_defaults(base, factor, cap), jitter)?)
+        };
+        opts.retry(policy).map(drop)
+    })
 }
 
 /// The function every call that writes or looks asks for "now" (a publish stamps its

@@ -71,6 +71,13 @@ pub struct harel_stats {
     /// Of `dead`, the messages that expired undelivered (harel_delivery's `ttl`,
     /// `expires_at`; reason "expired"). Added after 0.4.0, at the end.
     pub expired: u64,
+    /// Groups a limit holds: their routing key had no room when a claim met them
+    /// (docs/queue.md, "Limits"). Added after 0.4.0, at the end.
+    pub held: u64,
+    /// Groups whose head's lease lapsed and waits its retry policy's backoff (docs/queue.md,
+    /// "Retries"). Added after 0.4.0, at the end. `ready`, `leased`, `parked`, `delayed`,
+    /// `paused`, `held` and `retrying` add up to `groups`.
+    pub retrying: u64,
 }
 
 /// A group's state, from its head (see harel_group_info).
@@ -149,6 +156,11 @@ pub struct harel_message_page {
     /// `n_messages` header lists: `headers[i]` holds `messages[i]`'s (added after 0.4.0;
     /// `harel_message_info`, an array item, keeps its size).
     pub headers: *const harel_headers,
+    /// `n_messages` backoffs: `retry_delays[i]` is the one `messages[i]`'s last claim drew
+    /// under a retry policy (harel_options_set_retry), seconds, which its nack with delay 0
+    /// or its lapsed lease waits; -1 when none (no policy, or never claimed). Added after
+    /// 0.4.0, at the end.
+    pub retry_delays: *const f64,
 }
 
 /// One message of a `harel_dead_page`.
@@ -204,7 +216,7 @@ impl Castable for harel_group_page {
 }
 
 impl Castable for harel_message_page {
-    type Ownership = Looked<harel_message_info, PageHeaders>;
+    type Ownership = Looked<harel_message_info, (PageHeaders, Vec<f64>)>;
     type RustType = harel_message_page;
 }
 
@@ -300,6 +312,8 @@ pub extern "C" fn harel_transport_stats(
             paused: s.paused,
             paused_by_priority,
             expired: s.expired,
+            held: s.held,
+            retrying: s.retrying,
         }))
     })
 }
@@ -445,11 +459,15 @@ pub extern "C" fn harel_transport_peek(
         let next_cursor = next_cursor(&page, &mut strings);
         let (kept, lists) = HeadersOut::of_many(page.items.iter().map(|m| &m.headers));
         let headers = lists.as_ptr();
-        Ok(hand_out_sharded(items, strings, Vec::new(), (kept, lists), |messages, n_messages, _| harel_message_page {
+        let delays: Vec<f64> = page.items.iter().map(|m| or_minus_one(m.retry_delay)).collect();
+        let retry_delays = delays.as_ptr();
+        let extra = ((kept, lists), delays);
+        Ok(hand_out_sharded(items, strings, Vec::new(), extra, |messages, n_messages, _| harel_message_page {
             messages,
             n_messages,
             next_cursor,
             headers,
+            retry_delays,
         }))
     })
 }
