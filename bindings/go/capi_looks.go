@@ -153,6 +153,7 @@ func (t cTransport) peek(groupID, cursor string, limit int) (*MessagePage, error
 		return nil, err
 	}
 	page := &MessagePage{Messages: make([]MessageInfo, 0, int(out.n_messages)), Next: optionalString(out.next_cursor)}
+	delays := cSlice(out.retry_delays, out.n_messages) // -1: none
 	for i, m := range cSlice(out.messages, out.n_messages) {
 		page.Messages = append(page.Messages, MessageInfo{
 			Seq:         int64(m.seq),
@@ -162,6 +163,7 @@ func (t cTransport) peek(groupID, cursor string, limit int) (*MessagePage, error
 			LockExpiry:  optionalTime(m.lock_expiry),
 			PublishedAt: optionalTime(m.published_at),
 			Headers:     pageHeaders(out.headers, out.n_messages, i),
+			RetryDelay:  optionalDuration(delays[i]),
 		})
 	}
 	return page, nil

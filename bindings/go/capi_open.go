@@ -139,6 +139,15 @@ func setOptions(o *C.harel_options, cfg *config, clock cgo.Handle, strs *cString
 		set("WithArchive",
 			func(ce errOut) C.enum_harel_status { return C.harel_options_set_archive(o, seconds(*v), ce) })
 	}
+	if v := cfg.retry; v != nil && err == nil {
+		base, factor, longest, jitter, e := retryFields("retry", v)
+		if e != nil {
+			return optionError("WithRetry", e)
+		}
+		set("WithRetry", func(ce errOut) C.enum_harel_status {
+			return C.harel_options_set_retry(o, base, factor, longest, jitter, ce)
+		})
+	}
 	if clock != 0 {
 		set("WithClock", func(ce errOut) C.enum_harel_status { return C.hgo_set_clock(o, C.uintptr_t(clock), ce) })
 	}

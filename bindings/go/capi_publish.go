@@ -109,12 +109,13 @@ func outcomeOf(seq C.int64_t, outcome C.int) Published {
 }
 
 // harelDelivery is a message's delivery options as a harel_delivery (its size set;
-// unique_key NULL for a nil u), its strings added to a and freed with it. Errors name the fields
-// after prefix ("messages[3]."), as the library does. A NUL byte, an instant before the
-// epoch and what the ABI reads as none (a ttl of 0, an expiry at the epoch) are the
-// binding's to refuse (delivery's, expiryFields'); every other value the library's.
+// unique_key NULL for a nil u, retry_base 0 for a nil r), its strings added to a and freed
+// with it. Errors name the fields after prefix ("messages[3]."), as the library does. A NUL
+// byte, an instant before the epoch and what the ABI reads as none (a ttl of 0, an expiry
+// at the epoch, a retry base of 0) are the binding's to refuse (delivery's, expiryFields',
+// retryFields'); every other value the library's.
 func (a *cStrings) harelDelivery(prefix string, key *string, delay time.Duration, notBefore time.Time,
-	u *Unique, e expiry) (cd C.harel_delivery, err error) {
+	u *Unique, e expiry, r *Retry) (cd C.harel_delivery, err error) {
 	d, err := a.delivery(prefix, key, delay, notBefore)
 	if err != nil {
 		return cd, err
@@ -123,6 +124,13 @@ func (a *cStrings) harelDelivery(prefix string, key *string, delay time.Duration
 	cd.key, cd.delay, cd.not_before = d.key, d.delay, d.notBefore
 	if cd.ttl, cd.expires_at, err = expiryFields(prefix, e); err != nil {
 		return cd, err
+	}
+	if r != nil {
+		base, factor, longest, jitter, err := retryFields(prefix+"retry", r)
+		if err != nil {
+			return cd, err
+		}
+		cd.retry_base, cd.retry_factor, cd.retry_cap, cd.retry_jitter = base, factor, longest, jitter
 	}
 	if u != nil {
 		if cd.unique_key, err = a.add(prefix+"unique_key", u.Key); err != nil {
@@ -156,6 +164,25 @@ func expiryFields(prefix string, e expiry) (ttl, expiresAt C.double, err error) 
 	return ttl, expiresAt, nil
 }
 
+// retryFields is r as harel_options_set_retry's arguments and harel_delivery's retry fields,
+// name naming it in errors ("retry", "messages[3].retry"). The ABI reads a base of 0 as no
+// policy, so a Base of 0 is refused here, in the library's words; a Factor or Cap of 0 goes
+// through, which the ABI reads as 2 and as an hour (or the base if longer); every other
+// value is the library's to check (a negative base, a factor or cap out of range, an
+// unknown jitter).
+func retryFields(name string, r *Retry) (base, factor, longest C.double, jitter C.int32_t, err error) {
+	if r.Base == 0 {
+		return 0, 0, 0, 0, argumentError(name + ".base is 0; it must be finite seconds, 0.001..315360000 " +
+			"(ten years)")
+	}
+	return seconds(r.Base), C.double(r.Factor), seconds(r.Cap), C.int32_t(r.Jitter), nil
+}
+
+// Jitter's values are the library's harel_jitter (a build with others fails here).
+const _ = uint(JitterFull-C.HAREL_JITTER_FULL) + uint(C.HAREL_JITTER_FULL-JitterFull) +
+	uint(JitterEqual-C.HAREL_JITTER_EQUAL) + uint(C.HAREL_JITTER_EQUAL-JitterEqual) +
+	uint(JitterNone-C.HAREL_JITTER_NONE) + uint(C.HAREL_JITTER_NONE-JitterNone)
+
 // publishWith publishes with the delivery options, through harel_transport_publish_delivery.
 func (t cTransport) publishWith(groupID string, event []byte, pc *publishConfig) (Published, error) {
 	var strs cStrings
@@ -168,7 +195,7 @@ func (t cTransport) publishWith(groupID string, event []byte, pc *publishConfig)
 	if err != nil {
 		return Published{}, err
 	}
-	d, err := strs.harelDelivery("", pc.key, pc.delay, pc.notBefore, pc.unique, pc.expiry)
+	d, err := strs.harelDelivery("", pc.key, pc.delay, pc.notBefore, pc.unique, pc.expiry, pc.retry)
 	if err != nil {
 		return Published{}, err
 	}
@@ -235,7 +262,8 @@ func (a *cStrings) deliveries(msgs []Message) ([]*C.harel_delivery, error) {
 	ptrs := make([]*C.harel_delivery, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		d, err := a.harelDelivery(messageParam(i), messageKey(m), m.Delay, m.NotBefore, m.Unique, m.expiry())
+		d, err := a.harelDelivery(messageParam(i), messageKey(m), m.Delay, m.NotBefore, m.Unique, m.expiry(),
+			m.Retry)
 		if err != nil {
 			return nil, err
 		}

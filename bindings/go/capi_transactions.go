@@ -185,7 +185,7 @@ func (tx cTx) publish(groupID string, event []byte, pc *publishConfig) error {
 	if err != nil {
 		return err
 	}
-	d, err := strs.harelDelivery("", pc.key, pc.delay, pc.notBefore, pc.unique, pc.expiry)
+	d, err := strs.harelDelivery("", pc.key, pc.delay, pc.notBefore, pc.unique, pc.expiry, pc.retry)
 	if err != nil {
 		return err
 	}

@@ -30,8 +30,11 @@
 // reports that message ([UniqueKeep]), or gives it its event and headers
 // ([UniqueReplace], Published.Replaced), also moving its due time ([UniqueDebounce]).
 // [WithTTL] and [WithExpiresAt] make a message expire: one no worker has by then moves to
-// the dead letters with the reason "expired" ([Stats].Expired), inside a claim. In a batch
-// each [Message] has its own Key, Delay, NotBefore, Unique, TTL and ExpiresAt.
+// the dead letters with the reason "expired" ([Stats].Expired), inside a claim.
+// [WithRetryPolicy] gives a message a retry policy of its own ([Retry]), in place of the
+// queue's [WithRetry]: after a failed attempt (a Nack with delay 0, a lapsed lease) it
+// waits an exponential backoff, jittered ([MessageInfo].RetryDelay shows it). In a batch
+// each [Message] has its own Key, Delay, NotBefore, Unique, TTL, ExpiresAt and Retry.
 // [Transport.Publish] and [Transport.PublishMany] take the same options, without the
 // outcome.
 //
@@ -159,7 +162,8 @@
 // functions take NUL-terminated strings, which would end there) is ErrArgument naming the
 // parameter, before anything reaches the library; so are a WithNotBefore instant before the
 // Unix epoch (the ABI reads a negative instant as none), what the ABI would read as no
-// expiry (WithTTL(0), a WithExpiresAt instant not after the epoch) and a transaction's
+// expiry (WithTTL(0), a WithExpiresAt instant not after the epoch) or no retry policy (a
+// Retry with Base 0, in WithRetry or WithRetryPolicy) and a transaction's
 // parameter of a type with no SQL value ("params[2] is a time.Time"). The exception is a Lease's GroupID,
 // which goes to Ack, Nack and AckAndClaim whole with its length: a group id written by
 // another program may hold NUL bytes, and its lease must still be acked.

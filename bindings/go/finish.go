@@ -43,9 +43,11 @@ func (t *Transport) AckMany(leases []*Lease) (acked []error, err error) {
 	return acked, err
 }
 
-// Nack gives a leased message back. With delay 0 it is claimable at once; with delay > 0
-// it is parked for delay, blocking its group (FIFO order holds) until then. The lease is
-// over either way: acking or nacking it again is ErrLeaseLost.
+// Nack gives a leased message back. With delay 0 it is claimable at once, or, under a retry
+// policy (WithRetry, WithRetryPolicy), parked for the backoff its claim drew
+// (MessageInfo.RetryDelay); with delay > 0 it is parked for delay, blocking its group (FIFO
+// order holds) until then. The lease is over either way: acking or nacking it again is
+// ErrLeaseLost.
 //
 // Errors: as Ack's, and ErrArgument for delay < 0.
 func (t *Transport) Nack(lease *Lease, delay time.Duration) error {

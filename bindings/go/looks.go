@@ -150,6 +150,10 @@ type MessageInfo struct {
 	// Headers are the headers it was published with, in order, byte for byte; nil for
 	// none.
 	Headers []Header
+	// RetryDelay is the backoff its last claim drew under a retry policy (WithRetry,
+	// WithRetryPolicy): how long it waits after that claim's Nack with delay 0, or after
+	// its lease's end if the lease lapses; nil when none (no policy, or never claimed).
+	RetryDelay *time.Duration
 }
 
 // MessagePage is a page of a group's messages, oldest first; Next as for GroupPage.

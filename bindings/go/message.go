@@ -33,6 +33,8 @@ type Message struct {
 	// Unique is the message's unique key and mode (as WithUnique); nil for none. A key
 	// met earlier in the same batch finds that message pending.
 	Unique *Unique
+	// Retry is the message's own retry policy (as WithRetryPolicy); nil for the queue's.
+	Retry *Retry
 	// Headers are the message's headers, in order (as WithHeaders); nil for none. A batch
 	// in which a message has headers is one transaction of its own, as PublishManyWith's
 	// (no commit shared with concurrent publishes).
@@ -40,9 +42,10 @@ type Message struct {
 }
 
 // delivers says whether m sets a delivery option (Key, Delay, NotBefore, Unique, TTL,
-// ExpiresAt).
+// ExpiresAt, Retry).
 func (m *Message) delivers() bool {
-	return m.Key != "" || m.Delay != 0 || !m.NotBefore.IsZero() || m.Unique != nil || m.expiry().set()
+	return m.Key != "" || m.Delay != 0 || !m.NotBefore.IsZero() || m.Unique != nil || m.expiry().set() ||
+		m.Retry != nil
 }
 
 // expiry is m's TTL and ExpiresAt as WithTTL and WithExpiresAt set them: a TTL of 0 is none.

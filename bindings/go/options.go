@@ -24,6 +24,7 @@ type config struct {
 	maxAttempts     *uint32
 	keyRetention    *time.Duration
 	archive         *time.Duration
+	retry           *Retry
 	clock           func() time.Time
 	tracerProvider  trace.TracerProvider
 	traceAsParent   bool
@@ -97,11 +98,24 @@ func WithKeyRetention(d time.Duration) Option { return func(c *config) { c.keyRe
 // ErrDatabase naming it.
 func WithArchive(retention time.Duration) Option { return func(c *config) { c.archive = &retention } }
 
+// WithRetry gives the queue a retry policy (see Retry): a message whose claim ends in a
+// Nack with delay 0, or in a lease that lapses, waits the policy's backoff before its next
+// delivery, instead of being claimable at once. A message published with a policy of its
+// own (WithRetryPolicy, Message.Retry) follows that one. It is this Transport's: its claims
+// apply it (each claim draws the message's backoff, which Peek shows as
+// MessageInfo.RetryDelay); another Transport on the same queue without it retries its own
+// claims' messages at once. Every claim still counts toward WithMaxAttempts.
+//
+// Without it (the default) there is no policy. A bad value fails Open with ErrArgument
+// naming the field ("WithRetry: retry.factor is 17; it must be finite, 1..16"), a Base of
+// 0 too (the C ABI would read it as none).
+func WithRetry(r Retry) Option { return func(c *config) { c.retry = &r } }
+
 // WithClock replaces the system clock as the library's "now": of claim, ack and nack (lease
-// expiry, parking, round-robin order and message expiry follow it), of publish (a message's
-// publish time, the start of a WithDelay and of a WithTTL, the expiry of a WithKey), and of
-// DeadLetter, Redrive, Release, Stats and Groups; so tests can move time by hand. nil keeps
-// the system clock.
+// expiry, parking, retry backoffs, round-robin order and message expiry follow it), of
+// publish (a message's publish time, the start of a WithDelay and of a WithTTL, the expiry
+// of a WithKey), and of DeadLetter, Redrive, Release, Stats and Groups; so tests can move
+// time by hand. nil keeps the system clock.
 //
 // The library calls now on the goroutine that is making a Transport call, while that
 // Transport's lock is held: it must be safe for concurrent use, must not call the same
@@ -150,12 +164,13 @@ type publishConfig struct {
 	priority   int
 	routingKey *string
 	// the delivery options (WithKey, WithDelay, WithNotBefore, WithUnique, WithTTL,
-	// WithExpiresAt)
+	// WithExpiresAt, WithRetryPolicy)
 	key       *string
 	delay     time.Duration
 	notBefore time.Time
 	unique    *Unique
 	expiry    expiry
+	retry     *Retry
 	// WithHeaders'
 	headers []Header
 }
@@ -164,7 +179,8 @@ type publishConfig struct {
 // harel_transport_publish_delivery, its own transaction. A WithDelay(0), or WithNotBefore
 // or WithExpiresAt of the zero Time, asks for nothing, as their absence.
 func (c *publishConfig) delivers() bool {
-	return c.key != nil || c.delay != 0 || !c.notBefore.IsZero() || c.unique != nil || c.expiry.set()
+	return c.key != nil || c.delay != 0 || !c.notBefore.IsZero() || c.unique != nil || c.expiry.set() ||
+		c.retry != nil
 }
 
 // expiry is a message's expiry: its time to live (nil: none) and its instant (the zero
@@ -311,6 +327,74 @@ type Unique struct {
 //		Delay: 10 * time.Second, MaxDelay: time.Minute}))
 func WithUnique(u Unique) PublishOption {
 	return func(c *publishConfig) { c.unique = &u }
+}
+
+// Jitter says how a retry policy spreads its backoff d (see Retry), so that the messages
+// that failed together do not come back together.
+type Jitter int32
+
+// The jitters (the C ABI's harel_jitter).
+const (
+	// JitterFull draws the backoff uniformly in [0, d): the widest spread (the default).
+	JitterFull Jitter = 0
+	// JitterEqual draws it uniformly in [d/2, d): never sooner than half of d.
+	JitterEqual Jitter = 1
+	// JitterNone waits d exactly.
+	JitterNone Jitter = 2
+)
+
+// String is the jitter's Go name ("JitterEqual"), or "Jitter(n)" for another value.
+func (j Jitter) String() string {
+	switch j {
+	case JitterFull:
+		return "JitterFull"
+	case JitterEqual:
+		return "JitterEqual"
+	case JitterNone:
+		return "JitterNone"
+	}
+	return "Jitter(" + strconv.Itoa(int(j)) + ")"
+}
+
+// Retry is a retry policy: how long a message waits after a failed attempt, a Nack with
+// delay 0 or a lease that lapses, before its next delivery (docs/queue.md, "Retries"). The
+// queue's is WithRetry; a message's own, which wins over it, WithRetryPolicy (Message.Retry
+// in a batch).
+//
+// Claim number n of a message (Lease.Attempts) draws its backoff d = min(Cap, Base *
+// Factor^(n-1)), spread by Jitter, and stores it on the message (MessageInfo.RetryDelay).
+// If that attempt ends in Nack(lease, 0) the message is parked for the backoff, blocking
+// its group as any park does (Stats.Parked); if its lease lapses, the next claim finds it
+// only the backoff after the lease's end (Extend moves both). A Nack with a delay > 0 waits
+// the worker's delay instead. Every claim counts toward WithMaxAttempts. Without any policy
+// a Nack with delay 0 frees the message at once.
+//
+// Base must be 1 ms..ten years (0 is refused: the C ABI would read it as no policy);
+// Factor 1..16, 0 for 2 (doubling); Cap Base..ten years, 0 for an hour (or Base if
+// longer); Jitter one of the three, JitterFull (the zero value) by default. A bad value is
+// ErrArgument naming the field: "retry.factor is 17; it must be finite, 1..16", in a
+// batch "messages[1].retry.base is -1; ...".
+//
+//	harel.Retry{Base: time.Second, Factor: 2, Cap: 5 * time.Minute, Jitter: harel.JitterEqual}
+type Retry struct {
+	// Base is the first backoff (the one after the first claim).
+	Base time.Duration
+	// Factor is each next backoff's growth: 1 keeps it constant; 0 is 2.
+	Factor float64
+	// Cap is the longest backoff; 0 is an hour, or Base if longer.
+	Cap time.Duration
+	// Jitter is how the backoff is spread; JitterFull, the zero value, by default.
+	Jitter Jitter
+}
+
+// WithRetryPolicy gives the message a retry policy of its own (see Retry), in place of the
+// queue's (WithRetry): after a failed attempt it waits the backoff r draws, whichever
+// Transport claimed it. A bad r is ErrArgument naming the field ("retry.cap is 0.5; it
+// must be finite seconds, from base (1) to 315360000 (ten years)"), nothing written.
+//
+//	err := t.Publish("emails/42", ev, harel.WithRetryPolicy(harel.Retry{Base: time.Second, Cap: time.Hour}))
+func WithRetryPolicy(r Retry) PublishOption {
+	return func(c *publishConfig) { c.retry = &r }
 }
 
 // ClaimOption configures one Claim.

@@ -14,8 +14,8 @@ import (
 // is. Concurrent publishes share commits.
 //
 // With a delivery option (WithKey, WithDelay, WithNotBefore, WithUnique, WithTTL,
-// WithExpiresAt) it is PublishWith without the outcome: its own transaction, no shared
-// commit.
+// WithExpiresAt, WithRetryPolicy) it is PublishWith without the outcome: its own
+// transaction, no shared commit.
 //
 // Errors: ErrArgument (groupID or a routing key empty, a NUL byte or invalid UTF-8 in a
 // string, event not JSON, priority outside 0..4, a bad header, a bad delivery option as
@@ -64,15 +64,17 @@ func (t *Transport) PublishContext(ctx context.Context, groupID string, event js
 // (Published.Duplicate, Seq the pending message's), and with UniqueReplace or
 // UniqueDebounce that message takes this event and these headers (Published.Replaced)
 // unless a worker holds its lease. With WithTTL or WithExpiresAt a message no worker has
-// by then expires: it moves to the dead letters with the reason "expired". The key and the
-// message are one transaction of their own (no commit shared with concurrent Publish
-// calls).
+// by then expires: it moves to the dead letters with the reason "expired". With
+// WithRetryPolicy a failed attempt (a Nack with delay 0, a lapsed lease) waits the
+// policy's backoff, in place of the queue's WithRetry. The key and the message are one
+// transaction of their own (no commit shared with concurrent Publish calls).
 //
 // Errors: ErrArgument (as Publish's; or WithKey "" or over 256 bytes, a NUL byte or invalid
 // UTF-8 in it; WithDelay negative or over ten years; WithNotBefore before the Unix epoch or
 // more than ten years ahead; WithUnique as it says, or with WithKey: "key and unique_key
 // are both given"; WithTTL 0 or less or over ten years; WithExpiresAt not after the Unix
-// epoch; an expiry not after now or not after the message is due; nothing was written),
+// epoch; an expiry not after now or not after the message is due; WithRetryPolicy with a
+// field out of its range, "retry.base is 0; ..."; nothing was written),
 // ErrBusy, ErrConnect, ErrDatabase (also: a key given to a queue opened with
 // WithCreateSchema(false) whose schema lacks the keys table), ErrClosed.
 func (t *Transport) PublishWith(groupID string, event json.RawMessage, opts ...PublishOption) (Published, error) {
@@ -114,9 +116,9 @@ func publishOptions(opts []PublishOption) (pc publishConfig) {
 // before) fixes its priority and routing key. Every message is checked before anything is
 // written, and an error names the bad one by its index ("messages[3].event_json ...").
 // An empty msgs does nothing. A batch in which a message sets Key, Delay, NotBefore, Unique,
-// TTL, ExpiresAt or Headers (or any batch of a Transport that traces, whose messages carry the trace
-// context) is PublishManyWith without the outcomes: its own transaction, no commit shared
-// with concurrent publishes. On a queue opened with OpenShards it is one transaction per
+// TTL, ExpiresAt, Retry or Headers (or any batch of a Transport that traces, whose messages
+// carry the trace context) is PublishManyWith without the outcomes: its own transaction, no
+// commit shared with concurrent publishes. On a queue opened with OpenShards it is one transaction per
 // shard: all or none on each shard, not across them.
 //
 // Errors: ErrArgument (as Publish's, for any message; nothing was written), ErrBusy,
@@ -150,18 +152,18 @@ func (t *Transport) PublishManyContext(ctx context.Context, msgs []Message) erro
 	return err
 }
 
-// PublishManyWith is PublishMany with each message's Key, Delay, NotBefore, Unique, TTL and
-// ExpiresAt (as PublishWith's options) and what became of each: Published[i] is msgs[i]'s. One
-// transaction: every message stored or found a duplicate (or replaced), or nothing
-// written. A key met earlier in the batch makes the later message a duplicate of the
-// earlier one (its Seq); a key seen before the batch, within the retention, a duplicate of
-// that message. A unique key met earlier in the batch finds the earlier message pending.
+// PublishManyWith is PublishMany with each message's Key, Delay, NotBefore, Unique, TTL,
+// ExpiresAt and Retry (as PublishWith's options) and what became of each: Published[i] is
+// msgs[i]'s. One transaction: every message stored or found a duplicate (or replaced), or
+// nothing written. A key met earlier in the batch makes the later message a duplicate of
+// the earlier one (its Seq); a key seen before the batch, within the retention, a duplicate
+// of that message. A unique key met earlier in the batch finds the earlier message pending.
 // An empty msgs writes nothing and returns an empty slice. On a queue opened with
 // OpenShards it is one transaction per shard, as PublishMany.
 //
 // Errors: as PublishWith's, naming the bad message by its index ("messages[3].key is
-// empty", "messages[3].unique_key is empty", "messages[3].ttl is -1; ..."); nothing was
-// written.
+// empty", "messages[3].unique_key is empty", "messages[3].ttl is -1; ...",
+// "messages[3].retry.base is -1; ..."); nothing was written.
 func (t *Transport) PublishManyWith(msgs []Message) ([]Published, error) {
 	return t.PublishManyWithContext(context.Background(), msgs)
 }

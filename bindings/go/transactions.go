@@ -152,11 +152,12 @@ func (tx *Tx) Query(ctx context.Context, sql string, args ...any) ([][]any, erro
 
 // Publish queues a publish, with Transport.PublishWith's arguments and options
 // (WithPriority, WithRoutingKey, WithHeaders, WithKey, WithDelay, WithNotBefore,
-// WithUnique, WithTTL, WithExpiresAt). They are checked now; what became of the message (its seq, whether its key
-// made it a duplicate, whether it replaced the pending message with its unique key) comes
-// back from Commit, in the order of the Publish calls: a unique key's duplicate is an
-// answer, not an error, and the transaction's statements commit with it. After the commit
-// the message is delivered as any other, and this process's waiting claims wake for it.
+// WithUnique, WithTTL, WithExpiresAt, WithRetryPolicy). They are checked now; what became
+// of the message (its seq, whether its key made it a duplicate, whether it replaced the
+// pending message with its unique key) comes back from Commit, in the order of the Publish
+// calls: a unique key's duplicate is an answer, not an error, and the transaction's
+// statements commit with it. After the commit the message is delivered as any other, and
+// this process's waiting claims wake for it.
 //
 // Errors: ErrArgument (an argument refused as PublishWith refuses it; nothing was queued
 // and the transaction goes on; or the transaction ended), ErrDatabase (WithKey on a queue
