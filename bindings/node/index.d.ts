@@ -113,6 +113,16 @@ export interface OpenOptions {
    */
   archiveRetention?: number;
   /**
+   * The queue's retry policy, as this transport's claims apply it (see RetryOptions): a
+   * message they hand out whose attempt ends in a nack with delay 0, or whose lease lapses,
+   * waits the backoff drawn at its claim before its next delivery. A message published with
+   * a `retry` of its own follows that one instead. Another transport on the same queue
+   * without it retries its own claims' messages at once. Absent or null (the default): no
+   * policy, a nack with delay 0 frees the message at once. A bad value fails open with
+   * HAREL_ERR_ARGUMENT naming it ('retry.factor is 17; it must be finite, 1..16').
+   */
+  retry?: RetryOptions | null;
+  /**
    * "Now" as epoch seconds (not milliseconds), for tests that move time. Called on the main
    * thread at open and just before each call that asks the library for the time (publish,
    * publishMany, publishWith, publishManyWith, claim, ack, nack, ackAndClaim, deadLetter,
@@ -184,6 +194,41 @@ export interface DeliveryOptions {
    * `date.getTime() / 1000`), by the transport's clock, after now. Absent or null: none.
    */
   expiresAt?: number | null;
+  /**
+   * The message's own retry policy (see RetryOptions), in place of the queue's (the open
+   * option `retry`), whichever transport claims it. Absent or null: the claiming
+   * transport's, if any. A bad value is HAREL_ERR_ARGUMENT naming it ('retry.base is -1;
+   * ...', in a batch 'messages[1].retry.base is -1; ...'), nothing written.
+   */
+  retry?: RetryOptions | null;
+}
+
+/**
+ * How a retry policy spreads its backoff d: 'full' draws it uniformly in [0, d) (the widest
+ * spread, the default), 'equal' in [d/2, d) (never sooner than half), 'none' waits d.
+ */
+export type Jitter = 'full' | 'equal' | 'none';
+
+/**
+ * A retry policy (the open option `retry`, and DeliveryOptions.retry): how long a message
+ * waits after a failed attempt, a nack with delay 0 or a lease that lapses, before its next
+ * delivery. Claim number n of a message (Lease.attempts) draws the backoff
+ * d = min(cap, base * factor^(n-1)), spread by `jitter`, and stores it on the message
+ * (MessageInfo.retryDelay). A nack with delay 0 then parks the message for it (its group
+ * blocked, Stats.parked); a lapsed lease makes the next claim find it only that long after
+ * the lease's end (extend moves both). A nack with a delay > 0 waits the worker's delay
+ * instead. Every claim still counts toward maxAttempts. All in seconds, by the transport's
+ * clock.
+ */
+export interface RetryOptions {
+  /** The first backoff (after the first claim): 0.001..315360000 seconds (0 is refused). */
+  base: number;
+  /** Each next backoff's growth, 1..16 (1 keeps it constant). Default 2. */
+  factor?: number;
+  /** The longest backoff, from `base` to 315360000 seconds. Default an hour, or `base` if longer. */
+  cap?: number;
+  /** Default 'full'. */
+  jitter?: Jitter;
 }
 
 /**
@@ -316,7 +361,11 @@ export interface KeepAlive {
 }
 
 export interface NackOptions {
-  /** 0 (the default): claimable at once; > 0: parked (its group blocked) for this many seconds. */
+  /**
+   * 0 (the default): claimable at once, or under a retry policy parked for the backoff its
+   * claim drew (peek's MessageInfo.retryDelay); > 0: parked (its group blocked) for this
+   * many seconds.
+   */
   delay?: number;
 }
 
@@ -493,6 +542,12 @@ export interface MessageInfo<E = unknown> {
   readonly publishedAt: number | null;
   /** The headers it was published with, in order ([] for none). */
   readonly headers: readonly Header[];
+  /**
+   * The backoff its last claim drew under a retry policy (the open option `retry`, or its
+   * own), seconds: what a nack with delay 0 or its lapsed lease waits. null when none (no
+   * policy, or never claimed).
+   */
+  readonly retryDelay: number | null;
 }
 
 /**
@@ -795,8 +850,8 @@ export declare class Transport {
    * and a `notBefore` (the message keeps its place in its group's FIFO: the group's later
    * messages wait behind it), a `unique` key (a message with it pending stores nothing new:
    * kept, replaced or debounced by its mode), a `ttl` or an `expiresAt` (a message no worker
-   * has by then is moved to the dead letters with the reason 'expired'). Its own
-   * transaction: no shared commits.
+   * has by then is moved to the dead letters with the reason 'expired'), a `retry` policy of
+   * its own (in place of the queue's). Its own transaction: no shared commits.
    */
   publishWith(groupId: string, event: unknown, options?: PublishWithOptions): Promise<Published>;
 

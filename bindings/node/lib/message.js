@@ -8,8 +8,14 @@ const { DELIVERY_SIZE } = require('./native');
 
 // `headers`: the message's [name, value] pairs (lib/headers.js), beside the harel_message.
 const PUBLISH_OPTIONS = ['priority', 'routingKey', 'headers'];
-const DELIVERY_OPTIONS = ['key', 'delay', 'notBefore', 'unique', 'ttl', 'expiresAt'];
+const DELIVERY_OPTIONS = ['key', 'delay', 'notBefore', 'unique', 'ttl', 'expiresAt', 'retry'];
 const UNIQUE_OPTIONS = ['key', 'mode', 'delay', 'maxDelay'];
+const RETRY_OPTIONS = ['base', 'factor', 'cap', 'jitter'];
+// harel_jitter's values, in order: HAREL_JITTER_FULL (0), _EQUAL (1), _NONE (2).
+const JITTERS = ['full', 'equal', 'none'];
+// HAREL_MIN_RETRY_BASE and HAREL_MAX_RETRY_FACTOR, for the messages of the 0s refused here.
+const MIN_RETRY_BASE = 0.001;
+const MAX_RETRY_FACTOR = 16;
 // harel_unique_mode's values, in order: HAREL_UNIQUE_KEEP (0), _REPLACE (1), _DEBOUNCE (2).
 const UNIQUE_MODES = ['keep', 'replace', 'debounce'];
 const DEBOUNCE = 2;
@@ -46,12 +52,12 @@ function messageStruct(prefix, groupId, event, { priority, routingKey }) {
  * A message's delivery options as a harel_delivery (the C struct, its `size` set), checked
  * for their types only: the library checks the values (an empty or over-long key, a delay,
  * instant, ttl or expiry out of range, a key with a unique key, a debounce cap below its
- * delay, an expiry not after now or not after the message is due) and names them. A
- * negative `notBefore` is refused here: the C call reads any negative not_before as "none",
- * which would pass it over silently; so are a `ttl` or an `expiresAt` of 0, which the C call
- * reads as "never".
+ * delay, an expiry not after now or not after the message is due, a retry policy's
+ * values) and names them. A negative `notBefore` is refused here: the C call reads any
+ * negative not_before as "none", which would pass it over silently; so are a `ttl` or an
+ * `expiresAt` of 0, which the C call reads as "never", and a retry policy's 0s (retryPolicy).
  */
-function delivery(prefix, { key, delay, notBefore, unique, ttl, expiresAt }) {
+function delivery(prefix, { key, delay, notBefore, unique, ttl, expiresAt, retry }) {
   return {
     size: DELIVERY_SIZE,
     key: checkString(`${prefix}key`, key, { nullable: true }),
@@ -60,7 +66,49 @@ function delivery(prefix, { key, delay, notBefore, unique, ttl, expiresAt }) {
     ...uniqueFields(`${prefix}unique`, unique),
     ttl: expiry(`${prefix}ttl`, ttl, 'a number of seconds > 0'),
     expires_at: expiry(`${prefix}expiresAt`, expiresAt, 'epoch seconds > 0'),
+    ...retryFields(`${prefix}retry`, retry),
   };
+}
+
+/** The `retry` option (retryPolicy) as the harel_delivery's retry_base, _factor, _cap and _jitter. */
+function retryFields(name, retry) {
+  const { base, factor, cap, jitter } = retryPolicy(name, retry);
+  return { retry_base: base, retry_factor: factor, retry_cap: cap, retry_jitter: jitter };
+}
+
+/**
+ * A retry policy ({ base, factor?, cap?, jitter? }, or null for none): the open option
+ * `retry` (harel_options_set_retry's arguments) and a message's (harel_delivery's retry
+ * fields), named `name` ('retry', 'messages[3].retry'). As C takes them: base 0 for none,
+ * factor and cap 0 for the library's defaults (2; an hour, or the base if longer), jitter a
+ * harel_jitter. Refused here, as C would read them otherwise: a missing `base`, a non-number,
+ * an unknown jitter, and a base, factor or cap of 0 given (C reads them as none or as the
+ * default), with the library's own message for that value. The ranges (base 0.001..ten
+ * years, factor 1..16, cap from base to ten years, all finite) are the library's to check.
+ */
+function retryPolicy(name, retry) {
+  if (retry === undefined || retry === null) return { base: 0, factor: 0, cap: 0, jitter: 0 };
+  const r = checkOptions(name, retry, RETRY_OPTIONS);
+  const number = (field, what) => {
+    const value = r[field];
+    if (typeof value !== 'number') throw argumentError(`${name}.${field} must be ${what}, got ${describe(value)}`);
+    return value;
+  };
+  const base = number('base', 'a number of seconds');
+  if (base === 0) {
+    throw argumentError(`${name}.base is 0; it must be finite seconds, ${MIN_RETRY_BASE}..${MAX_DELAY} (ten years)`);
+  }
+  const factor = r.factor === undefined ? 0 : number('factor', 'a number');
+  if (r.factor !== undefined && factor === 0) {
+    throw argumentError(`${name}.factor is 0; it must be finite, 1..${MAX_RETRY_FACTOR}`);
+  }
+  const cap = r.cap === undefined ? 0 : number('cap', 'a number of seconds');
+  if (r.cap !== undefined && cap === 0) {
+    throw argumentError(`${name}.cap is 0; it must be finite seconds, from base (${base}) to ${MAX_DELAY} (ten years)`);
+  }
+  const jitter = r.jitter === undefined ? 0 : JITTERS.indexOf(r.jitter);
+  if (jitter < 0) throw argumentError(`${name}.jitter must be 'full', 'equal' or 'none', got ${describe(r.jitter)}`);
+  return { base, factor, cap, jitter };
 }
 
 /**
@@ -132,4 +180,6 @@ function outcome(seq, published) {
   return Object.freeze({ seq: seqValue(seq), duplicate: published !== 0, replaced: published === 2 });
 }
 
-module.exports = { PUBLISH_OPTIONS, DELIVERY_OPTIONS, PUBLISH_WITH_OPTIONS, messageStruct, delivery, outcome };
+module.exports = {
+  PUBLISH_OPTIONS, DELIVERY_OPTIONS, PUBLISH_WITH_OPTIONS, messageStruct, delivery, retryPolicy, outcome,
+};

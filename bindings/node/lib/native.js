@@ -205,10 +205,13 @@ const MetricsType = koffi.struct({
 // A page of groups and a page of dead letters carry, after them, the shard of each item
 // (`const size_t *shards`: added for sharded queues, at the end; the library allocates the
 // struct); a page of messages and a page of dead letters, at their end, each item's
-// headers (`const harel_headers *headers`, n_items of them: added after 0.4.0).
+// headers (`const harel_headers *headers`, n_items of them: added after 0.4.0); a page of
+// messages, after those, each message's backoff (`const double *retry_delays`, n_items of
+// them, -1 for none: added with retries, at the end).
 const GroupPageType = koffi.struct({ items: 'void *', n_items: 'size_t', next_cursor: 'const char *', shards: 'void *' });
 const MessagePageType = koffi.struct({
   items: 'void *', n_items: 'size_t', next_cursor: 'const char *', headers: koffi.pointer(HeadersType),
+  retry_delays: 'void *',
 });
 const DeadPageType = koffi.struct({
   items: 'void *', n_items: 'size_t', next_cursor: 'const char *', shards: 'void *', headers: koffi.pointer(HeadersType),
@@ -245,6 +248,10 @@ const DeliveryType = koffi.struct({
   debounce_max_delay: 'double',
   ttl: 'double', // added with expiry, at the end: seconds, 0 for never
   expires_at: 'double', // epoch seconds, 0 for never
+  retry_base: 'double', // added with retries, at the end: seconds, 0 for no policy of its own
+  retry_factor: 'double', // 0 reads as 2
+  retry_cap: 'double', // seconds, 0 reads as an hour (or the base, if longer)
+  retry_jitter: 'int32_t', // harel_jitter
 });
 const DELIVERY_SIZE = koffi.sizeof(DeliveryType);
 const T = koffi.pointer(koffi.opaque()); // harel_transport *
@@ -412,6 +419,8 @@ function bind(lib, where) {
     setArchive: fn('harel_options_set_archive', status, [O, 'double', ERR]),
     archive: fn('harel_transport_archive', status, [T, 'const char *', 'const char *', 'size_t', OUT, ERR]),
     archivePageFree: fn('harel_archive_page_free', 'void', ['void *']),
+    // retries (issue 39): the queue's policy, base 0 for none; jitter a harel_jitter
+    setRetry: fn('harel_options_set_retry', status, [O, 'double', 'double', 'double', 'int32_t', ERR]),
     // limits per routing key (issue 39): concurrency 0 for none, rate and burst both 0 for
     // none; the limits in force, a harel_limit_list handed out
     setLimit: fn('harel_transport_set_limit', status, [T, 'const char *', 'uint32_t', 'double', 'double', ERR]),

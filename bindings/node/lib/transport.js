@@ -11,11 +11,12 @@ const { callChecked, callCheckedHere } = require('./calls');
 const { ClockCell } = require('./clock');
 const { Waits } = require('./waiting');
 const { refuseInside } = require('./tx');
+const { retryPolicy } = require('./message');
 const { tracingOption } = require('./tracing');
 
 const OPEN_OPTIONS = [
   'prefix', 'createSchema', 'syncUrl', 'syncUrls', 'authToken', 'syncInterval', 'busyTimeout', 'synchronousFull',
-  'maxAttempts', 'keyRetention', 'archiveRetention', 'clock', 'tracerProvider', 'traceAsParent',
+  'maxAttempts', 'keyRetention', 'archiveRetention', 'retry', 'clock', 'tracerProvider', 'traceAsParent',
 ];
 
 const PRIVATE = Symbol('harel-transport constructor');
@@ -73,6 +74,10 @@ async function openWith(f, what, options, where, opening) {
   if (o.keyRetention !== undefined) set.push([f.setKeyRetention, checkNumber('keyRetention', o.keyRetention)]);
   if (o.archiveRetention !== undefined) {
     set.push([f.setArchive, checkNumber('archiveRetention', o.archiveRetention)]);
+  }
+  if (o.retry !== undefined && o.retry !== null) {
+    const { base, factor, cap, jitter } = retryPolicy('retry', o.retry);
+    set.push([f.setRetry, base, factor, cap, jitter]);
   }
   if (o.clock !== undefined && typeof o.clock !== 'function') {
     throw argumentError(`clock must be a function returning epoch seconds, got ${describe(o.clock)}`);

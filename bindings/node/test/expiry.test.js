@@ -175,7 +175,7 @@ test('bad input is HAREL_ERR_ARGUMENT, names it (and a batch\'s element), and le
   await rejectsWith(assert, t.publishMany([{ groupId: 'g', event: {}, expiresAt: 2000 }]), 'HAREL_ERR_ARGUMENT',
     /messages\[0\]: unknown option "expiresAt"/);
   await rejectsWith(assert, t.publishManyWith([ok, { groupId: 'g', event: {}, expires_at: 2000 }]),
-    'HAREL_ERR_ARGUMENT', /messages\[1\]: unknown option "expires_at" \(known: .*ttl, expiresAt\)/);
+    'HAREL_ERR_ARGUMENT', /messages\[1\]: unknown option "expires_at" \(known: .*ttl, expiresAt, retry\)/);
   await tx.publishWith('h', { n: 'tx' }, { ttl: 60 });
   assert.deepEqual(await tx.commit(), [{ seq: kept.seq + 1, duplicate: false, replaced: false }],
     'the transaction went on: only its good publish');

@@ -200,8 +200,14 @@ test('peek: a group\'s messages with their locks and times, claiming nothing', a
   const page = await t.peek('g', { limit: 2 });
   assert.ok(deepFrozen(page));
   assert.deepEqual(page.messages.map((m) => ({ ...m })), [
-    { seq: lease.seq, event: { p: 0 }, eventJson: ' {"p": 0} ', attempts: 1, lockedBy: 'w', lockExpiry: 1032, publishedAt: 1000, headers: [] },
-    { seq: page.messages[1].seq, event: { p: 1 }, eventJson: '{"p":1}', attempts: 0, lockedBy: null, lockExpiry: null, publishedAt: 1001, headers: [] },
+    {
+      seq: lease.seq, event: { p: 0 }, eventJson: ' {"p": 0} ', attempts: 1, lockedBy: 'w', lockExpiry: 1032,
+      publishedAt: 1000, headers: [], retryDelay: null,
+    },
+    {
+      seq: page.messages[1].seq, event: { p: 1 }, eventJson: '{"p":1}', attempts: 0, lockedBy: null, lockExpiry: null,
+      publishedAt: 1001, headers: [], retryDelay: null,
+    },
   ]);
   const rest = await t.peek('g', { cursor: page.next });
   assert.deepEqual([rest.messages.map((m) => m.event), rest.next], [[{ p: 2 }], null]);

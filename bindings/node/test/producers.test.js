@@ -328,7 +328,7 @@ test('bad input is HAREL_ERR_ARGUMENT and leaves the queue as it was', async () 
     [() => t.publishManyWith([ok, , ok]), /messages\[1\] must be an object \{ groupId, event, .*got undefined/],
     [() => t.publishMany([ok2(), , ok2()]), /messages\[1\] must be an object \{ groupId, event, priority\?, routingKey\?, headers\? \}, got undefined/],
     [() => t.publishManyWith([ok, null]),
-      /messages\[1\] must be an object \{ groupId, event, priority\?, .*, unique\?, ttl\?, expiresAt\? \}/],
+      /messages\[1\] must be an object \{ groupId, event, priority\?, .*, unique\?, ttl\?, expiresAt\?, retry\? \}/],
     [() => t.publishManyWith([ok, { groupId: 'g', event: {}, delai: 5 }]), /messages\[1\]: unknown option "delai"/],
     [() => t.publishMany([{ groupId: 'g', event: {}, key: 'k' }]), /messages\[0\]: unknown option "key"/],
     [() => t.publish('g', {}, { delay: 5 }), /unknown option "delay"/],

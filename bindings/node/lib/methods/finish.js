@@ -116,7 +116,10 @@ module.exports = {
     });
   },
 
-  /** Gives a lease back: claimable at once (delay 0, the default) or parked for `delay` seconds. */
+  /**
+   * Gives a lease back: claimable at once (delay 0, the default; under a retry policy,
+   * parked for the backoff its claim drew) or parked for `delay` seconds.
+   */
   nack(lease, options = {}) {
     return call(this, 'nack', true, () => {
       const struct = leaseStruct(lease);

@@ -21,6 +21,7 @@ const ARCHIVE_OPTIONS = ['groupId', 'cursor', 'limit'];
 const GROUP_STATES = ['ready', 'leased', 'parked', 'delayed', 'paused']; // harel_group_state's values, in order
 const PAUSE_KINDS = ['queue', 'group', 'routingKey']; // harel_pause_kind's values, in order
 const SIZE_T = koffi.sizeof('size_t');
+const DOUBLE = koffi.sizeof('double');
 const UINT64 = koffi.sizeof('uint64_t');
 const PAUSE_SIZE = koffi.sizeof(PauseType);
 const ARCHIVED_SIZE = koffi.sizeof(ArchivedType);
@@ -101,10 +102,11 @@ function priorityStats(p, paused) {
 
 /**
  * A page the library handed out, of C type `pageType`: its items (of C type `type`) copied
- * by `item(raw, shard, headers)` into frozen JS objects, and its next cursor (null on the
- * last page); `ptr` is freed with `free`. A page of groups and one of dead letters carry
- * each item's shard (`shards`), one of messages and one of dead letters each item's
- * headers (`headers`); `item` gets undefined for what its page lacks.
+ * by `item(raw, shard, headers, retryDelay)` into frozen JS objects, and its next cursor
+ * (null on the last page); `ptr` is freed with `free`. A page of groups and one of dead
+ * letters carry each item's shard (`shards`), one of messages and one of dead letters each
+ * item's headers (`headers`), one of messages each item's backoff (`retry_delays`, -1 for
+ * none: null); `item` gets undefined for what its page lacks.
  */
 function takePage(ptr, pageType, type, free, item) {
   try {
@@ -115,7 +117,11 @@ function takePage(ptr, pageType, type, free, item) {
     // array type at every call and keeps it, some 20 bytes of the native heap.
     const shard = page.shards === undefined ? () => undefined : (i) => Number(koffi.decode(page.shards, i * SIZE_T, 'size_t'));
     const headers = page.headers === undefined ? () => undefined : (i) => readHeaderList(page.headers, i);
-    return [Object.freeze(raws.map((raw, i) => item(raw, shard(i), headers(i)))), page.next_cursor || null];
+    const retryDelay = page.retry_delays === undefined
+      ? () => undefined
+      : (i) => optionalNumber(koffi.decode(page.retry_delays, i * DOUBLE, 'double'));
+    const items = raws.map((raw, i) => item(raw, shard(i), headers(i), retryDelay(i)));
+    return [Object.freeze(items), page.next_cursor || null];
   } finally {
     free(ptr);
   }
@@ -189,7 +195,7 @@ function limitInfo(l) {
   });
 }
 
-function messageInfo(m, _shard, headers) {
+function messageInfo(m, _shard, headers, retryDelay) {
   const eventJson = bytesText(m.event, m.event_len);
   return Object.freeze({
     seq: m.seq,
@@ -200,6 +206,7 @@ function messageInfo(m, _shard, headers) {
     lockExpiry: optionalNumber(m.lock_expiry),
     publishedAt: optionalNumber(m.published_at),
     headers,
+    retryDelay,
   });
 }
 
@@ -279,7 +286,11 @@ module.exports = {
     });
   },
 
-  /** A page of a group's messages, oldest first, claiming none. Resolves `{ messages, next }`. */
+  /**
+   * A page of a group's messages, oldest first, claiming none. Resolves `{ messages, next }`;
+   * each message's `retryDelay` is the backoff its last claim drew under a retry policy
+   * (seconds; null for none).
+   */
   peek(groupId, options = {}) {
     return call(this, 'peek', false, () => {
       const group = checkString('groupId', groupId);

@@ -1,6 +1,6 @@
 'use strict';
 // Publishing: publish and publishMany, and publishWith and publishManyWith (an idempotency
-// key, a delay or a due instant, a unique key, an expiry per message, and each message's outcome,
+// key, a delay or a due instant, a unique key, an expiry, a retry policy per message, and each message's outcome,
 // through harel_transport_publish_delivery and _publish_many_delivery). Each takes a
 // message's headers (lib/headers.js); with tracing on (lib/tracing.js) each makes a
 // PRODUCER span, whose context the messages' headers carry.
@@ -17,7 +17,7 @@ const MESSAGE_FIELDS = ['groupId', 'event', ...PUBLISH_OPTIONS];
 const MESSAGE_WITH_FIELDS = [...MESSAGE_FIELDS, ...DELIVERY_OPTIONS];
 const MESSAGE_SHAPE = 'groupId, event, priority?, routingKey?, headers?';
 const MESSAGE_WITH_SHAPE =
-  'groupId, event, priority?, routingKey?, headers?, key?, delay?, notBefore?, unique?, ttl?, expiresAt?';
+  'groupId, event, priority?, routingKey?, headers?, key?, delay?, notBefore?, unique?, ttl?, expiresAt?, retry?';
 
 function noop() {}
 
@@ -108,8 +108,9 @@ module.exports = {
    * duplicate true, replaced true when mode 'replace' or 'debounce' gave it this event);
    * `ttl` (seconds) and `expiresAt` (epoch seconds by the transport's clock; with both, the
    * earlier): a message no worker has by then is moved to the dead letters with the reason
-   * 'expired' by a claim. Resolves `{ seq, duplicate, replaced }`. Its own transaction (no
-   * group commit).
+   * 'expired' by a claim; `retry` ({ base, factor?, cap?, jitter? }: the message's own
+   * retry policy, in place of the queue's). Resolves `{ seq, duplicate, replaced }`. Its own
+   * transaction (no group commit).
    */
   publishWith(groupId, event, options = {}) {
     return call(this, 'publishWith', true, () => {
@@ -131,8 +132,8 @@ module.exports = {
 
   /**
    * publishMany with publishWith's options per message ({ groupId, event, priority?,
-   * routingKey?, headers?, key?, delay?, notBefore?, unique?, ttl?, expiresAt? }), in one
-   * transaction: every
+   * routingKey?, headers?, key?, delay?, notBefore?, unique?, ttl?, expiresAt?, retry? }), in
+   * one transaction: every
    * message stored or found a duplicate (or replaced), or nothing written. A key or unique
    * key met earlier in the batch makes the later message a duplicate of the earlier one.
    * Resolves one `{ seq, duplicate, replaced }` per message, in order.

@@ -29,6 +29,9 @@ import {
   type GroupPage,
   type GroupState,
   type MessagePage,
+  type MessageInfo,
+  type RetryOptions,
+  type Jitter,
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterSelection,
@@ -76,6 +79,7 @@ async function usage(): Promise<void> {
     maxAttempts: 5,
     keyRetention: 7 * 86400,
     archiveRetention: 30 * 86400,
+    retry: { base: 1, factor: 2, cap: 300, jitter: 'equal' },
     clock: () => Date.now() / 1000,
   };
   const t: Transport = await Transport.open('queue.db', options);
@@ -130,6 +134,23 @@ async function usage(): Promise<void> {
     { groupId: 'quotes', event: {}, expiresAt: Date.now() / 1000 + 60, delay: 5, unique: { key: 'q' } },
   ]);
   void expiringBatch;
+
+  // retries: the queue's policy at open, a message's own at its publish
+  const jitter: Jitter = 'none';
+  const policy: RetryOptions = { base: 0.5, jitter };
+  const retrying: Transport = await Transport.open('retries.db', { retry: policy });
+  await Transport.open('plain.db', { retry: null });
+  await retrying.publishWith('emails/42', {}, { retry: { base: 1, factor: 3, cap: 60, jitter: 'full' } });
+  await retrying.publishWith('emails/42', {}, { retry: null, ttl: 3600 });
+  const retryingBatch: Published[] = await retrying.publishManyWith([
+    { groupId: 'emails/43', event: {}, retry: { base: 2 } },
+    { groupId: 'emails/44', event: {}, retry: policy, delay: 5 },
+  ]);
+  void retryingBatch;
+  await retrying.transaction((tx) => tx.publishWith('emails/45', {}, { retry: { base: 10, cap: 10 } }));
+  const peeked: MessageInfo | undefined = (await retrying.peek('emails/42')).messages[0];
+  const backoff: number | null | undefined = peeked?.retryDelay;
+  void backoff;
 
   // publishing inside the application's transaction
   const result: TransactionResult<number> = await t.transaction(async (tx) => {
@@ -331,7 +352,8 @@ async function usage(): Promise<void> {
     const total: number = m.event.data.total;
     const lockedBy: string | null = m.lockedBy;
     const publishedAt: number | null = m.publishedAt;
-    void [total, lockedBy, publishedAt, m.seq, m.eventJson, m.attempts, m.lockExpiry];
+    const retryDelay: number | null = m.retryDelay;
+    void [total, lockedBy, publishedAt, retryDelay, m.seq, m.eventJson, m.attempts, m.lockExpiry];
   }
   const dead: DeadLetterPage = await t.deadLetters({ groupId: 'order-17', cursor: messages.next, limit: 5 });
   const letter: DeadLetter | undefined = dead.letters[0];
@@ -438,6 +460,20 @@ async function usage(): Promise<void> {
   await t.publishWith('g', {}, { ttl: '60s' });
   // @ts-expect-error publish takes no delivery option
   await t.publish('g', {}, { ttl: 60 });
+  // @ts-expect-error a retry policy needs its base
+  await t.publishWith('g', {}, { retry: { factor: 2 } });
+  // @ts-expect-error a jitter is one of three names
+  await Transport.open('q.db', { retry: { base: 1, jitter: 'half' } });
+  // @ts-expect-error a jitter is a name, not the C number
+  await t.publishWith('g', {}, { retry: { base: 1, jitter: 1 } });
+  // @ts-expect-error base is seconds as a number
+  await t.publishWith('g', {}, { retry: { base: '1s' } });
+  // @ts-expect-error publish takes no retry policy
+  await t.publish('g', {}, { retry: { base: 1 } });
+  // @ts-expect-error unknown field of a retry policy
+  await t.publishWith('g', {}, { retry: { base: 1, max: 60 } });
+  // @ts-expect-error a message's backoff is read only
+  peeked!.retryDelay = 1;
   // @ts-expect-error the expired count is a number, never null
   const expiredCount: Stats['expired'] = null;
   void expiredCount;
