@@ -3,7 +3,8 @@
 The Python face of libharel_transport (its C ABI, through ctypes):
 
 - `Transport` / `AsyncTransport`: the native API (publish, publish_many, publish_with and
-  publish_many_with (idempotency keys, delays, unique keys), claim, ack,
+  publish_many_with (idempotency keys, delays, unique keys, expiry, a `Retry` policy of the
+  message's own; the queue's is the open option ``retry=``), claim, ack,
   ack_and_claim, nack, dead_letter, redrive, purge_dead, purge_group, purge, release,
   pause and resume (a group, a routing key, the queue), set_limit and remove_limit (a
   routing key's concurrency and rate), stats, groups, peek, dead_letters, archive (the
@@ -75,14 +76,18 @@ from ._values import (
     MAX_LIMIT,
     MAX_PREFIX_LEN,
     MAX_PRIORITY,
+    MAX_RETRY_FACTOR,
     MAX_SHARDS,
+    MIN_RETRY_BASE,
     AckAndClaimResult,
     Debounce,
     Header,
     Headers,
+    Jitter,
     Lease,
     Message,
     Published,
+    Retry,
     UniqueMode,
 )
 from ._version import __version__
@@ -101,6 +106,8 @@ __all__ = [
     "Published",
     "UniqueMode",
     "Debounce",
+    "Retry",
+    "Jitter",
     "AckAndClaimResult",
     "Header",
     "Headers",
@@ -130,6 +137,8 @@ __all__ = [
     "MAX_PREFIX_LEN",
     "MAX_KEY_LEN",
     "MAX_DELAY",
+    "MIN_RETRY_BASE",
+    "MAX_RETRY_FACTOR",
     "MAX_SHARDS",
     "MAX_LIMIT",
     "MAX_HEADERS",

@@ -45,6 +45,7 @@ from ._values import (
     Message,
     PathType,
     Published,
+    Retry,
     UniqueMode,
     _leases_in,
 )
@@ -154,9 +155,10 @@ class AsyncTransport:
         debounce: Optional[Debounce] = None,
         ttl: Optional[float] = None,
         expires_at: Optional[float] = None,
+        retry: Optional[Retry] = None,
     ) -> Published:
         """`Transport.publish_with` (an idempotency key, a delay or a due instant, a unique
-        key with its mode, an expiry; headers), off the loop."""
+        key with its mode, an expiry, a retry policy; headers), off the loop."""
         return await self._run(
             self._t.publish_with,
             group_id,
@@ -172,6 +174,7 @@ class AsyncTransport:
             debounce=debounce,
             ttl=ttl,
             expires_at=expires_at,
+            retry=retry,
         )
 
     async def publish_many_with(self, messages: Iterable[Union[Message, Tuple[Any, ...]]]) -> List[Published]:

@@ -12,7 +12,17 @@ from typing import Any, List, NamedTuple, Optional, Tuple
 from . import _native
 from ._errors import ArgumentError
 from ._inspect import GROUP_STATES, MAX_PAGE
-from ._values import MAX_ATTEMPTS_MAX, MAX_CLAIM, MAX_DELAY, MAX_LIMIT, MAX_PRIORITY, MAX_SHARDS
+from ._values import (
+    MAX_ATTEMPTS_MAX,
+    MAX_CLAIM,
+    MAX_DELAY,
+    MAX_LIMIT,
+    MAX_PRIORITY,
+    MAX_RETRY_FACTOR,
+    MAX_SHARDS,
+    MIN_RETRY_BASE,
+    Retry,
+)
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -177,6 +187,54 @@ def _expires_at(name: str, value: Any) -> float:
     return seconds
 
 
+#: A policy's three numbers for C, where 0 means "none" (base) or "the default" (factor:
+#: 2; cap: an hour, or base): what each must be, in the library's words.
+_RETRY_RANGES = {
+    "base": f"it must be finite seconds, {MIN_RETRY_BASE}..{MAX_DELAY} (ten years)",
+    "factor": f"it must be finite, 1..{MAX_RETRY_FACTOR:g}",
+    "cap": f"it must be finite seconds, from base ({{base}}) to {MAX_DELAY} (ten years)",
+}
+
+
+def _retry(name: str, value: Any) -> Tuple[float, float, float, int]:
+    """A retry policy (a `Retry`) for C: (base, factor, cap, jitter); None is base 0, which
+    C reads as none (the queue's policy at a publish, no policy at the open). `name` names
+    it in errors (``"retry"``, ``"messages[3].retry"``). What only this binding knows is
+    checked here: a `Retry` (not a tuple or a dict), its numbers' types, `jitter`'s names,
+    and a 0 (or -0.0) given as base, factor or cap, which C would read as none, 2 or an
+    hour: refused with the library's words, as its Rust face refuses it. NaN, inf and the
+    ranges are the library's."""
+    if value is None:
+        return 0.0, 0.0, 0.0, 0
+    if not isinstance(value, Retry):
+        raise ArgumentError(
+            f"{name} must be a Retry(base, factor=2.0, cap=None, jitter='full') or None, got {_describe(value)}"
+        )
+    numbers = []
+    for field in ("base", "factor", "cap"):
+        given = getattr(value, field)
+        if field == "cap" and given is None:
+            numbers.append(0.0)  # C's default: an hour, or the base if longer
+            continue
+        if isinstance(given, bool) or not isinstance(given, (int, float)):
+            raise ArgumentError(
+                f"{name}.{field} must be a number (int or float), got {_describe(given)}"
+                + ("; pass td.total_seconds()" if hasattr(given, "total_seconds") else "")
+            )
+        try:
+            number = float(given)
+        except OverflowError:
+            raise ArgumentError(f"{name}.{field} is too large: {given}") from None
+        if number == 0:
+            says = _RETRY_RANGES[field].format(base=value.base)
+            raise ArgumentError(f"{name}.{field} is {given!r}; {says}")
+        numbers.append(number)
+    jitter = value.jitter
+    if not isinstance(jitter, str) or jitter not in _native.JITTERS:
+        raise ArgumentError(f"{name}.jitter must be 'full', 'equal' or 'none', got {_describe(jitter)}")
+    return numbers[0], numbers[1], numbers[2], _native.JITTERS[jitter]
+
+
 def _delivery(
     at: str,
     key: Any,
@@ -187,14 +245,15 @@ def _delivery(
     debounce: Any,
     ttl: Any = None,
     expires_at: Any = None,
+    retry: Any = None,
 ) -> "_native.HarelDelivery":
     """A message's delivery options as a harel_delivery; `at` prefixes the names in errors
     (``"messages[3]."``, or ``""``). What only this binding knows is checked here: the types
     (as everywhere), `unique_mode`'s names, `debounce` given exactly with the mode
-    "debounce" (otherwise the library would ignore it, or debounce by zero seconds), and a
-    ttl or expires_at of 0 (which C reads as never). The values (an empty key, both keys,
-    NaN, ranges, max_delay below delay, an expiry not after now or the due time) are the
-    library's."""
+    "debounce" (otherwise the library would ignore it, or debounce by zero seconds), a
+    ttl or expires_at of 0 (which C reads as never), and a retry policy's types, jitter
+    and zeros (`_retry`). The values (an empty key, both keys, NaN, ranges, max_delay below
+    delay, an expiry not after now or the due time, a policy's ranges) are the library's."""
     k = _optional_text(f"{at}key", key)
     d = _seconds(f"{at}delay", delay)
     nb = _not_before(f"{at}not_before", not_before)
@@ -216,9 +275,11 @@ def _delivery(
         pair = (_seconds(f"{at}debounce delay", debounce[0]), _seconds(f"{at}debounce max_delay", debounce[1]))
     ttl_c = _ttl(f"{at}ttl", ttl)
     expires_c = _expires_at(f"{at}expires_at", expires_at)
+    base, factor, cap, jitter = _retry(f"{at}retry", retry)
     return _native.delivery(
         key=k, delay=d, not_before=nb, unique_key=u, unique_mode=_native.UNIQUE_MODES[unique_mode],
         debounce_delay=pair[0], debounce_max_delay=pair[1], ttl=ttl_c, expires_at=expires_c,
+        retry_base=base, retry_factor=factor, retry_cap=cap, retry_jitter=jitter,
     )
 
 

@@ -17,10 +17,10 @@ from ctypes import byref, c_char_p, c_void_p
 from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _native
-from ._args import _databases, _describe, _flag, _path, _seconds, _text, _texts, _uint32
+from ._args import _databases, _describe, _flag, _path, _retry, _seconds, _text, _texts, _uint32
 from ._errors import ArgumentError, PanicError, TransportClosedError, error_for_status
 from ._tracing import Tracing, open_tracing
-from ._values import Clock, PathType
+from ._values import Clock, PathType, Retry
 from ._waiting import BY_CLOSE, _CallCancel
 
 
@@ -95,6 +95,7 @@ class _Handle:
         max_attempts: Optional[int] = None,
         key_retention: Optional[float] = None,
         archive_retention: Optional[float] = None,
+        retry: Optional[Retry] = None,
         clock: Optional[Clock] = None,
         tracer_provider: Any = None,
         trace_as_parent: bool = False,
@@ -135,6 +136,8 @@ class _Handle:
             setters.append((lib.harel_options_set_key_retention, (_seconds("key_retention", key_retention),)))
         if archive_retention is not None:
             setters.append((lib.harel_options_set_archive, (_seconds("archive_retention", archive_retention),)))
+        if retry is not None:
+            setters.append((lib.harel_options_set_retry, _retry("retry", retry)))
         if clock is not None and not callable(clock):
             raise ArgumentError(f"clock must be a callable returning epoch seconds, got {_describe(clock)}")
         self._clock: Optional[_ClockCell] = _ClockCell(clock) if clock is not None else None

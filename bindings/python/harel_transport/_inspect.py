@@ -7,7 +7,8 @@ of `GroupInfo`, `MessageInfo`, `DeadLetter` and `Archived`, and the lists of `Pa
 Text with a length beside it in C (group ids, events) is read with that length (it may
 hold NUL bytes) and decoded with ``surrogateescape``, as a `Lease`'s is. The ABI's -1 for
 a number it does not have (an age whose writer stamped no time, a lease end of a ready
-group, an archived message's unknown publish or claim time) is None here.
+group, an archived message's unknown publish or claim time, a message's backoff under no
+retry policy) is None here.
 """
 
 from __future__ import annotations
@@ -164,8 +165,12 @@ class MessageInfo:
     #: When it was published, epoch seconds; None when its writer does not stamp the time.
     published_at: Optional[float]
     #: The headers it was published with, (name, value) pairs in order; empty when none.
-    #: Last, with a default, so that positional construction keeps working.
+    #: With a default, so that positional construction keeps working.
     headers: List[Tuple[str, str]] = field(default_factory=list, hash=False)
+    #: The backoff its last claim drew under a retry policy (`Retry`), seconds: how long it
+    #: waits after that claim's nack with delay 0, or after its lease's end, before its next
+    #: delivery. None when no policy applied or it was never claimed. Last, with a default.
+    retry_delay: Optional[float] = None
 
     def json(self) -> Any:
         """The event parsed (`json.loads`)."""
@@ -421,6 +426,7 @@ def copy_message_page(c: Any) -> Page[MessageInfo]:
                 lock_expiry=_optional_number(m.lock_expiry),
                 published_at=_optional_number(m.published_at),
                 headers=_page_headers(c.headers, i),
+                retry_delay=_optional_number(c.retry_delays[i]) if c.retry_delays else None,
             )
         )
     return Page(items, _next(c.next_cursor))

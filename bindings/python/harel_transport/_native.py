@@ -229,6 +229,9 @@ class HarelMessagePage(Structure):
         ("next_cursor", c_char_p),
         # Added at the end after 0.4.0: n_messages header lists, headers[i] messages[i]'s.
         ("headers", POINTER(HarelHeaders)),
+        # Added at the end (retries): n_messages backoffs, retry_delays[i] messages[i]'s
+        # last claim drew, seconds; -1: none.
+        ("retry_delays", POINTER(c_double)),
     ]
 
 
@@ -372,6 +375,13 @@ class HarelDelivery(Structure):
         # Added at the end (expiry): seconds from now, and epoch seconds; 0: never.
         ("ttl", c_double),
         ("expires_at", c_double),
+        # Added at the end (retries): a policy of its own; retry_base 0: none (the queue's).
+        # retry_factor 0 reads as 2 and retry_cap 0 as an hour (or the base), which the
+        # package never sends: `_args._retry` refuses a 0 given.
+        ("retry_base", c_double),
+        ("retry_factor", c_double),
+        ("retry_cap", c_double),
+        ("retry_jitter", c_int32),  # enum harel_jitter
     ]
 
 
@@ -385,6 +395,14 @@ def delivery(**fields: Any) -> HarelDelivery:
 
 #: enum harel_unique_mode, by the name a publish takes (`unique_mode`).
 UNIQUE_MODES = {"keep": 0, "replace": 1, "debounce": 2}
+
+#: enum harel_jitter, by the name a retry policy takes (`Retry.jitter`).
+JITTERS = {"full": 0, "equal": 1, "none": 2}
+
+#: HAREL_MIN_RETRY_BASE: a retry policy's shortest first backoff, seconds.
+MIN_RETRY_BASE = 0.001
+#: HAREL_MAX_RETRY_FACTOR: a retry policy's largest growth factor.
+MAX_RETRY_FACTOR = 16.0
 
 #: enum harel_published: what became of a publish (its `outcome`, or a commit's `duplicates`).
 PUBLISHED_STORED = 0
@@ -461,6 +479,8 @@ _PROTOTYPES = {
     "harel_options_set_max_attempts": (_status, [c_void_p, c_uint32, _ERR]),
     "harel_options_set_key_retention": (_status, [c_void_p, c_double, _ERR]),
     "harel_options_set_archive": (_status, [c_void_p, c_double, _ERR]),
+    # (options, base (0: none), factor, cap, jitter (a harel_jitter), err)
+    "harel_options_set_retry": (_status, [c_void_p, c_double, c_double, c_double, c_int32, _ERR]),
     "harel_options_set_clock": (_status, [c_void_p, CLOCK, c_void_p, _ERR]),
     "harel_transport_open": (_status, [c_char_p, c_void_p, POINTER(c_void_p), _ERR]),
     # A queue sharded over several databases. (databases, n_databases, options, out, err)

@@ -28,7 +28,7 @@ from ._errors import ArgumentError
 from ._handle import _Handle
 from ._sql import Params, Row, _params, copy_rows
 from ._tracing import Producer
-from ._values import Debounce, EventType, Headers, Published, UniqueMode, published_of
+from ._values import Debounce, EventType, Headers, Published, Retry, UniqueMode, published_of
 
 __all__ = ["Transaction", "AsyncTransaction"]
 
@@ -172,10 +172,11 @@ class Transaction:
         debounce: Optional[Debounce] = None,
         ttl: Optional[float] = None,
         expires_at: Optional[float] = None,
+        retry: Optional[Retry] = None,
     ) -> None:
         """Queues `Transport.publish_with`'s message, with its delivery options (an
         idempotency key, a delay, a due instant, a unique key with its mode, an expiry:
-        `ttl` counts from the commit's clock reading, as `delay` does) and its
+        `ttl` counts from the commit's clock reading, as `delay` does; a retry policy) and its
         `headers`, checked now (an option or a header the library refuses raises
         `ArgumentError`, nothing queued, and the transaction goes on); what became of it
         (its seq, whether it was a duplicate or replaced the pending message with its
@@ -186,7 +187,7 @@ class Transaction:
         e = _event("event_json", event)
         p = _int32("priority", priority)
         r = _optional_text("routing_key", routing_key)
-        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce, ttl, expires_at)
+        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce, ttl, expires_at, retry)
         h = _headers("headers", headers)
         tracing = self._t._tracing
         if tracing is None:
@@ -401,13 +402,14 @@ class AsyncTransaction:
         debounce: Optional[Debounce] = None,
         ttl: Optional[float] = None,
         expires_at: Optional[float] = None,
+        retry: Optional[Retry] = None,
     ) -> None:
         """`Transaction.publish_with`: queues the message (no I/O, no coroutine)."""
         self._queue("publish")
         self._tx.publish_with(
             group_id, event, priority=priority, routing_key=routing_key, key=key, delay=delay, not_before=not_before,
             headers=headers, unique_key=unique_key, unique_mode=unique_mode, debounce=debounce, ttl=ttl,
-            expires_at=expires_at,
+            expires_at=expires_at, retry=retry,
         )
 
     async def commit(self) -> List[Published]:

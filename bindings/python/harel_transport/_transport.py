@@ -48,6 +48,11 @@ class Transport(
       transport acks in the archive (`archive`) that long after its ack: its seq, group,
       event, headers, claims, the acking worker, and when it was published, claimed and
       acked (default: off, an ack deletes and nothing is archived).
+    - `retry` (a `Retry`): the queue's retry policy, applied by this transport's claims:
+      a message whose claim ends in a nack with delay 0, or in a lease that lapses, waits
+      that claim's backoff before its next delivery; a message published with a policy
+      of its own (``publish_with(..., retry=...)``) follows that one (default: none, a
+      nack of 0 frees the message at once). README, "Retries".
     - `clock` (callable returning epoch seconds): where "now" comes from (default: the
       system clock, read by the library).
     - `tracer_provider` (an OpenTelemetry TracerProvider, or True: the global one; None,

@@ -1,5 +1,6 @@
-"""The values of the native API: `Lease`, `Message`, `Published`, `AckAndClaimResult`, the
-limits, and the types of what its calls take. How a lease crosses into C and back is `_leases`'s."""
+"""The values of the native API: `Lease`, `Message`, `Retry`, `Published`,
+`AckAndClaimResult`, the limits, and the types of what its calls take. How a lease crosses
+into C and back is `_leases`'s."""
 
 from __future__ import annotations
 
@@ -55,6 +56,14 @@ UniqueMode = Literal["keep", "replace", "debounce"]
 #: after the latest publish with its key, and never later than `max_delay` after the first
 #: (each 0..ten years, max_delay >= delay).
 Debounce = Tuple[float, float]
+
+#: How a retry policy spreads its backoff ``d`` (`Retry.jitter`): ``"full"``, uniform in
+#: [0, d) (the widest spread); ``"equal"``, uniform in [d/2, d); ``"none"``, d exactly.
+Jitter = Literal["full", "equal", "none"]
+#: A retry policy's shortest first backoff, seconds (HAREL_MIN_RETRY_BASE).
+MIN_RETRY_BASE = _native.MIN_RETRY_BASE
+#: A retry policy's largest growth factor (HAREL_MAX_RETRY_FACTOR).
+MAX_RETRY_FACTOR = _native.MAX_RETRY_FACTOR
 
 #: The most headers a message carries.
 MAX_HEADERS = 64
@@ -133,11 +142,36 @@ def published_of(seq: int, outcome: int) -> Published:
 
 
 @dataclass(frozen=True)
+class Retry:
+    """A retry policy (README, "Retries"): how long a message whose claim failed waits
+    before its next delivery. Its claim number n draws the backoff
+    ``d = min(cap, base * factor**(n-1))``, spread by `jitter`, at the claim (`peek` shows
+    it: `MessageInfo.retry_delay`); if that claim ends in a nack with delay 0, the message
+    is parked for ``d``, and if its lease lapses, it waits ``d`` after the lease's end. A
+    nack with a delay > 0 waits the worker's delay instead. Every claim counts toward
+    `max_attempts`.
+
+    The queue's policy is the open option ``Transport(path, retry=Retry(...))`` (the
+    claiming transport's applies); a message's own, ``publish_with(..., retry=Retry(...))``
+    (or `Message.retry`), wins over it. The values are checked where the policy is used
+    (`ArgumentError` naming the field: ``retry.factor is 17; it must be finite, 1..16``)."""
+
+    #: The first backoff, seconds: MIN_RETRY_BASE (0.001) .. MAX_DELAY (ten years).
+    base: float
+    #: Each next backoff's growth: 1 (constant) .. MAX_RETRY_FACTOR (16).
+    factor: float = 2.0
+    #: The longest backoff, seconds: `base` .. MAX_DELAY; None: an hour, or `base` if longer.
+    cap: Optional[float] = None
+    #: How the backoff is spread: ``"full"`` (the default), ``"equal"`` or ``"none"``.
+    jitter: Jitter = "full"
+
+
+@dataclass(frozen=True)
 class Message:
     """One message for `Transport.publish_many`: what `publish` takes; and, with its
     delivery options (`key`, `delay`, `not_before`, `unique_key` with `unique_mode` and
-    `debounce`, `ttl`, `expires_at`), for `Transport.publish_many_with` (`publish_many`
-    refuses a message that has any: it would drop them)."""
+    `debounce`, `ttl`, `expires_at`, `retry`), for `Transport.publish_many_with`
+    (`publish_many` refuses a message that has any: it would drop them)."""
 
     group_id: str
     event: EventType
@@ -164,6 +198,9 @@ class Message:
     ttl: Optional[float] = None
     #: Epoch seconds (the transport's clock) at which it expires; None: never. With `ttl`, the earlier.
     expires_at: Optional[float] = None
+    #: Its own retry policy, in place of the queue's (the open option `retry`); None: the
+    #: queue's. See `Retry`.
+    retry: Optional[Retry] = None
 
 
 def _leases_in(result: Any) -> List[Lease]:

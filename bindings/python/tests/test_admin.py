@@ -33,14 +33,14 @@ def test_the_structs_have_the_headers_layout():
         _native.HarelGroupInfo: 88,
         _native.HarelGroupPage: 32,
         _native.HarelMessageInfo: 56,
-        _native.HarelMessagePage: 32,
+        _native.HarelMessagePage: 40,
         _native.HarelDeadLetter: 72,
         _native.HarelDeadPage: 40,
         _native.HarelHeader: 16,
         _native.HarelHeaders: 16,
         _native.HarelPause: 32,
         _native.HarelPauseList: 16,
-        _native.HarelDelivery: 80,
+        _native.HarelDelivery: 112,
     }
     assert {s.__name__: ctypes.sizeof(s) for s in sizes} == {s.__name__: n for s, n in sizes.items()}
     assert _native.HarelLease.attempts.offset == 56
@@ -53,7 +53,9 @@ def test_the_structs_have_the_headers_layout():
     # harel_delivery grows at its end; the library reads `size` bytes of it.
     assert (_native.HarelDelivery.debounce_max_delay.offset, _native.HarelDelivery.ttl.offset) == (56, 64)
     assert _native.HarelDelivery.expires_at.offset == 72
-    assert [f[0] for f in _native.HarelDelivery._fields_][-3:] == ["debounce_max_delay", "ttl", "expires_at"]
+    assert [f[0] for f in _native.HarelDelivery._fields_][-7:] == [
+        "debounce_max_delay", "ttl", "expires_at", "retry_base", "retry_factor", "retry_cap", "retry_jitter",
+    ], "retries: added at the end (test_retry.py checks their offsets)"
     assert (_native.HarelPause.name_len.offset, _native.HarelPause.paused_at.offset) == (16, 24)
     # The shards of a page (sharded queues) were added at the end of the pages.
     assert (_native.HarelGroupPage.shards.offset, _native.HarelDeadPage.shards.offset) == (24, 24)

@@ -123,8 +123,8 @@ def test_publish_many_refuses_delivery_options_it_would_drop(t):
         with pytest.raises(ht.ArgumentError) as e:
             t.publish_many([("g", "0"), m])
         assert (
-            "messages[1] has a key, delay, not_before, unique_key, unique_mode, debounce, ttl or expires_at, which "
-            "publish_many would drop; use publish_many_with" in e.value.message
+            "messages[1] has a key, delay, not_before, unique_key, unique_mode, debounce, ttl, expires_at or retry, "
+            "which publish_many would drop; use publish_many_with" in e.value.message
         )
     t.publish_many([Message("g", "1", delay=0), Message("g", "2", delay=0.0)])
     assert t.stats().messages == 2

@@ -1,8 +1,8 @@
 """Publishing: `publish` and `publish_many`; `publish_with` and `publish_many_with`, the same
 with delivery options (an idempotency key, a delay or a due instant, a unique key and its
-mode, an expiry: a harel_delivery) and each message's outcome (`Published`). Each takes a
-message's headers (`headers=`, or `Message.headers`), and on a transport that traces
-(`_tracing`) makes a PRODUCER span whose context it writes into them.
+mode, an expiry, a retry policy: a harel_delivery) and each message's outcome
+(`Published`). Each takes a message's headers (`headers=`, or `Message.headers`), and on a
+transport that traces (`_tracing`) makes a PRODUCER span whose context it writes into them.
 
 A plain publish may be written by another caller's thread: publishes that meet in the
 library share one commit, made by whichever of them leads it (group commit), and the clock
@@ -33,7 +33,7 @@ from .._args import (
 from .._errors import ArgumentError
 from .._handle import _Handle
 from .._tracing import Producer
-from .._values import Debounce, EventType, Headers, Message, Published, UniqueMode, published_of
+from .._values import Debounce, EventType, Headers, Message, Published, Retry, UniqueMode, published_of
 
 T = TypeVar("T")
 
@@ -46,6 +46,7 @@ def _has_delivery(m: Message) -> bool:
     return (
         m.key is not None or m.not_before is not None or not plain_delay or m.unique_key is not None
         or m.unique_mode != "keep" or m.debounce is not None or m.ttl is not None or m.expires_at is not None
+        or m.retry is not None
     )
 
 
@@ -104,8 +105,8 @@ def _batch(items: List[Any], delivery: bool) -> _Batch:
             group_id, event, priority, routing_key, pairs = m.group_id, m.event, m.priority, m.routing_key, m.headers
             if not delivery and _has_delivery(m):
                 raise ArgumentError(
-                    f"{name} has a key, delay, not_before, unique_key, unique_mode, debounce, ttl or expires_at, "
-                    "which publish_many would drop; use publish_many_with"
+                    f"{name} has a key, delay, not_before, unique_key, unique_mode, debounce, ttl, expires_at or "
+                    "retry, which publish_many would drop; use publish_many_with"
                 )
         elif isinstance(m, tuple) and 2 <= len(m) <= 4:
             group_id, event = m[0], m[1]
@@ -127,7 +128,7 @@ def _batch(items: List[Any], delivery: bool) -> _Batch:
             options.append(
                 _delivery(
                     f"{name}.", m.key, m.delay, m.not_before, m.unique_key, m.unique_mode, m.debounce, m.ttl,
-                    m.expires_at,
+                    m.expires_at, m.retry,
                 )
             )
             deliveries[i] = pointer(options[-1])  # type: ignore[index]
@@ -239,6 +240,7 @@ class PublishMethods(_Handle):
         debounce: Optional[Debounce] = None,
         ttl: Optional[float] = None,
         expires_at: Optional[float] = None,
+        retry: Optional[Retry] = None,
     ) -> Published:
         """`publish` with delivery options, returning ``Published(seq, duplicate, replaced)``:
 
@@ -270,13 +272,18 @@ class PublishMethods(_Handle):
           worker holds under a live lease), its group going on behind it, and it frees its
           unique key; `stats().expired` counts them. The expiry must be after now and after
           the message is due (`delay`, `not_before`): otherwise `ArgumentError`.
+        - `retry` (a `Retry`): the message's own retry policy, in place of the queue's
+          (the open option `retry`; None: the queue's): after a claim of it that ends in a
+          nack with delay 0, or in a lease that lapses, it waits that claim's backoff
+          (`peek`'s `MessageInfo.retry_delay`) before its next delivery. Its values are
+          checked here (`ArgumentError` naming the field: ``retry.base is 0; ...``).
 
         Its own transaction: it shares no commit with other threads' publishes."""
         g = _text("group_id", group_id)
         e = _event("event_json", event)
         p = _int32("priority", priority)
         r = _optional_text("routing_key", routing_key)
-        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce, ttl, expires_at)
+        options = _delivery("", key, delay, not_before, unique_key, unique_mode, debounce, ttl, expires_at, retry)
         h = _headers("headers", headers)
         lib = self._lib
         tracing = self._tracing
@@ -298,8 +305,8 @@ class PublishMethods(_Handle):
 
     def publish_many_with(self, messages: Iterable[MessageLike]) -> List[Published]:
         """`publish_many` with each `Message`'s delivery options (`key`, `delay`,
-        `not_before`, `unique_key`, `unique_mode`, `debounce`, `ttl`, `expires_at`, as
-        `publish_with` takes them; a tuple has none) and headers, returning each message's
+        `not_before`, `unique_key`, `unique_mode`, `debounce`, `ttl`, `expires_at`, `retry`,
+        as `publish_with` takes them; a tuple has none) and headers, returning each message's
         `Published`, in order. One transaction: every message stored, found a duplicate or
         replaced, or nothing written. A key met earlier in the batch makes the later message a duplicate of the
         earlier one; a unique key met earlier finds the earlier message pending."""
