@@ -42,8 +42,8 @@
  *   Transport::interrupt throws harel::Error with HAREL_ERR_INTERRUPTED, nothing claimed.
  * - publish_with and publish_many_with take a harel::Delivery per message (an idempotency
  *   key, a delay, a due instant, a harel::Unique: a unique key and its harel::UniqueMode,
- *   Keep, Replace or Debounce; an expiry, ttl and expires_at) and return what became of
- *   each, a harel::Published (its seq; duplicate: the key was seen or the unique key's
+ *   Keep, Replace or Debounce; an expiry, ttl and expires_at; a harel::Retry policy of its
+ *   own) and return what became of each, a harel::Published (its seq; duplicate: the key was seen or the unique key's
  *   message is pending, nothing new stored; replaced: that message took the new event and
  *   headers). stats() returns harel::Stats, the queue's counts (delayed groups apart; the
  *   expired dead letters, stats()->expired); harel::GroupState names harel_group_state.
@@ -77,6 +77,10 @@
  *   group(id), routing_key(key)) and say whether they changed anything; pauses() lists the
  *   pauses in force as harel::Pause values (kind, name, paused_at). A paused group is
  *   GroupState::Paused, and stats()->paused counts them.
+ * - Retries: Options::retry(harel::Retry{base, factor, cap, harel::Jitter}) gives the queue a
+ *   backoff for a nack with delay 0 and a lapsed lease (std::nullopt removes it); a message's
+ *   own policy is Delivery::retry. harel::retry_delay(page, i) reads the backoff a peek page
+ *   (harel_transport_peek, through get()) shows for its message i: std::nullopt when none.
  * - The archive: Options::archive(retention_seconds) keeps each message the Transport acks
  *   (off by default); Transport::archive(group_id, cursor, limit) pages through them as a
  *   harel::ArchivePage (owned, move-only) of harel::Archived views (seq, group_id, event,
@@ -367,6 +371,38 @@ struct Unique {
   operator Delivery() const noexcept;  // NOLINT: implicit on purpose
 };
 
+/// How a retry policy spreads its backoff `d` (harel_jitter; docs/queue.md, "Retries").
+enum class Jitter : int32_t {
+  /// Uniform in [0, d): the widest spread (the default).
+  Full = HAREL_JITTER_FULL,
+  /// Uniform in [d/2, d): never less than half.
+  Equal = HAREL_JITTER_EQUAL,
+  /// `d` exactly.
+  None = HAREL_JITTER_NONE,
+};
+
+/// A retry policy (docs/queue.md, "Retries"), the queue's (Options::retry) or a message's
+/// own (Delivery::retry): a message whose claim number n ends in a nack with delay 0, or in
+/// a lease that lapses, waits `min(cap, base * factor^(n-1))` seconds, spread by `jitter`,
+/// before its next delivery; each claim draws its backoff (peek shows it: retry_delay); a
+/// nack with a delay > 0 waits that delay instead; every claim still counts toward
+/// max_attempts. An aggregate, `{base, factor, cap, jitter}` (C++20: `{.base = 1.0}`):
+/// - base: the first backoff, seconds (finite, HAREL_MIN_RETRY_BASE (0.001) to ten years);
+///   0, the default: no policy (the rest is not read).
+/// - factor: the growth from one claim to the next (finite, 1..HAREL_MAX_RETRY_FACTOR (16));
+///   2 by default, and 0 reads as 2.
+/// - cap: the longest backoff, seconds (finite, base to ten years); 0, the default: an hour,
+///   or the base if longer.
+/// - jitter: Jitter::Full by default.
+/// A bad value throws Error (HAREL_ERR_ARGUMENT) naming it: "retry.factor is 17; it must be
+/// finite, 1..16" (Options::retry), "messages[1].retry.base is -1; ..." (a batch).
+struct Retry {
+  double base = 0.0;
+  double factor = 2.0;
+  double cap = 0.0;
+  Jitter jitter = Jitter::Full;
+};
+
 /// How a message is delivered (publish_with, publish_many_with, Tx::publish_with); the
 /// default is plain delivery, so set only what you need: `{"order-42-paid"}`, `{nullptr,
 /// 30.0}`, `{key, 0.0, due_at}`, a harel::Unique (C++20: `{.delay = 30.0}`, `{.unique =
@@ -388,6 +424,8 @@ struct Unique {
 ///   counts them); a worker holding it finishes it. The expiry must be after now and after
 ///   the message is due (delay, not_before): otherwise HAREL_ERR_ARGUMENT (docs/queue.md,
 ///   "Expiry").
+/// - retry: a retry policy of its own (harel::Retry), in place of the queue's
+///   (Options::retry); its base 0, the default: the queue's, or none.
 struct Delivery {
   CStr key = nullptr;
   double delay = 0.0;
@@ -395,9 +433,10 @@ struct Delivery {
   Unique unique = {};
   double ttl = 0.0;
   double expires_at = 0.0;
+  Retry retry = {};
 };
 
-inline Unique::operator Delivery() const noexcept { return Delivery{nullptr, 0.0, -1.0, *this, 0.0, 0.0}; }
+inline Unique::operator Delivery() const noexcept { return Delivery{nullptr, 0.0, -1.0, *this, 0.0, 0.0, Retry{}}; }
 
 /// What became of a message published with publish_with, publish_many_with or in a
 /// transaction (harel_published): its seq; `duplicate`: nothing new was stored, its key was
@@ -425,6 +464,10 @@ inline harel_delivery raw_delivery(const Delivery &d) noexcept {
   raw.debounce_max_delay = d.unique.debounce_max_delay;
   raw.ttl = d.ttl;
   raw.expires_at = d.expires_at;
+  raw.retry_base = d.retry.base;
+  raw.retry_factor = d.retry.factor;
+  raw.retry_cap = d.retry.cap;
+  raw.retry_jitter = static_cast<int32_t>(d.retry.jitter);
   return raw;
 }
 
@@ -653,6 +696,22 @@ class Options {
   /// naming it.
   Options &archive(double retention_seconds) & { return set(harel_options_set_archive, retention_seconds); }
   Options &&archive(double retention_seconds) && { return std::move(archive(retention_seconds)); }
+  /// The queue's retry policy (harel::Retry; docs/queue.md, "Retries"), applied by the
+  /// claims of the Transports opened with these options to every message without a policy
+  /// of its own (Delivery::retry). Not set (the default), or std::nullopt, or a base of 0:
+  /// none, a nack with delay 0 frees the message at once and a lapsed lease is claimable at
+  /// its end. Throws Error (HAREL_ERR_ARGUMENT) naming a bad value ("retry.base is -1; ...",
+  /// "retry.jitter is 7; ..." for a cast that is not a Jitter); the policy set before stays.
+  Options &retry(const Retry &policy) & {
+    detail::ErrorSlot slot;
+    detail::check(harel_options_set_retry(raw_.get(), policy.base, policy.factor, policy.cap,
+                                          static_cast<int32_t>(policy.jitter), slot.out()),
+                  slot);
+    return *this;
+  }
+  Options &&retry(const Retry &policy) && { return std::move(retry(policy)); }
+  Options &retry(std::nullopt_t) & { return retry(Retry{}); }
+  Options &&retry(std::nullopt_t) && { return std::move(retry(Retry{})); }
   /// Where "now" comes from: `clock(ctx)`, epoch seconds; NULL: the system clock. The
   /// rules of harel_options_set_clock hold: quick, thread-safe, never calling into the
   /// same transport; `ctx` must outlive every Transport opened with these options.
@@ -1220,6 +1279,24 @@ struct Pause {
   std::string name;
   double paused_at = 0.0;
 };
+
+// ---- a page of messages (peek) --------------------------------------------------------------
+
+/// The backoff the last claim of message `i` of a page of harel_transport_peek (called with
+/// Transport::get()) drew under a retry policy, seconds: what its nack with delay 0 or its
+/// lapsed lease waits (page.retry_delays[i]); std::nullopt when none (no policy, or never
+/// claimed: the C side's -1) or when `i` is not below page.n_messages.
+///
+///   harel_message_page *page = nullptr;
+///   if (harel_transport_peek(queue.get(), "order-42", nullptr, 100, &page, nullptr) == HAREL_OK) {
+///     for (std::size_t i = 0; i < page->n_messages; i++)
+///       if (auto d = harel::retry_delay(*page, i)) log(page->messages[i].seq, *d);
+///     harel_message_page_free(page);
+///   }
+inline std::optional<double> retry_delay(const harel_message_page &page, std::size_t i) noexcept {
+  if (i >= page.n_messages || !page.retry_delays || page.retry_delays[i] < 0.0) return std::nullopt;
+  return page.retry_delays[i];
+}
 
 // ---- the archive ----------------------------------------------------------------------------
 
@@ -1982,7 +2059,8 @@ class Transport {
   // groups or of dead letters gives each item's shard in its `shards` array (shards[i] is
   // the shard of groups[i] / letters[i]; all 0 when not sharded). A page of messages or of
   // dead letters gives each item's headers in its `headers` array: read them with
-  // HeaderList(page->headers[i]), which lives as long as the page.
+  // HeaderList(page->headers[i]), which lives as long as the page. A page of messages gives
+  // each one's retry backoff: harel::retry_delay(*page, i).
 
  private:
   struct Close {

@@ -40,7 +40,7 @@ typedef struct {
 extern const test_case open_tests[], abi_conventions_tests[], publish_tests[], claim_tests[],
     finish_tests[], looks_tests[], admin_tests[], shards_tests[], transactions_tests[],
     watch_tests[], metrics_tests[], trace_tests[], headers_tests[], unique_tests[], pause_tests[],
-    expiry_tests[], archive_tests[], limits_tests[];
+    expiry_tests[], archive_tests[], limits_tests[], retry_tests[];
 
 /* Marks the running test failed, with where and why. */
 void test_fail(const char *file, int line, const char *format, ...);

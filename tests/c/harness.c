@@ -38,6 +38,8 @@
  *                           archive_page_free (looks)
  *   test_limits.c           limits per routing key: set_limit and remove_limit (admin),
  *                           limits and limit_list_free (looks)
+ *   test_retry.c            retry policies: set_retry (options), harel_delivery's retry
+ *                           fields, the message page's retry_delays
  */
 #include "harel_test.h"
 
@@ -579,7 +581,7 @@ int main(int argc, char **argv) {
       open_tests,  abi_conventions_tests, publish_tests, claim_tests,        finish_tests,
       looks_tests, admin_tests,           shards_tests,  transactions_tests, watch_tests,
       metrics_tests, trace_tests, headers_tests, unique_tests, pause_tests, expiry_tests,
-      archive_tests, limits_tests};
+      archive_tests, limits_tests, retry_tests};
   const char *tmp = getenv("TMPDIR");
   const test_case *test;
   size_t i;

@@ -445,6 +445,24 @@ int main(void) {
       offsetof(harel_limit_list, limits) == 0 &&
       offsetof(harel_limit_list, limits) < offsetof(harel_limit_list, n_limits);
 
+  /* retries: the queue's policy (an option), the jitters' numbers; harel_delivery's own policy
+   * appended after expires_at, and the message page's backoffs after its headers, by name and
+   * type, in this order */
+  harel_status (*set_retry)(harel_options *, double, double, double, int32_t, harel_error **) =
+      harel_options_set_retry;
+  double *delivery_retry[3] = {&delivery.retry_base, &delivery.retry_factor, &delivery.retry_cap};
+  int32_t *delivery_jitter = &delivery.retry_jitter;
+  const double **message_retry_delays = &mp.retry_delays;
+  int retry_order =
+      offsetof(harel_delivery, expires_at) < offsetof(harel_delivery, retry_base) &&
+      offsetof(harel_delivery, retry_base) < offsetof(harel_delivery, retry_factor) &&
+      offsetof(harel_delivery, retry_factor) < offsetof(harel_delivery, retry_cap) &&
+      offsetof(harel_delivery, retry_cap) < offsetof(harel_delivery, retry_jitter) &&
+      sizeof delivery >= offsetof(harel_delivery, retry_jitter) + sizeof(int32_t) &&
+      offsetof(harel_message_page, headers) < offsetof(harel_message_page, retry_delays);
+  int retry_numbers = HAREL_JITTER_FULL == 0 && HAREL_JITTER_EQUAL == 1 && HAREL_JITTER_NONE == 2 &&
+                      HAREL_MIN_RETRY_BASE == 0.001 && HAREL_MAX_RETRY_FACTOR == 16.0;
+
   int all = version && status_name && last_error && error_status && error_message &&
             error_free && options_new && options_free && set_prefix && set_create_schema &&
             set_sync_url && set_auth_token && set_sync_interval && set_busy_timeout &&
@@ -484,7 +502,9 @@ int main(void) {
             archived_sizes[3] && archived_headers && archived_doubles[2] && archived_items &&
             archive_order && transport_set_limit && transport_remove_limit && transport_limits &&
             limit_list_free && limit_key && limit_sizes[1] && limit_concurrency &&
-            limit_doubles[2] && limit_counts[1] && limit_items && limit_order;
+            limit_doubles[2] && limit_counts[1] && limit_items && limit_order && set_retry &&
+            delivery_retry[2] && delivery_jitter && message_retry_delays && retry_order &&
+            retry_numbers;
   error_free(err);
   printf("header_check (%s): harel_transport %s, %s\n",
 #ifdef __cplusplus

@@ -27,7 +27,11 @@
 // routing key (harel::Limit and Rate through set_limit, remove_limit and limits' LimitList of
 // LimitInfo views: a concurrency of 1 and an ack, a rate's tokens, a set replacing, a remove
 // serving the held groups, the list's order and fields, moves, a sharded queue's sums, each
-// refusal with its message). Run under AddressSanitizer + LeakSanitizer by `make test-cpp`;
+// refusal with its message); retries (Options::retry with harel::Retry and Jitter: a nack
+// without a delay parked for the backoff that grows to its cap, the defaults, std::nullopt and a
+// base of 0 removing it, each jitter's spread; Delivery::retry winning over the queue's by
+// every publish form; harel::retry_delay of a peek page, std::nullopt when none; each refusal
+// with its message). Run under AddressSanitizer + LeakSanitizer by `make test-cpp`;
 // ends with "cpp: N passed, N failed".
 
 #include "harel_transport.hpp"
@@ -2966,6 +2970,236 @@ static void test_limit_errors() {
   CHECK(moved.limits().empty());
 }
 
+// ---- retries (issue 39): Options::retry, Retry and Jitter, Delivery::retry, retry_delay ---------
+
+static_assert(static_cast<int32_t>(harel::Jitter::Full) == HAREL_JITTER_FULL &&
+              static_cast<int32_t>(harel::Jitter::Equal) == HAREL_JITTER_EQUAL &&
+              static_cast<int32_t>(harel::Jitter::None) == HAREL_JITTER_NONE);
+static_assert(std::is_aggregate_v<harel::Retry> && std::is_same_v<decltype(harel::Delivery{}.retry), harel::Retry>);
+static_assert(std::is_same_v<decltype(harel::retry_delay(std::declval<const harel_message_page &>(), 0)),
+                             std::optional<double>>);
+static_assert(std::is_same_v<decltype(harel::Options().retry(harel::Retry{})), harel::Options &&> &&
+              std::is_same_v<decltype(std::declval<harel::Options &>().retry(std::nullopt)), harel::Options &>);
+
+// The backoffs peek shows for `group`'s messages, in order (std::nullopt: none), through
+// harel::retry_delay; one past the page's end reads std::nullopt too.
+static std::vector<std::optional<double>> shown_delays(const harel::Transport &t, const char *group) {
+  std::vector<std::optional<double>> delays;
+  harel_message_page *page = nullptr;
+  CHECK(harel_transport_peek(t.get(), group, nullptr, 100, &page, nullptr) == HAREL_OK && page);
+  if (page) {
+    for (std::size_t i = 0; i < page->n_messages; i++) delays.push_back(harel::retry_delay(*page, i));
+    CHECK(!harel::retry_delay(*page, page->n_messages));
+  }
+  harel_message_page_free(page);
+  return delays;
+}
+
+// The head of `group`'s backoff.
+static std::optional<double> shown(const harel::Transport &t, const char *group) {
+  std::vector<std::optional<double>> delays = shown_delays(t, group);
+  return delays.empty() ? std::nullopt : delays[0];
+}
+
+// Nothing is claimable until `backoff` seconds from now; then the lease of the message's
+// claim number `attempts`.
+static std::optional<harel::Lease> waits(harel::Transport &t, double &now, double backoff, int64_t attempts) {
+  now += backoff - 0.01;
+  CHECK(!t.claim("w", 30.0));
+  now += 0.02;
+  auto lease = t.claim("w", 30.0);
+  CHECK(lease && lease->attempts() == attempts);
+  return lease;
+}
+
+static void test_retry_options() {
+  CHECK(harel::Retry{}.base == 0.0 && harel::Retry{}.factor == 2.0 && harel::Retry{}.cap == 0.0 &&
+        harel::Retry{}.jitter == harel::Jitter::Full && harel::Delivery{}.retry.base == 0.0);
+  double now = 1000.0;
+  // The queue's policy, set on an lvalue: a nack with delay 0 parks for the backoff, growing to its cap.
+  harel::Options o;
+  o.clock(fake_clock, &now).retry({2.0, 3.0, 20.0, harel::Jitter::None});
+  auto t = harel::Transport::open(":memory:", o);
+  t.publish("g", "\"m\"");
+  CHECK((shown_delays(t, "g") == std::vector<std::optional<double>>{std::nullopt}));  // not claimed yet
+  auto lease = t.claim("w", 30.0);
+  for (double backoff : {2.0, 6.0, 18.0, 20.0}) {
+    if (!lease) break;
+    CHECK(shown(t, "g") == backoff);
+    t.nack(*lease);
+    harel::Stats s = t.stats();
+    CHECK(s->ready == 0 && s->parked == 1);
+    lease = waits(t, now, backoff, lease->attempts() + 1);
+  }
+  if (lease) t.nack(*lease, 1.0);  // a worker's delay wins
+  lease = waits(t, now, 1.0, 6);
+  if (lease) t.ack(*lease);
+  // Chained on a temporary; factor and cap as their defaults (2, an hour); std::nullopt removes.
+  harel::Retry defaults;  // factor 2, cap 0: an hour
+  defaults.base = 1000.0;
+  defaults.jitter = harel::Jitter::None;
+  auto doubling = harel::Transport::open(":memory:", harel::Options().retry(defaults).clock(fake_clock, &now));
+  doubling.publish("g", "\"m\"");
+  lease = doubling.claim("w", 30.0);
+  for (double backoff : {1000.0, 2000.0, 3600.0}) {
+    if (!lease) break;
+    CHECK(shown(doubling, "g") == backoff);
+    doubling.nack(*lease);
+    lease = waits(doubling, now, backoff, lease->attempts() + 1);
+  }
+  if (lease) doubling.ack(*lease);
+  o.retry(std::nullopt);
+  auto none = harel::Transport::open(":memory:", o);
+  none.publish("g", "\"m\"");
+  lease = none.claim("w", 30.0);
+  CHECK(lease && !shown(none, "g"));
+  if (lease) none.nack(*lease);
+  CHECK(none.stats()->ready == 1 && none.claim("w", 30.0));  // free at once
+  o.retry({5.0, 1.0, 5.0, harel::Jitter::None}).retry(harel::Retry{});  // a base of 0 removes too
+  auto removed = harel::Transport::open(":memory:", o);
+  removed.publish("g", "\"m\"");
+  lease = removed.claim("w", 30.0);
+  if (lease) removed.nack(*lease);
+  CHECK(removed.claim("w", 30.0));
+  CHECK(static_cast<bool>(harel::Options().retry(std::nullopt).get()));
+}
+
+// Each Jitter reaches its spread: Full in [0, d), Equal in [d/2, d), None d.
+static void test_retry_jitter() {
+  double now = 1000.0;
+  for (auto [jitter, low] : {std::pair{harel::Jitter::Full, 0.0}, std::pair{harel::Jitter::Equal, 5.0},
+                             std::pair{harel::Jitter::None, 10.0}}) {
+    auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now).retry({10.0, 1.0, 10.0, jitter}));
+    std::vector<std::string> groups;
+    for (int i = 0; i < 20; i++) groups.push_back("g" + std::to_string(i));
+    for (const std::string &g : groups) t.publish(g, "1");
+    std::vector<harel::Lease> leases = t.claim_many("w", 30.0, 20);
+    CHECK(leases.size() == groups.size());
+    std::set<double> drawn;
+    for (const std::string &g : groups) {
+      std::optional<double> d = shown(t, g.c_str());
+      CHECK(d && *d >= low && (jitter == harel::Jitter::None ? *d == 10.0 : *d < 10.0));
+      if (d) drawn.insert(*d);
+    }
+    CHECK(jitter == harel::Jitter::None ? drawn.size() == 1 : drawn.size() > 1);
+    t.ack_many(leases);
+  }
+}
+
+// Delivery::retry: a message's own policy wins over the queue's, by publish_with,
+// publish_many_with (a default Delivery: the queue's) and a transaction; with no queue
+// policy, its own applies; peek shows each message's.
+static void test_retry_delivery() {
+  double now = 1000.0;
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now).retry({50.0, 1.0, 50.0, harel::Jitter::None}));
+  harel::Delivery own;
+  own.retry = {5.0, 1.0, 5.0, harel::Jitter::None};
+  t.publish_with("own", "\"own\"", own);
+  t.publish("own", "\"behind\"");
+  auto lease = t.claim("w", 30.0);
+  CHECK(lease && lease->event() == "\"own\"");
+  CHECK((shown_delays(t, "own") == std::vector<std::optional<double>>{5.0, std::nullopt}));
+  if (lease) t.nack(*lease);
+  lease = waits(t, now, 5.0, 2);
+  if (lease) t.ack(*lease);
+  lease = t.claim("w", 30.0);
+  CHECK(lease && lease->event() == "\"behind\"" && shown(t, "own") == 50.0);  // the queue's
+  if (lease) t.ack(*lease);
+  // A batch, each message its own; a transaction's.
+  CHECK(t.publish_many_with({{"b1", "1"}, {"b2", "2"}}, {own, {}}).size() == 2);
+  std::vector<harel::Lease> both = t.claim_many("w", 30.0, 2);
+  CHECK(both.size() == 2 && shown(t, "b1") == 5.0 && shown(t, "b2") == 50.0);
+  t.ack_many(both);
+  harel::Tx tx = t.begin();
+  tx.publish_with("tx", "\"tx\"", own);
+  CHECK(tx.commit().size() == 1);
+  lease = t.claim("w", 30.0);
+  CHECK(lease && shown(t, "tx") == 5.0);
+  if (lease) t.ack(*lease);
+  // No queue policy: a message's own applies, its factor and cap defaults (C++20: {.retry = {.base = 10.0}}).
+  auto plain = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  harel::Delivery doubling;
+  doubling.retry.base = 10.0;
+  doubling.retry.jitter = harel::Jitter::None;
+  plain.publish_with("d", "\"d\"", doubling);
+  lease = plain.claim("w", 30.0);
+  CHECK(shown(plain, "d") == 10.0);
+  if (lease) plain.nack(*lease);
+  CHECK(plain.stats()->parked == 1);
+  lease = waits(plain, now, 10.0, 2);
+  CHECK(shown(plain, "d") == 20.0);
+  if (lease) plain.ack(*lease);
+  plain.publish_with("n", "\"n\"", harel::Delivery{});  // none anywhere
+  lease = plain.claim("w", 30.0);
+  CHECK(lease && !shown(plain, "n"));
+  if (lease) plain.nack(*lease);
+  CHECK(plain.claim("w", 30.0));
+  // A Unique converts to a Delivery without a policy.
+  harel::Delivery unique = harel::Unique::keep("k");
+  CHECK(unique.retry.base == 0.0 && unique.retry.jitter == harel::Jitter::Full);
+}
+
+// Each refusal: harel::Error with HAREL_ERR_ARGUMENT and the library's message naming the
+// field (a batch's by its message); the policy set before stays; nothing written.
+static void test_retry_errors() {
+  double now = 1000.0;
+  harel::Options o;
+  o.clock(fake_clock, &now).retry({4.0, 1.0, 4.0, harel::Jitter::None});
+  const std::pair<harel::Retry, const char *> bad[] = {
+      {{-1.0, 2.0, 60.0, harel::Jitter::Full}, "retry.base is -1; it must be finite seconds, 0.001..315360000 (ten years)"},
+      {{std::nan(""), 2.0, 60.0, harel::Jitter::Full}, "retry.base is NaN"},
+      {{0.0005, 2.0, 60.0, harel::Jitter::Full}, "retry.base is 0.0005"},
+      {{HUGE_VAL, 2.0, 60.0, harel::Jitter::Full}, "retry.base is inf"},
+      {{1.0, 17.0, 60.0, harel::Jitter::Full}, "retry.factor is 17; it must be finite, 1..16"},
+      {{1.0, 0.5, 60.0, harel::Jitter::Full}, "retry.factor is 0.5"},
+      {{1.0, std::nan(""), 60.0, harel::Jitter::Full}, "retry.factor is NaN"},
+      {{1.0, 2.0, 0.5, harel::Jitter::Full},
+       "retry.cap is 0.5; it must be finite seconds, from base (1) to 315360000 (ten years)"},
+      {{1.0, 2.0, HUGE_VAL, harel::Jitter::Full}, "retry.cap is inf"},
+      {{1.0, 2.0, 315360001.0, harel::Jitter::Full}, "retry.cap is 315360001"},
+      {{1.0, 2.0, 60.0, static_cast<harel::Jitter>(7)},
+       "retry.jitter is 7; it must be HAREL_JITTER_FULL (0), _EQUAL (1) or _NONE (2)"},
+      {{1.0, 2.0, 60.0, static_cast<harel::Jitter>(-1)}, "retry.jitter is -1"},
+  };
+  auto t = harel::Transport::open(":memory:", harel::Options().clock(fake_clock, &now));
+  t.publish("g", "1");
+  for (const auto &[retry, says] : bad) {
+    std::string what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, o.retry(retry));
+    CHECK(what.find(says) != std::string::npos);
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, harel::Options().retry(retry));
+    CHECK(what.find(says) != std::string::npos);
+    harel::Delivery d;
+    d.retry = retry;
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_with("x", "{}", d));
+    CHECK(what.find(says) != std::string::npos);
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, t.publish_many_with({{"x", "1"}, {"x", "2"}}, {harel::Delivery{}, d}));
+    CHECK(what.find(std::string("messages[1].") + says) != std::string::npos);
+    harel::Tx tx = t.begin();
+    what = EXPECT_ERROR(HAREL_ERR_ARGUMENT, tx.publish_with("x", "{}", d));
+    CHECK(what.find(says) != std::string::npos);
+    CHECK(tx.commit().empty());  // refused now, the transaction goes on
+  }
+  CHECK(messages_in(t) == 1);
+  // The policy set before the refusals stays.
+  auto kept = harel::Transport::open(":memory:", o);
+  kept.publish("g", "\"m\"");
+  auto lease = kept.claim("w", 30.0);
+  if (lease) kept.nack(*lease);
+  lease = waits(kept, now, 4.0, 2);
+  if (lease) kept.ack(*lease);
+  // A base of 0 is none, whatever the rest.
+  o.retry({0.0, 99.0, -1.0, static_cast<harel::Jitter>(9)});
+  harel::Delivery none;
+  none.retry = {0.0, 99.0, -1.0, static_cast<harel::Jitter>(9)};
+  CHECK(!t.publish_with("none", "1", none).duplicate);
+  // A moved-from Options and an empty Transport.
+  harel::Options moved_to(std::move(o));
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, o.retry({1.0}));         // NOLINT: use after move, on purpose
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, o.retry(std::nullopt));  // NOLINT
+  harel::Transport empty;
+  EXPECT_ERROR(HAREL_ERR_ARGUMENT, empty.publish_with("g", "{}", harel::Delivery{nullptr, 0.0, -1.0, {}, 0.0, 0.0, {1.0}}));
+}
+
 int main() {
   run("the header's version macros are harel_version()'s", test_version);
   run("status names and the error category", test_status_names_and_category);
@@ -3042,6 +3276,13 @@ int main() {
   run("limits: a sharded queue sets and removes on every shard, the list summed", test_limits_sharded);
   run("limits: each refusal with its message, the wrapper's for what C cannot say, an empty Transport",
       test_limit_errors);
+  run("retry: Options::retry parks a nack without a delay for its backoff, its defaults; std::nullopt removes",
+      test_retry_options);
+  run("retry: each Jitter reaches its spread", test_retry_jitter);
+  run("retry: Delivery::retry wins over the queue's (publish_with, a batch, a transaction); retry_delay of a page",
+      test_retry_delivery);
+  run("retry: each refusal names its field (a batch's by its message), the policy set stays; moved-from, empty",
+      test_retry_errors);
   std::printf("cpp: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
