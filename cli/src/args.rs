@@ -207,8 +207,10 @@ priority, routing key and the head's attempts.",
     /// A group's messages, oldest (the head) first
     #[command(long_about = "\
 A group's messages, oldest (the head) first: seq, attempts, the holder of the head's lease,
-when it ends, when each was published, and the event (cut at 100 characters in the table;
---json has it whole, as the exact text stored).")]
+when it ends, when each was published, the backoff its last claim drew under a retry policy
+(RETRY, \"retry in 6.0 s\", when a message of the page has one: its nack without a delay, or
+its lease's lapse, waits that long before the next claim), and the event (cut at 100
+characters in the table; --json has it whole, as the exact text stored).")]
     Peek(PeekArgs),
 
     /// Dead letters: list them, redrive them into their groups, purge them

@@ -179,10 +179,15 @@ impl Out {
             println!("group {group:?} holds no messages");
         } else {
             let now = system_clock();
-            // A HEADERS column when a message of the page has headers (most queues' have none).
+            // A HEADERS column when a message of the page has headers (most queues' have none),
+            // a RETRY column when one has a backoff drawn under a retry policy (likewise).
             let with_headers = page.items.iter().any(|m| !m.headers.is_empty());
+            let with_retry = page.items.iter().any(|m| m.retry_delay.is_some());
             let mut columns =
                 vec![("SEQ", R), ("ATTEMPTS", R), ("LOCKED BY", L), ("LEASE END", L), ("PUBLISHED", L)];
+            if with_retry {
+                columns.push(("RETRY", L));
+            }
             if with_headers {
                 columns.push(("HEADERS", L));
             }
@@ -202,6 +207,9 @@ impl Out {
                     m.lock_expiry.map_or_else(dash, |at| time::relative(at, now)),
                     m.published_at.map_or_else(dash, |at| time::relative(at, now)),
                 ];
+                if with_retry {
+                    row.push(m.retry_delay.map_or_else(dash, retry_cell));
+                }
                 if with_headers {
                     row.push(headers_cell(&m.headers, HEADERS_CHARS));
                 }
@@ -828,6 +836,7 @@ impl Out {
             lock_expiry: m.lock_expiry,
             published_at: m.published_at,
             headers: m.headers.pairs(),
+            retry_delay: m.retry_delay,
         }
     }
 }
@@ -857,6 +866,9 @@ struct MessageDoc<'a> {
     published_at: Option<f64>,
     /// `[[name, value], ...]`, in the order published (`[]`: none).
     headers: &'a [(String, String)],
+    /// The backoff, in seconds, its last claim drew under a retry policy: what its nack
+    /// without a delay, or its lease's lapse, waits. null: no policy, or never claimed.
+    retry_delay: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -928,6 +940,11 @@ fn archived_json(a: &Archived) -> ArchivedDoc<'_> {
 
 fn dash() -> String {
     "-".to_owned()
+}
+
+/// A message's retry backoff for a cell: "retry in 6.0 s".
+fn retry_cell(seconds: f64) -> String {
+    format!("retry in {seconds:.1} s")
 }
 
 fn plural(n: u64, one: &str) -> String {
@@ -1106,5 +1123,12 @@ mod tests {
         );
         assert_eq!(headers_cell(&Headers::none(), 10), "-");
         assert_eq!(headers_cell(&h, 8), "tracepa…");
+    }
+
+    #[test]
+    fn a_retry_backoff_reads_in_seconds() {
+        assert_eq!(retry_cell(6.0), "retry in 6.0 s");
+        assert_eq!(retry_cell(0.004), "retry in 0.0 s");
+        assert_eq!(retry_cell(3600.0), "retry in 3600.0 s");
     }
 }

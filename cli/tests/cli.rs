@@ -11,7 +11,7 @@ mod harel_queue;
 use std::path::Path;
 use std::process::Command;
 
-use harel_transport::{Delivery, Message, Options, Transport};
+use harel_transport::{Delivery, Jitter, Message, Options, Retry, Transport};
 use harel_transport_testkit::sqld;
 use serde_json::Value;
 
@@ -341,6 +341,54 @@ fn peek_shows_a_groups_messages_head_first() {
     assert_eq!(rest["messages"].as_array().unwrap().len(), 2);
     assert_eq!(ok(&q.args(&["peek", "nobody"])), "group \"nobody\" holds no messages\n");
     assert_eq!(json(&q.args(&["peek", "nobody"]))["messages"], serde_json::json!([]));
+}
+
+/// A message's retry backoff (the one its last claim drew under a retry policy, the queue's
+/// or its own): in peek's table a RETRY column ("retry in 6.0 s", only when a message of the
+/// page has one; "-" for the others), in JSON `retry_delay` (null when none).
+#[test]
+fn peek_shows_each_messages_retry_backoff() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = live_queue();
+    let mut options = Options::new();
+    options.retry(Some(Retry { base: 6.0, factor: 2.0, cap: 60.0, jitter: Jitter::None })).unwrap();
+    let t = Transport::open(&q.path, &options).expect("open the queue with a retry policy");
+    for n in 0..2 {
+        t.publish("retrying", &event("retrying", n), 0, Some("k-retry")).unwrap();
+    }
+    let own = Retry { base: 2.5, factor: 1.0, cap: 2.5, jitter: Jitter::None };
+    let event_own = event("own", 0);
+    let m = Message { group_id: "own", event_json: &event_own, priority: 0, routing_key: Some("k-own"), headers: None };
+    t.publish_with(m, Delivery { retry: Some(own), ..Delivery::default() }).unwrap();
+    t.claim("worker-r", HELD, 0, &["k-retry"]).unwrap().expect("retrying's head");
+    let parked = t.claim("worker-o", HELD, 0, &["k-own"]).unwrap().expect("own's head");
+    t.nack(&parked, 0.0).unwrap(); // parked for its own backoff, 2.5 s
+    t.close();
+
+    let text = ok(&q.args(&["peek", "retrying"]));
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(
+        rows[0].split_whitespace().collect::<Vec<_>>(),
+        ["SEQ", "ATTEMPTS", "LOCKED", "BY", "LEASE", "END", "PUBLISHED", "RETRY", "EVENT"]
+    );
+    assert!(rows[1].contains(" worker-r ") && rows[1].contains(" retry in 6.0 s "), "{text}");
+    let at = rows[1].find("retry in").unwrap();
+    assert_eq!(rows[2].get(at..at + 2), Some("- "), "none: a dash in the column\n{text}");
+    assert!(ok(&q.args(&["peek", "own"])).lines().nth(1).unwrap().contains(" retry in 2.5 s "));
+    assert!(!ok(&q.args(&["peek", "orders-1"])).contains("RETRY"), "no column when no message has a backoff");
+    assert!(!ok(&q.args(&["peek", "stuck"])).contains("retry in"), "claimed without a policy: none");
+
+    let doc = json(&q.args(&["peek", "retrying"]));
+    let m = doc["messages"].as_array().unwrap();
+    assert_eq!((m[0]["retry_delay"].as_f64(), m[1]["retry_delay"].clone()), (Some(6.0), Value::Null), "{doc}");
+    let doc = json(&q.args(&["peek", "own"]));
+    assert_eq!(doc["messages"][0]["retry_delay"].as_f64(), Some(2.5), "{doc}");
+    assert_eq!(doc["messages"][0]["locked_by"], "__parked__", "{doc}");
+    for group in ["orders-1", "stuck"] {
+        let doc = json(&q.args(&["peek", group]));
+        assert!(doc["messages"].as_array().unwrap().iter().all(|m| m["retry_delay"].is_null()), "{doc}");
+    }
 }
 
 /// A message's headers: in the tables of peek and dead list, a HEADERS column (only when a
@@ -1224,7 +1272,7 @@ fn harel_queue(test: &str) -> Option<Queue> {
     Some(Queue { _dir: dir, path })
 }
 
-const LACKS: [&str; 17] = [
+const LACKS: [&str; 19] = [
     "the column harel_transport_groups.routing_key",
     "the column harel_transport_messages.attempts",
     "the column harel_transport_messages.enqueued_at",
@@ -1232,6 +1280,8 @@ const LACKS: [&str; 17] = [
     "the column harel_transport_messages.unique_key",
     "the column harel_transport_messages.expires_at",
     "the column harel_transport_messages.claimed_at",
+    "the column harel_transport_messages.retry",
+    "the column harel_transport_messages.retry_delay",
     "the table harel_transport_dead",
     "the table harel_transport_keys",
     "the table harel_transport_pauses",
@@ -1294,6 +1344,7 @@ fn a_harel_09_queue_is_read_as_it_is() {
     assert!(messages[0]["event"].as_str().unwrap().contains(r#""id":"e3""#), "{peeked}");
     assert!(messages.iter().all(|m| m["attempts"].is_null() && m["published_at"].is_null()), "{peeked}");
     assert!(messages.iter().all(|m| m["headers"] == serde_json::json!([])), "no headers column: none: {peeked}");
+    assert!(messages.iter().all(|m| m["retry_delay"].is_null()), "no retry_delay column: none: {peeked}");
     assert!(ok(&q.args(&["peek", "g3"])).contains("this queue lacks"));
     let dead = ok(&q.args(&["dead", "list"]));
     assert!(dead.starts_with("no dead letters: this queue has no dead-letter table"), "{dead}");

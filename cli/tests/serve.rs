@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harel_transport::{Delivery, Message, Options, Transport};
+use harel_transport::{Delivery, Jitter, Message, Options, Retry, Transport};
 use harel_transport_testkit::sqld;
 use prometheus_parse::{Scrape, Value as Metric};
 use serde_json::Value;
@@ -457,6 +457,39 @@ fn expired_dead_letters_in_metrics_and_the_api() {
     assert_eq!(serving.get("/api/stats").json()["expired"], 0);
     let err = serving.stop();
     assert!(!err.contains("/metrics: "), "no read failed:\n{err}");
+}
+
+/// A message's retry backoff in /api/peek: `retry_delay`, the one its last claim drew under a
+/// retry policy (the queue's or its own), null when none.
+#[test]
+fn the_api_shows_each_messages_retry_delay() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = queue();
+    let mut options = Options::new();
+    options.retry(Some(Retry { base: 6.0, factor: 2.0, cap: 60.0, jitter: Jitter::None })).unwrap();
+    let t = Transport::open(&q.path, &options).unwrap();
+    for n in 0..2 {
+        let event = format!(r#"{{"n":{n}}}"#);
+        t.publish("retrying", &event, 0, Some("k-retry")).unwrap();
+    }
+    let policy = Retry { base: 0.25, factor: 1.0, cap: 0.25, jitter: Jitter::None };
+    let own = Delivery { retry: Some(policy), ..Delivery::default() };
+    let m = Message { group_id: "own", event_json: "{}", priority: 0, routing_key: Some("k-own"), headers: None };
+    t.publish_with(m, own).unwrap();
+    t.claim("w", 600.0, 0, &["k-retry"]).unwrap().expect("retrying's head");
+    let lease = t.claim("w", 600.0, 0, &["k-own"]).unwrap().expect("own's head");
+    t.nack(&lease, 0.0).unwrap();
+    t.close();
+    let serving = Serving::start(&q.path, &[], &[]);
+    let peek = serving.get("/api/peek?group=retrying").json();
+    let delays: Vec<Value> = peek["messages"].as_array().unwrap().iter().map(|m| m["retry_delay"].clone()).collect();
+    assert_eq!(delays, [serde_json::json!(6.0), Value::Null], "{peek}");
+    assert_eq!(serving.get("/api/peek?group=own").json()["messages"][0]["retry_delay"], 0.25);
+    let ready = serving.get("/api/peek?group=ready-a").json();
+    assert!(ready["messages"].as_array().unwrap().iter().all(|m| m["retry_delay"].is_null()), "{ready}");
+    let leased = serving.get("/api/peek?group=leased").json();
+    assert!(leased["messages"][0]["retry_delay"].is_null(), "claimed without a policy: {leased}");
+    assert!(serving.get("/console.js").body.contains("retryIn(m.retry_delay)"), "the console shows it");
 }
 
 #[test]

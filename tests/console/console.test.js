@@ -147,6 +147,7 @@ test("with the token the dead letter goes back into its group", async () => {
   await page.waitForFunction(() => document.querySelector("#messages td.event"));
   assert.equal(await text("#messages td.event"), SCRIPT_EVENT);
   assert.deepEqual(await shownHeaders("#messages td.headers"), POISON_HEADERS, "kept by the redrive, shown as text");
+  assert.equal(await text("#messages td.retry"), "-", "no retry policy: no backoff");
   assert.equal(await page.$("main img, main script, main b, main i"), null);
   assert.equal(await page.evaluate(() => window.__xss), undefined);
   assert.deepEqual(dialogs, []);

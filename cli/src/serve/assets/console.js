@@ -296,6 +296,12 @@ const groups = pager(
   },
 );
 
+// A message's retry backoff (the one its last claim drew under a retry policy: its nack
+// without a delay, or its lapsed lease, waits it): "retry in 6.0 s"; "-" when none.
+function retryIn(seconds) {
+  return seconds === null || seconds === undefined ? null : `retry in ${seconds.toFixed(1)} s`;
+}
+
 let shownGroup = null;
 const messages = pager(
   "messages",
@@ -304,6 +310,7 @@ const messages = pager(
     for (const m of page.messages) {
       const row = document.createElement("tr");
       for (const value of [m.seq, m.attempts, m.locked_by]) cell(row, value);
+      cell(row, retryIn(m.retry_delay), "retry");
       headersCell(row, m.headers);
       cell(row, m.event, "event");
       body.appendChild(row);
