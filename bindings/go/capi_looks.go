@@ -76,6 +76,8 @@ func (t cTransport) stats() (*Stats, error) {
 		Parked:         uint64(out.parked),
 		Delayed:        uint64(out.delayed),
 		Paused:         uint64(out.paused),
+		Held:           uint64(out.held),
+		Retrying:       uint64(out.retrying),
 		Dead:           uint64(out.dead),
 		Expired:        uint64(out.expired),
 		OldestReadyAge: optionalDuration(out.oldest_ready_age),

@@ -2,7 +2,8 @@ package harel_test
 
 // Mapping tests of limits per routing key (issue 39): SetLimit with a concurrency, a rate
 // and both, replacing a key's limits; Limits field by field (InUse, Tokens, Held) and in
-// order, a listed limit set again as it is; RemoveLimit serving the held groups; a limit
+// order, a listed limit set again as it is; Stats.Held (Ready without the held groups);
+// RemoveLimit serving the held groups; a limit
 // seen through another Transport and after reopening; bad input, the binding's and the
 // library's, each ErrArgument with its message and the queue unchanged; ErrClosed; a
 // sharded queue, its use summed; goroutines claiming under a limit while others set and
@@ -92,6 +93,19 @@ func wantTokens(t *testing.T, what string, info harel.LimitInfo, tokens float64)
 	}
 }
 
+// wantHeld fails unless the stats count these groups ready, leased and held by a limit
+// (none retrying, none parked), the counts adding up to Groups: Ready excludes the held.
+func wantHeld(t *testing.T, what string, tr *harel.Transport, ready, leased, held uint64) {
+	t.Helper()
+	s := stats(t, tr)
+	if s.Ready != ready || s.Leased != leased || s.Held != held || s.Retrying != 0 || s.Parked != 0 {
+		t.Errorf("%s: stats %+v, want ready %d, leased %d, held %d", what, s, ready, leased, held)
+	}
+	if sum := s.Ready + s.Leased + s.Parked + s.Delayed + s.Paused + s.Held + s.Retrying; sum != s.Groups {
+		t.Errorf("%s: the counts of %+v add up to %d, not its %d groups", what, s, sum, s.Groups)
+	}
+}
+
 // claimedGroups claims until nothing is deliverable, acking nothing, and returns the
 // leases by group id.
 func claimedGroups(t *testing.T, tr *harel.Transport) (map[string]*harel.Lease, string) {
@@ -125,10 +139,12 @@ func TestConcurrencyLimit(t *testing.T) {
 		publish(t, tr, g, event(1), harel.WithRoutingKey("k"))
 	}
 	publish(t, tr, "free", event(2))
+	wantHeld(t, "before any claim", tr, 4, 0, 0)
 	leases, got := claimedGroups(t, tr)
 	if got != "k1,free" {
 		t.Fatalf("claimed %s, want k1 and the group without the key", got)
 	}
+	wantHeld(t, "k at its limit", tr, 0, 2, 2)
 	info := oneLimit(t, tr, "k")
 	if info.Limit.Concurrency != 1 || info.Limit.Rate != nil || info.Tokens != nil {
 		t.Errorf("a concurrency limit listed: %s", showLimits([]harel.LimitInfo{info}))
@@ -141,16 +157,19 @@ func TestConcurrencyLimit(t *testing.T) {
 
 	ack(t, tr, leases["k1"])
 	wantUse(t, "after the ack", oneLimit(t, tr, "k"), 0, 2)
+	wantHeld(t, "after the ack, before a claim gives one back", tr, 0, 1, 2)
 	leases, got = claimedGroups(t, tr)
 	if got != "k2" {
 		t.Fatalf("after the ack claimed %q, want k2 (held first)", got)
 	}
 	wantUse(t, "k2 leased", oneLimit(t, tr, "k"), 1, 1)
+	wantHeld(t, "k2 leased", tr, 0, 2, 1)
 
 	removeLimit(t, tr, "k")
 	if list := limits(t, tr); len(list) != 0 {
 		t.Fatalf("limits after the removal: %s", showLimits(list))
 	}
+	wantHeld(t, "after the removal", tr, 1, 2, 0)
 	if _, got = claimedGroups(t, tr); got != "k3" {
 		t.Fatalf("after the removal claimed %q, want the held k3", got)
 	}
@@ -365,6 +384,7 @@ func TestLimitsOnShards(t *testing.T) {
 	}
 	wantUse(t, "k over the shards", list[0], 2, 2)
 	wantTokens(t, "r over the shards", list[1], 4)
+	wantHeld(t, "k over the shards", tr, 0, 2, 2)
 	removeLimit(t, tr, "k")
 	if _, got := claimedGroups(t, tr); len(strings.Split(got, ",")) != 2 {
 		t.Fatalf("after the removal claimed %q, want the two held groups", got)

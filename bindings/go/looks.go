@@ -30,8 +30,14 @@ type Stats struct {
 	// Ready, Leased, Parked and Delayed count the groups whose head is claimable now,
 	// leased to a worker, parked by a Nack with a delay, held back by its publish's
 	// WithDelay or WithNotBefore; Paused the groups a pause names (Transport.Pause),
-	// whatever their head: together, Groups.
+	// whatever their head; with Held and Retrying below they add up to Groups.
 	Ready, Leased, Parked, Delayed, Paused uint64
+	// Held counts the groups a limit holds (SetLimit): their routing key had no room when
+	// a claim met them, and they wait until it has (LimitInfo.Held, per key).
+	Held uint64
+	// Retrying counts the groups whose head's lease lapsed and waits its retry policy's
+	// backoff (WithRetry, WithRetryPolicy) before its next claim.
+	Retrying uint64
 	// Dead is how many dead letters there are.
 	Dead uint64
 	// Expired is how many of Dead expired undelivered (WithTTL, WithExpiresAt): the dead
@@ -54,10 +60,11 @@ type Stats struct {
 	ByPriority []PriorityStats
 }
 
-// PriorityStats are the group counts of one priority level. A delayed or paused group is in
-// Groups but in none of Ready, Leased and Parked; Paused counts the level's paused groups (a
-// paused group is at its own priority), so its delayed ones are Groups - Ready - Leased -
-// Parked - Paused (the C library counts delayed groups over every level only: Stats.Delayed).
+// PriorityStats are the group counts of one priority level. A delayed, paused, held or
+// retrying group is in Groups but in none of Ready, Leased and Parked; Paused counts the
+// level's paused groups (a paused group is at its own priority), so its delayed, held and
+// retrying ones together are Groups - Ready - Leased - Parked - Paused (the C library counts
+// those over every level only: Stats.Delayed, Held and Retrying).
 type PriorityStats struct {
 	Priority                      int
 	Groups, Ready, Leased, Parked uint64

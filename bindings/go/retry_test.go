@@ -6,9 +6,10 @@ package harel_test
 // MessageInfo.RetryDelay comes from harel_message_page.retry_delays. By the test clock: a
 // Nack with delay 0 parks the message for the backoff its claim drew (a millisecond before
 // its end nothing is claimable, a millisecond after it is), a lapsed lease waits it after
-// the lease's end. Bad input, the binding's and the library's, is ErrArgument naming the
-// field (and the message, in a batch), with the queue unchanged. The semantics are the
-// Rust contract's (tests/common/contract_retry.rs).
+// the lease's end, its group counted in Stats.Retrying (not Ready) meanwhile. Bad input,
+// the binding's and the library's, is ErrArgument naming the field (and the message, in a
+// batch), with the queue unchanged. The semantics are the Rust contract's
+// (tests/common/contract_retry.rs).
 
 import (
 	"context"
@@ -347,6 +348,49 @@ func TestRetryAfterALapsedLease(t *testing.T) {
 	if d := deadLetters(t, tr); len(d) != 1 || !strings.Contains(d[0].Reason, "max_attempts is 3") {
 		t.Fatalf("dead letters: %+v", d)
 	}
+}
+
+// wantRetrying fails unless the stats count these groups ready, leased and retrying (none
+// held, none parked), the counts adding up to Groups: Ready excludes the retrying.
+func wantRetrying(t *testing.T, what string, tr *harel.Transport, ready, leased, retrying uint64) {
+	t.Helper()
+	s := stats(t, tr)
+	if s.Ready != ready || s.Leased != leased || s.Retrying != retrying || s.Held != 0 || s.Parked != 0 {
+		t.Errorf("%s: stats %+v, want ready %d, leased %d, retrying %d", what, s, ready, leased, retrying)
+	}
+	if sum := s.Ready + s.Leased + s.Parked + s.Delayed + s.Paused + s.Held + s.Retrying; sum != s.Groups {
+		t.Errorf("%s: the counts of %+v add up to %d, not its %d groups", what, s, sum, s.Groups)
+	}
+	if (s.OldestReadySeq == nil) != (ready == 0) {
+		t.Errorf("%s: oldest ready seq %v with %d groups ready", what, s.OldestReadySeq, ready)
+	}
+}
+
+// Stats.Retrying counts a group whose head's lease lapsed while it waits its backoff, from
+// the lease's end to the backoff's end (by the test clock), in none of Ready and Leased;
+// then the group is ready again.
+func TestStatsCountARetryingGroup(t *testing.T) {
+	clock := newClock()
+	tr := open(t, ":memory:", harel.WithClock(clock.Now),
+		harel.WithRetry(noJitter(10*time.Second, 1, 10*time.Second)))
+	publish(t, tr, "g", event(0))
+	wantRetrying(t, "published", tr, 1, 0, 0)
+	lease, err := tr.Claim("w", time.Second)
+	if err != nil || lease == nil {
+		t.Fatalf("claim: %+v, %v", lease, err)
+	}
+	wantRetrying(t, "leased", tr, 0, 1, 0)
+	clock.Advance(time.Second + time.Millisecond)
+	wantRetrying(t, "just after the lease's end", tr, 0, 0, 1)
+	clock.Advance(10*time.Second - 2*time.Millisecond)
+	wantRetrying(t, "just before the backoff's end", tr, 0, 0, 1)
+	claimNone(t, tr, "still waiting its backoff")
+	clock.Advance(2 * time.Millisecond)
+	wantRetrying(t, "after the backoff", tr, 1, 0, 0)
+	if again := claimEvent(t, tr, 0); again.Attempts != 2 {
+		t.Fatalf("attempts %d, want 2", again.Attempts)
+	}
+	wantRetrying(t, "claimed again", tr, 0, 1, 0)
 }
 
 // The queue's policy is the claiming Transport's: a Transport without WithRetry on the same
