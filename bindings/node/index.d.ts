@@ -411,7 +411,11 @@ export interface PriorityStats {
   readonly ready: number;
   readonly leased: number;
   readonly parked: number;
-  /** Groups whose head is delayed: `groups - ready - leased - parked - paused`. */
+  /**
+   * `groups - ready - leased - parked - paused`: the level's groups whose head is delayed,
+   * with its groups a limit holds and those waiting a retry's backoff (the library counts
+   * these apart over the whole queue only: Stats.delayed, held and retrying).
+   */
   readonly delayed: number;
   /** Groups a pause names (Transport.pause), whatever their head. */
   readonly paused: number;
@@ -423,7 +427,7 @@ export interface Stats {
   readonly now: number;
   readonly messages: number;
   readonly groups: number;
-  /** Groups whose head can be claimed now. */
+  /** Groups whose head can be claimed now (not those a limit holds, nor those retrying). */
   readonly ready: number;
   /** Groups whose head is leased. */
   readonly leased: number;
@@ -433,6 +437,17 @@ export interface Stats {
   readonly delayed: number;
   /** Groups a pause names (Transport.pause), whatever their head; in none of ready, leased, parked and delayed. */
   readonly paused: number;
+  /**
+   * Groups a limit holds (Transport.setLimit): their routing key had no room when a claim
+   * met them; in none of the counts above. LimitInfo.held counts them by key.
+   */
+  readonly held: number;
+  /**
+   * Groups whose head's lease lapsed and waits its retry policy's backoff (the `retry`
+   * option) before its next claim; in none of the counts above. `ready + leased + parked +
+   * delayed + paused + held + retrying` is `groups`.
+   */
+  readonly retrying: number;
   /** Messages in the dead letters. */
   readonly dead: number;
   /** Of `dead`, the messages that expired undelivered (`ttl`, `expiresAt`): the reason 'expired'. */

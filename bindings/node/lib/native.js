@@ -113,6 +113,8 @@ const StatsType = koffi.struct({
   paused: 'uint64_t', // added with pause and resume, at the end
   paused_by_priority: 'void *', // n_priorities uint64_t: each level's paused groups
   expired: 'uint64_t', // added with expiry, at the end: of dead, those with the reason "expired"
+  held: 'uint64_t', // added with limits and retries, at the end: groups a limit holds
+  retrying: 'uint64_t', // and groups whose head's lapsed lease waits its retry backoff
 });
 const GroupInfoType = koffi.struct({
   group_id: 'void *',

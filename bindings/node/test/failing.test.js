@@ -122,8 +122,9 @@ test('stats: every field; null for what is absent', async () => {
   const empty = await t.stats();
   assert.ok(deepFrozen(empty));
   assert.deepEqual({ ...empty, byPriority: [...empty.byPriority] }, {
-    now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, delayed: 0, paused: 0, dead: 0, expired: 0,
-    oldestReadyAge: null, oldestReadySeq: null, nextReleaseAt: null, nextDueAt: null, byPriority: [],
+    now: 1000, messages: 0, groups: 0, ready: 0, leased: 0, parked: 0, delayed: 0, paused: 0, held: 0, retrying: 0,
+    dead: 0, expired: 0, oldestReadyAge: null, oldestReadySeq: null, nextReleaseAt: null, nextDueAt: null,
+    byPriority: [],
   });
   await t.publish('leased', {});
   clock.advance(1);

@@ -4,11 +4,12 @@
 // a kind not given), removeLimit(routingKey) (harel_transport_remove_limit) and limits()
 // (harel_transport_limits, its list copied out and freed). Each call's mapping onto the C
 // ABI: a concurrency limit holding groups and an ack making room, the listing's in use and
-// held, a rate limit's fields and tokens, replace and remove, every bad input as
-// HAREL_ERR_ARGUMENT (the binding's and the library's) leaving the queue as it was, the JS
-// clock, a sharded queue (set on every shard, the listing summed), many calls in flight at
-// once, off the event loop, a waiting claim woken by a token. The queue's rules themselves
-// are the Rust contract's (tests/common/contract_limits.rs).
+// held, stats().held (ready without the held groups), a rate limit's fields and tokens,
+// replace and remove, every bad input as HAREL_ERR_ARGUMENT (the binding's and the
+// library's) leaving the queue as it was, the JS clock, a sharded queue (set on every
+// shard, the listing summed), many calls in flight at once, off the event loop, a waiting
+// claim woken by a token. The queue's rules themselves are the Rust contract's
+// (tests/common/contract_limits.rs).
 
 const assert = require('node:assert/strict');
 const { test } = require('node:test');
@@ -34,24 +35,35 @@ function row(l) {
   return [l.routingKey, l.concurrency, l.rate, l.inUse, l.tokens, l.held];
 }
 
+/** The stats' [ready, leased, held, retrying], checked first to add up to their groups. */
+async function counts(t) {
+  const s = await t.stats();
+  assert.equal(s.ready + s.leased + s.parked + s.delayed + s.paused + s.held + s.retrying, s.groups, 'adding up');
+  return [s.ready, s.leased, s.held, s.retrying];
+}
+
 test('a concurrency limit of 1: one claim through, the others pass over it; an ack lets the next through', async () => {
   const t = await Transport.open(box.db(), { clock: manualClock(1000).fn });
   assert.equal(await t.setLimit('k', { concurrency: 1 }), undefined);
   for (const g of ['k1', 'k2', 'k3']) await t.publish(g, { g }, { routingKey: 'k' });
   await t.publish('free', {});
   await t.publish('other', {}, { routingKey: 'other' });
+  assert.deepEqual(await counts(t), [5, 0, 0, 0], 'nothing held before a claim meets the limit');
 
   const first = await claimAll(t);
   assert.deepEqual(groupsOf(first), ['free', 'k1', 'other'], 'one of k, and every group without its limit');
   assert.deepEqual((await t.limits()).map(row), [['k', 1, null, 1, null, 2]], 'one in use, two held');
+  assert.deepEqual(await counts(t), [0, 3, 2, 0], 'stats: two held, not ready');
   const held = (await t.groups()).groups.filter((g) => g.routingKey === 'k' && g.holder === null);
   assert.deepEqual(held.map((g) => [g.groupId, g.state]), [['k2', 'ready'], ['k3', 'ready']], 'held groups stay ready');
 
   const k1 = first.find((lease) => lease.groupId === 'k1');
   await t.ack(k1);
+  assert.deepEqual(await counts(t), [0, 2, 2, 0], 'held until a claim gives one back');
   const second = await claimAll(t);
   assert.deepEqual(groupsOf(second), ['k2'], 'the ack makes room for one: the held group that came first');
   assert.deepEqual((await t.limits()).map(row), [['k', 1, null, 1, null, 1]]);
+  assert.deepEqual(await counts(t), [0, 3, 1, 0], 'k3 still held');
   await t.nack(second[0]);
   const third = await claimAll(t);
   assert.deepEqual(groupsOf(third), ['k3'], 'a nack makes room, and the held group goes before the nacked one');
@@ -124,7 +136,9 @@ test('setLimit replaces a key\'s limits; removeLimit serves its held groups; lim
   assert.deepEqual([replaced.concurrency, replaced.rate, replaced.tokens, replaced.held],
     [null, { perSecond: 1, burst: 1 }, 1, 3], 'the concurrency is off (null)');
   assert.equal((await claimAll(t)).length, 1, 'the one token');
+  assert.deepEqual(await counts(t), [0, 4, 2, 0], 'two held by the rate');
   assert.equal(await t.removeLimit('k'), undefined);
+  assert.deepEqual(await counts(t), [2, 4, 0, 0], 'removed: held no more, ready');
   assert.equal((await claimAll(t)).length, 2, 'removed: every held group is served');
   assert.deepEqual(await t.limits(), []);
   assert.ok(Object.isFrozen(await t.limits()));
@@ -323,6 +337,7 @@ test('a sharded queue: setLimit and removeLimit act on every shard, limits() sum
     ['k', 1, null, 3, null, 3],
     ['r', null, { perSecond: 1, burst: 2 }, 0, 3, 0],
   ], 'in use and held summed over the shards');
+  assert.deepEqual(await counts(t), [0, 6, 3, 0], 'stats: the held groups summed over the shards');
 
   await t.ack(leases[0]);
   const next = await claimAll(t, { routingKeys: ['k'] });

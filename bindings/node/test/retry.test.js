@@ -5,9 +5,10 @@
 // peek's retryDelay (harel_message_page's retry_delays, at its end). Each call's mapping
 // onto the C ABI: by the transport's JS clock, a nack without a delay parks the message for
 // the backoff its claim drew (min(cap, base * factor^(n-1)), spread by the jitter), which
-// peek shows; bad input, the binding's and the library's, is HAREL_ERR_ARGUMENT naming it
-// (and the element, in a batch) with the queue as it was. The queue's rules themselves are
-// the Rust contract's (tests/common/contract_retry.rs).
+// peek shows, and a lapsed lease's group is stats().retrying until its backoff ends; bad
+// input, the binding's and the library's, is HAREL_ERR_ARGUMENT naming it (and the element,
+// in a batch) with the queue as it was. The queue's rules themselves are the Rust
+// contract's (tests/common/contract_retry.rs).
 
 const assert = require('node:assert/strict');
 const { test } = require('node:test');
@@ -128,6 +129,32 @@ test('a lapsed lease waits the backoff after its end (an extend moves both); eac
   const dead = (await t.deadLetters()).letters;
   assert.equal(dead.length, 1);
   assert.match(dead[0].reason, /max_attempts is 3/);
+  await t.close();
+});
+
+test('stats: a lapsed lease\'s group is retrying, not ready, from the lease\'s end to its backoff\'s', async () => {
+  const clock = manualClock(1000);
+  const t = await Transport.open(box.db(), { clock: clock.fn, retry: { base: 10, factor: 1, jitter: 'none' } });
+  const counts = async () => {
+    const s = await t.stats();
+    assert.equal(s.ready + s.leased + s.parked + s.delayed + s.paused + s.held + s.retrying, s.groups, 'adding up');
+    return [s.ready, s.leased, s.retrying, s.held, s.oldestReadySeq];
+  };
+  await t.publish('g', { n: 0 });
+  assert.deepEqual(await counts(), [1, 0, 0, 0, 1], 'ready');
+  const lease = await t.claim('w', { visibility: 1 });
+  assert.deepEqual(await counts(), [0, 1, 0, 0, null], 'leased');
+  clock.advance(1.01);
+  assert.deepEqual(await counts(), [0, 0, 1, 0, null], 'the lease lapsed: retrying, not ready');
+  clock.advance(9.98);
+  assert.deepEqual(await counts(), [0, 0, 1, 0, null], 'retrying to its backoff\'s end');
+  assert.equal(await t.claim('w'), null, 'not claimable while retrying');
+  clock.advance(0.02);
+  assert.deepEqual(await counts(), [1, 0, 0, 0, 1], 'its backoff passed: ready again');
+  const again = await t.claim('w');
+  assert.deepEqual([again.seq, again.attempts], [lease.seq, 2]);
+  assert.deepEqual(await counts(), [0, 1, 0, 0, null], 'leased again');
+  await t.ack(again);
   await t.close();
 });
 

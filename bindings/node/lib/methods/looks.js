@@ -75,6 +75,8 @@ function takeStats(f, ptr) {
       parked: Number(raw.parked),
       delayed: Number(raw.delayed),
       paused: Number(raw.paused),
+      held: Number(raw.held),
+      retrying: Number(raw.retrying),
       dead: Number(raw.dead),
       expired: Number(raw.expired),
       oldestReadyAge: optionalNumber(raw.oldest_ready_age),
@@ -90,9 +92,10 @@ function takeStats(f, ptr) {
 
 /**
  * One level of the stats. harel_priority_stats has a fixed size, without a delayed count:
- * a level's delayed and paused groups are in its `groups` and in none of ready, leased and
- * parked (the header's contract), and `paused` is the level's entry of paused_by_priority,
- * so `delayed` is what is left.
+ * a level's delayed, paused, held and retrying groups are in its `groups` and in none of
+ * ready, leased and parked (the header's contract), and `paused` is the level's entry of
+ * paused_by_priority, so `delayed` is what is left: the level's delayed groups with its
+ * held and retrying ones, which the library counts over the whole queue only.
  */
 function priorityStats(p, paused) {
   const [groups, ready, leased, parked] = [p.groups, p.ready, p.leased, p.parked].map(Number);

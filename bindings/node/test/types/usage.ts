@@ -274,7 +274,9 @@ async function usage(): Promise<void> {
   const delayedGroups: number = stats.delayed;
   const nextDue: number | null = stats.nextDueAt;
   const expiredLetters: number = stats.expired;
-  void expiredLetters;
+  const heldGroups: number = stats.held;
+  const retryingGroups: number = stats.retrying;
+  void [expiredLetters, heldGroups, retryingGroups];
   const level: PriorityStats | undefined = stats.byPriority[0];
   const delayedAtLevel: number | undefined = level?.delayed;
   void [stats.now, stats.messages, stats.dead, age, oldestSeq, nextRelease, levels, delayedGroups, nextDue, delayedAtLevel];
