@@ -858,7 +858,8 @@ typedef struct harel_metrics {
    */
   uint64_t acked;
   /**
-   * Nacks that gave the message back at once (delay 0).
+   * Nacks without a delay of their own (0): the message given back at once, or parked
+   * for its retry policy's backoff.
    */
   uint64_t nacked;
   /**
@@ -912,6 +913,11 @@ typedef struct harel_metrics {
   struct harel_histogram nack;
   struct harel_histogram extend;
   struct harel_histogram dead_letter;
+  /**
+   * Groups a claim passed over and held because their routing key had no room
+   * (docs/queue.md, "Limits"): each time a group is held. Added after 0.4.0, at the end.
+   */
+  uint64_t limit_holds;
 } harel_metrics;
 
 /**

@@ -104,12 +104,14 @@ pub fn row_values(row: &libsql::Row) -> libsql::Result<Row> {
 }
 
 /// What a claim's transaction did: the rows `before`'s marked statements changed, the
-/// leases, and how many heads it moved to the dead letters instead of handing them out.
+/// leases, how many heads it moved to the dead letters instead of handing them out, and how
+/// many groups it held because their routing key had no room (sql/limits.rs).
 #[derive(Debug, Default)]
 pub struct Claimed {
     pub before: Vec<u64>,
     pub leases: Vec<Lease>,
     pub buried: u64,
+    pub held: u64,
 }
 
 /// What comes first in a claim's transaction (an ack's statements), given "now": the chain

@@ -101,6 +101,7 @@ pub struct Meters {
     pub dead_lettered_by_claim: Counter,
     pub lost_leases: Counter,
     pub busy_retries: Arc<Counter>,
+    pub limit_holds: Counter,
     latency: [Recorder; OPERATIONS],
 }
 
@@ -121,6 +122,7 @@ impl Meters {
             dead_lettered_by_claim: self.dead_lettered_by_claim.get(),
             lost_leases: self.lost_leases.get(),
             busy_retries: self.busy_retries.get(),
+            limit_holds: self.limit_holds.get(),
             latency: Latency {
                 publish: at(Operation::Publish),
                 claim: at(Operation::Claim),
@@ -145,7 +147,8 @@ pub struct Metrics {
     pub claimed: u64,
     /// Messages acked (ack, ack_many, and the acks of ack_and_claim*).
     pub acked: u64,
-    /// Nacks that gave the message back at once (delay 0).
+    /// Nacks without a delay of their own (0): the message given back at once, or parked
+    /// for its retry policy's backoff (docs/queue.md, "Retries").
     pub nacked: u64,
     /// Nacks that parked the message (delay > 0).
     pub parked: u64,
@@ -158,6 +161,9 @@ pub struct Metrics {
     pub lost_leases: u64,
     /// Pauses after the database answered busy, before trying again.
     pub busy_retries: u64,
+    /// Groups a claim passed over and held because their routing key had no room
+    /// (docs/queue.md, "Limits"): each time a group is held.
+    pub limit_holds: u64,
     pub latency: Latency,
 }
 

@@ -108,10 +108,11 @@ impl Queue {
         })
     }
 
-    /// The leases of a committed claim, counted with the heads it buried.
+    /// The leases of a committed claim, counted with the heads it buried and the groups it held.
     fn counted(&self, claimed: Claimed) -> Vec<Lease> {
         self.meters.claimed.add(claimed.leases.len() as u64);
         self.meters.dead_lettered_by_claim.add(claimed.buried);
+        self.meters.limit_holds.add(claimed.held);
         claimed.leases
     }
 

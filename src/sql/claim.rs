@@ -51,6 +51,8 @@ pub struct ClaimStatements {
     pub more: usize,
     /// The INSERTs that bury a head over `max_attempts`: each changed a row if it buried one.
     pub buried: Vec<usize>,
+    /// The UPDATEs that hold a key's groups: each changed as many rows as it held.
+    pub holds: Vec<usize>,
 }
 
 impl Statements {
@@ -98,12 +100,14 @@ impl Statements {
         }
         // a group whose key has no room (none but the limited keys') is held, and not marked
         let no_room = &self.limit.no_room;
+        let mut holds = Vec::new();
         for _ in 0..HOLD_ROUNDS {
             let hold = format!(
                 "UPDATE {g} SET last_claimed_at = last_claimed_at + {HOLD:.1} \
                  WHERE routing_key = (SELECT routing_key FROM {g} WHERE rowid = ({next_group})) \
                  AND last_claimed_at <= ?1 AND {no_room}"
             );
+            holds.push(statements.len());
             statements.push((hold, params.clone()));
         }
         let mark = format!(
@@ -134,7 +138,7 @@ impl Statements {
         // a lease not taken while a group is still next: more to bury or hold
         statements.push((next_group, params));
         let more = statements.len() - 1;
-        ClaimStatements { statements, lease, more, buried }
+        ClaimStatements { statements, lease, more, buried, holds }
     }
 
     /// The next group's head into the dead-letter table if it was claimed `limit` times

@@ -53,6 +53,7 @@ pub fn a_concurrency_limit_leases_at_most_n_of_its_key(open: Open<'_>) {
     let stats = t.stats().unwrap();
     assert_eq!((stats.held, stats.leased, stats.ready), (3, 4, 0), "held groups are not ready: {stats:?}");
     assert_eq!(stats.by_priority[0].held, 3);
+    assert_eq!(t.metrics().limit_holds, 3, "each group held counted once");
     let k1 = first.iter().find(|l| l.group_id == "k1").unwrap();
     t.ack(k1).unwrap();
     assert_eq!(groups(&claim_all(&t)), ["k3"], "an ack makes room for one");

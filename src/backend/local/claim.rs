@@ -110,7 +110,7 @@ impl Local {
                         format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
                     }
                     (Ok(group_id), Ok(_), Ok(_)) if room == NO_ROOM => {
-                        self.execute(sql.limit.hold(&group_id, now)).await?;
+                        claimed.held += self.execute(sql.limit.hold(&group_id, now)).await?;
                         look_again = true;
                         break;
                     }

@@ -46,10 +46,10 @@ impl Server {
     ) -> Result<Claimed> {
         let mut before_changed: Option<Vec<u64>> = None;
         let mut leases = Vec::new();
-        let mut buried = 0;
+        let (mut buried, mut held) = (0, 0);
         let mut undeliverable: Vec<Undeliverable> = Vec::new();
         loop {
-            let (results, (marked, claims, burials, (now, lock_expiry))) = self
+            let (results, (marked, claims, (burials, holds), (now, lock_expiry))) = self
                 .run(|| {
                     let now = now()?;
                     let mut chain = Chain::new();
@@ -71,7 +71,7 @@ impl Server {
                         chain = push_bury_claimed(chain, sql, u, c.worker_id, now);
                     }
                     let lock_expiry = now + c.visibility;
-                    let mut claims = Vec::new();
+                    let (mut claims, mut holds) = (Vec::new(), Vec::new());
                     for _ in leases.len()..want {
                         let statements = sql.claim_chain(
                             now,
@@ -85,13 +85,15 @@ impl Server {
                             .map(|(statement, params)| chain.query(statement, params))
                             .collect();
                         burials.extend(statements.buried.iter().map(|&i| at[i]));
+                        holds.extend(statements.holds.iter().map(|&i| at[i]));
                         claims.push((at[statements.lease], at[statements.more]));
                     }
-                    Ok((chain, (marked, claims, burials, (now, lock_expiry))))
+                    Ok((chain, (marked, claims, (burials, holds), (now, lock_expiry))))
                 })
                 .await?;
             before_changed.get_or_insert_with(|| marked.iter().map(|&i| results[i].changed).collect());
             buried += burials.iter().map(|&i| results[i].changed).sum::<u64>();
+            held += holds.iter().map(|&i| results[i].changed).sum::<u64>();
             undeliverable.clear();
             let mut again = false;
             // Every claim of the chain was committed: each lease is kept, whatever came before it.
@@ -104,7 +106,7 @@ impl Server {
                 }
             }
             if leases.len() >= want || (!again && undeliverable.is_empty()) {
-                return Ok(Claimed { before: before_changed.unwrap_or_default(), leases, buried });
+                return Ok(Claimed { before: before_changed.unwrap_or_default(), leases, buried, held });
             }
         }
     }

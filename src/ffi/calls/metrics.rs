@@ -33,7 +33,8 @@ pub struct harel_metrics {
     pub claimed: u64,
     /// Messages acked (ack, ack_many, the acks of ack_and_claim*).
     pub acked: u64,
-    /// Nacks that gave the message back at once (delay 0).
+    /// Nacks without a delay of their own (0): the message given back at once, or parked
+    /// for its retry policy's backoff.
     pub nacked: u64,
     /// Nacks that parked the message (delay > 0).
     pub parked: u64,
@@ -64,6 +65,9 @@ pub struct harel_metrics {
     pub nack: harel_histogram,
     pub extend: harel_histogram,
     pub dead_letter: harel_histogram,
+    /// Groups a claim passed over and held because their routing key had no room
+    /// (docs/queue.md, "Limits"): each time a group is held. Added after 0.4.0, at the end.
+    pub limit_holds: u64,
 }
 
 impl Castable for harel_metrics {
@@ -110,6 +114,7 @@ pub extern "C" fn harel_transport_metrics(
             nack: c_histogram(&l.nack),
             extend: c_histogram(&l.extend),
             dead_letter: c_histogram(&l.dead_letter),
+            limit_holds: m.limit_holds,
         });
         Ok(HAREL_OK)
     })
