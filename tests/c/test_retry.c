@@ -8,12 +8,14 @@
  * naming the field, an unknown jitter; a set `*err` refused), a refused value leaving the
  * policy set; a nack with delay 0 parking the message for the backoff its claim drew (stats
  * count it as parked; the backoff grows to its cap, a worker's own delay wins; without a
- * policy it is free at once); each jitter's number reaching its spread; peek's retry_delays,
- * -1 for a message never claimed or without a policy, the drawn value after a claim, page by
- * page; a message's own policy winning over the queue's (publish_delivery,
- * publish_many_delivery, harel_tx_publish_delivery), its 0s read as the defaults; a caller's
- * older, shorter harel_delivery without the fields (in a block exactly that long) read as no
- * policy; and each bad delivery refused by every form, the batch's naming its message.
+ * policy it is free at once); a lease that lapses waiting the backoff after its end (stats
+ * count its group in `retrying`, not `ready`, until the backoff's end); each jitter's number
+ * reaching its spread; peek's retry_delays, -1 for a message never claimed or without a
+ * policy, the drawn value after a claim, page by page; a message's own policy winning over
+ * the queue's (publish_delivery, publish_many_delivery, harel_tx_publish_delivery), its 0s
+ * read as the defaults; a caller's older, shorter harel_delivery without the fields (in a
+ * block exactly that long) read as no policy; and each bad delivery refused by every form,
+ * the batch's naming its message.
  */
 #include "harel_test.h"
 
@@ -136,6 +138,37 @@ static void ready_parked_at(harel_transport *t, uint64_t ready, uint64_t parked,
     test_fail(file, line, "ready %llu, parked %llu; want %llu, %llu",
               (unsigned long long)s->ready, (unsigned long long)s->parked,
               (unsigned long long)ready, (unsigned long long)parked);
+  harel_stats_free(s);
+}
+
+/* The queue's group counts: `ready`, `leased`, `parked` and `retrying` (delayed, paused and
+ * held none), which with the others add up to `groups`; every level's `ready` adds up to the
+ * queue's (a retrying group is in none). */
+#define COUNTS(t, ready, leased, parked, retrying) \
+  counts_at((t), (ready), (leased), (parked), (retrying), __FILE__, __LINE__)
+static void counts_at(harel_transport *t, uint64_t ready, uint64_t leased, uint64_t parked,
+                      uint64_t retrying, const char *file, int line) {
+  harel_stats *s = stats_at(t, file, line);
+  uint64_t levels_ready = 0;
+  size_t i;
+  if (s == NULL) return;
+  for (i = 0; i < s->n_priorities; i++) levels_ready += s->by_priority[i].ready;
+  if (s->ready != ready || s->leased != leased || s->parked != parked ||
+      s->retrying != retrying || s->delayed != 0 || s->paused != 0 || s->held != 0 ||
+      s->ready + s->leased + s->parked + s->delayed + s->paused + s->held + s->retrying !=
+          s->groups ||
+      levels_ready != s->ready)
+    test_fail(file, line,
+              "groups %llu: ready %llu (levels %llu), leased %llu, parked %llu, delayed %llu, "
+              "paused %llu, held %llu, retrying %llu; want %llu ready, %llu leased, %llu parked, "
+              "%llu retrying, the others 0",
+              (unsigned long long)s->groups, (unsigned long long)s->ready,
+              (unsigned long long)levels_ready, (unsigned long long)s->leased,
+              (unsigned long long)s->parked, (unsigned long long)s->delayed,
+              (unsigned long long)s->paused, (unsigned long long)s->held,
+              (unsigned long long)s->retrying, (unsigned long long)ready,
+              (unsigned long long)leased, (unsigned long long)parked,
+              (unsigned long long)retrying);
   harel_stats_free(s);
 }
 
@@ -322,6 +355,50 @@ static void a_nack_without_a_delay_parks_for_the_backoff(void) {
   READY_PARKED(t, 0, 1);
   ACK(t, WAITS(t, &now, 1.0, "\"m\"", 7));
   CLAIM_EMPTY(t);
+  harel_transport_close(t);
+}
+
+/* A lease that lapses (a visibility of 2 s) waits the backoff its claim drew (10 s, factor 1)
+ * after its end: leased until the end, then retrying (not ready: no oldest ready message, no
+ * release due) until the end + 10, while a claim passes over it to another group; then ready,
+ * and claimed again. A nack of 0 parks instead: parked, not retrying. */
+static void a_lapsed_lease_waits_its_backoff_counted_as_retrying(void) {
+  double now = T0;
+  harel_transport *t = open_retrying(&now, 10.0, 1.0, 0.0, NONE);
+  harel_lease *l = NOT_SET_LEASE, *other;
+  harel_stats *s;
+  if (t == NULL) return;
+  PUBLISH(t, "g", "\"m\"");
+  EXPECT_STATUS(harel_transport_claim(t, "w", 2.0, 0, NULL, 0, &l, NULL), HAREL_OK);
+  if (!EXPECT(l != NULL && l != NOT_SET_LEASE)) {
+    harel_transport_close(t);
+    return;
+  }
+  SHOWS(t, "g", 10.0);
+  COUNTS(t, 0, 1, 0, 0);
+  now = T0 + 1.99;
+  COUNTS(t, 0, 1, 0, 0); /* within the lease */
+  now = T0 + 2.5;        /* lapsed: its backoff runs until T0 + 12 */
+  COUNTS(t, 0, 0, 0, 1);
+  if ((s = STATS(t)) != NULL)
+    EXPECT(s->groups == 1 && s->oldest_ready_seq == -1 && s->oldest_ready_age == -1.0 &&
+           s->next_release_at == -1.0);
+  harel_stats_free(s);
+  PUBLISH(t, "other", "\"o\"");
+  COUNTS(t, 1, 0, 0, 1); /* another group is ready beside it */
+  now = T0 + 11.99;
+  COUNTS(t, 1, 0, 0, 1); /* until the backoff's end */
+  other = CLAIM(t, "w", "\"o\""); /* a claim passes over it */
+  COUNTS(t, 0, 1, 0, 1);
+  ACK(t, other);
+  now = T0 + 12.01;
+  COUNTS(t, 1, 0, 0, 0); /* the backoff passed: ready again */
+  harel_lease_free(l);
+  l = CLAIM(t, "w", "\"m\"");
+  if (l != NULL) EXPECT(l->attempts == 2);
+  COUNTS(t, 0, 1, 0, 0);
+  NACK(t, l, 0.0);
+  COUNTS(t, 0, 0, 1, 0); /* a nack of 0 parks for the backoff: parked, not retrying */
   harel_transport_close(t);
 }
 
@@ -730,6 +807,7 @@ const test_case retry_tests[] = {
     TEST(set_retry_takes_a_policy_and_refuses_the_rest),
     TEST(a_refused_policy_leaves_the_one_set_and_base_0_removes_it),
     TEST(a_nack_without_a_delay_parks_for_the_backoff),
+    TEST(a_lapsed_lease_waits_its_backoff_counted_as_retrying),
     TEST(factor_0_and_cap_0_read_as_their_defaults),
     TEST(without_a_policy_a_nack_frees_at_once),
     TEST(each_jitter_spreads_as_its_number_says),

@@ -53,10 +53,12 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class PriorityStats:
     """The group counts of one priority level (`Stats.by_priority`). A group whose head
-    is delayed, or that is paused, is in `groups` but in none of `ready`, `leased` and
-    `parked`; `paused` counts the level's paused groups (each at its own priority), so its
-    delayed ones are ``groups - ready - leased - parked - paused`` (the ABI's struct has
-    no room for them: `Stats.delayed` counts them over every level)."""
+    is delayed, that a limit holds, whose lapsed lease waits its retry backoff, or that is
+    paused, is in `groups` but in none of `ready`, `leased` and `parked`; `paused` counts
+    the level's paused groups (each at its own priority), so its delayed, held and retrying
+    ones together are ``groups - ready - leased - parked - paused`` (the ABI's struct has
+    no room for them: `Stats.delayed`, `Stats.held` and `Stats.retrying` count them over
+    every level)."""
 
     priority: int
     #: Groups of this level.
@@ -82,7 +84,8 @@ class Stats:
     messages: int
     #: Groups in the queue.
     groups: int
-    #: Groups whose head can be claimed now.
+    #: Groups whose head can be claimed now (not those a limit holds nor those waiting a
+    #: retry backoff: `held`, `retrying`).
     ready: int
     #: Groups whose head is leased (a paused group's lease taken before the pause is
     #: counted in `paused` instead).
@@ -114,6 +117,14 @@ class Stats:
     #: Of `dead`, the messages that expired undelivered (`publish_with`'s `ttl` or
     #: `expires_at`; their reason is "expired"). Last, with a default, as `paused`.
     expired: int = 0
+    #: Groups a limit holds (`set_limit`): their routing key had no room when a claim met
+    #: them; claims serve them again once it has room (README, "Limits per routing key").
+    #: Not in `ready`. Last, with a default, as `paused`.
+    held: int = 0
+    #: Groups whose head's lease lapsed and that wait its retry policy's backoff before their
+    #: next claim (README, "Retries"). Not in `ready`. `ready`, `leased`, `parked`,
+    #: `delayed`, `paused`, `held` and `retrying` add up to `groups`. Last, with a default.
+    retrying: int = 0
 
 
 @dataclass(frozen=True)
@@ -373,6 +384,8 @@ def copy_stats(c: Any) -> Stats:
         next_due_at=_optional_number(c.next_due_at),
         paused=c.paused,
         expired=c.expired,
+        held=c.held,
+        retrying=c.retrying,
     )
 
 

@@ -149,6 +149,10 @@ class HarelStats(Structure):
         ("paused_by_priority", POINTER(c_uint64)),
         # Added at the end after 0.4.0 (expiry): of `dead`, the messages that expired undelivered.
         ("expired", c_uint64),
+        # Added at the end after 0.4.0 (limits, retries): groups a limit holds, and groups whose
+        # lapsed lease waits its retry policy's backoff; neither is in `ready` any more.
+        ("held", c_uint64),
+        ("retrying", c_uint64),
     ]
 
 

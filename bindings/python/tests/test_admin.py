@@ -29,7 +29,7 @@ def test_the_structs_have_the_headers_layout():
     sizes = {
         _native.HarelLease: 80,
         _native.HarelPriorityStats: 40,
-        _native.HarelStats: 136,
+        _native.HarelStats: 152,
         _native.HarelGroupInfo: 88,
         _native.HarelGroupPage: 32,
         _native.HarelMessageInfo: 56,
@@ -50,6 +50,8 @@ def test_the_structs_have_the_headers_layout():
     assert _native.HarelStats.paused.offset == 112, "pause and resume: added at the end"
     assert _native.HarelStats.paused_by_priority.offset == 120, "each level's paused count: at the end"
     assert _native.HarelStats.expired.offset == 128, "expiry: added at the end"
+    held, retrying = _native.HarelStats.held, _native.HarelStats.retrying
+    assert (held.offset, retrying.offset) == (136, 144), "limits' held and retries' retrying: added at the end"
     # harel_delivery grows at its end; the library reads `size` bytes of it.
     assert (_native.HarelDelivery.debounce_max_delay.offset, _native.HarelDelivery.ttl.offset) == (56, 64)
     assert _native.HarelDelivery.expires_at.offset == 72

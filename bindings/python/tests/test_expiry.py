@@ -56,7 +56,7 @@ def test_message_and_the_signatures_take_ttl_and_expires_at():
                ht.AsyncTransaction.publish_with):
         hints = typing.get_type_hints(fn)
         assert hints["ttl"] == hints["expires_at"] == typing.Optional[float], fn
-    assert [f.name for f in dataclasses.fields(ht.Stats)][-1] == "expired"
+    assert [f.name for f in dataclasses.fields(ht.Stats)][-3:] == ["expired", "held", "retrying"], "then held, retrying"
     assert ht.Stats(0.0, 0, 0, 0, 0, 0, 0, None, None, [], None, 0, None).expired == 0, "a default, last"
     assert ht.Stats(0.0, 0, 0, 0, 0, 0, 0, None, None, [], None, 0, None, 0, 3).expired == 3
 

@@ -79,6 +79,13 @@ def test_the_values_and_the_signatures():
     assert LimitInfo.__doc__
     for name in ("LimitInfo", "MAX_LIMIT"):
         assert name in ht.__all__, name
+    # Stats gained held and retrying (test_retry.py checks retrying's count) last, with defaults:
+    # positional construction of the rest still works
+    assert [f.name for f in dataclasses.fields(ht.Stats)][-3:] == ["expired", "held", "retrying"]
+    assert typing.get_type_hints(ht.Stats)["held"] is int
+    before = ht.Stats(0.0, 0, 0, 0, 0, 0, 0, None, None, [], None, 0, None, 0, 0)
+    assert (before.held, before.retrying) == (0, 0)
+    assert ht.Stats(0.0, 0, 0, 0, 0, 0, 0, None, None, [], None, 0, None, 0, 0, 2, 1).held == 2
 
     p = inspect.Parameter
     for cls in (Transport, AsyncTransport):
@@ -122,6 +129,10 @@ def test_the_structs_have_the_headers_layout():
         "held": 56,
     }
     assert (_native.HarelLimitList.limits.offset, _native.HarelLimitList.n_limits.offset) == (0, 8)
+    # harel_stats' held and retrying, at its end (test_admin.py checks its size)
+    assert [f[0] for f in _native.HarelStats._fields_][-3:] == ["expired", "held", "retrying"]
+    assert (_native.HarelStats.held.offset, _native.HarelStats.retrying.offset) == (136, 144)
+    assert _native.HarelStats.held.size == 8 and _native.HarelStats._fields_[-1][1] is ctypes.c_uint64
 
 
 # -- the mapping -------------------------------------------------------------------------
@@ -148,6 +159,43 @@ def test_a_concurrency_limit_of_one_lets_one_claim_through(t):
     t.nack(k2)
     assert groups_of(claim_all(t)) == ["k3"], "a nack makes room too"
     assert t.limits() == [concurrency("k", 1, in_use=1, held=1)], "k2's message, back after the nack, is held"
+
+
+def counts(s):
+    """A `Stats`' group counts by state; they add up to its groups."""
+    states = (s.ready, s.leased, s.parked, s.delayed, s.paused, s.held, s.retrying)
+    assert sum(states) == s.groups, s
+    return dict(zip(("ready", "leased", "parked", "delayed", "paused", "held", "retrying"), states))
+
+
+def test_stats_count_the_held_groups_apart_from_the_ready(t):
+    t.set_limit("k", 1)
+    for g in ("k1", "k2", "k3"):
+        t.publish(g, json.dumps(g), routing_key="k")
+    s = t.stats()
+    assert (s.groups, s.ready, s.held) == (3, 3, 0), "nothing held before a claim meets them"
+
+    first = claim_all(t)
+    assert groups_of(first) == ["k1"]
+    s = t.stats()
+    assert counts(s) == dict(ready=0, leased=1, parked=0, delayed=0, paused=0, held=2, retrying=0)
+    assert s.held == t.limits()[0].held == 2, "the listing's held groups, counted"
+    assert s.by_priority == [ht.PriorityStats(0, 3, 0, 1, 0, 0)], "a level's ready excludes them too"
+    assert (s.oldest_ready_seq, s.oldest_ready_age) == (None, None), "no group is ready"
+    t.publish("free", "0")
+    s = t.stats()
+    assert (s.groups, s.ready, s.held) == (4, 1, 2), "a group of no key is ready beside them"
+    assert s.oldest_ready_seq == 4, "free's message: the held ones are not ready"
+    assert [g.state for g in t.groups().items] == ["ready", "leased", "ready", "ready"], "listed as ready"
+
+    t.ack(first[0])
+    assert groups_of(claim_all(t)) == ["free", "k2"], "an ack: the next claim gives k2 back"
+    s = t.stats()
+    assert (s.ready, s.leased, s.held) == (0, 2, 1)
+    t.remove_limit("k")
+    assert counts(t.stats()) == dict(ready=1, leased=2, parked=0, delayed=0, paused=0, held=0, retrying=0), (
+        "removed: k3 is served at once, ready again"
+    )
 
 
 def test_a_rate_limit_reaches_the_listing(t, clock):
@@ -237,6 +285,8 @@ def test_a_sharded_queue_sets_every_shard_and_sums_the_use(tmp_path, clock):
         assert len(first) == 4 and len(keyed) == 3, "one of k per shard: the limit is each shard's"
         assert {ht.shard_of(x.group_id, 3) for x in keyed} == {0, 1, 2}
         assert t.limits() == [concurrency("k", 1, in_use=3, held=21)], "the use summed over the shards"
+        s = t.stats()
+        assert (s.groups, s.ready, s.leased, s.held) == (25, 0, 4, 21), "stats sum the shards' held groups"
 
         for x in keyed:
             t.ack(x)
@@ -481,6 +531,8 @@ def test_the_async_face(qpath, clock):
                 concurrency("k", 1, in_use=1, held=2),
                 LimitInfo("r", None, 2.0, 3.0, 0, 3.0, 0),
             ]
+            s = await t.stats()
+            assert (s.groups, s.ready, s.leased, s.held) == (3, 0, 1, 2)
             await t.ack(first)
             assert (await t.claim("w")).group_id == "k2", "an ack lets the next through"
             await t.set_limit(routing_key="k", concurrency=2)

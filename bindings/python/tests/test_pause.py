@@ -58,7 +58,9 @@ def test_the_values_and_the_signatures():
         p.name = "h"  # type: ignore[misc]
     assert typing.get_type_hints(Pause) == {"kind": ht.PauseKind, "name": str, "paused_at": float}
     # Stats gained paused last, with a default: positional construction of the rest still works
-    assert [f.name for f in dataclasses.fields(ht.Stats)][-2:] == ["paused", "expired"], "expired came after it"
+    assert [f.name for f in dataclasses.fields(ht.Stats)][-4:] == ["paused", "expired", "held", "retrying"], (
+        "expired, held and retrying came after it"
+    )
     assert ht.Stats(0.0, 0, 0, 0, 0, 0, 0, None, None, [], None, 0, None).paused == 0
     # and PriorityStats too
     assert [f.name for f in dataclasses.fields(ht.PriorityStats)][-1] == "paused"

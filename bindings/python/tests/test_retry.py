@@ -161,6 +161,41 @@ def test_a_lapsed_lease_waits_the_backoff_and_counts_toward_max_attempts(qpath, 
         assert "max_attempts is 3" in dead.reason
 
 
+def group_counts(t):
+    """`stats()`' group counts by state; they add up to its groups."""
+    s = t.stats()
+    states = (s.ready, s.leased, s.parked, s.delayed, s.paused, s.held, s.retrying)
+    assert sum(states) == s.groups, s
+    return dict(zip(("ready", "leased", "parked", "delayed", "paused", "held", "retrying"), states))
+
+
+def test_stats_count_a_lapsed_lease_waiting_its_backoff_as_retrying(qpath, clock):
+    with Transport(qpath, clock=clock, retry=Retry(10, 1, jitter="none")) as t:
+        assert [f.name for f in dataclasses.fields(ht.Stats)][-1] == "retrying", "last, with a default"
+        assert _native.HarelStats.retrying.offset == 144, "harel_stats' last field"
+        t.publish("g", '"x"')
+        start = clock.now
+        assert t.claim("w", 2.0).group_id == "g"
+        assert shown(t, "g") == 10.0
+        none = dict(ready=0, leased=0, parked=0, delayed=0, paused=0, held=0, retrying=0)
+        assert group_counts(t) == {**none, "leased": 1}
+        clock.now = start + 2.5  # the lease lapsed; its backoff runs until start + 12
+        assert group_counts(t) == {**none, "retrying": 1}, "waiting its backoff: not ready"
+        s = t.stats()
+        assert (s.oldest_ready_seq, s.oldest_ready_age, s.next_release_at) == (None, None, None)
+        t.publish("other", '"y"')
+        assert group_counts(t) == {**none, "ready": 1, "retrying": 1}, "another group is ready beside it"
+        clock.now = start + 11.9
+        assert t.stats().retrying == 1, "until the backoff's end"
+        assert t.claim("w", V).group_id == "other", "a claim passes over it"
+        clock.now = start + 12.1
+        assert group_counts(t) == {**none, "ready": 1, "leased": 1}, "the backoff passed: ready again"
+        again = t.claim("w", V)
+        assert (again.group_id, again.attempts) == ("g", 2)
+        t.nack(again)
+        assert group_counts(t) == {**none, "leased": 1, "parked": 1}, "a nack of 0 parks: parked, not retrying"
+
+
 def test_the_default_factor_and_cap(qpath, clock):
     # Retry(base) doubles up to an hour: 1000, 2000, then the cap.
     with Transport(qpath, clock=clock, retry=Retry(1000, jitter="none")) as t:
@@ -458,10 +493,13 @@ def test_the_async_face(qpath, clock):
             for lease in leases:
                 await t.nack(lease)
             s = await t.stats()
-            assert (s.ready, s.parked) == (0, 4), "a nack of 0 parks each for its backoff"
+            assert (s.ready, s.parked, s.retrying) == (0, 4, 0), "a nack of 0 parks each for its backoff"
             clock.now += 2.01
             assert (await t.claim("w", V)).group_id == "c"
             assert await t.claim("w", V) is None
+            clock.now += V + 1  # c's lease lapsed 1 s ago: 1 s of its backoff of 2 left; the others' parks ended
+            s = await t.stats()
+            assert (s.ready, s.leased, s.parked, s.retrying) == (3, 0, 0, 1), s
             for policy, says in (
                 (Retry(0), "retry.base is 0"),
                 (Retry(1, factor=17), "retry.factor is 17"),

@@ -33,8 +33,9 @@ class LookMethods(_Handle):
     """stats, groups, peek, dead_letters, archive, pauses, limits."""
 
     def stats(self) -> Stats:
-        """Exact counts of the queue now: messages, groups ready, leased, parked, delayed
-        and paused, dead letters (and of them the expired), the oldest ready message's age,
+        """Exact counts of the queue now: messages, groups ready, leased, parked, delayed,
+        paused, held by a limit and waiting a retry backoff (`held`, `retrying`), dead
+        letters (and of them the expired), the oldest ready message's age,
         the next release, the next delayed head's due time, and the same per priority level.
         One read: it takes no write lock and holds up no claim."""
         out = POINTER(_native.HarelStats)()
