@@ -132,11 +132,11 @@ once. A key without a limit is refused (exit 1).";
 
 const SERVE_ABOUT: &str = "\
 Serve the queue over HTTP until stopped: /metrics in Prometheus' text format (counts per
-priority and state, paused groups among them, dead letters and the expired among them, the
-oldest ready message's age, the oldest overdue lease; each limited routing key's use) and a
-web console at / (stats, pauses, limits, groups, a group's messages, dead letters, the archive;
-redrive, purge, release, pause, resume, set and remove a limit). It prints the address it
-listens on, then one audit line on stderr per change.
+priority and state, paused, held and retrying groups among them, dead letters and the expired
+among them, the oldest ready message's age, the oldest overdue lease; each limited routing
+key's use) and a web console at / (stats, pauses, limits, groups, a group's messages, dead
+letters, the archive; redrive, purge, release, pause, resume, set and remove a limit). It
+prints the address it listens on, then one audit line on stderr per change.
 
 Looks are open to whoever reaches the address, so it listens on loopback unless told
 otherwise. Every change needs the admin token, from HAREL_ADMIN_TOKEN or --admin-token-file
@@ -189,9 +189,10 @@ pub struct Global {
 pub enum Command {
     /// Counts: messages, groups by state, dead letters, per priority
     #[command(long_about = "\
-Counts at one instant: messages, groups (ready, leased, parked, delayed, paused), dead letters (and
-of them the expired, when any: messages whose ttl or expires_at passed undelivered), the age of the
-oldest ready message, the soonest end of a lease or park, and the groups per priority.",
+Counts at one instant: messages, groups (ready, leased, parked, delayed, paused; held: those a
+routing key's limit holds; retrying: those whose lapsed lease waits its retry backoff), dead letters
+(and of them the expired, when any: messages whose ttl or expires_at passed undelivered), the age of
+the oldest ready message, the soonest end of a lease or park, and the groups per priority.",
         after_help = STATS_EXAMPLES)]
     Stats(StatsArgs),
 

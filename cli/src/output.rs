@@ -62,12 +62,18 @@ impl Out {
         } else {
             print!("{}", self.stats_text(s));
             if !shards.is_empty() {
-                // Paused groups and expired dead letters are shown when there are any, as in the
-                // lines above.
+                // Paused, held and retrying groups and expired dead letters are shown when there
+                // are any, as in the lines above.
                 let mut columns =
                     vec![("SHARD", R), ("MESSAGES", R), ("GROUPS", R), ("READY", R), ("LEASED", R), ("PARKED", R)];
                 if s.paused > 0 {
                     columns.push(("PAUSED", R));
+                }
+                if s.held > 0 {
+                    columns.push(("HELD", R));
+                }
+                if s.retrying > 0 {
+                    columns.push(("RETRYING", R));
                 }
                 columns.push(("DEAD", R));
                 if s.expired > 0 {
@@ -78,6 +84,12 @@ impl Out {
                     let mut counts = vec![shard.messages, shard.groups, shard.ready, shard.leased, shard.parked];
                     if s.paused > 0 {
                         counts.push(shard.paused);
+                    }
+                    if s.held > 0 {
+                        counts.push(shard.held);
+                    }
+                    if s.retrying > 0 {
+                        counts.push(shard.retrying);
                     }
                     counts.push(shard.dead);
                     if s.expired > 0 {
@@ -660,6 +672,11 @@ pub struct StatsDoc {
     parked: u64,
     delayed: u64,
     paused: u64,
+    /// Groups a limit holds (their routing key had no room when a claim met them).
+    held: u64,
+    /// Groups whose head's lease lapsed and that wait its retry policy's backoff. Neither is
+    /// in `ready`: ready, leased, parked, delayed, paused, held and retrying add up to groups.
+    retrying: u64,
     next_due_at: Option<f64>,
     dead: Option<u64>,
     /// Of `dead`, the messages that expired undelivered (reason "expired"); null as `dead`.
@@ -684,6 +701,8 @@ struct PriorityDoc {
     parked: u64,
     delayed: u64,
     paused: u64,
+    held: u64,
+    retrying: u64,
 }
 
 impl Out {
@@ -697,6 +716,8 @@ impl Out {
             parked: s.parked,
             delayed: s.delayed,
             paused: s.paused,
+            held: s.held,
+            retrying: s.retrying,
             next_due_at: s.next_due_at,
             dead: (!self.lacks("_dead")).then_some(s.dead),
             expired: (!self.lacks("_dead")).then_some(s.expired),
@@ -715,6 +736,8 @@ impl Out {
                     parked: p.parked,
                     delayed: p.delayed,
                     paused: p.paused,
+                    held: p.held,
+                    retrying: p.retrying,
                 })
                 .collect(),
             absent: self.absent.clone(),
@@ -730,19 +753,15 @@ impl Out {
             false if s.expired > 0 => format!("{} ({} expired)", s.dead, s.expired),
             false => s.dead.to_string(),
         };
-        // Delayed and paused groups are shown when there are any: most queues never delay
-        // nor pause.
-        let delayed = if s.delayed > 0 { format!(", {} delayed", s.delayed) } else { String::new() };
-        let paused = if s.paused > 0 { format!(", {} paused", s.paused) } else { String::new() };
+        // Delayed, paused, held (by a limit) and retrying (a lapsed lease's backoff) groups
+        // are shown when there are any: most queues never delay, pause, limit nor retry.
+        let shown = |n: u64, state: &str| if n > 0 { format!(", {n} {state}") } else { String::new() };
+        let others = [(s.delayed, "delayed"), (s.paused, "paused"), (s.held, "held"), (s.retrying, "retrying")]
+            .map(|(n, state)| shown(n, state))
+            .concat();
         let lines = [
             ("messages", s.messages.to_string()),
-            (
-                "groups",
-                format!(
-                    "{} ({} ready, {} leased, {} parked{delayed}{paused})",
-                    s.groups, s.ready, s.leased, s.parked
-                ),
-            ),
+            ("groups", format!("{} ({} ready, {} leased, {} parked{others})", s.groups, s.ready, s.leased, s.parked)),
             ("dead letters", dead),
             ("oldest ready", self.oldest_ready(s)),
             ("next release", s.next_release_at.map_or_else(dash, |at| time::relative(at, s.now))),
@@ -763,6 +782,12 @@ impl Out {
             if s.paused > 0 {
                 columns.push(("PAUSED", R));
             }
+            if s.held > 0 {
+                columns.push(("HELD", R));
+            }
+            if s.retrying > 0 {
+                columns.push(("RETRYING", R));
+            }
             let mut p = Table::new(&columns);
             for level in &s.by_priority {
                 let mut row = vec![
@@ -777,6 +802,12 @@ impl Out {
                 }
                 if s.paused > 0 {
                     row.push(level.paused.to_string());
+                }
+                if s.held > 0 {
+                    row.push(level.held.to_string());
+                }
+                if s.retrying > 0 {
+                    row.push(level.retrying.to_string());
                 }
                 p.row(row);
             }

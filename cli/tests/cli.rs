@@ -158,6 +158,8 @@ fn stats_as_a_table_and_as_json() {
         ("leased", 1),
         ("parked", 1),
         ("paused", 0),
+        ("held", 0),
+        ("retrying", 0),
         ("dead", 1),
         ("expired", 0),
     ];
@@ -171,10 +173,82 @@ fn stats_as_a_table_and_as_json() {
     assert_eq!(
         s["by_priority"],
         serde_json::json!([
-            {"priority": 0, "groups": 4, "ready": 2, "leased": 1, "parked": 1, "delayed": 0, "paused": 0},
-            {"priority": 3, "groups": 1, "ready": 1, "leased": 0, "parked": 0, "delayed": 0, "paused": 0},
+            {"priority": 0, "groups": 4, "ready": 2, "leased": 1, "parked": 1, "delayed": 0, "paused": 0,
+             "held": 0, "retrying": 0},
+            {"priority": 3, "groups": 1, "ready": 1, "leased": 0, "parked": 0, "delayed": 0, "paused": 0,
+             "held": 0, "retrying": 0},
         ])
     );
+    // The JSON's group counts, in this order.
+    let text = ok(&q.args(&["stats", "--json"]));
+    let keys = ["\"ready\"", "\"leased\"", "\"parked\"", "\"delayed\"", "\"paused\"", "\"held\"", "\"retrying\""];
+    let at: Vec<usize> = keys.iter().map(|k| text.find(k).expect(k)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+}
+
+/// `stats` shows the groups a limit holds and those whose lapsed lease waits its retry
+/// backoff when there are any (in the groups line and per level, apart from the ready), and
+/// always in JSON; ready, leased, parked, held and retrying add up to the groups.
+#[test]
+fn stats_show_held_and_retrying_groups() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = live_queue();
+    let text = ok(&q.args(&["stats"]));
+    assert!(!text.contains("held") && !text.contains("retrying") && !text.contains("HELD"), "none: not shown\n{text}");
+
+    // A concurrency limit of 1 on "k-lim" and three of its groups: one leased, two held.
+    let t = q.open();
+    for n in 1..=3 {
+        t.publish(&format!("lim-{n}"), &event("lim", n), 0, Some("k-lim")).unwrap();
+    }
+    ok(&q.args(&["limit", "set", "--routing-key", "k-lim", "--concurrency", "1"]));
+    let lim = t.claim("worker-lim", HELD, 0, &["k-lim"]).unwrap().expect("lim-1's head");
+    assert_eq!(lim.group_id, "lim-1");
+    assert!(t.claim("worker-lim", HELD, 0, &["k-lim"]).unwrap().is_none(), "k-lim has no room: held");
+    t.close();
+    // A retry policy of 600 s and a lease of 50 ms that lapses: retrying for 10 minutes.
+    let mut options = Options::new();
+    options.retry(Some(Retry { base: HELD, factor: 1.0, cap: HELD, jitter: Jitter::None })).unwrap();
+    let t = Transport::open(&q.path, &options).expect("open the queue with a retry policy");
+    t.publish("retry-me", &event("retry-me", 0), 3, Some("k-retry")).unwrap();
+    t.claim("worker-gone", 0.05, 0, &["k-retry"]).unwrap().expect("retry-me's head");
+    t.close();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+
+    let text = ok(&q.args(&["stats"]));
+    assert!(line(&text, "groups").contains("9 (3 ready, 2 leased, 1 parked, 2 held, 1 retrying)"), "{text}");
+    let header = line(&text, "PRIORITY").split_whitespace().collect::<Vec<_>>();
+    assert_eq!(header, ["PRIORITY", "GROUPS", "READY", "LEASED", "PARKED", "HELD", "RETRYING"], "{text}");
+    assert_eq!(line(&text, "0").split_whitespace().collect::<Vec<_>>(), ["0", "7", "2", "2", "1", "2", "0"], "{text}");
+    assert_eq!(line(&text, "3").split_whitespace().collect::<Vec<_>>(), ["3", "2", "1", "0", "0", "0", "1"], "{text}");
+
+    let s = stats_of(&q);
+    let counts = [("groups", 9), ("ready", 3), ("leased", 2), ("parked", 1), ("held", 2), ("retrying", 1)];
+    for (key, want) in counts {
+        assert_eq!(s[key], want, "{key} in {s}");
+    }
+    assert_eq!(
+        s["by_priority"],
+        serde_json::json!([
+            {"priority": 0, "groups": 7, "ready": 2, "leased": 2, "parked": 1, "delayed": 0, "paused": 0,
+             "held": 2, "retrying": 0},
+            {"priority": 3, "groups": 2, "ready": 1, "leased": 0, "parked": 0, "delayed": 0, "paused": 0,
+             "held": 0, "retrying": 1},
+        ])
+    );
+    let listed = json(&q.args(&["limit", "list"]));
+    assert_eq!(listed["limits"][0]["held"], s["held"], "the limit's held groups: {listed}");
+    let watched = ok(&q.args(&["stats", "--watch", "0.1", "--count", "1", "--json"]));
+    let doc: Value = serde_json::from_str(watched.trim()).unwrap();
+    assert_eq!((doc["held"].as_u64(), doc["retrying"].as_u64()), (Some(2), Some(1)), "{doc}");
+
+    // Removed, the limit serves its held groups at once: ready again.
+    ok(&q.args(&["limit", "remove", "--routing-key", "k-lim"]));
+    let s = stats_of(&q);
+    assert_eq!((s["ready"].as_u64(), s["held"].as_u64(), s["retrying"].as_u64()), (Some(5), Some(0), Some(1)), "{s}");
+    assert!(!line(&ok(&q.args(&["stats"])), "groups").contains("held"));
+    let help = ok(&["stats", "--help"]);
+    assert!(help.contains("held: those a") && help.contains("retrying: those whose lapsed lease"), "{help}");
 }
 
 /// Two messages published with a ttl of 10 s by a clock 100 s behind (so they expired 90 s
@@ -1478,6 +1552,12 @@ fn a_sharded_queue_is_given_as_its_databases_in_order() {
     assert_eq!((listed["limits"].as_array().unwrap().len(), k["concurrency"].as_u64()), (1, Some(1)), "{listed}");
     assert_eq!(k["in_use"].as_u64(), Some(leased), "one lease a shard with groups of k, summed: {listed}");
     assert_eq!(k["held"].as_u64(), Some(6 - leased), "{listed}");
+    // The stats count the held groups too, summed, and per shard in a HELD column.
+    let stats = json(&with(&["stats"]));
+    assert_eq!(stats["held"].as_u64(), Some(6 - leased), "{stats}");
+    let per_shard: u64 = stats["shards"].as_array().unwrap().iter().map(|s| s["held"].as_u64().unwrap()).sum();
+    assert_eq!(per_shard, 6 - leased, "{stats}");
+    assert!(line(&ok(&with(&["stats"])), "SHARD").contains(" PARKED  HELD  DEAD"));
     let text = ok(&with(&["limit", "list"]));
     assert!(text.contains("sharded over 3 databases") && text.contains("the limit times 3"), "{text}");
     ok(&with(&["limit", "remove", "--routing-key", "k"]));

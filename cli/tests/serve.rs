@@ -178,9 +178,18 @@ fn metrics_hold_every_count_of_a_known_queue() {
         ("harel_transport_limit_held{queue=harel,routing_key=leased}".to_owned(), 0.0),
     ]);
     // (priority, ready, leased, parked, delayed): ready-a and the markup group; leased and
-    // delayed; parked and overdue (whose lease lapsed, so it is ready). None is paused.
+    // delayed; parked and overdue (whose lease lapsed, so it is ready: no retry policy). None
+    // is paused, held by a limit or retrying.
     for (priority, ready, leased, parked, delayed) in [(0, 2, 0, 0, 0), (1, 0, 1, 0, 1), (2, 1, 0, 1, 0)] {
-        let states = [("ready", ready), ("leased", leased), ("parked", parked), ("delayed", delayed), ("paused", 0)];
+        let states = [
+            ("ready", ready),
+            ("leased", leased),
+            ("parked", parked),
+            ("delayed", delayed),
+            ("paused", 0),
+            ("held", 0),
+            ("retrying", 0),
+        ];
         for (state, n) in states {
             want.insert(format!("harel_transport_groups{{priority={priority},queue=harel,state={state}}}"), n as f64);
         }
@@ -385,7 +394,8 @@ fn a_harel_09_queue_is_served_as_it_is() {
         ("harel_transport_messages{queue=harel}".to_owned(), 30.0),
         ("harel_transport_oldest_overdue_lease_seconds{queue=harel}".to_owned(), 0.0),
     ]);
-    for (state, n) in [("ready", 7.0), ("leased", 2.0), ("parked", 1.0), ("delayed", 0.0), ("paused", 0.0)] {
+    let states = [("ready", 7.0), ("leased", 2.0), ("parked", 1.0), ("delayed", 0.0), ("paused", 0.0)];
+    for (state, n) in states.into_iter().chain([("held", 0.0), ("retrying", 0.0)]) {
         want.insert(format!("harel_transport_groups{{priority=0,queue=harel,state={state}}}"), n);
     }
     assert_eq!(samples(&serving.get("/metrics").body), want);
@@ -455,6 +465,61 @@ fn expired_dead_letters_in_metrics_and_the_api() {
     let got = samples(&serving.get("/metrics").body);
     assert_eq!(got["harel_transport_expired_dead_letters{queue=harel}"], 0.0);
     assert_eq!(serving.get("/api/stats").json()["expired"], 0);
+    let err = serving.stop();
+    assert!(!err.contains("/metrics: "), "no read failed:\n{err}");
+}
+
+/// Groups a limit holds and groups whose lapsed lease waits its retry backoff: states of
+/// their own in /metrics' `harel_transport_groups` (per level, not in `ready`), `held` and
+/// `retrying` in /api/stats (total and per level); the states add up to the groups.
+#[test]
+fn held_and_retrying_groups_in_metrics_and_the_api() {
+    let _limit = harel_transport_testkit::time_limit();
+    let q = queue();
+    // The fixture's "leased" key is at its limit of 1: two more of its groups, at priority 1,
+    // are held by the claim that meets them.
+    let t = Transport::open(&q.path, &Options::new()).unwrap();
+    for n in 1..=2 {
+        t.publish(&format!("leased-{n}"), r#"{"n":"l"}"#, 1, Some(console_queue::CONCURRENCY_KEY)).unwrap();
+    }
+    assert!(t.claim("w", 600.0, 0, &[console_queue::CONCURRENCY_KEY]).unwrap().is_none(), "no room: held");
+    t.close();
+    // A retry policy of 600 s and a lease of 50 ms that lapses, at priority 2.
+    let mut options = Options::new();
+    options.retry(Some(Retry { base: 600.0, factor: 1.0, cap: 600.0, jitter: Jitter::None })).unwrap();
+    let t = Transport::open(&q.path, &options).unwrap();
+    t.publish("retry-me", r#"{"n":"r"}"#, 2, Some("k-retry")).unwrap();
+    t.claim("w", 0.05, 0, &["k-retry"]).unwrap().expect("retry-me's head");
+    t.close();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+
+    let serving = Serving::start(&q.path, &[], &[]);
+    let metrics = samples(&serving.get("/metrics").body);
+    let gauge = |priority: i32, state: &str| {
+        metrics[&format!("harel_transport_groups{{priority={priority},queue=harel,state={state}}}")]
+    };
+    assert_eq!([0, 1, 2].map(|p| gauge(p, "held")), [0.0, 2.0, 0.0]);
+    assert_eq!([0, 1, 2].map(|p| gauge(p, "retrying")), [0.0, 0.0, 1.0]);
+    assert_eq!([0, 1, 2].map(|p| gauge(p, "ready")), [2.0, 0.0, 1.0], "neither is ready");
+    let stats = serving.get("/api/stats").json();
+    let counts = (stats["held"].as_u64(), stats["retrying"].as_u64(), stats["ready"].as_u64());
+    assert_eq!(counts, (Some(2), Some(1), Some(3)), "{stats}");
+    let states = ["ready", "leased", "parked", "delayed", "paused", "held", "retrying"];
+    for (i, level) in stats["by_priority"].as_array().unwrap().iter().enumerate() {
+        let priority = level["priority"].as_i64().unwrap() as i32;
+        let sum: u64 = states.iter().map(|s| level[s].as_u64().unwrap()).sum();
+        assert_eq!(sum, level["groups"].as_u64().unwrap(), "level {i}: {level}");
+        let scraped: f64 = states.iter().map(|s| gauge(priority, s)).sum();
+        assert_eq!(scraped, sum as f64, "level {priority}'s series add up to its groups");
+    }
+    let levels = &stats["by_priority"];
+    assert_eq!((levels[1]["held"].as_u64(), levels[2]["retrying"].as_u64()), (Some(2), Some(1)), "{stats}");
+    let sum: u64 = states.iter().map(|s| stats[s].as_u64().unwrap()).sum();
+    assert_eq!(sum, stats["groups"].as_u64().unwrap(), "{stats}");
+    let console = serving.get("/console.js").body;
+    assert!(console.contains(r#""paused", "held", "retrying""#), "the console shows them");
+    let page = serving.get("/").body;
+    assert!(page.contains(r#"id="stat-held""#) && page.contains(r#"id="priority-retrying""#), "{page}");
     let err = serving.stop();
     assert!(!err.contains("/metrics: "), "no read failed:\n{err}");
 }

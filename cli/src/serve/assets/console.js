@@ -95,7 +95,9 @@ async function refreshStats() {
   const status = $("status");
   try {
     const s = await look("/api/stats");
-    for (const key of ["messages", "groups", "ready", "leased", "parked", "delayed", "paused"]) {
+    // held: groups a routing key's limit holds; retrying: groups whose lapsed lease waits its
+    // retry backoff. Neither is in ready.
+    for (const key of ["messages", "groups", "ready", "leased", "parked", "delayed", "paused", "held", "retrying"]) {
       $(`stat-${key}`).textContent = String(s[key]);
     }
     $("stat-dead").textContent = s.dead === null ? "- (no dead-letter table)" : String(s.dead);
@@ -105,12 +107,16 @@ async function refreshStats() {
     $("stat-overdue").textContent = seconds(s.oldest_overdue_lease);
     const body = document.querySelector("#priorities tbody");
     body.replaceChildren();
-    // Paused groups per level are shown when there are any, as `stats` prints them.
-    $("priority-paused").hidden = s.paused === 0;
+    // Paused, held and retrying groups per level are shown when there are any, as `stats`
+    // prints them.
+    const shown = ["paused", "held", "retrying"].filter((state) => {
+      $(`priority-${state}`).hidden = s[state] === 0;
+      return s[state] > 0;
+    });
     for (const p of s.by_priority) {
       const row = document.createElement("tr");
       for (const value of [p.priority, p.groups, p.ready, p.leased, p.parked, p.delayed]) cell(row, value);
-      if (s.paused > 0) cell(row, p.paused);
+      for (const state of shown) cell(row, p[state]);
       body.appendChild(row);
     }
     status.textContent = `updated ${new Date(s.now * 1000).toLocaleTimeString()}`;
