@@ -11,7 +11,8 @@
  * given) and the queue unchanged; a set `*err`; a busy database; a sharded queue (set and
  * remove on every shard, the list summed over them); and one handle shared by threads that
  * claim under a limit. harel_stats counts the held groups in `held` (and `retrying` none), not
- * in `ready`, nor in a level's `ready`; its group counts add up to `groups`.
+ * in `ready`, nor in a level's `ready`; its group counts add up to `groups`. harel_metrics'
+ * `limit_holds` (at the struct's end) counts each time a claim of the handle holds a group.
  */
 #include "harel_test.h"
 
@@ -152,6 +153,22 @@ static void counts_at(harel_transport *t, uint64_t groups, uint64_t ready, uint6
   harel_stats_free(s);
 }
 
+/* harel_metrics' limit_holds: the handle's claims held groups `holds` times. */
+#define LIMIT_HOLDS(t, holds) limit_holds_at((t), (holds), __FILE__, __LINE__)
+static void limit_holds_at(harel_transport *t, uint64_t holds, const char *file, int line) {
+  harel_metrics *m = NULL;
+  harel_error *e = NULL;
+  if (!expect_call(harel_transport_metrics(t, &m, &e), &e, HAREL_OK, NULL,
+                   "harel_transport_metrics", file, line))
+    return;
+  if (m == NULL)
+    test_fail(file, line, "metrics returned HAREL_OK with no metrics");
+  else if (m->limit_holds != holds)
+    test_fail(file, line, "limit_holds is %llu, want %llu", (unsigned long long)m->limit_holds,
+              (unsigned long long)holds);
+  harel_metrics_free(m);
+}
+
 /* Publishes one message to each of `groups` (NULL-terminated) with the routing key `key`. */
 static void publish_keyed(harel_transport *t, const char *const *groups, const char *key) {
   for (; *groups != NULL; groups++)
@@ -163,29 +180,37 @@ static void publish_keyed(harel_transport *t, const char *const *groups, const c
 /* A concurrency limit of 1 on a key with three groups: one claim of it goes through, the
  * others pass over the key's groups (served: a group without a key, and none for a claim
  * of the key alone) and hold them; the list says 1 in use, 2 held, and so do the stats (held
- * 2, ready 0); an ack lets the next through; a nack too, the held group served before the
- * nacked one. */
+ * 2, ready 0) and the metrics (limit_holds 2, not counted again by the claims that pass over
+ * a group already held); an ack lets the next through; a nack too, the held group served
+ * before the nacked one, which the next claim holds (limit_holds 3). */
 static void a_concurrency_limit_lets_one_through(void) {
   static const char *const groups[] = {"a", "b", "c", NULL};
   const char *key = "k";
   double now = T0;
   harel_transport *t = open_at(":memory:", &now);
   harel_lease *a, *b, *c, *none = NOT_SET_LEASE;
+  /* limit_holds was added at harel_metrics' end, after the histograms */
+  EXPECT(offsetof(harel_metrics, limit_holds) > offsetof(harel_metrics, dead_letter) &&
+         offsetof(harel_metrics, limit_holds) + sizeof(uint64_t) == sizeof(harel_metrics));
   if (t == NULL) return;
   SET_LIMIT(t, "k", 1, 0.0, 0.0);
   ONLY_LIMIT(t, "k", 1, 0.0, 0.0, 0, -1.0, 0);
   publish_keyed(t, groups, "k");
   PUBLISH(t, "free", "\"free\"");
   COUNTS(t, 4, 4, 0, 0);                          /* none held before a claim meets them */
+  LIMIT_HOLDS(t, 0);
   a = CLAIMS(t, "a");
   COUNTS(t, 4, 3, 1, 0);
+  LIMIT_HOLDS(t, 0);
   ACK(t, CLAIMS(t, "free"));                      /* b and c are passed over */
   COUNTS(t, 3, 0, 1, 2);
+  LIMIT_HOLDS(t, 2);                              /* one lease of k, two groups held */
   CLAIM_EMPTY(t);
   EXPECT_STATUS(harel_transport_claim(t, "w", VIS, 0, &key, 1, &none, NULL), HAREL_EMPTY);
   EXPECT(none == NULL);
   ONLY_LIMIT(t, "k", 1, 0.0, 0.0, 1, -1.0, 2);
   COUNTS(t, 3, 0, 1, 2);
+  LIMIT_HOLDS(t, 2);                              /* held already: not counted again */
   PUBLISH(t, "other", "\"other\"");               /* a group of no key: ready beside them */
   COUNTS(t, 4, 1, 1, 2);
   ACK(t, CLAIMS(t, "other"));
@@ -200,11 +225,13 @@ static void a_concurrency_limit_lets_one_through(void) {
   harel_lease_free(b);
   c = CLAIMS(t, "c");                             /* the held one before the nacked one */
   CLAIM_EMPTY(t);
+  LIMIT_HOLDS(t, 3);                              /* b, back after the nack, held */
   ACK(t, c);
   ACK(t, CLAIMS(t, "b"));
   CLAIM_EMPTY(t);
   ONLY_LIMIT(t, "k", 1, 0.0, 0.0, 0, -1.0, 0);
   COUNTS(t, 0, 0, 0, 0);
+  LIMIT_HOLDS(t, 3);
   harel_transport_close(t);
 }
 

@@ -42,6 +42,9 @@ class TransportCollector(Collector):
         yield self._counter("lost_leases", "Acks, nacks, extends and dead letters refused: the lease was lost.",
                             m.lost_leases)
         yield self._counter("busy_retries", "Pauses after the database answered busy.", m.busy_retries)
+        yield self._counter(
+            "limit_holds", "Groups a claim passed over and held: their routing key had no room.", m.limit_holds,
+        )
         duration = HistogramMetricFamily(
             "harel_transport_call_duration_seconds", "Duration of the transport's calls, by operation.",
             labels=self._names + ["operation"],

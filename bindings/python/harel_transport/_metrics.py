@@ -65,6 +65,10 @@ class Metrics:
     #: Pauses after the database answered busy, before trying again.
     busy_retries: int
     latency: Latency
+    #: Groups a claim passed over and held because their routing key had no room under its
+    #: limit (`Transport.set_limit`), each time one is held. Last, with a default: positional
+    #: construction of the fields before it still works.
+    limit_holds: int = 0
 
 
 def copy_metrics(c: Any) -> Metrics:
@@ -85,4 +89,5 @@ def copy_metrics(c: Any) -> Metrics:
         lost_leases=c.lost_leases,
         busy_retries=c.busy_retries,
         latency=Latency(**{op: histogram(getattr(c, op)) for op in OPERATIONS}),
+        limit_holds=c.limit_holds,
     )

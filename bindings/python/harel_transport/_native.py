@@ -177,6 +177,10 @@ class HarelMetrics(Structure):
     ] + [("bounds", c_double * LATENCY_BUCKETS)] + [
         (name, HarelHistogram)
         for name in ("publish", "claim", "claim_wait", "ack", "ack_and_claim", "nack", "extend", "dead_letter")
+    ] + [
+        # Added at the end after 0.4.0 (limits): groups a claim passed over and held because
+        # their routing key had no room, each time one is held.
+        ("limit_holds", c_uint64),
     ]
 
 

@@ -3,7 +3,7 @@
 contract tests, tests/common/contract_limits.rs); these check the mapping: each call and
 answer, the ABI's "none" (a concurrency of 0, a rate and burst of 0, tokens of -1) as None
 both ways, and that every refusal is an `ArgumentError` naming the problem, the queue
-unchanged."""
+unchanged; `metrics().limit_holds` counting each hold."""
 
 from __future__ import annotations
 
@@ -129,6 +129,9 @@ def test_the_structs_have_the_headers_layout():
         "held": 56,
     }
     assert (_native.HarelLimitList.limits.offset, _native.HarelLimitList.n_limits.offset) == (0, 8)
+    # harel_metrics' limit_holds, at its end after the histograms (test_metrics.py checks its size)
+    assert _native.HarelMetrics._fields_[-1] == ("limit_holds", ctypes.c_uint64)
+    assert _native.HarelMetrics.limit_holds.offset == 9 * 8 + 16 * 8 + 8 * 144 == 1352
     # harel_stats' held and retrying, at its end (test_admin.py checks its size)
     assert [f[0] for f in _native.HarelStats._fields_][-3:] == ["expired", "held", "retrying"]
     assert (_native.HarelStats.held.offset, _native.HarelStats.retrying.offset) == (136, 144)
@@ -146,10 +149,12 @@ def test_a_concurrency_limit_of_one_lets_one_claim_through(t):
         t.publish(g, json.dumps(g), routing_key="k")
     t.publish("free", "0")
     t.publish("other", "0", routing_key="other")
+    assert t.metrics().limit_holds == 0, "nothing held before a claim meets the limit"
 
     first = claim_all(t)
     assert groups_of(first) == ["free", "k1", "other"], "one of k; the others pass over its groups"
     assert t.limits() == [concurrency("k", 1, in_use=1, held=2)]
+    assert t.metrics().limit_holds == 2, "k2 and k3 held, each counted once"
     k1 = next(x for x in first if x.group_id == "k1")
 
     t.ack(k1)

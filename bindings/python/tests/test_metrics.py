@@ -1,9 +1,11 @@
 """`metrics()` on the sync and async transports: every field after known calls, a second
-transport counting apart, a closed one refused; and the prometheus_client collector of
+transport counting apart, a closed one refused, harel_metrics' layout (limit_holds at its
+end; test_limits.py counts it under a limit); and the prometheus_client collector of
 examples/prometheus_collector.py, registered and scraped."""
 
 import asyncio
 import ctypes
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -36,7 +38,7 @@ def test_metrics_count_every_call():
     assert isinstance(m, Metrics)
     counts = (m.published, m.claimed, m.acked, m.nacked, m.parked, m.dead_lettered, m.dead_lettered_by_claim)
     assert counts == (3, 4, 1, 1, 1, 1, 0)
-    assert (m.lost_leases, m.busy_retries) == (1, 0)
+    assert (m.lost_leases, m.busy_retries, m.limit_holds) == (1, 0, 0)
     calls = {op: getattr(m.latency, op).count for op in
              ("publish", "claim", "claim_wait", "ack", "ack_and_claim", "nack", "extend", "dead_letter")}
     assert calls == dict(publish=2, claim=4, claim_wait=0, ack=2, ack_and_claim=0, nack=2, extend=0, dead_letter=1)
@@ -51,8 +53,19 @@ def test_metrics_count_every_call():
 
 def test_the_metrics_structs_have_the_headers_layout():
     assert ctypes.sizeof(_native.HarelHistogram) == 144
-    assert ctypes.sizeof(_native.HarelMetrics) == 9 * 8 + 16 * 8 + 8 * 144
+    # nine counters, the bounds, eight histograms, then limit_holds (added at the end)
+    assert ctypes.sizeof(_native.HarelMetrics) == 9 * 8 + 16 * 8 + 8 * 144 + 8 == 1360
     assert _native.HarelMetrics.dead_letter.offset == 9 * 8 + 16 * 8 + 7 * 144
+    assert _native.HarelMetrics.limit_holds.offset == 9 * 8 + 16 * 8 + 8 * 144
+    assert [f[0] for f in _native.HarelMetrics._fields_] == [
+        "published", "claimed", "acked", "nacked", "parked", "dead_lettered", "dead_lettered_by_claim",
+        "lost_leases", "busy_retries", "bounds",
+        "publish", "claim", "claim_wait", "ack", "ack_and_claim", "nack", "extend", "dead_letter",
+        "limit_holds",
+    ]
+    # Metrics gained limit_holds last, with a default: positional construction still works
+    assert [f.name for f in dataclasses.fields(Metrics)][-2:] == ["latency", "limit_holds"]
+    assert Metrics(*range(9), None).limit_holds == 0
 
 
 def test_async_metrics_is_no_coroutine():
@@ -82,6 +95,7 @@ def test_the_prometheus_collector_is_scraped():
         'harel_transport_nacked_messages_total{delay="parked",queue="test"} 1.0',
         'harel_transport_dead_lettered_messages_total{by="worker",queue="test"} 1.0',
         'harel_transport_lost_leases_total{queue="test"} 1.0',
+        'harel_transport_limit_holds_total{queue="test"} 0.0',
         'harel_transport_call_duration_seconds_count{operation="publish",queue="test"} 2.0',
         'harel_transport_call_duration_seconds_bucket{le="+Inf",operation="ack",queue="test"} 2.0',
         'harel_transport_call_duration_seconds_count{operation="extend",queue="test"} 0.0',
