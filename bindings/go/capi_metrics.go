@@ -34,6 +34,7 @@ func (t cTransport) metrics() (Metrics, error) {
 		DeadLetteredByClaim: uint64(out.dead_lettered_by_claim),
 		LostLeases:          uint64(out.lost_leases),
 		BusyRetries:         uint64(out.busy_retries),
+		LimitHolds:          uint64(out.limit_holds),
 		Latency: Latency{
 			Publish:     histogram(out.publish),
 			Claim:       histogram(out.claim),

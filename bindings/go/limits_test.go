@@ -3,7 +3,7 @@ package harel_test
 // Mapping tests of limits per routing key (issue 39): SetLimit with a concurrency, a rate
 // and both, replacing a key's limits; Limits field by field (InUse, Tokens, Held) and in
 // order, a listed limit set again as it is; Stats.Held (Ready without the held groups);
-// RemoveLimit serving the held groups; a limit
+// Metrics().LimitHolds (each hold counted); RemoveLimit serving the held groups; a limit
 // seen through another Transport and after reopening; bad input, the binding's and the
 // library's, each ErrArgument with its message and the queue unchanged; ErrClosed; a
 // sharded queue, its use summed; goroutines claiming under a limit while others set and
@@ -106,6 +106,18 @@ func wantHeld(t *testing.T, what string, tr *harel.Transport, ready, leased, hel
 	}
 }
 
+// wantLimitHolds fails unless tr's Metrics count holds groups held by a limit.
+func wantLimitHolds(t *testing.T, what string, tr *harel.Transport, holds uint64) {
+	t.Helper()
+	m, err := tr.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.LimitHolds != holds {
+		t.Errorf("%s: Metrics().LimitHolds %d, want %d", what, m.LimitHolds, holds)
+	}
+}
+
 // claimedGroups claims until nothing is deliverable, acking nothing, and returns the
 // leases by group id.
 func claimedGroups(t *testing.T, tr *harel.Transport) (map[string]*harel.Lease, string) {
@@ -140,11 +152,13 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	publish(t, tr, "free", event(2))
 	wantHeld(t, "before any claim", tr, 4, 0, 0)
+	wantLimitHolds(t, "before any claim", tr, 0)
 	leases, got := claimedGroups(t, tr)
 	if got != "k1,free" {
 		t.Fatalf("claimed %s, want k1 and the group without the key", got)
 	}
 	wantHeld(t, "k at its limit", tr, 0, 2, 2)
+	wantLimitHolds(t, "k at its limit: k2 and k3 held", tr, 2)
 	info := oneLimit(t, tr, "k")
 	if info.Limit.Concurrency != 1 || info.Limit.Rate != nil || info.Tokens != nil {
 		t.Errorf("a concurrency limit listed: %s", showLimits([]harel.LimitInfo{info}))
@@ -385,6 +399,7 @@ func TestLimitsOnShards(t *testing.T) {
 	wantUse(t, "k over the shards", list[0], 2, 2)
 	wantTokens(t, "r over the shards", list[1], 4)
 	wantHeld(t, "k over the shards", tr, 0, 2, 2)
+	wantLimitHolds(t, "k over the shards: one group of each held", tr, 2)
 	removeLimit(t, tr, "k")
 	if _, got := claimedGroups(t, tr); len(strings.Split(got, ",")) != 2 {
 		t.Fatalf("after the removal claimed %q, want the two held groups", got)

@@ -21,6 +21,9 @@ type Metrics struct {
 	LostLeases uint64
 	// BusyRetries counts pauses after the database answered busy, before trying again.
 	BusyRetries uint64
+	// LimitHolds counts groups a claim passed over and held because their routing key had
+	// no room under its limit (SetLimit), each time one is held.
+	LimitHolds uint64
 	// Latency has each operation's calls by duration.
 	Latency Latency
 }

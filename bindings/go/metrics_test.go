@@ -49,8 +49,8 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := [...]uint64{m.Published, m.Claimed, m.Acked, m.Nacked, m.Parked, m.DeadLettered, m.DeadLetteredByClaim,
-		m.LostLeases, m.BusyRetries}
-	if counts != [...]uint64{3, 4, 1, 1, 1, 1, 0, 1, 0} {
+		m.LostLeases, m.BusyRetries, m.LimitHolds}
+	if counts != [...]uint64{3, 4, 1, 1, 1, 1, 0, 1, 0, 0} {
 		t.Fatalf("counters: %+v", m)
 	}
 	l := m.Latency

@@ -10,9 +10,9 @@ import (
 // counters and a histogram of call durations by operation. Register one per Transport;
 // constLabels (a queue's name, say) tell several apart.
 type Collector struct {
-	t                                                           *harel.Transport
-	published, claimed, acked, nacked, deadLettered, lost, busy *prometheus.Desc
-	duration                                                    *prometheus.Desc
+	t                                                                       *harel.Transport
+	published, claimed, acked, nacked, deadLettered, lost, busy, limitHolds *prometheus.Desc
+	duration                                                                *prometheus.Desc
 }
 
 // NewCollector is a Collector of t's metrics.
@@ -29,13 +29,16 @@ func NewCollector(t *harel.Transport, constLabels prometheus.Labels) *Collector 
 		deadLettered: desc("dead_lettered_messages_total", "Messages moved to the dead letters by a worker or by a claim.", "by"),
 		lost:         desc("lost_leases_total", "Acks, nacks, extends and dead letters refused: the lease was lost."),
 		busy:         desc("busy_retries_total", "Pauses after the database answered busy."),
+		limitHolds:   desc("limit_holds_total", "Groups a claim passed over and held: their routing key had no room."),
 		duration:     desc("call_duration_seconds", "Duration of the transport's calls, by operation.", "operation"),
 	}
 }
 
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.published, c.claimed, c.acked, c.nacked, c.deadLettered, c.lost, c.busy, c.duration} {
+	for _, d := range []*prometheus.Desc{
+		c.published, c.claimed, c.acked, c.nacked, c.deadLettered, c.lost, c.busy, c.limitHolds, c.duration,
+	} {
 		ch <- d
 	}
 }
@@ -60,6 +63,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.deadLettered, m.DeadLetteredByClaim, "claim")
 	counter(c.lost, m.LostLeases)
 	counter(c.busy, m.BusyRetries)
+	counter(c.limitHolds, m.LimitHolds)
 	l := m.Latency
 	for _, op := range []struct {
 		name string

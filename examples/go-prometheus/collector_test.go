@@ -76,6 +76,7 @@ harel_transport_published_messages_total{queue="test"} 3
 		`harel_transport_claimed_messages_total{queue="test"} 3`,
 		`harel_transport_dead_lettered_messages_total{by="claim",queue="test"} 0`,
 		`harel_transport_busy_retries_total{queue="test"} 0`,
+		`harel_transport_limit_holds_total{queue="test"} 0`,
 		`harel_transport_call_duration_seconds_count{operation="publish",queue="test"} 3`,
 		`harel_transport_call_duration_seconds_count{operation="claim",queue="test"} 1`,
 		`harel_transport_call_duration_seconds_count{operation="ack",queue="test"} 2`,
@@ -86,6 +87,36 @@ harel_transport_published_messages_total{queue="test"} 3
 		if !strings.Contains(string(body), line+"\n") {
 			t.Errorf("the scrape lacks %q:\n%s", line, body)
 		}
+	}
+}
+
+// Claims under a concurrency limit of 1 on a key of three groups hold two of them: the
+// scrape counts the two holds.
+func TestCollectorCountsLimitHolds(t *testing.T) {
+	tr, err := harel.Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	must(t, tr.SetLimit("k", harel.Limit{Concurrency: 1}))
+	for _, g := range []string{"k1", "k2", "k3"} {
+		must(t, tr.Publish(g, []byte(`{"n":1}`), harel.WithRoutingKey("k")))
+	}
+	for i := 0; i < 2; i++ { // the second claim finds k2 and k3 held already
+		if _, err := tr.Claim("w", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	registry := prometheus.NewPedanticRegistry()
+	registry.MustRegister(NewCollector(tr, prometheus.Labels{"queue": "test"}))
+	want := `
+# HELP harel_transport_limit_holds_total Groups a claim passed over and held: their routing key had no room.
+# TYPE harel_transport_limit_holds_total counter
+harel_transport_limit_holds_total{queue="test"} 2
+`
+	err = testutil.GatherAndCompare(registry, strings.NewReader(want), "harel_transport_limit_holds_total")
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
