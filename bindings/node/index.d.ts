@@ -518,6 +518,11 @@ export interface Metrics {
   readonly lostLeases: number;
   /** Pauses after the database answered busy, before trying again. */
   readonly busyRetries: number;
+  /**
+   * Groups a claim passed over and held because their routing key had no room under its
+   * limit (setLimit), each time one is held.
+   */
+  readonly limitHolds: number;
   readonly latency: Latency;
 }
 

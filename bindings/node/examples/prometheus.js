@@ -31,6 +31,9 @@ const COUNTERS = [
   ]],
   ['lost_leases_total', 'Acks, nacks, extends and dead letters refused: the lease was lost.', (m) => [[{}, m.lostLeases]]],
   ['busy_retries_total', 'Pauses after the database answered busy.', (m) => [[{}, m.busyRetries]]],
+  ['limit_holds_total', 'Groups a claim passed over and held: their routing key had no room.', (m) => [
+    [{}, m.limitHolds],
+  ]],
 ];
 
 /** claimWait → claim_wait: the operation label the other bindings' exporters give. */

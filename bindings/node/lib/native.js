@@ -186,12 +186,15 @@ const ArchivedType = koffi.struct({
 });
 const ArchivePageType = koffi.struct({ messages: 'void *', n_messages: 'size_t', next_cursor: 'const char *' });
 // The metrics: nine counters, the buckets' bounds, then a harel_histogram per operation
-// (METRICS_OPERATIONS, in the struct's order). Arrays decode as JS arrays, not typed ones.
+// (METRICS_OPERATIONS, in the struct's order), then the counters added after 0.4.0, at the
+// end (METRICS_COUNTERS_AT_END: limit_holds, with limits). Arrays decode as JS arrays, not
+// typed ones.
 const LATENCY_BUCKETS = 16; // HAREL_LATENCY_BUCKETS
 const METRICS_COUNTERS = [
   'published', 'claimed', 'acked', 'nacked', 'parked', 'dead_lettered', 'dead_lettered_by_claim', 'lost_leases',
   'busy_retries',
 ];
+const METRICS_COUNTERS_AT_END = ['limit_holds'];
 const METRICS_OPERATIONS = ['publish', 'claim', 'claim_wait', 'ack', 'ack_and_claim', 'nack', 'extend', 'dead_letter'];
 const HistogramType = koffi.struct({
   buckets: koffi.array('uint64_t', LATENCY_BUCKETS, 'Array'),
@@ -202,6 +205,7 @@ const MetricsType = koffi.struct({
   ...Object.fromEntries(METRICS_COUNTERS.map((name) => [name, 'uint64_t'])),
   bounds: koffi.array('double', LATENCY_BUCKETS, 'Array'),
   ...Object.fromEntries(METRICS_OPERATIONS.map((name) => [name, HistogramType])),
+  ...Object.fromEntries(METRICS_COUNTERS_AT_END.map((name) => [name, 'uint64_t'])),
 });
 // harel_group_page, harel_message_page and harel_dead_page: items, count, next_cursor.
 // A page of groups and a page of dead letters carry, after them, the shard of each item
@@ -456,5 +460,6 @@ module.exports = {
   ValueType,
   RowsType,
   METRICS_COUNTERS,
+  METRICS_COUNTERS_AT_END,
   METRICS_OPERATIONS,
 };

@@ -4,12 +4,12 @@
 // a kind not given), removeLimit(routingKey) (harel_transport_remove_limit) and limits()
 // (harel_transport_limits, its list copied out and freed). Each call's mapping onto the C
 // ABI: a concurrency limit holding groups and an ack making room, the listing's in use and
-// held, stats().held (ready without the held groups), a rate limit's fields and tokens,
-// replace and remove, every bad input as HAREL_ERR_ARGUMENT (the binding's and the
-// library's) leaving the queue as it was, the JS clock, a sharded queue (set on every
-// shard, the listing summed), many calls in flight at once, off the event loop, a waiting
-// claim woken by a token. The queue's rules themselves are the Rust contract's
-// (tests/common/contract_limits.rs).
+// held, stats().held (ready without the held groups), metrics().limitHolds (each hold
+// counted), a rate limit's fields and tokens, replace and remove, every bad input as
+// HAREL_ERR_ARGUMENT (the binding's and the library's) leaving the queue as it was, the JS
+// clock, a sharded queue (set on every shard, the listing summed), many calls in flight at
+// once, off the event loop, a waiting claim woken by a token. The queue's rules themselves
+// are the Rust contract's (tests/common/contract_limits.rs).
 
 const assert = require('node:assert/strict');
 const { test } = require('node:test');
@@ -49,11 +49,13 @@ test('a concurrency limit of 1: one claim through, the others pass over it; an a
   await t.publish('free', {});
   await t.publish('other', {}, { routingKey: 'other' });
   assert.deepEqual(await counts(t), [5, 0, 0, 0], 'nothing held before a claim meets the limit');
+  assert.equal(t.metrics().limitHolds, 0);
 
   const first = await claimAll(t);
   assert.deepEqual(groupsOf(first), ['free', 'k1', 'other'], 'one of k, and every group without its limit');
   assert.deepEqual((await t.limits()).map(row), [['k', 1, null, 1, null, 2]], 'one in use, two held');
   assert.deepEqual(await counts(t), [0, 3, 2, 0], 'stats: two held, not ready');
+  assert.equal(t.metrics().limitHolds, 2, 'metrics: k2 and k3 held, each counted once');
   const held = (await t.groups()).groups.filter((g) => g.routingKey === 'k' && g.holder === null);
   assert.deepEqual(held.map((g) => [g.groupId, g.state]), [['k2', 'ready'], ['k3', 'ready']], 'held groups stay ready');
 
@@ -338,6 +340,7 @@ test('a sharded queue: setLimit and removeLimit act on every shard, limits() sum
     ['r', null, { perSecond: 1, burst: 2 }, 0, 3, 0],
   ], 'in use and held summed over the shards');
   assert.deepEqual(await counts(t), [0, 6, 3, 0], 'stats: the held groups summed over the shards');
+  assert.equal(t.metrics().limitHolds, 3, 'metrics: a hold on each shard, counted by the one transport');
 
   await t.ack(leases[0]);
   const next = await claimAll(t, { routingKeys: ['k'] });

@@ -1,11 +1,14 @@
 'use strict';
 // metrics(): every counter and histogram after known calls, the bounds, a busy retry while
-// another process holds the write lock, a second transport counting apart, and a closed
-// transport refused at once.
+// another process holds the write lock, a second transport counting apart, a closed
+// transport refused at once, and harel_metrics' layout (limit_holds at its end).
+// test/limits.test.js counts limitHolds under a limit.
 
 const assert = require('node:assert/strict');
 const { test } = require('node:test');
+const koffi = require('koffi');
 const { Transport, HarelError } = require('..');
+const { MetricsType } = require('../lib/native');
 const { scratch, holdWriteLock, rejectsWith } = require('./helpers');
 
 const box = scratch();
@@ -37,7 +40,7 @@ test('metrics: every counter and histogram after known calls', async () => {
   const { latency, ...counters } = m;
   assert.deepEqual(counters, {
     published: 4, claimed: 5, acked: 2, nacked: 1, parked: 1, deadLettered: 1, deadLetteredByClaim: 0,
-    lostLeases: 1, busyRetries: 0,
+    lostLeases: 1, busyRetries: 0, limitHolds: 0,
   });
   assert.deepEqual(calls(m), {
     publish: 3, claim: 4, claimWait: 0, ack: 2, ackAndClaim: 1, nack: 2, extend: 1, deadLetter: 1,
@@ -93,4 +96,12 @@ test('metrics: synchronous, and HAREL_ERR_CLOSED once close() is called', async 
     assert.throws(() => t.metrics(), (e) => e instanceof HarelError && e.code === 'HAREL_ERR_CLOSED', when);
     await closing;
   }
+});
+
+test('metrics: harel_metrics as the header lays it out, limit_holds after the histograms', () => {
+  // nine uint64 counters (72), 16 double bounds (128), eight histograms of 16 buckets, a
+  // count and a sum (144 each), then limit_holds: the layout gcc gives the header's struct
+  assert.equal(koffi.offsetof(MetricsType, 'dead_letter'), 72 + 128 + 7 * 144);
+  assert.equal(koffi.offsetof(MetricsType, 'limit_holds'), 1352);
+  assert.equal(koffi.sizeof(MetricsType), 1360);
 });

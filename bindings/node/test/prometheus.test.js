@@ -49,6 +49,7 @@ test('prometheus: the registry exposes each transport\'s metrics at each scrape'
     'harel_transport_dead_lettered_messages_total{queue="orders",by="claim"}': 0,
     'harel_transport_lost_leases_total{queue="orders"}': 1,
     'harel_transport_busy_retries_total{queue="orders"}': 0,
+    'harel_transport_limit_holds_total{queue="orders"}': 0,
     'harel_transport_published_messages_total{queue="idle"}': 0,
     'harel_transport_call_duration_seconds_count{queue="orders",operation="publish"}': 1,
     'harel_transport_call_duration_seconds_count{queue="orders",operation="claim"}': 2,

@@ -3,9 +3,11 @@
 // copied into a frozen plain object with the C names in camelCase.
 
 const koffi = require('koffi');
-const { load, MetricsType, METRICS_COUNTERS, METRICS_OPERATIONS } = require('../native');
+const { load, MetricsType, METRICS_COUNTERS, METRICS_COUNTERS_AT_END, METRICS_OPERATIONS } = require('../native');
 const { callCheckedHere } = require('../calls');
 const { handleNow } = require('../transport');
+
+const COUNTERS = [...METRICS_COUNTERS, ...METRICS_COUNTERS_AT_END];
 
 /** dead_lettered_by_claim → deadLetteredByClaim */
 function camel(name) {
@@ -27,7 +29,8 @@ function takeMetrics(f, ptr) {
       sum: h.sum,
     });
     return Object.freeze({
-      ...Object.fromEntries(METRICS_COUNTERS.map((name) => [camel(name), Number(raw[name])])),
+      // every counter, those the struct gained at its end (after the histograms) too
+      ...Object.fromEntries(COUNTERS.map((name) => [camel(name), Number(raw[name])])),
       latency: Object.freeze(Object.fromEntries(METRICS_OPERATIONS.map((name) => [camel(name), histogram(raw[name])]))),
     });
   } finally {

@@ -329,7 +329,8 @@ async function usage(): Promise<void> {
   const metrics: Metrics = t.metrics(); // synchronous: no Promise
   const claims: Histogram = metrics.latency.claimWait;
   const slow: number = claims.count - claims.buckets[claims.bounds.indexOf(1)];
-  void [metrics.published, metrics.deadLetteredByClaim, metrics.busyRetries, claims.sum, slow];
+  const holds: number = metrics.limitHolds;
+  void [metrics.published, metrics.deadLetteredByClaim, metrics.busyRetries, holds, claims.sum, slow];
   // @ts-expect-error: metrics() is no Promise
   void metrics.then;
   // @ts-expect-error: a frozen copy
