@@ -163,6 +163,13 @@ int64_t publish_with_at(harel_transport *t, const char *group, const char *event
                         double delay, double not_before, int want_duplicate, const char *file,
                         int line);
 
+/* publish_delivery (priority 0, no routing key, no headers) that stores the message; its
+ * seq, or -1. */
+#define PUBLISH_DELIVERY(t, group, event, delivery) \
+  publish_delivery_at((t), (group), (event), (delivery), __FILE__, __LINE__)
+int64_t publish_delivery_at(harel_transport *t, const char *group, const char *event,
+                            const harel_delivery *delivery, const char *file, int line);
+
 /* Claims for `worker` and expects a lease of `event` (NULL: any); NULL if none. */
 #define CLAIM(t, worker, event) claim_at((t), (worker), (event), __FILE__, __LINE__)
 harel_lease *claim_at(harel_transport *t, const char *worker, const char *event,

@@ -253,6 +253,23 @@ int64_t publish_with_at(harel_transport *t, const char *group, const char *event
   return seq;
 }
 
+int64_t publish_delivery_at(harel_transport *t, const char *group, const char *event,
+                            const harel_delivery *delivery, const char *file, int line) {
+  int64_t seq = NOT_SET_SEQ;
+  int outcome = NOT_SET_DUP;
+  harel_error *e = NULL;
+  harel_status s = harel_transport_publish_delivery(t, group, event, 0, NULL, NULL, 0, delivery,
+                                                    &seq, &outcome, &e);
+  if (!expect_call(s, &e, HAREL_OK, NULL, "harel_transport_publish_delivery", file, line))
+    return -1;
+  if (seq <= 0 || outcome != HAREL_PUBLISHED_STORED) {
+    test_fail(file, line, "publish_delivery handed out seq %lld, outcome %d; want a new seq",
+              (long long)seq, outcome);
+    return -1;
+  }
+  return seq;
+}
+
 harel_lease *claim_at(harel_transport *t, const char *worker, const char *event,
                       const char *file, int line) {
   harel_lease *lease = NULL;

@@ -29,27 +29,6 @@ static harel_delivery expiring(double ttl, double expires_at) {
   return d;
 }
 
-/* publish_delivery (priority 0, no routing key, no headers) that stores the message; its
- * seq, or -1. */
-#define PUBLISH_E(t, group, event, delivery) \
-  publish_e_at((t), (group), (event), (delivery), __FILE__, __LINE__)
-static int64_t publish_e_at(harel_transport *t, const char *group, const char *event,
-                            const harel_delivery *delivery, const char *file, int line) {
-  int64_t seq = NOT_SET_SEQ;
-  int outcome = NOT_SET_DUP;
-  harel_error *e = NULL;
-  harel_status s = harel_transport_publish_delivery(t, group, event, 0, NULL, NULL, 0, delivery,
-                                                    &seq, &outcome, &e);
-  if (!expect_call(s, &e, HAREL_OK, NULL, "harel_transport_publish_delivery", file, line))
-    return -1;
-  if (seq <= 0 || outcome != HAREL_PUBLISHED_STORED) {
-    test_fail(file, line, "publish_delivery handed out seq %lld, outcome %d; want a new seq",
-              (long long)seq, outcome);
-    return -1;
-  }
-  return seq;
-}
-
 /* The queue's messages, dead letters and expired dead letters are `messages`, `dead`,
  * `expired`. */
 #define COUNTS(t, messages, dead, expired) \
@@ -114,8 +93,8 @@ static void a_ttl_expires_the_message_into_the_dead_letters(void) {
   harel_lease *l;
   int64_t s1, s2;
   if (t == NULL) return;
-  s1 = PUBLISH_E(t, "g", "\"e1\"", &d);
-  s2 = PUBLISH_E(t, "g", "\"e2\"", NULL);
+  s1 = PUBLISH_DELIVERY(t, "g", "\"e1\"", &d);
+  s2 = PUBLISH_DELIVERY(t, "g", "\"e2\"", NULL);
   EXPECT(s1 > 0 && s2 > s1);
   COUNTS(t, 2, 0, 0);
   now = T0 + 9.5;
@@ -138,10 +117,10 @@ static void expires_at_and_the_earlier_of_the_two(void) {
   harel_delivery at = expiring(0.0, T0 + 20.0), ttl_first = expiring(15.0, T0 + 100.0);
   harel_delivery at_first = expiring(100.0, T0 + 16.0), later = expiring(40.0, 0.0);
   if (t == NULL) return;
-  PUBLISH_E(t, "at", "\"at\"", &at);
-  PUBLISH_E(t, "ttl-first", "\"ttl first\"", &ttl_first);
-  PUBLISH_E(t, "at-first", "\"at first\"", &at_first);
-  PUBLISH_E(t, "later", "\"later\"", &later);
+  PUBLISH_DELIVERY(t, "at", "\"at\"", &at);
+  PUBLISH_DELIVERY(t, "ttl-first", "\"ttl first\"", &ttl_first);
+  PUBLISH_DELIVERY(t, "at-first", "\"at first\"", &at_first);
+  PUBLISH_DELIVERY(t, "later", "\"later\"", &later);
   now = T0 + 17.0;
   sweep(t);
   COUNTS(t, 2, 2, 2);
@@ -164,7 +143,7 @@ static void a_held_message_is_its_workers_and_a_lapsed_one_expires(void) {
   harel_delivery d = expiring(5.0, 0.0);
   harel_lease *held, *lapsed = NULL;
   if (t == NULL) return;
-  PUBLISH_E(t, "held", "\"held\"", &d);
+  PUBLISH_DELIVERY(t, "held", "\"held\"", &d);
   held = CLAIM(t, "w", "\"held\"");
   now = T0 + 20.0;
   sweep(t);
@@ -173,7 +152,7 @@ static void a_held_message_is_its_workers_and_a_lapsed_one_expires(void) {
   COUNTS(t, 0, 0, 0);
   /* a lapsed lease */
   d.ttl = 20.0;
-  PUBLISH_E(t, "lapsed", "\"lapsed\"", &d);
+  PUBLISH_DELIVERY(t, "lapsed", "\"lapsed\"", &d);
   EXPECT(harel_transport_claim(t, "w", 5.0, 0, NULL, 0, &lapsed, NULL) == HAREL_OK &&
          lapsed != NULL && strcmp(lapsed->event, "\"lapsed\"") == 0);
   now = T0 + 41.0;
@@ -194,8 +173,8 @@ static void delayed_and_parked_messages_expire_without_a_worker(void) {
   harel_lease *l;
   if (t == NULL) return;
   delayed.delay = 10.0;
-  PUBLISH_E(t, "delayed", "\"delayed\"", &delayed);
-  PUBLISH_E(t, "parked", "\"parked\"", &parked);
+  PUBLISH_DELIVERY(t, "delayed", "\"delayed\"", &delayed);
+  PUBLISH_DELIVERY(t, "parked", "\"parked\"", &parked);
   l = CLAIM(t, "w", "\"parked\"");
   if (l != NULL) EXPECT_STATUS(harel_transport_nack(t, l, 100.0, NULL), HAREL_OK);
   harel_lease_free(l);
@@ -221,7 +200,7 @@ static void a_unique_key_freed_a_redrive_and_a_purge(void) {
   int outcome = NOT_SET_DUP;
   if (t == NULL) return;
   d.unique_key = "job-1";
-  s1 = PUBLISH_E(t, "a", "\"first\"", &d);
+  s1 = PUBLISH_DELIVERY(t, "a", "\"first\"", &d);
   EXPECT_CALL(harel_transport_publish_delivery(t, "a", "\"again\"", 0, NULL, NULL, 0, &d, &seq,
                                                &outcome, &e),
               &e, HAREL_OK);
@@ -229,7 +208,7 @@ static void a_unique_key_freed_a_redrive_and_a_purge(void) {
   now = T0 + 6.0;
   CLAIM_EMPTY(t);
   d.ttl = 0.0;
-  s2 = PUBLISH_E(t, "a", "\"second\"", &d); /* the key is free */
+  s2 = PUBLISH_DELIVERY(t, "a", "\"second\"", &d); /* the key is free */
   EXPECT(s2 > s1);
   COUNTS(t, 1, 1, 1);
   EXPECT_CALL(harel_transport_redrive(t, true, NULL, NULL, 0, &n, &e), &e, HAREL_OK);
@@ -242,7 +221,7 @@ static void a_unique_key_freed_a_redrive_and_a_purge(void) {
   /* purged: no longer counted */
   d.unique_key = NULL;
   d.ttl = 1.0;
-  PUBLISH_E(t, "b", "\"gone\"", &d);
+  PUBLISH_DELIVERY(t, "b", "\"gone\"", &d);
   now += 2.0;
   CLAIM_EMPTY(t);
   COUNTS(t, 0, 1, 1);
@@ -326,16 +305,16 @@ static void a_smaller_size_reads_them_as_never(void) {
   if (t == NULL) return;
   full.delay = 1.0;
   if ((d = short_delivery(&full, offsetof(harel_delivery, ttl))) != NULL) {
-    PUBLISH_E(t, "old", "\"old\"", d);
+    PUBLISH_DELIVERY(t, "old", "\"old\"", d);
     free(d);
   }
   /* the same cut in a whole struct: what lies past the size is not read */
   full.size = offsetof(harel_delivery, ttl);
-  PUBLISH_E(t, "old2", "\"old2\"", &full);
+  PUBLISH_DELIVERY(t, "old2", "\"old2\"", &full);
   /* ttl within the size, expires_at past it */
   full = expiring(10.0, -1.0);
   if ((d = short_delivery(&full, offsetof(harel_delivery, expires_at))) != NULL) {
-    PUBLISH_E(t, "ttl", "\"ttl\"", d);
+    PUBLISH_DELIVERY(t, "ttl", "\"ttl\"", d);
     free(d);
   }
   now = T0 + 1e6;

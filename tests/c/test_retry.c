@@ -55,27 +55,6 @@ static harel_delivery retrying(double base, double factor, double cap, int32_t j
   return d;
 }
 
-/* publish_delivery (priority 0, no routing key, no headers) that stores the message; its
- * seq, or -1. */
-#define PUBLISH_D(t, group, event, delivery) \
-  publish_d_at((t), (group), (event), (delivery), __FILE__, __LINE__)
-static int64_t publish_d_at(harel_transport *t, const char *group, const char *event,
-                            const harel_delivery *delivery, const char *file, int line) {
-  int64_t seq = NOT_SET_SEQ;
-  int outcome = NOT_SET_DUP;
-  harel_error *e = NULL;
-  harel_status s = harel_transport_publish_delivery(t, group, event, 0, NULL, NULL, 0, delivery,
-                                                    &seq, &outcome, &e);
-  if (!expect_call(s, &e, HAREL_OK, NULL, "harel_transport_publish_delivery", file, line))
-    return -1;
-  if (seq <= 0 || outcome != HAREL_PUBLISHED_STORED) {
-    test_fail(file, line, "publish_delivery handed out seq %lld, outcome %d; want a new seq",
-              (long long)seq, outcome);
-    return -1;
-  }
-  return seq;
-}
-
 /* The backoff peek shows for message `i` of `group`'s first page (-1: none); -2 (and a
  * failure) when the page has no such message. */
 #define SHOWN(t, group, i) shown_at((t), (group), (i), __FILE__, __LINE__)
@@ -556,7 +535,7 @@ static void a_message_s_own_policy_wins_over_the_queue_s(void) {
   harel_tx *tx;
   size_t n = NOT_SET_COUNT;
   if (t == NULL) return;
-  PUBLISH_D(t, "own", "\"own\"", &own);
+  PUBLISH_DELIVERY(t, "own", "\"own\"", &own);
   l = CLAIM(t, "w", "\"own\"");
   SHOWS(t, "own", 5.0);
   NACK(t, l, 0.0);
@@ -589,7 +568,7 @@ static void a_message_s_own_policy_wins_over_the_queue_s(void) {
   NACK(t, l, 0.0);
   ACK(t, WAITS(t, &now, 5.0, "\"tx\"", 2));
   /* factor 0: 2; cap 0: an hour */
-  PUBLISH_D(t, "d", "\"d\"", &defaults);
+  PUBLISH_DELIVERY(t, "d", "\"d\"", &defaults);
   l = CLAIM(t, "w", "\"d\"");
   SHOWS(t, "d", 10.0);
   NACK(t, l, 0.0);
@@ -600,12 +579,12 @@ static void a_message_s_own_policy_wins_over_the_queue_s(void) {
   /* no queue policy: the message's own applies; base 0 is none */
   t = open_at(":memory:", &now);
   if (t == NULL) return;
-  PUBLISH_D(t, "own", "\"own\"", &own);
+  PUBLISH_DELIVERY(t, "own", "\"own\"", &own);
   NACK(t, CLAIM(t, "w", "\"own\""), 0.0);
   READY_PARKED(t, 0, 1);
   ACK(t, WAITS(t, &now, 5.0, "\"own\"", 2));
   own = retrying(0.0, 17.0, -1.0, 9); /* none: the rest is not read */
-  PUBLISH_D(t, "none", "\"none\"", &own);
+  PUBLISH_DELIVERY(t, "none", "\"none\"", &own);
   NACK(t, CLAIM(t, "w", "\"none\""), 0.0);
   SHOWS(t, "none", -1.0);
   READY_PARKED(t, 1, 0);
@@ -620,8 +599,8 @@ static void a_message_s_own_jitter(void) {
   harel_delivery full = retrying(10.0, 1.0, 10.0, FULL), equal = retrying(10.0, 1.0, 10.0, EQUAL);
   harel_lease *a, *b;
   if (t == NULL) return;
-  PUBLISH_D(t, "full", "\"full\"", &full);
-  PUBLISH_D(t, "equal", "\"equal\"", &equal);
+  PUBLISH_DELIVERY(t, "full", "\"full\"", &full);
+  PUBLISH_DELIVERY(t, "equal", "\"equal\"", &equal);
   a = CLAIM(t, "w", NULL);
   b = CLAIM(t, "w", NULL);
   d = SHOWN(t, "full", 0);
@@ -656,7 +635,7 @@ static void a_smaller_size_reads_no_policy_of_its_own(void) {
   harel_lease *l;
   if (t == NULL) return;
   if ((s = short_delivery(&bad, offsetof(harel_delivery, retry_base))) != NULL) {
-    PUBLISH_D(t, "old", "\"old\"", s);
+    PUBLISH_DELIVERY(t, "old", "\"old\"", s);
     free(s);
   }
   l = CLAIM(t, "w", "\"old\"");
@@ -666,12 +645,12 @@ static void a_smaller_size_reads_no_policy_of_its_own(void) {
   ACK(t, CLAIM(t, "w", "\"old\""));
   /* the same cut in a whole struct: what lies past the size is not read */
   bad.size = offsetof(harel_delivery, retry_base);
-  PUBLISH_D(t, "old2", "\"old2\"", &bad);
+  PUBLISH_DELIVERY(t, "old2", "\"old2\"", &bad);
   ACK(t, CLAIM(t, "w", "\"old2\""));
   /* retry_base within the size, the rest past it */
   bad = retrying(4.0, 17.0, -5.0, 9);
   if ((s = short_delivery(&bad, offsetof(harel_delivery, retry_factor))) != NULL) {
-    PUBLISH_D(t, "base", "\"base\"", s);
+    PUBLISH_DELIVERY(t, "base", "\"base\"", s);
     free(s);
   }
   l = CLAIM(t, "w", "\"base\"");
@@ -681,7 +660,7 @@ static void a_smaller_size_reads_no_policy_of_its_own(void) {
   /* all but retry_jitter */
   bad = retrying(4.0, 1.0, 4.0, 9);
   if ((s = short_delivery(&bad, offsetof(harel_delivery, retry_jitter))) != NULL) {
-    PUBLISH_D(t, "cap", "\"cap\"", s);
+    PUBLISH_DELIVERY(t, "cap", "\"cap\"", s);
     free(s);
   }
   l = CLAIM(t, "w", "\"cap\"");
@@ -694,7 +673,7 @@ static void a_smaller_size_reads_no_policy_of_its_own(void) {
   if (t == NULL) return;
   bad = retrying(-1.0, 17.0, -5.0, 9);
   if ((s = short_delivery(&bad, offsetof(harel_delivery, retry_base))) != NULL) {
-    PUBLISH_D(t, "old", "\"old\"", s);
+    PUBLISH_DELIVERY(t, "old", "\"old\"", s);
     free(s);
   }
   NACK(t, CLAIM(t, "w", "\"old\""), 0.0);
