@@ -170,6 +170,16 @@ int64_t publish_with_at(harel_transport *t, const char *group, const char *event
 int64_t publish_delivery_at(harel_transport *t, const char *group, const char *event,
                             const harel_delivery *delivery, const char *file, int line);
 
+/* The queue's seven group states as harel_stats counts them, which add up to its `groups`,
+ * and every level's `ready` adds up to the queue's. */
+#define STATES(t, ready, leased, parked, delayed, paused, held, retrying)                   \
+  do {                                                                                   \
+    const uint64_t want_[7] = {(ready),  (leased), (parked),  (delayed),                 \
+                               (paused), (held),   (retrying)};                          \
+    states_at((t), want_, __FILE__, __LINE__);                                           \
+  } while (0)
+void states_at(harel_transport *t, const uint64_t want[7], const char *file, int line);
+
 /* Claims for `worker` and expects a lease of `event` (NULL: any); NULL if none. */
 #define CLAIM(t, worker, event) claim_at((t), (worker), (event), __FILE__, __LINE__)
 harel_lease *claim_at(harel_transport *t, const char *worker, const char *event,

@@ -270,6 +270,29 @@ int64_t publish_delivery_at(harel_transport *t, const char *group, const char *e
   return seq;
 }
 
+void states_at(harel_transport *t, const uint64_t want[7], const char *file, int line) {
+  static const char *names[7] = {"ready",  "leased", "parked",  "delayed",
+                                 "paused", "held",   "retrying"};
+  harel_stats *s = stats_at(t, file, line);
+  uint64_t got[7], sum = 0, levels_ready = 0;
+  size_t i;
+  if (s == NULL) return;
+  got[0] = s->ready, got[1] = s->leased, got[2] = s->parked, got[3] = s->delayed;
+  got[4] = s->paused, got[5] = s->held, got[6] = s->retrying;
+  for (i = 0; i < s->n_priorities; i++) levels_ready += s->by_priority[i].ready;
+  for (i = 0; i < 7; i++) {
+    sum += got[i];
+    if (got[i] != want[i])
+      test_fail(file, line, "stats' %s is %llu; want %llu", names[i], (unsigned long long)got[i],
+                (unsigned long long)want[i]);
+  }
+  if (sum != s->groups || levels_ready != s->ready)
+    test_fail(file, line, "the states add up to %llu of %llu groups; the levels' ready to %llu of "
+              "%llu", (unsigned long long)sum, (unsigned long long)s->groups,
+              (unsigned long long)levels_ready, (unsigned long long)s->ready);
+  harel_stats_free(s);
+}
+
 harel_lease *claim_at(harel_transport *t, const char *worker, const char *event,
                       const char *file, int line) {
   harel_lease *lease = NULL;

@@ -120,36 +120,9 @@ static void ready_parked_at(harel_transport *t, uint64_t ready, uint64_t parked,
   harel_stats_free(s);
 }
 
-/* The queue's group counts: `ready`, `leased`, `parked` and `retrying` (delayed, paused and
- * held none), which with the others add up to `groups`; every level's `ready` adds up to the
- * queue's (a retrying group is in none). */
+/* The queue's group counts: `ready`, `leased`, `parked` and `retrying`, the others none. */
 #define COUNTS(t, ready, leased, parked, retrying) \
-  counts_at((t), (ready), (leased), (parked), (retrying), __FILE__, __LINE__)
-static void counts_at(harel_transport *t, uint64_t ready, uint64_t leased, uint64_t parked,
-                      uint64_t retrying, const char *file, int line) {
-  harel_stats *s = stats_at(t, file, line);
-  uint64_t levels_ready = 0;
-  size_t i;
-  if (s == NULL) return;
-  for (i = 0; i < s->n_priorities; i++) levels_ready += s->by_priority[i].ready;
-  if (s->ready != ready || s->leased != leased || s->parked != parked ||
-      s->retrying != retrying || s->delayed != 0 || s->paused != 0 || s->held != 0 ||
-      s->ready + s->leased + s->parked + s->delayed + s->paused + s->held + s->retrying !=
-          s->groups ||
-      levels_ready != s->ready)
-    test_fail(file, line,
-              "groups %llu: ready %llu (levels %llu), leased %llu, parked %llu, delayed %llu, "
-              "paused %llu, held %llu, retrying %llu; want %llu ready, %llu leased, %llu parked, "
-              "%llu retrying, the others 0",
-              (unsigned long long)s->groups, (unsigned long long)s->ready,
-              (unsigned long long)levels_ready, (unsigned long long)s->leased,
-              (unsigned long long)s->parked, (unsigned long long)s->delayed,
-              (unsigned long long)s->paused, (unsigned long long)s->held,
-              (unsigned long long)s->retrying, (unsigned long long)ready,
-              (unsigned long long)leased, (unsigned long long)parked,
-              (unsigned long long)retrying);
-  harel_stats_free(s);
-}
+  STATES((t), (ready), (leased), (parked), 0, 0, 0, (retrying))
 
 #define NACK(t, lease, delay)                                                         \
   do {                                                                                \
