@@ -15,13 +15,33 @@ pub type Identity = (u64, u64);
 #[cfg(target_os = "linux")]
 pub fn at(path: &str) -> std::io::Result<Identity> {
     let c_path = std::ffi::CString::new(path).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-    // SAFETY: a zeroed statx is a valid value; statx writes it and reads the path.
+    match statx(libc::AT_FDCWD, &c_path, 0, libc::STATX_INO) {
+        Ok(stx) => Ok((libc::makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => std::fs::metadata(path).map(|m| (m.dev(), m.ino())),
+        Err(e) => Err(e),
+    }
+}
+
+/// statx(2) as a system call, not through glibc's wrapper, which glibc has from 2.28 on
+/// only: the portable library (mk/dist.mk) is linked against glibc 2.17, where the wrapper
+/// would be left unresolved and the library would not load. A kernel older than 4.11 (RHEL
+/// 7's 3.10) answers ENOSYS, and the callers ask stat instead.
+#[cfg(target_os = "linux")]
+fn statx(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    mask: libc::c_uint,
+) -> std::io::Result<libc::statx> {
+    // SAFETY: a zeroed statx is a valid value; the kernel reads the NUL-terminated path
+    // and writes the struct.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let done = unsafe { libc::statx(libc::AT_FDCWD, c_path.as_ptr(), 0, libc::STATX_INO, &mut stx) };
+    let stx_ptr: *mut libc::statx = &mut stx;
+    let done = unsafe { libc::syscall(libc::SYS_statx, dirfd, path.as_ptr(), flags, mask, stx_ptr) };
     if done != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok((libc::makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino))
+    Ok(stx)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -35,11 +55,12 @@ pub fn at(path: &str) -> std::io::Result<Identity> {
 #[cfg(target_os = "linux")]
 pub fn linked(file: &File) -> bool {
     use std::os::fd::AsRawFd;
-    // SAFETY: a zeroed statx is a valid value; with AT_EMPTY_PATH and "" statx reads the
-    // descriptor's file and writes the struct.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let done = unsafe { libc::statx(file.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_NLINK, &mut stx) };
-    done != 0 || stx.stx_nlink > 0
+    // with AT_EMPTY_PATH and "", statx reads the descriptor's file
+    match statx(file.as_raw_fd(), c"", libc::AT_EMPTY_PATH, libc::STATX_NLINK) {
+        Ok(stx) => stx.stx_nlink > 0,
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => file.metadata().map_or(true, |m| m.nlink() > 0),
+        Err(_) => true,
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
