@@ -8,6 +8,13 @@ BUILD       := build
 RELEASE_DIR := target/release
 LIB_SO      := $(RELEASE_DIR)/libharel_transport.so
 LIB_A       := $(RELEASE_DIR)/libharel_transport.a
+# The ops CLI's binary (cli/).
+CLI_BIN     := $(RELEASE_DIR)/harel-transport
+# The targets that build LIB_SO and LIB_A, and CLI_BIN, which the packaging targets (wheel,
+# npm-pack, deb, install) depend on. mk/dist.mk's make of its own overrides all five: the
+# portable build's files, already built (empty targets).
+LIB_TARGET  := lib
+CLI_TARGET  := cli
 VENV        := .venv
 # The C and C++ compilers reach every command's environment, cargo's included: the `cc`
 # build scripts of libsql and ring rebuild them whenever CC or CXX differs from the last

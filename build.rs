@@ -20,7 +20,22 @@ fn main() {
     // archives (rlibs), so --exclude-libs hides all of theirs and leaves this crate's. A
     // second version script cannot narrow rustc's: lld merges the two, GNU ld refuses the
     // pair. tests/exports.sh holds the exports to the header.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
+    //
+    // zig's linker (cargo zigbuild, the glibc 2.17 build of `make portable-lib`, mk/dist.mk)
+    // refuses --exclude-libs, and of several version scripts it keeps the last: there a script
+    // of our own, after rustc's, narrows the exports to the header's prefix instead.
+    let linker = std::env::var("RUSTC_LINKER").unwrap_or_default();
+    let zig = std::path::Path::new(&linker)
+        .file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| name.starts_with("zigcc"));
+    if zig {
+        let map = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo")).join("exports.map");
+        std::fs::write(&map, "{\n  global: harel_*;\n  local: *;\n};\n").expect("write exports.map");
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", map.display());
+    } else {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
+    }
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-env-changed=HAREL_WRITE_HEADER");
     let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");

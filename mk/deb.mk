@@ -11,9 +11,11 @@ test: test-deb
 
 DEB_DIR      := $(BUILD)/deb
 DEB_REVISION ?= 1
-DEB_ENV       = MAKE='$(MAKE)' DEB_REVISION='$(DEB_REVISION)' $(if $(DEB_MAINTAINER),DEB_MAINTAINER='$(DEB_MAINTAINER)')
+# The glibc the packaged files were linked against, when it is not this machine's (build-deb.sh).
+DEB_GLIBC_MIN :=
+DEB_ENV       = MAKE='$(MAKE)' DEB_REVISION='$(DEB_REVISION)' LIB_SO='$(LIB_SO)' LIB_A='$(LIB_A)' CLI_BIN='$(CLI_BIN)' DEB_GLIBC_MIN='$(DEB_GLIBC_MIN)' $(if $(DEB_MAINTAINER),DEB_MAINTAINER='$(DEB_MAINTAINER)')
 
-deb: lib $(if $(wildcard cli/Cargo.toml),cli) deb-tools
+deb: $(LIB_TARGET) $(if $(wildcard cli/Cargo.toml),$(CLI_TARGET)) deb-tools
 	$(DEB_ENV) bash packaging/build-deb.sh $(DEB_DIR)
 	lintian --fail-on error --display-info $(DEB_DIR)/*_$(VERSION)-$(DEB_REVISION)_*.deb
 

@@ -21,7 +21,7 @@ CMAKE_SUBST := -e 's|@VERSION@|$(VERSION)|g' -e 's|@ABI_VERSION@|$(ABI_VERSION)|
 header:
 	HAREL_WRITE_HEADER=1 $(LIB_BUILD)
 
-install: lib
+install: $(LIB_TARGET)
 	install -d $(LIBDIR)/pkgconfig $(CMAKEDIR) $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(LIB_SO) $(LIBDIR)/libharel_transport.so.$(VERSION)
 	ln -sf libharel_transport.so.$(VERSION) $(LIBDIR)/libharel_transport.so.$(ABI_VERSION)
@@ -40,6 +40,6 @@ install: lib
 # The ops CLI (cli/), next to the library: $(PREFIX)/bin/harel-transport.
 .PHONY: install-cli
 install: install-cli
-install-cli: cli
+install-cli: $(CLI_TARGET)
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(RELEASE_DIR)/harel-transport $(DESTDIR)$(PREFIX)/bin/harel-transport
+	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/harel-transport

@@ -16,7 +16,7 @@ NPM_STAGE   := $(NPM_DIR)/stage
 NPM_VERSION := $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' $(NODE_DIR)/package.json)
 NPM_TGZ     := $(NPM_DIR)/harel-transport-$(NPM_VERSION).tgz
 
-npm-pack: lib node-poll
+npm-pack: $(LIB_TARGET) node-poll
 	rm -rf $(NPM_STAGE) $(NPM_TGZ) && mkdir -p $(NPM_STAGE)
 	tar -C $(NODE_DIR) --exclude=./node_modules --exclude=./prebuilds -cf - . | tar -C $(NPM_STAGE) -xf -
 	cd $(NPM_STAGE) && HAREL_TRANSPORT_PREBUILT='$(abspath $(LIB_SO))' HAREL_TRANSPORT_PREBUILT_POLL='$(abspath $(NODE_POLL))' $(NPM) pack --pack-destination ..

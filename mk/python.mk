@@ -13,8 +13,10 @@ PY_DIST      := $(PY_BUILD)/dist
 PY_TOOLS     := $(PY_BUILD)/tools
 PY_TEST_VENV := $(PY_BUILD)/venv
 PY_BENCH_VENV := $(PY_BUILD)/bench-venv
-# ctypes, so no CPython ABI: one wheel for every Python 3 on linux x86_64.
-PY_WHEEL     := $(PY_DIST)/harel_transport-$(VERSION)-py3-none-linux_x86_64.whl
+# ctypes, so no CPython ABI: one wheel for every Python 3 on linux x86_64. Its platform tag
+# (setup.py reads it from HAREL_WHEEL_PLAT): mk/dist.mk's make sets the manylinux2014 tags.
+PY_PLAT      := linux_x86_64
+PY_WHEEL     := $(PY_DIST)/harel_transport-$(VERSION)-py3-none-$(PY_PLAT).whl
 STRIP        ?= strip
 
 # What builds the wheel (setuptools from PyPI), and what the tests run on: harel, and what
@@ -48,7 +50,7 @@ $(PY_TOOLS)/.ready: mk/python.mk
 # The wheel: a staged copy of bindings/python with the release library (stripped) at
 # harel_transport/_lib/libharel_transport.so.$(ABI_VERSION), built by pip with the tools'
 # setuptools. The package's version must be the library's.
-wheel: lib $(PY_TOOLS)/.ready
+wheel: $(LIB_TARGET) $(PY_TOOLS)/.ready
 	@v=$$(sed -n 's/^__version__ = "\(.*\)"/\1/p' $(PY_DIR)/harel_transport/_version.py); \
 		if [ "$$v" != "$(VERSION)" ]; then \
 			echo "$(PY_DIR)/harel_transport/_version.py has $$v, Cargo.toml $(VERSION): make them agree"; exit 1; fi
@@ -59,7 +61,7 @@ wheel: lib $(PY_TOOLS)/.ready
 	cp $(PY_DIR)/harel_transport/_methods/*.py $(PY_STAGE)/harel_transport/_methods/
 	$(STRIP) --strip-unneeded -o $(PY_STAGE)/harel_transport/_lib/libharel_transport.so.$(ABI_VERSION) $(LIB_SO)
 	rm -f $(PY_DIST)/harel_transport-*.whl
-	$(PY_TOOLS)/bin/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(PY_DIST) $(PY_STAGE)
+	HAREL_WHEEL_PLAT='$(PY_PLAT)' $(PY_TOOLS)/bin/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(PY_DIST) $(PY_STAGE)
 	@test -f $(PY_WHEEL) || { echo "expected $(PY_WHEEL); made:"; ls $(PY_DIST); exit 1; }
 	@echo "built $(PY_WHEEL)"
 

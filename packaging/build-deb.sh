@@ -9,7 +9,15 @@
 #   packaging/build-deb.sh OUTDIR      writes OUTDIR/<package>_<version>_<arch>.deb
 #
 # Environment: MAKE; DEB_REVISION (default 1), which packaging/debian/changelog's latest
-# entry must carry; DEB_MAINTAINER (default: the changelog's latest signer).
+# entry must carry; DEB_MAINTAINER (default: the changelog's latest signer); LIB_SO, LIB_A
+# and CLI_BIN, the shared and static library and the CLI packaged (make's variables of those
+# names; default the release build's, which `make install` builds first: when set, they are
+# packaged as they are, nothing built, as `make dist` does with the portable library);
+# DEB_GLIBC_MIN (make dist: 2.17), the glibc the packages' ELF files were linked against: each
+# is checked to need no newer one (packaging/glibc-check.sh), and their libc6 dependency says
+# that version instead of the one dpkg-shlibdeps infers from this machine's libc6 symbols
+# file (Debian 12's gives pthread_create, dlopen and the like, which moved into libc.so.6 in
+# glibc 2.34, the minimal version 2.34, though our files bind their 2.2.5 versions).
 #
 # The packages:
 #   libharel-transport<ABI>  the shared library: .so.<VERSION> and its soname link .so.<ABI>
@@ -59,7 +67,11 @@ cp packaging/debian/changelog "$work/src/debian/changelog"
 
 # Everything `make install` installs, under /usr.
 install=$work/install
-if ! $MAKE --no-print-directory install DESTDIR="$install" PREFIX=/usr LIBSUBDIR="lib/$multiarch" \
+given=()
+[ -n "${LIB_SO:-}" ] && given+=(LIB_SO="$LIB_SO" LIB_TARGET=)
+[ -n "${LIB_A:-}" ] && given+=(LIB_A="$LIB_A")
+[ -n "${CLI_BIN:-}" ] && given+=(CLI_BIN="$CLI_BIN" CLI_TARGET=)
+if ! $MAKE --no-print-directory install DESTDIR="$install" PREFIX=/usr LIBSUBDIR="lib/$multiarch" "${given[@]}" \
   >"$work/install.log" 2>&1; then
   cat "$work/install.log" >&2
   exit 1
@@ -137,6 +149,11 @@ for package in "${PACKAGES[@]}"; do
   : >"$substvars"
   if [ ${#shlib_files[@]} -gt 0 ]; then
     (cd "$work/src" && dpkg-shlibdeps -T"debian/$package.substvars" -e"${shlib_files[@]}")
+    if [ -n "${DEB_GLIBC_MIN:-}" ]; then
+      for file in "${shlib_files[@]}"; do bash packaging/glibc-check.sh "$file" "$DEB_GLIBC_MIN" >/dev/null || {
+        bash packaging/glibc-check.sh "$file" "$DEB_GLIBC_MIN" >&2; exit 1; }; done
+      sed -i -E "s/libc6 \(>= [^)]*\)/libc6 (>= $DEB_GLIBC_MIN)/" "$substvars"
+    fi
   fi
   (cd "$work/src" && dpkg-gencontrol -p"$package" -P"$root" -T"debian/$package.substvars" -v"$debversion")
   (cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |

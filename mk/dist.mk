@@ -1,0 +1,133 @@
+# The release artifacts (issue #40), built from a portable library that needs nothing of
+# glibc newer than 2.17 (manylinux2014's: RHEL/CentOS 7, Ubuntu 14.04 and every Linux since).
+#
+#   make portable-lib   the library (.so and .a) and the ops CLI linked against glibc 2.17 by
+#                       cargo-zigbuild (zig from PyPI's ziglang, in a venv of its own under
+#                       $(BUILD)), in a target directory of its own ($(ZIG_TARGET_DIR)): the
+#                       release build in target/ is never touched. Checked: the highest glibc
+#                       symbol version it needs (packaging/glibc-check.sh, <= 2.17) and its
+#                       exports (tests/exports.sh).
+#   make dist           every artifact, from that library, in $(DIST_DIR): the tarball of the
+#                       library (.so, .a, headers, pkg-config), the manylinux2014 wheel
+#                       (checked by auditwheel), the npm package, the .debs, and SHA256SUMS.
+#                       It also copies the .a into the Go module
+#                       (bindings/go/lib/linux_amd64, not in git), which -tags harel_static links.
+#   make test-dist      installs each artifact of $(DIST_DIR) into a clean place and runs a
+#                       publish/claim/ack through it (tests/dist/run.sh).
+#
+# The wheel, the npm package and the .debs are built by their own targets (mk/python.mk's
+# wheel, mk/npm.mk's npm-pack, mk/deb.mk's deb), run by a make of their own with the library's
+# paths (LIB_SO, LIB_A, CLI_BIN) and the target that builds them (LIB_TARGET) overridden.
+# dist-tarball, dist-wheel, dist-npm, dist-deb and dist-go are dist's steps, each usable alone
+# after `make portable-lib`.
+.PHONY: portable-lib portable-tools dist dist-wheel dist-npm dist-deb dist-tarball dist-go test-dist
+test: test-dist
+
+DIST_DIR        := $(BUILD)/dist
+ZIG_VENV        := $(BUILD)/zig-venv
+ZIG_TARGET_DIR  := $(BUILD)/zig-target
+PORTABLE_TRIPLE := x86_64-unknown-linux-gnu
+PORTABLE_GLIBC  := 2.17
+PORTABLE_DIR    := $(ZIG_TARGET_DIR)/$(PORTABLE_TRIPLE)/release
+PORTABLE_SO     := $(PORTABLE_DIR)/libharel_transport.so
+PORTABLE_A      := $(PORTABLE_DIR)/libharel_transport.a
+PORTABLE_CLI    := $(PORTABLE_DIR)/harel-transport
+# zig (PyPI's ziglang), cargo-zigbuild, and auditwheel, which checks the wheel.
+DIST_TOOLS_REQS := ziglang==0.17.1 cargo-zigbuild==0.24.1 auditwheel==6.8.2
+# The platform tags of a wheel that needs glibc 2.17 at most: PEP 600's and its PEP 599 alias.
+WHEEL_PLAT      := manylinux_2_17_x86_64.manylinux2014_x86_64
+# Flags for the C the build compiles (libSQL's SQLite, ring) with zig cc: it keeps frame
+# pointers (-mframe-pointer=all) where the normal build's gcc -O3 omits them, which cost the
+# library 1-6% more instructions per operation (bench/icount/ops.c under callgrind, against the
+# normal build of the same tree); omitted, every phase but publish_many counts 2-8% fewer than
+# gcc's build, publish_many 3% more (clang's code for SQLite; clang -O3 instead of zig's -O2,
+# -Xclang -O3, changes nothing).
+PORTABLE_CFLAGS ?= -fomit-frame-pointer
+# The library, the CLI, in one graph as LIB_BUILD (Makefile) builds them. With the venv's
+# bin first in PATH: cargo-zigbuild finds zig there (python -m ziglang).
+PORTABLE_ENV    := PATH='$(abspath $(ZIG_VENV))/bin':"$$PATH" CARGO_TARGET_DIR='$(abspath $(ZIG_TARGET_DIR))' \
+	$(if $(PORTABLE_CFLAGS),CFLAGS_$(subst -,_,$(PORTABLE_TRIPLE))='$(PORTABLE_CFLAGS)')
+PORTABLE_BUILD  := $(PORTABLE_ENV) nice $(ZIG_VENV)/bin/cargo-zigbuild zigbuild --release \
+	-p harel-transport -p harel-transport-cli --target $(PORTABLE_TRIPLE).$(PORTABLE_GLIBC)
+
+# The venv, made again when DIST_TOOLS_REQS changes (its .ready holds them).
+portable-tools:
+	@if [ "$$(cat $(ZIG_VENV)/.ready 2>/dev/null)" != '$(DIST_TOOLS_REQS)' ]; then \
+		set -x && rm -rf $(ZIG_VENV) && $(PYTHON) -m venv $(ZIG_VENV) && \
+		$(ZIG_VENV)/bin/pip install --quiet $(DIST_TOOLS_REQS) && echo '$(DIST_TOOLS_REQS)' >$(ZIG_VENV)/.ready; \
+	fi
+
+portable-lib: portable-tools
+	$(PORTABLE_BUILD)
+	ln -sf libharel_transport.so $(PORTABLE_DIR)/libharel_transport.so.$(ABI_VERSION)
+	bash packaging/glibc-check.sh $(PORTABLE_SO) $(PORTABLE_GLIBC)
+	bash packaging/glibc-check.sh $(PORTABLE_CLI) $(PORTABLE_GLIBC)
+	bash tests/exports.sh $(PORTABLE_SO)
+
+# The packaging targets' make: the portable files, built already (no LIB_TARGET, CLI_TARGET),
+# and work directories of their own under $(DIST_WORK), so a `make wheel` or `npm-pack` of the
+# release build beside it writes elsewhere.
+DIST_WORK    := $(BUILD)/dist-work
+DIST_MAKE    := $(MAKE) --no-print-directory LIB_SO='$(abspath $(PORTABLE_SO))' \
+	LIB_A='$(abspath $(PORTABLE_A))' CLI_BIN='$(abspath $(PORTABLE_CLI))' LIB_TARGET= CLI_TARGET=
+DIST_TARNAME := harel-transport-$(VERSION)-linux-x86_64
+DIST_TARBALL := $(DIST_DIR)/$(DIST_TARNAME).tar.gz
+DIST_WHEEL   := harel_transport-$(VERSION)-py3-none-$(WHEEL_PLAT).whl
+# The Go module's copy of the static library and of the header (bindings/go/link_static.go).
+GO_STATIC_DIR := bindings/go/lib
+# Archive members' times: the Debian changelog's latest entry, as the .debs' (reproducible).
+DIST_EPOCH    = $(shell dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)
+
+dist: portable-lib
+	rm -rf $(DIST_DIR)
+	mkdir -p $(DIST_DIR) $(DIST_WORK)
+	$(MAKE) --no-print-directory dist-tarball dist-wheel dist-npm dist-deb dist-go
+	cd $(DIST_DIR) && sha256sum -- * >SHA256SUMS
+	@echo "make dist: $(DIST_DIR):" && ls -l $(DIST_DIR) | sed 1d
+
+# The tarball: what `make install` installs (the .so with its soname links, the .a, the C and
+# C++ headers, pkg-config, CMake, the CLI) under one directory, stripped as the .debs strip.
+# Its pkg-config file finds the prefix from where it lies (${pcfiledir}), as the CMake files do.
+dist-tarball:
+	rm -rf $(DIST_WORK)/tarball && mkdir -p $(DIST_WORK)/tarball
+	$(DIST_MAKE) install DESTDIR='$(abspath $(DIST_WORK)/tarball)' PREFIX=/$(DIST_TARNAME) >$(DIST_WORK)/tarball.log
+	cd $(DIST_WORK)/tarball/$(DIST_TARNAME) && \
+		strip --remove-section=.comment --remove-section=.note --strip-unneeded lib/libharel_transport.so.$(VERSION) && \
+		strip --strip-debug --remove-section=.comment --remove-section=.note --enable-deterministic-archives lib/libharel_transport.a && \
+		strip --remove-section=.comment --remove-section=.note bin/harel-transport && \
+		sed -i 's|^prefix=.*|prefix=$${pcfiledir}/../..|' lib/pkgconfig/harel_transport.pc && \
+		cp $(CURDIR)/README.md $(CURDIR)/CHANGELOG.md .
+	tar -C $(DIST_WORK)/tarball --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(DIST_EPOCH) \
+		-cf - $(DIST_TARNAME) | gzip -9n >$(DIST_TARBALL)
+	@echo "built $(DIST_TARBALL)"
+
+# The wheel: mk/python.mk's, tagged manylinux2014 (PY_PLAT), then auditwheel's verdict, which
+# must be that tag (it reads the library's glibc symbol versions and its libraries).
+dist-wheel:
+	$(DIST_MAKE) wheel PY_BUILD=$(DIST_WORK)/python PY_PLAT=$(WHEEL_PLAT)
+	$(ZIG_VENV)/bin/auditwheel show $(DIST_WORK)/python/dist/$(DIST_WHEEL) | tee $(DIST_WORK)/auditwheel.txt
+	@tr '\n' ' ' <$(DIST_WORK)/auditwheel.txt | grep -q 'consistent with the *following platform tag: *"manylinux_2_17_x86_64"' || \
+		{ echo "auditwheel: the wheel is not manylinux_2_17_x86_64" >&2; exit 1; }
+	cp $(DIST_WORK)/python/dist/$(DIST_WHEEL) $(DIST_DIR)/
+
+# The npm package: mk/npm.mk's, with the portable library in prebuilds/.
+dist-npm:
+	$(DIST_MAKE) npm-pack NPM_DIR=$(DIST_WORK)/npm
+	cp $(DIST_WORK)/npm/harel-transport-$(NPM_VERSION).tgz $(DIST_DIR)/
+
+# The .debs: mk/deb.mk's (lintian included), from the portable library and CLI; their libc6
+# dependency is the glibc they were linked against (DEB_GLIBC_MIN).
+dist-deb:
+	$(DIST_MAKE) deb DEB_DIR=$(DIST_WORK)/deb DEB_GLIBC_MIN=$(PORTABLE_GLIBC)
+	cp $(DIST_WORK)/deb/*_$(VERSION)-$(DEB_REVISION)_*.deb $(DIST_DIR)/
+
+# Go: the static library (debug info stripped) and the header, into the module (not in git).
+dist-go:
+	install -d $(GO_STATIC_DIR)/linux_amd64 $(GO_STATIC_DIR)/include
+	strip --strip-debug --remove-section=.comment --remove-section=.note --enable-deterministic-archives \
+		-o $(GO_STATIC_DIR)/linux_amd64/libharel_transport.a $(PORTABLE_A)
+	install -m 644 include/harel_transport.h $(GO_STATIC_DIR)/include/harel_transport.h
+
+# Each artifact installed into a clean place, one publish/claim/ack through each.
+test-dist: dist
+	$(call timed,40,bash tests/dist/run.sh $(DIST_DIR))
