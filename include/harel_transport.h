@@ -34,9 +34,9 @@
 
 /* The library's version, Cargo.toml's; harel_version() returns it at run time. */
 #define HAREL_TRANSPORT_VERSION_MAJOR 0
-#define HAREL_TRANSPORT_VERSION_MINOR 4
+#define HAREL_TRANSPORT_VERSION_MINOR 5
 #define HAREL_TRANSPORT_VERSION_PATCH 0
-#define HAREL_TRANSPORT_VERSION "0.4.0"
+#define HAREL_TRANSPORT_VERSION "0.5.0"
 
 /* 0.2.0's name of HAREL_MAX_PAGE, kept so its programs still compile; use HAREL_MAX_PAGE. */
 #define MAX_PAGE HAREL_MAX_PAGE
