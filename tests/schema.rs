@@ -58,7 +58,7 @@ fn a_harel_09_file_is_upgraded_in_place() {
     let columns = raw.columns("harel_transport_groups");
     assert_eq!(columns, ["group_id", "last_claimed_at", "priority", "routing_key"]);
     let columns = raw.columns("harel_transport_messages");
-    let ours = ["attempts", "enqueued_at", "headers", "unique_key", "expires_at", "claimed_at"];
+    let ours = ["attempts", "enqueued_at", "headers", "unique_key", "expires_at", "claimed_at", "retry", "retry_delay"];
     assert_eq!(columns, [&["seq", "group_id", "event", "locked_by", "lock_expiry"][..], &ours].concat());
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages WHERE attempts = 0"), raw.count("SELECT count(*) FROM harel_transport_messages"), "old messages start at 0 claims");
     let index = raw.rows("SELECT name FROM pragma_index_info('harel_transport_groups_by_routing_key') ORDER BY seqno");
@@ -453,6 +453,8 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
             "the column harel_transport_messages.unique_key",
             "the column harel_transport_messages.expires_at",
             "the column harel_transport_messages.claimed_at",
+            "the column harel_transport_messages.retry",
+            "the column harel_transport_messages.retry_delay",
             "the table harel_transport_dead",
             "the table harel_transport_keys",
             "the table harel_transport_pauses",
