@@ -180,6 +180,11 @@ int64_t publish_delivery_at(harel_transport *t, const char *group, const char *e
   } while (0)
 void states_at(harel_transport *t, const uint64_t want[7], const char *file, int line);
 
+/* A delivery as a caller built against an older header holds it: `size` bytes in a block
+ * exactly that long (valgrind and ASan see a read past it), its fields those of `from` that
+ * fit. Freed with free(); NULL if out of memory. */
+harel_delivery *short_delivery(const harel_delivery *from, size_t size);
+
 /* Claims for `worker` and expects a lease of `event` (NULL: any); NULL if none. */
 #define CLAIM(t, worker, event) claim_at((t), (worker), (event), __FILE__, __LINE__)
 harel_lease *claim_at(harel_transport *t, const char *worker, const char *event,

@@ -253,6 +253,14 @@ int64_t publish_with_at(harel_transport *t, const char *group, const char *event
   return seq;
 }
 
+harel_delivery *short_delivery(const harel_delivery *from, size_t size) {
+  harel_delivery copy = *from;
+  unsigned char *block = malloc(size);
+  copy.size = size;
+  if (block != NULL) memcpy(block, &copy, size);
+  return (harel_delivery *)(void *)block;
+}
+
 int64_t publish_delivery_at(harel_transport *t, const char *group, const char *event,
                             const harel_delivery *delivery, const char *file, int line) {
   int64_t seq = NOT_SET_SEQ;

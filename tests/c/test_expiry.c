@@ -285,16 +285,6 @@ static void batches_and_transactions_carry_it(void) {
 
 /* ---- a caller built against an older harel_delivery ------------------------------------ */
 
-/* A delivery of `size` bytes in a block exactly that long (valgrind sees a read past it),
- * its fields those of `from` that fit. Freed with free(). */
-static harel_delivery *short_delivery(const harel_delivery *from, size_t size) {
-  harel_delivery copy = *from;
-  unsigned char *block = malloc(size);
-  copy.size = size;
-  if (block != NULL) memcpy(block, &copy, size);
-  return (harel_delivery *)(void *)block;
-}
-
 /* A `size` without the two fields (the harel_delivery of the release before them): they
  * read as 0, never, whatever lies past it (here values that would be refused); a size
  * holding ttl but not expires_at reads the ttl only. */

@@ -587,16 +587,6 @@ static void a_message_s_own_jitter(void) {
 
 /* ---- a caller built against an older harel_delivery ------------------------------------ */
 
-/* A delivery of `size` bytes in a block exactly that long (valgrind and ASan see a read past
- * it), its fields those of `from` that fit. Freed with free(). */
-static harel_delivery *short_delivery(const harel_delivery *from, size_t size) {
-  harel_delivery copy = *from;
-  unsigned char *block = malloc(size);
-  copy.size = size;
-  if (block != NULL) memcpy(block, &copy, size);
-  return (harel_delivery *)(void *)block;
-}
-
 /* A `size` without the retry fields (the harel_delivery of the release before them) reads
  * no policy of its own, whatever lies past it (here values that would be refused): the
  * queue's applies, or none; a size holding retry_base alone reads the rest as 0 (factor 2,

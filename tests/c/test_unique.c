@@ -338,16 +338,6 @@ static void dead_letters_and_purges_free_the_key(void) {
 
 /* ---- a caller built against an older harel_delivery ------------------------------------ */
 
-/* A delivery of `size` bytes in a block exactly that long (valgrind sees a read past it),
- * its fields those of `from` that fit. Freed with free(). */
-static harel_delivery *short_delivery(const harel_delivery *from, size_t size) {
-  harel_delivery copy = *from;
-  unsigned char *block = malloc(size);
-  copy.size = size;
-  if (block != NULL) memcpy(block, &copy, size);
-  return (harel_delivery *)(void *)block;
-}
-
 /* A smaller `size`: the fields past it read as 0 and NULL. offsetof(unique_key): the key and
  * delay work, a unique key and a bad mode past it unread; offsetof(debounce_delay): a
  * debounce with delay and cap 0; only the size: a plain publish. */
