@@ -126,6 +126,7 @@ local!(
     bad_archive_arguments_are_refused,
     a_concurrency_limit_leases_at_most_n_of_its_key,
     a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not,
+    a_park_ends_a_slot,
     a_rate_limit_admits_its_burst_then_its_rate,
     limits_change_at_run_time_and_outlive_their_setter,
     a_waiting_claim_wakes_when_its_key_has_room,

@@ -58,7 +58,17 @@ fn a_harel_09_file_is_upgraded_in_place() {
     let columns = raw.columns("harel_transport_groups");
     assert_eq!(columns, ["group_id", "last_claimed_at", "priority", "routing_key"]);
     let columns = raw.columns("harel_transport_messages");
-    let ours = ["attempts", "enqueued_at", "headers", "unique_key", "expires_at", "claimed_at", "retry", "retry_delay"];
+    let ours = [
+        "attempts",
+        "enqueued_at",
+        "headers",
+        "unique_key",
+        "expires_at",
+        "claimed_at",
+        "retry",
+        "retry_delay",
+        "limited_key",
+    ];
     assert_eq!(columns, [&["seq", "group_id", "event", "locked_by", "lock_expiry"][..], &ours].concat());
     assert_eq!(raw.count("SELECT count(*) FROM harel_transport_messages WHERE attempts = 0"), raw.count("SELECT count(*) FROM harel_transport_messages"), "old messages start at 0 claims");
     let index = raw.rows("SELECT name FROM pragma_index_info('harel_transport_groups_by_routing_key') ORDER BY seqno");
@@ -213,7 +223,7 @@ fn prefixes_are_isolated() {
     let mut expected: Vec<String> = ["a", "harel", "tenant_b"]
         .iter()
         .flat_map(|p| {
-            ["archive", "dead", "groups", "keys", "limits", "messages", "pauses", "slots"]
+            ["archive", "dead", "groups", "keys", "limits", "messages", "pauses"]
                 .map(|table| format!("{p}_transport_{table}"))
         })
         .collect();
@@ -354,7 +364,7 @@ fn schema_sql_names_only_its_prefix() {
     let raw = Raw::open(&path);
     raw.batch(&script);
     let objects = raw.objects();
-    assert_eq!(objects.len(), 25, "8 tables, 13 indexes, 4 triggers: {objects:?}");
+    assert_eq!(objects.len(), 24, "7 tables, 13 indexes, 4 triggers: {objects:?}");
     assert!(objects.iter().all(|(_, name)| name.starts_with("tenant_7_transport_")), "{objects:?}");
     let mut o = no_schema(&TestClock::at(1000.0));
     o.prefix("tenant_7").unwrap();
@@ -455,12 +465,12 @@ fn schema_as_is_looks_at_a_harel_09_file_and_changes_nothing() {
             "the column harel_transport_messages.claimed_at",
             "the column harel_transport_messages.retry",
             "the column harel_transport_messages.retry_delay",
+            "the column harel_transport_messages.limited_key",
             "the table harel_transport_dead",
             "the table harel_transport_keys",
             "the table harel_transport_pauses",
             "the table harel_transport_archive",
             "the table harel_transport_limits",
-            "the table harel_transport_slots",
             "the trigger harel_transport_groups_paused_at_birth",
             "the trigger harel_transport_groups_paused_turn",
             "the trigger harel_transport_groups_held",

@@ -105,7 +105,7 @@ pub async fn remove_limit(backend: &mut Backend, sql: &Statements, routing_key: 
             Ok((chain, ()))
         })
         .await?;
-    Ok(done[2].changed > 0)
+    Ok(done[1].changed > 0)
 }
 
 /// Pause and resume need the pauses table and its triggers, which a file made before them

@@ -68,7 +68,7 @@ pub async fn as_is(backend: &mut Backend, sql: &mut Statements) -> Result<Vec<St
         expires_at: lacking(m, "expires_at"),
         pauses: lacks_pauses(sql, &tables),
         archive: tables.contains(&sql.archive_table.as_str()),
-        limits: tables.contains(&sql.limits_table.as_str()) || tables.contains(&sql.slots_table.as_str()),
+        limits: tables.contains(&sql.limits_table.as_str()) || lacking(m, "limited_key"),
         retry: lacking(m, "retry_delay"),
     };
     let mut absent: Vec<String> =
@@ -133,7 +133,6 @@ async fn missing<'s>(
         sql.pauses_table.as_str(),
         sql.archive_table.as_str(),
         sql.limits_table.as_str(),
-        sql.slots_table.as_str(),
         p0,
         p1,
         l0,

@@ -292,8 +292,6 @@ pub async fn extend(backend: &mut Backend, sql: &Statements, request: &Extend<'_
             chain.guard(lease);
             let (stamp, params) = sql.retry.stamp_leased(&lease.group_id, lock_expiry, lease.seq);
             chain.push(stamp, params);
-            let (slot, params) = sql.limit.extend(lease.seq, lock_expiry);
-            chain.push(slot, params);
             Ok((chain, lock_expiry))
         })
         .await?;
@@ -321,8 +319,6 @@ fn push_ack_many<'a>(
         chain.push(requeue, params);
         let (drop_group, params) = sql.drop_group_if_empty(&lease.group_id);
         chain.push_unless_changed(drop_group, params);
-        let (slot, params) = sql.limit.free_if_gone(lease.seq);
-        chain.push(slot, params);
     }
     (push_pruned(chain, sql, (now, archive)), deletes)
 }
@@ -345,8 +341,6 @@ pub async fn nack(backend: &mut Backend, sql: &Statements, request: &Nack<'_>, n
             chain.guard(lease);
             let (stamp, params) = sql.retry.stamp_nacked(&lease.group_id, now, lease.seq);
             chain.push(stamp, params);
-            let (slot, params) = sql.limit.free(lease.seq);
-            chain.push(slot, params);
             Ok((chain, ()))
         })
         .await
@@ -365,8 +359,6 @@ pub async fn set_aside(backend: &mut Backend, sql: &Statements, request: Finish<
             chain.guard(lease);
             let (stamp, params) = sql.set_group_ready_at(&lease.group_id, SET_ASIDE_UNTIL);
             chain.push(stamp, params);
-            let (slot, params) = sql.limit.free(lease.seq);
-            chain.push(slot, params);
             Ok((chain, ()))
         })
         .await
@@ -393,9 +385,7 @@ pub async fn dead_letter(
             chain.guard(lease);
             let (delete, params) = sql.delete_message(lease.seq);
             chain.push(delete, params);
-            let mut chain = push_group_goes_on(chain, sql, &lease.group_id, now);
-            let (slot, params) = sql.limit.free_if_gone(lease.seq);
-            chain.push(slot, params);
+            let chain = push_group_goes_on(chain, sql, &lease.group_id, now);
             Ok((chain, ()))
         })
         .await
@@ -417,10 +407,7 @@ fn push_ack<'a>(
     let (delete, params) = sql.ack_message(lease);
     chain.push(delete, params);
     chain.guard(lease);
-    let mut chain = push_group_goes_on(chain, sql, &lease.group_id, now);
-    let (slot, params) = sql.limit.free_if_gone(lease.seq);
-    chain.push(slot, params);
-    chain
+    push_group_goes_on(chain, sql, &lease.group_id, now)
 }
 
 /// With the archive kept: its rows older than the retention pruned, a bounded number.

@@ -119,15 +119,15 @@ impl Statements {
         statements.push((
             format!(
                 "UPDATE {m} SET locked_by = ?1, lock_expiry = ?2, attempts = attempts + 1, claimed_at = ?3, \
-                 retry_delay = {} WHERE seq = {marked_head} RETURNING seq, CAST(group_id AS BLOB), \
+                 retry_delay = {}, limited_key = {} WHERE seq = {marked_head} RETURNING seq, CAST(group_id AS BLOB), \
                  CAST(event AS BLOB), attempts, headers, expires_at",
-                retry::backoff(m, &format!("{m}.attempts + 1"), "?4")
+                retry::backoff(m, &format!("{m}.attempts + 1"), "?4"),
+                self.limit.marked_key
             ),
             vec![worker_id.into(), lock_expiry.into(), now.into(), retry.into()],
         ));
-        for (take, values) in self.limit.take_marked((now, lock_expiry)) {
-            statements.push((take.to_owned(), values));
-        }
+        let (token, now_only) = self.limit.take_marked_token(now);
+        statements.push((token.to_owned(), now_only));
         statements.push((
             format!(
                 "UPDATE {g} SET last_claimed_at = {} WHERE last_claimed_at = {MARK}",
@@ -218,15 +218,15 @@ mod tests {
             for (sql, params) in &c.statements {
                 assert_eq!(highest_parameter(sql), params.len(), "{sql}");
             }
-            // the give-back, the bury rounds, the hold rounds, the mark, the lease, its slot
-            // and token, the stamp, the next group
+            // the give-back, the bury rounds, the hold rounds, the mark, the lease (its slot
+            // with it), its token, the stamp, the next group
             let buries = if max_attempts > 0 { 3 * BURY_ROUNDS } else { 0 };
-            let expected = 1 + buries + HOLD_ROUNDS + 6;
+            let expected = 1 + buries + HOLD_ROUNDS + 5;
             assert_eq!(c.statements.len(), expected);
             assert!(c.statements[c.lease].0.contains("RETURNING"));
             assert_eq!(c.more, expected - 1);
             assert!(c.statements[c.lease - 1].0.contains(&format!("last_claimed_at = {MARK}")));
-            assert!(c.statements[c.lease + 3].0.ends_with(&format!("WHERE last_claimed_at = {MARK}")));
+            assert!(c.statements[c.lease + 2].0.ends_with(&format!("WHERE last_claimed_at = {MARK}")));
         }
     }
 

@@ -5,9 +5,11 @@
 //!
 //! - `<prefix>_transport_limits`: one row per limited key, with its bucket's tokens as of
 //!   `refilled_at` and `held`, how many of its groups are held.
-//! - `<prefix>_transport_slots`: one row per lease of a key with a concurrency limit (the
-//!   message's seq, the key, the lease's end). A slot counts while its lease runs: an ack,
-//!   nack or dead letter deletes it, an extend moves its end, a lapse ends it by itself.
+//! - A lease's *slot* is its message's own row: the lease writes the key into the message's
+//!   `limited_key`, and a key's slots in use are its messages whose lease runs (a partial
+//!   index on `limited_key, lock_expiry`). So the slot lives and ends with the lease at no
+//!   cost of its own: an ack or dead letter deletes the row, an extend moves `lock_expiry`,
+//!   a lapse ends it by itself, and a nack or park clears `limited_key`.
 //!
 //! A claim that meets a group whose key has no room *holds* the key's ready groups: their
 //! turns move up by `HOLD`, beyond every claim's range, keeping their order. Each claim
@@ -26,26 +28,25 @@ pub(super) fn is_held(col: &str) -> String {
     format!("({col} >= {HOLD:.1} AND {col} < {:.1})", 2.0 * HOLD)
 }
 
-pub(super) fn tables(l: &str, s: &str) -> [String; 2] {
-    [
-        format!(
-            "CREATE TABLE IF NOT EXISTS {l} (routing_key TEXT PRIMARY KEY, concurrency INTEGER, rate REAL, \
-             burst REAL, tokens REAL NOT NULL DEFAULT 0, refilled_at REAL NOT NULL DEFAULT 0, \
-             held INTEGER NOT NULL DEFAULT 0)"
-        ),
-        format!(
-            "CREATE TABLE IF NOT EXISTS {s} (seq INTEGER PRIMARY KEY, routing_key TEXT NOT NULL, until REAL NOT NULL)"
-        ),
-    ]
+pub(super) fn table(l: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {l} (routing_key TEXT PRIMARY KEY, concurrency INTEGER, rate REAL, \
+         burst REAL, tokens REAL NOT NULL DEFAULT 0, refilled_at REAL NOT NULL DEFAULT 0, \
+         held INTEGER NOT NULL DEFAULT 0)"
+    )
 }
 
-/// The keys holding groups (each claim's first look), the slots of a key in use, and the
-/// triggers that count a key's held groups.
-pub(super) fn indexes(g: &str, l: &str, s: &str) -> Vec<String> {
+/// The keys holding groups (each claim's first look), the slots of a key in use (partial:
+/// the messages of no limited key, harel's among them, cost it nothing), and the triggers
+/// that count a key's held groups.
+pub(super) fn indexes(m: &str, g: &str, l: &str) -> Vec<String> {
     let (new, old) = (is_held("new.last_claimed_at"), is_held("old.last_claimed_at"));
     vec![
         format!("CREATE INDEX IF NOT EXISTS {l}_holding ON {l} (routing_key) WHERE held > 0"),
-        format!("CREATE INDEX IF NOT EXISTS {s}_by_key ON {s} (routing_key, until)"),
+        format!(
+            "CREATE INDEX IF NOT EXISTS {m}_by_limited_key ON {m} (limited_key, lock_expiry) \
+             WHERE limited_key IS NOT NULL"
+        ),
         format!(
             "CREATE TRIGGER IF NOT EXISTS {g}_held AFTER UPDATE OF last_claimed_at ON {g} \
              WHEN new.routing_key IS NOT NULL AND {new} <> {old} \
@@ -74,11 +75,16 @@ fn tokens_at(l: &str, now: &str) -> String {
     )
 }
 
+/// The slots of limit row `l`'s key in use at `now`: its messages whose lease runs.
+fn in_use(m: &str, l: &str, now: &str) -> String {
+    format!("(SELECT count(*) FROM {m} WHERE limited_key = {l}.routing_key AND lock_expiry > {now})")
+}
+
 /// Whether limit row `l` has room for one more lease at `now`.
-fn has_room(l: &str, s: &str, now: &str) -> String {
+fn has_room(m: &str, l: &str, now: &str) -> String {
     format!(
-        "(({l}.concurrency IS NULL OR {l}.concurrency > (SELECT count(*) FROM {s} WHERE routing_key = {l}.routing_key \
-         AND until > {now})) AND {} >= 1)",
+        "(({l}.concurrency IS NULL OR {l}.concurrency > {}) AND {} >= 1)",
+        in_use(m, l, now),
         tokens_at(l, now)
     )
 }
@@ -88,25 +94,23 @@ pub struct LimitSql {
     pub triggers: [String; 2],
     give_back: String,
     hold: String,
-    take_slot: String,
     take_token: String,
-    free_slot: String,
-    free_slot_if_gone: String,
-    extend_slot: String,
     pub(super) room_of_group: String,
     /// A server's claim chain's (sql/claim.rs): whether the groups table's row has no room
-    /// at ?1, and the slot and token of the group it marked (`MARK`).
+    /// at ?1, the limited key of the group it marked (`MARK`) for its lease's slot, and
+    /// that key's token.
     pub(super) no_room: String,
-    take_marked: [String; 2],
+    pub(super) marked_key: String,
+    take_marked_token: String,
     pub(super) token_due: String,
     give_back_due: String,
     set: String,
-    remove: [String; 3],
+    remove: [String; 2],
     list: String,
 }
 
 impl LimitSql {
-    pub(super) fn new(m: &str, g: &str, l: &str, s: &str, mark: &str) -> LimitSql {
+    pub(super) fn new(m: &str, g: &str, l: &str, mark: &str) -> LimitSql {
         let held = is_held("h.last_claimed_at");
         LimitSql {
             triggers: trigger_names(g),
@@ -115,54 +119,38 @@ impl LimitSql {
                 "UPDATE {g} SET last_claimed_at = last_claimed_at - {HOLD:.1} WHERE rowid IN \
                  (SELECT (SELECT h.rowid FROM {g} h WHERE h.routing_key = l.routing_key AND {held} \
                  ORDER BY h.last_claimed_at, h.rowid LIMIT 1) FROM {l} l WHERE l.held > 0 AND {})",
-                has_room("l", s, "?1")
+                has_room(m, "l", "?1")
             ),
-            // ?1 group_id
             // ?1 group_id, ?2 now: every ready group of its key at once (by the routing
             // key's index), so a claim meets a key without room once, not once a group
             hold: format!(
                 "UPDATE {g} SET last_claimed_at = last_claimed_at + {HOLD:.1} \
                  WHERE routing_key = (SELECT routing_key FROM {g} WHERE group_id = ?1) AND last_claimed_at <= ?2"
             ),
-            // ?1 seq, ?2 group_id, ?3 the lease's end
-            take_slot: format!(
-                "INSERT OR REPLACE INTO {s} (seq, routing_key, until) SELECT ?1, l.routing_key, ?3 FROM {g} g \
-                 JOIN {l} l ON l.routing_key = g.routing_key WHERE g.group_id = ?2 AND l.concurrency IS NOT NULL"
-            ),
-            // ?1 group_id, ?2 now
+            // ?1 routing_key, ?2 now
             take_token: format!(
-                "UPDATE {l} SET tokens = {} - 1, refilled_at = ?2 \
-                 WHERE rate IS NOT NULL AND routing_key = (SELECT routing_key FROM {g} WHERE group_id = ?1)",
+                "UPDATE {l} SET tokens = {} - 1, refilled_at = ?2 WHERE routing_key = ?1 AND rate IS NOT NULL",
                 tokens_at(l, "?2")
             ),
             no_room: format!(
                 "EXISTS (SELECT 1 FROM {l} l WHERE l.routing_key = {g}.routing_key AND NOT {})",
-                has_room("l", s, "?1")
+                has_room(m, "l", "?1")
             ),
-            take_marked: [
-                // ?1 the lease's end
-                format!(
-                    "INSERT OR REPLACE INTO {s} (seq, routing_key, until) \
-                     SELECT (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id), l.routing_key, ?1 FROM {g} g \
-                     JOIN {l} l ON l.routing_key = g.routing_key WHERE g.last_claimed_at = {mark} \
-                     AND l.concurrency IS NOT NULL"
-                ),
-                // ?1 now
-                format!(
-                    "UPDATE {l} SET tokens = {} - 1, refilled_at = ?1 WHERE rate IS NOT NULL \
-                     AND routing_key = (SELECT routing_key FROM {g} WHERE last_claimed_at = {mark})",
-                    tokens_at(l, "?1")
-                ),
-            ],
-            free_slot: format!("DELETE FROM {s} WHERE seq = ?1"),
-            free_slot_if_gone: format!(
-                "DELETE FROM {s} WHERE seq = ?1 AND NOT EXISTS (SELECT 1 FROM {m} WHERE seq = ?1)"
+            marked_key: format!(
+                "(SELECT routing_key FROM {l} WHERE routing_key = \
+                 (SELECT routing_key FROM {g} WHERE last_claimed_at = {mark}))"
             ),
-            extend_slot: format!("UPDATE {s} SET until = ?2 WHERE seq = ?1"),
-            // the look's: whether group g's key has room at ?1 (1) or not (0); 2: no limit
+            // ?1 now
+            take_marked_token: format!(
+                "UPDATE {l} SET tokens = {} - 1, refilled_at = ?1 WHERE rate IS NOT NULL \
+                 AND routing_key = (SELECT routing_key FROM {g} WHERE last_claimed_at = {mark})",
+                tokens_at(l, "?1")
+            ),
+            // the look's: group g's key if its limit has room at ?1, 0 if it has none, NULL
+            // if it has no limit
             room_of_group: format!(
-                "COALESCE((SELECT {} FROM {l} l WHERE l.routing_key = g.routing_key), 2)",
-                has_room("l", s, "?1")
+                "(SELECT CASE WHEN {} THEN l.routing_key ELSE 0 END FROM {l} l WHERE l.routing_key = g.routing_key)",
+                has_room(m, "l", "?1")
             ),
             // when a rate-limited key holding groups has its next token, if not by ?1
             token_due: format!(
@@ -170,7 +158,7 @@ impl LimitSql {
                  WHERE held > 0 AND rate IS NOT NULL AND tokens + (?1 - refilled_at) * rate < 1"
             ),
             // ?1 now: a row when some held group would be given back
-            give_back_due: format!("SELECT 1 FROM {l} l WHERE l.held > 0 AND {} LIMIT 1", has_room("l", s, "?1")),
+            give_back_due: format!("SELECT 1 FROM {l} l WHERE l.held > 0 AND {} LIMIT 1", has_room(m, "l", "?1")),
             // ?1 routing_key, ?2 concurrency, ?3 rate, ?4 burst, ?5 now: a new bucket is full
             set: format!(
                 "INSERT INTO {l} (routing_key, concurrency, rate, burst, tokens, refilled_at) \
@@ -179,21 +167,21 @@ impl LimitSql {
                  tokens = CASE WHEN ?3 IS NULL THEN 0 WHEN rate IS NULL THEN ?4 \
                  ELSE MIN(?4, tokens + (?5 - refilled_at) * rate) END, refilled_at = ?5"
             ),
-            // ?1 routing_key: its held groups back in their turn, its slots gone, the row
+            // ?1 routing_key: its held groups back in their turn, the row (its leases keep
+            // their slots: they count again if the key is limited again while they run)
             remove: [
                 format!(
                     "UPDATE {g} SET last_claimed_at = last_claimed_at - {HOLD:.1} \
                      WHERE routing_key = ?1 AND {}",
                     is_held("last_claimed_at")
                 ),
-                format!("DELETE FROM {s} WHERE routing_key = ?1"),
                 format!("DELETE FROM {l} WHERE routing_key = ?1"),
             ],
             // ?1 now: each limit, its slots in use and its tokens now
             list: format!(
                 "SELECT routing_key, concurrency, rate, burst, CASE WHEN concurrency IS NULL THEN 0 \
-                 ELSE (SELECT count(*) FROM {s} WHERE routing_key = l.routing_key AND until > ?1) END, \
-                 CASE WHEN rate IS NULL THEN NULL ELSE {} END, held FROM {l} l ORDER BY routing_key",
+                 ELSE {} END, CASE WHEN rate IS NULL THEN NULL ELSE {} END, held FROM {l} l ORDER BY routing_key",
+                in_use(m, "l", "?1"),
                 tokens_at("l", "?1")
             ),
         }
@@ -217,35 +205,16 @@ impl LimitSql {
         (&self.hold, vec![group_id.into(), now.into()])
     }
 
-    /// After a claim leased message `seq` of `group_id` until `until` at `now`: its key's
-    /// slot and token taken, if it has a limit.
-    pub fn take(&self, seq: i64, group_id: &str, (now, until): (f64, f64)) -> [Bound<'_>; 2] {
-        [
-            (&self.take_slot, vec![seq.into(), group_id.into(), until.into()]),
-            (&self.take_token, vec![group_id.into(), now.into()]),
-        ]
+    /// After a claim at `now` leased a message of `routing_key`, a limited key (its slot
+    /// taken by the lease itself): its token, if it has a rate limit.
+    pub fn take_token(&self, routing_key: &str, now: f64) -> Bound<'_> {
+        (&self.take_token, vec![routing_key.into(), now.into()])
     }
 
-    /// A server's claim, after its lease's UPDATE: the marked group's key's slot (until
-    /// `until`) and token (at `now`), if it has a limit.
-    pub fn take_marked(&self, (now, until): (f64, f64)) -> [Bound<'_>; 2] {
-        [(&self.take_marked[0], vec![until.into()]), (&self.take_marked[1], vec![now.into()])]
-    }
-
-    /// The lease of message `seq` is over (nacked, set aside): its slot free.
-    pub fn free(&self, seq: i64) -> Bound<'_> {
-        (&self.free_slot, vec![seq.into()])
-    }
-
-    /// Message `seq` is gone if its lease's ack or dead letter took it (not if another
-    /// worker holds it now, its lease lost to this one): then its slot free.
-    pub fn free_if_gone(&self, seq: i64) -> Bound<'_> {
-        (&self.free_slot_if_gone, vec![seq.into()])
-    }
-
-    /// The lease of message `seq` now runs to `until`: its slot too.
-    pub fn extend(&self, seq: i64, until: f64) -> Bound<'_> {
-        (&self.extend_slot, vec![seq.into(), until.into()])
+    /// A server's claim, after its lease's UPDATE: the marked group's key's token (at
+    /// `now`), if it has a rate limit.
+    pub fn take_marked_token(&self, now: f64) -> Bound<'_> {
+        (&self.take_marked_token, vec![now.into()])
     }
 
     /// Sets `routing_key`'s limits at `now` (None: that kind of limit off).
@@ -255,7 +224,7 @@ impl LimitSql {
     }
 
     /// Removes `routing_key`'s limits; the last statement changed a row if it had any.
-    pub fn remove(&self, routing_key: &str) -> [Bound<'_>; 3] {
+    pub fn remove(&self, routing_key: &str) -> [Bound<'_>; 2] {
         self.remove.each_ref().map(|statement| (statement.as_str(), vec![routing_key.into()]))
     }
 

@@ -74,7 +74,7 @@ pub struct Lacks {
     /// The archive table (a file made before the archive): the archive's look finds
     /// nothing, and opening with `Options::archive` on is refused.
     pub archive: bool,
-    /// The limits' tables (opened as it is): no limit is listed.
+    /// The limits' table or the messages' `limited_key` (opened as it is): no limit is listed.
     pub limits: bool,
     /// The messages' `retry` and `retry_delay` (a file made before retries): no backoff shown.
     pub retry: bool,
@@ -100,9 +100,8 @@ pub struct Statements {
     pub pauses_table: String,
     /// The archive (archive.rs); ours, and optional unless `Options::archive` is on.
     pub archive_table: String,
-    /// Limits per routing key and their slots (limits.rs); ours, and needed by every claim.
+    /// Limits per routing key (limits.rs); ours, and needed by every claim.
     pub limits_table: String,
-    pub slots_table: String,
     /// What the looks must read around (nothing, unless opened as it is; `read_around`).
     lacks: Lacks,
     /// The claim for `min_priority` 0..=4 without routing keys, built once.
@@ -161,7 +160,7 @@ impl Statements {
         let k = format!("{prefix}_transport_keys");
         let p = format!("{prefix}_transport_pauses");
         let a = format!("{prefix}_transport_archive");
-        let (l, s) = (format!("{prefix}_transport_limits"), format!("{prefix}_transport_slots"));
+        let l = format!("{prefix}_transport_limits");
         let retry = RetrySql::new(&m, &g);
         let publish_with = PublishWith::new(&m, &g, &k);
         let shard = ShardSql::new(prefix, &m);
@@ -169,15 +168,16 @@ impl Statements {
         let pause = PauseSql::new(&m, &g, &p);
         let expiry = ExpirySql::new(&m, &g, &d);
         let archive = ArchiveSql::new(&m, &a);
-        let limit = LimitSql::new(&m, &g, &l, &s, claim::MARK);
+        let limit = LimitSql::new(&m, &g, &l, claim::MARK);
         let mut sql = Statements {
             unrouted_claims: Vec::new(),
             publish_rows: Vec::new(),
             set_group_ready_at: format!("UPDATE {g} SET last_claimed_at = ?2 WHERE group_id = ?1"),
-            // ?5 the claiming transport's retry policy (retry.rs), or NULL
+            // ?5 the claiming transport's retry policy (retry.rs), or NULL; ?6 the limited
+            // key whose slot the lease takes (limits.rs), or NULL
             lease_message: format!(
                 "UPDATE {m} SET locked_by = ?2, lock_expiry = ?3, attempts = attempts + 1, claimed_at = ?4, \
-                 retry_delay = {} WHERE seq = ?1",
+                 retry_delay = {}, limited_key = ?6 WHERE seq = ?1",
                 retry::backoff(&m, &format!("{m}.attempts + 1"), "?5")
             ),
             ack_message: format!("DELETE FROM {m} WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"),
@@ -197,7 +197,7 @@ impl Statements {
             ),
             // ?1 seq, ?2 group_id, ?3 worker_id (the lease), ?4 locked_by, ?5 lock_expiry
             release_message: format!(
-                "UPDATE {m} SET locked_by = ?4, lock_expiry = ?5 \
+                "UPDATE {m} SET locked_by = ?4, lock_expiry = ?5, limited_key = NULL \
                  WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
             // ?1 seq, ?2 group_id, ?3 worker_id (the lease), ?4 lock_expiry
@@ -230,7 +230,6 @@ impl Statements {
             pauses_table: p,
             archive_table: a,
             limits_table: l,
-            slots_table: s,
             pause,
             expiry,
             archive,
@@ -263,15 +262,17 @@ impl Statements {
 
     /// Leases message `seq` (a head a local claim looked up) to `worker_id` from `now`
     /// until `lock_expiry`, counting the claim and drawing its backoff under the message's
-    /// retry policy or else `retry` (the claiming transport's, `retry::stored`).
+    /// retry policy or else `retry` (the claiming transport's, `retry::stored`); the lease
+    /// takes a slot of `limited_key`, its group's routing key if that has a limit.
     pub fn lease_message(
         &self,
         seq: i64,
         worker_id: &str,
         (now, lock_expiry): (f64, f64),
-        retry: Option<&str>,
+        (retry, limited_key): (Option<&str>, Option<&str>),
     ) -> Bound<'_> {
-        let values = vec![seq.into(), worker_id.into(), lock_expiry.into(), now.into(), retry.into()];
+        let values =
+            vec![seq.into(), worker_id.into(), lock_expiry.into(), now.into(), retry.into(), limited_key.into()];
         (&self.lease_message, values)
     }
 
@@ -354,7 +355,7 @@ impl Statements {
 
     /// One candidate: the first `limit` groups, in serving order, that pass its filter and
     /// whose head (oldest message) is free now (?1). Columns: ready_at, arrival, seq, gid,
-    /// room (its key's, limits.rs: 1 room, 0 none, 2 no limit).
+    /// room (limits.rs: the key if its limit has room, 0 if it has none, NULL if no limit).
     /// See `first_of`; the outer SELECT lets candidates, each with its own ORDER BY and
     /// LIMIT, be joined by UNION ALL.
     fn candidate(&self, c: &Candidate, limit: &str) -> String {
@@ -490,7 +491,7 @@ impl Statements {
                 "CREATE TABLE IF NOT EXISTS {m} (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
                  group_id TEXT NOT NULL, event TEXT NOT NULL, locked_by TEXT, lock_expiry REAL, \
                  attempts INTEGER NOT NULL DEFAULT 0, enqueued_at REAL, headers TEXT, unique_key TEXT, \
-                 expires_at REAL, claimed_at REAL, retry TEXT, retry_delay REAL)"
+                 expires_at REAL, claimed_at REAL, retry TEXT, retry_delay REAL, limited_key TEXT)"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {g} (group_id TEXT PRIMARY KEY, \
@@ -501,10 +502,8 @@ impl Statements {
             publish::keys_table(&self.keys_table),
             pause::table(&self.pauses_table),
             archive::table(&self.archive_table),
+            limits::table(&self.limits_table),
         ]
-        .into_iter()
-        .chain(limits::tables(&self.limits_table, &self.slots_table))
-        .collect()
     }
 
     /// The columns harel 0.9's tables lack, as (table, column, the ALTER that adds it).
@@ -527,6 +526,8 @@ impl Statements {
             // after 0.4.0: a message's own retry policy, and the backoff its claim drew (retry.rs)
             (m, "retry", format!("ALTER TABLE {m} ADD COLUMN retry TEXT")),
             (m, "retry_delay", format!("ALTER TABLE {m} ADD COLUMN retry_delay REAL")),
+            // after 0.4.0: the limited key whose slot a lease takes (limits.rs)
+            (m, "limited_key", format!("ALTER TABLE {m} ADD COLUMN limited_key TEXT")),
         ]
     }
 
@@ -553,7 +554,7 @@ impl Statements {
     /// Whether `name` is a table or trigger of ours, which a harel 0.9 file lacks.
     pub fn is_ours(&self, name: &str) -> bool {
         name == self.dead_table || name == self.keys_table || name == self.pauses_table
-            || name == self.archive_table || name == self.limits_table || name == self.slots_table
+            || name == self.archive_table || name == self.limits_table
             || self.pause_triggers().contains(&name) || self.limit_triggers().contains(&name)
     }
 
@@ -589,7 +590,7 @@ impl Statements {
         statements.push(publish::keys_table(&self.keys_table));
         statements.push(pause::table(&self.pauses_table));
         statements.push(archive::table(&self.archive_table));
-        statements.extend(limits::tables(&self.limits_table, &self.slots_table));
+        statements.push(limits::table(&self.limits_table));
         statements.extend(self.our_indexes());
         statements
     }
@@ -618,7 +619,7 @@ impl Statements {
         ]
         .into_iter()
         .chain(archive::indexes(&self.archive_table))
-        .chain(limits::indexes(g, &self.limits_table, &self.slots_table))
+        .chain(limits::indexes(m, g, &self.limits_table))
         .chain(pause::triggers(g, &self.pauses_table))
         .collect()
     }
@@ -745,7 +746,7 @@ mod tests {
             let p = &sql.publish_with;
             let mut all = vec![
                 sql.set_group_ready_at("g", 1.0),
-                sql.lease_message(7, "w", (1.0, 2.0), Some("[1,2,60,1]")),
+                sql.lease_message(7, "w", (1.0, 2.0), (Some("[1,2,60,1]"), Some("k"))),
                 sql.retry.nack((7, "g", "w"), 1.0, 0.0),
                 sql.retry.stamp_nacked("g", 1.0, 7),
                 sql.retry.stamp_leased("g", 2.0, 7),
@@ -823,11 +824,8 @@ mod tests {
             all.push(sql.limit.give_back(1.0));
             all.push(sql.limit.hold("g", 1.0));
             all.push(sql.limit.give_back_due(1.0));
-            all.extend(sql.limit.take(7, "g", (1.0, 2.0)));
-            all.extend(sql.limit.take_marked((1.0, 2.0)));
-            all.push(sql.limit.free(7));
-            all.push(sql.limit.free_if_gone(7));
-            all.push(sql.limit.extend(7, 2.0));
+            all.push(sql.limit.take_token("k", 1.0));
+            all.push(sql.limit.take_marked_token(1.0));
             all.push(sql.limit.set("k", Some(3), Some((2.0, 5.0)), 1.0));
             all.push(sql.limit.set("k", None, None, 1.0));
             all.extend(sql.limit.remove("k"));

@@ -65,7 +65,7 @@ impl RetrySql {
             // ?1 seq, ?2 group_id, ?3 worker_id (the lease), ?4 now, ?5 delay
             nack: format!(
                 "UPDATE {m} SET locked_by = CASE WHEN {delay} > 0 THEN '{PARKED}' END, \
-                 lock_expiry = CASE WHEN {delay} > 0 THEN ?4 + {delay} END \
+                 lock_expiry = CASE WHEN {delay} > 0 THEN ?4 + {delay} END, limited_key = NULL \
                  WHERE seq = ?1 AND group_id = ?2 AND locked_by = ?3"
             ),
             // ?1 group_id, ?2 now, ?3 seq: the park's end, or now

@@ -55,7 +55,7 @@ impl UniqueSql {
             // ?1 unique_key, ?2 now, ?3 event, ?4 headers, ?5 expires_at, ?6 delay, ?7 max_delay
             debounce: format!(
                 "UPDATE {m} SET event = ?3, headers = ?4, expires_at = ?5, locked_by = '{DELAYED}', \
-                 lock_expiry = MIN(?2 + ?6, COALESCE(enqueued_at, ?2) + ?7) \
+                 lock_expiry = MIN(?2 + ?6, COALESCE(enqueued_at, ?2) + ?7), limited_key = NULL \
                  WHERE unique_key = ?1 AND {not_held} RETURNING seq"
             ),
             pending: format!("SELECT seq FROM {m} WHERE unique_key = ?1"),

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use harel_transport::{Error, Lease, Limit, Options, Rate, Transport, Wait};
+use harel_transport::{Error, Jitter, Lease, Limit, Options, Rate, Retry, Transport, Wait};
 
 use super::contract::Open;
 use super::{event, TestClock};
@@ -94,6 +94,34 @@ pub fn a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not(open: Open<'
     assert_eq!(t.limits().unwrap()[0].in_use, 0);
 }
 
+/// A park ends its lease's slot, the worker's own delay or its retry policy's backoff; when
+/// the park ends, the message's next lease takes a slot again.
+pub fn a_park_ends_a_slot(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let mut options = clock.options();
+    options.retry(Some(Retry { base: 10.0, factor: 1.0, cap: 10.0, jitter: Jitter::None })).unwrap();
+    let t = open(&options);
+    t.set_limit("k", concurrency(1)).unwrap();
+    let e0 = event(0);
+    for group in ["a", "b"] {
+        t.publish(group, &e0, 0, Some("k")).unwrap();
+    }
+    let a = claim(&t).expect("a");
+    assert_eq!(t.limits().unwrap()[0].in_use, 1);
+    t.nack(&a, 0.0).unwrap();
+    assert_eq!(t.limits().unwrap()[0].in_use, 0, "parked for the policy's backoff: its slot free");
+    let b = claim(&t).expect("b takes the free slot");
+    t.nack(&b, 30.0).unwrap();
+    assert_eq!(t.limits().unwrap()[0].in_use, 0, "parked for the worker's delay: its slot free");
+    clock.advance(10.5);
+    let again = claim(&t).expect("a's park is over");
+    assert_eq!((again.group_id.as_str(), t.limits().unwrap()[0].in_use), ("a", 1), "its new lease has a slot");
+    clock.advance(25.0);
+    assert!(claim(&t).is_none(), "b's park is over, but a's lease holds the key's one slot");
+    t.ack(&again).unwrap();
+    assert_eq!(claim(&t).expect("b, now").group_id, "b");
+}
+
 /// A token bucket: the burst at once, then one lease per 1/rate seconds.
 pub fn a_rate_limit_admits_its_burst_then_its_rate(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
@@ -135,6 +163,12 @@ pub fn limits_change_at_run_time_and_outlive_their_setter(open: Open<'_>) {
     t.remove_limit("k").unwrap();
     assert_eq!(claim_all(&t).len(), 3, "removed: every held group is served");
     assert!(t.limits().unwrap().is_empty());
+    t.set_limit("k", concurrency(3)).unwrap();
+    let in_use = t.limits().unwrap()[0].in_use;
+    assert_eq!(in_use, 3, "set again, it counts the running leases taken under a limit, not those taken without");
+    t.publish("late", &e0, 0, Some("k")).unwrap();
+    assert!(claim(&t).is_none(), "so the key is over its limit");
+    t.remove_limit("k").unwrap();
     match t.remove_limit("k") {
         Err(Error::Argument(m)) => assert!(m.contains("routing key \"k\" has no limit to remove"), "{m}"),
         other => panic!("{other:?}"),

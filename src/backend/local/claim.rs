@@ -91,15 +91,9 @@ impl Local {
             let mut look_again = false;
             for head in heads {
                 let (seq, group_id, event, attempts, headers, expires_at, room) = match <[Value; 7]>::try_from(head) {
-                    Ok([
-                        Value::Integer(seq),
-                        Value::Blob(g),
-                        Value::Blob(event),
-                        Value::Integer(n),
-                        h,
-                        e,
-                        Value::Integer(room),
-                    ]) => (seq, g, event, n, h, e, room),
+                    Ok([Value::Integer(seq), Value::Blob(g), Value::Blob(event), Value::Integer(n), h, e, room]) => {
+                        (seq, g, event, n, h, e, Room::of(room)?)
+                    }
                     Ok(other) => return Err(unexpected(&other)),
                     Err(other) => return Err(unexpected(&other)),
                 };
@@ -109,21 +103,24 @@ impl Local {
                     _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
                         format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
                     }
-                    (Ok(group_id), Ok(_), Ok(_)) if room == NO_ROOM => {
+                    (Ok(group_id), Ok(_), Ok(_)) if room == Room::None => {
                         claimed.held += self.execute(sql.limit.hold(&group_id, now)).await?;
                         look_again = true;
                         break;
                     }
                     (Ok(group_id), Ok(event), Ok(headers)) => {
                         let lock_expiry = now + c.visibility;
-                        self.execute(sql.lease_message(seq, c.worker_id, (now, lock_expiry), c.retry)).await?;
+                        let limited_key = match &room {
+                            Room::For(key) => Some(key.as_str()),
+                            _ => None,
+                        };
+                        let times = (now, lock_expiry);
+                        self.execute(sql.lease_message(seq, c.worker_id, times, (c.retry, limited_key))).await?;
                         self.execute(sql.retry.stamp_leased(&group_id, lock_expiry, seq)).await?;
-                        let limited = room == ROOM;
-                        if limited {
-                            for statement in sql.limit.take(seq, &group_id, (now, lock_expiry)) {
-                                self.execute(statement).await?;
-                            }
+                        if let Some(key) = limited_key {
+                            self.execute(sql.limit.take_token(key, now)).await?;
                         }
+                        let limited = limited_key.is_some();
                         let worker_id = c.worker_id.to_owned();
                         claimed.leases.push(Lease {
                             seq,
@@ -162,9 +159,27 @@ impl Local {
     }
 }
 
-/// A head's key's room, as the look reads it (sql/limits.rs): room for one lease, none.
-const ROOM: i64 = 1;
-const NO_ROOM: i64 = 0;
+/// A head's key's room, as the look reads it (sql/limits.rs).
+#[derive(PartialEq, Eq)]
+enum Room {
+    /// Its key has no limit.
+    Unlimited,
+    /// Its key's limit has room for one more lease: the key.
+    For(String),
+    /// Its key's limit has none.
+    None,
+}
+
+impl Room {
+    fn of(value: Value) -> Result<Room> {
+        match value {
+            Value::Null => Ok(Room::Unlimited),
+            Value::Text(key) => Ok(Room::For(key)),
+            Value::Integer(0) => Ok(Room::None),
+            other => Err(unexpected(&[other])),
+        }
+    }
+}
 
 fn unexpected(row: &[Value]) -> crate::error::Error {
     crate::error::Error::Database(format!("a claim's look came back as an unexpected row: {row:?}"))

@@ -125,7 +125,6 @@ fn push_bury_claimed<'a>(
         sql.delete_buried(u.seq),
         sql.requeue_buried_group(u.seq, now),
         sql.drop_buried_group_if_empty(u.seq),
-        sql.limit.free_if_gone(u.seq),
     ];
     for (statement, params) in statements {
         chain.push(statement, params);
