@@ -15,6 +15,9 @@
 #   make test-dist      installs each artifact of $(DIST_DIR) into a clean place and runs a
 #                       publish/claim/ack through it (tests/dist/run.sh).
 #
+# `make test` runs test-python, test-npm and test-deb on dist's wheel, npm package and .debs
+# (TEST_ON_DIST, Makefile), so it packages each once, from the portable library.
+#
 # The wheel, the npm package and the .debs are built by their own targets (mk/python.mk's
 # wheel, mk/npm.mk's npm-pack, mk/deb.mk's deb), run by a make of their own with the library's
 # paths (LIB_SO, LIB_A, CLI_BIN) and the target that builds them (LIB_TARGET) overridden.
