@@ -29,6 +29,12 @@ ABI_VERSION := $(shell sed -n 's/^const ABI_VERSION: u32 = \([0-9]*\);/\1/p' bui
 # own timeout. Environment assignments go before the call.
 timed = timeout -k 10 $(1)m $(2) || { s=$$?; case $$s in 124|137) echo "timed out after $(1) min: $(2)" >&2;; esac; exit $$s; }
 
+# `make test` runs the package suites (test-python, test-npm, test-deb) on the artifacts of
+# `make dist` (mk/dist.mk), the files a release ships, which its test-dist builds anyway: when
+# `test` is a goal, each of them depends on dist and tests dist's file, instead of building a
+# package of the release library as it does run alone (mk/python.mk's PY_TEST_WHEEL says why).
+TEST_ON_DIST := $(filter test,$(MAKECMDGOALS))
+
 .PHONY: all lib demo test venv clean
 all: lib
 

@@ -64,7 +64,9 @@ bench-faces: lib venv
 # Instructions per operation of this tree against BASE (a commit), both counted by callgrind
 # in one run (bench/icount/compare.sh): `make bench-icount BASE=<commit>`. Deterministic, so
 # it shows a change of a percent that `make bench`'s timings on a shared machine cannot.
+# `make bench-icount PORTABLE=1`: the portable library the release artifacts carry
+# (mk/dist.mk's portable-lib) against this tree's release library instead.
 .PHONY: bench-icount
-bench-icount: lib
-	@test -n "$(BASE)" || { echo "usage: make bench-icount BASE=<commit>"; exit 2; }
-	bash bench/icount/compare.sh $(BASE)
+bench-icount: lib $(if $(PORTABLE),portable-lib)
+	@test -n "$(BASE)$(PORTABLE)" || { echo "usage: make bench-icount BASE=<commit> | PORTABLE=1"; exit 2; }
+	bash bench/icount/compare.sh $(if $(PORTABLE),--portable $(PORTABLE_DIR),$(BASE))

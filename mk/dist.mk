@@ -9,11 +9,16 @@
 #                       exports (tests/exports.sh).
 #   make dist           every artifact, from that library, in $(DIST_DIR): the tarball of the
 #                       library (.so, .a, headers, pkg-config), the manylinux2014 wheel
-#                       (checked by auditwheel), the npm package, the .debs, and SHA256SUMS.
-#                       It also copies the .a into the Go module
-#                       (bindings/go/lib/linux_amd64, not in git), which -tags harel_static links.
+#                       (checked by auditwheel), the npm package, the .debs, the Go module as
+#                       a module proxy serves it (goproxy/), and SHA256SUMS of every file.
+#                       The Go module carries the static library, made one object that exports
+#                       the header's functions alone, in bindings/go/lib (not in git), which
+#                       -tags harel_static links.
 #   make test-dist      installs each artifact of $(DIST_DIR) into a clean place and runs a
 #                       publish/claim/ack through it (tests/dist/run.sh).
+#
+# `make test` runs test-python, test-npm and test-deb on dist's wheel, npm package and .debs
+# (TEST_ON_DIST, Makefile), so it packages each once, from the portable library.
 #
 # The wheel, the npm package and the .debs are built by their own targets (mk/python.mk's
 # wheel, mk/npm.mk's npm-pack, mk/deb.mk's deb), run by a make of their own with the library's
@@ -82,8 +87,9 @@ dist: portable-lib
 	rm -rf $(DIST_DIR)
 	mkdir -p $(DIST_DIR) $(DIST_WORK)
 	$(MAKE) --no-print-directory dist-tarball dist-wheel dist-npm dist-deb dist-go
-	cd $(DIST_DIR) && sha256sum -- * >SHA256SUMS
-	@echo "make dist: $(DIST_DIR):" && ls -l $(DIST_DIR) | sed 1d
+	cd $(DIST_DIR) && find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum -- >SHA256SUMS
+	@echo "make dist: $(DIST_DIR) (bytes, file):" && \
+		cd $(DIST_DIR) && find . -type f -printf '%12s  %P\n' | LC_ALL=C sort -k2
 
 # The tarball: what `make install` installs (the .so with its soname links, the .a, the C and
 # C++ headers, pkg-config, CMake, the CLI) under one directory, stripped as the .debs strip.
@@ -121,12 +127,40 @@ dist-deb:
 	$(DIST_MAKE) deb DEB_DIR=$(DIST_WORK)/deb DEB_GLIBC_MIN=$(PORTABLE_GLIBC)
 	cp $(DIST_WORK)/deb/*_$(VERSION)-$(DEB_REVISION)_*.deb $(DIST_DIR)/
 
-# Go: the static library (debug info stripped) and the header, into the module (not in git).
+# Go: the static library, as one object, and the header, into the module (not in git); then the
+# module as a module proxy serves it, in $(DIST_DIR)/goproxy (packaging/goproxy.py), which `go
+# get` reads with GOPROXY=file://... (tests/dist/run.sh; docs/install.md says how a release tag
+# serves the same files). The object: the archive linked whole (ld -r), cut to what the header's
+# functions reach (--gc-sections, each kept by -u); then objcopy makes every other symbol local,
+# libSQL's own sqlite3_* and the Rust crates' among them, which would clash with another SQLite
+# in the same program (mattn/go-sqlite3), drops the symbols no relocation needs, the debug info
+# and LLVM's sections: the embedded bitcode (.llvmbc, .llvmcmd) no C linker reads, and
+# .llvm_addrsig, whose symbol numbers the new symbol table makes wrong. It also drops the
+# outside functions that only the cut code called (unused.txt): ld -r leaves them as local
+# undefined symbols, which objcopy would write as global ones that every program's link must
+# then find (copy_file_range, of glibc 2.27; pidfd_spawnp, 2.39). Checked: its global symbols
+# are the header's functions (tests/exports.sh), and linked by zig against glibc
+# $(PORTABLE_GLIBC) (zig's libunwind for libgcc_s) it needs no newer one (glibc-check.sh).
+GO_ARCHIVE := $(GO_STATIC_DIR)/linux_amd64/libharel_transport.a
+GO_WORK    := $(DIST_WORK)/go
+ZIG_CC     := $(ZIG_VENV)/bin/python -m ziglang cc -target x86_64-linux-gnu.$(PORTABLE_GLIBC)
 dist-go:
-	install -d $(GO_STATIC_DIR)/linux_amd64 $(GO_STATIC_DIR)/include
-	strip --strip-debug --remove-section=.comment --remove-section=.note --enable-deterministic-archives \
-		-o $(GO_STATIC_DIR)/linux_amd64/libharel_transport.a $(PORTABLE_A)
+	rm -rf $(GO_WORK) && install -d $(GO_WORK) $(GO_STATIC_DIR)/linux_amd64 $(GO_STATIC_DIR)/include
+	bash tests/exports.sh --header-names >$(GO_WORK)/abi.txt
+	ld -r --whole-archive $(PORTABLE_A) --no-whole-archive --gc-sections $$(sed 's/^/-u /' $(GO_WORK)/abi.txt) \
+		-o $(GO_WORK)/whole.o
+	readelf -sW $(GO_WORK)/whole.o | awk '$$5 == "LOCAL" && $$7 == "UND" && $$8 != "" { print $$8 }' >$(GO_WORK)/unused.txt
+	objcopy --keep-global-symbols=$(GO_WORK)/abi.txt --strip-symbols=$(GO_WORK)/unused.txt --strip-unneeded \
+		--strip-debug --remove-section=.comment --remove-section=.note --remove-section=.llvmbc \
+		--remove-section=.llvmcmd --remove-section=.llvm_addrsig $(GO_WORK)/whole.o $(GO_WORK)/harel_transport.o
+	rm -f $(GO_ARCHIVE) && ar rcsD $(GO_ARCHIVE) $(GO_WORK)/harel_transport.o
+	bash tests/exports.sh $(GO_ARCHIVE)
+	$(ZIG_CC) -shared -o $(GO_WORK)/check.so -Wl,--whole-archive $(GO_ARCHIVE) -Wl,--no-whole-archive -lunwind
+	bash packaging/glibc-check.sh $(GO_WORK)/check.so $(PORTABLE_GLIBC)
 	install -m 644 include/harel_transport.h $(GO_STATIC_DIR)/include/harel_transport.h
+	$(PYTHON) packaging/goproxy.py bindings/go $(VERSION) $(DIST_EPOCH) $(DIST_DIR)/goproxy \
+		lib/linux_amd64/libharel_transport.a lib/include/harel_transport.h
+	@echo "built $(GO_ARCHIVE) ($$(stat -c %s $(GO_ARCHIVE)) bytes) and $(DIST_DIR)/goproxy"
 
 # Each artifact installed into a clean place, one publish/claim/ack through each.
 test-dist: dist

@@ -1,6 +1,7 @@
 # The Python package (bindings/python, `harel-transport`, import harel_transport): `make
-# wheel` builds its wheel with the library inside; `make test-python` installs that wheel
-# into a venv of its own and runs the tests there, from a temporary directory outside the
+# wheel` builds its wheel with the library inside; `make test-python` installs a wheel
+# (PY_TEST_WHEEL: that one, or in `make test` the manylinux2014 wheel of `make dist`) into a
+# venv of its own and runs the tests there, from a temporary directory outside the
 # repository with PYTHONPATH and HAREL_TRANSPORT_LIB unset, so nothing of the build tree
 # can be imported or loaded; `make bench-python` runs the Python-level benchmark.
 .PHONY: wheel test-python bench-python python-tracing-worker
@@ -17,6 +18,14 @@ PY_BENCH_VENV := $(PY_BUILD)/bench-venv
 # (setup.py reads it from HAREL_WHEEL_PLAT): mk/dist.mk's make sets the manylinux2014 tags.
 PY_PLAT      := linux_x86_64
 PY_WHEEL     := $(PY_DIST)/harel_transport-$(VERSION)-py3-none-$(PY_PLAT).whl
+# The wheel the tests install (test-python; python-tracing-worker, for test-tracing), its
+# platform tag (tests/test_install.py checks the wheel's) and the target that builds it: run
+# alone, `make wheel`'s, of the release library, so trying a change needs no portable build;
+# in `make test` (TEST_ON_DIST, Makefile), the wheel a release ships, mk/dist.mk's, which
+# test-dist builds anyway: no second wheel.
+PY_TEST_PLAT  = $(if $(TEST_ON_DIST),$(WHEEL_PLAT),$(PY_PLAT))
+PY_TEST_WHEEL = $(if $(TEST_ON_DIST),$(DIST_DIR),$(PY_DIST))/harel_transport-$(VERSION)-py3-none-$(PY_TEST_PLAT).whl
+PY_TEST_BUILD := $(if $(TEST_ON_DIST),dist,wheel)
 STRIP        ?= strip
 
 # What builds the wheel (setuptools from PyPI), and what the tests run on: harel, and what
@@ -75,11 +84,11 @@ $(PY_TEST_VENV)/.ready: mk/python.mk
 # tools/, whose tracing worker a test runs) in a temporary directory: the package comes only from the wheel installed in the venv. HAREL_PY_STRICT=1 makes conftest.py fail
 # a run that collected nothing or skipped anything. pytest-asyncio is harel's suite's
 # (asyncio_mode=auto), which runs in a pytest of its own: ours runs its loops itself.
-test-python: wheel $(PY_TEST_VENV)/.ready
-	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_WHEEL)
+test-python: $(PY_TEST_BUILD) $(PY_TEST_VENV)/.ready
+	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_TEST_WHEEL)
 	@run=$$(mktemp -d) && cp -r $(PY_DIR)/tests $$run/tests && cp -r $(PY_DIR)/examples $$run/examples && \
 		cp -r $(PY_DIR)/tools $$run/tools && \
-		cd $$run && env -u PYTHONPATH -u HAREL_TRANSPORT_LIB HAREL_PY_STRICT=1 \
+		cd $$run && env -u PYTHONPATH -u HAREL_TRANSPORT_LIB HAREL_PY_STRICT=1 HAREL_WHEEL_PLAT='$(PY_TEST_PLAT)' \
 		$(CURDIR)/$(PY_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -p no:asyncio -q \
 		--timeout=$(PY_TEST_TIMEOUT) --timeout-method=thread tests; \
 		status=$$?; cd / && rm -rf $$run; exit $$status
@@ -87,9 +96,9 @@ test-python: wheel $(PY_TEST_VENV)/.ready
 # The cross-language trace test's Python worker (tests/tracing/run.py runs it):
 #   $(PY_TEST_VENV)/bin/python $(PY_DIR)/tools/tracing_worker.py --queue Q --prefix harel \
 #       --spans FILE --key python --count N
-# This puts the wheel into the test venv, which has opentelemetry-sdk.
-python-tracing-worker: wheel $(PY_TEST_VENV)/.ready
-	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_WHEEL)
+# This puts the tests' wheel into the test venv, which has opentelemetry-sdk.
+python-tracing-worker: $(PY_TEST_BUILD) $(PY_TEST_VENV)/.ready
+	$(PY_TEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall $(PY_TEST_WHEEL)
 
 $(PY_BENCH_VENV)/.ready: mk/python.mk
 	rm -rf $(PY_BENCH_VENV)

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The shared library exports exactly the functions the header declares: the defined
-# dynamic symbols (`nm -D --defined-only`) against the declarations of the header, both
-# ways, each difference named. A dependency's #[no_mangle] item leaks out otherwise
-# (libsql's update_hook_cb did, build.rs says how it is hidden), and a generic name like
-# that can bind to another library's symbol in a process that loads both.
+# dynamic symbols (`nm -D --defined-only`; of a static archive, such as the Go module's
+# prelinked one, the defined global symbols, `nm -g --defined-only`) against the
+# declarations of the header, both ways, each difference named. A dependency's #[no_mangle]
+# item leaks out otherwise (libsql's update_hook_cb did, build.rs says how it is hidden), and
+# a generic name like that can bind to another library's symbol in a process that loads both.
 #
 #   tests/exports.sh [LIBRARY [HEADER]]  default target/release/libharel_transport.so and
-#                                        include/harel_transport.h
+#                                        include/harel_transport.h; LIBRARY may be a .a
 #   tests/exports.sh --self-test         that, then a library built beside the header with
 #                                        an extra export and one function missing must fail,
 #                                        naming both (so the check cannot pass everything)
+#   tests/exports.sh --header-names [HEADER]  only prints the header's names, one a line (what
+#                                        mk/dist.mk's Go archive keeps global)
 #
 # Ends with "exports: N passed, N failed", as the other suites do.
 set -u
@@ -22,8 +25,6 @@ if [ "${1:-}" = --self-test ]; then
   self_test=1
   shift
 fi
-lib=${1:-target/release/libharel_transport.so}
-header=${2:-include/harel_transport.h}
 
 # cbindgen starts each declaration at column 0: the return type, then the function's name
 # and its parameters (a static: `extern TYPE NAME;`). Comments, preprocessor lines and type
@@ -36,9 +37,19 @@ header_names() {
   } | sort -u
 }
 
-# The name of each defined dynamic symbol, without a version suffix (NAME@@VERSION).
+if [ "${1:-}" = --header-names ]; then
+  header_names "${2:-include/harel_transport.h}"
+  exit
+fi
+lib=${1:-target/release/libharel_transport.so}
+header=${2:-include/harel_transport.h}
+
+# The name of each defined dynamic symbol, without a version suffix (NAME@@VERSION); of an
+# archive, each defined global one.
 exported_names() {
-  nm -D --defined-only "$1" | awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' | sort -u
+  local table=-D
+  case $1 in *.a) table=-g ;; esac
+  nm "$table" --defined-only "$1" | awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' | sort -u
 }
 
 if [ ! -f "$lib" ]; then

@@ -4,8 +4,12 @@
 # counts are what changed in the code's path, free of the shared machine's noise: a row
 # more than a few percent above 1.00 is a real cost. They leave out time spent waiting
 # (fsync, locks), which `make bench` measures.
+# `make bench-icount PORTABLE=1` (compare.sh --portable DIR): the portable library in DIR
+# (`make portable-lib`'s, linked against glibc 2.17 by zig) beside this tree's release
+# library, both of this tree: what the release artifacts' build costs.
 set -euo pipefail
-base=${1:?usage: compare.sh BASE-COMMIT}
+usage="usage: compare.sh BASE-COMMIT | --portable PORTABLE-LIB-DIR"
+base=${1:?$usage}
 cd "$(dirname "$0")/../.."
 work=build/icount
 tree=$work/base-tree
@@ -13,13 +17,22 @@ command -v valgrind >/dev/null || { echo "bench-icount needs valgrind" >&2; exit
 git worktree remove --force "$tree" 2>/dev/null || true
 rm -rf "$work"
 mkdir -p "$work"
-git worktree add --detach --quiet "$tree" "$base"
-trap 'git worktree remove --force "$tree"' EXIT
-# BASE builds in a target directory of its own, seeded with this tree's (timestamps kept,
-# so cargo reuses every dependency and compiles the library alone).
-mkdir -p "$work/target"
-cp -a target/release "$work/target/"
-(cd "$tree" && CARGO_TARGET_DIR="$PWD/../target" cargo build --release --lib --quiet)
+if [ "$base" = --portable ]; then
+  portable=${2:?$usage}
+  [ -f "$portable/libharel_transport.so" ] || { echo "no libharel_transport.so in $portable" >&2; exit 1; }
+  # The first side's header and library, the second's library (the header is this tree's).
+  first=(include target/release) second=$portable labels=(release portable)
+else
+  git worktree add --detach --quiet "$tree" "$base"
+  trap 'git worktree remove --force "$tree"' EXIT
+  # BASE builds in a target directory of its own, seeded with this tree's (timestamps kept,
+  # so cargo reuses every dependency and compiles the library alone).
+  mkdir -p "$work/target"
+  cp -a target/release "$work/target/"
+  (cd "$tree" && CARGO_TARGET_DIR="$PWD/../target" cargo build --release --lib --quiet)
+  first=("$tree/include" "$work/target/release") second=target/release
+  labels=("$(git rev-parse --short "$base")" "this tree")
+fi
 
 run() { # side, include dir, library dir
   local side=$1
@@ -34,13 +47,13 @@ run() { # side, include dir, library dir
     done
   done
 }
-{ run base "$tree/include" "$work/target/release"; run this include target/release; } >"$work/counts.txt"
+{ run base "${first[@]}"; run this include "$second"; } >"$work/counts.txt"
 
-# Operations per phase (ops.c): instructions per operation, and this tree's over BASE's.
-awk -v base="$(git rev-parse --short "$base")" '
+# Operations per phase (ops.c): instructions per operation, and the second's over the first's.
+awk -v base="${labels[0]}" -v this="${labels[1]}" '
   BEGIN { n["publish"] = 2000; n["publish_many"] = 2000; n["claim_and_nack"] = 500
           n["stats"] = 50; n["claim_and_ack"] = 2000; n["ack_and_claim"] = 2000
-          printf "%-16s %-7s %14s %14s %7s\n", "phase", "sync", base, "this tree", "ratio" }
+          printf "%-16s %-7s %14s %14s %7s\n", "phase", "sync", base, this, "ratio" }
   { ir[$1, $2, $3] = $4; if (!seen[$2, $3]++) order[++rows] = $2 SUBSEP $3 }
   END { for (i = 1; i <= rows; i++) {
           split(order[i], k, SUBSEP); b = ir["base", k[1], k[2]] / n[k[2]]; t = ir["this", k[1], k[2]] / n[k[2]]

@@ -2,7 +2,7 @@
 # The release artifacts as their users meet them (`make test-dist`, after `make dist`): each
 # file of DISTDIR installed into a clean place of its own outside the repository, and one
 # publish, claim and ack run through it:
-#   - SHA256SUMS matches the files;
+#   - SHA256SUMS matches the files, every one of them (goproxy/'s too);
 #   - the wheel: pip-installed (no index: it needs nothing) into a fresh venv, whose pip checks
 #     its manylinux tags against this system; python -c, the library loaded from the wheel;
 #   - the npm package: npm-installed into a fresh npm project (koffi from the registry); node -e,
@@ -12,9 +12,12 @@
 #     with pkg-config (PKG_CONFIG_SYSROOT_DIR) and run; the tools package's CLI reads the queue;
 #   - the tarball: extracted into an empty prefix; smoke.c built with its pkg-config file
 #     (relocatable: the prefix is where it lies) against the .so, and against the .a, and run;
-#   - Go: a fresh module that requires the binding with a replace to bindings/go (where `make
-#     dist` put the portable static library), built with -tags harel_static, CGO_CFLAGS and
-#     CGO_LDFLAGS unset, and run: no libharel_transport needed, at build or run time.
+#   - Go: a fresh module that `go get`s the binding at vVERSION from goproxy/ (GOPROXY=file://
+#     before the usual proxy, GONOSUMDB for the binding alone, a module cache of its own: no
+#     replace, no copy cached by an earlier run), built with -tags harel_static, CGO_CFLAGS and
+#     CGO_LDFLAGS unset, and run: no libharel_transport needed, at build or run time; then a
+#     program of both the binding and mattn/go-sqlite3 (bench/goqite's version), whose own
+#     SQLite would clash with an archive that exported libSQL's sqlite3_* symbols.
 # And every ELF file each artifact carries needs nothing of glibc newer than GLIBC_MAX (2.17,
 # manylinux2014's; packaging/glibc-check.sh); each artifact's highest is printed. Each step
 # runs under a timeout (HAREL_DIST_TIMEOUT minutes, default 10). Ends with
@@ -33,6 +36,7 @@ dist=$(cd "$dist" && pwd)
 repo=$PWD
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 abi=$(sed -n 's/^const ABI_VERSION: u32 = \([0-9]*\);/\1/p' build.rs)
+binding=$(sed -n 's/^module //p' bindings/go/go.mod)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 GLIBC_MAX=${GLIBC_MAX:-2.17}
 minutes=${HAREL_DIST_TIMEOUT:-10}
@@ -46,7 +50,7 @@ unset PYTHONPATH HAREL_TRANSPORT_LIB LD_LIBRARY_PATH PKG_CONFIG_PATH PKG_CONFIG_
 
 tmp=$(mktemp -d)
 if [ "${HAREL_DIST_KEEP:-}" = 1 ]; then echo "dist: keeping $tmp"; else trap 'rm -rf "$tmp"' EXIT; fi
-export dist repo version abi multiarch GLIBC_MAX CC GO NPM NODE PYTHON tmp
+export dist repo version abi binding multiarch GLIBC_MAX CC GO NPM NODE PYTHON tmp
 
 # step NAME COMMAND...: a check whose command runs in a shell of its own (the functions below
 # are exported), stopped past $minutes; its output is shown when it fails (and always with
@@ -97,7 +101,11 @@ build_and_run() {
   echo "${out/smoke:/c:}"
 }
 
-sums() { cd "$dist" && sha256sum --quiet -c SHA256SUMS && [ "$(wc -l <SHA256SUMS)" -eq "$(ls | grep -vc '^SHA256SUMS$')" ]; }
+sums() { # every file but SHA256SUMS is listed, and matches
+  cd "$dist" && sha256sum --quiet -c SHA256SUMS &&
+    diff <(sed 's/^[0-9a-f]*  //' SHA256SUMS | LC_ALL=C sort) \
+      <(find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort)
+}
 
 wheel() { # the wheel into a fresh venv
   local whl=$1 dir=$tmp/wheel
@@ -201,13 +209,18 @@ tarball() { # the tarball into an empty prefix
   echo "c: static ok"
 }
 
-go_static() { # a fresh Go module, -tags harel_static
-  local dir=$tmp/go module=github.com/harel-transport/harel-transport/bindings/go
-  test -f "$repo/bindings/go/lib/linux_amd64/libharel_transport.a" || { echo "no bindings/go/lib/linux_amd64/libharel_transport.a (make dist puts it there)"; return 1; }
+# go_module NAME: a fresh module in $tmp/NAME whose main.go publishes, claims and acks through
+# the binding, which `go get` fetches from $dist/goproxy into a module cache of the test's own;
+# the host's module cache (a proxy's layout too), then the usual proxy, give its dependencies,
+# whose checksums come from the binding's go.sum and bench/goqite's.
+go_module() {
+  local dir=$tmp/$1 usual cache archive=libharel_transport.a
+  usual=$($GO env GOPROXY) && cache=$($GO env GOMODCACHE) || return 1
+  export GOPROXY="file://$dist/goproxy,file://$cache/cache/download,$usual" GONOSUMDB=$binding \
+    GOMODCACHE=$tmp/gomodcache GOFLAGS='-mod=mod -modcacherw'
   mkdir -p "$dir" && cd "$dir" || return 1
-  printf 'module example.com/distsmoke\n\ngo 1.22.0\n\nrequire %s v0.0.0\n\nreplace %s => %s\n' \
-    "$module" "$module" "$repo/bindings/go" >go.mod
-  cp "$repo/bindings/go/go.sum" go.sum
+  printf 'module example.com/distsmoke\n\ngo 1.22.0\n' >go.mod
+  cat "$repo/bindings/go/go.sum" "$repo/bench/goqite/go.sum" | LC_ALL=C sort -u >go.sum
   cat >main.go <<'EOF'
 package main
 
@@ -240,15 +253,60 @@ func main() {
 	if lease, err := t.Claim("worker-1", 30*time.Second); err != nil || lease != nil {
 		log.Fatalf("claim after the ack: %v %v", lease, err)
 	}
-	fmt.Println("go: ok", harel.Version())
+	fmt.Println("go: ok", harel.Version()+alsoSQLite())
 }
 EOF
-  CGO_ENABLED=1 $GO build -mod=mod -tags harel_static -o smoke . || return 1
-  ! readelf -d smoke | grep 'NEEDED.*libharel_transport' || { echo "the program needs libharel_transport.so"; return 1; }
-  env -u LD_LIBRARY_PATH ./smoke "$dir/queue.db"
+  printf 'package main\n\nfunc alsoSQLite() string { return "" }\n' >sqlite.go
+  go_quiet get "$binding@v$version" || return 1
+  echo "go: the module's archive: $(stat -c %s "$GOMODCACHE/$binding@v$version/lib/linux_amd64/$archive") bytes"
 }
 
-export -f one elf_glibc build_and_run sums wheel npm_package debs tarball go_static
+# go_quiet ARGS...: go ARGS, its output shown only if it fails (its "go: " lines would join the summary).
+go_quiet() { $GO "$@" >go.log 2>&1 || { cat go.log; return 1; }; }
+
+# go_build_run NAME: $tmp/NAME built with -tags harel_static, needing no libharel_transport.so, and run.
+go_build_run() {
+  CGO_ENABLED=1 $GO build -tags harel_static -o smoke . || return 1
+  ! readelf -d smoke | grep 'NEEDED.*libharel_transport' || { echo "the program needs libharel_transport.so"; return 1; }
+  env -u LD_LIBRARY_PATH ./smoke "$tmp/$1/queue.db"
+}
+
+go_static() { # the binding alone
+  go_module go && go_build_run go
+}
+
+go_sqlite() { # the binding and mattn/go-sqlite3, each with its SQLite, in one program
+  local mattn
+  mattn=$(sed -n 's|^\s*github.com/mattn/go-sqlite3 \(v[^ ]*\).*|\1|p' "$repo/bench/goqite/go.mod")
+  go_module go-sqlite3 || return 1
+  cat >sqlite.go <<'EOF'
+package main
+
+import (
+	"database/sql"
+	"log"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+func alsoSQLite() string {
+	db, err := sql.Open("sqlite3", ":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	var version string
+	if err := db.QueryRow("select sqlite_version()").Scan(&version); err != nil {
+		log.Fatal(err)
+	}
+	return ", mattn/go-sqlite3's SQLite " + version
+}
+EOF
+  go_quiet get "github.com/mattn/go-sqlite3@$mattn" && go_build_run go-sqlite3
+}
+
+export -f one elf_glibc build_and_run sums wheel npm_package debs tarball go_module go_quiet go_build_run go_static \
+  go_sqlite
 
 mapfile -t deb_files < <(ls "$dist"/*_"$version"-*_*.deb 2>/dev/null)
 [ ${#deb_files[@]} -gt 0 ] || deb_files=("$dist/(no .deb)")
@@ -259,5 +317,7 @@ step "the npm package installs into a fresh project, publish/claim/ack" npm_pack
 step "the .debs install into an empty root, a C program built against them publishes/claims/acks" debs "${deb_files[@]}"
 step "the tarball into an empty prefix, a C program built with its pkg-config (shared, static)" tarball \
   "$(one "harel-transport-$version-linux-x86_64.tar.gz")"
-step "a fresh Go module, -tags harel_static, no installed library: builds and publishes/claims/acks" go_static
+step "a fresh Go module gets the binding from goproxy/, -tags harel_static, no installed library, publish/claim/ack" \
+  go_static
+step "a Go program of the binding and mattn/go-sqlite3, -tags harel_static: builds, both SQLites answer" go_sqlite
 finish
