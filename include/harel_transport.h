@@ -183,6 +183,16 @@ typedef enum harel_group_state {
    * head's state; a lease taken before still shows its holder (added after 0.4.0).
    */
   HAREL_GROUP_PAUSED = 4,
+  /**
+   * Its head is free, but a limit of its routing key has no room (harel_stats' `held`;
+   * docs/queue.md, "Limits"). Added after 0.4.0: the enum grows only at its end.
+   */
+  HAREL_GROUP_HELD = 5,
+  /**
+   * Its head's lease lapsed and it waits its retry policy's backoff (harel_stats'
+   * `retrying`; docs/queue.md, "Retries"). Added after 0.4.0, at the end.
+   */
+  HAREL_GROUP_RETRYING = 6,
 } harel_group_state;
 
 /**
@@ -658,11 +668,11 @@ typedef struct harel_group_info {
    */
   double head_age;
   /**
-   * The worker holding the head's lease; NULL when ready, parked or delayed.
+   * The worker holding the head's lease; NULL when ready, parked, delayed, held or retrying.
    */
   const char *holder;
   /**
-   * When the lease, park or delay ends, epoch seconds; -1 when ready.
+   * When the lease, park or delay ends, epoch seconds; -1 when ready, held or retrying.
    */
   double lock_expiry;
   int32_t priority;
@@ -1537,7 +1547,7 @@ void harel_stats_free(struct harel_stats *stats);
  *
  * On HAREL_OK `*out` is the caller's (free it with `harel_group_page_free`); on error NULL.
  *
- * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..4, cursor not one
+ * Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..6, cursor not one
  * this listing handed out or not UTF-8, limit outside 1..10000); HAREL_ERR_DATABASE;
  * HAREL_ERR_CONNECT.
  */

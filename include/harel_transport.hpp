@@ -91,7 +91,8 @@
  *   and burst) or both, std::nullopt for a kind off (a harel::Rate converts to a Limit of the
  *   rate alone); remove_limit(key) ends them; limits() lists them as a harel::LimitList
  *   (owned, move-only) of harel::LimitInfo views (routing_key, concurrency and rate,
- *   std::nullopt when off, in_use, tokens, std::nullopt without a rate, held).
+ *   std::nullopt when off, in_use, tokens, std::nullopt without a rate, held). A held group
+ *   is GroupState::Held; one whose lapsed lease waits its retry backoff, GroupState::Retrying.
  * - Every failed call throws harel::Error, a std::runtime_error carrying the call's
  *   harel_status (status()), its name, and the library's message (what() is
  *   "HAREL_ERR_LEASE_LOST: ..."); code() is the same status as a std::error_code of
@@ -817,6 +818,10 @@ enum class GroupState : int32_t {
   /// A pause names it (Transport::pause): no claim takes its head, whatever the head's state;
   /// the holder of a lease taken before the pause still shows.
   Paused = HAREL_GROUP_PAUSED,
+  /// Its head is free, but a limit of its routing key has no room (stats' `held`).
+  Held = HAREL_GROUP_HELD,
+  /// Its head's lease lapsed and it waits its retry policy's backoff (stats' `retrying`).
+  Retrying = HAREL_GROUP_RETRYING,
 };
 
 /// The queue's counts at one instant (Transport::stats, harel_transport_stats), owned: the C

@@ -197,6 +197,7 @@ pub struct PriorityStats {
 /// Where a group stands, from its head (oldest message): only a head is ever leased.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GroupState {
+    /// A claim would take its head now.
     Ready,
     Leased,
     Parked,
@@ -205,6 +206,12 @@ pub enum GroupState {
     /// A pause names it (`Transport::pause`): no claim takes its head, whatever the head's
     /// state; a lease in hand finishes.
     Paused,
+    /// Its head is free, but a concurrency or rate limit of its routing key has no room:
+    /// claims pass it until a slot or token frees (docs/queue.md, "Limits").
+    Held,
+    /// Its head is free, but its lease lapsed and it waits the retry policy's backoff
+    /// (docs/queue.md, "Retries").
+    Retrying,
 }
 
 impl GroupState {
@@ -215,6 +222,8 @@ impl GroupState {
             GroupState::Parked => "parked",
             GroupState::Delayed => "delayed",
             GroupState::Paused => "paused",
+            GroupState::Held => "held",
+            GroupState::Retrying => "retrying",
         }
     }
 }
@@ -231,7 +240,7 @@ pub struct GroupInfo {
     /// The worker holding the head's lease (None when ready or parked); a paused group's
     /// too, while a lease taken before the pause lasts.
     pub holder: Option<String>,
-    /// When the lease or park ends (None when ready).
+    /// When the lease or park ends (None when ready, held or retrying).
     pub lock_expiry: Option<f64>,
     pub priority: i32,
     pub routing_key: Option<String>,

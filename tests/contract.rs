@@ -131,6 +131,7 @@ local!(
     limits_change_at_run_time_and_outlive_their_setter,
     a_waiting_claim_wakes_when_its_key_has_room,
     bad_limits_are_refused_and_change_nothing,
+    held_and_retrying_groups_list_as_stats_counts_them,
     a_nack_without_a_delay_waits_the_backoff_which_grows_to_its_cap,
     a_lapsed_lease_waits_the_backoff_and_counts_toward_max_attempts,
     a_message_s_own_policy_wins_over_the_queue_s,

@@ -318,7 +318,8 @@ func TestGroups(t *testing.T) {
 		}
 	}
 	for s, want := range map[harel.GroupState]string{harel.GroupAny: "any", harel.GroupReady: "ready",
-		harel.GroupLeased: "leased", harel.GroupParked: "parked", harel.GroupDelayed: "delayed", 7: "GroupState(7)"} {
+		harel.GroupLeased: "leased", harel.GroupParked: "parked", harel.GroupDelayed: "delayed",
+		harel.GroupHeld: "held", harel.GroupRetrying: "retrying", 7: "GroupState(7)"} {
 		if s.String() != want {
 			t.Errorf("%d.String() = %q", int32(s), s.String())
 		}
@@ -413,7 +414,7 @@ func TestBadInputOfTheNewCalls(t *testing.T) {
 		{"purge_dead: an empty group id", count(tr.PurgeDead(harel.DeadLettersOfGroup(""))), []string{"group_id"}},
 		{"purge_group: an empty group id", count(tr.PurgeGroup("")), []string{"group_id"}},
 		{"release: an empty group id", released(tr.Release("")), []string{"group_id"}},
-		{"groups: state 5", groupsPage(tr.Groups(5, "", 10)), []string{"state is 5"}},
+		{"groups: state 7", groupsPage(tr.Groups(7, "", 10)), []string{"state is 7"}},
 		{"groups: state -2", groupsPage(tr.Groups(-2, "", 10)), []string{"state"}},
 		{"groups: limit 0", groupsPage(tr.Groups(harel.GroupAny, "", 0)), []string{"limit is 0"}},
 		{"groups: limit past MaxPage", groupsPage(tr.Groups(harel.GroupAny, "", harel.MaxPage+1)), []string{"limit"}},

@@ -158,6 +158,10 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Fatalf("claimed %s, want k1 and the group without the key", got)
 	}
 	wantHeld(t, "k at its limit", tr, 0, 2, 2)
+	if held, ready := groupIDs(t, tr, harel.GroupHeld), groupIDs(t, tr, harel.GroupReady); held != "k2,k3" ||
+		ready != "" {
+		t.Errorf("listed held %q and ready %q, want k2 and k3 held only", held, ready)
+	}
 	wantLimitHolds(t, "k at its limit: k2 and k3 held", tr, 2)
 	info := oneLimit(t, tr, "k")
 	if info.Limit.Concurrency != 1 || info.Limit.Rate != nil || info.Tokens != nil {

@@ -73,22 +73,24 @@ type PriorityStats struct {
 }
 
 // GroupState is where a group stands, from its head (only a head is ever leased), or
-// paused. Groups takes one to list only those groups, or GroupAny.
+// paused, held or retrying. Groups takes one to list only those groups, or GroupAny.
 type GroupState int32
 
 // The group states, the values of the C ABI's harel_group_state; GroupAny (-1) lists every
 // group.
 const (
-	GroupAny     GroupState = -1
-	GroupReady   GroupState = 0 // the head can be claimed now
-	GroupLeased  GroupState = 1 // the head is leased to a worker
-	GroupParked  GroupState = 2 // the head is parked by a Nack with a delay
-	GroupDelayed GroupState = 3 // the head was published with WithDelay or WithNotBefore and is not due yet
-	GroupPaused  GroupState = 4 // a pause names the group (Transport.Pause), whatever its head
+	GroupAny      GroupState = -1
+	GroupReady    GroupState = 0 // the head can be claimed now
+	GroupLeased   GroupState = 1 // the head is leased to a worker
+	GroupParked   GroupState = 2 // the head is parked by a Nack with a delay
+	GroupDelayed  GroupState = 3 // the head was published with WithDelay or WithNotBefore and is not due yet
+	GroupPaused   GroupState = 4 // a pause names the group (Transport.Pause), whatever its head
+	GroupHeld     GroupState = 5 // the head is free, but a limit of its routing key has no room (Stats.Held)
+	GroupRetrying GroupState = 6 // the head's lease lapsed and waits its retry backoff (Stats.Retrying)
 )
 
-// String is "any", "ready", "leased", "parked", "delayed" or "paused" (GroupState(n) for
-// another value).
+// String is "any", "ready", "leased", "parked", "delayed", "paused", "held" or "retrying"
+// (GroupState(n) for another value).
 func (s GroupState) String() string {
 	switch s {
 	case GroupAny:
@@ -103,6 +105,10 @@ func (s GroupState) String() string {
 		return "delayed"
 	case GroupPaused:
 		return "paused"
+	case GroupHeld:
+		return "held"
+	case GroupRetrying:
+		return "retrying"
 	}
 	return "GroupState(" + strconv.Itoa(int(s)) + ")"
 }
@@ -285,7 +291,7 @@ func (t *Transport) Stats() (*Stats, error) {
 // every group (GroupAny) or those in state. cursor is "" for the first page, else the
 // Next of the page before (only a Groups page's: another listing's cursor is refused).
 //
-// Errors: ErrArgument (state not GroupAny..GroupPaused, limit outside 1..MaxPage, a cursor
+// Errors: ErrArgument (state not GroupAny..GroupRetrying, limit outside 1..MaxPage, a cursor
 // this listing did not hand out, or holding a NUL byte), ErrDatabase, ErrClosed.
 func (t *Transport) Groups(state GroupState, cursor string, limit int) (*GroupPage, error) {
 	var page *GroupPage

@@ -384,9 +384,16 @@ func TestStatsCountARetryingGroup(t *testing.T) {
 	wantRetrying(t, "just after the lease's end", tr, 0, 0, 1)
 	clock.Advance(10*time.Second - 2*time.Millisecond)
 	wantRetrying(t, "just before the backoff's end", tr, 0, 0, 1)
+	if retrying, ready := groupIDs(t, tr, harel.GroupRetrying), groupIDs(t, tr, harel.GroupReady); retrying != "g" ||
+		ready != "" {
+		t.Errorf("listed retrying %q and ready %q, want g retrying only", retrying, ready)
+	}
 	claimNone(t, tr, "still waiting its backoff")
 	clock.Advance(2 * time.Millisecond)
 	wantRetrying(t, "after the backoff", tr, 1, 0, 0)
+	if ready := groupIDs(t, tr, harel.GroupReady); ready != "g" {
+		t.Errorf("listed ready %q after the backoff, want g", ready)
+	}
 	if again := claimEvent(t, tr, 0); again.Attempts != 2 {
 		t.Fatalf("attempts %d, want 2", again.Attempts)
 	}

@@ -398,8 +398,12 @@ export type DeadLetterSelection =
   | { readonly groupId: string }
   | { readonly seqs: readonly (number | bigint)[] };
 
-/** A group's state, from its head; 'paused' when a pause names it, whatever its head. */
-export type GroupState = 'ready' | 'leased' | 'parked' | 'delayed' | 'paused';
+/**
+ * A group's state, from its head; 'paused' when a pause names it, whatever its head; 'held'
+ * when its head is free but a limit of its routing key has no room; 'retrying' when its
+ * head's lease lapsed and it waits its retry backoff.
+ */
+export type GroupState = 'ready' | 'leased' | 'parked' | 'delayed' | 'paused' | 'held' | 'retrying';
 
 /**
  * The counts of one priority level of Stats (a paused group counts at its own priority):

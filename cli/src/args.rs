@@ -199,8 +199,9 @@ the oldest ready message, the soonest end of a lease or park, and the groups per
     /// The groups, one line each: state, depth, head age, holder, lease end, ...
     #[command(long_about = "\
 The groups, one line each, in group id order: the head's state (ready, leased to a worker,
-parked by a nack with a delay, delayed at its publish) or paused (a pause names the group),
-how many messages, the head's age, who holds it and when the lease or park ends, the
+parked by a nack with a delay, delayed at its publish), paused (a pause names the group),
+held (a limit of its routing key has no room) or retrying (a lapsed lease's backoff), how
+many messages, the head's age, who holds it and when the lease or park ends, the
 priority, routing key and the head's attempts.",
         after_help = GROUPS_EXAMPLES)]
     Groups(GroupsArgs),
@@ -372,6 +373,10 @@ pub enum StateArg {
     Delayed,
     /// A pause names it (its group id, its routing key or the queue): no claim takes it
     Paused,
+    /// Its head is free, but a limit of its routing key has no room
+    Held,
+    /// Its head's lease lapsed and it waits its retry policy's backoff
+    Retrying,
 }
 
 impl StateArg {
@@ -382,6 +387,8 @@ impl StateArg {
             StateArg::Parked => GroupState::Parked,
             StateArg::Delayed => GroupState::Delayed,
             StateArg::Paused => GroupState::Paused,
+            StateArg::Held => GroupState::Held,
+            StateArg::Retrying => GroupState::Retrying,
         }
     }
 }

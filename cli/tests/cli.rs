@@ -241,6 +241,13 @@ fn stats_show_held_and_retrying_groups() {
     let watched = ok(&q.args(&["stats", "--watch", "0.1", "--count", "1", "--json"]));
     let doc: Value = serde_json::from_str(watched.trim()).unwrap();
     assert_eq!((doc["held"].as_u64(), doc["retrying"].as_u64()), (Some(2), Some(1)), "{doc}");
+    // `groups` agrees: each filter finds them, none is listed as ready.
+    assert_eq!(group_ids(&json(&q.args(&["groups", "--state", "held"]))), ["lim-2", "lim-3"]);
+    assert_eq!(group_ids(&json(&q.args(&["groups", "--state", "retrying"]))), ["retry-me"]);
+    assert_eq!(line(&ok(&q.args(&["groups"])), "retry-me").split_whitespace().nth(1), Some("retrying"));
+    let ready = json(&q.args(&["groups", "--state", "ready"]));
+    assert!(group_ids(&ready).iter().all(|g| !g.starts_with("lim-") && *g != "retry-me"), "{ready}");
+    assert_eq!(group_ids(&ready).len(), 3, "as many as stats counts: {ready}");
 
     // Removed, the limit serves its held groups at once: ready again.
     ok(&q.args(&["limit", "remove", "--routing-key", "k-lim"]));

@@ -516,10 +516,18 @@ fn held_and_retrying_groups_in_metrics_and_the_api() {
     assert_eq!((levels[1]["held"].as_u64(), levels[2]["retrying"].as_u64()), (Some(2), Some(1)), "{stats}");
     let sum: u64 = states.iter().map(|s| stats[s].as_u64().unwrap()).sum();
     assert_eq!(sum, stats["groups"].as_u64().unwrap(), "{stats}");
+    let listed = |state: &str| -> Vec<String> {
+        let page = serving.get(&format!("/api/groups?state={state}")).json();
+        page["groups"].as_array().unwrap().iter().map(|g| g["group_id"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(listed("held"), ["leased-1", "leased-2"], "/api/groups' filters agree with the stats");
+    assert_eq!(listed("retrying"), ["retry-me"]);
+    assert_eq!(listed("ready").len(), 3, "the groups stats counts ready");
     let console = serving.get("/console.js").body;
     assert!(console.contains(r#""paused", "held", "retrying""#), "the console shows them");
     let page = serving.get("/").body;
     assert!(page.contains(r#"id="stat-held""#) && page.contains(r#"id="priority-retrying""#), "{page}");
+    assert!(page.contains(r#"<option value="held">"#) && page.contains(r#"<option value="retrying">"#), "{page}");
     let err = serving.stop();
     assert!(!err.contains("/metrics: "), "no read failed:\n{err}");
 }

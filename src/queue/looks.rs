@@ -131,10 +131,15 @@ pub async fn groups(
         // A paused group's head may still be leased (the lease finishes): its holder shows.
         let head = state_of(locked_by.as_deref(), lock_expiry, now);
         let paused = int(row.get(9)).is_some_and(|p| p != 0);
+        let turn = match text(row.get(10)).as_deref() {
+            Some("held") => Some(GroupState::Held),
+            Some("retrying") => Some(GroupState::Retrying),
+            _ => None,
+        };
         let stored = bytes(row.get(0));
         let info = GroupInfo {
             group_id: lossy(stored.clone()),
-            state: if paused { GroupState::Paused } else { head },
+            state: if paused { GroupState::Paused } else { turn.unwrap_or(head) },
             depth: count(row.get(8)),
             head_seq: int(row.get(3)).unwrap_or(0),
             head_age: real(row.get(7)).map(|at| (now - at).max(0.0)),

@@ -8,14 +8,44 @@ use super::{limits, pause, Bound, Statements, DELAYED, EXPIRED, PARKED, PAUSED_A
 use crate::types::GroupState;
 
 /// The listings of `Statements::groups_page`: every group, or those in one state.
-const LISTINGS: [Option<GroupState>; 6] = [
+const LISTINGS: [Option<GroupState>; 8] = [
     None,
     Some(GroupState::Ready),
     Some(GroupState::Leased),
     Some(GroupState::Parked),
     Some(GroupState::Delayed),
     Some(GroupState::Paused),
+    Some(GroupState::Held),
+    Some(GroupState::Retrying),
 ];
+
+/// Whether head `h` is free at `now`: no one holds it, or its lease, park or delay is over.
+fn head_free(h: &str, now: &str) -> String {
+    format!("({h}.locked_by IS NULL OR {h}.lock_expiry < {now})")
+}
+
+/// Whether group `g` is held by a limit (limits.rs): not paused, its turn moved up by HOLD.
+fn held(g: &str) -> String {
+    let (priority, turn) = (format!("{g}.priority"), format!("{g}.last_claimed_at"));
+    format!("(NOT {} AND {})", pause::is_paused(&priority), limits::is_held(&turn))
+}
+
+/// Whether group `g`, whose head is free when `free` is true, is ready at `now`: a claim
+/// would take its head.
+fn ready(g: &str, free: &str, now: &str) -> String {
+    format!("(NOT {} AND {g}.last_claimed_at <= {now} AND {free})", pause::is_paused(&format!("{g}.priority")))
+}
+
+/// Whether group `g`, whose head is free when `free` is true, waits a lapsed lease's backoff
+/// at `now` (retry.rs): free, but its turn, not moved by a limit, has not come. The CASE
+/// reads `free` (a subquery in `stats`) only for a group whose turn is to come.
+fn retrying(g: &str, free: &str, now: &str) -> String {
+    format!(
+        "(CASE WHEN {} OR {} OR {g}.last_claimed_at <= {now} THEN 0 ELSE {free} END)",
+        pause::is_paused(&format!("{g}.priority")),
+        limits::is_held(&format!("{g}.last_claimed_at"))
+    )
+}
 
 /// The statements of the looks and of the admin's purges and releases, built once per
 /// prefix and again when the queue turns out to lack columns of ours (`Statements::read_around`).
@@ -79,6 +109,9 @@ impl Statements {
             ),
         };
         let enqueued_at = self.enqueued_at("e");
+        let free_head_of = |group: &str| {
+            format!("(SELECT {} FROM {m} h WHERE h.group_id = {group} ORDER BY h.seq LIMIT 1)", head_free("h", "?1"))
+        };
         format!(
             "WITH in_flight AS MATERIALIZED (SELECT g.priority, h.locked_by = '{PARKED}' AS parked, \
                h.locked_by = '{DELAYED}' AS delayed, h.lock_expiry \
@@ -87,17 +120,10 @@ impl Statements {
                  AND h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = h.group_id)), \
              held AS (SELECT priority, sum(NOT parked AND NOT delayed) AS leased, sum(parked) AS parked, \
                sum(delayed) AS delayed FROM in_flight GROUP BY priority), \
-             levels AS (SELECT {own} AS level, count(*) AS groups, sum({paused}) AS paused, \
-               sum(CASE WHEN {paused} THEN 0 WHEN {held} THEN 1 ELSE 0 END) AS held, \
-               sum(CASE WHEN {paused} OR {held} OR last_claimed_at <= ?1 THEN 0 ELSE \
-                 (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 FROM {m} h WHERE h.group_id = {g}.group_id \
-                 ORDER BY h.seq LIMIT 1) END) AS retrying \
-               FROM {g} GROUP BY level), \
+             levels AS (SELECT {own} AS level, count(*) AS groups, sum({paused}) AS paused, sum({held}) AS held, \
+               sum({retrying}) AS retrying FROM {g} g GROUP BY level), \
              oldest AS (SELECT e.seq, {enqueued_at} AS enqueued_at FROM {m} e \
-               WHERE (SELECT h.locked_by IS NULL OR h.lock_expiry < ?1 \
-                 FROM {m} h WHERE h.group_id = e.group_id ORDER BY h.seq LIMIT 1) \
-               AND NOT EXISTS (SELECT 1 FROM {g} WHERE group_id = e.group_id \
-                 AND (priority <= {PAUSED_AT_OR_BELOW} OR last_claimed_at > ?1)) \
+               WHERE EXISTS (SELECT 1 FROM {g} g WHERE g.group_id = e.group_id AND {ready}) \
                ORDER BY e.seq LIMIT 1) \
              SELECT NULL, (SELECT count(*) FROM {m}), {dead}, \
                (SELECT min(lock_expiry) FROM in_flight WHERE delayed), (SELECT min(lock_expiry) FROM in_flight), \
@@ -110,35 +136,37 @@ impl Statements {
              SELECT l.level, l.groups, coalesce(h.leased, 0), coalesce(h.parked, 0), coalesce(h.delayed, 0), \
                l.paused, l.held, l.retrying, NULL \
                FROM levels l LEFT JOIN held h ON h.priority = l.level",
-            own = pause::own_priority("priority"),
-            paused = pause::is_paused("priority"),
-            held = limits::is_held("last_claimed_at"),
+            own = pause::own_priority("g.priority"),
+            paused = pause::is_paused("g.priority"),
+            held = held("g"),
+            retrying = retrying("g", &free_head_of("g.group_id"), "?1"),
+            ready = ready("g", &free_head_of("e.group_id"), "?1"),
         )
     }
 
     /// A page of groups in group_id order, after group `after` (?1, the cursor's bytes; the
-    /// first page without one), `limit` + 1 rows (?2); with a state, only groups in it at
-    /// `now` (?3). Columns: group_id, priority (a paused group's own), routing_key, the
-    /// head's seq, locked_by, lock_expiry, attempts, enqueued_at, the group's depth, and
-    /// whether it is paused.
+    /// first page without one), `limit` + 1 rows (?2), at `now` (?3); with a state, only
+    /// groups in it. Columns: group_id, priority (a paused group's own), routing_key, the
+    /// head's seq, locked_by, lock_expiry, attempts, enqueued_at, the group's depth, whether
+    /// it is paused, and 'held' or 'retrying' for a group `stats` counts so (else NULL).
     pub fn groups_page(&self, state: Option<GroupState>, after: Option<&[u8]>, limit: i64, now: f64) -> Bound<'_> {
         let listing = LISTINGS.iter().position(|&l| l == state).expect("LISTINGS has every state");
-        let mut values = vec![after.map_or(Value::Null, |cursor| Value::Blob(cursor.to_vec())), limit.into()];
-        if state.is_some_and(|s| s != GroupState::Paused) {
-            values.push(now.into());
-        }
+        let values = vec![after.map_or(Value::Null, |cursor| Value::Blob(cursor.to_vec())), limit.into(), now.into()];
         (&self.inspect.groups_pages[listing][usize::from(after.is_some())], values)
     }
 
     /// Every head shown is checked. The leased and parked listings scan the messages for
     /// locked heads, as `stats` does, so a head leased by harel's Python transports is listed
-    /// too; the others walk the groups. A paused group is listed as paused only.
+    /// too; the others walk the groups. A paused group is listed as paused only. Held,
+    /// retrying and ready are decided by the expressions `stats` counts with.
     fn build_groups_page(&self, state: Option<GroupState>, after: bool) -> String {
         let (m, g) = (&self.messages_table, &self.groups_table);
         let paused = pause::is_paused("g.priority");
+        let (held, retrying) = (held("g"), retrying("g", &head_free("h", "?3"), "?3"));
         let columns = format!(
             "CAST(g.group_id AS BLOB), {}, {}, h.seq, h.locked_by, h.lock_expiry, {}, {}, \
-             (SELECT count(*) FROM {m} c WHERE c.group_id = g.group_id), {paused}",
+             (SELECT count(*) FROM {m} c WHERE c.group_id = g.group_id), {paused}, \
+             CASE WHEN {held} THEN 'held' WHEN {retrying} THEN 'retrying' END",
             pause::own_priority("g.priority"),
             self.routing_key("g"),
             self.attempts("h"),
@@ -146,15 +174,15 @@ impl Statements {
         );
         let head = format!("h.seq = (SELECT MIN(seq) FROM {m} WHERE group_id = g.group_id)");
         let not_paused = format!("g.priority > {PAUSED_AT_OR_BELOW}");
-        let (from, held) = match state {
-            None => (format!("{g} g JOIN {m} h ON {head}"), String::new()),
-            Some(GroupState::Paused) => (format!("{g} g JOIN {m} h ON {head}"), format!(" AND {paused}")),
-            Some(GroupState::Ready) => (
-                format!("{g} g JOIN {m} h ON {head}"),
-                format!(" AND {not_paused} AND (h.locked_by IS NULL OR h.lock_expiry < ?3)"),
-            ),
-            Some(held) => {
-                let holder = match held {
+        let groups = format!("{g} g JOIN {m} h ON {head}");
+        let (from, only) = match state {
+            None => (groups, String::new()),
+            Some(GroupState::Paused) => (groups, format!(" AND {paused}")),
+            Some(GroupState::Ready) => (groups, format!(" AND {}", ready("g", &head_free("h", "?3"), "?3"))),
+            Some(GroupState::Held) => (groups, format!(" AND {held}")),
+            Some(GroupState::Retrying) => (groups, format!(" AND {retrying}")),
+            Some(in_flight) => {
+                let holder = match in_flight {
                     GroupState::Parked => format!("= '{PARKED}'"),
                     GroupState::Delayed => format!("= '{DELAYED}'"),
                     _ => format!("NOT IN ('{PARKED}', '{DELAYED}')"),
@@ -171,7 +199,7 @@ impl Statements {
         // The cursor's bytes as a BLOB, read as TEXT: a group id another program stored
         // that is not UTF-8 still compares byte for byte.
         let after = if after { "g.group_id > CAST(?1 AS TEXT)" } else { "?1 IS NULL" };
-        format!("SELECT {columns} FROM {from} WHERE {after}{held} ORDER BY g.group_id LIMIT ?2 + 1")
+        format!("SELECT {columns} FROM {from} WHERE {after}{only} ORDER BY g.group_id LIMIT ?2 + 1")
     }
 
     /// A page of group `group_id`'s messages (?3), oldest first, after seq `after` (?1),

@@ -805,6 +805,8 @@ mod tests {
                 Some(GroupState::Parked),
                 Some(GroupState::Delayed),
                 Some(GroupState::Paused),
+                Some(GroupState::Held),
+                Some(GroupState::Retrying),
             ];
             for state in states {
                 for after in [None, Some(&b"g"[..])] {

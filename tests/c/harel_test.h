@@ -171,7 +171,8 @@ int64_t publish_delivery_at(harel_transport *t, const char *group, const char *e
                             const harel_delivery *delivery, const char *file, int line);
 
 /* The queue's seven group states as harel_stats counts them, which add up to its `groups`,
- * and every level's `ready` adds up to the queue's. */
+ * and every level's `ready` adds up to the queue's; harel_transport_groups filtered by each
+ * state lists as many groups, each in that state. */
 #define STATES(t, ready, leased, parked, delayed, paused, held, retrying)                   \
   do {                                                                                   \
     const uint64_t want_[7] = {(ready),  (leased), (parked),  (delayed),                 \

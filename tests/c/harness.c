@@ -299,6 +299,18 @@ void states_at(harel_transport *t, const uint64_t want[7], const char *file, int
               "%llu", (unsigned long long)sum, (unsigned long long)s->groups,
               (unsigned long long)levels_ready, (unsigned long long)s->ready);
   harel_stats_free(s);
+  for (i = 0; i < 7; i++) {
+    harel_group_page *page = NULL;
+    harel_error *e = NULL;
+    size_t j, in_state = 0;
+    harel_status status = harel_transport_groups(t, (int32_t)i, NULL, HAREL_MAX_PAGE, &page, &e);
+    if (!expect_call(status, &e, HAREL_OK, NULL, "harel_transport_groups", file, line)) continue;
+    for (j = 0; j < page->n_groups; j++) in_state += page->groups[j].state == (harel_group_state)i;
+    if (page->n_groups != got[i] || in_state != got[i])
+      test_fail(file, line, "the %s filter lists %zu groups, %zu of them %s; stats counts %llu",
+                names[i], page->n_groups, in_state, names[i], (unsigned long long)got[i]);
+    harel_group_page_free(page);
+  }
 }
 
 harel_lease *claim_at(harel_transport *t, const char *worker, const char *event,

@@ -444,6 +444,8 @@ int main(void) {
       offsetof(harel_limit_info, tokens) < offsetof(harel_limit_info, held) &&
       offsetof(harel_limit_list, limits) == 0 &&
       offsetof(harel_limit_list, limits) < offsetof(harel_limit_list, n_limits);
+  /* the group states of the held and retrying groups, at harel_group_state's end */
+  int limit_states = HAREL_GROUP_HELD == 5 && HAREL_GROUP_RETRYING == 6;
 
   /* retries: the queue's policy (an option), the jitters' numbers; harel_delivery's own policy
    * appended after expires_at, and the message page's backoffs after its headers, by name and
@@ -502,7 +504,8 @@ int main(void) {
             archived_sizes[3] && archived_headers && archived_doubles[2] && archived_items &&
             archive_order && transport_set_limit && transport_remove_limit && transport_limits &&
             limit_list_free && limit_key && limit_sizes[1] && limit_concurrency &&
-            limit_doubles[2] && limit_counts[1] && limit_items && limit_order && set_retry &&
+            limit_doubles[2] && limit_counts[1] && limit_items && limit_order && limit_states &&
+            set_retry &&
             delivery_retry[2] && delivery_jitter && message_retry_delays && retry_order &&
             retry_numbers;
   error_free(err);

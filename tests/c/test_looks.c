@@ -360,7 +360,7 @@ static int cursors_of_each_listing(cursors *c) {
 static void bad_arguments_of_the_looks(void) {
   static const char *const made_up[] = {"", "x", "g", "g1", "g1.f", "g1.zz", "m1.00",
                                         "d1.0000", "m2.0000000000000001"};
-  const int32_t bad_state[] = {HAREL_GROUP_PAUSED + 1, -2, INT32_MIN, INT32_MAX};
+  const int32_t bad_state[] = {HAREL_GROUP_RETRYING + 1, -2, INT32_MIN, INT32_MAX};
   const size_t bad_limit[] = {0, HAREL_MAX_PAGE + 1, SIZE_MAX};
   fixture fx;
   cursors c;

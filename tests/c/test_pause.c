@@ -277,7 +277,7 @@ static void a_paused_group_in_the_looks(void) {
   if (EXPECT(page != NULL)) EXPECT(page->n_groups == 0); /* held is listed as paused only */
   harel_group_page_free(page);
   /* one past the last state is refused */
-  GROUPS_FAILS(HAREL_ERR_ARGUMENT, "state", t, HAREL_GROUP_PAUSED + 1, NULL, 10);
+  GROUPS_FAILS(HAREL_ERR_ARGUMENT, "state", t, HAREL_GROUP_RETRYING + 1, NULL, 10);
   /* the counts */
   if ((s = STATS(t)) != NULL) {
     EXPECT(s->groups == 3 && s->messages == 4 && s->paused == 2);

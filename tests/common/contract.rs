@@ -55,6 +55,7 @@ pub const OTHERWISE_SHARDED: &[(&str, &str)] = &[
     ("a_rate_limit_admits_its_burst_then_its_rate", "a limit is each shard's: each shard has its own bucket"),
     ("limits_change_at_run_time_and_outlive_their_setter", "a limit is each shard's: it counts one shard's leases"),
     ("a_waiting_claim_wakes_when_its_key_has_room", "a limit is each shard's: each shard has its own bucket"),
+    ("held_and_retrying_groups_list_as_stats_counts_them", "a limit is each shard's: it counts one shard's leases"),
 ];
 
 pub const CHECKS: &[(&str, Check)] = &[
@@ -197,6 +198,10 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("limits_change_at_run_time_and_outlive_their_setter", limits_change_at_run_time_and_outlive_their_setter),
     ("a_waiting_claim_wakes_when_its_key_has_room", a_waiting_claim_wakes_when_its_key_has_room),
     ("bad_limits_are_refused_and_change_nothing", bad_limits_are_refused_and_change_nothing),
+    (
+        "held_and_retrying_groups_list_as_stats_counts_them",
+        held_and_retrying_groups_list_as_stats_counts_them,
+    ),
     (
         "a_nack_without_a_delay_waits_the_backoff_which_grows_to_its_cap",
         a_nack_without_a_delay_waits_the_backoff_which_grows_to_its_cap,

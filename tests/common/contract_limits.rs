@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use harel_transport::{Error, Jitter, Lease, Limit, Options, Rate, Retry, Transport, Wait};
+use harel_transport::{Error, GroupState, Jitter, Lease, Limit, Options, Rate, Retry, Transport, Wait};
 
 use super::contract::Open;
 use super::{event, TestClock};
@@ -27,6 +27,16 @@ fn claim_all(t: &Transport) -> Vec<Lease> {
 /// How many leases the claims hand out until none is left, each acked.
 fn served(t: &Transport) -> usize {
     claim_all(t).iter().map(|lease| t.ack(lease).unwrap()).count()
+}
+
+/// A queue on `clock` whose key "k" has a concurrency limit of 1, and whose failed attempts
+/// wait 10 s exactly.
+fn one_of_k_retried_after_10_s(open: Open<'_>, clock: &TestClock) -> Transport {
+    let mut options = clock.options();
+    options.retry(Some(Retry { base: 10.0, factor: 1.0, cap: 10.0, jitter: Jitter::None })).unwrap();
+    let t = open(&options);
+    t.set_limit("k", concurrency(1)).unwrap();
+    t
 }
 
 fn groups(leases: &[Lease]) -> Vec<&str> {
@@ -98,10 +108,7 @@ pub fn a_lapse_or_a_dead_letter_ends_a_slot_and_a_lost_ack_does_not(open: Open<'
 /// the park ends, the message's next lease takes a slot again.
 pub fn a_park_ends_a_slot(open: Open<'_>) {
     let clock = TestClock::at(1000.0);
-    let mut options = clock.options();
-    options.retry(Some(Retry { base: 10.0, factor: 1.0, cap: 10.0, jitter: Jitter::None })).unwrap();
-    let t = open(&options);
-    t.set_limit("k", concurrency(1)).unwrap();
+    let t = one_of_k_retried_after_10_s(open, &clock);
     let e0 = event(0);
     for group in ["a", "b"] {
         t.publish(group, &e0, 0, Some("k")).unwrap();
@@ -228,4 +235,55 @@ pub fn bad_limits_are_refused_and_change_nothing(open: Open<'_>) {
     }
     assert!(matches!(t.remove_limit(""), Err(Error::Argument(m)) if m.contains("routing_key is empty")));
     assert!(t.limits().unwrap().is_empty(), "nothing set");
+}
+
+/// The listing agrees with `stats`: a group a limit holds lists as held, one waiting its
+/// backoff after a lapse as retrying, neither as ready (no claim would take them); each
+/// state's filter finds its groups, and the listing's count of each state is stats'.
+pub fn held_and_retrying_groups_list_as_stats_counts_them(open: Open<'_>) {
+    let clock = TestClock::at(1000.0);
+    let t = one_of_k_retried_after_10_s(open, &clock);
+    let e0 = event(0);
+    t.publish("lapses", &e0, 0, None).unwrap();
+    t.claim("w", 5.0, 0, &[]).unwrap().expect("the lease that will lapse");
+    for g in ["k1", "k2"] {
+        t.publish(g, &e0, 0, Some("k")).unwrap();
+    }
+    assert_eq!(groups(&claim_all(&t)), ["k1"], "k2 is held");
+    clock.advance(6.0);
+    t.publish("fresh", &e0, 0, None).unwrap();
+    let listed = |state| -> Vec<String> {
+        t.groups(state, None, 10).unwrap().items.into_iter().map(|g| g.group_id).collect()
+    };
+    let states: Vec<(String, GroupState)> =
+        t.groups(None, None, 10).unwrap().items.into_iter().map(|g| (g.group_id, g.state)).collect();
+    let named = |names: &[(&str, GroupState)]| -> Vec<(String, GroupState)> {
+        names.iter().map(|&(g, s)| (g.to_owned(), s)).collect()
+    };
+    let expected = [
+        ("fresh", GroupState::Ready),
+        ("k1", GroupState::Leased),
+        ("k2", GroupState::Held),
+        ("lapses", GroupState::Retrying),
+    ];
+    assert_eq!(states, named(&expected));
+    for (group, state) in expected {
+        assert_eq!(listed(Some(state)), [group], "the filter {} finds it alone", state.name());
+    }
+    let stats = t.stats().unwrap();
+    let counts = [
+        (GroupState::Ready, stats.ready),
+        (GroupState::Leased, stats.leased),
+        (GroupState::Parked, stats.parked),
+        (GroupState::Delayed, stats.delayed),
+        (GroupState::Paused, stats.paused),
+        (GroupState::Held, stats.held),
+        (GroupState::Retrying, stats.retrying),
+    ];
+    for (state, counted) in counts {
+        let n = states.iter().filter(|(_, s)| *s == state).count();
+        assert_eq!(n as u64, counted, "{} listed as stats counts it: {stats:?}", state.name());
+    }
+    clock.advance(10.0);
+    assert_eq!(listed(Some(GroupState::Ready)), ["fresh", "lapses"], "its backoff over, ready again");
 }

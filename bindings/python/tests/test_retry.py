@@ -185,6 +185,8 @@ def test_stats_count_a_lapsed_lease_waiting_its_backoff_as_retrying(qpath, clock
         assert (s.oldest_ready_seq, s.oldest_ready_age, s.next_release_at) == (None, None, None)
         t.publish("other", '"y"')
         assert group_counts(t) == {**none, "ready": 1, "retrying": 1}, "another group is ready beside it"
+        assert [(g.group_id, g.state) for g in t.groups()] == [("g", "retrying"), ("other", "ready")]
+        assert [g.group_id for g in t.groups("retrying")] == ["g"], "the filter finds it"
         clock.now = start + 11.9
         assert t.stats().retrying == 1, "until the backoff's end"
         assert t.claim("w", V).group_id == "other", "a claim passes over it"

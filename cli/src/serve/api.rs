@@ -71,9 +71,12 @@ fn state(query: &HashMap<String, String>) -> Result<Option<GroupState>, Reply> {
         Some("parked") => Ok(Some(GroupState::Parked)),
         Some("delayed") => Ok(Some(GroupState::Delayed)),
         Some("paused") => Ok(Some(GroupState::Paused)),
-        Some(other) => {
-            Err(Reply::error(400, format!("state {other:?}: expected ready, leased, parked, delayed or paused")))
-        }
+        Some("held") => Ok(Some(GroupState::Held)),
+        Some("retrying") => Ok(Some(GroupState::Retrying)),
+        Some(other) => Err(Reply::error(
+            400,
+            format!("state {other:?}: expected ready, leased, parked, delayed, paused, held or retrying"),
+        )),
     }
 }
 

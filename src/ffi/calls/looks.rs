@@ -92,6 +92,12 @@ pub enum harel_group_state {
     /// A pause names it (harel_transport_pause): no claim takes its head, whatever the
     /// head's state; a lease taken before still shows its holder (added after 0.4.0).
     HAREL_GROUP_PAUSED = 4,
+    /// Its head is free, but a limit of its routing key has no room (harel_stats' `held`;
+    /// docs/queue.md, "Limits"). Added after 0.4.0: the enum grows only at its end.
+    HAREL_GROUP_HELD = 5,
+    /// Its head's lease lapsed and it waits its retry policy's backoff (harel_stats'
+    /// `retrying`; docs/queue.md, "Retries"). Added after 0.4.0, at the end.
+    HAREL_GROUP_RETRYING = 6,
 }
 
 /// One group of a `harel_group_page`. Its strings live as long as the page.
@@ -106,9 +112,9 @@ pub struct harel_group_info {
     pub head_seq: i64,
     /// Seconds since the head was published; -1 when its writer does not stamp the time.
     pub head_age: f64,
-    /// The worker holding the head's lease; NULL when ready, parked or delayed.
+    /// The worker holding the head's lease; NULL when ready, parked, delayed, held or retrying.
     pub holder: *const c_char,
-    /// When the lease, park or delay ends, epoch seconds; -1 when ready.
+    /// When the lease, park or delay ends, epoch seconds; -1 when ready, held or retrying.
     pub lock_expiry: f64,
     pub priority: i32,
     /// NULL: none.
@@ -333,9 +339,11 @@ fn state_of(state: i32) -> Result<Option<GroupState>> {
         2 => Ok(Some(GroupState::Parked)),
         3 => Ok(Some(GroupState::Delayed)),
         4 => Ok(Some(GroupState::Paused)),
+        5 => Ok(Some(GroupState::Held)),
+        6 => Ok(Some(GroupState::Retrying)),
         other => Err(Error::Argument(format!(
             "state is {other}; it must be -1 (any), HAREL_GROUP_READY, HAREL_GROUP_LEASED, HAREL_GROUP_PARKED, \
-             HAREL_GROUP_DELAYED or HAREL_GROUP_PAUSED"
+             HAREL_GROUP_DELAYED, HAREL_GROUP_PAUSED, HAREL_GROUP_HELD or HAREL_GROUP_RETRYING"
         ))),
     }
 }
@@ -347,6 +355,8 @@ fn c_state(state: GroupState) -> harel_group_state {
         GroupState::Parked => harel_group_state::HAREL_GROUP_PARKED,
         GroupState::Delayed => harel_group_state::HAREL_GROUP_DELAYED,
         GroupState::Paused => harel_group_state::HAREL_GROUP_PAUSED,
+        GroupState::Held => harel_group_state::HAREL_GROUP_HELD,
+        GroupState::Retrying => harel_group_state::HAREL_GROUP_RETRYING,
     }
 }
 
@@ -362,7 +372,7 @@ pub(super) fn next_cursor<T>(page: &Page<T>, strings: &mut Strings) -> *const c_
 ///
 /// On HAREL_OK `*out` is the caller's (free it with `harel_group_page_free`); on error NULL.
 ///
-/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..4, cursor not one
+/// Returns HAREL_OK; HAREL_ERR_ARGUMENT (t or out NULL, state not -1..6, cursor not one
 /// this listing handed out or not UTF-8, limit outside 1..10000); HAREL_ERR_DATABASE;
 /// HAREL_ERR_CONNECT.
 #[no_mangle]

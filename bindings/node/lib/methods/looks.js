@@ -18,7 +18,8 @@ const GROUPS_OPTIONS = ['state', 'cursor', 'limit'];
 const PEEK_OPTIONS = ['cursor', 'limit'];
 const DEAD_OPTIONS = ['groupId', 'cursor', 'limit'];
 const ARCHIVE_OPTIONS = ['groupId', 'cursor', 'limit'];
-const GROUP_STATES = ['ready', 'leased', 'parked', 'delayed', 'paused']; // harel_group_state's values, in order
+// harel_group_state's values, in order
+const GROUP_STATES = ['ready', 'leased', 'parked', 'delayed', 'paused', 'held', 'retrying'];
 const PAUSE_KINDS = ['queue', 'group', 'routingKey']; // harel_pause_kind's values, in order
 const SIZE_T = koffi.sizeof('size_t');
 const DOUBLE = koffi.sizeof('double');
@@ -273,7 +274,7 @@ module.exports = {
 
   /**
    * A page of groups in group id order: `state` ('ready', 'leased', 'parked', 'delayed',
-   * 'paused'; any when absent), `cursor` (the `next` of the page before; none for the
+   * 'paused', 'held', 'retrying'; any when absent), `cursor` (the `next` of the page before; none for the
    * first), `limit` (1..10000, default 100). Resolves `{ groups, next }`, `next` null on the last page.
    */
   groups(options = {}) {

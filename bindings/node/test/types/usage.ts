@@ -282,7 +282,9 @@ async function usage(): Promise<void> {
   void [stats.now, stats.messages, stats.dead, age, oldestSeq, nextRelease, levels, delayedGroups, nextDue, delayedAtLevel];
   const delayedPage: GroupPage = await t.groups({ state: 'delayed' });
   const delayedState: GroupState = 'delayed';
-  void [delayedPage, delayedState];
+  const heldPage: GroupPage = await t.groups({ state: 'held' });
+  const waitingStates: GroupState[] = ['held', 'retrying'];
+  void [delayedPage, delayedState, heldPage, waitingStates];
 
   // pause and resume: the queue, a group, a routing key
   const targets: PauseTarget[] = [{ queue: true }, { groupId: 'order-17' }, { routingKey: 'eu' }];

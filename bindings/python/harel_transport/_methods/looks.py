@@ -46,8 +46,9 @@ class LookMethods(_Handle):
         self, state: Optional[str] = None, cursor: Optional[str] = None, limit: int = 100
     ) -> Page[GroupInfo]:
         """A page of groups in group id order, claiming nothing: every group (`state`
-        None) or only those ``"ready"``, ``"leased"``, ``"parked"``, ``"delayed"`` or
-        ``"paused"`` (a paused group is listed as paused only, whatever its head).
+        None) or only those ``"ready"``, ``"leased"``, ``"parked"``, ``"delayed"``,
+        ``"paused"`` (a paused group is listed as paused only, whatever its head), ``"held"``
+        (by a limit) or ``"retrying"`` (a lapsed lease waiting its backoff).
         `cursor`: None for the first page, else the `Page.next` of the page before;
         `limit`: 1..10000."""
         s = _group_state(state)

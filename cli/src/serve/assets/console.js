@@ -279,8 +279,9 @@ const groups = pager(
         cell(row, value);
       }
       const actions = cell(row, "", "actions");
-      // A paused group shows no head state: it is held while a lease or park has an end.
-      if (g.state !== "ready" && (g.state !== "paused" || g.lock_expiry !== null)) {
+      // Only a head with a lease, park or delay has something to release; a ready, held or
+      // retrying head is free (a paused one shows its lease's end while it lasts).
+      if (g.lock_expiry !== null) {
         button(actions, "release", () =>
           change("/api/release", { group: g.group_id }, (a) =>
             a.released ? `released ${a.group_id}` : `${a.group_id}: nothing to release`));
