@@ -103,7 +103,7 @@ impl Local {
                     _ if c.max_attempts > 0 && attempts >= i64::from(c.max_attempts) => {
                         format!("claimed {attempts} times: max_attempts is {}", c.max_attempts)
                     }
-                    (Ok(group_id), Ok(_), Ok(_)) if room == Room::None => {
+                    (Ok(group_id), Ok(_), Ok(_)) if room == Room::Full => {
                         claimed.held += self.execute(sql.limit.hold(&group_id, now)).await?;
                         look_again = true;
                         break;
@@ -167,7 +167,7 @@ enum Room {
     /// Its key's limit has room for one more lease: the key.
     For(String),
     /// Its key's limit has none.
-    None,
+    Full,
 }
 
 impl Room {
@@ -175,7 +175,7 @@ impl Room {
         match value {
             Value::Null => Ok(Room::Unlimited),
             Value::Text(key) => Ok(Room::For(key)),
-            Value::Integer(0) => Ok(Room::None),
+            Value::Integer(0) => Ok(Room::Full),
             other => Err(unexpected(&[other])),
         }
     }
