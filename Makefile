@@ -30,10 +30,13 @@ ABI_VERSION := $(shell sed -n 's/^const ABI_VERSION: u32 = \([0-9]*\);/\1/p' bui
 timed = timeout -k 10 $(1)m $(2) || { s=$$?; case $$s in 124|137) echo "timed out after $(1) min: $(2)" >&2;; esac; exit $$s; }
 
 # `make test` runs the package suites (test-python, test-npm, test-deb) on the artifacts of
-# `make dist` (mk/dist.mk), the files a release ships, which its test-dist builds anyway: when
-# `test` is a goal, each of them depends on dist and tests dist's file, instead of building a
-# package of the release library as it does run alone (mk/python.mk's PY_TEST_WHEEL says why).
-TEST_ON_DIST := $(filter test,$(MAKECMDGOALS))
+# `make dist` (mk/dist.mk), the files a release ships, which its test-dist builds anyway: in
+# the suites' makes TEST_ON_DIST is 1, each of them depends on dist-once and tests dist's file,
+# instead of building a package of the release library as it does run alone (mk/python.mk's
+# PY_TEST_WHEEL says why).
+TEST_ON_DIST :=
+# Every suite of `make test`: each mk/<part>.mk adds its own.
+SUITES :=
 
 .PHONY: all lib demo test venv clean
 all: lib
@@ -45,9 +48,12 @@ all: lib
 # cargo, which keeps one libharel_transport.so, rebuilt it (~30 s) at each switch between
 # the two, several times in a `make test`.
 LIB_BUILD := $(CARGO) build --release -p harel-transport -p harel-transport-cli
+# The soname's link is made once, not again at every make: a suite's make runs this beside
+# another suite's programs, which load the library by it.
+SONAME_LINK := $(RELEASE_DIR)/libharel_transport.so.$(ABI_VERSION)
 lib:
 	$(LIB_BUILD)
-	ln -sf libharel_transport.so $(RELEASE_DIR)/libharel_transport.so.$(ABI_VERSION)
+	@[ "$$(readlink $(SONAME_LINK))" = libharel_transport.so ] || ln -sfv libharel_transport.so $(SONAME_LINK)
 
 # Python with harel 0.9.0 and libsql, for the interop tests and the benchmark's peers.
 venv: $(VENV)/.ready
@@ -55,6 +61,22 @@ $(VENV)/.ready:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet harel==0.9.0 libsql==0.1.11
 	touch $@
+
+# `make test`: what every suite needs built once (the library, the venvs, the Node packages),
+# then the suites in two lanes at once and tracing alone last (mk/suites.sh: each suite's output
+# whole when it ends, a table of them all at the end). Lane 1 holds the big builds (the portable
+# library and the packages, the fuzzer, the Rust tests); lane 2 the suites that keep one core
+# busy or wait (on sqld, timeouts, child processes), Python last, once test-dist has made the
+# wheel it tests. Tracing runs when the others are done: its build makes the library again with
+# the opentelemetry feature, in target/, after which any suite's `make lib` would rebuild it
+# (a minute) and replace the file the other suites' programs are loading.
+TEST_LANE_1 := test-dist test-deb test-npm test-reliability test-rust
+TEST_LANE_2 := test-c test-exports test-docs test-modules test-cli test-console test-cpp test-faults \
+	test-history test-go test-go-stress test-node test-python@test-dist
+TEST_LAST   := test-tracing
+test: lib venv node-deps
+	@bash mk/suites.sh --make '$(MAKE) --no-print-directory TEST_ON_DIST=1' --logs $(BUILD)/suites \
+		--all '$(SUITES)' --lane '$(TEST_LANE_1)' --lane '$(TEST_LANE_2)' --last '$(TEST_LAST)'
 
 clean:
 	$(CARGO) clean

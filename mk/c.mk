@@ -3,7 +3,7 @@
 # end to end; the installed package used through pkg-config, dynamically and statically:
 # tests/install.sh).
 .PHONY: examples-c test-c test-exports c-tools
-test: test-c test-exports
+SUITES += test-c test-exports
 
 C_FLAGS    := -std=c99 -Wall -Wextra -Werror -pedantic
 CXX_FLAGS  := -std=c++11 -Wall -Wextra -Werror -pedantic

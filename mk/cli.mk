@@ -5,7 +5,7 @@
 # the root's `cargo test` (test-rust) does not run them: this target does. `make install`
 # installs the binary (mk/install.mk).
 .PHONY: test-cli cli
-test: test-cli
+SUITES += test-cli
 
 cli:
 	$(LIB_BUILD)

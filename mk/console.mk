@@ -4,7 +4,7 @@
 # serves. Where Chromium is not installed it says it skipped; .ci/run installs it. With
 # SCREENSHOT=docs/console.png it saves the console's picture for the README.
 .PHONY: test-console console-deps
-test: test-console
+SUITES += test-console
 
 CONSOLE_DIR  := tests/console
 CONSOLE_DEPS := $(CONSOLE_DIR)/node_modules/.package-lock.json

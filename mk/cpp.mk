@@ -7,7 +7,7 @@
 # and tests/cpp/cmake_check.sh: find_package(harel_transport) from a CMake project against
 # `make install PREFIX=<tmp>`, shared and static.
 .PHONY: test-cpp examples-cpp cpp-tools
-test: test-cpp
+SUITES += test-cpp
 
 CXX_STRICT   := -Wall -Wextra -Werror -pedantic -Wshadow -Wconversion -Wsign-conversion \
 	-Wold-style-cast -Wnon-virtual-dtor

@@ -8,7 +8,7 @@
 # and checks nothing of them is left (packaging/test-deb.sh). Installing needs root: as
 # another user test-deb says it is skipped.
 .PHONY: deb test-deb deb-tools
-test: test-deb
+SUITES += test-deb
 
 DEB_DIR      := $(BUILD)/deb
 DEB_REVISION ?= 1
@@ -23,7 +23,7 @@ deb: $(LIB_TARGET) $(if $(wildcard cli/Cargo.toml),$(CLI_TARGET)) deb-tools
 	$(DEB_ENV) bash packaging/build-deb.sh $(DEB_DIR)
 	lintian --fail-on error --display-info $(DEB_DIR)/*_$(VERSION)-$(DEB_REVISION)_*.deb
 
-test-deb: $(if $(TEST_ON_DIST),dist)
+test-deb: $(if $(TEST_ON_DIST),dist-once)
 	@if [ "$$(id -u)" != 0 ]; then \
 	  echo "test-deb: skipped: it installs and removes the packages with dpkg, which needs root" \
 	    "(run make test-deb as root on a machine you can change)"; \

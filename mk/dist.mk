@@ -18,15 +18,17 @@
 #                       publish/claim/ack through it (tests/dist/run.sh).
 #
 # `make test` runs test-python, test-npm and test-deb on dist's wheel, npm package and .debs
-# (TEST_ON_DIST, Makefile), so it packages each once, from the portable library.
+# (TEST_ON_DIST, Makefile), so it packages each once, from the portable library: they depend
+# on dist-once, which is dist unless a dist is there already, the one test-dist made (each
+# suite is a make of its own, and mk/suites.sh runs them after test-dist).
 #
 # The wheel, the npm package and the .debs are built by their own targets (mk/python.mk's
 # wheel, mk/npm.mk's npm-pack, mk/deb.mk's deb), run by a make of their own with the library's
 # paths (LIB_SO, LIB_A, CLI_BIN) and the target that builds them (LIB_TARGET) overridden.
 # dist-tarball, dist-wheel, dist-npm, dist-deb and dist-go are dist's steps, each usable alone
 # after `make portable-lib`.
-.PHONY: portable-lib portable-tools dist dist-wheel dist-npm dist-deb dist-tarball dist-go test-dist
-test: test-dist
+.PHONY: portable-lib portable-tools dist dist-once dist-wheel dist-npm dist-deb dist-tarball dist-go test-dist
+SUITES += test-dist
 
 DIST_DIR        := $(BUILD)/dist
 ZIG_VENV        := $(BUILD)/zig-venv
@@ -90,6 +92,9 @@ dist: portable-lib
 	cd $(DIST_DIR) && find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum -- >SHA256SUMS
 	@echo "make dist: $(DIST_DIR) (bytes, file):" && \
 		cd $(DIST_DIR) && find . -type f -printf '%12s  %P\n' | LC_ALL=C sort -k2
+
+dist-once:
+	@test -f $(DIST_DIR)/SHA256SUMS || $(MAKE) --no-print-directory dist
 
 # The tarball: what `make install` installs (the .so with its soname links, the .a, the C and
 # C++ headers, pkg-config, CMake, the CLI) under one directory, stripped as the .debs strip.

@@ -4,7 +4,7 @@
 # Its self-test plants a broken link, a broken anchor and a missing src path in a copy of
 # the pages and must see each caught. Python's standard library only; seconds.
 .PHONY: test-docs
-test: test-docs
+SUITES += test-docs
 
 test-docs:
 	$(call timed,2,$(PYTHON) tests/docs/check_links.py --self-test)

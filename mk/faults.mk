@@ -9,7 +9,7 @@
 # faults, held longer, SOAK_FAULTS_ROUNDS times. Both need sqld: without HAREL_SQLD they
 # say "skipped:" and succeed.
 .PHONY: test-faults soak-faults faults-bin
-test: test-faults
+SUITES += test-faults
 soak: soak-faults
 
 FAULTS_DIR         := $(BUILD)/faults

@@ -5,7 +5,7 @@
 # suite so; `make soak-go` the examples' too, and bench-goqite's program (goqite and
 # mattn/go-sqlite3's own SQLite in the process beside ours) SOAK_GO_RUNS times so.
 .PHONY: test-go-stress soak-go
-test: test-go-stress
+SUITES += test-go-stress
 soak: soak-go
 
 GO_STRESS    := GOGC=1 GOEXPERIMENT=cgocheck2

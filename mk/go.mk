@@ -4,7 +4,7 @@
 # binding's own OpenTelemetry modules come the same way), built with cgo against this tree's library: `make test-go` runs their tests, `make
 # examples-go` builds the worker.
 .PHONY: test-go examples-go tracing-go
-test: test-go
+SUITES += test-go
 
 GO         ?= go
 GO_PREFIX  := $(BUILD)/go/prefix

@@ -12,7 +12,7 @@
 #   make soak           SOAK_SECONDS (600) of history, which must pass; with it the Go
 #                       programs under GOGC=1 (go-stress.mk) and the soak faults (faults.mk)
 .PHONY: test-history soak history-tools
-test: test-history
+SUITES += test-history
 
 HISTORY_DIR     := tests/history
 HISTORY_BIN     := $(BUILD)/history/bin

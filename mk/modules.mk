@@ -3,7 +3,7 @@
 # paths. Its self-test plants a circle and an upward arrow in a copy of src/ and must see
 # both caught. Python's standard library only; seconds.
 .PHONY: test-modules
-test: test-modules
+SUITES += test-modules
 
 test-modules:
 	$(call timed,2,$(PYTHON) tests/architecture/check_modules.py --self-test)

@@ -3,7 +3,7 @@
 # in target/release, and its poll addon in $(BUILD)/node (see bindings/node/README.md,
 # "Finding the library").
 .PHONY: test-node node-deps node-poll bench-node
-test: test-node
+SUITES += test-node
 
 NODE_DIR  := bindings/node
 NODE_DEPS := $(NODE_DIR)/node_modules/.package-lock.json

@@ -9,7 +9,7 @@
 # `make dist`), installs it into a fresh directory outside the repository (koffi from the
 # registry) and runs a publish/claim/ack there (bindings/node/test/pack/check.js).
 .PHONY: npm-pack test-npm
-test: test-npm
+SUITES += test-npm
 
 NPM_DIR     := $(BUILD)/npm
 NPM_STAGE   := $(NPM_DIR)/stage
@@ -25,5 +25,5 @@ npm-pack: $(LIB_TARGET) node-poll
 	cd $(NPM_STAGE) && HAREL_TRANSPORT_PREBUILT='$(abspath $(LIB_SO))' HAREL_TRANSPORT_PREBUILT_POLL='$(abspath $(NODE_POLL))' $(NPM) pack --pack-destination ..
 	rm -rf $(NPM_STAGE)
 
-test-npm: $(if $(TEST_ON_DIST),dist,npm-pack)
+test-npm: $(if $(TEST_ON_DIST),dist-once,npm-pack)
 	$(call timed,15,$(NODE) $(NODE_DIR)/test/pack/check.js $(NPM_TEST_TGZ))

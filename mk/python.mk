@@ -5,7 +5,7 @@
 # repository with PYTHONPATH and HAREL_TRANSPORT_LIB unset, so nothing of the build tree
 # can be imported or loaded; `make bench-python` runs the Python-level benchmark.
 .PHONY: wheel test-python bench-python python-tracing-worker
-test: test-python
+SUITES += test-python
 
 PY_DIR       := bindings/python
 PY_BUILD     := $(BUILD)/python
@@ -25,7 +25,7 @@ PY_WHEEL     := $(PY_DIST)/harel_transport-$(VERSION)-py3-none-$(PY_PLAT).whl
 # test-dist builds anyway: no second wheel.
 PY_TEST_PLAT  = $(if $(TEST_ON_DIST),$(WHEEL_PLAT),$(PY_PLAT))
 PY_TEST_WHEEL = $(if $(TEST_ON_DIST),$(DIST_DIR),$(PY_DIST))/harel_transport-$(VERSION)-py3-none-$(PY_TEST_PLAT).whl
-PY_TEST_BUILD := $(if $(TEST_ON_DIST),dist,wheel)
+PY_TEST_BUILD := $(if $(TEST_ON_DIST),dist-once,wheel)
 STRIP        ?= strip
 
 # What builds the wheel (setuptools from PyPI), and what the tests run on: harel, and what

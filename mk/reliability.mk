@@ -7,7 +7,7 @@
 #   make fuzz [FUZZ_LONG_SECONDS=1200]  a longer run; new inputs stay in $(FUZZ_WORK)
 #   make fuzz-merge                    fold what a long run found into fuzz/corpus/abi, minimized
 .PHONY: test-reliability test-c-asan fuzz fuzz-build fuzz-run fuzz-merge fuzz-tools
-test: test-reliability
+SUITES += test-reliability
 
 # FUZZ_SECONDS=0 leaves the fuzzer out (its instrumented build costs ~8 CPU-minutes).
 test-reliability: test-c-asan

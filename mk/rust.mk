@@ -8,7 +8,7 @@
 # about three minutes less of CI. Each suite bounds its tests itself (testkit's
 # time_limit); the timeouts below bound a hang of the whole.
 .PHONY: test-rust
-test: test-rust
+SUITES += test-rust
 
 RUST_SERVER_TESTS := $(basename $(notdir $(wildcard tests/server*.rs)))
 # tests/tracing.rs needs the opentelemetry feature: mk/tracing.mk runs it.

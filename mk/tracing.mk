@@ -4,7 +4,7 @@
 # (tests/tracing/run.py): C and Go producers, a Go, Node, Python and Rust worker each in
 # its own process, on a file and on sqld ($(HAREL_SQLD)).
 .PHONY: test-tracing tracing-tools bench-headers
-test: test-tracing
+SUITES += test-tracing
 
 C_PRODUCER   := $(BUILD)/tracing/c_producer
 RUST_WORKER  := $(RELEASE_DIR)/examples/tracing_worker
