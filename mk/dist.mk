@@ -43,17 +43,32 @@ PORTABLE_CLI    := $(PORTABLE_DIR)/harel-transport
 DIST_TOOLS_REQS := ziglang==0.17.1 cargo-zigbuild==0.24.1 auditwheel==6.8.2
 # The platform tags of a wheel that needs glibc 2.17 at most: PEP 600's and its PEP 599 alias.
 WHEEL_PLAT      := manylinux_2_17_x86_64.manylinux2014_x86_64
-# Flags for the C the build compiles (libSQL's SQLite, ring) with zig cc: it keeps frame
-# pointers (-mframe-pointer=all) where the normal build's gcc -O3 omits them, which cost the
-# library 1-6% more instructions per operation (bench/icount/ops.c under callgrind, against the
-# normal build of the same tree); omitted, every phase but publish_many counts 2-8% fewer than
-# gcc's build, publish_many 3% more (clang's code for SQLite; clang -O3 instead of zig's -O2,
-# -Xclang -O3, changes nothing).
+# The C the build compiles: libSQL's SQLite with the normal build's compiler (PORTABLE_SQLITE_CC,
+# the CC make exports: gcc), the rest (ring) with zig cc; packaging/portable-cc.sh picks by the
+# build script's package. zig links it all against glibc 2.17. Compiled by zig's clang, SQLite
+# cost publish_many 3% more instructions per message than gcc -O3's (bench/icount/ops.c under
+# callgrind, against the normal build of the same tree; clang -O3 changed nothing); with gcc every
+# phase counts what the normal build's does (docs/benchmark.md). gcc reads this machine's glibc
+# headers, where SQLite's large files (_FILE_OFFSET_BITS=64) turn fcntl into fcntl64, of glibc
+# 2.28: -DSQLITE_DISABLE_LFS, which on x86_64 changes no type (off_t, struct stat are 64-bit
+# either way) and no function (each *64 is its plain name's alias). stat, fstat and lstat, glibc
+# functions from 2.33 on, come from zig's libc_nonshared for 2.17 (through __xstat);
+# -U_FORTIFY_SOURCE keeps out the __*_chk functions a distribution's gcc may default to.
+# glibc-check.sh fails whatever other header turns a call into a newer symbol. These flags
+# replace .cargo/config.toml's LIBSQLITE3_FLAGS, so they carry them. cargo rebuilds SQLite when
+# they change, not when PORTABLE_SQLITE_CC does (a `cc` script tracks CC_<target>, the wrapper).
+PORTABLE_SQLITE_CC    ?= $(CC)
+PORTABLE_SQLITE_FLAGS := $(shell sed -n 's/^LIBSQLITE3_FLAGS = "\(.*\)"$$/\1/p' .cargo/config.toml) \
+	-DSQLITE_DISABLE_LFS -U_FORTIFY_SOURCE
+# zig cc keeps frame pointers (-mframe-pointer=all) where gcc -O3 omits them: they cost 1-6% more
+# instructions per operation when zig compiled SQLite. Now for ring's C, as in the normal build.
 PORTABLE_CFLAGS ?= -fomit-frame-pointer
 # The library, the CLI, in one graph as LIB_BUILD (Makefile) builds them. With the venv's
 # bin first in PATH: cargo-zigbuild finds zig there (python -m ziglang).
 PORTABLE_ENV    := PATH='$(abspath $(ZIG_VENV))/bin':"$$PATH" CARGO_TARGET_DIR='$(abspath $(ZIG_TARGET_DIR))' \
-	$(if $(PORTABLE_CFLAGS),CFLAGS_$(subst -,_,$(PORTABLE_TRIPLE))='$(PORTABLE_CFLAGS)')
+	$(if $(PORTABLE_CFLAGS),CFLAGS_$(subst -,_,$(PORTABLE_TRIPLE))='$(PORTABLE_CFLAGS)') \
+	PORTABLE_SQLITE_CC='$(PORTABLE_SQLITE_CC)' LIBSQLITE3_FLAGS='$(strip $(PORTABLE_SQLITE_FLAGS))' \
+	env 'CC_$(PORTABLE_TRIPLE)=$(abspath packaging/portable-cc.sh)'
 PORTABLE_BUILD  := $(PORTABLE_ENV) nice $(ZIG_VENV)/bin/cargo-zigbuild zigbuild --release \
 	-p harel-transport -p harel-transport-cli --target $(PORTABLE_TRIPLE).$(PORTABLE_GLIBC)
 
