@@ -65,14 +65,15 @@ $(VENV)/.ready:
 # `make test`: what every suite needs built once (the library, the venvs, the Node packages),
 # then the suites in two lanes at once and tracing alone last (mk/suites.sh: each suite's output
 # whole when it ends, a table of them all at the end). Lane 1 holds the big builds (the portable
-# library and the packages, the fuzzer, the Rust tests); lane 2 the suites that keep one core
-# busy or wait (on sqld, timeouts, child processes), Python last, once test-dist has made the
-# wheel it tests. Tracing runs when the others are done: its build makes the library again with
-# the opentelemetry feature, in target/, after which any suite's `make lib` would rebuild it
-# (a minute) and replace the file the other suites' programs are loading.
-TEST_LANE_1 := test-dist test-deb test-npm test-reliability test-rust
+# library, the fuzzer, the Rust tests); lane 2 the suites that keep one core busy or wait (on
+# sqld, timeouts, child processes), then the package suites, once test-dist has made the files
+# they test (made by then: test-dist is lane 1's first suite). The lanes' lengths are about
+# even (docs/tests.md). Tracing runs when the others are done: its build makes the library
+# again with the opentelemetry feature, in target/, after which any suite's `make lib` would
+# rebuild it (a minute) and replace the file the other suites' programs are loading.
+TEST_LANE_1 := test-dist test-reliability test-rust
 TEST_LANE_2 := test-c test-exports test-docs test-modules test-cli test-console test-cpp test-faults \
-	test-history test-go test-go-stress test-node test-python@test-dist
+	test-history test-go test-go-stress test-node test-deb@test-dist test-npm@test-dist test-python@test-dist
 TEST_LAST   := test-tracing
 test: lib venv node-deps
 	@bash mk/suites.sh --make '$(MAKE) --no-print-directory TEST_ON_DIST=1' --logs $(BUILD)/suites \

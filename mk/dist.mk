@@ -69,7 +69,7 @@ PORTABLE_ENV    := PATH='$(abspath $(ZIG_VENV))/bin':"$$PATH" CARGO_TARGET_DIR='
 	$(if $(PORTABLE_CFLAGS),CFLAGS_$(subst -,_,$(PORTABLE_TRIPLE))='$(PORTABLE_CFLAGS)') \
 	PORTABLE_SQLITE_CC='$(PORTABLE_SQLITE_CC)' LIBSQLITE3_FLAGS='$(strip $(PORTABLE_SQLITE_FLAGS))' \
 	env 'CC_$(PORTABLE_TRIPLE)=$(abspath packaging/portable-cc.sh)'
-PORTABLE_BUILD  := $(PORTABLE_ENV) nice $(ZIG_VENV)/bin/cargo-zigbuild zigbuild --release \
+PORTABLE_BUILD  := $(PORTABLE_ENV) $(ZIG_VENV)/bin/cargo-zigbuild zigbuild --release \
 	-p harel-transport -p harel-transport-cli --target $(PORTABLE_TRIPLE).$(PORTABLE_GLIBC)
 
 # The venv, made again when DIST_TOOLS_REQS changes (its .ready holds them).
