@@ -28,10 +28,10 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-SUITE_MINUTES=${SUITE_MINUTES:-40}
+SUITE_MINUTES=${SUITE_MINUTES:-45}
 
 # Every suite once, none unknown.
-placed=$(for s in ${lanes[@]+"${lanes[@]}"} $last; do echo "${s%%@*}"; done | tr ' ' '\n' | sed '/^$/d' | sort)
+placed=$(for s in ${lanes[*]-} $last; do echo "${s%%@*}"; done | tr ' ' '\n' | sed '/^$/d' | sort)
 wanted=$(echo $all | tr ' ' '\n' | sed '/^$/d' | sort)
 if [ "$placed" != "$wanted" ]; then
   echo "suites: the lanes and --last must hold every suite of --all once:" >&2
@@ -56,7 +56,6 @@ run() {
     124|137) verdict=FAILED; echo "timed out after $SUITE_MINUTES min: $suite" >>"$log" ;;
     *) verdict=FAILED ;;
   esac
-  echo "$verdict" >"$logs/$suite.status"
   echo "$wall $cpu" >"$logs/$suite.time"
   {
     flock 9
@@ -64,6 +63,8 @@ run() {
     cat "$log"
     echo "suite $suite: $verdict in $wall s (CPU $cpu s)"
   } 9>"$logs/.print"
+  # Last: a suite waiting for this one goes on only once this one's lines are out.
+  echo "$verdict" >"$logs/$suite.status"
   [ "$verdict" = passed ]
 }
 
@@ -97,7 +98,7 @@ for suite in $last; do run "$suite" "last, alone" || true; done
 
 echo "==== the suites ==========================================================================="
 failed=0
-for suite in $(for s in ${lanes[@]+"${lanes[@]}"} $last; do echo "${s%%@*}"; done); do
+for suite in $(for s in ${lanes[*]-} $last; do echo "${s%%@*}"; done); do
   status=$(cat "$logs/$suite.status" 2>/dev/null || echo "not run")
   if [ -f "$logs/$suite.time" ]; then
     read -r wall cpu <"$logs/$suite.time"
