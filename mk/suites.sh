@@ -31,8 +31,8 @@ done
 SUITE_MINUTES=${SUITE_MINUTES:-45}
 
 # Every suite once, none unknown.
-placed=$(for s in ${lanes[*]-} $last; do echo "${s%%@*}"; done | tr ' ' '\n' | sed '/^$/d' | sort)
-wanted=$(echo $all | tr ' ' '\n' | sed '/^$/d' | sort)
+placed=$(for s in ${lanes[*]-} $last; do echo "${s%%@*}"; done | sort)
+wanted=$(for s in $all; do echo "$s"; done | sort)
 if [ "$placed" != "$wanted" ]; then
   echo "suites: the lanes and --last must hold every suite of --all once:" >&2
   diff <(echo "$wanted") <(echo "$placed") | sed -n 's/^< /  in no lane: /p; s/^> /  placed but not a suite, or twice: /p' >&2
