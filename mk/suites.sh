@@ -30,8 +30,9 @@ while [ $# -gt 0 ]; do
 done
 SUITE_MINUTES=${SUITE_MINUTES:-45}
 
-# Every suite once, none unknown.
-placed=$(for s in ${lanes[*]-} $last; do echo "${s%%@*}"; done | sort)
+# Every suite once, none unknown. ORDER: the suites as placed, without their @ waits.
+order=$(for s in ${lanes[*]-} $last; do echo "${s%%@*}"; done)
+placed=$(echo "$order" | sort)
 wanted=$(for s in $all; do echo "$s"; done | sort)
 if [ "$placed" != "$wanted" ]; then
   echo "suites: the lanes and --last must hold every suite of --all once:" >&2
@@ -98,7 +99,7 @@ for suite in $last; do run "$suite" "last, alone" || true; done
 
 echo "==== the suites ==========================================================================="
 failed=0
-for suite in $(for s in ${lanes[*]-} $last; do echo "${s%%@*}"; done); do
+for suite in $order; do
   status=$(cat "$logs/$suite.status" 2>/dev/null || echo "not run")
   if [ -f "$logs/$suite.time" ]; then
     read -r wall cpu <"$logs/$suite.time"
